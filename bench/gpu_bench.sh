@@ -1,0 +1,425 @@
+#!/usr/bin/env bash
+# gpu_bench.sh - cucap's performance figures on a GPU machine (owner: bench).
+#
+# usage: bench/gpu_bench.sh BUILD_DIR OUT_DIR
+#
+# BUILD_DIR: a cucap build (tools/cucap, interpose/libcucap.so,
+# tests/apps/empty_kernel, bench/libkernel_times.so, bench/bench_reader).
+# OUT_DIR: logs, kernel-time tables, bench.txt (the BENCH lines) and
+# summary.txt; captures go to OUT_DIR/work and are deleted at the end unless
+# BENCH_KEEP=1 (they can be hundreds of MB).
+#
+# Every figure is a ratio (or a size/speed) measured in this same run, native
+# and recorded runs alternating. One machine-greppable line per figure:
+#   BENCH name value unit target=OP_VALUE PASS|FAIL
+#   BENCH name - FAIL (reason)          the step could not produce it
+#   BENCH name value unit target=none INFO   context, not judged
+# A failing step never stops the script. Exit status: 0 all judged figures
+# PASS, 1 any FAIL, 2 usage.
+#
+# Figures:
+#  (a) record_overhead_launch   empty_kernel N launches: recorded/native
+#      "us per launch" (medians of BENCH_RUNS each), <= 1.25
+#      capture_bytes_per_launch capture file size / N, <= 40
+#  (b) record_overhead_torch    torch_mlp.py --steps S, recorded/native, <= 1.10
+#      (the script prints no per-step time: whole-process wall time is used,
+#      which includes the Python + torch start-up on both sides)
+#  (c) replay_speed             `cucap replay` process wall / native torch
+#      process wall (medians), <= 0.5
+#  (d) kernel_time_ratio        per-kernel GPU durations, replay/native,
+#      CUPTI injection bench/libkernel_times.so on both sides; median within
+#      1.00 +- 0.02 (bench/compare_kernel_times.py)
+#  (e) capture_load_raw         bench_reader on the largest capture, raw
+#      payload MB/s (10^6), >= 1000
+#
+# Knobs (environment): BENCH_RUNS (3), BENCH_LAUNCHES (100000), BENCH_STEPS
+# (200), BENCH_TIMEOUT (per command, s, 150), BENCH_BUDGET (s, 330: later
+# steps are skipped as FAIL once it is spent), PYTHON (python3), BENCH_KEEP.
+set -u
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 BUILD_DIR OUT_DIR" >&2
+  exit 2
+fi
+if [ ! -d "$1" ]; then
+  echo "gpu_bench: $1: not a directory" >&2
+  exit 2
+fi
+BUILD=$(cd "$1" && pwd)
+mkdir -p "$2" || exit 2
+OUT=$(cd "$2" && pwd)
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=$OUT/work
+mkdir -p "$WORK" || exit 2
+
+CUCAP=$BUILD/tools/cucap
+EMPTY=$BUILD/tests/apps/empty_kernel
+KTIMES=$BUILD/bench/libkernel_times.so
+READER=$BUILD/bench/bench_reader
+COMPARE=$SRC/bench/compare_kernel_times.py
+PY=${PYTHON:-python3}
+TORCH=$SRC/tests/apps/torch_mlp.py
+[ -f "$TORCH" ] || TORCH=$BUILD/tests/apps/torch_mlp.py
+RUNS=${BENCH_RUNS:-3}
+NLAUNCH=${BENCH_LAUNCHES:-100000}
+STEPS=${BENCH_STEPS:-200}
+TMO=${BENCH_TIMEOUT:-150}
+BUDGET=${BENCH_BUDGET:-330}
+
+BENCH_FILE=$OUT/bench.txt
+SUMMARY=$OUT/summary.txt
+: >"$BENCH_FILE"
+ANY_FAIL=0
+T_START=$(date +%s)
+
+# ------------------------------------------------------------------ helpers
+
+log() { printf '%s\n' "$*"; }
+section() { printf '\n=== %s\n' "$*"; }
+
+bench_emit() { # LINE
+  printf '%s\n' "$1"
+  printf '%s\n' "$1" >>"$BENCH_FILE"
+}
+
+# bench_judge NAME VALUE UNIT OP TARGET   (OP: le | ge)
+bench_judge() {
+  local verdict sym
+  if ! [[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+    bench_fail "$1" "no value (got '$2')"
+    return
+  fi
+  if [ "$4" = le ]; then sym='<='; else sym='>='; fi
+  if awk -v v="$2" -v t="$5" -v op="$4" \
+      'BEGIN { exit !((op == "le") ? (v + 0 <= t + 0) : (v + 0 >= t + 0)) }'; then
+    verdict=PASS
+  else
+    verdict=FAIL
+    ANY_FAIL=1
+  fi
+  bench_emit "BENCH $1 $2 $3 target=$sym$5 $verdict"
+}
+
+bench_info() { bench_emit "BENCH $1 $2 $3 target=none INFO"; }
+
+bench_fail() { # NAME REASON (parentheses inside become brackets: one pair)
+  local r=${2//(/[}
+  r=${r//)/]}
+  ANY_FAIL=1
+  bench_emit "BENCH $1 - FAIL ($r)"
+}
+
+# Seconds left of BENCH_BUDGET (may be negative).
+budget_left() { echo $((BUDGET - ($(date +%s) - T_START))); }
+over_budget() { [ "$(budget_left)" -le 0 ]; }
+
+# run_timed LOG CMD...: runs CMD under timeout (stdout+stderr to LOG); sets
+# RUN_RC and RUN_WALL (seconds, whole process).
+run_timed() {
+  local logf=$1 t0 t1 lim
+  shift
+  lim=$TMO
+  t0=$(date +%s%N)
+  timeout -k 5 "$lim" "$@" >"$logf" 2>&1
+  RUN_RC=$?
+  t1=$(date +%s%N)
+  RUN_WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
+}
+
+# Why a run failed, in a few words (for "FAIL (reason)").
+why() { # LOG RC
+  local last
+  last=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1 | tr -d '()' | cut -c1-120)
+  case $2 in
+    124 | 137) echo "timed out after ${TMO}s; see $1" ;;
+    77) echo "skipped by the app (exit 77): ${last:-no output}" ;;
+    *) echo "exit $2: ${last:-no output}; see $1" ;;
+  esac
+}
+
+median() { # VALUES...
+  printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 }
+    END { if (NR == 0) exit 1
+          if (NR % 2) printf "%.6f\n", a[(NR + 1) / 2]
+          else printf "%.6f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) exit 1; printf "%.4f", a / b }'; }
+
+# Value after "KEY:" on the last matching line of LOG (first field).
+field() { # LOG KEY
+  awk -v k="$2:" 'index($0, k) == 1 { v = substr($0, length(k) + 1); n = split(v, w, " ")
+                                      last = n ? w[1] : "" }
+                  END { if (last != "") print last }' "$1" 2>/dev/null
+}
+
+file_size() { stat -c %s "$1" 2>/dev/null; }
+
+need() { # NAME FILE:WHAT... -> 0 if all present, else one FAIL line
+  local name=$1 miss="" f
+  shift
+  for f in "$@"; do
+    [ -e "${f%%:*}" ] || miss="${miss:+$miss, }missing ${f%%:*} [${f#*:}]"
+  done
+  [ -z "$miss" ] && return 0
+  bench_fail "$name" "$miss"
+  return 1
+}
+
+# ------------------------------------------------------------------ header
+
+section "cucap GPU benchmarks"
+log "build: $BUILD"
+log "out:   $OUT"
+log "date:  $(date -u '+%Y-%m-%d %H:%M:%S UTC')  host: $(hostname)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  log "gpu:   $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+fi
+log "runs:  $RUNS each, alternating native/recorded; launches $NLAUNCH; torch steps $STEPS"
+
+# ------------------------------------------------------------------ (a)
+
+TORCH_NATIVE_WALL=""   # median, for (c)
+TORCH_CAPTURE=""       # a recorded torch capture, for (c) and (d)
+
+step_a() {
+  section "(a) record overhead: empty_kernel $NLAUNCH launches"
+  if ! need record_overhead_launch "$EMPTY:nvcc test app" "$CUCAP:cucap CLI"; then
+    bench_fail capture_bytes_per_launch "prerequisites missing"
+    return
+  fi
+  local i nus=() rus=() nwall=() rwall=() sizes=() v cap reason=""
+  printf '%-4s %14s %14s %12s %12s %14s\n' run native_us rec_us native_s rec_s capture_bytes
+  for ((i = 1; i <= RUNS; i++)); do
+    if over_budget; then reason="time budget spent"; break; fi
+    run_timed "$OUT/a_native_$i.log" "$EMPTY" "$NLAUNCH"
+    v=$(field "$OUT/a_native_$i.log" "us per launch")
+    if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
+      reason="native run $i: $(why "$OUT/a_native_$i.log" $RUN_RC)"; break
+    fi
+    nus+=("$v"); nwall+=("$RUN_WALL")
+    cap=$WORK/empty_$i.cucap
+    rm -f "$cap"
+    run_timed "$OUT/a_record_$i.log" "$CUCAP" record -o "$cap" -- "$EMPTY" "$NLAUNCH"
+    v=$(field "$OUT/a_record_$i.log" "us per launch")
+    if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
+      reason="recorded run $i: $(why "$OUT/a_record_$i.log" $RUN_RC)"; break
+    fi
+    rus+=("$v"); rwall+=("$RUN_WALL"); sizes+=("$(file_size "$cap" || echo 0)")
+    printf '%-4s %14s %14s %12s %12s %14s\n' "$i" "${nus[-1]}" "${rus[-1]}" \
+      "${nwall[-1]}" "${rwall[-1]}" "${sizes[-1]}"
+  done
+  if [ -n "$reason" ]; then
+    bench_fail record_overhead_launch "$reason"
+    bench_fail capture_bytes_per_launch "$reason"
+    return
+  fi
+  local mn mr
+  mn=$(median "${nus[@]}"); mr=$(median "${rus[@]}")
+  log "median us per launch: native $mn, recorded $mr"
+  bench_judge record_overhead_launch "$(ratio "$mr" "$mn")" ratio le 1.25
+  bench_info record_overhead_launch_wall \
+    "$(ratio "$(median "${rwall[@]}")" "$(median "${nwall[@]}")")" ratio
+  bench_judge capture_bytes_per_launch \
+    "$(awk -v s="$(median "${sizes[@]}")" -v n="$NLAUNCH" 'BEGIN { printf "%.2f", s / n }')" \
+    bytes le 40
+}
+
+# ------------------------------------------------------------------ (b)
+
+step_b() {
+  section "(b) record overhead: torch_mlp.py --steps $STEPS"
+  need record_overhead_torch "$TORCH:tests/apps/torch_mlp.py" "$CUCAP:cucap CLI" || return
+  local i nwall=() rwall=() nstep=() rstep=() v cap reason="" cks_n="" cks_r=""
+  printf '%-4s %12s %12s %14s\n' run native_s rec_s capture_bytes
+  for ((i = 1; i <= RUNS; i++)); do
+    if over_budget; then reason="time budget spent"; break; fi
+    run_timed "$OUT/b_native_$i.log" "$PY" "$TORCH" --steps "$STEPS"
+    if [ $RUN_RC -ne 0 ]; then
+      reason="native run $i: $(why "$OUT/b_native_$i.log" $RUN_RC)"; break
+    fi
+    nwall+=("$RUN_WALL")
+    # A per-step time, should the app ever print one ("ms per step: X").
+    v=$(field "$OUT/b_native_$i.log" "train_ms_per_step"); [ -n "$v" ] && nstep+=("$v")
+    cks_n=$(field "$OUT/b_native_$i.log" "param checksum")
+    cap=$WORK/torch_$i.cucap
+    rm -f "$cap"
+    run_timed "$OUT/b_record_$i.log" "$CUCAP" record -o "$cap" -- "$PY" "$TORCH" --steps "$STEPS"
+    if [ $RUN_RC -ne 0 ]; then
+      reason="recorded run $i: $(why "$OUT/b_record_$i.log" $RUN_RC)"; break
+    fi
+    rwall+=("$RUN_WALL")
+    v=$(field "$OUT/b_record_$i.log" "train_ms_per_step"); [ -n "$v" ] && rstep+=("$v")
+    cks_r=$(field "$OUT/b_record_$i.log" "param checksum")
+    TORCH_CAPTURE=$cap
+    printf '%-4s %12s %12s %14s\n' "$i" "${nwall[-1]}" "${rwall[-1]}" "$(file_size "$cap")"
+  done
+  if [ ${#nwall[@]} -gt 0 ]; then TORCH_NATIVE_WALL=$(median "${nwall[@]}"); fi
+  if [ -n "$reason" ]; then
+    bench_fail record_overhead_torch "$reason"
+    return
+  fi
+  if [ "$cks_n" != "$cks_r" ]; then
+    log "note: param checksum differs: native $cks_n, recorded $cks_r"
+  fi
+  if [ ${#nstep[@]} -eq "$RUNS" ] && [ ${#rstep[@]} -eq "$RUNS" ]; then
+    log "using the app's 'ms per step' lines"
+    bench_judge record_overhead_torch "$(ratio "$(median "${rstep[@]}")" "$(median "${nstep[@]}")")" ratio le 1.10
+  else
+    log "note: torch_mlp.py prints no per-step time; the ratio is of whole-process"
+    log "      wall times (Python + torch start-up included on both sides)"
+    bench_judge record_overhead_torch "$(ratio "$(median "${rwall[@]}")" "$TORCH_NATIVE_WALL")" ratio le 1.10
+  fi
+  log "median wall: native ${TORCH_NATIVE_WALL}s, recorded $(median "${rwall[@]}")s"
+}
+
+# ------------------------------------------------------------------ (c)
+
+# JSON key of the last '{...}' line of LOG (cucap replay --json); empty if none.
+json_key() { # LOG KEY
+  "$PY" - "$1" "$2" <<'EOF' 2>/dev/null
+import json, sys
+obj = None
+for line in open(sys.argv[1], errors="replace"):
+    line = line.strip()
+    if line.startswith("{"):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            pass
+v = obj.get(sys.argv[2]) if isinstance(obj, dict) else None
+if isinstance(v, (int, float)) and not isinstance(v, bool):
+    print(v)
+EOF
+}
+
+step_c() {
+  section "(c) replay speed on the torch capture"
+  if [ -z "$TORCH_CAPTURE" ] || [ ! -f "$TORCH_CAPTURE" ]; then
+    bench_fail replay_speed "no torch capture: step b failed"; return
+  fi
+  if [ -z "$TORCH_NATIVE_WALL" ]; then
+    bench_fail replay_speed "no native torch wall time: step b failed"; return
+  fi
+  local i walls=() inner=() recw="" v reason=""
+  printf '%-4s %12s %14s\n' run process_s replay_wall_s
+  for ((i = 1; i <= RUNS; i++)); do
+    if over_budget; then reason="time budget spent"; break; fi
+    run_timed "$OUT/c_replay_$i.log" "$CUCAP" replay --json "$TORCH_CAPTURE"
+    if [ $RUN_RC -ne 0 ]; then
+      reason="replay $i: $(why "$OUT/c_replay_$i.log" $RUN_RC)"; break
+    fi
+    walls+=("$RUN_WALL")
+    v=$(json_key "$OUT/c_replay_$i.log" replay_wall_s); [ -n "$v" ] && inner+=("$v")
+    recw=$(json_key "$OUT/c_replay_$i.log" recorded_wall_s)
+    printf '%-4s %12s %14s\n' "$i" "$RUN_WALL" "${v:--}"
+  done
+  if [ -n "$reason" ]; then
+    bench_fail replay_speed "$reason"; return
+  fi
+  local mw
+  mw=$(median "${walls[@]}")
+  log "median: cucap replay process ${mw}s vs native app ${TORCH_NATIVE_WALL}s"
+  bench_judge replay_speed "$(ratio "$mw" "$TORCH_NATIVE_WALL")" ratio le 0.5
+  # The replayer's own clocks: its replay loop vs the recorded program's
+  # span (header start -> end), both without process start-up.
+  if [ ${#inner[@]} -gt 0 ] && [ -n "$recw" ] && ratio "$(median "${inner[@]}")" "$recw" >/dev/null; then
+    log "replayer's report: replay_wall_s $(median "${inner[@]}") vs recorded_wall_s $recw"
+    bench_info replay_speed_internal "$(ratio "$(median "${inner[@]}")" "$recw")" ratio
+  else
+    log "note: no replay_wall_s/recorded_wall_s in the --json report; process wall time only"
+  fi
+}
+
+# ------------------------------------------------------------------ (d)
+
+step_d() {
+  section "(d) per-kernel GPU durations: replay vs native (CUPTI)"
+  need kernel_time_ratio "$KTIMES:CUPTI injection library" "$CUCAP:cucap CLI" || return
+  if [ -z "$TORCH_CAPTURE" ] || [ ! -f "$TORCH_CAPTURE" ]; then
+    bench_fail kernel_time_ratio "no torch capture: step b failed"; return
+  fi
+  if over_budget; then bench_fail kernel_time_ratio "time budget spent"; return; fi
+  local nt=$OUT/native.tsv rt=$OUT/replay.tsv
+  rm -f "$nt" "$rt"
+  run_timed "$OUT/d_native.log" env CUDA_INJECTION64_PATH="$KTIMES" \
+    CUCAP_KERNEL_TIMES="$nt" "$PY" "$TORCH" --steps "$STEPS"
+  if [ $RUN_RC -ne 0 ]; then
+    bench_fail kernel_time_ratio "native run: $(why "$OUT/d_native.log" $RUN_RC)"; return
+  fi
+  if [ ! -s "$nt" ]; then
+    bench_fail kernel_time_ratio "the injection library wrote no native kernel times: CUPTI?"; return
+  fi
+  run_timed "$OUT/d_replay.log" env CUDA_INJECTION64_PATH="$KTIMES" \
+    CUCAP_KERNEL_TIMES="$rt" "$CUCAP" replay --quiet "$TORCH_CAPTURE"
+  if [ $RUN_RC -ne 0 ]; then
+    bench_fail kernel_time_ratio "replay: $(why "$OUT/d_replay.log" $RUN_RC)"; return
+  fi
+  if [ ! -s "$rt" ]; then
+    bench_fail kernel_time_ratio "injection wrote no replay kernel times"; return
+  fi
+  "$PY" "$COMPARE" "$nt" "$rt" --tolerance 0.02 --bench kernel_time_ratio \
+    >"$OUT/d_compare.log" 2>&1
+  local rc=$?
+  grep -v '^BENCH ' "$OUT/d_compare.log"
+  if grep -q '^BENCH ' "$OUT/d_compare.log"; then
+    bench_emit "$(grep '^BENCH ' "$OUT/d_compare.log" | tail -n 1)"
+    grep -q '^BENCH .* PASS$' "$OUT/d_compare.log" || ANY_FAIL=1
+  else
+    bench_fail kernel_time_ratio "compare_kernel_times.py exit $rc; see $OUT/d_compare.log"
+  fi
+}
+
+# ------------------------------------------------------------------ (e)
+
+step_e() {
+  section "(e) capture-load speed (bench_reader)"
+  need capture_load_raw "$READER:bench_reader" || return
+  local f best="" bsize=0 s
+  for f in "$WORK"/*.cucap; do
+    [ -f "$f" ] || continue
+    s=$(file_size "$f" || echo 0)
+    if [ "$s" -gt "$bsize" ]; then best=$f; bsize=$s; fi
+  done
+  if [ -z "$best" ]; then
+    log "note: no capture was made above; using a synthetic 512 MiB one"
+    best=$WORK/synthetic.cucap
+    if ! "$READER" --make "$best" --mib 512 >"$OUT/e_make.log" 2>&1; then
+      bench_fail capture_load_raw "no capture and --make failed; see $OUT/e_make.log"; return
+    fi
+  fi
+  log "capture: $best ($(file_size "$best") bytes)"
+  run_timed "$OUT/e_reader.log" "$READER" "$best"
+  cat "$OUT/e_reader.log"
+  local raw
+  raw=$(field "$OUT/e_reader.log" "raw MB/s")
+  if [ $RUN_RC -ne 0 ] || [ -z "$raw" ]; then
+    bench_fail capture_load_raw "$(why "$OUT/e_reader.log" $RUN_RC)"; return
+  fi
+  bench_judge capture_load_raw "$raw" MB/s ge 1000
+  bench_info capture_load_file "$(field "$OUT/e_reader.log" "file MB/s")" MB/s
+  bench_info capture_load_open "$(field "$OUT/e_reader.log" "open ms")" ms
+}
+
+step_a
+step_b
+step_c
+step_d
+step_e
+
+# ------------------------------------------------------------------ summary
+
+section "summary ($(($(date +%s) - T_START)) s)"
+{
+  printf '%-28s %10s %-6s %-12s %s\n' figure value unit target verdict
+  awk '{
+    if ($3 == "-") { r = $0; sub(/^BENCH [^ ]+ - FAIL /, "", r)
+                     printf "%-28s %10s %-6s %-12s FAIL %s\n", $2, "-", "", "", r }
+    else { t = $5; sub(/^target=/, "", t)
+           printf "%-28s %10s %-6s %-12s %s\n", $2, $3, $4, t, $6 } }' "$BENCH_FILE"
+} | tee "$SUMMARY"
+
+if [ "${BENCH_KEEP:-0}" != 1 ]; then
+  rm -rf "$WORK"
+fi
+exit $ANY_FAIL

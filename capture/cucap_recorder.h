@@ -1,0 +1,145 @@
+/* cucap_recorder.h - the in-app recorder runtime (owner: capture/, helper
+ * "interpose"; used by interpose/ inside the recorded application).
+ *
+ * The recorder starts when libcucap.so is loaded with CUCAP_OUTPUT set:
+ * it parses CUCAP_OPTIONS, creates the capture file (`%p` -> pid,
+ * `%q{VAR}` -> value of env VAR), writes the FileHeader and from then on
+ * appends one Record per intercepted driver call. Records appear in the file
+ * in global sequence-number order. It closes the writer at exit (atexit +
+ * destructor) and on fatal signals (flush, then re-raise with the app's
+ * original disposition).
+ *
+ * Never exits, aborts or prints to stdout; when the output cannot be created
+ * it logs once and cucap_rec_active() stays 0 (every call passes through).
+ *
+ * Thread-safe unless noted. Pointers returned here are owned by the recorder
+ * and stay valid until process exit (builders: see cucap_rec_builder). */
+#ifndef CUCAP_RECORDER_H
+#define CUCAP_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cucap_format.h"
+#include "cucap_status.h"
+#include "fb_builder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cucap_rec_snapshot_mode {
+  CUCAP_REC_SNAPSHOT_NONE = 0,
+  CUCAP_REC_SNAPSHOT_EXIT = 1,   /* snapshot device memory at exit */
+  CUCAP_REC_SNAPSHOT_LAUNCH = 2  /* around launch number snapshot_launch */
+} cucap_rec_snapshot_mode;
+
+typedef enum cucap_rec_stack_mode {
+  CUCAP_REC_STACK_OFF = 0,
+  CUCAP_REC_STACK_FP = 1,        /* frame-pointer walk (default) */
+  CUCAP_REC_STACK_UNWIND = 2     /* _Unwind_Backtrace (slower, no FP needed) */
+} cucap_rec_stack_mode;
+
+/* Parsed CUCAP_OPTIONS: comma-separated `key` or `key=value` items:
+ *   snapshot=none|exit|launch:N   hash_launches   audit
+ *   stack=off|fp|unwind           stack_depth=N   level=N (zstd)
+ *   no_dtoh_payload               workers=N       flush_ms=N
+ *   sync_writes
+ * Unknown keys are logged (warn) and ignored. */
+typedef struct cucap_rec_options {
+  cucap_rec_snapshot_mode snapshot;
+  uint64_t snapshot_launch;      /* N of snapshot=launch:N (0-based index) */
+  int hash_launches;
+  int audit;
+  cucap_rec_stack_mode stack;
+  int stack_depth;               /* frames kept per callstack; default 32 */
+  int level;                     /* zstd level; 0 = writer default */
+  int no_dtoh_payload;           /* do not store DtoH results */
+  int workers;                   /* zstd worker threads */
+  unsigned flush_ms;             /* writer flush interval; 0 = default */
+  int sync_writes;
+} cucap_rec_options;
+
+/* Fills defaults (snapshot none, stack fp, depth 32, everything else 0). */
+void cucap_rec_options_init(cucap_rec_options *o);
+/* Parses `s` (may be NULL/empty) into *o (which should be initialised).
+ * Returns CUCAP_ERR_INVALID_ARG on a malformed value (o keeps what was
+ * parsed before it); unknown keys are not errors. */
+cucap_status cucap_rec_options_parse(const char *s, cucap_rec_options *o);
+
+/* Expands `%p` (pid), `%q{VAR}` (env VAR, empty if unset) and `%%` in
+ * `pattern` into out[out_size]. CUCAP_ERR_TOO_LARGE if it does not fit,
+ * CUCAP_ERR_INVALID_ARG on a malformed `%q{`. Used by the CLI as well. */
+cucap_status cucap_rec_expand_path(const char *pattern, long pid, char *out,
+                                   size_t out_size);
+
+/* ---- runtime (valid inside the app once libcucap.so is loaded) -------- */
+
+/* 1 when recording is enabled and initialised. */
+int cucap_rec_active(void);
+/* Parsed options; never NULL (defaults when not recording). */
+const cucap_rec_options *cucap_rec_opts(void);
+/* ns of CLOCK_MONOTONIC since recording start (FileHeader.start_mono_ns). */
+uint64_t cucap_rec_now(void);
+/* Stores a content-addressed blob; *out receives its hash (may be NULL). */
+cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out);
+/* A thread-local scratch builder for extra (non-call) records. Owned by the
+ * recorder, valid on the calling thread until it exits; the caller resets it
+ * before use. It is distinct from the builder handed to hooks in
+ * cucap_call.b, so a hook may use both. NULL when not recording / OOM. */
+cucap_fbb *cucap_rec_builder(void);
+/* Builds a Record {seq 0, tid, t_enter = now, body, stack} with `b` (which
+ * holds `body`), finishes and appends it. b is left finished: reset it before
+ * reuse. */
+cucap_status cucap_rec_emit(cucap_fbb *b, uint8_t body_type, cucap_fb_ref body,
+                            uint32_t stack);
+/* Emits a Note {kind, text, value, data} record (convenience). */
+cucap_status cucap_rec_note(const char *kind, const char *text, uint64_t value,
+                            const void *data, size_t data_size);
+/* Returns the next 0-based kernel launch index (atomic increment). */
+uint64_t cucap_rec_next_launch_index(void);
+/* Registers fn to run (in reverse registration order, at most 16) before the
+ * writer is closed at exit, with the re-entrancy guard held so its driver
+ * calls pass through unrecorded. */
+void cucap_rec_at_exit(void (*fn)(void));
+/* Flushes and closes the capture now (idempotent; used at exit/signals). */
+void cucap_rec_shutdown(void);
+
+/* ---- per-call plumbing used by the generated wrappers (interpose/) ---- */
+
+/* Per-thread state (owned by the recorder, freed at thread exit; the pointer
+ * is valid on its own thread only). NULL when not recording or on OOM. */
+typedef struct cucap_rec_thread {
+  int depth;             /* re-entrancy guard: >0 while inside a wrapper */
+  uint32_t tid;          /* gettid(), cached */
+  cucap_fbb *call_b;     /* builder handed to hooks (cucap_call.b) */
+  cucap_fbb *extra_b;    /* cucap_rec_builder() */
+  uint32_t audit_expect; /* --audit: cbid of the wrapper's own real call */
+} cucap_rec_thread;
+cucap_rec_thread *cucap_rec_thread_get(void);
+
+/* Appends a finished size-prefixed call Record (field 0, `seq`, must be
+ * present): takes the next global sequence number (1-based), writes it into
+ * the buffer and appends, under one lock, so file order == seq order. buf is
+ * modified. cbid (< CUCAP_REC_MAX_CBID) is counted for --audit. *seq_out (may
+ * be NULL) receives the seq. */
+cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
+                                   uint64_t *seq_out);
+
+/* Starts recording if CUCAP_OUTPUT is set (called by libcucap's constructor;
+ * idempotent). producer and toolkit_version (CUDA_VERSION cucap was built
+ * with) go into the FileHeader. Never fails loudly: logs once and stays
+ * inactive. */
+void cucap_rec_start(const char *producer, int toolkit_version);
+/* Records the driver version in a Note {kind "driver_version"} once (the
+ * FileHeader is written before the driver is initialised). */
+void cucap_rec_set_driver_version(int version);
+
+/* Recorded calls per CUPTI driver cbid (for --audit): counts[0..MAX). */
+#define CUCAP_REC_MAX_CBID 2048
+uint64_t cucap_rec_recorded_count(uint32_t cbid);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,93 @@
+/* cucap_writer.h - writes a capture file (see docs/design.md, cucap_format.h).
+ *
+ * Thread-safe: any number of threads may append records and blobs. Appending
+ * only copies into an in-memory chunk; a background thread compresses and
+ * writes sealed chunks. The queue between them is bounded: when it is full,
+ * appenders wait (back-pressure) - nothing is ever dropped.
+ *
+ * Ownership: the writer copies everything it is given; callers keep their
+ * buffers. Nothing returned by the writer needs freeing except the writer
+ * itself (cucap_writer_destroy). */
+#ifndef CUCAP_WRITER_H
+#define CUCAP_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cucap_format.h"
+#include "cucap_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cucap_writer cucap_writer;
+
+typedef struct cucap_writer_options {
+  int level;                  /* zstd level; 0 = default (1) */
+  int nb_workers;             /* zstd worker threads; 0 = single-threaded */
+  size_t chunk_size;          /* raw bytes per record chunk; 0 = 1 MiB */
+  size_t blob_chunk_size;     /* raw bytes per blob chunk; 0 = 4 MiB */
+  size_t queue_depth;         /* sealed chunks in flight; 0 = 8 */
+  unsigned flush_interval_ms; /* seal a non-empty chunk at least this often; 0 = 500 */
+  int sync_writes;            /* fdatasync after each chunk (slow; tests) */
+} cucap_writer_options;
+
+/* Fills defaults. */
+void cucap_writer_options_init(cucap_writer_options *o);
+
+/* Creates `path` (truncating) and writes the preamble and `header`, a
+ * finished size-prefixed FileHeader FlatBuffer (verified here). opts may be
+ * NULL. On failure *out is NULL and nothing is left open. */
+cucap_status cucap_writer_create(const char *path,
+                                 const cucap_writer_options *opts,
+                                 const void *header, size_t header_size,
+                                 cucap_writer **out);
+
+/* Appends one finished size-prefixed Record FlatBuffer (as produced by
+ * cucap_fbb_finish(..., 1, ...)). Records appear in the file in append order.
+ * Returns the record's 0-based position in the file (if pos != NULL). */
+cucap_status cucap_writer_append(cucap_writer *w, const void *record,
+                                 size_t size, uint64_t *pos);
+
+/* Stores `size` bytes as a content-addressed blob and returns its hash. If a
+ * blob with the same hash was stored before, nothing is written again. */
+cucap_status cucap_writer_put_blob(cucap_writer *w, const void *data,
+                                   size_t size, cucap_hash128 *hash_out);
+
+/* Stores a blob whose hash the caller already computed (avoids hashing
+ * twice). The caller guarantees hash == XXH3-128(data). */
+cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
+                                          size_t size, cucap_hash128 hash);
+
+/* 1 if a blob with this hash is already stored (or queued). */
+int cucap_writer_has_blob(cucap_writer *w, cucap_hash128 hash);
+
+/* Seals the current chunks and waits until everything appended so far is
+ * written to the file (not necessarily fsync'ed). */
+cucap_status cucap_writer_flush(cucap_writer *w);
+
+/* Flushes, writes the index chunk and trailer, closes the file. After close
+ * only destroy is valid. Returns the first error the background thread hit,
+ * if any. */
+cucap_status cucap_writer_close(cucap_writer *w);
+
+/* Closes if still open (errors logged), joins the thread, frees. NULL ok. */
+void cucap_writer_destroy(cucap_writer *w);
+
+typedef struct cucap_writer_stats {
+  uint64_t records;
+  uint64_t chunks;
+  uint64_t blobs;             /* unique blobs stored */
+  uint64_t blob_dedup_hits;   /* put_blob calls that found the blob stored */
+  uint64_t raw_bytes;         /* uncompressed payload bytes */
+  uint64_t file_bytes;        /* bytes written to the file so far */
+  uint64_t producer_waits;    /* times an appender waited on a full queue */
+} cucap_writer_stats;
+
+void cucap_writer_get_stats(cucap_writer *w, cucap_writer_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

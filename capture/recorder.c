@@ -1,0 +1,608 @@
+/* recorder.c - the in-app recorder runtime (owner: helper "interpose").
+ * See cucap_recorder.h. Runs inside the recorded application: never exits,
+ * aborts or prints to stdout; on any setup failure it logs once and stays
+ * inactive so every call passes straight through.
+ *
+ * Hot path (one recorded call): TLS lookup, two clock_gettime (vDSO), builder
+ * work in a per-thread reusable buffer, then one lock around "take seq +
+ * patch + cucap_writer_append" (the writer copies into its chunk). No malloc,
+ * no syscall. */
+#include "cucap_recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cucap_log.h"
+#include "cucap_schema.h"
+#include "cucap_writer.h"
+
+
+/* ------------------------------------------------------------ options */
+
+void cucap_rec_options_init(cucap_rec_options *o) {
+  memset(o, 0, sizeof *o);
+  o->snapshot = CUCAP_REC_SNAPSHOT_NONE;
+  o->stack = CUCAP_REC_STACK_FP;
+  o->stack_depth = 32;
+}
+
+static int parse_num(const char *v, size_t n, uint64_t *out) {
+  uint64_t x = 0;
+  if (n == 0 || n > 19)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i] < '0' || v[i] > '9')
+      return -1;
+    x = x * 10 + (uint64_t)(v[i] - '0');
+  }
+  *out = x;
+  return 0;
+}
+
+static int tok_eq(const char *t, size_t n, const char *lit) {
+  return strlen(lit) == n && memcmp(t, lit, n) == 0;
+}
+
+cucap_status cucap_rec_options_parse(const char *s, cucap_rec_options *o) {
+  CUCAP_RETURN_IF(!o, CUCAP_ERR_INVALID_ARG);
+  if (!s)
+    return CUCAP_OK;
+  while (*s) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    const char *eq = memchr(s, '=', len);
+    size_t klen = eq ? (size_t)(eq - s) : len;
+    const char *v = eq ? eq + 1 : NULL;
+    size_t vlen = eq ? len - klen - 1 : 0;
+    uint64_t num = 0;
+    if (klen == 0) {
+      /* empty item (",,"): ignore */
+    } else if (tok_eq(s, klen, "snapshot")) {
+      if (!v)
+        return CUCAP_ERR_INVALID_ARG;
+      if (tok_eq(v, vlen, "none"))
+        o->snapshot = CUCAP_REC_SNAPSHOT_NONE;
+      else if (tok_eq(v, vlen, "exit"))
+        o->snapshot = CUCAP_REC_SNAPSHOT_EXIT;
+      else if (vlen > 7 && memcmp(v, "launch:", 7) == 0 &&
+               parse_num(v + 7, vlen - 7, &num) == 0) {
+        o->snapshot = CUCAP_REC_SNAPSHOT_LAUNCH;
+        o->snapshot_launch = num;
+      } else
+        return CUCAP_ERR_INVALID_ARG;
+    } else if (tok_eq(s, klen, "hash_launches")) {
+      o->hash_launches = 1;
+    } else if (tok_eq(s, klen, "audit")) {
+      o->audit = 1;
+    } else if (tok_eq(s, klen, "no_dtoh_payload")) {
+      o->no_dtoh_payload = 1;
+    } else if (tok_eq(s, klen, "sync_writes")) {
+      o->sync_writes = 1;
+    } else if (tok_eq(s, klen, "stack")) {
+      if (v && tok_eq(v, vlen, "off"))
+        o->stack = CUCAP_REC_STACK_OFF;
+      else if (v && tok_eq(v, vlen, "fp"))
+        o->stack = CUCAP_REC_STACK_FP;
+      else if (v && tok_eq(v, vlen, "unwind"))
+        o->stack = CUCAP_REC_STACK_UNWIND;
+      else
+        return CUCAP_ERR_INVALID_ARG;
+    } else if (tok_eq(s, klen, "stack_depth") || tok_eq(s, klen, "level") ||
+               tok_eq(s, klen, "workers") || tok_eq(s, klen, "flush_ms")) {
+      if (!v || parse_num(v, vlen, &num) != 0 || num > 100000)
+        return CUCAP_ERR_INVALID_ARG;
+      if (tok_eq(s, klen, "stack_depth")) {
+        if (num < 1 || num > 256)
+          return CUCAP_ERR_INVALID_ARG;
+        o->stack_depth = (int)num;
+      } else if (tok_eq(s, klen, "level")) {
+        if (num > 22)
+          return CUCAP_ERR_INVALID_ARG;
+        o->level = (int)num;
+      } else if (tok_eq(s, klen, "workers")) {
+        if (num > 64)
+          return CUCAP_ERR_INVALID_ARG;
+        o->workers = (int)num;
+      } else {
+        o->flush_ms = (unsigned)num;
+      }
+    } else {
+      CUCAP_WARN("CUCAP_OPTIONS: unknown option '%.*s' ignored", (int)klen, s);
+    }
+    s += len;
+    if (*s == ',')
+      s++;
+  }
+  return CUCAP_OK;
+}
+
+cucap_status cucap_rec_expand_path(const char *pattern, long pid, char *out,
+                                   size_t out_size) {
+  CUCAP_RETURN_IF(!pattern || !out || out_size == 0, CUCAP_ERR_INVALID_ARG);
+  size_t n = 0;
+#define PUT(str, len)                                                          \
+  do {                                                                         \
+    size_t l_ = (len);                                                         \
+    if (n + l_ >= out_size)                                                    \
+      return CUCAP_ERR_TOO_LARGE;                                              \
+    memcpy(out + n, (str), l_);                                                \
+    n += l_;                                                                   \
+  } while (0)
+  for (const char *p = pattern; *p; p++) {
+    if (*p != '%') {
+      PUT(p, 1);
+      continue;
+    }
+    p++;
+    if (*p == 'p') {
+      char num[32];
+      int l = snprintf(num, sizeof num, "%ld", pid);
+      PUT(num, (size_t)l);
+    } else if (*p == '%') {
+      PUT("%", 1);
+    } else if (*p == 'q') {
+      if (p[1] != '{')
+        return CUCAP_ERR_INVALID_ARG;
+      const char *close = strchr(p + 2, '}');
+      if (!close || close == p + 2 || close - (p + 2) >= 256)
+        return CUCAP_ERR_INVALID_ARG;
+      char name[256];
+      memcpy(name, p + 2, (size_t)(close - (p + 2)));
+      name[close - (p + 2)] = 0;
+      const char *val = getenv(name);
+      if (val)
+        PUT(val, strlen(val));
+      p = close;
+    } else {
+      return CUCAP_ERR_INVALID_ARG; /* includes a trailing lone '%' */
+    }
+  }
+#undef PUT
+  out[n] = 0;
+  return CUCAP_OK;
+}
+
+/* ------------------------------------------------------------ state */
+
+static cucap_rec_options g_opts = {.stack = CUCAP_REC_STACK_FP, .stack_depth = 32};
+static atomic_int g_active;          /* 1 while recording */
+static atomic_int g_started;         /* cucap_rec_start ran */
+static atomic_int g_shutting;        /* shutdown began */
+static cucap_writer *g_writer;       /* guarded by g_lock for append/close */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_seq;               /* guarded by g_lock */
+static uint64_t g_start_mono;
+static atomic_uint_fast64_t g_launch_index;
+static atomic_int g_blob_inflight;
+static atomic_uint_fast64_t g_counts[CUCAP_REC_MAX_CBID];
+static atomic_int g_driver_noted;
+static char g_path[4096];
+static int g_toolkit_version;
+
+#define MAX_AT_EXIT 16
+static void (*g_at_exit[MAX_AT_EXIT])(void);
+static atomic_int g_n_at_exit;
+
+static pthread_key_t g_thread_key;
+static __thread cucap_rec_thread *t_th;
+static __thread int t_th_dead; /* thread is exiting: do not recreate state */
+
+static const int g_fatal_signals[] = {SIGSEGV, SIGABRT, SIGTERM, SIGINT};
+#define N_FATAL (sizeof g_fatal_signals / sizeof g_fatal_signals[0])
+static struct sigaction g_old_sa[N_FATAL];
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int cucap_rec_active(void) {
+  return atomic_load_explicit(&g_active, memory_order_acquire);
+}
+const cucap_rec_options *cucap_rec_opts(void) { return &g_opts; }
+uint64_t cucap_rec_now(void) { return mono_ns() - g_start_mono; }
+uint64_t cucap_rec_next_launch_index(void) {
+  return atomic_fetch_add(&g_launch_index, 1);
+}
+uint64_t cucap_rec_recorded_count(uint32_t cbid) {
+  return cbid < CUCAP_REC_MAX_CBID ? atomic_load(&g_counts[cbid]) : 0;
+}
+
+void cucap_rec_at_exit(void (*fn)(void)) {
+  int i = atomic_fetch_add(&g_n_at_exit, 1);
+  if (i < MAX_AT_EXIT)
+    g_at_exit[i] = fn;
+  else
+    CUCAP_WARN("recorder: too many at-exit functions, one dropped");
+}
+
+/* ------------------------------------------------------------ threads */
+
+static void thread_state_free(void *p) {
+  cucap_rec_thread *th = p;
+  if (!th)
+    return;
+  t_th_dead = 1;
+  t_th = NULL;
+  cucap_fbb_destroy(th->call_b);
+  cucap_fbb_destroy(th->extra_b);
+  free(th);
+}
+
+cucap_rec_thread *cucap_rec_thread_get(void) {
+  cucap_rec_thread *th = t_th;
+  if (__builtin_expect(th != NULL, 1))
+    return th;
+  if (t_th_dead || !cucap_rec_active())
+    return NULL;
+  th = calloc(1, sizeof *th);
+  if (!th)
+    return NULL;
+  th->tid = (uint32_t)syscall(SYS_gettid);
+  th->call_b = cucap_fbb_create(4096);
+  th->extra_b = cucap_fbb_create(1024);
+  if (!th->call_b || !th->extra_b) {
+    cucap_fbb_destroy(th->call_b);
+    cucap_fbb_destroy(th->extra_b);
+    free(th);
+    return NULL;
+  }
+  t_th = th;
+  pthread_setspecific(g_thread_key, th); /* frees it at thread exit */
+  return th;
+}
+
+uint32_t cucap_rec_tid(void) {
+  cucap_rec_thread *th = cucap_rec_thread_get();
+  return th ? th->tid : (uint32_t)syscall(SYS_gettid);
+}
+
+cucap_fbb *cucap_rec_builder(void) {
+  cucap_rec_thread *th = cucap_rec_thread_get();
+  return th ? th->extra_b : NULL;
+}
+
+/* ------------------------------------------------------------ appending */
+
+/* Byte offset of field `id` of the root table of a size-prefixed buffer, or 0
+ * if absent/out of bounds. */
+static size_t root_field_offset(const uint8_t *buf, size_t size, unsigned id) {
+  uint32_t root, vt_len;
+  int32_t soff;
+  uint16_t vlen, foff;
+  if (size < 12)
+    return 0;
+  memcpy(&root, buf + 4, 4);
+  size_t t = 4 + (size_t)root;
+  if (t + 4 > size)
+    return 0;
+  memcpy(&soff, buf + t, 4);
+  size_t vt = (size_t)((int64_t)t - soff);
+  if (vt + 4 > size)
+    return 0;
+  memcpy(&vlen, buf + vt, 2);
+  vt_len = vlen;
+  if (4 + 2 * (id + 1) > vt_len || vt + vt_len > size)
+    return 0;
+  memcpy(&foff, buf + vt + 4 + 2 * id, 2);
+  if (!foff || t + foff + 8 > size)
+    return 0;
+  return t + foff;
+}
+
+cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
+                                   uint64_t *seq_out) {
+  size_t off = root_field_offset(buf, size, 0);
+  CUCAP_RETURN_IF(off == 0, CUCAP_ERR_INVALID_ARG);
+  cucap_status st = CUCAP_ERR_STATE;
+  uint64_t seq = 0;
+  pthread_mutex_lock(&g_lock);
+  if (g_writer) {
+    seq = ++g_seq;
+    memcpy(buf + off, &seq, 8);
+    st = cucap_writer_append(g_writer, buf, size, NULL);
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (st == CUCAP_OK && cbid < CUCAP_REC_MAX_CBID)
+    atomic_fetch_add_explicit(&g_counts[cbid], 1, memory_order_relaxed);
+  if (seq_out)
+    *seq_out = seq;
+  return st;
+}
+
+static cucap_status append_plain(const uint8_t *buf, size_t size) {
+  cucap_status st = CUCAP_ERR_STATE;
+  pthread_mutex_lock(&g_lock);
+  if (g_writer)
+    st = cucap_writer_append(g_writer, buf, size, NULL);
+  pthread_mutex_unlock(&g_lock);
+  return st;
+}
+
+cucap_status cucap_rec_emit(cucap_fbb *b, uint8_t body_type, cucap_fb_ref body,
+                            uint32_t stack) {
+  CUCAP_RETURN_IF(!b, CUCAP_ERR_INVALID_ARG);
+  CUCAP_RETURN_IF(!cucap_rec_active(), CUCAP_ERR_STATE);
+  uint64_t now = cucap_rec_now();
+  cucap_fb_record_start(b);
+  cucap_fb_record_add_seq(b, 0);
+  cucap_fb_record_add_tid(b, cucap_rec_tid());
+  cucap_fb_record_add_t_enter(b, now);
+  cucap_fb_record_add_t_exit(b, now);
+  if (stack)
+    cucap_fb_record_add_stack(b, stack);
+  if (body_type && body)
+    cucap_fb_record_add_body(b, body_type, body);
+  cucap_fb_ref rec = cucap_fb_record_end(b);
+  size_t size = 0;
+  const uint8_t *buf = cucap_fbb_finish(b, rec, 1, &size);
+  CUCAP_RETURN_IF(!buf, CUCAP_ERR_NOMEM);
+  return append_plain(buf, size);
+}
+
+cucap_status cucap_rec_note(const char *kind, const char *text, uint64_t value,
+                            const void *data, size_t data_size) {
+  CUCAP_RETURN_IF(!cucap_rec_active(), CUCAP_ERR_STATE);
+  /* Notes may be emitted from inside a hook that uses extra_b: use a private
+   * builder (notes are rare). */
+  cucap_fbb *b = cucap_fbb_create(256 + data_size);
+  CUCAP_RETURN_IF(!b, CUCAP_ERR_NOMEM);
+  cucap_fb_ref k = kind ? cucap_fbb_string(b, kind, strlen(kind)) : 0;
+  cucap_fb_ref t = text ? cucap_fbb_string(b, text, strlen(text)) : 0;
+  cucap_fb_ref d = data ? cucap_fbb_vector(b, data, data_size, 1, 1) : 0;
+  cucap_fb_note_start(b);
+  if (k)
+    cucap_fb_note_add_kind(b, k);
+  if (t)
+    cucap_fb_note_add_text(b, t);
+  cucap_fb_note_add_value(b, value);
+  if (d)
+    cucap_fb_note_add_data(b, d);
+  cucap_fb_ref note = cucap_fb_note_end(b);
+  cucap_status st = cucap_rec_emit(b, CUCAP_FB_BODY_NOTE, note, 0);
+  cucap_fbb_destroy(b);
+  return st;
+}
+
+cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out) {
+  CUCAP_RETURN_IF(!data && size, CUCAP_ERR_INVALID_ARG);
+  atomic_fetch_add(&g_blob_inflight, 1);
+  cucap_status st = CUCAP_ERR_STATE;
+  cucap_writer *w = cucap_rec_active() ? g_writer : NULL;
+  if (w)
+    st = cucap_writer_put_blob(w, data, size, out);
+  atomic_fetch_sub(&g_blob_inflight, 1);
+  return st;
+}
+
+void cucap_rec_set_driver_version(int version) {
+  if (atomic_exchange(&g_driver_noted, 1))
+    return;
+  cucap_rec_note("driver_version", NULL, (uint64_t)(int64_t)version, NULL, 0);
+}
+
+/* ------------------------------------------------------------ header */
+
+static int env_interesting(const char *kv) {
+  static const char *const prefixes[] = {"CUDA_", "CUCAP_", "LD_PRELOAD=",
+                                         "LD_LIBRARY_PATH=", "NVIDIA_", "PYTORCH_",
+                                         "TF_", "XLA_"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0)
+      return 1;
+  return 0;
+}
+
+static const uint8_t *build_header(cucap_fbb *b, const char *producer,
+                                   const char *options, uint64_t start_real,
+                                   size_t *size) {
+  extern char **environ;
+  /* argv from /proc/self/cmdline */
+  cucap_fb_ref argv_refs[256];
+  size_t nargv = 0;
+  char cmd[16384];
+  ssize_t n = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    n = read(fd, cmd, sizeof cmd - 1);
+    close(fd);
+  }
+  for (ssize_t i = 0; n > 0 && i < n && nargv < 256;) {
+    size_t l = strnlen(cmd + i, (size_t)(n - i));
+    argv_refs[nargv++] = cucap_fbb_string(b, cmd + i, l);
+    i += (ssize_t)l + 1;
+  }
+  cucap_fb_ref argv = cucap_fbb_vector_refs(b, argv_refs, nargv);
+
+  cucap_fb_ref env_refs[128];
+  size_t nenv = 0;
+  for (char **e = environ; e && *e && nenv < 128; e++) {
+    if (!env_interesting(*e))
+      continue;
+    const char *eq = strchr(*e, '=');
+    if (!eq)
+      continue;
+    cucap_fb_ref k = cucap_fbb_string(b, *e, (size_t)(eq - *e));
+    cucap_fb_ref v = cucap_fbb_string(b, eq + 1, strlen(eq + 1));
+    cucap_fb_env_var_start(b);
+    cucap_fb_env_var_add_key(b, k);
+    cucap_fb_env_var_add_value(b, v);
+    env_refs[nenv++] = cucap_fb_env_var_end(b);
+  }
+  cucap_fb_ref env = cucap_fbb_vector_refs(b, env_refs, nenv);
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  cucap_fb_ref host_r = cucap_fbb_string(b, host, strlen(host));
+  cucap_fb_ref ver_r = cucap_fbb_string(b, CUCAP_VERSION_STRING, strlen(CUCAP_VERSION_STRING));
+  cucap_fb_ref opt_r = cucap_fbb_string(b, options ? options : "", options ? strlen(options) : 0);
+  cucap_fb_ref prod_r = cucap_fbb_string(b, producer, strlen(producer));
+
+  cucap_fb_file_header_start(b);
+  cucap_fb_file_header_add_format_major(b, CUCAP_FORMAT_MAJOR);
+  cucap_fb_file_header_add_format_minor(b, CUCAP_FORMAT_MINOR);
+  cucap_fb_file_header_add_cucap_version(b, ver_r);
+  cucap_fb_file_header_add_hostname(b, host_r);
+  cucap_fb_file_header_add_pid(b, (uint32_t)getpid());
+  cucap_fb_file_header_add_start_time_ns(b, start_real);
+  cucap_fb_file_header_add_start_mono_ns(b, g_start_mono);
+  cucap_fb_file_header_add_toolkit_version(b, g_toolkit_version);
+  cucap_fb_file_header_add_argv(b, argv);
+  cucap_fb_file_header_add_env(b, env);
+  cucap_fb_file_header_add_options(b, opt_r);
+  cucap_fb_file_header_add_producer(b, prod_r);
+  cucap_fb_ref h = cucap_fb_file_header_end(b);
+  return cucap_fbb_finish(b, h, 1, size);
+}
+
+/* ------------------------------------------------------------ shutdown */
+
+static void run_at_exit_fns(void) {
+  int n = atomic_load(&g_n_at_exit);
+  if (n > MAX_AT_EXIT)
+    n = MAX_AT_EXIT;
+  cucap_rec_thread *th = cucap_rec_thread_get();
+  if (th)
+    th->depth++; /* their driver calls pass through */
+  for (int i = n - 1; i >= 0; i--)
+    if (g_at_exit[i])
+      g_at_exit[i]();
+  if (th)
+    th->depth--;
+}
+
+static void shutdown_impl(int from_signal) {
+  if (!atomic_load(&g_active) || atomic_exchange(&g_shutting, 1))
+    return;
+  if (!from_signal)
+    run_at_exit_fns();
+  atomic_store_explicit(&g_active, 0, memory_order_release);
+  /* Take the writer away from appenders. In a signal handler the lock may be
+   * held by the interrupted code on this thread: try a few times only. */
+  cucap_writer *w = NULL;
+  if (from_signal) {
+    for (int i = 0; i < 200; i++) {
+      if (pthread_mutex_trylock(&g_lock) == 0) {
+        w = g_writer;
+        g_writer = NULL;
+        pthread_mutex_unlock(&g_lock);
+        break;
+      }
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+    if (!w)
+      return; /* the writer's periodic flush has most of it on disk */
+  } else {
+    pthread_mutex_lock(&g_lock);
+    w = g_writer;
+    g_writer = NULL;
+    pthread_mutex_unlock(&g_lock);
+  }
+  for (int i = 0; i < 1000 && atomic_load(&g_blob_inflight) > 0; i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  cucap_status st = cucap_writer_close(w);
+  if (st != CUCAP_OK)
+    CUCAP_ERROR("recorder: closing %s: %s", g_path, cucap_status_str(st));
+  if (!from_signal)
+    cucap_writer_destroy(w); /* else: leak, the process is about to die */
+}
+
+void cucap_rec_shutdown(void) { shutdown_impl(0); }
+
+static void fatal_handler(int sig) {
+  int saved = errno;
+  shutdown_impl(1);
+  for (size_t i = 0; i < N_FATAL; i++)
+    if (g_fatal_signals[i] == sig)
+      sigaction(sig, &g_old_sa[i], NULL);
+  errno = saved;
+  /* Re-raise with the original disposition. For SIGSEGV from a fault,
+   * returning re-executes the instruction and faults again under it. */
+  raise(sig);
+}
+
+static void at_exit_handler(void) { cucap_rec_shutdown(); }
+
+/* ------------------------------------------------------------ start */
+
+void cucap_rec_start(const char *producer, int toolkit_version) {
+  if (atomic_exchange(&g_started, 1))
+    return;
+  g_toolkit_version = toolkit_version;
+  const char *out = getenv("CUCAP_OUTPUT");
+  if (!out || !*out)
+    return;
+  cucap_rec_options_init(&g_opts);
+  const char *optstr = getenv("CUCAP_OPTIONS");
+  if (cucap_rec_options_parse(optstr, &g_opts) != CUCAP_OK)
+    CUCAP_ERROR("CUCAP_OPTIONS='%s': malformed value, using what parsed before it",
+                optstr);
+  if (cucap_rec_expand_path(out, (long)getpid(), g_path, sizeof g_path) != CUCAP_OK) {
+    CUCAP_ERROR("CUCAP_OUTPUT='%s': cannot expand path; not recording", out);
+    return;
+  }
+  if (pthread_key_create(&g_thread_key, thread_state_free) != 0) {
+    CUCAP_ERROR("recorder: pthread_key_create failed; not recording");
+    return;
+  }
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  g_start_mono = mono_ns();
+  cucap_fbb *b = cucap_fbb_create(16384);
+  size_t hsize = 0;
+  const uint8_t *h = b ? build_header(b, producer ? producer : "libcucap", optstr,
+                                      (uint64_t)rt.tv_sec * 1000000000ull +
+                                          (uint64_t)rt.tv_nsec,
+                                      &hsize)
+                       : NULL;
+  if (!h) {
+    CUCAP_ERROR("recorder: cannot build the file header; not recording");
+    cucap_fbb_destroy(b);
+    return;
+  }
+  cucap_writer_options wo;
+  cucap_writer_options_init(&wo);
+  wo.level = g_opts.level;
+  wo.nb_workers = g_opts.workers;
+  if (g_opts.flush_ms)
+    wo.flush_interval_ms = g_opts.flush_ms;
+  wo.sync_writes = g_opts.sync_writes;
+  cucap_writer *w = NULL;
+  cucap_status st = cucap_writer_create(g_path, &wo, h, hsize, &w);
+  cucap_fbb_destroy(b);
+  if (st != CUCAP_OK) {
+    CUCAP_ERROR("cannot create capture '%s': %s; not recording (calls pass through)",
+                g_path, cucap_status_str(st));
+    return;
+  }
+  g_writer = w;
+  atomic_store_explicit(&g_active, 1, memory_order_release);
+  atexit(at_exit_handler);
+  for (size_t i = 0; i < N_FATAL; i++) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fatal_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    if (sigaction(g_fatal_signals[i], NULL, &g_old_sa[i]) != 0)
+      continue;
+    /* An app that ignores a signal keeps ignoring it; an app handler
+     * installed before us stays (we only take default dispositions). */
+    if (g_old_sa[i].sa_handler != SIG_DFL || (g_old_sa[i].sa_flags & SA_SIGINFO))
+      continue;
+    sigaction(g_fatal_signals[i], &sa, NULL);
+  }
+  CUCAP_INFO("recording to %s", g_path);
+}

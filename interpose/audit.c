@@ -1,0 +1,141 @@
+/* audit.c - `cucap record --audit` (owner: helper "interpose").
+ *
+ * An independent observer of the driver: CUPTI's driver-API callbacks
+ * (libcupti.so is dlopen'ed, never linked) count every call the driver sees
+ * per cbid; at exit an Audit record lists driver_seen vs recorded for every
+ * cbid seen by either side. A call that CUPTI saw but cucap did not record
+ * reveals an entry path we miss (e.g. an unwrapped cuGetProcAddress pointer).
+ *
+ * Calls made by our own hooks through cucap_real are excluded: inside a
+ * wrapper (guard held) only the first callback whose cbid is the wrapper's
+ * own (its real call) counts; any other callback on that thread meanwhile
+ * comes from a hook. */
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti_callbacks.h>
+
+#include "cucap_log.h"
+#include "interpose_internal.h"
+
+typedef CUptiResult (*subscribe_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+typedef CUptiResult (*enable_domain_fn)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+typedef CUptiResult (*unsubscribe_fn)(CUpti_SubscriberHandle);
+
+static atomic_uint_fast64_t g_seen[CUCAP_REC_MAX_CBID];
+static CUpti_SubscriberHandle g_sub;
+static unsubscribe_fn g_unsubscribe;
+
+static void CUPTIAPI audit_cb(void *user, CUpti_CallbackDomain domain,
+                             CUpti_CallbackId cbid, const void *data) {
+  (void)user;
+  const CUpti_CallbackData *cd = data;
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || !cd || cd->callbackSite != CUPTI_API_ENTER ||
+      cbid >= CUCAP_REC_MAX_CBID)
+    return;
+  cucap_rec_thread *th = cucap_rec_thread_get();
+  if (th && th->depth) {
+    if (th->audit_expect != cbid)
+      return; /* a hook's own driver call */
+    th->audit_expect = 0;
+  }
+  atomic_fetch_add_explicit(&g_seen[cbid], 1, memory_order_relaxed);
+}
+
+static const char *cbid_name(uint32_t cbid) {
+  for (size_t i = 0; i < CUCAP_API_COUNT; i++)
+    if (cucap_api_table[i].cbid == cbid)
+      return cucap_api_table[i].symbol;
+  return NULL;
+}
+
+static void audit_write(void) {
+  if (g_unsubscribe && g_sub)
+    g_unsubscribe(g_sub);
+  g_sub = NULL;
+  cucap_fbb *b = cucap_fbb_create(64 * 1024);
+  if (!b)
+    return;
+  static cucap_fb_ref refs[CUCAP_REC_MAX_CBID];
+  size_t n = 0;
+  uint64_t missed = 0;
+  for (uint32_t id = 1; id < CUCAP_REC_MAX_CBID; id++) {
+    uint64_t seen = atomic_load(&g_seen[id]), rec = cucap_rec_recorded_count(id);
+    if (!seen && !rec)
+      continue;
+    if (seen > rec)
+      missed += seen - rec;
+    const char *nm = cbid_name(id);
+    cucap_fb_ref name = nm ? cucap_fbb_string(b, nm, strlen(nm)) : 0;
+    cucap_fb_audit_entry_start(b);
+    cucap_fb_audit_entry_add_cbid(b, id);
+    if (name)
+      cucap_fb_audit_entry_add_name(b, name);
+    cucap_fb_audit_entry_add_driver_seen(b, seen);
+    cucap_fb_audit_entry_add_recorded(b, rec);
+    refs[n++] = cucap_fb_audit_entry_end(b);
+  }
+  cucap_fb_ref v = cucap_fbb_vector_refs(b, refs, n);
+  cucap_fb_audit_start(b);
+  cucap_fb_audit_add_entries(b, v);
+  cucap_fb_ref a = cucap_fb_audit_end(b);
+  cucap_status st = cucap_rec_emit(b, CUCAP_FB_BODY_AUDIT, a, 0);
+  if (st != CUCAP_OK)
+    CUCAP_ERROR("--audit: writing the Audit record: %s", cucap_status_str(st));
+  else if (missed)
+    CUCAP_WARN("--audit: the driver saw %llu calls that were not recorded",
+               (unsigned long long)missed);
+  cucap_fbb_destroy(b);
+}
+
+static void *open_cupti(void) {
+  const char *env = getenv("CUCAP_CUPTI_LIB");
+  if (env && *env)
+    return dlopen(env, RTLD_NOW | RTLD_LOCAL);
+  const char *home = getenv("CUDA_HOME");
+  const char *homes[] = {home, "/usr/local/cuda"};
+  const char *rels[] = {"extras/CUPTI/lib64/libcupti.so", "lib64/libcupti.so"};
+  char path[4096];
+  for (size_t i = 0; i < 2; i++) {
+    if (!homes[i] || !*homes[i])
+      continue;
+    for (size_t j = 0; j < 2; j++) {
+      snprintf(path, sizeof path, "%s/%s", homes[i], rels[j]);
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (h)
+        return h;
+    }
+  }
+  return dlopen("libcupti.so", RTLD_NOW | RTLD_LOCAL);
+}
+
+void cucap_audit_start(void) {
+  void *h = open_cupti();
+  if (!h) {
+    CUCAP_ERROR("--audit: cannot load libcupti.so (set CUCAP_CUPTI_LIB); no audit");
+    return;
+  }
+  subscribe_fn sub = (subscribe_fn)cucap_real_dlsym(h, "cuptiSubscribe");
+  enable_domain_fn en = (enable_domain_fn)cucap_real_dlsym(h, "cuptiEnableDomain");
+  g_unsubscribe = (unsubscribe_fn)cucap_real_dlsym(h, "cuptiUnsubscribe");
+  if (!sub || !en) {
+    CUCAP_ERROR("--audit: libcupti lacks cuptiSubscribe/cuptiEnableDomain; no audit");
+    return;
+  }
+  CUptiResult r = sub(&g_sub, (CUpti_CallbackFunc)audit_cb, NULL);
+  if (r == CUPTI_SUCCESS)
+    r = en(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  if (r != CUPTI_SUCCESS) {
+    CUCAP_ERROR("--audit: CUPTI subscription failed (error %d%s); no audit", (int)r,
+                r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                    ? ": another CUPTI client is active"
+                    : "");
+    g_sub = NULL;
+    return;
+  }
+  cucap_rec_at_exit(audit_write);
+  CUCAP_INFO("--audit: counting driver calls with CUPTI");
+}

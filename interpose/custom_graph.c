@@ -1,0 +1,314 @@
+/* custom_graph.c - stream capture and CUDA graph hooks (owner: helper
+ * "semantics").
+ *
+ * The graph's full topology is recorded where it becomes fixed: at
+ * cuStreamEndCapture (Stream{EndCapture, graph} + a Graph{Create, nodes}
+ * record) and at every cuGraphInstantiate* (Graph{Instantiate, nodes}).
+ * Kernel nodes carry their argument block laid out like launches. Child
+ * graphs are referenced by handle, not expanded. Memcpy nodes carry geometry
+ * but no payload (host data is read at graph launch). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "custom_internal.h"
+
+static cucap_fb_ref node_launch(cucap_fbb *b, CUgraphNode node) {
+  CUDA_KERNEL_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  if (!cucap_real.cuGraphKernelNodeGetParams_v2 ||
+      cucap_real.cuGraphKernelNodeGetParams_v2(node, &p) != CUDA_SUCCESS)
+    return 0;
+  uint64_t fh = p.func ? CX_U64(p.func) : CX_U64(p.kern);
+  const cucap_tracked_fn *f = cx_function_for_launch(fh);
+  cx_args a;
+  cx_launch_args(b, f, p.kernelParams, p.extra, &a);
+  cucap_fb_dim3 grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
+  cucap_fb_dim3 block = {p.blockDimX, p.blockDimY, p.blockDimZ};
+  cucap_fb_launch_start(b);
+  cucap_fb_launch_add_kind(b, CUCAP_FB_LAUNCHKIND_KERNEL);
+  cucap_fb_launch_add_function(b, fh);
+  cucap_fb_launch_add_grid(b, &grid);
+  cucap_fb_launch_add_block(b, &block);
+  cucap_fb_launch_add_shared_mem(b, p.sharedMemBytes);
+  if (a.vec)
+    cucap_fb_launch_add_args(b, a.vec);
+  if (a.has_blob) {
+    cucap_fb_launch_add_args_blob(b, &a.blob);
+    cucap_fb_launch_add_has_args_blob(b, 1);
+  }
+  if (a.from_extra)
+    cucap_fb_launch_add_from_extra(b, 1);
+  return cucap_fb_launch_end(b);
+}
+
+static cucap_fb_ref node_memset(cucap_fbb *b, CUgraphNode node) {
+  CUDA_MEMSET_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  if (!cucap_real.cuGraphMemsetNodeGetParams ||
+      cucap_real.cuGraphMemsetNodeGetParams(node, &p) != CUDA_SUCCESS)
+    return 0;
+  cucap_fb_memset_start(b);
+  cucap_fb_memset_add_dst(b, p.dst);
+  cucap_fb_memset_add_value(b, p.value);
+  cucap_fb_memset_add_elem_size(b, (uint8_t)p.elementSize);
+  cucap_fb_memset_add_count(b, p.width);
+  cucap_fb_memset_add_height(b, p.height);
+  cucap_fb_memset_add_pitch(b, p.pitch);
+  return cucap_fb_memset_end(b);
+}
+
+static cucap_fb_ref node_memcpy(cucap_fbb *b, CUgraphNode node) {
+  CUDA_MEMCPY3D p;
+  memset(&p, 0, sizeof p);
+  if (!cucap_real.cuGraphMemcpyNodeGetParams ||
+      cucap_real.cuGraphMemcpyNodeGetParams(node, &p) != CUDA_SUCCESS)
+    return 0;
+  return cx_memcpy3d_node_body(b, &p);
+}
+
+static cucap_fb_ref node_alloc(cucap_fbb *b, CUgraphNode node) {
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  if (!cucap_real.cuGraphMemAllocNodeGetParams ||
+      cucap_real.cuGraphMemAllocNodeGetParams(node, &p) != CUDA_SUCCESS)
+    return 0;
+  cucap_fb_alloc_start(b);
+  cucap_fb_alloc_add_kind(b, CUCAP_FB_ALLOCKIND_ASYNC);
+  cucap_fb_alloc_add_address(b, p.dptr);
+  cucap_fb_alloc_add_size(b, p.bytesize);
+  cucap_fb_alloc_add_device(b, p.poolProps.location.id);
+  return cucap_fb_alloc_end(b);
+}
+
+/* Vector of GraphNode tables for graph g, built with b (0 on failure). */
+static cucap_fb_ref graph_nodes(cucap_fbb *b, CUgraph g) {
+  size_t n = 0;
+  if (!g || !cucap_real.cuGraphGetNodes ||
+      cucap_real.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || n == 0 || n > (1u << 20))
+    return 0;
+  CUgraphNode *nodes = malloc(n * sizeof *nodes);
+  cucap_fb_ref *refs = malloc(n * sizeof *refs);
+  cucap_fb_ref out = 0;
+  if (!nodes || !refs || cucap_real.cuGraphGetNodes(g, nodes, &n) != CUDA_SUCCESS)
+    goto done;
+  for (size_t i = 0; i < n; i++) {
+    CUgraphNode node = nodes[i];
+    CUgraphNodeType type = (CUgraphNodeType)255;
+    if (cucap_real.cuGraphNodeGetType)
+      (void)cucap_real.cuGraphNodeGetType(node, &type);
+    /* dependencies */
+    cucap_fb_ref deps = 0;
+    size_t nd = 0;
+    if (cucap_real.cuGraphNodeGetDependencies &&
+        cucap_real.cuGraphNodeGetDependencies(node, NULL, &nd) == CUDA_SUCCESS && nd &&
+        nd < (1u << 20)) {
+      CUgraphNode *dv = malloc(nd * sizeof *dv);
+      uint64_t *du = malloc(nd * sizeof *du);
+      if (dv && du && cucap_real.cuGraphNodeGetDependencies(node, dv, &nd) == CUDA_SUCCESS) {
+        for (size_t k = 0; k < nd; k++)
+          du[k] = CX_U64(dv[k]);
+        deps = cucap_fb_graph_node_create_dependencies(b, du, nd);
+      }
+      free(dv);
+      free(du);
+    }
+    cucap_fb_ref launch = 0, mcpy = 0, mset = 0, alloc = 0;
+    uint64_t child = 0, event = 0;
+    switch (type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      launch = node_launch(b, node);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      mcpy = node_memcpy(b, node);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      mset = node_memset(b, node);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      alloc = node_alloc(b, node);
+      break;
+    case CU_GRAPH_NODE_TYPE_GRAPH: {
+      CUgraph cg = NULL;
+      if (cucap_real.cuGraphChildGraphNodeGetGraph &&
+          cucap_real.cuGraphChildGraphNodeGetGraph(node, &cg) == CUDA_SUCCESS)
+        child = CX_U64(cg);
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
+      CUevent e = NULL;
+      if (cucap_real.cuGraphEventWaitNodeGetEvent &&
+          cucap_real.cuGraphEventWaitNodeGetEvent(node, &e) == CUDA_SUCCESS)
+        event = CX_U64(e);
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
+      CUevent e = NULL;
+      if (cucap_real.cuGraphEventRecordNodeGetEvent &&
+          cucap_real.cuGraphEventRecordNodeGetEvent(node, &e) == CUDA_SUCCESS)
+        event = CX_U64(e);
+      break;
+    }
+    default:
+      break;
+    }
+    cucap_fb_graph_node_start(b);
+    cucap_fb_graph_node_add_handle(b, CX_U64(node));
+    cucap_fb_graph_node_add_type(b, (unsigned)type <= 13 ? (uint8_t)type
+                                                         : CUCAP_FB_GRAPHNODETYPE_UNKNOWN);
+    if (deps)
+      cucap_fb_graph_node_add_dependencies(b, deps);
+    if (launch)
+      cucap_fb_graph_node_add_launch(b, launch);
+    if (mcpy)
+      cucap_fb_graph_node_add_memcpy(b, mcpy);
+    if (mset)
+      cucap_fb_graph_node_add_memset(b, mset);
+    if (child)
+      cucap_fb_graph_node_add_child_graph(b, child);
+    if (event)
+      cucap_fb_graph_node_add_event(b, event);
+    if (alloc)
+      cucap_fb_graph_node_add_alloc(b, alloc);
+    refs[i] = cucap_fb_graph_node_end(b);
+  }
+  out = cucap_fbb_vector_refs(b, refs, n);
+done:
+  free(nodes);
+  free(refs);
+  return out;
+}
+
+typedef struct graph_desc {
+  uint8_t op;
+  uint64_t graph, exec, stream, flags;
+  int walk;
+} graph_desc;
+
+static cucap_fb_ref graph_body(cucap_fbb *b, const graph_desc *d) {
+  cucap_fb_ref nodes = d->walk ? graph_nodes(b, (CUgraph)(uintptr_t)d->graph) : 0;
+  cucap_fb_graph_start(b);
+  cucap_fb_graph_add_op(b, d->op);
+  if (d->graph)
+    cucap_fb_graph_add_graph(b, d->graph);
+  if (d->exec)
+    cucap_fb_graph_add_exec(b, d->exec);
+  if (d->op == CUCAP_FB_GRAPHOP_LAUNCH || d->op == CUCAP_FB_GRAPHOP_UPLOAD)
+    cucap_fb_graph_add_stream(b, d->stream);
+  if (d->flags)
+    cucap_fb_graph_add_flags(b, d->flags);
+  if (nodes)
+    cucap_fb_graph_add_nodes(b, nodes);
+  return cucap_fb_graph_end(b);
+}
+
+static void graph_emit(cucap_call *c, const graph_desc *d) {
+  c->stack = cucap_rec_stack_id();
+  c->body = graph_body(c->b, d);
+  c->body_type = CUCAP_FB_BODY_GRAPH;
+}
+
+/* ---- stream capture ---- */
+
+static void capture_emit(cucap_call *c, uint8_t op, CUstream s, int mode, uint64_t graph) {
+  c->stack = cucap_rec_stack_id();
+  cucap_fbb *b = c->b;
+  cucap_fb_stream_start(b);
+  cucap_fb_stream_add_op(b, op);
+  cucap_fb_stream_add_handle(b, CX_U64(s));
+  if (op == CUCAP_FB_STREAMOP_BEGINCAPTURE)
+    cucap_fb_stream_add_capture_mode(b, mode);
+  if (graph)
+    cucap_fb_stream_add_graph(b, graph);
+  c->body = cucap_fb_stream_end(b);
+  c->body_type = CUCAP_FB_BODY_STREAM;
+}
+
+void custom_stream_begin_capture(cucap_call *c, CUresult r, CUstream s) {
+  (void)r;
+  capture_emit(c, CUCAP_FB_STREAMOP_BEGINCAPTURE, s, CU_STREAM_CAPTURE_MODE_GLOBAL, 0);
+}
+
+void custom_stream_begin_capture_v2(cucap_call *c, CUresult r, CUstream s,
+                                    CUstreamCaptureMode mode) {
+  (void)r;
+  capture_emit(c, CUCAP_FB_STREAMOP_BEGINCAPTURE, s, (int)mode, 0);
+}
+
+void custom_stream_end_capture(cucap_call *c, CUresult r, CUstream s, CUgraph *pg) {
+  uint64_t g = r == CUDA_SUCCESS && pg ? CX_U64(*pg) : 0;
+  if (g) {
+    /* the captured topology as its own record, before the call's record */
+    cucap_fbb *b = cucap_rec_builder();
+    if (b) {
+      cucap_fbb_reset(b);
+      graph_desc d = {CUCAP_FB_GRAPHOP_CREATE, g, 0, 0, 0, 1};
+      cucap_fb_ref body = graph_body(b, &d);
+      (void)cucap_rec_emit(b, CUCAP_FB_BODY_GRAPH, body, 0);
+    }
+  }
+  capture_emit(c, CUCAP_FB_STREAMOP_ENDCAPTURE, s, 0, g);
+}
+
+/* ---- graphs ---- */
+
+void custom_graph_create(cucap_call *c, CUresult r, CUgraph *pg, unsigned int flags) {
+  graph_desc d = {CUCAP_FB_GRAPHOP_CREATE, r == CUDA_SUCCESS && pg ? CX_U64(*pg) : 0, 0, 0,
+                  flags, 0};
+  graph_emit(c, &d);
+}
+
+static void instantiated(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
+                         uint64_t flags) {
+  graph_desc d = {CUCAP_FB_GRAPHOP_INSTANTIATE, CX_U64(g),
+                  r == CUDA_SUCCESS && pe ? CX_U64(*pe) : 0, 0, flags, r == CUDA_SUCCESS};
+  graph_emit(c, &d);
+}
+
+void custom_graph_instantiate(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
+                              CUgraphNode *err_node, char *log, size_t log_size) {
+  (void)err_node, (void)log, (void)log_size;
+  instantiated(c, r, pe, g, 0);
+}
+
+void custom_graph_instantiate_flags(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
+                                    unsigned long long flags) {
+  instantiated(c, r, pe, g, flags);
+}
+
+void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
+                                     CUDA_GRAPH_INSTANTIATE_PARAMS *p) {
+  instantiated(c, r, pe, g, p ? p->flags : 0);
+}
+
+void custom_graph_launch(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
+  (void)r;
+  graph_desc d = {CUCAP_FB_GRAPHOP_LAUNCH, 0, CX_U64(e), CX_U64(s), 0, 0};
+  graph_emit(c, &d);
+}
+
+void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
+  (void)r;
+  graph_desc d = {CUCAP_FB_GRAPHOP_UPLOAD, 0, CX_U64(e), CX_U64(s), 0, 0};
+  graph_emit(c, &d);
+}
+
+void custom_graph_exec_destroy(cucap_call *c, CUresult r, CUgraphExec e) {
+  (void)r;
+  graph_desc d = {CUCAP_FB_GRAPHOP_EXECDESTROY, 0, CX_U64(e), 0, 0, 0};
+  graph_emit(c, &d);
+}
+
+void custom_graph_destroy(cucap_call *c, CUresult r, CUgraph g) {
+  (void)r;
+  graph_desc d = {CUCAP_FB_GRAPHOP_DESTROY, CX_U64(g), 0, 0, 0, 0};
+  graph_emit(c, &d);
+}
+
+/* the _ptsz exports name their parameter differently (hGraphExec), which the
+ * generator treats as a different parameter list */
+void custom_graph_launch_ptsz(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
+  custom_graph_launch(c, r, e, s);
+}
+void custom_graph_upload_ptsz(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
+  custom_graph_upload(c, r, e, s);
+}

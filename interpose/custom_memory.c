@@ -1,0 +1,771 @@
+/* custom_memory.c - allocation, free, memcpy and memset hooks (owner:
+ * helper "semantics").
+ *
+ * Payloads: HtoD (and HtoH) copies store the source bytes as a blob; DtoH
+ * copies store the bytes the app received. An async DtoH has not landed when
+ * the call returns, so the hook synchronizes the stream first (unless
+ * CUCAP_OPTIONS has no_dtoh_payload): this changes the app's timing (the
+ * copy becomes synchronous), never its results. 2D/3D payloads are packed
+ * row by row (width_bytes per row, rows in y then z order). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "custom_internal.h"
+
+/* ------------------------------------------------------------ allocations */
+
+static int kind_is_device(uint8_t k) {
+  switch (k) {
+  case CUCAP_FB_ALLOCKIND_DEVICE:
+  case CUCAP_FB_ALLOCKIND_PITCH:
+  case CUCAP_FB_ALLOCKIND_MANAGED:
+  case CUCAP_FB_ALLOCKIND_ASYNC:
+  case CUCAP_FB_ALLOCKIND_FROMPOOL:
+  case CUCAP_FB_ALLOCKIND_VMMMAP:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+typedef struct alloc_desc {
+  uint8_t kind;
+  uint64_t address, size, flags, pitch, stream, pool, handle, host_address;
+  uint64_t width, height;
+  uint32_t elem_size;
+  int device;
+} alloc_desc;
+
+static void alloc_post(cucap_call *c, CUresult r, const alloc_desc *d, int track) {
+  if (r != CUDA_SUCCESS)
+    return;
+  c->stack = cucap_rec_stack_id();
+  if (track) {
+    cucap_tracked_alloc a = {d->address, d->size, d->flags, d->kind,
+                             (uint8_t)kind_is_device(d->kind), cx_current_ctx()};
+    if (cucap_tracker_alloc_add(cx_tracker(), &a) != CUCAP_OK)
+      CUCAP_WARN("allocation tracking failed (OOM)");
+    cx_snapshot_init();
+  }
+  cucap_fbb *b = c->b;
+  cucap_fb_alloc_start(b);
+  cucap_fb_alloc_add_kind(b, d->kind);
+  cucap_fb_alloc_add_address(b, d->address);
+  cucap_fb_alloc_add_size(b, d->size);
+  if (d->flags)
+    cucap_fb_alloc_add_flags(b, d->flags);
+  if (d->pitch)
+    cucap_fb_alloc_add_pitch(b, d->pitch);
+  if (d->stream)
+    cucap_fb_alloc_add_stream(b, d->stream);
+  if (d->pool)
+    cucap_fb_alloc_add_pool(b, d->pool);
+  if (d->handle)
+    cucap_fb_alloc_add_handle(b, d->handle);
+  if (d->device)
+    cucap_fb_alloc_add_device(b, d->device);
+  if (d->host_address)
+    cucap_fb_alloc_add_host_address(b, d->host_address);
+  if (d->width)
+    cucap_fb_alloc_add_width(b, d->width);
+  if (d->height)
+    cucap_fb_alloc_add_height(b, d->height);
+  if (d->elem_size)
+    cucap_fb_alloc_add_elem_size(b, d->elem_size);
+  c->body = cucap_fb_alloc_end(b);
+  c->body_type = CUCAP_FB_BODY_ALLOC;
+}
+
+void custom_mem_alloc(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t bytesize) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_DEVICE, .size = bytesize};
+  if (r == CUDA_SUCCESS && dptr)
+    d.address = *dptr;
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_alloc_pitch(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t *pPitch,
+                            size_t width, size_t height, unsigned int elem) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_PITCH, .width = width, .height = height,
+                  .elem_size = elem};
+  if (r == CUDA_SUCCESS && dptr && pPitch) {
+    d.address = *dptr;
+    d.pitch = *pPitch;
+    d.size = (uint64_t)*pPitch * height;
+  }
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_alloc_managed(cucap_call *c, CUresult r, CUdeviceptr *dptr,
+                              size_t bytesize, unsigned int flags) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_MANAGED, .size = bytesize, .flags = flags};
+  if (r == CUDA_SUCCESS && dptr)
+    d.address = *dptr;
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_alloc_host(cucap_call *c, CUresult r, void **pp, size_t bytesize) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_HOST, .size = bytesize};
+  if (r == CUDA_SUCCESS && pp)
+    d.address = d.host_address = CX_U64(*pp);
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_host_alloc(cucap_call *c, CUresult r, void **pp, size_t bytesize,
+                           unsigned int flags) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_HOSTALLOC, .size = bytesize, .flags = flags};
+  if (r == CUDA_SUCCESS && pp)
+    d.address = d.host_address = CX_U64(*pp);
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_host_register(cucap_call *c, CUresult r, void *p, size_t bytesize,
+                              unsigned int flags) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_HOSTREGISTER, .size = bytesize,
+                  .flags = flags, .address = CX_U64(p), .host_address = CX_U64(p)};
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_alloc_async(cucap_call *c, CUresult r, CUdeviceptr *dptr,
+                            size_t bytesize, CUstream s) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_ASYNC, .size = bytesize, .stream = CX_U64(s)};
+  if (r == CUDA_SUCCESS && dptr)
+    d.address = *dptr;
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_alloc_from_pool(cucap_call *c, CUresult r, CUdeviceptr *dptr,
+                                size_t bytesize, CUmemoryPool pool, CUstream s) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_FROMPOOL, .size = bytesize,
+                  .stream = CX_U64(s), .pool = CX_U64(pool)};
+  if (r == CUDA_SUCCESS && dptr)
+    d.address = *dptr;
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_create(cucap_call *c, CUresult r, CUmemGenericAllocationHandle *handle,
+                       size_t size, const CUmemAllocationProp *prop,
+                       unsigned long long flags) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_VMMCREATE, .size = size, .flags = flags};
+  if (r == CUDA_SUCCESS && handle)
+    d.handle = *handle;
+  if (prop)
+    d.device = prop->location.id;
+  alloc_post(c, r, &d, 0);
+}
+
+void custom_mem_address_reserve(cucap_call *c, CUresult r, CUdeviceptr *ptr, size_t size,
+                                size_t alignment, CUdeviceptr addr,
+                                unsigned long long flags) {
+  /* pitch carries the requested fixed address hint, width the alignment */
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_VMMRESERVE, .size = size, .flags = flags,
+                  .pitch = addr, .width = alignment};
+  if (r == CUDA_SUCCESS && ptr)
+    d.address = *ptr;
+  alloc_post(c, r, &d, 0);
+}
+
+void custom_mem_map(cucap_call *c, CUresult r, CUdeviceptr ptr, size_t size,
+                    size_t offset, CUmemGenericAllocationHandle handle,
+                    unsigned long long flags) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_VMMMAP, .address = ptr, .size = size,
+                  .pitch = offset, .handle = handle, .flags = flags};
+  alloc_post(c, r, &d, 1);
+}
+
+void custom_mem_set_access(cucap_call *c, CUresult r, CUdeviceptr ptr, size_t size,
+                           const CUmemAccessDesc *desc, size_t count) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_VMMSETACCESS, .address = ptr, .size = size};
+  if (desc && count) {
+    d.flags = (uint64_t)desc[0].flags;
+    d.device = desc[0].location.id;
+  }
+  alloc_post(c, r, &d, 0);
+}
+
+void custom_mem_pool_create(cucap_call *c, CUresult r, CUmemoryPool *pool,
+                            const CUmemPoolProps *props) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_POOL};
+  if (r == CUDA_SUCCESS && pool)
+    d.pool = d.handle = CX_U64(*pool);
+  if (props)
+    d.device = props->location.id;
+  alloc_post(c, r, &d, 0);
+}
+
+void custom_array_create(cucap_call *c, CUresult r, CUarray *ph,
+                         const CUDA_ARRAY_DESCRIPTOR *desc) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_ARRAY};
+  if (r == CUDA_SUCCESS && ph)
+    d.address = d.handle = CX_U64(*ph);
+  if (desc) {
+    d.width = desc->Width;
+    d.height = desc->Height;
+    d.flags = ((uint64_t)desc->Format << 8) | desc->NumChannels;
+  }
+  alloc_post(c, r, &d, 0);
+}
+
+void custom_array3d_create(cucap_call *c, CUresult r, CUarray *ph,
+                           const CUDA_ARRAY3D_DESCRIPTOR *desc) {
+  alloc_desc d = {.kind = CUCAP_FB_ALLOCKIND_ARRAY};
+  if (r == CUDA_SUCCESS && ph)
+    d.address = d.handle = CX_U64(*ph);
+  if (desc) {
+    d.width = desc->Width;
+    d.height = desc->Height;
+    d.size = desc->Depth; /* depth (arrays have no byte size here) */
+    d.flags = ((uint64_t)desc->Flags << 32) | ((uint64_t)desc->Format << 8) |
+              desc->NumChannels;
+  }
+  alloc_post(c, r, &d, 0);
+}
+
+/* ------------------------------------------------------------------ frees */
+
+static void free_post(cucap_call *c, CUresult r, uint8_t kind, uint64_t address,
+                      uint64_t stream, uint64_t size, uint64_t handle, int untrack) {
+  if (r != CUDA_SUCCESS)
+    return;
+  c->stack = cucap_rec_stack_id();
+  if (untrack) {
+    cucap_tracked_alloc a;
+    if (cucap_tracker_alloc_remove(cx_tracker(), address, &a)) {
+      kind = a.kind;
+      if (!size)
+        size = a.size;
+    }
+  }
+  cucap_fbb *b = c->b;
+  cucap_fb_free_start(b);
+  cucap_fb_free_add_kind(b, kind);
+  cucap_fb_free_add_address(b, address);
+  if (stream)
+    cucap_fb_free_add_stream(b, stream);
+  if (size)
+    cucap_fb_free_add_size(b, size);
+  if (handle)
+    cucap_fb_free_add_handle(b, handle);
+  c->body = cucap_fb_free_end(b);
+  c->body_type = CUCAP_FB_BODY_FREE;
+}
+
+void custom_mem_free(cucap_call *c, CUresult r, CUdeviceptr p) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_DEVICE, p, 0, 0, 0, 1);
+}
+void custom_mem_free_host(cucap_call *c, CUresult r, void *p) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_HOST, CX_U64(p), 0, 0, 0, 1);
+}
+void custom_mem_host_unregister(cucap_call *c, CUresult r, void *p) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_HOSTREGISTER, CX_U64(p), 0, 0, 0, 1);
+}
+void custom_mem_free_async(cucap_call *c, CUresult r, CUdeviceptr p, CUstream s) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_ASYNC, p, CX_U64(s), 0, 0, 1);
+}
+void custom_mem_unmap(cucap_call *c, CUresult r, CUdeviceptr p, size_t size) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_VMMMAP, p, 0, size, 0, 1);
+}
+void custom_mem_release(cucap_call *c, CUresult r, CUmemGenericAllocationHandle h) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_VMMCREATE, 0, 0, 0, h, 0);
+}
+void custom_mem_address_free(cucap_call *c, CUresult r, CUdeviceptr p, size_t size) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_VMMRESERVE, p, 0, size, 0, 0);
+}
+void custom_mem_pool_destroy(cucap_call *c, CUresult r, CUmemoryPool pool) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_POOL, 0, 0, 0, CX_U64(pool), 0);
+}
+void custom_array_destroy(cucap_call *c, CUresult r, CUarray a) {
+  free_post(c, r, CUCAP_FB_ALLOCKIND_ARRAY, CX_U64(a), 0, 0, CX_U64(a), 0);
+}
+
+/* ---------------------------------------------------------------- memcpy */
+
+/* 1 if p is device memory (tracked device allocation, or the driver says
+ * so), 0 for host memory. */
+static int ptr_is_device(uint64_t p) {
+  cucap_tracked_alloc a;
+  if (cucap_tracker_alloc_find(cx_tracker(), p, &a))
+    return a.device_memory;
+  unsigned int mt = 0;
+  if (cucap_real.cuPointerGetAttribute &&
+      cucap_real.cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) ==
+          CUDA_SUCCESS)
+    return mt == CU_MEMORYTYPE_DEVICE || mt == CU_MEMORYTYPE_UNIFIED;
+  return 0; /* unknown to the driver: pageable host memory */
+}
+
+static void sync_for_payload(cucap_call *c, CUstream s) {
+  CUresult (*sync)(CUstream) = cucap_real.cuStreamSynchronize;
+  if (c->variant == CUCAP_FB_CALLVARIANT_PTSZ && cucap_real.cuStreamSynchronize_ptsz)
+    sync = cucap_real.cuStreamSynchronize_ptsz;
+  if (sync)
+    (void)sync(s);
+}
+
+typedef struct copy_desc {
+  uint8_t kind;
+  uint64_t dst, src, size;
+  int async;
+  uint64_t stream;
+  const void *payload; /* contiguous payload (1D) */
+  size_t payload_size;
+  int has_payload_hash;
+  cucap_fb_hash128 payload_hash;
+  uint64_t src_ctx, dst_ctx;
+  cucap_fb_ref geometry;
+} copy_desc;
+
+static void memcpy_emit(cucap_call *c, copy_desc *d) {
+  cucap_fbb *b = c->b;
+  if (d->payload && d->payload_size && !d->has_payload_hash)
+    d->has_payload_hash = cx_blob(d->payload, d->payload_size, &d->payload_hash);
+  cucap_fb_memcpy_start(b);
+  cucap_fb_memcpy_add_kind(b, d->kind);
+  cucap_fb_memcpy_add_dst(b, d->dst);
+  cucap_fb_memcpy_add_src(b, d->src);
+  cucap_fb_memcpy_add_size(b, d->size);
+  if (d->async) {
+    cucap_fb_memcpy_add_async(b, 1);
+    cucap_fb_memcpy_add_stream(b, d->stream);
+  }
+  if (d->has_payload_hash) {
+    cucap_fb_memcpy_add_payload(b, &d->payload_hash);
+    cucap_fb_memcpy_add_has_payload(b, 1);
+  }
+  if (d->geometry)
+    cucap_fb_memcpy_add_geometry(b, d->geometry);
+  if (d->src_ctx)
+    cucap_fb_memcpy_add_src_context(b, d->src_ctx);
+  if (d->dst_ctx)
+    cucap_fb_memcpy_add_dst_context(b, d->dst_ctx);
+  c->body = cucap_fb_memcpy_end(b);
+  c->body_type = CUCAP_FB_BODY_MEMCPY;
+}
+
+static int want_dtoh(void) { return !cucap_rec_opts()->no_dtoh_payload; }
+
+/* 1D copies with a fixed direction */
+static void copy1d(cucap_call *c, CUresult r, uint8_t kind, uint64_t dst, uint64_t src,
+                   size_t n, int async, CUstream s) {
+  c->stack = cucap_rec_stack_id();
+  copy_desc d = {.kind = kind, .dst = dst, .src = src, .size = n, .async = async,
+                 .stream = CX_U64(s)};
+  if (r == CUDA_SUCCESS && n) {
+    if (kind == CUCAP_FB_MEMCPYKIND_HTOD || kind == CUCAP_FB_MEMCPYKIND_HTOH) {
+      d.payload = (const void *)(uintptr_t)src;
+      d.payload_size = n;
+    } else if (kind == CUCAP_FB_MEMCPYKIND_DTOH && want_dtoh()) {
+      if (async)
+        sync_for_payload(c, s);
+      d.payload = (const void *)(uintptr_t)dst;
+      d.payload_size = n;
+    }
+  }
+  memcpy_emit(c, &d);
+}
+
+void custom_memcpy_htod(cucap_call *c, CUresult r, CUdeviceptr dst, const void *src, size_t n) {
+  copy1d(c, r, CUCAP_FB_MEMCPYKIND_HTOD, dst, CX_U64(src), n, 0, NULL);
+}
+void custom_memcpy_htod_async(cucap_call *c, CUresult r, CUdeviceptr dst, const void *src,
+                              size_t n, CUstream s) {
+  copy1d(c, r, CUCAP_FB_MEMCPYKIND_HTOD, dst, CX_U64(src), n, 1, s);
+}
+void custom_memcpy_dtoh(cucap_call *c, CUresult r, void *dst, CUdeviceptr src, size_t n) {
+  copy1d(c, r, CUCAP_FB_MEMCPYKIND_DTOH, CX_U64(dst), src, n, 0, NULL);
+}
+void custom_memcpy_dtoh_async(cucap_call *c, CUresult r, void *dst, CUdeviceptr src,
+                              size_t n, CUstream s) {
+  copy1d(c, r, CUCAP_FB_MEMCPYKIND_DTOH, CX_U64(dst), src, n, 1, s);
+}
+void custom_memcpy_dtod(cucap_call *c, CUresult r, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  copy1d(c, r, CUCAP_FB_MEMCPYKIND_DTOD, dst, src, n, 0, NULL);
+}
+void custom_memcpy_dtod_async(cucap_call *c, CUresult r, CUdeviceptr dst, CUdeviceptr src,
+                              size_t n, CUstream s) {
+  copy1d(c, r, CUCAP_FB_MEMCPYKIND_DTOD, dst, src, n, 1, s);
+}
+
+/* cuMemcpy / cuMemcpyAsync (UVA): the direction is classified here and
+ * recorded as the kind (HtoD/DtoH/DtoD/HtoH), which is what a replayer needs;
+ * Record.call still names cuMemcpy. */
+static uint8_t classify(uint64_t dst, uint64_t src) {
+  int dd = ptr_is_device(dst), sd = ptr_is_device(src);
+  if (sd && dd)
+    return CUCAP_FB_MEMCPYKIND_DTOD;
+  if (sd)
+    return CUCAP_FB_MEMCPYKIND_DTOH;
+  if (dd)
+    return CUCAP_FB_MEMCPYKIND_HTOD;
+  return CUCAP_FB_MEMCPYKIND_HTOH;
+}
+
+void custom_memcpy_unified(cucap_call *c, CUresult r, CUdeviceptr dst, CUdeviceptr src,
+                           size_t n) {
+  copy1d(c, r, classify(dst, src), dst, src, n, 0, NULL);
+}
+void custom_memcpy_unified_async(cucap_call *c, CUresult r, CUdeviceptr dst,
+                                 CUdeviceptr src, size_t n, CUstream s) {
+  copy1d(c, r, classify(dst, src), dst, src, n, 1, s);
+}
+
+void custom_memcpy_peer(cucap_call *c, CUresult r, CUdeviceptr dst, CUcontext dctx,
+                        CUdeviceptr src, CUcontext sctx, size_t n) {
+  c->stack = cucap_rec_stack_id();
+  copy_desc d = {.kind = CUCAP_FB_MEMCPYKIND_PEER, .dst = dst, .src = src, .size = n,
+                 .src_ctx = CX_U64(sctx), .dst_ctx = CX_U64(dctx)};
+  (void)r;
+  memcpy_emit(c, &d);
+}
+void custom_memcpy_peer_async(cucap_call *c, CUresult r, CUdeviceptr dst, CUcontext dctx,
+                              CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {
+  c->stack = cucap_rec_stack_id();
+  copy_desc d = {.kind = CUCAP_FB_MEMCPYKIND_PEER, .dst = dst, .src = src, .size = n,
+                 .async = 1, .stream = CX_U64(s), .src_ctx = CX_U64(sctx),
+                 .dst_ctx = CX_U64(dctx)};
+  (void)r;
+  memcpy_emit(c, &d);
+}
+
+/* ---- 2D / 3D ---- */
+
+typedef struct geom {
+  size_t width, height, depth;
+  size_t sx, sy, sz, spitch, sheight;
+  size_t dx, dy, dz, dpitch, dheight;
+  unsigned smt, dmt;           /* CUmemorytype */
+  const void *shost;
+  void *dhost;
+  uint64_t sdev, ddev, sarr, darr;
+} geom;
+
+static int side_is_host(unsigned mt, uint64_t unified_ptr) {
+  if (mt == CU_MEMORYTYPE_HOST)
+    return 1;
+  if (mt == CU_MEMORYTYPE_UNIFIED)
+    return !ptr_is_device(unified_ptr);
+  return 0;
+}
+
+static uint8_t geom_kind(const geom *g, int *src_host, int *dst_host) {
+  *src_host = side_is_host(g->smt, g->sdev);
+  *dst_host = side_is_host(g->dmt, g->ddev);
+  int sa = g->smt == CU_MEMORYTYPE_ARRAY, da = g->dmt == CU_MEMORYTYPE_ARRAY;
+  if (sa && da) return CUCAP_FB_MEMCPYKIND_ATOA;
+  if (sa) return *dst_host ? CUCAP_FB_MEMCPYKIND_ATOH : CUCAP_FB_MEMCPYKIND_ATOD;
+  if (da) return *src_host ? CUCAP_FB_MEMCPYKIND_HTOA : CUCAP_FB_MEMCPYKIND_DTOA;
+  if (*src_host) return *dst_host ? CUCAP_FB_MEMCPYKIND_HTOH : CUCAP_FB_MEMCPYKIND_HTOD;
+  return *dst_host ? CUCAP_FB_MEMCPYKIND_DTOH : CUCAP_FB_MEMCPYKIND_DTOD;
+}
+
+/* Packs the host side rows into one buffer (malloc'ed; caller frees). */
+static void *pack_rows(const uint8_t *base, size_t x, size_t y, size_t z, size_t pitch,
+                       size_t height, const geom *g, size_t *out_size) {
+  size_t rows = g->height * g->depth;
+  if (!base || !g->width || !rows || rows > SIZE_MAX / g->width)
+    return NULL;
+  size_t pitch_eff = pitch ? pitch : g->width;
+  size_t h_eff = height ? height : g->height;
+  uint8_t *buf = malloc(g->width * rows);
+  if (!buf)
+    return NULL;
+  size_t o = 0;
+  for (size_t k = 0; k < g->depth; k++)
+    for (size_t j = 0; j < g->height; j++) {
+      const uint8_t *row = base + ((z + k) * h_eff + y + j) * pitch_eff + x;
+      memcpy(buf + o, row, g->width);
+      o += g->width;
+    }
+  *out_size = o;
+  return buf;
+}
+
+static cucap_fb_ref geometry_ref(cucap_fbb *b, const geom *g, int is3d) {
+  cucap_fb_copy_geometry_start(b);
+  cucap_fb_copy_geometry_add_width_bytes(b, g->width);
+  cucap_fb_copy_geometry_add_height(b, g->height);
+  cucap_fb_copy_geometry_add_depth(b, g->depth);
+  cucap_fb_copy_geometry_add_src_x_bytes(b, g->sx);
+  cucap_fb_copy_geometry_add_src_y(b, g->sy);
+  cucap_fb_copy_geometry_add_src_pitch(b, g->spitch);
+  cucap_fb_copy_geometry_add_dst_x_bytes(b, g->dx);
+  cucap_fb_copy_geometry_add_dst_y(b, g->dy);
+  cucap_fb_copy_geometry_add_dst_pitch(b, g->dpitch);
+  if (is3d) {
+    cucap_fb_copy_geometry_add_src_z(b, g->sz);
+    cucap_fb_copy_geometry_add_src_height(b, g->sheight);
+    cucap_fb_copy_geometry_add_dst_z(b, g->dz);
+    cucap_fb_copy_geometry_add_dst_height(b, g->dheight);
+  }
+  cucap_fb_copy_geometry_add_src_memory_type(b, g->smt);
+  cucap_fb_copy_geometry_add_dst_memory_type(b, g->dmt);
+  if (g->sarr)
+    cucap_fb_copy_geometry_add_src_array(b, g->sarr);
+  if (g->darr)
+    cucap_fb_copy_geometry_add_dst_array(b, g->darr);
+  return cucap_fb_copy_geometry_end(b);
+}
+
+static void copy_geom(cucap_call *c, CUresult r, const geom *g, int async, CUstream s,
+                      int is3d) {
+  c->stack = cucap_rec_stack_id();
+  int sh, dh;
+  uint8_t kind = geom_kind(g, &sh, &dh);
+  copy_desc d = {.kind = kind, .size = g->width * g->height * g->depth, .async = async,
+                 .stream = CX_U64(s)};
+  d.src = sh ? CX_U64(g->shost ? g->shost : (const void *)(uintptr_t)g->sdev)
+             : (g->smt == CU_MEMORYTYPE_ARRAY ? g->sarr : g->sdev);
+  d.dst = dh ? CX_U64(g->dhost ? g->dhost : (void *)(uintptr_t)g->ddev)
+             : (g->dmt == CU_MEMORYTYPE_ARRAY ? g->darr : g->ddev);
+  void *packed = NULL;
+  size_t psize = 0;
+  if (r == CUDA_SUCCESS) {
+    if (sh) {
+      packed = pack_rows((const uint8_t *)(uintptr_t)d.src, g->sx, g->sy, g->sz, g->spitch,
+                         g->sheight, g, &psize);
+    } else if (dh && want_dtoh()) {
+      if (async)
+        sync_for_payload(c, s);
+      packed = pack_rows((const uint8_t *)(uintptr_t)d.dst, g->dx, g->dy, g->dz, g->dpitch,
+                         g->dheight, g, &psize);
+    }
+  }
+  if (packed) {
+    d.has_payload_hash = cx_blob(packed, psize, &d.payload_hash);
+    free(packed);
+  }
+  d.geometry = geometry_ref(c->b, g, is3d);
+  memcpy_emit(c, &d);
+}
+
+static void geom_from_2d(const CUDA_MEMCPY2D *p, geom *g) {
+  memset(g, 0, sizeof *g);
+  g->width = p->WidthInBytes;
+  g->height = p->Height;
+  g->depth = 1;
+  g->sx = p->srcXInBytes; g->sy = p->srcY; g->spitch = p->srcPitch;
+  g->dx = p->dstXInBytes; g->dy = p->dstY; g->dpitch = p->dstPitch;
+  g->smt = p->srcMemoryType; g->dmt = p->dstMemoryType;
+  g->shost = p->srcHost; g->dhost = p->dstHost;
+  g->sdev = p->srcDevice; g->ddev = p->dstDevice;
+  g->sarr = CX_U64(p->srcArray); g->darr = CX_U64(p->dstArray);
+  if (g->smt == CU_MEMORYTYPE_UNIFIED)
+    g->shost = NULL;
+  if (g->dmt == CU_MEMORYTYPE_UNIFIED)
+    g->dhost = NULL;
+}
+
+static void geom_from_3d(const CUDA_MEMCPY3D *p, geom *g) {
+  memset(g, 0, sizeof *g);
+  g->width = p->WidthInBytes;
+  g->height = p->Height;
+  g->depth = p->Depth ? p->Depth : 1;
+  g->sx = p->srcXInBytes; g->sy = p->srcY; g->sz = p->srcZ;
+  g->spitch = p->srcPitch; g->sheight = p->srcHeight;
+  g->dx = p->dstXInBytes; g->dy = p->dstY; g->dz = p->dstZ;
+  g->dpitch = p->dstPitch; g->dheight = p->dstHeight;
+  g->smt = p->srcMemoryType; g->dmt = p->dstMemoryType;
+  g->shost = p->srcHost; g->dhost = p->dstHost;
+  g->sdev = p->srcDevice; g->ddev = p->dstDevice;
+  g->sarr = CX_U64(p->srcArray); g->darr = CX_U64(p->dstArray);
+  if (g->smt == CU_MEMORYTYPE_UNIFIED)
+    g->shost = NULL;
+  if (g->dmt == CU_MEMORYTYPE_UNIFIED)
+    g->dhost = NULL;
+}
+
+void custom_memcpy_2d(cucap_call *c, CUresult r, const CUDA_MEMCPY2D *p) {
+  if (!p)
+    return;
+  geom g;
+  geom_from_2d(p, &g);
+  copy_geom(c, r, &g, 0, NULL, 0);
+}
+void custom_memcpy_2d_async(cucap_call *c, CUresult r, const CUDA_MEMCPY2D *p, CUstream s) {
+  if (!p)
+    return;
+  geom g;
+  geom_from_2d(p, &g);
+  copy_geom(c, r, &g, 1, s, 0);
+}
+void custom_memcpy_3d(cucap_call *c, CUresult r, const CUDA_MEMCPY3D *p) {
+  if (!p)
+    return;
+  geom g;
+  geom_from_3d(p, &g);
+  copy_geom(c, r, &g, 0, NULL, 1);
+}
+void custom_memcpy_3d_async(cucap_call *c, CUresult r, const CUDA_MEMCPY3D *p, CUstream s) {
+  if (!p)
+    return;
+  geom g;
+  geom_from_3d(p, &g);
+  copy_geom(c, r, &g, 1, s, 1);
+}
+
+/* ---------------------------------------------------------------- memset */
+
+static void memset_post(cucap_call *c, uint64_t dst, uint32_t value, uint8_t elem,
+                        size_t count, size_t height, size_t pitch, int async, CUstream s) {
+  c->stack = cucap_rec_stack_id();
+  cucap_fbb *b = c->b;
+  cucap_fb_memset_start(b);
+  cucap_fb_memset_add_dst(b, dst);
+  cucap_fb_memset_add_value(b, value);
+  cucap_fb_memset_add_elem_size(b, elem);
+  cucap_fb_memset_add_count(b, count);
+  cucap_fb_memset_add_height(b, height);
+  if (pitch)
+    cucap_fb_memset_add_pitch(b, pitch);
+  if (async) {
+    cucap_fb_memset_add_async(b, 1);
+    cucap_fb_memset_add_stream(b, CX_U64(s));
+  }
+  c->body = cucap_fb_memset_end(b);
+  c->body_type = CUCAP_FB_BODY_MEMSET;
+}
+
+void custom_memset_d8(cucap_call *c, CUresult r, CUdeviceptr d, unsigned char v, size_t n) {
+  (void)r; memset_post(c, d, v, 1, n, 1, 0, 0, NULL);
+}
+void custom_memset_d16(cucap_call *c, CUresult r, CUdeviceptr d, unsigned short v, size_t n) {
+  (void)r; memset_post(c, d, v, 2, n, 1, 0, 0, NULL);
+}
+void custom_memset_d32(cucap_call *c, CUresult r, CUdeviceptr d, unsigned int v, size_t n) {
+  (void)r; memset_post(c, d, v, 4, n, 1, 0, 0, NULL);
+}
+void custom_memset_d8_async(cucap_call *c, CUresult r, CUdeviceptr d, unsigned char v,
+                            size_t n, CUstream s) {
+  (void)r; memset_post(c, d, v, 1, n, 1, 0, 1, s);
+}
+void custom_memset_d16_async(cucap_call *c, CUresult r, CUdeviceptr d, unsigned short v,
+                             size_t n, CUstream s) {
+  (void)r; memset_post(c, d, v, 2, n, 1, 0, 1, s);
+}
+void custom_memset_d32_async(cucap_call *c, CUresult r, CUdeviceptr d, unsigned int v,
+                             size_t n, CUstream s) {
+  (void)r; memset_post(c, d, v, 4, n, 1, 0, 1, s);
+}
+void custom_memset_d2d8(cucap_call *c, CUresult r, CUdeviceptr d, size_t pitch,
+                        unsigned char v, size_t w, size_t h) {
+  (void)r; memset_post(c, d, v, 1, w, h, pitch, 0, NULL);
+}
+void custom_memset_d2d16(cucap_call *c, CUresult r, CUdeviceptr d, size_t pitch,
+                         unsigned short v, size_t w, size_t h) {
+  (void)r; memset_post(c, d, v, 2, w, h, pitch, 0, NULL);
+}
+void custom_memset_d2d32(cucap_call *c, CUresult r, CUdeviceptr d, size_t pitch,
+                         unsigned int v, size_t w, size_t h) {
+  (void)r; memset_post(c, d, v, 4, w, h, pitch, 0, NULL);
+}
+void custom_memset_d2d8_async(cucap_call *c, CUresult r, CUdeviceptr d, size_t pitch,
+                              unsigned char v, size_t w, size_t h, CUstream s) {
+  (void)r; memset_post(c, d, v, 1, w, h, pitch, 1, s);
+}
+void custom_memset_d2d16_async(cucap_call *c, CUresult r, CUdeviceptr d, size_t pitch,
+                               unsigned short v, size_t w, size_t h, CUstream s) {
+  (void)r; memset_post(c, d, v, 2, w, h, pitch, 1, s);
+}
+void custom_memset_d2d32_async(cucap_call *c, CUresult r, CUdeviceptr d, size_t pitch,
+                               unsigned int v, size_t w, size_t h, CUstream s) {
+  (void)r; memset_post(c, d, v, 4, w, h, pitch, 1, s);
+}
+
+/* ---- cuMemPrefetchAsync(_v2): no data for replay, recorded for order ---- */
+void custom_mem_prefetch_v2(cucap_call *c, CUresult r, CUdeviceptr p, size_t n,
+                            CUmemLocation loc, unsigned int flags, CUstream s) {
+  (void)r, (void)flags;
+  c->stack = cucap_rec_stack_id();
+  copy_desc d = {.kind = CUCAP_FB_MEMCPYKIND_PREFETCH, .dst = (uint64_t)loc.id, .src = p,
+                 .size = n, .async = 1, .stream = CX_U64(s)};
+  memcpy_emit(c, &d);
+}
+
+/* Memcpy body of a graph memcpy node (no payload: host data is read when the
+ * graph is launched, not when it is built). */
+cucap_fb_ref cx_memcpy3d_node_body(cucap_fbb *b, const CUDA_MEMCPY3D *p) {
+  geom g;
+  geom_from_3d(p, &g);
+  int sh, dh;
+  copy_desc d = {.kind = geom_kind(&g, &sh, &dh), .size = g.width * g.height * g.depth};
+  d.src = sh ? CX_U64(g.shost ? g.shost : (const void *)(uintptr_t)g.sdev)
+             : (g.smt == CU_MEMORYTYPE_ARRAY ? g.sarr : g.sdev);
+  d.dst = dh ? CX_U64(g.dhost ? g.dhost : (void *)(uintptr_t)g.ddev)
+             : (g.dmt == CU_MEMORYTYPE_ARRAY ? g.darr : g.ddev);
+  cucap_fb_ref geo = geometry_ref(b, &g, 1);
+  cucap_fb_memcpy_start(b);
+  cucap_fb_memcpy_add_kind(b, d.kind);
+  cucap_fb_memcpy_add_dst(b, d.dst);
+  cucap_fb_memcpy_add_src(b, d.src);
+  cucap_fb_memcpy_add_size(b, d.size);
+  cucap_fb_memcpy_add_geometry(b, geo);
+  return cucap_fb_memcpy_end(b);
+}
+
+/* ---- 1D array copies: the array offset goes to geometry src/dst_x_bytes ---- */
+
+static void copy_array(cucap_call *c, CUresult r, uint8_t kind, uint64_t dst, size_t doff,
+                       uint64_t src, size_t soff, size_t n, int async, CUstream s) {
+  c->stack = cucap_rec_stack_id();
+  copy_desc d = {.kind = kind, .dst = dst, .src = src, .size = n, .async = async,
+                 .stream = CX_U64(s)};
+  if (r == CUDA_SUCCESS && n) {
+    if (kind == CUCAP_FB_MEMCPYKIND_HTOA) {
+      d.payload = (const void *)(uintptr_t)src;
+      d.payload_size = n;
+    } else if (kind == CUCAP_FB_MEMCPYKIND_ATOH && want_dtoh()) {
+      if (async)
+        sync_for_payload(c, s);
+      d.payload = (const void *)(uintptr_t)dst;
+      d.payload_size = n;
+    }
+  }
+  geom g;
+  memset(&g, 0, sizeof g);
+  g.width = n;
+  g.height = g.depth = 1;
+  g.dx = doff;
+  g.sx = soff;
+  int sa = kind == CUCAP_FB_MEMCPYKIND_ATOH || kind == CUCAP_FB_MEMCPYKIND_ATOD ||
+           kind == CUCAP_FB_MEMCPYKIND_ATOA;
+  int da = kind == CUCAP_FB_MEMCPYKIND_HTOA || kind == CUCAP_FB_MEMCPYKIND_DTOA ||
+           kind == CUCAP_FB_MEMCPYKIND_ATOA;
+  g.smt = sa ? CU_MEMORYTYPE_ARRAY
+             : (kind == CUCAP_FB_MEMCPYKIND_HTOA ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
+  g.dmt = da ? CU_MEMORYTYPE_ARRAY
+             : (kind == CUCAP_FB_MEMCPYKIND_ATOH ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
+  if (sa)
+    g.sarr = src;
+  if (da)
+    g.darr = dst;
+  d.geometry = geometry_ref(c->b, &g, 0);
+  memcpy_emit(c, &d);
+}
+
+void custom_memcpy_htoa(cucap_call *c, CUresult r, CUarray dst, size_t doff, const void *src,
+                        size_t n) {
+  copy_array(c, r, CUCAP_FB_MEMCPYKIND_HTOA, CX_U64(dst), doff, CX_U64(src), 0, n, 0, NULL);
+}
+void custom_memcpy_htoa_async(cucap_call *c, CUresult r, CUarray dst, size_t doff,
+                              const void *src, size_t n, CUstream s) {
+  copy_array(c, r, CUCAP_FB_MEMCPYKIND_HTOA, CX_U64(dst), doff, CX_U64(src), 0, n, 1, s);
+}
+void custom_memcpy_atoh(cucap_call *c, CUresult r, void *dst, CUarray src, size_t soff,
+                        size_t n) {
+  copy_array(c, r, CUCAP_FB_MEMCPYKIND_ATOH, CX_U64(dst), 0, CX_U64(src), soff, n, 0, NULL);
+}
+void custom_memcpy_atoh_async(cucap_call *c, CUresult r, void *dst, CUarray src, size_t soff,
+                              size_t n, CUstream s) {
+  copy_array(c, r, CUCAP_FB_MEMCPYKIND_ATOH, CX_U64(dst), 0, CX_U64(src), soff, n, 1, s);
+}
+void custom_memcpy_dtoa(cucap_call *c, CUresult r, CUarray dst, size_t doff, CUdeviceptr src,
+                        size_t n) {
+  copy_array(c, r, CUCAP_FB_MEMCPYKIND_DTOA, CX_U64(dst), doff, src, 0, n, 0, NULL);
+}
+void custom_memcpy_atod(cucap_call *c, CUresult r, CUdeviceptr dst, CUarray src, size_t soff,
+                        size_t n) {
+  copy_array(c, r, CUCAP_FB_MEMCPYKIND_ATOD, dst, 0, CX_U64(src), soff, n, 0, NULL);
+}
+void custom_memcpy_atoa(cucap_call *c, CUresult r, CUarray dst, size_t doff, CUarray src,
+                        size_t soff, size_t n) {
+  copy_array(c, r, CUCAP_FB_MEMCPYKIND_ATOA, CX_U64(dst), doff, CX_U64(src), soff, n, 0, NULL);
+}

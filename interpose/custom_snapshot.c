@@ -1,0 +1,78 @@
+/* custom_snapshot.c - wires capture/snapshot.c to the real driver (owner:
+ * helper "semantics"): snapshot=exit (at exit and before a context dies, see
+ * custom_context.c), snapshot=launch:N (before launch N), hash_launches
+ * (after each launch: the device is synchronized, which serialises the app's
+ * GPU work - timing changes, results do not). */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "cucap_snapshot.h"
+#include "custom_internal.h"
+
+static int op_alloc_host(void *u, void **p, size_t n) {
+  (void)u;
+  if (cucap_real.cuMemAllocHost_v2 && cucap_real.cuMemAllocHost_v2(p, n) == CUDA_SUCCESS)
+    return 0;
+  return -1;
+}
+static void op_free_host(void *u, void *p) {
+  (void)u;
+  if (cucap_real.cuMemFreeHost)
+    (void)cucap_real.cuMemFreeHost(p);
+}
+static int op_copy_dtoh(void *u, void *dst, uint64_t src, size_t n) {
+  (void)u;
+  return cucap_real.cuMemcpyDtoH_v2 &&
+                 cucap_real.cuMemcpyDtoH_v2(dst, (CUdeviceptr)src, n) == CUDA_SUCCESS
+             ? 0
+             : -1;
+}
+static int op_sync(void *u) {
+  (void)u;
+  return cucap_real.cuCtxSynchronize && cucap_real.cuCtxSynchronize() == CUDA_SUCCESS ? 0 : -1;
+}
+
+static const cucap_snapshot_ops g_ops = {NULL, op_alloc_host, op_free_host, op_copy_dtoh,
+                                         op_sync};
+
+static int g_exit_taken;
+
+void cx_snapshot_take(uint8_t reason, uint64_t launch_index) {
+  cucap_status st = cucap_snapshot_take(cx_tracker(), &g_ops, reason, launch_index);
+  if (st != CUCAP_OK)
+    CUCAP_WARN("snapshot failed: %s", cucap_status_str(st));
+  else if (reason == CUCAP_FB_SNAPSHOTREASON_EXIT)
+    g_exit_taken = 1;
+}
+
+void cx_launch_hash(uint64_t launch_index) {
+  cucap_status st = cucap_snapshot_hash_launch(cx_tracker(), &g_ops, launch_index);
+  if (st != CUCAP_OK)
+    CUCAP_DEBUG("launch hash failed: %s", cucap_status_str(st));
+}
+
+void cx_snapshot_before_launch(uint64_t launch_index) {
+  const cucap_rec_options *o = cucap_rec_opts();
+  if (o->snapshot == CUCAP_REC_SNAPSHOT_LAUNCH && o->snapshot_launch == launch_index)
+    cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH, launch_index);
+}
+
+static void at_exit_snapshot(void) {
+  cucap_tracked_alloc *v = NULL;
+  size_t n = 0;
+  /* a context teardown already took it and nothing lives any more */
+  if (cucap_tracker_alloc_list_device(cx_tracker(), &v, &n) == CUCAP_OK) {
+    free(v);
+    if (n == 0 && g_exit_taken)
+      return;
+  }
+  cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_EXIT, 0);
+}
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static void register_exit(void) {
+  if (cucap_rec_opts()->snapshot == CUCAP_REC_SNAPSHOT_EXIT)
+    cucap_rec_at_exit(at_exit_snapshot);
+}
+
+void cx_snapshot_init(void) { pthread_once(&g_once, register_exit); }

@@ -1,0 +1,112 @@
+/* cucap_replay.h - re-executes the GPU work of a capture without the program
+ * (owner: replay/, "replay" engineer). Used by `cucap replay` (tools/).
+ *
+ * The replayer loads libcuda.so.1 with dlopen at run time (never linked) and
+ * fetches every entry point through cuGetProcAddress_v2. It first places the
+ * recorded device allocations at their recorded virtual addresses
+ * (cuMemAddressReserve with a fixed hint + cuMemCreate/cuMemMap over the
+ * 2 MiB-aligned union of the ranges) so argument blocks and pointers stored
+ * in device memory stay valid; ranges that cannot be had are relocated
+ * (pointer-sized kernel parameters are patched). Then it executes the records
+ * in file order on one host thread and optionally verifies results.
+ *
+ * Ownership: cucap_replay_run fills a caller-owned cucap_replay_report; it
+ * holds no pointers that need freeing (fixed-size strings). Not thread-safe:
+ * one replay per process at a time (the driver state is process-wide). */
+#ifndef CUCAP_REPLAY_H
+#define CUCAP_REPLAY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cucap_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Process exit codes used by `cucap replay` (cucap_replay_exit_code). */
+#define CUCAP_REPLAY_EXIT_OK 0
+#define CUCAP_REPLAY_EXIT_MISMATCH 1 /* --verify found a difference */
+#define CUCAP_REPLAY_EXIT_USAGE 2
+#define CUCAP_REPLAY_EXIT_INPUT 3    /* bad capture, no code for this GPU, --strict refusal, no driver */
+#define CUCAP_REPLAY_EXIT_FAILED 4   /* a driver call failed during replay */
+
+typedef enum cucap_replay_verify_mode {
+  CUCAP_REPLAY_VERIFY_NONE = 0,
+  CUCAP_REPLAY_VERIFY_COPIES = 1, /* --verify: DtoH payloads + exit snapshot */
+  CUCAP_REPLAY_VERIFY_LAUNCH = 2  /* --verify=launch: + LaunchHash records */
+} cucap_replay_verify_mode;
+
+typedef struct cucap_replay_options {
+  cucap_replay_verify_mode verify;
+  unsigned loops;        /* --loop N; 0 or 1 = once */
+  int sync_each;         /* --sync: synchronize after every op */
+  int device;            /* --device N */
+  int relocate;          /* --relocate: never place at fixed addresses */
+  int strict;            /* --strict: refuse captures with unreplayable calls */
+  int allow_partial;     /* --allow-partial: replay what a damaged file holds */
+  const char *libcuda;   /* NULL = "libcuda.so.1" (dlopen search path) */
+} cucap_replay_options;
+
+void cucap_replay_options_init(cucap_replay_options *o);
+
+#define CUCAP_REPLAY_MAX_SKIP_NAMES 16
+
+typedef struct cucap_replay_report {
+  /* what was done */
+  uint64_t records;          /* records read (per loop) */
+  uint64_t executed;         /* ops executed (all loops) */
+  uint64_t skipped;          /* ops that could not be replayed (all loops) */
+  uint64_t launches;         /* kernel + graph launches executed (all loops) */
+  uint64_t ignored;          /* informational records (callstacks, ...) */
+  uint64_t bodyless_calls;   /* of those: driver calls recorded without a
+                                body (queries; nothing to replay) */
+  unsigned loops;
+  int partial;               /* capture was damaged; replayed what was recovered */
+  char partial_problem[256];
+  /* skipped ops by name (first CUCAP_REPLAY_MAX_SKIP_NAMES distinct names) */
+  unsigned skip_kinds;
+  char skip_name[CUCAP_REPLAY_MAX_SKIP_NAMES][48];
+  uint64_t skip_count[CUCAP_REPLAY_MAX_SKIP_NAMES];
+  /* memory placement */
+  int fixed_address;         /* 1: recorded VAs placed at their addresses */
+  uint64_t fixed_ranges, fixed_bytes;  /* reserved + mapped at fixed VAs */
+  uint64_t relocated_allocs;           /* allocations replayed elsewhere */
+  uint64_t patched_params;             /* kernel params rewritten (relocation) */
+  /* environment */
+  int env_warnings;
+  /* timing */
+  double replay_wall_s;      /* all loops */
+  double gpu_time_s;         /* event-measured GPU span, all loops (-1: unknown) */
+  double recorded_wall_s;    /* recorded program (header start -> end) */
+  double ratio;              /* recorded_wall / (replay_wall / loops) */
+  /* verification */
+  int verify_mode;
+  uint64_t copies_checked, copies_unverifiable, bytes_checked, bytes_matched;
+  uint64_t snapshot_regions_checked;
+  uint64_t launch_hashes_checked;
+  uint64_t mismatches;
+  char first_mismatch[512];  /* "" if none */
+  /* failure */
+  cucap_status status;
+  int exit_code;             /* CUCAP_REPLAY_EXIT_* */
+  char error[512];           /* "" if none */
+} cucap_replay_report;
+
+/* Replays `path`. Always fills *rep (rep->exit_code is what `cucap replay`
+ * returns). Returns CUCAP_OK when everything replayed and verified,
+ * CUCAP_ERR_MISMATCH on a verification difference, or the error that stopped
+ * the replay (rep->error says why). Progress and warnings go to cucap_log. */
+cucap_status cucap_replay_run(const char *path,
+                              const cucap_replay_options *opts,
+                              cucap_replay_report *rep);
+
+/* Prints the report as text (json = 0) or one JSON object (json = 1). */
+void cucap_replay_report_print(const cucap_replay_report *rep, FILE *out,
+                               int json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

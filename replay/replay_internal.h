@@ -1,0 +1,157 @@
+/* replay_internal.h - shared state of the replayer's files (owner: replay/,
+ * "replay" engineer). Not a public header: only replay/replay_*.c include it. */
+#ifndef CUCAP_REPLAY_INTERNAL_H
+#define CUCAP_REPLAY_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "cucap_reader.h"
+#include "cucap_replay.h"
+
+/* X(field, getproc name, version, PFN type, exported fallback name, ptsz) -
+ * every driver entry point the replayer uses. ptsz = 1: also fetched with
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM for Ptsz/Ptds records. */
+#define CUCAP_REPLAY_DRIVER_FNS(X)                                                       \
+  X(Init, "cuInit", 2000, PFN_cuInit_v2000, "cuInit", 0)                                 \
+  X(DriverGetVersion, "cuDriverGetVersion", 2020, PFN_cuDriverGetVersion_v2020, "cuDriverGetVersion", 0) \
+  X(GetErrorName, "cuGetErrorName", 6000, PFN_cuGetErrorName_v6000, "cuGetErrorName", 0) \
+  X(DeviceGet, "cuDeviceGet", 2000, PFN_cuDeviceGet_v2000, "cuDeviceGet", 0)             \
+  X(DeviceGetCount, "cuDeviceGetCount", 2000, PFN_cuDeviceGetCount_v2000, "cuDeviceGetCount", 0) \
+  X(DeviceGetName, "cuDeviceGetName", 2000, PFN_cuDeviceGetName_v2000, "cuDeviceGetName", 0) \
+  X(DeviceGetAttribute, "cuDeviceGetAttribute", 2000, PFN_cuDeviceGetAttribute_v2000, "cuDeviceGetAttribute", 0) \
+  X(DeviceTotalMem, "cuDeviceTotalMem", 3020, PFN_cuDeviceTotalMem_v3020, "cuDeviceTotalMem_v2", 0) \
+  X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, PFN_cuDevicePrimaryCtxRetain_v7000, "cuDevicePrimaryCtxRetain", 0) \
+  X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 11000, PFN_cuDevicePrimaryCtxRelease_v11000, "cuDevicePrimaryCtxRelease_v2", 0) \
+  X(CtxSetCurrent, "cuCtxSetCurrent", 4000, PFN_cuCtxSetCurrent_v4000, "cuCtxSetCurrent", 0) \
+  X(CtxGetCurrent, "cuCtxGetCurrent", 4000, PFN_cuCtxGetCurrent_v4000, "cuCtxGetCurrent", 0) \
+  X(CtxCreate, "cuCtxCreate", 3020, PFN_cuCtxCreate_v3020, "cuCtxCreate_v2", 0)         \
+  X(CtxDestroy, "cuCtxDestroy", 4000, PFN_cuCtxDestroy_v4000, "cuCtxDestroy_v2", 0)     \
+  X(CtxSynchronize, "cuCtxSynchronize", 2000, PFN_cuCtxSynchronize_v2000, "cuCtxSynchronize", 0) \
+  X(MemAddressReserve, "cuMemAddressReserve", 10020, PFN_cuMemAddressReserve_v10020, "cuMemAddressReserve", 0) \
+  X(MemAddressFree, "cuMemAddressFree", 10020, PFN_cuMemAddressFree_v10020, "cuMemAddressFree", 0) \
+  X(MemCreate, "cuMemCreate", 10020, PFN_cuMemCreate_v10020, "cuMemCreate", 0)           \
+  X(MemRelease, "cuMemRelease", 10020, PFN_cuMemRelease_v10020, "cuMemRelease", 0)       \
+  X(MemMap, "cuMemMap", 10020, PFN_cuMemMap_v10020, "cuMemMap", 0)                       \
+  X(MemUnmap, "cuMemUnmap", 10020, PFN_cuMemUnmap_v10020, "cuMemUnmap", 0)               \
+  X(MemSetAccess, "cuMemSetAccess", 10020, PFN_cuMemSetAccess_v10020, "cuMemSetAccess", 0) \
+  X(MemGetAllocationGranularity, "cuMemGetAllocationGranularity", 10020, PFN_cuMemGetAllocationGranularity_v10020, "cuMemGetAllocationGranularity", 0) \
+  X(MemAlloc, "cuMemAlloc", 3020, PFN_cuMemAlloc_v3020, "cuMemAlloc_v2", 0)             \
+  X(MemFree, "cuMemFree", 3020, PFN_cuMemFree_v3020, "cuMemFree_v2", 0)                 \
+  X(MemAllocHost, "cuMemAllocHost", 3020, PFN_cuMemAllocHost_v3020, "cuMemAllocHost_v2", 0) \
+  X(MemFreeHost, "cuMemFreeHost", 2000, PFN_cuMemFreeHost_v2000, "cuMemFreeHost", 0)     \
+  X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync", 3020, PFN_cuMemcpyHtoDAsync_v3020, "cuMemcpyHtoDAsync_v2", 1) \
+  X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync", 3020, PFN_cuMemcpyDtoHAsync_v3020, "cuMemcpyDtoHAsync_v2", 1) \
+  X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync", 3020, PFN_cuMemcpyDtoDAsync_v3020, "cuMemcpyDtoDAsync_v2", 1) \
+  X(Memcpy2DAsync, "cuMemcpy2DAsync", 3020, PFN_cuMemcpy2DAsync_v3020, "cuMemcpy2DAsync_v2", 1) \
+  X(Memcpy3DAsync, "cuMemcpy3DAsync", 3020, PFN_cuMemcpy3DAsync_v3020, "cuMemcpy3DAsync_v2", 1) \
+  X(MemsetD8Async, "cuMemsetD8Async", 3020, PFN_cuMemsetD8Async_v3020, "cuMemsetD8Async", 1) \
+  X(MemsetD16Async, "cuMemsetD16Async", 3020, PFN_cuMemsetD16Async_v3020, "cuMemsetD16Async", 1) \
+  X(MemsetD32Async, "cuMemsetD32Async", 3020, PFN_cuMemsetD32Async_v3020, "cuMemsetD32Async", 1) \
+  X(MemsetD2D8Async, "cuMemsetD2D8Async", 3020, PFN_cuMemsetD2D8Async_v3020, "cuMemsetD2D8Async", 1) \
+  X(MemsetD2D16Async, "cuMemsetD2D16Async", 3020, PFN_cuMemsetD2D16Async_v3020, "cuMemsetD2D16Async", 1) \
+  X(MemsetD2D32Async, "cuMemsetD2D32Async", 3020, PFN_cuMemsetD2D32Async_v3020, "cuMemsetD2D32Async", 1) \
+  X(ModuleLoadData, "cuModuleLoadData", 2000, PFN_cuModuleLoadData_v2000, "cuModuleLoadData", 0) \
+  X(ModuleLoadDataEx, "cuModuleLoadDataEx", 2010, PFN_cuModuleLoadDataEx_v2010, "cuModuleLoadDataEx", 0) \
+  X(ModuleUnload, "cuModuleUnload", 2000, PFN_cuModuleUnload_v2000, "cuModuleUnload", 0) \
+  X(ModuleGetFunction, "cuModuleGetFunction", 2000, PFN_cuModuleGetFunction_v2000, "cuModuleGetFunction", 0) \
+  X(ModuleGetGlobal, "cuModuleGetGlobal", 3020, PFN_cuModuleGetGlobal_v3020, "cuModuleGetGlobal_v2", 0) \
+  X(LibraryLoadData, "cuLibraryLoadData", 12000, PFN_cuLibraryLoadData_v12000, "cuLibraryLoadData", 0) \
+  X(LibraryUnload, "cuLibraryUnload", 12000, PFN_cuLibraryUnload_v12000, "cuLibraryUnload", 0) \
+  X(LibraryGetKernel, "cuLibraryGetKernel", 12000, PFN_cuLibraryGetKernel_v12000, "cuLibraryGetKernel", 0) \
+  X(LibraryGetGlobal, "cuLibraryGetGlobal", 12000, PFN_cuLibraryGetGlobal_v12000, "cuLibraryGetGlobal", 0) \
+  X(KernelGetFunction, "cuKernelGetFunction", 12000, PFN_cuKernelGetFunction_v12000, "cuKernelGetFunction", 0) \
+  X(LaunchKernel, "cuLaunchKernel", 4000, PFN_cuLaunchKernel_v4000, "cuLaunchKernel", 1) \
+  X(LaunchKernelEx, "cuLaunchKernelEx", 11060, PFN_cuLaunchKernelEx_v11060, "cuLaunchKernelEx", 1) \
+  X(LaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000, PFN_cuLaunchCooperativeKernel_v9000, "cuLaunchCooperativeKernel", 1) \
+  X(StreamCreateWithPriority, "cuStreamCreateWithPriority", 5050, PFN_cuStreamCreateWithPriority_v5050, "cuStreamCreateWithPriority", 0) \
+  X(StreamDestroy, "cuStreamDestroy", 4000, PFN_cuStreamDestroy_v4000, "cuStreamDestroy_v2", 0) \
+  X(StreamSynchronize, "cuStreamSynchronize", 2000, PFN_cuStreamSynchronize_v2000, "cuStreamSynchronize", 1) \
+  X(StreamWaitEvent, "cuStreamWaitEvent", 3020, PFN_cuStreamWaitEvent_v3020, "cuStreamWaitEvent", 1) \
+  X(StreamBeginCapture, "cuStreamBeginCapture", 10010, PFN_cuStreamBeginCapture_v10010, "cuStreamBeginCapture_v2", 1) \
+  X(StreamEndCapture, "cuStreamEndCapture", 10000, PFN_cuStreamEndCapture_v10000, "cuStreamEndCapture", 1) \
+  X(EventCreate, "cuEventCreate", 2000, PFN_cuEventCreate_v2000, "cuEventCreate", 0)     \
+  X(EventDestroy, "cuEventDestroy", 4000, PFN_cuEventDestroy_v4000, "cuEventDestroy_v2", 0) \
+  X(EventRecord, "cuEventRecord", 2000, PFN_cuEventRecord_v2000, "cuEventRecord", 1)     \
+  X(EventSynchronize, "cuEventSynchronize", 2000, PFN_cuEventSynchronize_v2000, "cuEventSynchronize", 0) \
+  X(EventElapsedTime, "cuEventElapsedTime", 2000, PFN_cuEventElapsedTime_v2000, "cuEventElapsedTime", 0) \
+  X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040, PFN_cuGraphInstantiateWithFlags_v11040, "cuGraphInstantiateWithFlags", 0) \
+  X(GraphLaunch, "cuGraphLaunch", 10000, PFN_cuGraphLaunch_v10000, "cuGraphLaunch", 1) \
+  X(GraphDestroy, "cuGraphDestroy", 10000, PFN_cuGraphDestroy_v10000, "cuGraphDestroy", 0) \
+  X(GraphExecDestroy, "cuGraphExecDestroy", 10000, PFN_cuGraphExecDestroy_v10000, "cuGraphExecDestroy", 0)
+
+typedef struct rp_fns {
+#define RP_X_FIELD(f, n, v, t, e, p) t f;
+  CUCAP_REPLAY_DRIVER_FNS(RP_X_FIELD)
+#undef RP_X_FIELD
+} rp_fns;
+
+typedef struct rp_driver {
+  void *lib;
+  rp_fns df;   /* default (legacy default stream) variants */
+  rp_fns pt;   /* per-thread default stream variants (ptsz entries only) */
+  int have_pt;
+} rp_driver;
+
+/* replay_driver.c: dlopen + cuGetProcAddress_v2. Missing optional entries
+ * stay NULL; msg gets the reason on failure. */
+cucap_status rp_driver_load(rp_driver *d, const char *libname, char *msg,
+                            size_t msg_size);
+void rp_driver_unload(rp_driver *d);
+const char *rp_cu_err(const rp_driver *d, CUresult r);
+
+/* ---- u64 -> u64 hash map (handles recorded -> live) ------------------- */
+typedef struct rp_map {
+  uint64_t *keys, *vals;
+  size_t cap, count;
+} rp_map;
+int rp_map_put(rp_map *m, uint64_t k, uint64_t v); /* 0 on OOM */
+int rp_map_get(const rp_map *m, uint64_t k, uint64_t *v);
+int rp_map_del(rp_map *m, uint64_t k, uint64_t *old);
+void rp_map_free(rp_map *m);
+
+/* ---- memory placement (replay_memory.c) ------------------------------- */
+typedef struct rp_range {
+  uint64_t addr, size;
+} rp_range;
+
+typedef struct rp_reloc {      /* a recorded range replayed elsewhere */
+  uint64_t addr, size, live;   /* live = new address */
+  int owned;                   /* 1: cuMemAlloc'ed by us */
+} rp_reloc;
+
+typedef struct rp_fixed {      /* one fixed-address mapping */
+  uint64_t addr, size;
+  CUmemGenericAllocationHandle h;
+  int reserved, created, mapped;
+} rp_fixed;
+
+typedef struct rp_mem {
+  rp_range *recorded; size_t nrecorded, caprecorded; /* device alloc ranges */
+  rp_fixed *fixed; size_t nfixed;
+  rp_reloc *reloc; size_t nreloc, capreloc;
+} rp_mem;
+
+int rp_mem_add_recorded(rp_mem *m, uint64_t addr, uint64_t size);
+/* Reserves + maps the aligned union of the recorded ranges at their
+ * addresses. Returns the number of ranges that could not be placed. */
+size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
+                          uint64_t *bytes);
+/* Sorts/merges the recorded ranges only (relocation mode). */
+void rp_mem_sort_recorded(rp_mem *m);
+int rp_mem_is_fixed(const rp_mem *m, uint64_t addr, uint64_t size);
+int rp_mem_is_recorded(const rp_mem *m, uint64_t addr);
+/* Adds a relocation (replacing overlapping ones). */
+int rp_mem_add_reloc(rp_mem *m, uint64_t addr, uint64_t size, uint64_t live,
+                     int owned);
+/* Removes the relocation starting at addr; returns its live address if we
+ * own it (caller frees), else 0. */
+uint64_t rp_mem_del_reloc(rp_mem *m, uint64_t addr);
+/* Recorded address -> live address (identity when not relocated). */
+uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr, int *relocated);
+void rp_mem_release(rp_mem *m, rp_driver *d);
+
+#endif

@@ -1,0 +1,258 @@
+/* replay_memory.c - where recorded device memory lives during replay
+ * (owner: replay/).
+ *
+ * Fixed placement: the 2 MiB-aligned union of all recorded device
+ * allocations is reserved at exactly the recorded virtual addresses
+ * (cuMemAddressReserve with the address as hint, checked) and backed with
+ * pinned device memory (cuMemCreate + cuMemMap + cuMemSetAccess). Replayed
+ * allocation calls then need no memory of their own, and every pointer the
+ * program kept (in argument blocks or inside device memory) stays valid.
+ *
+ * Relocation: a recorded range outside the fixed mapping gets a fresh
+ * cuMemAlloc; addresses are translated through the table of live
+ * relocations (recorded ranges may be reused by later allocations, so an
+ * Alloc replaces overlapping entries and a Free removes its entry). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_log.h"
+#include "replay_internal.h"
+
+#define RP_MIN_ALIGN ((uint64_t)2 << 20)
+
+int rp_mem_add_recorded(rp_mem *m, uint64_t addr, uint64_t size) {
+  if (!size || addr + size < addr)
+    return 1;
+  if (m->nrecorded == m->caprecorded) {
+    size_t nc = m->caprecorded ? m->caprecorded * 2 : 64;
+    rp_range *n = realloc(m->recorded, nc * sizeof *n);
+    if (!n)
+      return 0;
+    m->recorded = n;
+    m->caprecorded = nc;
+  }
+  m->recorded[m->nrecorded].addr = addr;
+  m->recorded[m->nrecorded].size = size;
+  m->nrecorded++;
+  return 1;
+}
+
+static int rp_range_cmp(const void *a, const void *b) {
+  const rp_range *x = a, *y = b;
+  return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Sorts and merges overlapping ranges in place (align 1 = exact union). */
+static size_t rp_union(rp_range *r, size_t n, uint64_t align) {
+  if (!n)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t s = r[i].addr & ~(align - 1);
+    uint64_t e = (r[i].addr + r[i].size + align - 1) & ~(align - 1);
+    r[i].addr = s;
+    r[i].size = e - s;
+  }
+  qsort(r, n, sizeof *r, rp_range_cmp);
+  size_t o = 0;
+  for (size_t i = 1; i < n; i++) {
+    uint64_t oe = r[o].addr + r[o].size;
+    if (r[i].addr <= oe) {
+      uint64_t ie = r[i].addr + r[i].size;
+      if (ie > oe)
+        r[o].size = ie - r[o].addr;
+    } else {
+      r[++o] = r[i];
+    }
+  }
+  return o + 1;
+}
+
+void rp_mem_sort_recorded(rp_mem *m) {
+  m->nrecorded = rp_union(m->recorded, m->nrecorded, 1);
+}
+
+size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
+                          uint64_t *bytes) {
+  *bytes = 0;
+  if (!m->nrecorded)
+    return 0;
+  /* exact union first (kept for rp_mem_is_recorded) */
+  m->nrecorded = rp_union(m->recorded, m->nrecorded, 1);
+  if (!d->df.MemAddressReserve || !d->df.MemCreate || !d->df.MemMap ||
+      !d->df.MemSetAccess) {
+    CUCAP_WARN("replay: driver lacks VMM entry points; relocating");
+    return m->nrecorded;
+  }
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  size_t gran = 0;
+  uint64_t align = RP_MIN_ALIGN;
+  if (d->df.MemGetAllocationGranularity &&
+      d->df.MemGetAllocationGranularity(&gran, &prop,
+                                        CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
+          CUDA_SUCCESS &&
+      gran > align && (gran & (gran - 1)) == 0)
+    align = gran;
+  rp_range *u = malloc(m->nrecorded * sizeof *u);
+  if (!u)
+    return m->nrecorded;
+  memcpy(u, m->recorded, m->nrecorded * sizeof *u);
+  size_t nu = rp_union(u, m->nrecorded, align);
+  m->fixed = calloc(nu, sizeof *m->fixed);
+  if (!m->fixed) {
+    free(u);
+    return nu;
+  }
+  size_t failed = 0;
+  for (size_t i = 0; i < nu; i++) {
+    rp_fixed f;
+    memset(&f, 0, sizeof f);
+    f.addr = u[i].addr;
+    f.size = u[i].size;
+    CUdeviceptr p = 0;
+    CUresult r = d->df.MemAddressReserve(&p, f.size, 0, f.addr, 0);
+    if (r != CUDA_SUCCESS || p != f.addr) {
+      CUCAP_WARN("replay: cannot reserve 0x%llx+0x%llx at its recorded "
+                 "address (%s, got 0x%llx); relocating allocations there",
+                 (unsigned long long)f.addr, (unsigned long long)f.size,
+                 r == CUDA_SUCCESS ? "other address" : rp_cu_err(d, r),
+                 (unsigned long long)p);
+      if (r == CUDA_SUCCESS && p && d->df.MemAddressFree)
+        d->df.MemAddressFree(p, f.size);
+      failed++;
+      continue;
+    }
+    f.reserved = 1;
+    r = d->df.MemCreate(&f.h, f.size, &prop, 0);
+    if (r == CUDA_SUCCESS) {
+      f.created = 1;
+      r = d->df.MemMap(f.addr, f.size, 0, f.h, 0);
+    }
+    if (r == CUDA_SUCCESS) {
+      f.mapped = 1;
+      CUmemAccessDesc acc;
+      memset(&acc, 0, sizeof acc);
+      acc.location = prop.location;
+      acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      r = d->df.MemSetAccess(f.addr, f.size, &acc, 1);
+    }
+    if (r != CUDA_SUCCESS) {
+      CUCAP_WARN("replay: cannot back 0x%llx+0x%llx with device memory (%s); "
+                 "relocating allocations there",
+                 (unsigned long long)f.addr, (unsigned long long)f.size,
+                 rp_cu_err(d, r));
+      if (f.mapped && d->df.MemUnmap)
+        d->df.MemUnmap(f.addr, f.size);
+      if (f.created && d->df.MemRelease)
+        d->df.MemRelease(f.h);
+      if (d->df.MemAddressFree)
+        d->df.MemAddressFree(f.addr, f.size);
+      failed++;
+      continue;
+    }
+    m->fixed[m->nfixed++] = f;
+    *bytes += f.size;
+  }
+  free(u);
+  return failed;
+}
+
+int rp_mem_is_fixed(const rp_mem *m, uint64_t addr, uint64_t size) {
+  for (size_t i = 0; i < m->nfixed; i++)
+    if (addr >= m->fixed[i].addr &&
+        addr + size <= m->fixed[i].addr + m->fixed[i].size)
+      return 1;
+  return 0;
+}
+
+int rp_mem_is_recorded(const rp_mem *m, uint64_t addr) {
+  size_t lo = 0, hi = m->nrecorded;
+  while (lo < hi) { /* recorded[] is a sorted union after place_fixed */
+    size_t mid = (lo + hi) / 2;
+    const rp_range *r = &m->recorded[mid];
+    if (addr < r->addr)
+      hi = mid;
+    else if (addr >= r->addr + r->size)
+      lo = mid + 1;
+    else
+      return 1;
+  }
+  return 0;
+}
+
+int rp_mem_add_reloc(rp_mem *m, uint64_t addr, uint64_t size, uint64_t live,
+                     int owned) {
+  /* drop entries this range overlaps (address reuse after a free) */
+  for (size_t i = 0; i < m->nreloc;) {
+    rp_reloc *r = &m->reloc[i];
+    if (r->addr < addr + size && addr < r->addr + r->size && !r->owned) {
+      m->reloc[i] = m->reloc[--m->nreloc];
+      continue;
+    }
+    i++;
+  }
+  if (m->nreloc == m->capreloc) {
+    size_t nc = m->capreloc ? m->capreloc * 2 : 32;
+    rp_reloc *n = realloc(m->reloc, nc * sizeof *n);
+    if (!n)
+      return 0;
+    m->reloc = n;
+    m->capreloc = nc;
+  }
+  /* newest first wins on lookup: append and search from the end */
+  rp_reloc *r = &m->reloc[m->nreloc++];
+  r->addr = addr;
+  r->size = size;
+  r->live = live;
+  r->owned = owned;
+  return 1;
+}
+
+uint64_t rp_mem_del_reloc(rp_mem *m, uint64_t addr) {
+  for (size_t i = m->nreloc; i-- > 0;) {
+    if (m->reloc[i].addr == addr) {
+      uint64_t live = m->reloc[i].owned ? m->reloc[i].live : 0;
+      memmove(&m->reloc[i], &m->reloc[i + 1],
+              (m->nreloc - i - 1) * sizeof *m->reloc);
+      m->nreloc--;
+      return live;
+    }
+  }
+  return 0;
+}
+
+uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr, int *relocated) {
+  for (size_t i = m->nreloc; i-- > 0;) {
+    const rp_reloc *r = &m->reloc[i];
+    if (addr >= r->addr && addr - r->addr < r->size) {
+      if (relocated)
+        *relocated = 1;
+      return r->live + (addr - r->addr);
+    }
+  }
+  if (relocated)
+    *relocated = 0;
+  return addr;
+}
+
+void rp_mem_release(rp_mem *m, rp_driver *d) {
+  for (size_t i = 0; i < m->nreloc; i++)
+    if (m->reloc[i].owned && d->df.MemFree)
+      d->df.MemFree(m->reloc[i].live);
+  for (size_t i = 0; i < m->nfixed; i++) {
+    rp_fixed *f = &m->fixed[i];
+    if (f->mapped && d->df.MemUnmap)
+      d->df.MemUnmap(f->addr, f->size);
+    if (f->created && d->df.MemRelease)
+      d->df.MemRelease(f->h);
+    if (f->reserved && d->df.MemAddressFree)
+      d->df.MemAddressFree(f->addr, f->size);
+  }
+  free(m->recorded);
+  free(m->fixed);
+  free(m->reloc);
+  memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,471 @@
+/* replay_run.c - cucap_replay_run: scan, place memory, execute records in
+ * file order, N times (owner: replay/).
+ *
+ * Flow: open the capture; load the driver (replay_driver.c); scan every
+ * record once (device ranges for fixed placement, module images checked
+ * against this GPU, --strict refusal, first BeforeLaunch snapshot, damage);
+ * compare the environment with the FileHeader; retain the primary context;
+ * place memory (replay_memory.c); then execute all records on this thread
+ * (replay_exec.c), N times for --loop, timing the whole with events. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cucap_fatbin.h"
+#include "cucap_log.h"
+#include "replay_state.h"
+
+static double rp_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- scan */
+
+static cucap_status rp_scan(rp_state *R) {
+  cucap_replay_report *rep = R->rep;
+  const void *recp, *buf;
+  size_t sz;
+  cucap_status st;
+  uint64_t n = 0;
+  int refused = 0;
+  while ((st = cucap_reader_next(R->r, &recp, &buf, &sz)) == CUCAP_OK) {
+    const cucap_fb_record *rec = recp;
+    n++;
+    if (cucap_fb_record_result(rec) != 0)
+      continue; /* failed in the program: not replayed */
+    const char *bad = rp_unreplayable(rec);
+    if (bad && R->o->strict) {
+      rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
+                   "--strict: record %" PRIu64 " (seq %" PRIu64
+                   ") cannot be replayed: %s",
+                   n - 1, cucap_fb_record_seq(rec), bad);
+      refused = 1;
+      break;
+    }
+    switch (cucap_fb_record_body_type(rec)) {
+    case CUCAP_FB_BODY_ALLOC: {
+      const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
+      if (rp_alloc_is_device(cucap_fb_alloc_kind(a)) &&
+          !rp_mem_add_recorded(&R->mem, cucap_fb_alloc_address(a),
+                               rp_alloc_size(a)))
+        return CUCAP_ERR_NOMEM;
+      break;
+    }
+    case CUCAP_FB_BODY_MODULE: {
+      const cucap_fb_module *m = cucap_fb_record_body_as_module(rec);
+      if (cucap_fb_module_op(m) != CUCAP_FB_MODULEOP_LOAD ||
+          !cucap_fb_module_image(m))
+        break;
+      const void *img = NULL;
+      uint64_t isz = 0;
+      cucap_hash128 h = rp_h(cucap_fb_module_image(m));
+      if (cucap_reader_blob_map(R->r, h, &img, &isz) != CUCAP_OK) {
+        CUCAP_WARN("replay: module image of record %" PRIu64 " is missing",
+                   n - 1);
+        break;
+      }
+      cucap_image_info info;
+      if (cucap_image_detect(img, isz, &info) != CUCAP_OK) {
+        CUCAP_INFO("replay: module image of record %" PRIu64
+                   " has an unknown format; not checked for sm_%d",
+                   n - 1, R->cc);
+        break;
+      }
+      if (!cucap_image_has_code_for(img, isz, (unsigned)R->cc)) {
+        rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT,
+                     "module image of record %" PRIu64 " (seq %" PRIu64
+                     ") has no code for this GPU (sm_%d): neither SASS "
+                     "nor PTX it could JIT",
+                     n - 1, cucap_fb_record_seq(rec), R->cc);
+        refused = 1;
+      }
+      break;
+    }
+    case CUCAP_FB_BODY_SNAPSHOT: {
+      const cucap_fb_snapshot *s = cucap_fb_record_body_as_snapshot(rec);
+      if (cucap_fb_snapshot_reason(s) == CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH &&
+          !R->restore) {
+        size_t k = cucap_fb_snapshot_regions_len(s);
+        R->restore = calloc(k ? k : 1, sizeof *R->restore);
+        if (!R->restore)
+          return CUCAP_ERR_NOMEM;
+        for (size_t i = 0; i < k; i++) {
+          const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(s, i);
+          R->restore[i].addr = cucap_fb_mem_region_address(g);
+          R->restore[i].size = cucap_fb_mem_region_size(g);
+          R->restore[i].data = rp_h(cucap_fb_mem_region_data(g));
+        }
+        R->nrestore = k;
+      }
+      break;
+    }
+    case CUCAP_FB_BODY_NOTE: { /* the recorder notes cuDriverGetVersion */
+      const cucap_fb_note *nt = cucap_fb_record_body_as_note(rec);
+      const char *k = cucap_fb_note_kind(nt);
+      if (k && !strcmp(k, "driver_version") && !R->rec_driver)
+        R->rec_driver = (int)cucap_fb_note_value(nt);
+      break;
+    }
+    default:
+      break;
+    }
+    if (refused)
+      break;
+    uint64_t te = cucap_fb_record_t_exit(rec);
+    double tw = (double)te * 1e-9;
+    if (tw > rep->recorded_wall_s)
+      rep->recorded_wall_s = tw; /* fallback: last t_exit */
+  }
+  rep->records = n;
+  if (refused)
+    return R->rep->status;
+  cucap_reader_recovery rv;
+  cucap_reader_recovery_get(R->r, &rv);
+  if (st != CUCAP_END || !rv.complete) {
+    rep->partial = 1;
+    snprintf(rep->partial_problem, sizeof rep->partial_problem, "%s",
+             rv.problem[0] ? rv.problem
+                           : (st != CUCAP_END ? cucap_status_str(st)
+                                              : "capture incomplete"));
+    if (!R->o->allow_partial) {
+      rp_set_error(R, st != CUCAP_END ? st : CUCAP_ERR_TRUNCATED,
+                   CUCAP_REPLAY_EXIT_INPUT,
+                   "capture is damaged: %s; use --allow-partial to replay "
+                   "the %" PRIu64 " records recovered",
+                   rep->partial_problem, n);
+      return R->rep->status;
+    }
+    CUCAP_WARN("replay: capture is damaged (%s); replaying the %" PRIu64
+               " records recovered", rep->partial_problem, n);
+  }
+  if (rv.end_mono_ns) {
+    const cucap_fb_file_header *fh = cucap_reader_header(R->r);
+    uint64_t s0 = fh ? cucap_fb_file_header_start_mono_ns(fh) : 0;
+    if (rv.end_mono_ns > s0 && s0)
+      rep->recorded_wall_s = (double)(rv.end_mono_ns - s0) * 1e-9;
+  }
+  return CUCAP_OK;
+}
+
+/* ---------------------------------------------------------------- env */
+
+static void rp_env_check(rp_state *R) {
+  const cucap_fb_file_header *fh = cucap_reader_header(R->r);
+  if (!fh)
+    return;
+  int drv = 0;
+  if (R->d.df.DriverGetVersion)
+    R->d.df.DriverGetVersion(&drv);
+  int rdrv = cucap_fb_file_header_driver_version(fh);
+  if (!rdrv)
+    rdrv = R->rec_driver;
+  if (rdrv && drv && rdrv != drv) {
+    CUCAP_WARN("replay: driver version differs: recorded %d, here %d", rdrv,
+               drv);
+    R->rep->env_warnings++;
+  }
+  int tk = cucap_fb_file_header_toolkit_version(fh);
+  if (tk && tk != CUDA_VERSION) {
+    CUCAP_INFO("replay: capture recorded by a cucap built with CUDA %d, this "
+               "one with %d", tk, CUDA_VERSION);
+  }
+  char name[256] = "";
+  if (R->d.df.DeviceGetName)
+    R->d.df.DeviceGetName(name, sizeof name, R->dev);
+  size_t total = 0;
+  if (R->d.df.DeviceTotalMem)
+    R->d.df.DeviceTotalMem(&total, R->dev);
+  size_t nd = cucap_fb_file_header_devices_len(fh);
+  if (nd > 1) {
+    CUCAP_WARN("replay: capture used %zu devices; everything replays on "
+               "device %d", nd, R->o->device);
+    R->rep->env_warnings++;
+  }
+  for (size_t i = 0; i < nd && i < 1; i++) {
+    const cucap_fb_device_props *p = cucap_fb_file_header_devices_at(fh, i);
+    const char *rn = cucap_fb_device_props_name(p);
+    int rcc = cucap_fb_device_props_cc_major(p) * 10 +
+              cucap_fb_device_props_cc_minor(p);
+    if (rn && strcmp(rn, name)) {
+      CUCAP_WARN("replay: GPU differs: recorded on \"%s\", replaying on "
+                 "\"%s\"", rn, name);
+      R->rep->env_warnings++;
+    }
+    if (rcc && rcc != R->cc) {
+      CUCAP_WARN("replay: compute capability differs: recorded sm_%d, here "
+                 "sm_%d", rcc, R->cc);
+      R->rep->env_warnings++;
+    }
+    uint64_t rt = cucap_fb_device_props_total_mem(p);
+    if (rt && total && rt > total) {
+      CUCAP_WARN("replay: this GPU has less memory (%zu MiB) than the "
+                 "recorded one (%" PRIu64 " MiB)", total >> 20, rt >> 20);
+      R->rep->env_warnings++;
+    }
+  }
+}
+
+/* Restores the first Snapshot(BeforeLaunch) before loops 2..N. */
+static void rp_restore(rp_state *R) {
+  for (size_t i = 0; i < R->nrestore && !R->failed; i++) {
+    rp_region *g = &R->restore[i];
+    if (!rp_grow(&R->expect, &R->expect_cap, g->size, &R->expect_pinned, R) ||
+        cucap_reader_blob_read(R->r, g->data, R->expect, g->size) != CUCAP_OK)
+      continue;
+    rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, g->addr), R->expect, g->size, NULL),
+          "cuMemcpyHtoD (restore)");
+    R->d.df.StreamSynchronize(NULL);
+  }
+}
+
+static void rp_destroy_live(rp_state *R) {
+  /* objects the program left alive: destroy between loops and at the end */
+  rp_map *maps[] = {&R->gexec, &R->graph, &R->event, &R->stream, &R->library,
+                    &R->module};
+  for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
+    rp_map *mp = maps[m];
+    for (size_t i = 0; i < mp->cap; i++) {
+      uint64_t k = mp->keys[i];
+      if (k <= 1)
+        continue;
+      void *v = (void *)(uintptr_t)mp->vals[i];
+      if (mp == &R->gexec && R->d.df.GraphExecDestroy)
+        R->d.df.GraphExecDestroy(v);
+      else if (mp == &R->graph && R->d.df.GraphDestroy)
+        R->d.df.GraphDestroy(v);
+      else if (mp == &R->event)
+        R->d.df.EventDestroy(v);
+      else if (mp == &R->stream)
+        R->d.df.StreamDestroy(v);
+      else if (mp == &R->library && R->d.df.LibraryUnload)
+        R->d.df.LibraryUnload(v);
+      else if (mp == &R->module)
+        R->d.df.ModuleUnload(v);
+    }
+    /* keys 0/1 are never real handles of these kinds */
+    rp_map_free(mp);
+  }
+  for (size_t i = 0; i < R->nfuncs; i++)
+    free(R->funcs[i].params);
+  R->nfuncs = 0;
+  rp_map_free(&R->func);
+  rp_map_free(&R->launch_fn);
+  rp_verify_pending_free(R);
+  /* created contexts */
+  for (size_t i = 0; i < R->ctx_created.cap; i++)
+    if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy)
+      R->d.df.CtxDestroy((CUcontext)(uintptr_t)R->ctx_created.vals[i]);
+  rp_map_free(&R->ctx_created);
+  rp_map_free(&R->ctx);
+  rp_map_free(&R->tid_ctx);
+  R->nctx_stack = 0;
+  if (R->primary) {
+    R->d.df.CtxSetCurrent(R->primary);
+    R->cur = R->primary;
+  }
+  /* relocated allocations the program never freed */
+  for (size_t i = 0; i < R->mem.nreloc; i++)
+    if (R->mem.reloc[i].owned)
+      R->d.df.MemFree(R->mem.reloc[i].live);
+  R->mem.nreloc = 0;
+  for (size_t i = 0; i < R->nkeep; i++)
+    free(R->keep[i]);
+  R->nkeep = 0;
+  R->capturing = 0;
+}
+
+static void rp_free_host(rp_state *R, void **p, int pinned) {
+  if (!*p)
+    return;
+  if (pinned && R->d.df.MemFreeHost)
+    R->d.df.MemFreeHost(*p);
+  else
+    free(*p);
+  *p = NULL;
+}
+
+void cucap_replay_options_init(cucap_replay_options *o) {
+  memset(o, 0, sizeof *o);
+  o->loops = 1;
+}
+
+cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts,
+                              cucap_replay_report *rep) {
+  cucap_replay_options defo;
+  if (!opts) {
+    cucap_replay_options_init(&defo);
+    opts = &defo;
+  }
+  memset(rep, 0, sizeof *rep);
+  rep->gpu_time_s = -1;
+  rep->verify_mode = opts->verify;
+  if (!path) {
+    snprintf(rep->error, sizeof rep->error, "no capture given");
+    rep->status = CUCAP_ERR_INVALID_ARG;
+    rep->exit_code = CUCAP_REPLAY_EXIT_USAGE;
+    return rep->status;
+  }
+  rp_state *R = calloc(1, sizeof *R);
+  if (!R) {
+    rep->status = CUCAP_ERR_NOMEM;
+    rep->exit_code = CUCAP_REPLAY_EXIT_FAILED;
+    snprintf(rep->error, sizeof rep->error, "out of memory");
+    return rep->status;
+  }
+  R->o = opts;
+  R->rep = rep;
+  unsigned loops = opts->loops ? opts->loops : 1;
+  char msg[256] = "";
+  cucap_status st = cucap_reader_open(path, NULL, &R->r, msg, sizeof msg);
+  if (st != CUCAP_OK) {
+    rp_set_error(R, st, st == CUCAP_ERR_IO ? 4 : CUCAP_REPLAY_EXIT_INPUT,
+                 "%s", msg[0] ? msg : cucap_status_str(st));
+    goto out;
+  }
+  st = rp_driver_load(&R->d, opts->libcuda, msg, sizeof msg);
+  if (st != CUCAP_OK) {
+    rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "%s", msg);
+    goto out;
+  }
+  CUresult cr = R->d.df.Init(0);
+  if (cr != CUDA_SUCCESS) {
+    rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT, "cuInit failed: %s",
+                 rp_cu_err(&R->d, cr));
+    goto out;
+  }
+  if ((cr = R->d.df.DeviceGet(&R->dev, opts->device)) != CUDA_SUCCESS) {
+    rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT,
+                 "no CUDA device %d: %s", opts->device, rp_cu_err(&R->d, cr));
+    goto out;
+  }
+  {
+    int ma = 0, mi = 0;
+    if (R->d.df.DeviceGetAttribute) {
+      R->d.df.DeviceGetAttribute(&ma, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, R->dev);
+      R->d.df.DeviceGetAttribute(&mi, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, R->dev);
+    }
+    R->cc = ma * 10 + mi;
+  }
+  st = rp_scan(R);
+  rp_env_check(R);
+  if (st != CUCAP_OK) {
+    if (!rep->error[0])
+      rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "scanning the capture: %s",
+                   cucap_status_str(st));
+    goto out;
+  }
+  /* primary context first: VMM calls need a current context */
+  if (!rp_cu(R, R->d.df.DevicePrimaryCtxRetain(&R->primary, R->dev),
+             "cuDevicePrimaryCtxRetain"))
+    goto out;
+  R->primary_retained = 1;
+  if (!rp_cu(R, R->d.df.CtxSetCurrent(R->primary), "cuCtxSetCurrent"))
+    goto out;
+  R->cur = R->primary;
+  if (!opts->relocate) {
+    uint64_t bytes = 0;
+    size_t failed = rp_mem_place_fixed(&R->mem, &R->d, R->dev, &bytes);
+    rep->fixed_ranges = R->mem.nfixed;
+    rep->fixed_bytes = bytes;
+    rep->fixed_address = R->mem.nfixed > 0 && failed == 0;
+    if (failed)
+      CUCAP_WARN("replay: %zu address range(s) could not be placed at their "
+                 "recorded addresses; those allocations are relocated", failed);
+  } else {
+    rp_mem_sort_recorded(&R->mem); /* for rp_mem_is_recorded */
+  }
+  CUevent ev0 = NULL, ev1 = NULL;
+  if (R->d.df.EventCreate) {
+    R->d.df.EventCreate(&ev0, CU_EVENT_DEFAULT);
+    R->d.df.EventCreate(&ev1, CU_EVENT_DEFAULT);
+  }
+  double gpu_ms_total = 0;
+  int gpu_ok = ev0 && ev1;
+  double t0 = rp_now();
+  for (unsigned loop = 0; loop < loops && !R->failed; loop++) {
+    if (loop > 0) {
+      rp_destroy_live(R);
+      rp_restore(R);
+    }
+    if (cucap_reader_rewind(R->r) != CUCAP_OK) {
+      rp_set_error(R, CUCAP_ERR_IO, CUCAP_REPLAY_EXIT_FAILED,
+                   "cannot rewind the capture");
+      break;
+    }
+    if (gpu_ok)
+      R->d.df.EventRecord(ev0, NULL);
+    const void *recp, *buf;
+    size_t sz;
+    R->rec_index = 0;
+    while (!R->failed && R->rec_index < rep->records &&
+           cucap_reader_next(R->r, &recp, &buf, &sz) == CUCAP_OK) {
+      rp_execute(R, recp);
+      R->rec_index++;
+    }
+    if (R->failed)
+      break;
+    if (R->primary && R->cur != R->primary) {
+      R->d.df.CtxSetCurrent(R->primary);
+      R->cur = R->primary;
+    }
+    rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (end of replay)");
+    if (gpu_ok) {
+      float ms = 0;
+      if (R->d.df.EventRecord(ev1, NULL) == CUDA_SUCCESS &&
+          R->d.df.EventSynchronize(ev1) == CUDA_SUCCESS &&
+          R->d.df.EventElapsedTime &&
+          R->d.df.EventElapsedTime(&ms, ev0, ev1) == CUDA_SUCCESS)
+        gpu_ms_total += ms;
+      else
+        gpu_ok = 0;
+    }
+    rep->loops++;
+  }
+  rep->replay_wall_s = rp_now() - t0;
+  if (gpu_ok && rep->loops)
+    rep->gpu_time_s = gpu_ms_total * 1e-3;
+  if (rep->loops && rep->replay_wall_s > 0)
+    rep->ratio = rep->recorded_wall_s / (rep->replay_wall_s / rep->loops);
+  if (ev0)
+    R->d.df.EventDestroy(ev0);
+  if (ev1)
+    R->d.df.EventDestroy(ev1);
+out:
+  if (R->d.lib) {
+    if (R->primary)
+      R->d.df.CtxSetCurrent(R->primary);
+    rp_destroy_live(R);
+    for (int i = 0; i < RP_STAGING_SLOTS; i++) {
+      if (R->stage_ev[i])
+        R->d.df.EventDestroy(R->stage_ev[i]);
+      rp_free_host(R, &R->stage[i], R->stage_pinned[i]);
+    }
+    rp_free_host(R, &R->scratch, R->scratch_pinned);
+    rp_free_host(R, &R->expect, R->expect_pinned);
+    rp_mem_release(&R->mem, &R->d);
+    if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease)
+      R->d.df.DevicePrimaryCtxRelease(R->dev);
+  } else {
+    rp_mem_release(&R->mem, &R->d);
+  }
+  if (!R->expect_pinned)
+    free(R->expect);
+  free(R->keep);
+  free(R->restore);
+  free(R->funcs);
+  free(R->pending);
+  rp_map_free(&R->ctx);
+  rp_map_free(&R->tid_ctx);
+  if (!rep->error[0] && rep->mismatches) {
+    rep->status = CUCAP_ERR_MISMATCH;
+    rep->exit_code = CUCAP_REPLAY_EXIT_MISMATCH;
+  }
+  cucap_reader_destroy(R->r);
+  rp_driver_unload(&R->d);
+  free(R);
+  return rep->status;
+}

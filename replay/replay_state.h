@@ -1,0 +1,103 @@
+/* replay_state.h - the replayer's run state, shared by replay_exec.c and
+ * replay_verify.c (owner: replay/). Internal. */
+#ifndef CUCAP_REPLAY_STATE_H
+#define CUCAP_REPLAY_STATE_H
+
+#include "cucap_schema.h"
+#include "replay_internal.h"
+
+typedef struct rp_func {
+  uint64_t handle;      /* recorded */
+  uint64_t live;        /* CUfunction / CUkernel */
+  uint64_t live_fn;     /* CUfunction for a CUkernel (lazily) */
+  int kind;             /* cucap.fb.FunctionKind */
+  char name[128];
+  cucap_fb_param_info *params;
+  size_t nparams;
+  uint32_t param_bytes;
+} rp_func;
+
+typedef struct rp_region {   /* a snapshot region kept beyond its record */
+  uint64_t addr, size;
+  cucap_hash128 data;
+} rp_region;
+
+typedef struct rp_pending_hash { /* LaunchHash seen before its launch ran */
+  uint64_t launch_index, seq, rec_index;
+  rp_region *regions;        /* data = the content hash */
+  size_t n;
+} rp_pending_hash;
+
+#define RP_STAGING_SLOTS 2
+
+typedef struct rp_state {
+  const cucap_replay_options *o;
+  cucap_replay_report *rep;
+  cucap_reader *r;
+  rp_driver d;
+  CUdevice dev;
+  int cc;                     /* e.g. 90 */
+  int rec_driver;             /* driver version noted by the recorder */
+  CUcontext primary, cur;
+  int primary_retained;
+  rp_map ctx, ctx_created, stream, event, module, library, func, graph, gexec;
+  rp_map tid_ctx;             /* recording tid -> live current context */
+#define RP_CTX_STACK 64
+  uint64_t ctx_stack[RP_CTX_STACK]; /* cuCtxPush/Pop */
+  size_t nctx_stack;
+  rp_map launch_fn;           /* launch_index -> func index + 1 */
+  rp_func *funcs;
+  size_t nfuncs, capfuncs;
+  rp_mem mem;
+  /* HtoD staging: pinned ping-pong buffers, each guarded by an event */
+  void *stage[RP_STAGING_SLOTS];
+  size_t stage_cap[RP_STAGING_SLOTS];
+  int stage_pinned[RP_STAGING_SLOTS];
+  CUevent stage_ev[RP_STAGING_SLOTS];
+  int stage_used[RP_STAGING_SLOTS];
+  unsigned stage_next;
+  /* DtoH scratch (pinned) and a second buffer for expected bytes */
+  void *scratch;
+  size_t scratch_cap;
+  int scratch_pinned;
+  void *expect;
+  size_t expect_cap;
+  int expect_pinned;
+  /* buffers that must outlive the op (graph capture, PTX copies) */
+  void **keep;
+  size_t nkeep, capkeep;
+  int capturing;              /* streams currently in capture */
+  rp_pending_hash *pending;   /* --verify=launch */
+  size_t npending, cappending;
+  rp_region *restore;         /* first Snapshot(BeforeLaunch) */
+  size_t nrestore;
+  uint64_t rec_index;         /* 0-based record position in the file */
+  uint64_t cur_seq;
+  int warned_ctx, warned_stream, warned_reloc_ptr;
+  int failed;                 /* a driver call failed: stop */
+} rp_state;
+
+/* replay_exec.c */
+void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int rp_cu(rp_state *R, CUresult r, const char *call); /* 0 + error if failed */
+cucap_hash128 rp_h(const cucap_fb_hash128 *h);
+const char *rp_unreplayable(const cucap_fb_record *rec); /* NULL: replayable */
+int rp_alloc_is_device(int kind);
+uint64_t rp_alloc_size(const cucap_fb_alloc *a);
+uint64_t rp_tr(rp_state *R, uint64_t addr);
+void rp_execute(rp_state *R, const cucap_fb_record *rec);
+
+/* replay_verify.c */
+void rp_verify_bytes(rp_state *R, const char *what, const void *got,
+                     const void *want, uint64_t size, uint64_t addr);
+cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
+                            void **out);
+void rp_verify_snapshot(rp_state *R, const cucap_fb_snapshot *s);
+void rp_verify_launch_hash(rp_state *R, const cucap_fb_launch_hash *h);
+/* After launch `li` executed: checks LaunchHash records that came first. */
+void rp_verify_launch_done(rp_state *R, uint64_t li);
+void rp_verify_pending_free(rp_state *R);
+int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
+
+#endif

@@ -1,0 +1,157 @@
+/* cucap_fatbin.h - CUDA module image parser (owner: helper "semantics").
+ *
+ * Shared by capture (the interposer must copy exactly the image the app hands
+ * to cuModuleLoadData & co., and needs kernel parameter layouts when the
+ * driver cannot give them) and replay (does a captured image carry code for
+ * the replay GPU?). No CUDA calls, no CUDA headers: plain byte parsing.
+ *
+ * Images are UNTRUSTED: every offset is bounds-checked against the size the
+ * caller vouches for; malformed input gives CUCAP_ERR_CORRUPT (or
+ * CUCAP_ERR_TRUNCATED), never a crash. ELF is parsed with <elf.h> structures
+ * directly (no libelf link dependency in schema/, which both the in-app
+ * library and the fuzzer use).
+ *
+ * Formats (layouts in /work/shared/notes/cuda-facts.md):
+ *   fatbin            u32 0xBA55ED50, u16 version, u16 header_size, u64 fat_size
+ *   fatbinary wrapper u32 0x466243B1, u32 version, u64 fatbin ptr, u64 ...
+ *   ELF cubin         "\x7fELF", e_machine 190 (EM_CUDA)
+ *   PTX               NUL-terminated text
+ *
+ * Ownership: pointers in cucap_image_info / cucap_fatbin_entry point into the
+ * caller's image and are valid as long as it is. Buffers returned through
+ * `void **out` are malloc'ed; the caller frees them with free(). */
+#ifndef CUCAP_FATBIN_H
+#define CUCAP_FATBIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cucap_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Values equal cucap.fb.ImageFormat. */
+typedef enum cucap_image_format {
+  CUCAP_IMAGE_UNKNOWN = 0,
+  CUCAP_IMAGE_FATBIN = 1,
+  CUCAP_IMAGE_CUBIN = 2,
+  CUCAP_IMAGE_PTX = 3,
+  CUCAP_IMAGE_FATBINARY = 4 /* wrapper struct pointing to a fatbin */
+} cucap_image_format;
+
+#define CUCAP_FATBIN_MAGIC 0xBA55ED50u
+#define CUCAP_FATBINARY_MAGIC 0x466243B1u
+#define CUCAP_FATBIN_FLAG_LZ4 0x2000u
+#define CUCAP_FATBIN_FLAG_ZSTD 0x8000u
+/* Upper bound accepted for any image or decompressed entry (sanity). */
+#define CUCAP_IMAGE_MAX_SIZE ((size_t)1 << 32)
+
+typedef struct cucap_image_info {
+  cucap_image_format format;  /* format of the pointer that was given */
+  size_t size;                /* exact byte size of that object (wrapper: 24) */
+  /* The bytes worth storing: for FATBINARY the fatbin it points to (format
+   * FATBIN), otherwise the image itself (same as format/size). */
+  const void *data;
+  size_t data_size;
+  cucap_image_format data_format;
+} cucap_image_info;
+
+/* Detects the format of `image` and its exact size. `avail` is how many bytes
+ * the caller knows to be readable (SIZE_MAX when unknown, e.g. a pointer from
+ * the application, which the driver reads as well). For a FATBINARY wrapper
+ * the pointed-to fatbin is read too (it must be readable: same trust as the
+ * driver) - only when avail == SIZE_MAX; with a bounded avail the wrapper is
+ * reported with data NULL / data_size 0 (its pointer means nothing there). Returns CUCAP_ERR_INVALID_ARG for NULL, CUCAP_ERR_UNSUPPORTED for
+ * an unknown format, CUCAP_ERR_CORRUPT/TRUNCATED for a damaged one. */
+cucap_status cucap_image_detect(const void *image, size_t avail,
+                                cucap_image_info *out);
+
+/* Exact size of an ELF image (max of header tables, sections and segments),
+ * bounded by avail. */
+cucap_status cucap_elf_size(const void *elf, size_t avail, size_t *out);
+
+/* ---- fatbin entries -------------------------------------------------- */
+
+typedef enum cucap_fatbin_kind {
+  CUCAP_FATBIN_ENTRY_PTX = 1,
+  CUCAP_FATBIN_ENTRY_ELF = 2
+} cucap_fatbin_kind;
+
+typedef enum cucap_fatbin_codec {
+  CUCAP_FATBIN_CODEC_NONE = 0,
+  CUCAP_FATBIN_CODEC_LZ4 = 1,
+  CUCAP_FATBIN_CODEC_ZSTD = 2
+} cucap_fatbin_codec;
+
+typedef struct cucap_fatbin_entry {
+  unsigned kind;              /* cucap_fatbin_kind (others passed through) */
+  unsigned arch;              /* SM number, e.g. 90 */
+  uint64_t flags;             /* raw entry flags */
+  cucap_fatbin_codec codec;
+  const uint8_t *payload;     /* bytes in the image (compressed if codec) */
+  size_t payload_size;        /* compressed size when compressed */
+  size_t uncompressed_size;   /* size after decompression (== payload_size if none) */
+} cucap_fatbin_entry;
+
+/* Iterates the entries of a fatbin of `size` bytes (from its header).
+ * Calls fn for each; fn returns nonzero to stop early. */
+typedef int (*cucap_fatbin_entry_fn)(const cucap_fatbin_entry *e, void *user);
+cucap_status cucap_fatbin_foreach(const void *fatbin, size_t size,
+                                  cucap_fatbin_entry_fn fn, void *user);
+
+/* The entry's plain contents: *out is malloc'ed (caller frees), *out_size
+ * its size. Uncompressed entries are copied too (uniform ownership). */
+cucap_status cucap_fatbin_entry_data(const cucap_fatbin_entry *e, void **out,
+                                     size_t *out_size);
+
+/* LZ4 block (no frame) decoder: decodes src into exactly dst_size bytes.
+ * CUCAP_ERR_DECOMPRESS on malformed input or size mismatch. */
+cucap_status cucap_lz4_block_decode(const uint8_t *src, size_t src_size,
+                                    uint8_t *dst, size_t dst_size);
+
+/* ---- cubin kernels and parameter layouts -------------------------------- */
+
+typedef struct cucap_param_layout {
+  uint32_t offset;
+  uint32_t size;
+} cucap_param_layout;
+
+/* Calls fn(name, user) for every kernel (a `.nv.info.<name>` section) of an
+ * ELF cubin; name is valid during the call. fn returns nonzero to stop. */
+typedef int (*cucap_kernel_fn)(const char *name, void *user);
+cucap_status cucap_cubin_foreach_kernel(const void *elf, size_t size,
+                                        cucap_kernel_fn fn, void *user);
+
+/* Parameter layout of `kernel` in an ELF cubin from .nv.info.<kernel>:
+ * params sorted by ordinal into out[0..max) (*count = number of params, which
+ * may exceed max: then only max are written), *total_bytes from
+ * EIATTR_CBANK_PARAM_SIZE (or end of the last param if absent).
+ * CUCAP_ERR_NOT_FOUND if the cubin has no such kernel. */
+cucap_status cucap_cubin_kernel_params(const void *elf, size_t size,
+                                       const char *kernel,
+                                       cucap_param_layout *out, size_t max,
+                                       size_t *count, uint32_t *total_bytes);
+
+/* Same for any image format: a cubin directly, a fatbin (each ELF entry,
+ * decompressed as needed, until one has the kernel). PTX is not parsed
+ * (CUCAP_ERR_NOT_FOUND). */
+cucap_status cucap_image_kernel_params(const void *image, size_t size,
+                                       const char *kernel,
+                                       cucap_param_layout *out, size_t max,
+                                       size_t *count, uint32_t *total_bytes);
+
+/* SM of an ELF cubin from e_flags (ABI 8: bits 8-15; older: low byte). */
+cucap_status cucap_cubin_arch(const void *elf, size_t size, unsigned *sm);
+
+/* 1 if the image can run on compute capability `sm` (e.g. 90): SASS of the
+ * same major with minor <= the target's (CUDA binary compatibility), or PTX
+ * for an arch <= sm (JIT). 0 if not; a bare PTX image is checked against its
+ * `.target sm_NN` line (1 when absent). Malformed images give 0. */
+int cucap_image_has_code_for(const void *image, size_t size, unsigned sm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

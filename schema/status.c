@@ -1,0 +1,24 @@
+/* status.c - strings for cucap_status (see cucap_status.h). */
+#include "cucap_status.h"
+
+const char *cucap_status_str(cucap_status s) {
+  switch (s) {
+#define CUCAP_X_STR(name, num, msg)                                            \
+  case name:                                                                   \
+    return msg;
+    CUCAP_STATUS_LIST(CUCAP_X_STR)
+#undef CUCAP_X_STR
+  }
+  return "unknown status";
+}
+
+const char *cucap_status_name(cucap_status s) {
+  switch (s) {
+#define CUCAP_X_NAME(name, num, msg)                                           \
+  case name:                                                                   \
+    return #name;
+    CUCAP_STATUS_LIST(CUCAP_X_NAME)
+#undef CUCAP_X_NAME
+  }
+  return "CUCAP_UNKNOWN";
+}

@@ -1,0 +1,43 @@
+/* fuzz_fatbin.c - libFuzzer target for schema/fatbin.c (owner: helper
+ * "semantics"). Every entry point must survive arbitrary bytes with a bounded
+ * size (a bounded avail never follows a fatbinary wrapper's pointer).
+ * Build: clang -fsanitize=fuzzer,address -Ischema tests/fuzz/fuzz_fatbin.c
+ *        schema/fatbin.c schema/status.c -lzstd */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cucap_fatbin.h"
+
+static int on_entry(const cucap_fatbin_entry *e, void *user) {
+  (void)user;
+  void *d;
+  size_t n;
+  /* cap the decompression size so the fuzzer explores, not allocates */
+  if (e->uncompressed_size < ((size_t)1 << 24) &&
+      cucap_fatbin_entry_data(e, &d, &n) == CUCAP_OK)
+    free(d);
+  return 0;
+}
+
+static int on_kernel(const char *name, void *user) {
+  (void)name;
+  (void)user;
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  cucap_image_info info;
+  (void)cucap_image_detect(data, size, &info);
+  (void)cucap_fatbin_foreach(data, size, on_entry, NULL);
+  (void)cucap_cubin_foreach_kernel(data, size, on_kernel, NULL);
+  cucap_param_layout p[16];
+  size_t n;
+  uint32_t t;
+  (void)cucap_image_kernel_params(data, size, "k", p, 16, &n, &t);
+  (void)cucap_image_has_code_for(data, size, 90);
+  size_t es;
+  (void)cucap_elf_size(data, size, &es);
+  uint8_t out[4096];
+  (void)cucap_lz4_block_decode(data, size, out, size < sizeof out ? size : sizeof out);
+  return 0;
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# tests/gpu/stage.sh BUILD_DIR STAGE_DIR - copies what tests/gpu/run.sh needs
+# from a build folder into a small folder with the same layout (binaries only),
+# for machines that cannot build cucap themselves (no libelf headers there).
+set -euo pipefail
+B=$1; S=$2
+rm -rf "$S"; mkdir -p "$S/tools" "$S/interpose" "$S/tests/apps" "$S/bench"
+cp "$B/tools/cucap" "$S/tools/"
+cp "$B/interpose/libcucap.so" "$S/interpose/"
+for f in "$B"/tests/apps/*; do
+  [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$S/tests/apps/"
+done
+cp "$B"/tests/apps/*.fatbin "$B"/tests/apps/*.ptx "$S/tests/apps/" 2>/dev/null || true
+for f in libkernel_times.so bench_reader bench_writer; do
+  [ -f "$B/bench/$f" ] && cp "$B/bench/$f" "$S/bench/"
+done
+du -sh "$S"

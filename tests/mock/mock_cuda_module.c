@@ -1,0 +1,564 @@
+/* Mock driver: modules, libraries, kernels, the JIT linker and kernel
+ * execution. A module owns a copy of the selected cubin/PTX and one CUfunction
+ * per kernel of the image (created at load, freed at unload). A CUlibrary
+ * wraps one module; a CUkernel is the same object as its CUfunction, so
+ * casting CUkernel to CUfunction works as with the real driver. */
+#include "mock_cuda_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct CUlib_st {
+  uint32_t magic;
+  CUmodule mod;
+};
+
+typedef struct link_input {
+  uint8_t *data;
+  size_t size;
+  CUjitInputType type;
+} link_input;
+
+struct CUlinkState_st {
+  uint32_t magic;
+  link_input *in;
+  size_t nin;
+};
+
+static void module_free(CUmodule m) {
+  if (!m) return;
+  for (CUfunction f = m->funcs, n; f; f = n) {
+    n = f->next;
+    f->magic = 0;
+    free(f->name);
+    free(f->params);
+    free(f);
+  }
+  for (size_t i = 0; i < m->nglobals; i++) {
+    free(m->globals[i].name);
+    if (m->globals[i].ptr) mock_free_device(m->globals[i].ptr);
+  }
+  free(m->globals);
+  free(m->image);
+  m->magic = 0;
+  free(m);
+}
+
+static CUresult module_load(CUmodule *out, const void *image, size_t size) {
+  MOCK_TRY(mock_need_ctx());
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  mock_image_info info;
+  MOCK_TRY(mock_image_parse(image, size, &info));
+  CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+  CUmodule m = calloc(1, sizeof *m);
+  if (!m) goto fail;
+  m->magic = MOCK_MAGIC_MODULE;
+  m->is_ptx = info.is_ptx;
+  m->image = malloc(info.code_size + 1);
+  if (!m->image) goto fail;
+  memcpy(m->image, info.code, info.code_size);
+  m->image[info.code_size] = 0;
+  m->image_size = info.code_size;
+  for (size_t i = info.nkernels; i-- > 0;) {
+    mock_kernel_info *k = &info.kernels[i];
+    CUfunction f = calloc(1, sizeof *f);
+    if (!f) goto fail;
+    f->magic = MOCK_MAGIC_FUNC;
+    f->mod = m;
+    f->name = k->name;
+    f->params = k->params;
+    f->nparams = k->nparams;
+    f->param_bytes = k->param_bytes;
+    if (f->nparams > 0) { /* the cbank size may include padding; never less */
+      uint32_t end = f->params[f->nparams - 1].offset + f->params[f->nparams - 1].size;
+      for (int j = 0; j < f->nparams; j++)
+        if (f->params[j].offset + f->params[j].size > end) end = f->params[j].offset + f->params[j].size;
+      if (f->param_bytes < end) f->param_bytes = end;
+    }
+    k->name = NULL;
+    k->params = NULL;
+    f->impl = mock_kernel_lookup(f->name);
+    f->next = m->funcs;
+    m->funcs = f;
+  }
+  if (info.nglobals) {
+    m->globals = calloc(info.nglobals, sizeof *m->globals);
+    if (!m->globals) goto fail;
+    for (size_t i = 0; i < info.nglobals; i++) {
+      mock_global *g = &m->globals[m->nglobals++];
+      g->name = info.globals[i].name;
+      info.globals[i].name = NULL;
+      g->size = info.globals[i].size;
+      if (g->size) {
+        rc = mock_alloc_device(&g->ptr, g->size);
+        if (rc != CUDA_SUCCESS) goto fail;
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+        if (info.globals[i].init) memcpy((void *)(uintptr_t)g->ptr, info.globals[i].init, g->size);
+        else memset((void *)(uintptr_t)g->ptr, 0, g->size);
+      }
+    }
+  }
+  mock_image_free(&info);
+  *out = m;
+  return CUDA_SUCCESS;
+fail:
+  mock_image_free(&info);
+  module_free(m);
+  return rc;
+}
+
+static int module_ok(CUmodule m) { return m && m->magic == MOCK_MAGIC_MODULE; }
+static int func_ok(CUfunction f) { return f && f->magic == MOCK_MAGIC_FUNC; }
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) { return module_load(m, image, 0); }
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v) {
+  (void)n; (void)o; (void)v;
+  return module_load(m, image, 0);
+}
+CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *m, const void *fatbin) { return module_load(m, fatbin, 0); }
+
+static CUresult read_file(const char *path, uint8_t **data, size_t *size) {
+  if (!path) return CUDA_ERROR_INVALID_VALUE;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return CUDA_ERROR_FILE_NOT_FOUND;
+  CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+  uint8_t *buf = NULL;
+  long n = -1;
+  if (fseek(fp, 0, SEEK_END) == 0) n = ftell(fp);
+  if (n < 0 || fseek(fp, 0, SEEK_SET) != 0) { rc = CUDA_ERROR_FILE_NOT_FOUND; goto out; }
+  buf = malloc((size_t)n + 1);
+  if (!buf) goto out;
+  if (fread(buf, 1, (size_t)n, fp) != (size_t)n) { rc = CUDA_ERROR_FILE_NOT_FOUND; goto out; }
+  buf[n] = 0; /* PTX files are text */
+  *data = buf;
+  *size = (size_t)n;
+  buf = NULL;
+  rc = CUDA_SUCCESS;
+out:
+  free(buf);
+  fclose(fp);
+  return rc;
+}
+
+CUresult CUDAAPI cuModuleLoad(CUmodule *m, const char *path) {
+  uint8_t *data;
+  size_t size;
+  MOCK_TRY(read_file(path, &data, &size));
+  CUresult rc = module_load(m, data, size);
+  free(data);
+  return rc;
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  MOCK_TRY(mock_need_ctx());
+  if (!module_ok(m)) return CUDA_ERROR_INVALID_HANDLE;
+  module_free(m);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name) {
+  MOCK_TRY(mock_need_ctx());
+  if (!pf || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (!module_ok(m)) return CUDA_ERROR_INVALID_HANDLE;
+  for (CUfunction f = m->funcs; f; f = f->next)
+    if (strcmp(f->name, name) == 0) { *pf = f; return CUDA_SUCCESS; }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodule m) {
+  MOCK_TRY(mock_need_ctx());
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (!module_ok(m)) return CUDA_ERROR_INVALID_HANDLE;
+  unsigned n = 0;
+  for (CUfunction f = m->funcs; f; f = f->next) n++;
+  *count = n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *fs, unsigned int n, CUmodule m) {
+  MOCK_TRY(mock_need_ctx());
+  if (!fs) return CUDA_ERROR_INVALID_VALUE;
+  if (!module_ok(m)) return CUDA_ERROR_INVALID_HANDLE;
+  unsigned i = 0;
+  for (CUfunction f = m->funcs; f && i < n; f = f->next) fs[i++] = f;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name) {
+  MOCK_TRY(mock_need_ctx());
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (!module_ok(m)) return CUDA_ERROR_INVALID_HANDLE;
+  for (size_t i = 0; i < m->nglobals; i++)
+    if (strcmp(m->globals[i].name, name) == 0) {
+      if (dptr) *dptr = m->globals[i].ptr;
+      if (bytes) *bytes = m->globals[i].size;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  *mode = CU_MODULE_EAGER_LOADING;
+  return CUDA_SUCCESS;
+}
+
+/* ---- libraries ---------------------------------------------------------- */
+static int lib_ok(CUlibrary l) { return l && l->magic == MOCK_MAGIC_LIBRARY; }
+
+static CUresult library_load(CUlibrary *out, const void *image, size_t size) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  CUlibrary l = calloc(1, sizeof *l);
+  if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult rc = module_load(&l->mod, image, size);
+  if (rc != CUDA_SUCCESS) { free(l); return rc; }
+  l->magic = MOCK_MAGIC_LIBRARY;
+  *out = l;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
+                                   CUlibraryOption *lo, void **lv, unsigned int nl) {
+  (void)jo; (void)jv; (void)nj; (void)lo; (void)lv; (void)nl;
+  return library_load(lib, code, 0);
+}
+
+CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jo, void **jv,
+                                       unsigned int nj, CUlibraryOption *lo, void **lv, unsigned int nl) {
+  (void)jo; (void)jv; (void)nj; (void)lo; (void)lv; (void)nl;
+  uint8_t *data;
+  size_t size;
+  MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(read_file(path, &data, &size));
+  CUresult rc = library_load(lib, data, size);
+  free(data);
+  return rc;
+}
+
+CUresult CUDAAPI cuLibraryUnload(CUlibrary l) {
+  MOCK_TRY(mock_need_ctx());
+  if (!lib_ok(l)) return CUDA_ERROR_INVALID_HANDLE;
+  module_free(l->mod);
+  l->magic = 0;
+  free(l);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name) {
+  if (!pk) return CUDA_ERROR_INVALID_VALUE;
+  if (!lib_ok(l)) return CUDA_ERROR_INVALID_HANDLE;
+  CUfunction f;
+  MOCK_TRY(cuModuleGetFunction(&f, l->mod, name));
+  *pk = (CUkernel)f;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlibrary l) {
+  if (!lib_ok(l)) return CUDA_ERROR_INVALID_HANDLE;
+  return cuModuleGetFunctionCount(count, l->mod);
+}
+
+CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel *ks, unsigned int n, CUlibrary l) {
+  if (!lib_ok(l)) return CUDA_ERROR_INVALID_HANDLE;
+  return cuModuleEnumerateFunctions((CUfunction *)ks, n, l->mod);
+}
+
+CUresult CUDAAPI cuLibraryGetModule(CUmodule *pm, CUlibrary l) {
+  if (!pm) return CUDA_ERROR_INVALID_VALUE;
+  if (!lib_ok(l)) return CUDA_ERROR_INVALID_HANDLE;
+  *pm = l->mod;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name) {
+  if (!lib_ok(l)) return CUDA_ERROR_INVALID_HANDLE;
+  return cuModuleGetGlobal(dptr, bytes, l->mod, name);
+}
+
+CUresult CUDAAPI cuKernelGetFunction(CUfunction *pf, CUkernel k) {
+  MOCK_TRY(mock_need_ctx());
+  if (!pf) return CUDA_ERROR_INVALID_VALUE;
+  if (!func_ok((CUfunction)k)) return CUDA_ERROR_INVALID_HANDLE;
+  *pf = (CUfunction)k;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *pl, CUkernel k) {
+  (void)pl; (void)k;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- function queries --------------------------------------------------- */
+static CUresult param_info(CUfunction f, size_t i, size_t *off, size_t *size) {
+  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (f->nparams < 0 || i >= (size_t)f->nparams) return CUDA_ERROR_INVALID_VALUE;
+  if (off) *off = f->params[i].offset;
+  if (size) *size = f->params[i].size;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size) {
+  return param_info(f, i, off, size);
+}
+CUresult CUDAAPI cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size) {
+  return param_info((CUfunction)k, i, off, size);
+}
+
+CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction f) {
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f->name;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel k) { return cuFuncGetName(name, (CUfunction)k); }
+
+CUresult CUDAAPI cuFuncGetModule(CUmodule *pm, CUfunction f) {
+  if (!pm) return CUDA_ERROR_INVALID_VALUE;
+  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *pm = f->mod;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute a, CUfunction f) {
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
+  switch (a) {
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+  case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
+  case CU_FUNC_ATTRIBUTE_PTX_VERSION: case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 49152; break;
+  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+  case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    *pi = 0; break;
+  default:
+    if ((unsigned)a >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+    *pi = 0;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute a, CUkernel k, CUdevice d) {
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return cuFuncGetAttribute(pi, a, (CUfunction)k);
+}
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+  (void)a; (void)v;
+  return func_ok(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d) {
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return cuFuncSetAttribute((CUfunction)k, a, v);
+}
+CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c) {
+  (void)c;
+  return func_ok(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState *st, CUfunction f) {
+  if (!st) return CUDA_ERROR_INVALID_VALUE;
+  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *st = CU_FUNCTION_LOADING_STATE_LOADED;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncLoad(CUfunction f) { return func_ok(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int bs, size_t sm) {
+  (void)sm;
+  if (!n || bs <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
+  int b = 2048 / bs;
+  *n = b > 32 ? 32 : b;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUfunction f, int bs, size_t sm,
+                                                                     unsigned int flags) {
+  (void)flags;
+  return cuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, bs, sm);
+}
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *mg, int *bs, CUfunction f, CUoccupancyB2DSize cb, size_t sm,
+                                                  int limit) {
+  (void)cb; (void)sm;
+  if (!mg || !bs) return CUDA_ERROR_INVALID_VALUE;
+  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
+  *bs = limit > 0 && limit < 1024 ? limit : 1024;
+  *mg = 132 * (2048 / *bs);
+  return CUDA_SUCCESS;
+}
+
+/* ---- JIT linker ---------------------------------------------------------- */
+CUresult CUDAAPI cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkState *out) {
+  (void)n; (void)o; (void)v;
+  MOCK_TRY(mock_need_ctx());
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  CUlinkState l = calloc(1, sizeof *l);
+  if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
+  l->magic = MOCK_MAGIC_LINK;
+  *out = l;
+  return CUDA_SUCCESS;
+}
+
+static CUresult link_add(CUlinkState l, CUjitInputType type, const void *data, size_t size) {
+  if (!l || l->magic != MOCK_MAGIC_LINK) return CUDA_ERROR_INVALID_HANDLE;
+  if (!data || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  /* Check it parses (PTX: has .entry / .version; cubin/fatbin: valid). */
+  mock_image_info info;
+  MOCK_TRY(mock_image_parse(data, size, &info));
+  mock_image_free(&info);
+  link_input *n = realloc(l->in, (l->nin + 1) * sizeof *n);
+  if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+  l->in = n;
+  uint8_t *copy = malloc(size + 1);
+  if (!copy) return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(copy, data, size);
+  copy[size] = 0;
+  l->in[l->nin++] = (link_input){copy, size, type};
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLinkAddData(CUlinkState l, CUjitInputType type, void *data, size_t size, const char *name,
+                               unsigned int n, CUjit_option *o, void **v) {
+  (void)name; (void)n; (void)o; (void)v;
+  return link_add(l, type, data, size);
+}
+
+CUresult CUDAAPI cuLinkAddFile(CUlinkState l, CUjitInputType type, const char *path, unsigned int n,
+                               CUjit_option *o, void **v) {
+  (void)n; (void)o; (void)v;
+  uint8_t *data;
+  size_t size;
+  MOCK_TRY(read_file(path, &data, &size));
+  CUresult rc = link_add(l, type, data, size);
+  free(data);
+  return rc;
+}
+
+/* The "linked cubin" is the first input verbatim (PTX stays PTX): the mock
+ * does not link, it only passes the image through to cuModuleLoadData. */
+CUresult CUDAAPI cuLinkComplete(CUlinkState l, void **cubin, size_t *size) {
+  if (!l || l->magic != MOCK_MAGIC_LINK) return CUDA_ERROR_INVALID_HANDLE;
+  if (!cubin || !size) return CUDA_ERROR_INVALID_VALUE;
+  if (l->nin == 0) return CUDA_ERROR_INVALID_IMAGE;
+  *cubin = l->in[0].data;
+  *size = l->in[0].size;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLinkDestroy(CUlinkState l) {
+  if (!l || l->magic != MOCK_MAGIC_LINK) return CUDA_ERROR_INVALID_HANDLE;
+  for (size_t i = 0; i < l->nin; i++) free(l->in[i].data);
+  free(l->in);
+  l->magic = 0;
+  free(l);
+  return CUDA_SUCCESS;
+}
+
+/* ---- execution ----------------------------------------------------------- */
+static int warn_unimplemented(void) {
+  const char *s = getenv("CUCAP_MOCK_STRICT");
+  return s && *s && *s != '0';
+}
+
+CUresult mock_run_op(const mock_op *op) {
+  switch (op->kind) {
+  case MOCK_OP_KERNEL: {
+    CUfunction f = op->func;
+    if (!f->impl) return CUDA_SUCCESS; /* no host implementation: no-op */
+    void *args[256];
+    int n = f->nparams > 256 ? 256 : f->nparams;
+    for (int i = 0; i < n; i++) args[i] = op->argbuf + f->params[i].offset;
+    mock_thread t;
+    t.gridDim = op->grid;
+    t.blockDim = op->block;
+    for (t.blockIdx.z = 0; t.blockIdx.z < op->grid.z; t.blockIdx.z++)
+      for (t.blockIdx.y = 0; t.blockIdx.y < op->grid.y; t.blockIdx.y++)
+        for (t.blockIdx.x = 0; t.blockIdx.x < op->grid.x; t.blockIdx.x++)
+          for (t.threadIdx.z = 0; t.threadIdx.z < op->block.z; t.threadIdx.z++)
+            for (t.threadIdx.y = 0; t.threadIdx.y < op->block.y; t.threadIdx.y++)
+              for (t.threadIdx.x = 0; t.threadIdx.x < op->block.x; t.threadIdx.x++) f->impl(&t, args);
+    return CUDA_SUCCESS;
+  }
+  case MOCK_OP_COPY:
+    for (size_t r = 0; r < op->height; r++)
+      memmove((uint8_t *)op->dst + r * op->dpitch, (const uint8_t *)op->src + r * op->spitch, op->width);
+    return CUDA_SUCCESS;
+  case MOCK_OP_SET:
+    for (size_t r = 0; r < op->height; r++) {
+      uint8_t *row = (uint8_t *)op->dst + r * op->dpitch;
+      for (size_t i = 0; i < op->width; i++) {
+        if (op->elem == 1) row[i] = (uint8_t)op->value;
+        else if (op->elem == 2) { uint16_t v = (uint16_t)op->value; memcpy(row + 2 * i, &v, 2); }
+        else memcpy(row + 4 * i, &op->value, 4);
+      }
+    }
+    return CUDA_SUCCESS;
+  case MOCK_OP_HOST:
+    op->fn(op->user);
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, CUstream s, void **params,
+                     void **extra) {
+  MOCK_TRY(mock_check_stream(s));
+  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z || grid.y > 65535 || grid.z > 65535 ||
+      block.z > 64 || (uint64_t)block.x * block.y * block.z > 1024 || shmem > 232448)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!f->impl && warn_unimplemented()) return CUDA_ERROR_NOT_SUPPORTED;
+  if (f->nparams < 0) return CUDA_ERROR_INVALID_IMAGE;
+  if (params && extra) return CUDA_ERROR_INVALID_VALUE;
+  mock_op op = {0};
+  op.kind = MOCK_OP_KERNEL;
+  op.func = f;
+  op.grid = grid;
+  op.block = block;
+  op.argbuf = calloc(1, f->param_bytes ? f->param_bytes : 1);
+  if (!op.argbuf) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (f->nparams > 0) {
+    if (params) {
+      for (int i = 0; i < f->nparams; i++) {
+        if (!params[i]) { free(op.argbuf); return CUDA_ERROR_INVALID_VALUE; }
+        memcpy(op.argbuf + f->params[i].offset, params[i], f->params[i].size);
+      }
+    } else if (extra) {
+      const void *buf = NULL;
+      size_t size = 0;
+      for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *(size_t *)extra[i + 1];
+        else { free(op.argbuf); return CUDA_ERROR_INVALID_VALUE; }
+      }
+      if (!buf || size < f->param_bytes) {
+        /* a buffer may stop right after the last parameter */
+        uint32_t need = f->params[f->nparams - 1].offset + f->params[f->nparams - 1].size;
+        if (!buf || size < need) { free(op.argbuf); return CUDA_ERROR_INVALID_VALUE; }
+      }
+      memcpy(op.argbuf, buf, size < f->param_bytes ? size : f->param_bytes);
+    } else {
+      free(op.argbuf);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return mock_submit(s, &op);
+}
+
+#define P(name, ver) {#name, ver, (void *)name}
+const mock_proc mock_procs_module[] = {
+  P(cuModuleLoad, 2000), P(cuModuleLoadData, 2000), P(cuModuleLoadDataEx, 2010), P(cuModuleLoadFatBinary, 2000),
+  P(cuModuleUnload, 2000), P(cuModuleGetFunction, 2000), P(cuModuleGetFunctionCount, 12040),
+  P(cuModuleEnumerateFunctions, 12040), P(cuModuleGetGlobal, 3020), P(cuModuleGetLoadingMode, 11070),
+  P(cuLibraryLoadData, 12000), P(cuLibraryLoadFromFile, 12000), P(cuLibraryUnload, 12000),
+  P(cuLibraryGetKernel, 12000), P(cuLibraryGetKernelCount, 12040), P(cuLibraryEnumerateKernels, 12040),
+  P(cuLibraryGetModule, 12000), P(cuLibraryGetGlobal, 12000), P(cuKernelGetFunction, 12000),
+  P(cuKernelGetLibrary, 12050), P(cuKernelGetParamInfo, 12040), P(cuKernelGetName, 12030),
+  P(cuKernelGetAttribute, 12000), P(cuKernelSetAttribute, 12000),
+  P(cuFuncGetParamInfo, 12040), P(cuFuncGetName, 12030), P(cuFuncGetModule, 11000),
+  P(cuFuncGetAttribute, 2020), P(cuFuncSetAttribute, 9000), P(cuFuncSetCacheConfig, 3000),
+  P(cuFuncIsLoaded, 12040), P(cuFuncLoad, 12040),
+  P(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050),
+  P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000), P(cuOccupancyMaxPotentialBlockSize, 6050),
+  P(cuLinkCreate, 6050), P(cuLinkAddData, 6050), P(cuLinkAddFile, 6050), P(cuLinkComplete, 5050),
+  P(cuLinkDestroy, 5050),
+  {NULL, 0, NULL}};
+#undef P

@@ -1,0 +1,124 @@
+/* CTest mock.selftest: checks the mock libcuda.so.1 itself: VMM placement at
+ * a fixed address, cuGetProcAddress variants, pointer attributes, module
+ * globals, corrupt images and error names. Prints "N passed, M failed". */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed;
+#define EXPECT(cond)                                                  \
+  do {                                                                \
+    if (cond) passed++;                                               \
+    else { failed++; fprintf(stderr, "%s:%d: FAILED %s\n", __FILE__, __LINE__, #cond); } \
+  } while (0)
+
+int main(void) {
+  CUdevice dev;
+  CUcontext ctx;
+  EXPECT(cuDeviceGet(&dev, 0) == CUDA_ERROR_NOT_INITIALIZED);
+  EXPECT(cuInit(0) == CUDA_SUCCESS);
+  EXPECT(cuDeviceGet(&dev, 0) == CUDA_SUCCESS);
+  CUdeviceptr p0;
+  EXPECT(cuMemAlloc(&p0, 16) == CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT(cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS);
+  EXPECT(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+  char name[64];
+  EXPECT(cuDeviceGetName(name, sizeof name, dev) == CUDA_SUCCESS && strcmp(name, "cucap mock GPU") == 0);
+  int major = 0;
+  EXPECT(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS && major == 9);
+
+  /* device memory lives in the distinctive range */
+  EXPECT(cuMemAlloc(&p0, 1000) == CUDA_SUCCESS && p0 >= 0x7e0000000000ull && p0 < 0x7f0000000000ull);
+  unsigned int mt = 0;
+  EXPECT(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p0 + 10) == CUDA_SUCCESS &&
+         mt == CU_MEMORYTYPE_DEVICE);
+  void *hp;
+  EXPECT(cuMemAllocHost(&hp, 100) == CUDA_SUCCESS);
+  EXPECT(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)hp) == CUDA_SUCCESS &&
+         mt == CU_MEMORYTYPE_HOST);
+  int stackvar;
+  EXPECT(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)&stackvar) ==
+         CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuMemcpyHtoD((CUdeviceptr)&stackvar, &stackvar, 4) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuMemcpyHtoD(p0 + 996, &stackvar, 8) == CUDA_ERROR_INVALID_VALUE); /* overruns */
+  EXPECT(cuMemFreeHost(hp) == CUDA_SUCCESS);
+  EXPECT(cuMemFree(p0) == CUDA_SUCCESS);
+  EXPECT(cuMemFree(p0) == CUDA_ERROR_INVALID_VALUE);
+
+  /* VMM at a fixed address, twice mapped physical memory, refusal if taken */
+  CUmemAllocationProp prop = {0};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t gran = 0;
+  EXPECT(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS &&
+         gran == (2u << 20));
+  const CUdeviceptr want = 0x7f1000000000ull;
+  CUdeviceptr va = 0, vb = 0;
+  EXPECT(cuMemAddressReserve(&va, 4 * gran, 0, want, 0) == CUDA_SUCCESS && va == want);
+  EXPECT(cuMemAddressReserve(&vb, 4 * gran, 0, want, 0) == CUDA_ERROR_INVALID_VALUE);
+  CUmemGenericAllocationHandle h;
+  EXPECT(cuMemCreate(&h, gran, &prop, 0) == CUDA_SUCCESS);
+  EXPECT(cuMemMap(va, gran, 0, h, 0) == CUDA_SUCCESS);
+  EXPECT(cuMemMap(va + 2 * gran, gran, 0, h, 0) == CUDA_SUCCESS);
+  CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  EXPECT(cuMemSetAccess(va, gran, &acc, 1) == CUDA_SUCCESS);
+  EXPECT(cuMemSetAccess(va + 2 * gran, gran, &acc, 1) == CUDA_SUCCESS);
+  EXPECT(cuMemSetAccess(va + gran, gran, &acc, 1) == CUDA_ERROR_INVALID_VALUE); /* unmapped */
+  EXPECT(cuMemRelease(h) == CUDA_SUCCESS);
+  unsigned v = 0xabcd1234u, back = 0;
+  EXPECT(cuMemcpyHtoD(va + 64, &v, 4) == CUDA_SUCCESS);
+  EXPECT(cuMemcpyDtoH(&back, va + 2 * gran + 64, 4) == CUDA_SUCCESS && back == v); /* same physical page */
+  EXPECT(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va) == CUDA_SUCCESS && mt == CU_MEMORYTYPE_DEVICE);
+  EXPECT(cuMemUnmap(va, gran) == CUDA_SUCCESS);
+  EXPECT(cuMemUnmap(va + 2 * gran, gran) == CUDA_SUCCESS);
+  EXPECT(cuMemAddressFree(va, 4 * gran) == CUDA_SUCCESS);
+  EXPECT(cuMemAddressReserve(&vb, 4 * gran, 0, want, 0) == CUDA_SUCCESS && vb == want);
+  EXPECT(cuMemAddressFree(vb, 4 * gran) == CUDA_SUCCESS);
+
+  /* cuGetProcAddress: versions and per-thread variants map to exported symbols */
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  EXPECT(lib != NULL);
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult q;
+  EXPECT(cuGetProcAddress("cuMemAlloc", &fn, 12000, 0, &q) == CUDA_SUCCESS && fn == dlsym(lib, "cuMemAlloc_v2"));
+  EXPECT(cuGetProcAddress("cuLaunchKernel", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q) ==
+             CUDA_SUCCESS && fn == dlsym(lib, "cuLaunchKernel_ptsz"));
+  EXPECT(cuGetProcAddress("cuMemcpyHtoD", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q) ==
+             CUDA_SUCCESS && fn == dlsym(lib, "cuMemcpyHtoD_v2_ptds"));
+  EXPECT(cuGetProcAddress("cuLaunchKernel", &fn, 12000, 0, &q) == CUDA_SUCCESS && fn == dlsym(lib, "cuLaunchKernel"));
+  EXPECT(cuGetProcAddress("cuCtxCreate", &fn, 11040, 0, &q) == CUDA_SUCCESS && fn == dlsym(lib, "cuCtxCreate_v3"));
+  EXPECT(cuGetProcAddress("cuCtxCreate", &fn, 13000, 0, &q) == CUDA_SUCCESS && fn == dlsym(lib, "cuCtxCreate_v4"));
+  EXPECT(cuGetProcAddress("cuGetProcAddress", &fn, 12000, 0, &q) == CUDA_SUCCESS && fn == dlsym(lib, "cuGetProcAddress_v2"));
+  EXPECT(cuGetProcAddress("cuLibraryLoadData", &fn, 11000, 0, &q) == CUDA_ERROR_NOT_FOUND &&
+         q == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  EXPECT(cuGetProcAddress("cuNoSuchThing", &fn, 13000, 0, &q) == CUDA_ERROR_NOT_FOUND &&
+         q == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND && fn == NULL);
+  const void *tbl;
+  CUuuid id = {{0}};
+  EXPECT(cuGetExportTable(&tbl, &id) == CUDA_ERROR_NOT_SUPPORTED);
+  const char *en = NULL;
+  EXPECT(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &en) == CUDA_SUCCESS && strcmp(en, "CUDA_ERROR_INVALID_VALUE") == 0);
+
+  /* modules: corrupt images fail cleanly; globals are initialised */
+  CUmodule m;
+  unsigned char junk[64];
+  memset(junk, 0x5a, sizeof junk);
+  junk[63] = 0;
+  EXPECT(cuModuleLoadData(&m, junk) == CUDA_ERROR_INVALID_IMAGE);
+  unsigned char badfat[64] = {0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0, 0xff, 0xff, 0xff, 0x7f};
+  EXPECT(cuModuleLoadData(&m, badfat) == CUDA_ERROR_INVALID_IMAGE);
+  EXPECT(cuModuleLoadData(&m, "// PTX\n.version 9.0\n.target sm_90\n.visible .entry k(\n .param .u64 p,\n .param .align 8 .b8 s[24]\n)\n{ ret; }\n") == CUDA_SUCCESS);
+  CUfunction f;
+  size_t off = 0, sz = 0;
+  EXPECT(cuModuleGetFunction(&f, m, "k") == CUDA_SUCCESS);
+  EXPECT(cuFuncGetParamInfo(f, 1, &off, &sz) == CUDA_SUCCESS && off == 8 && sz == 24);
+  EXPECT(cuFuncGetParamInfo(f, 2, &off, &sz) == CUDA_ERROR_INVALID_VALUE);
+  EXPECT(cuModuleGetFunction(&f, m, "nope") == CUDA_ERROR_NOT_FOUND);
+  EXPECT(cuModuleUnload(m) == CUDA_SUCCESS);
+
+  EXPECT(cuDevicePrimaryCtxRelease(dev) == CUDA_SUCCESS);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

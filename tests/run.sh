@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# tests/run.sh - the one test command (README, .ci/run). Installs what is
+# missing (Debian, as root), builds from scratch, and runs:
+#   1. generated files are up to date (tools/check_generated.sh)
+#   2. release build + all CTest tests (unit, flatc oracle, mock record/replay,
+#      corrupt inputs)
+#   3. ASan/UBSan build + all CTest tests
+#   4. libFuzzer smoke run of every fuzz target (clang)
+# GPU tests are not run here: see tests/gpu/run.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${CUCAP_TEST_BUILD:-$ROOT/build-test}
+FUZZ_SECONDS=${CUCAP_FUZZ_SECONDS:-20}
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+
+bash tools/install_deps.sh
+
+echo "== 1. generated files are up to date"
+bash tools/check_generated.sh
+
+echo "== 2. release build + tests"
+rm -rf "$BUILD"
+cmake -S . -B "$BUILD/rel" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD/rel" -j2
+(cd "$BUILD/rel" && ctest --output-on-failure -j2)
+
+echo "== 3. ASan/UBSan build + tests"
+cmake -S . -B "$BUILD/asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUCAP_SANITIZE=ON >/dev/null
+cmake --build "$BUILD/asan" -j2
+(cd "$BUILD/asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2)
+
+echo "== 4. libFuzzer smoke (${FUZZ_SECONDS}s per target)"
+CC=clang CXX=clang++ cmake -S . -B "$BUILD/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCUCAP_FUZZ=ON -DCUCAP_SANITIZE=ON >/dev/null
+cmake --build "$BUILD/fuzz" -j2
+nfuzz=0
+for f in "$BUILD"/fuzz/tests/fuzz/fuzz_*; do
+  [ -x "$f" ] || continue
+  name=$(basename "$f")
+  corpus="$BUILD/fuzz/corpus-$name"
+  mkdir -p "$corpus"
+  [ -d "tests/fuzz/corpus/$name" ] && cp tests/fuzz/corpus/$name/* "$corpus"/ 2>/dev/null || true
+  echo "-- $name"
+  "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -3
+  nfuzz=$((nfuzz + 1))
+done
+[ "$nfuzz" -gt 0 ] || { echo "no fuzz targets were built" >&2; exit 1; }
+echo "== all CPU tests passed (GPU tests: tests/gpu/run.sh on a GPU machine)"

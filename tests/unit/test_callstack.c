@@ -1,0 +1,146 @@
+/* test_callstack.c - capture/callstack.c walks (owner: helper "semantics"):
+ * both modes find the return addresses of a known call chain, innermost
+ * first, and the cost of each is printed (the recorder's default mode is
+ * chosen from these figures). cucap_rec_stack_id() is 0 when not recording. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <link.h>
+#include <unistd.h>
+
+#include "cucap_callstack.h"
+#include "cucap_symbolize.h"
+#include "cucap_recorder.h"
+#include "testutil.h"
+
+static int checks;
+#define CHECK(c) do { checks++; TU_CHECK(c); } while (0)
+
+typedef struct res {
+  uint64_t frames[64];
+  size_t n;
+} res;
+
+/* symbol ranges: each function's address and the next one's (approximate) */
+__attribute__((noinline)) static void leaf(int mode, res *r) {
+  r->n = cucap_callstack_walk(mode, r->frames, 64);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void mid(int mode, res *r) {
+  leaf(mode, r);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void top(int mode, res *r) {
+  mid(mode, r);
+  __asm__ volatile("" ::: "memory");
+}
+
+static int in_fn(uint64_t pc, void *fn) {
+  /* a return address lies a little after the start of its function */
+  uintptr_t s = (uintptr_t)fn;
+  return pc > s && pc < s + 256;
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int add_obj(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD)
+      continue;
+    uint64_t a = info->dlpi_addr + ph->p_vaddr;
+    if (a < lo) lo = a;
+    if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+  }
+  char exe[4096];
+  const char *path = info->dlpi_name;
+  if (!path || !path[0]) {
+    ssize_t r = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[r > 0 ? r : 0] = 0;
+    path = exe;
+  }
+  if (hi)
+    cucap_symbolizer_add_object(arg, path, NULL, 0, info->dlpi_addr, lo, hi);
+  return 0;
+}
+
+static void test_symbolize(void) {
+  res r;
+  top(CUCAP_REC_STACK_FP, &r);
+  cucap_symbolizer *s = NULL;
+  TU_REQUIRE(cucap_symbolizer_create(&s) == CUCAP_OK);
+  dl_iterate_phdr(add_obj, s);
+  int found_mid = 0, found_top = 0;
+  for (size_t i = 0; i < r.n; i++) {
+    char buf[512];
+    cucap_symbolizer_format(s, r.frames[i], buf, sizeof buf);
+    printf("  #%zu %s\n", i, buf);
+    cucap_symbol sy;
+    if (cucap_symbolizer_lookup(s, r.frames[i], &sy) == CUCAP_OK && sy.function) {
+      found_mid |= strcmp(sy.function, "mid") == 0;
+      found_top |= strcmp(sy.function, "top") == 0;
+    }
+  }
+  CHECK(found_mid && found_top);
+  cucap_symbol sy;
+  CHECK(cucap_symbolizer_lookup(s, 8, &sy) == CUCAP_ERR_NOT_FOUND);
+  char buf[8];
+  CHECK(cucap_symbolizer_format(s, 0x1234, buf, sizeof buf) == 6 && strcmp(buf, "0x1234") == 0);
+  /* a wrong build-id: object+offset only */
+  cucap_symbolizer_clear(s);
+  static const uint8_t bogus[20] = {1, 2, 3};
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  uint64_t lo = r.frames[0] - 0x100000 < r.frames[0] ? r.frames[0] - 0x100000 : 0;
+  cucap_symbolizer_add_object(s, exe, bogus, sizeof bogus, 0, lo, r.frames[0] + 0x100000);
+  CHECK(cucap_symbolizer_lookup(s, r.frames[0], &sy) == CUCAP_OK && !sy.function &&
+        sy.build_id_mismatch);
+  /* a file that is not ELF */
+  cucap_symbolizer_clear(s);
+  cucap_symbolizer_add_object(s, "/proc/self/status", NULL, 0, 0, 0, 1 << 20);
+  CHECK(cucap_symbolizer_lookup(s, 4096, &sy) == CUCAP_OK && !sy.function);
+  cucap_symbolizer_destroy(s);
+  cucap_symbolizer_destroy(NULL);
+}
+
+int main(void) {
+  test_symbolize();
+  int modes[2] = {CUCAP_REC_STACK_FP, CUCAP_REC_STACK_UNWIND};
+  const char *names[2] = {"fp", "unwind"};
+  for (int m = 0; m < 2; m++) {
+    res r;
+    top(modes[m], &r);
+    CHECK(r.n >= 4);
+    /* find leaf's caller chain: mid, top, main in order */
+    size_t i = 0;
+    while (i < r.n && !in_fn(r.frames[i], (void *)mid))
+      i++;
+    CHECK(i + 2 < r.n);
+    if (i + 2 < r.n) {
+      CHECK(in_fn(r.frames[i + 1], (void *)top));
+      CHECK(r.frames[i + 2] > (uintptr_t)main);
+    }
+    res r2;
+    top(modes[m], &r2);
+    CHECK(r2.n == r.n);
+    int reps = 200000;
+    double t0 = now_ns();
+    for (int k = 0; k < reps; k++)
+      top(modes[m], &r2);
+    double t1 = now_ns();
+    printf("walk %s: %zu frames, %.0f ns/walk\n", names[m], r.n, (t1 - t0) / reps);
+    CHECK(cucap_callstack_walk(modes[m], r.frames, 2) <= 2);
+  }
+  CHECK(cucap_callstack_walk(CUCAP_REC_STACK_OFF, NULL, 0) == 0);
+  CHECK(cucap_rec_stack_id() == 0); /* not recording */
+  return tu_finish("test_callstack", checks);
+}

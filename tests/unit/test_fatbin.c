@@ -1,0 +1,237 @@
+/* test_fatbin.c - schema/fatbin.c on real nvcc-built images (owner: helper
+ * "semantics"). Builds a tiny .cu into a fatbin (zstd PTX by default, LZ4
+ * with --compress-mode=speed), a cubin and PTX in a temp dir; skips (77)
+ * without nvcc. Also feeds damaged images (truncations, bit flips) and an
+ * LZ4 round trip through the hand-written block decoder. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cucap_fatbin.h"
+#include "testutil.h"
+
+static int checks;
+#define CHECK(c) do { checks++; TU_CHECK(c); } while (0)
+
+static const char *kSrc =
+    "struct S40 { long long v[5]; };\n"
+    "extern \"C\" __global__ void k(char a, S40 s, float f, float *p)"
+    " { if (p) p[0] = a + s.v[3] + f; }\n"
+    "extern \"C\" __global__ void add(int n, float *x)"
+    " { int i = threadIdx.x; if (i < n) x[i] += 1; }\n"
+    "extern \"C\" __global__ void noargs() {}\n";
+
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long sz = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  /* +1 NUL so a PTX file reads as a C string, like the app would pass it */
+  uint8_t *b = calloc(1, (size_t)sz + 1);
+  if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  *n = (size_t)sz;
+  return b;
+}
+
+static void check_k_layout(const void *img, size_t size) {
+  cucap_param_layout p[8];
+  size_t n = 0;
+  uint32_t total = 0;
+  cucap_status st = cucap_image_kernel_params(img, size, "k", p, 8, &n, &total);
+  CHECK(st == CUCAP_OK);
+  CHECK(n == 4);
+  CHECK(total == 64);
+  if (n == 4) {
+    CHECK(p[0].offset == 0 && p[0].size == 1);
+    CHECK(p[1].offset == 8 && p[1].size == 40);
+    CHECK(p[2].offset == 48 && p[2].size == 4);
+    CHECK(p[3].offset == 56 && p[3].size == 8);
+  }
+  st = cucap_image_kernel_params(img, size, "add", p, 8, &n, &total);
+  CHECK(st == CUCAP_OK && n == 2 && total == 16);
+  CHECK(p[0].offset == 0 && p[0].size == 4 && p[1].offset == 8 && p[1].size == 8);
+  st = cucap_image_kernel_params(img, size, "noargs", p, 8, &n, &total);
+  CHECK(st == CUCAP_OK && n == 0);
+  CHECK(cucap_image_kernel_params(img, size, "nope", p, 8, &n, &total) ==
+        CUCAP_ERR_NOT_FOUND);
+  CHECK(cucap_image_kernel_params(img, size, "ad", p, 8, &n, &total) ==
+        CUCAP_ERR_NOT_FOUND);
+}
+
+typedef struct ecount {
+  int elf, ptx, lz4, zstd, decoded_ok;
+} ecount;
+
+static int count_entry(const cucap_fatbin_entry *e, void *user) {
+  ecount *c = user;
+  if (e->kind == CUCAP_FATBIN_ENTRY_ELF)
+    c->elf++;
+  if (e->kind == CUCAP_FATBIN_ENTRY_PTX)
+    c->ptx++;
+  if (e->codec == CUCAP_FATBIN_CODEC_LZ4)
+    c->lz4++;
+  if (e->codec == CUCAP_FATBIN_CODEC_ZSTD)
+    c->zstd++;
+  void *d;
+  size_t n;
+  if (cucap_fatbin_entry_data(e, &d, &n) == CUCAP_OK) {
+    if (e->kind == CUCAP_FATBIN_ENTRY_ELF && n >= 4 && memcmp(d, "\x7f" "ELF", 4) == 0)
+      c->decoded_ok++;
+    if (e->kind == CUCAP_FATBIN_ENTRY_PTX && strstr((char *)d, ".entry") &&
+        memchr(d, 0, n))
+      c->decoded_ok++;
+    free(d);
+  }
+  return 0;
+}
+
+static int kcount(const char *name, void *user) {
+  (void)name;
+  (*(int *)user)++;
+  return 0;
+}
+
+/* Damaged copies must never crash (ASan run) and must not claim success with
+ * a size beyond the buffer. */
+static void mangle(const uint8_t *img, size_t size) {
+  uint8_t *b = malloc(size);
+  for (size_t cut = 0; cut < size; cut += (cut < 256 ? 1 : 97)) {
+    memcpy(b, img, cut);
+    cucap_image_info info;
+    if (cucap_image_detect(b, cut, &info) == CUCAP_OK)
+      CHECK(info.size <= cut);
+    cucap_param_layout p[8];
+    size_t n;
+    uint32_t t;
+    (void)cucap_image_kernel_params(b, cut, "k", p, 8, &n, &t);
+    (void)cucap_image_has_code_for(b, cut, 90);
+  }
+  srand(1);
+  for (int i = 0; i < 300; i++) {
+    memcpy(b, img, size);
+    for (int j = 0; j < 4; j++)
+      b[(size_t)rand() % size] ^= (uint8_t)(1u << (rand() % 8));
+    cucap_param_layout p[8];
+    size_t n;
+    uint32_t t;
+    (void)cucap_image_kernel_params(b, size, "k", p, 8, &n, &t);
+    (void)cucap_image_has_code_for(b, size, 90);
+    ecount c = {0};
+    (void)cucap_fatbin_foreach(b, size, count_entry, &c);
+  }
+  free(b);
+}
+
+static void test_lz4(void) {
+  /* literals "abcd", match off 4 len 8, then literals "xyz" (last) */
+  const uint8_t src[] = {0x44, 'a', 'b', 'c', 'd', 4, 0, 0x30, 'x', 'y', 'z'};
+  uint8_t dst[15];
+  CHECK(cucap_lz4_block_decode(src, sizeof src, dst, 15) == CUCAP_OK);
+  CHECK(memcmp(dst, "abcdabcdabcdxyz", 15) == 0);
+  CHECK(cucap_lz4_block_decode(src, sizeof src, dst, 14) == CUCAP_ERR_DECOMPRESS);
+  const uint8_t bad[] = {0x04, 'a', 9, 0}; /* offset beyond output */
+  CHECK(cucap_lz4_block_decode(bad, sizeof bad, dst, 15) == CUCAP_ERR_DECOMPRESS);
+}
+
+int main(void) {
+  test_lz4();
+  const char *home = getenv("CUDA_HOME");
+  char nvcc[512];
+  snprintf(nvcc, sizeof nvcc, "%s/bin/nvcc", home ? home : "/usr/local/cuda");
+  if (access(nvcc, X_OK) != 0) {
+    printf("no nvcc at %s: skipping image tests\n", nvcc);
+    tu_finish("test_fatbin", checks);
+    return 77;
+  }
+  char *dir = tu_tmp_path("fatbin");
+  TU_REQUIRE(mkdir(dir, 0700) == 0);
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s/k.cu", dir);
+  FILE *f = fopen(cmd, "w");
+  TU_REQUIRE(f);
+  fputs(kSrc, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && %s -fatbin -arch=sm_90 -o k.fatbin k.cu && "
+           "%s -fatbin -arch=sm_90 --compress-mode=speed -Xfatbin -compress-all "
+           "-o k_lz4.fatbin k.cu && %s -cubin -arch=sm_90 -o k.cubin k.cu && "
+           "%s -ptx -arch=sm_90 -o k.ptx k.cu",
+           dir, nvcc, nvcc, nvcc, nvcc);
+  TU_REQUIRE(system(cmd) == 0);
+
+  const char *names[] = {"k.fatbin", "k_lz4.fatbin", "k.cubin", "k.ptx"};
+  const cucap_image_format fmts[] = {CUCAP_IMAGE_FATBIN, CUCAP_IMAGE_FATBIN,
+                                     CUCAP_IMAGE_CUBIN, CUCAP_IMAGE_PTX};
+  for (int i = 0; i < 4; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    size_t n;
+    uint8_t *img = slurp(path, &n);
+    TU_REQUIRE(img);
+    cucap_image_info info;
+    /* unknown extent, as in the interposer */
+    CHECK(cucap_image_detect(img, SIZE_MAX, &info) == CUCAP_OK);
+    CHECK(info.format == fmts[i]);
+    /* PTX: strlen + 1 (the NUL the app passes) */
+    CHECK(info.size == (fmts[i] == CUCAP_IMAGE_PTX ? n + 1 : n));
+    CHECK(info.data == img && info.data_size == info.size);
+    CHECK(cucap_image_has_code_for(img, info.size, 90) == 1);
+    CHECK(cucap_image_has_code_for(img, info.size, 100) ==
+          (fmts[i] != CUCAP_IMAGE_CUBIN)); /* PTX JITs forward, SASS does not */
+    CHECK(cucap_image_has_code_for(img, info.size, 80) == 0);
+    if (fmts[i] != CUCAP_IMAGE_PTX)
+      check_k_layout(img, info.size);
+    if (fmts[i] == CUCAP_IMAGE_FATBIN) {
+      ecount c = {0};
+      CHECK(cucap_fatbin_foreach(img, n, count_entry, &c) == CUCAP_OK);
+      CHECK(c.elf == 1 && c.ptx == 1 && c.decoded_ok == 2);
+      if (i == 1)
+        CHECK(c.lz4 == 2);
+      else
+        CHECK(c.zstd >= 1);
+      /* fatbinary wrapper pointing at it */
+      struct { uint32_t magic, version; uint64_t data, fn; } w = {
+          CUCAP_FATBINARY_MAGIC, 1, (uint64_t)(uintptr_t)img, 0};
+      CHECK(cucap_image_detect(&w, SIZE_MAX, &info) == CUCAP_OK);
+      CHECK(info.format == CUCAP_IMAGE_FATBINARY && info.size == 24);
+      CHECK(info.data == img && info.data_size == n &&
+            info.data_format == CUCAP_IMAGE_FATBIN);
+      CHECK(cucap_image_detect(&w, sizeof w, &info) == CUCAP_OK &&
+            info.data == NULL);
+      /* trailing garbage after the fatbin is not part of it */
+      uint8_t *big = calloc(1, n + 100);
+      memcpy(big, img, n);
+      CHECK(cucap_image_detect(big, n + 100, &info) == CUCAP_OK && info.size == n);
+      free(big);
+    }
+    if (fmts[i] == CUCAP_IMAGE_CUBIN) {
+      int kc = 0;
+      CHECK(cucap_cubin_foreach_kernel(img, n, kcount, &kc) == CUCAP_OK);
+      CHECK(kc == 3);
+      unsigned sm = 0;
+      CHECK(cucap_cubin_arch(img, n, &sm) == CUCAP_OK && sm == 90);
+    }
+    if (fmts[i] != CUCAP_IMAGE_PTX)
+      mangle(img, n);
+    free(img);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", dir);
+  free(dir);
+  /* garbage */
+  const uint8_t junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  cucap_image_info info;
+  CHECK(cucap_image_detect(junk, sizeof junk, &info) == CUCAP_ERR_UNSUPPORTED);
+  CHECK(cucap_image_detect(NULL, 8, &info) == CUCAP_ERR_INVALID_ARG);
+  return tu_finish("test_fatbin", checks);
+}

@@ -1,0 +1,198 @@
+/* cmd_compress.c - `cucap compress FILE -o OUT [--level N] [--workers N]`:
+ * re-encodes every record and blob into a new capture at a higher zstd level.
+ * Owner: tools/.
+ *
+ * The FileHeader is copied byte for byte, records keep their order, blobs
+ * (deduplicated, re-verified against their XXH3-128 name) are written first.
+ * A damaged input is re-encoded as far as it could be recovered: OUT is then a
+ * complete capture of the recovered part, and the command exits 3. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cucap_cli.h"
+#include "cucap_format.h"
+#include "cucap_hash.h"
+#include "cucap_reader.h"
+#include "cucap_writer.h"
+
+static const char compress_usage[] =
+    "usage: cucap compress CAPTURE -o OUT [--level N] [--workers N]\n"
+    "  -o, --output OUT  the new capture (must differ from CAPTURE)\n"
+    "  -l, --level N     zstd level 1..22 (default 19)\n"
+    "  -w, --workers N   zstd worker threads (default 0: single-threaded)\n"
+    "exit: 0 ok, 3 damaged input (the recovered part is written), 4 I/O\n"
+    "error, 2 usage\n";
+
+static int same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+    return 0;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int cucap_cmd_compress(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"output", required_argument, NULL, 'o'},
+      {"level", required_argument, NULL, 'l'},
+      {"workers", required_argument, NULL, 'w'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *out = NULL;
+  uint64_t level = 19, workers = 0;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:l:w:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'o':
+      out = optarg;
+      break;
+    case 'l':
+      if (cucap_cli_parse_u64(optarg, &level) || level < 1 || level > 22) {
+        cucap_cli_error("compress", NULL, "--level wants 1..22, got '%s'", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      break;
+    case 'w':
+      if (cucap_cli_parse_u64(optarg, &workers) || workers > 256) {
+        cucap_cli_error("compress", NULL, "--workers wants 0..256, got '%s'",
+                        optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      break;
+    case 'h':
+      fputs(compress_usage, stdout);
+      return CUCAP_EXIT_OK;
+    default:
+      fputs(compress_usage, stderr);
+      return CUCAP_EXIT_USAGE;
+    }
+  }
+  if (optind + 1 != argc || !out) {
+    cucap_cli_error("compress", NULL, !out ? "missing -o OUT"
+                                  : optind >= argc ? "missing CAPTURE argument"
+                                                   : "too many arguments");
+    fputs(compress_usage, stderr);
+    return CUCAP_EXIT_USAGE;
+  }
+  const char *in = argv[optind];
+  if (!strcmp(in, out) || same_file(in, out)) {
+    cucap_cli_error("compress", out, "output would overwrite the input");
+    return CUCAP_EXIT_USAGE;
+  }
+  cucap_reader *r = NULL;
+  int rc = cucap_cli_open("compress", in, &r);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
+
+  size_t hsize = 0;
+  const void *hbuf = cucap_reader_header_buffer(r, &hsize);
+  cucap_writer_options o;
+  cucap_writer_options_init(&o);
+  o.level = (int)level;
+  o.nb_workers = (int)workers;
+  cucap_writer *w = NULL;
+  cucap_status s = cucap_writer_create(out, &o, hbuf, hsize, &w);
+  if (s != CUCAP_OK) {
+    cucap_reader_destroy(r);
+    cucap_cli_error("compress", out, "cannot create: %s", cucap_status_str(s));
+    return cucap_cli_exit_code(s);
+  }
+
+  const char *fail_file = in;
+  uint64_t nrec = 0, nblob = 0;
+  void *bb = NULL;
+  size_t bcap = 0;
+  size_t nb = cucap_reader_blob_count(r);
+  for (size_t i = 0; i < nb && s == CUCAP_OK; i++) {
+    cucap_hash128 h, h2;
+    uint64_t size = 0;
+    s = cucap_reader_blob_get(r, i, &h, &size);
+    if (s != CUCAP_OK)
+      break;
+    if (size > (uint64_t)SIZE_MAX / 2) {
+      s = CUCAP_ERR_TOO_LARGE;
+      break;
+    }
+    if (size > bcap || !bb) {
+      free(bb);
+      bcap = size ? (size_t)size : 1;
+      bb = malloc(bcap);
+      if (!bb) {
+        s = CUCAP_ERR_NOMEM;
+        break;
+      }
+    }
+    s = cucap_reader_blob_read(r, h, bb, bcap);
+    if (s != CUCAP_OK)
+      break;
+    fail_file = out;
+    s = cucap_writer_put_blob(w, bb, (size_t)size, &h2);
+    if (s != CUCAP_OK)
+      break;
+    fail_file = in;
+    if (!cucap_hash128_eq(h, h2)) {
+      s = CUCAP_ERR_CORRUPT;
+      break;
+    }
+    nblob++;
+  }
+  free(bb);
+  cucap_status rs = CUCAP_OK; /* reading the records */
+  while (s == CUCAP_OK) {
+    const void *rec = NULL, *buf = NULL;
+    size_t size = 0;
+    rs = cucap_reader_next(r, &rec, &buf, &size);
+    if (rs != CUCAP_OK)
+      break;
+    s = cucap_writer_append(w, buf, size, NULL);
+    if (s != CUCAP_OK) {
+      fail_file = out;
+      break;
+    }
+    nrec++;
+  }
+  if (rs == CUCAP_END)
+    rs = CUCAP_OK;
+  cucap_status cs = cucap_writer_close(w);
+  cucap_writer_stats ws;
+  cucap_writer_get_stats(w, &ws);
+  cucap_writer_destroy(w);
+  if (s == CUCAP_OK && cs != CUCAP_OK) {
+    s = cs;
+    fail_file = out;
+  }
+  if (s != CUCAP_OK) {
+    cucap_cli_error("compress", fail_file, "%s (after %" PRIu64 " blobs, %" PRIu64
+                    " records)", cucap_status_str(s), nblob, nrec);
+    remove(out);
+    cucap_reader_destroy(r);
+    return cucap_cli_exit_code(s);
+  }
+
+  cucap_reader_recovery rec;
+  cucap_reader_recovery_get(r, &rec);
+  struct stat so;
+  uint64_t out_size = stat(out, &so) == 0 ? (uint64_t)so.st_size : ws.file_bytes;
+  printf("%s: %" PRIu64 " bytes -> %s: %" PRIu64 " bytes (%.1f%%, zstd level %d%s), "
+         "%" PRIu64 " records, %" PRIu64 " blobs\n",
+         in, rec.file_size, out, out_size,
+         rec.file_size ? 100.0 * (double)out_size / (double)rec.file_size : 0.0,
+         (int)level, workers ? ", multi-threaded" : "", nrec, nblob);
+  if (rs != CUCAP_OK) {
+    rec.problem[sizeof rec.problem - 1] = 0;
+    cucap_cli_error("compress", in, "%s after %" PRIu64 " records: %s; %s holds "
+                    "what was recovered", cucap_status_str(rs), nrec,
+                    rec.problem[0] ? rec.problem : "reading stopped", out);
+    rc = cucap_cli_exit_code(rs);
+    if (rc == CUCAP_EXIT_OK)
+      rc = CUCAP_EXIT_BAD_INPUT;
+  } else {
+    rc = cucap_cli_report_recovery("compress", in, r);
+  }
+  cucap_reader_destroy(r);
+  return rc;
+}

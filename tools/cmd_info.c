@@ -1,0 +1,518 @@
+/* cmd_info.c - `cucap info FILE [--json]`: a summary of a capture (header,
+ * record statistics, chunk/blob/size figures, recovery status). Owner: tools/.
+ *
+ * Exit: 0 complete capture; 3 damaged/truncated (everything recovered is still
+ * printed, then one error line on stderr) or not a capture; 4 I/O error. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cucap_cli.h"
+#include "cucap_format.h"
+#include "cucap_json.h"
+#include "cucap_reader.h"
+
+#define BODY_SLOTS 256   /* Body union type is a ubyte */
+#define MEMCPY_KINDS 256 /* MemcpyKind is a ubyte */
+#define CALL_SLOTS 4096  /* cbids above this are counted as "other" */
+
+typedef struct info_stats {
+  uint64_t records;
+  uint64_t by_body[BODY_SLOTS];
+  uint64_t *by_call; /* CALL_SLOTS */
+  uint64_t calls_other;
+  uint64_t calls_failed; /* result != 0 */
+  uint64_t launches;
+  uint64_t memcpy_count[MEMCPY_KINDS];
+  uint64_t memcpy_bytes[MEMCPY_KINDS];
+  uint64_t modules_loaded;
+  uint64_t functions;
+  uint64_t allocs;
+  uint64_t alloc_bytes;
+  uint64_t frees;
+  uint64_t max_t_exit;
+  uint64_t first_seq, last_seq;
+  int have_seq;
+} info_stats;
+
+static const char info_usage[] =
+    "usage: cucap info CAPTURE [--json]\n"
+    "  Prints the capture's header, record counts per body type and per driver\n"
+    "  call, launches, memcpy bytes by direction, modules, functions,\n"
+    "  allocations, blobs, chunks, raw vs compressed size, duration and whether\n"
+    "  the file is complete.\n"
+    "  --json   one JSON object instead of text\n"
+    "exit: 0 complete, 3 damaged/truncated/not a capture (what was recovered\n"
+    "is still printed), 4 I/O error, 2 usage\n";
+
+static void iso8601(uint64_t ns, char *out, size_t n) {
+  time_t s = (time_t)(ns / 1000000000ull);
+  struct tm tm;
+  if (!gmtime_r(&s, &tm)) {
+    snprintf(out, n, "?");
+    return;
+  }
+  char base[40];
+  strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out, n, "%s.%09" PRIu64 "Z", base, (uint64_t)(ns % 1000000000u));
+}
+
+/* CUDA version ints are 1000*major + 10*minor. */
+static void cuda_version_str(int v, char *out, size_t n) {
+  if (v <= 0)
+    snprintf(out, n, "unknown");
+  else
+    snprintf(out, n, "%d.%d (%d)", v / 1000, (v % 1000) / 10, v);
+}
+
+static const char *body_name(unsigned t) {
+  const char *s = cucap_fb_body_name((int)t);
+  return s ? s : "?";
+}
+
+static const char *memcpy_kind_name(unsigned k) {
+  const char *s = cucap_fb_memcpy_kind_name((int)k);
+  return s ? s : "?";
+}
+
+static void human_bytes(uint64_t b, char *out, size_t n) {
+  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  int i = 0;
+  while (v >= 1024.0 && i < 4) {
+    v /= 1024.0;
+    i++;
+  }
+  if (i == 0)
+    snprintf(out, n, "%" PRIu64 " B", b);
+  else
+    snprintf(out, n, "%.1f %s", v, u[i]);
+}
+
+static cucap_status gather(cucap_reader *r, info_stats *st) {
+  for (;;) {
+    const void *rec_v = NULL, *buf = NULL;
+    size_t size = 0;
+    cucap_status s = cucap_reader_next(r, &rec_v, &buf, &size);
+    if (s == CUCAP_END)
+      return CUCAP_OK;
+    if (s != CUCAP_OK)
+      return s;
+    const cucap_fb_record *rec = rec_v;
+    st->records++;
+    uint8_t bt = cucap_fb_record_body_type(rec);
+    st->by_body[bt]++;
+    uint32_t call = cucap_fb_record_call(rec);
+    if (call) {
+      if (call < CALL_SLOTS)
+        st->by_call[call]++;
+      else
+        st->calls_other++;
+      if (cucap_fb_record_result(rec) != 0)
+        st->calls_failed++;
+    }
+    uint64_t seq = cucap_fb_record_seq(rec);
+    if (seq) {
+      if (!st->have_seq || seq < st->first_seq)
+        st->first_seq = seq;
+      if (!st->have_seq || seq > st->last_seq)
+        st->last_seq = seq;
+      st->have_seq = 1;
+    }
+    uint64_t te = cucap_fb_record_t_exit(rec);
+    if (te > st->max_t_exit)
+      st->max_t_exit = te;
+    switch (bt) {
+    case CUCAP_FB_BODY_LAUNCH:
+      st->launches++;
+      break;
+    case CUCAP_FB_BODY_MEMCPY: {
+      const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
+      if (m) {
+        uint8_t k = cucap_fb_memcpy_kind(m);
+        st->memcpy_count[k]++;
+        st->memcpy_bytes[k] += cucap_fb_memcpy_size(m);
+      }
+      break;
+    }
+    case CUCAP_FB_BODY_MODULE: {
+      const cucap_fb_module *m = cucap_fb_record_body_as_module(rec);
+      if (m && cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD)
+        st->modules_loaded++;
+      break;
+    }
+    case CUCAP_FB_BODY_FUNCTION:
+      st->functions++;
+      break;
+    case CUCAP_FB_BODY_ALLOC: {
+      const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
+      if (a) {
+        st->allocs++;
+        st->alloc_bytes += cucap_fb_alloc_size(a);
+      }
+      break;
+    }
+    case CUCAP_FB_BODY_FREE:
+      st->frees++;
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+typedef struct info_totals {
+  uint64_t blob_count, blob_bytes;
+  uint64_t duration_ns;
+  int duration_from_index;
+  cucap_reader_recovery rec;
+  unsigned major, minor;
+} info_totals;
+
+static const uint64_t *sort_calls; /* qsort has no context argument */
+static int cmp_calls(const void *a, const void *b) {
+  unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+  if (sort_calls[x] != sort_calls[y])
+    return sort_calls[x] > sort_calls[y] ? -1 : 1;
+  return x < y ? -1 : (x > y);
+}
+
+static void print_text(const cucap_fb_file_header *h, const info_stats *st,
+                       const info_totals *t, const char *path,
+                       cucap_status iter_status) {
+  char tmp[128], tmp2[64];
+  printf("file:            %s\n", path);
+  printf("format:          %u.%u\n", t->major, t->minor);
+  const char *s;
+  printf("cucap version:   %s\n",
+         (s = cucap_fb_file_header_cucap_version(h)) ? s : "?");
+  printf("producer:        %s\n",
+         (s = cucap_fb_file_header_producer(h)) ? s : "?");
+  printf("host:            %s\n",
+         (s = cucap_fb_file_header_hostname(h)) ? s : "?");
+  printf("pid:             %u\n", (unsigned)cucap_fb_file_header_pid(h));
+  iso8601(cucap_fb_file_header_start_time_ns(h), tmp, sizeof tmp);
+  printf("start time:      %s\n", tmp);
+  printf("command line:   ");
+  size_t na = cucap_fb_file_header_argv_len(h);
+  if (na == 0)
+    printf(" ?");
+  for (size_t i = 0; i < na; i++) {
+    const char *a = cucap_fb_file_header_argv_at(h, i);
+    printf(" %s", a ? a : "");
+  }
+  printf("\n");
+  if ((s = cucap_fb_file_header_options(h)) && *s)
+    printf("record options:  %s\n", s);
+  cuda_version_str(cucap_fb_file_header_driver_version(h), tmp, sizeof tmp);
+  printf("driver version:  %s\n", tmp);
+  cuda_version_str(cucap_fb_file_header_toolkit_version(h), tmp, sizeof tmp);
+  printf("toolkit version: %s\n", tmp);
+  size_t ne = cucap_fb_file_header_env_len(h);
+  if (ne) {
+    printf("environment:\n");
+    for (size_t i = 0; i < ne; i++) {
+      const cucap_fb_env_var *e = cucap_fb_file_header_env_at(h, i);
+      const char *k = e ? cucap_fb_env_var_key(e) : NULL;
+      const char *v = e ? cucap_fb_env_var_value(e) : NULL;
+      printf("  %s=%s\n", k ? k : "?", v ? v : "");
+    }
+  }
+  size_t nd = cucap_fb_file_header_devices_len(h);
+  printf("devices:         %zu\n", nd);
+  for (size_t i = 0; i < nd; i++) {
+    const cucap_fb_device_props *d = cucap_fb_file_header_devices_at(h, i);
+    if (!d)
+      continue;
+    const char *name = cucap_fb_device_props_name(d);
+    const char *pci = cucap_fb_device_props_pci_bus_id(d);
+    human_bytes(cucap_fb_device_props_total_mem(d), tmp2, sizeof tmp2);
+    printf("  [%d] %s, sm_%d%d, %d SMs, %s, pci %s\n",
+           (int)cucap_fb_device_props_ordinal(d), name ? name : "?",
+           (int)cucap_fb_device_props_cc_major(d),
+           (int)cucap_fb_device_props_cc_minor(d),
+           (int)cucap_fb_device_props_sm_count(d), tmp2, pci ? pci : "?");
+  }
+
+  printf("records:         %" PRIu64 "\n", st->records);
+  for (unsigned b = 0; b < BODY_SLOTS; b++)
+    if (st->by_body[b])
+      printf("  %-16s %" PRIu64 "\n", b == 0 ? "(none)" : body_name(b),
+             st->by_body[b]);
+  uint64_t ncalls = st->calls_other;
+  for (unsigned c = 0; c < CALL_SLOTS; c++)
+    ncalls += st->by_call[c];
+  printf("driver calls:    %" PRIu64 " (%" PRIu64 " returned an error)\n",
+         ncalls, st->calls_failed);
+  /* Most frequent first (ties by cbid), like a profile. */
+  unsigned order[CALL_SLOTS], n_order = 0;
+  for (unsigned c = 0; c < CALL_SLOTS; c++)
+    if (st->by_call[c])
+      order[n_order++] = c;
+  sort_calls = st->by_call;
+  qsort(order, n_order, sizeof order[0], cmp_calls);
+  for (unsigned i = 0; i < n_order; i++) {
+    unsigned c = order[i];
+    const char *n = cucap_cli_cbid_name(c);
+    if (n)
+      printf("  %-32s %" PRIu64 "\n", n, st->by_call[c]);
+    else {
+      snprintf(tmp, sizeof tmp, "cbid %u", c);
+      printf("  %-32s %" PRIu64 "\n", tmp, st->by_call[c]);
+    }
+  }
+  if (st->calls_other)
+    printf("  %-32s %" PRIu64 "\n", "(cbid >= 4096)", st->calls_other);
+  printf("launches:        %" PRIu64 "\n", st->launches);
+  printf("memcpy:\n");
+  int any = 0;
+  for (unsigned k = 0; k < MEMCPY_KINDS; k++) {
+    if (!st->memcpy_count[k])
+      continue;
+    any = 1;
+    human_bytes(st->memcpy_bytes[k], tmp2, sizeof tmp2);
+    printf("  %-8s %" PRIu64 " copies, %" PRIu64 " bytes (%s)\n",
+           memcpy_kind_name(k), st->memcpy_count[k], st->memcpy_bytes[k], tmp2);
+  }
+  if (!any)
+    printf("  (none)\n");
+  printf("modules loaded:  %" PRIu64 "\n", st->modules_loaded);
+  printf("functions:       %" PRIu64 "\n", st->functions);
+  human_bytes(st->alloc_bytes, tmp2, sizeof tmp2);
+  printf("allocations:     %" PRIu64 " (%" PRIu64 " bytes, %s), %" PRIu64
+         " frees\n",
+         st->allocs, st->alloc_bytes, tmp2, st->frees);
+  human_bytes(t->blob_bytes, tmp2, sizeof tmp2);
+  printf("blobs:           %" PRIu64 " (%" PRIu64 " bytes, %s)\n",
+         t->blob_count, t->blob_bytes, tmp2);
+  printf("chunks:          %" PRIu64 " (%" PRIu64 " record, %" PRIu64
+         " blob)\n",
+         t->rec.chunks, t->rec.record_chunks, t->rec.blob_chunks);
+  double ratio = t->rec.compressed_bytes
+                     ? (double)t->rec.raw_bytes / (double)t->rec.compressed_bytes
+                     : 0.0;
+  printf("payload:         %" PRIu64 " bytes raw, %" PRIu64
+         " compressed (ratio %.2fx)\n",
+         t->rec.raw_bytes, t->rec.compressed_bytes, ratio);
+  human_bytes(t->rec.file_size, tmp2, sizeof tmp2);
+  printf("file size:       %" PRIu64 " bytes (%s)\n", t->rec.file_size, tmp2);
+  printf("duration:        %.6f s%s\n", (double)t->duration_ns / 1e9,
+         t->duration_from_index ? "" : " (from last record; no end time)");
+  if (t->rec.complete && iter_status == CUCAP_OK)
+    printf("status:          complete\n");
+  else
+    printf("status:          recovered %" PRIu64 " chunks; problem: %s\n",
+           t->rec.chunks,
+           t->rec.problem[0] ? t->rec.problem
+                             : (iter_status != CUCAP_OK
+                                    ? cucap_status_str(iter_status)
+                                    : "no valid trailer/index"));
+}
+
+static void json_str_or_null(cucap_json *w, const char *key, const char *s) {
+  cucap_json_key(w, key);
+  cucap_json_string(w, s);
+}
+
+static void print_json(const cucap_fb_file_header *h, const info_stats *st,
+                       const info_totals *t, const char *path,
+                       cucap_status iter_status) {
+  char tmp[128];
+  cucap_json *w = cucap_json_create_file(stdout, 0);
+  if (!w)
+    return;
+  cucap_json_object_begin(w);
+  json_str_or_null(w, "file", path);
+  cucap_json_key(w, "format");
+  snprintf(tmp, sizeof tmp, "%u.%u", t->major, t->minor);
+  cucap_json_string(w, tmp);
+  cucap_json_key(w, "header");
+  cucap_fb_file_header_to_json(h, w, CUCAP_JSON_HEX_BYTES | CUCAP_JSON_HASH_HEX);
+  iso8601(cucap_fb_file_header_start_time_ns(h), tmp, sizeof tmp);
+  json_str_or_null(w, "start_time", tmp);
+
+  cucap_json_key(w, "records");
+  cucap_json_uint(w, st->records);
+  cucap_json_key(w, "records_by_body");
+  cucap_json_object_begin(w);
+  for (unsigned b = 0; b < BODY_SLOTS; b++)
+    if (st->by_body[b]) {
+      cucap_json_key(w, b == 0 ? "NONE" : body_name(b));
+      cucap_json_uint(w, st->by_body[b]);
+    }
+  cucap_json_object_end(w);
+  cucap_json_key(w, "calls_by_name");
+  cucap_json_object_begin(w);
+  for (unsigned c = 0; c < CALL_SLOTS; c++) {
+    if (!st->by_call[c])
+      continue;
+    const char *n = cucap_cli_cbid_name(c);
+    if (!n) {
+      snprintf(tmp, sizeof tmp, "cbid_%u", c);
+      n = tmp;
+    }
+    cucap_json_key(w, n);
+    cucap_json_uint(w, st->by_call[c]);
+  }
+  if (st->calls_other) {
+    cucap_json_key(w, "other");
+    cucap_json_uint(w, st->calls_other);
+  }
+  cucap_json_object_end(w);
+  cucap_json_key(w, "calls_failed");
+  cucap_json_uint(w, st->calls_failed);
+  cucap_json_key(w, "launches");
+  cucap_json_uint(w, st->launches);
+  cucap_json_key(w, "memcpy");
+  cucap_json_object_begin(w);
+  for (unsigned k = 0; k < MEMCPY_KINDS; k++) {
+    if (!st->memcpy_count[k])
+      continue;
+    cucap_json_key(w, memcpy_kind_name(k));
+    cucap_json_object_begin(w);
+    cucap_json_key(w, "count");
+    cucap_json_uint(w, st->memcpy_count[k]);
+    cucap_json_key(w, "bytes");
+    cucap_json_uint(w, st->memcpy_bytes[k]);
+    cucap_json_object_end(w);
+  }
+  cucap_json_object_end(w);
+  cucap_json_key(w, "modules_loaded");
+  cucap_json_uint(w, st->modules_loaded);
+  cucap_json_key(w, "functions");
+  cucap_json_uint(w, st->functions);
+  cucap_json_key(w, "allocations");
+  cucap_json_uint(w, st->allocs);
+  cucap_json_key(w, "allocation_bytes");
+  cucap_json_uint(w, st->alloc_bytes);
+  cucap_json_key(w, "frees");
+  cucap_json_uint(w, st->frees);
+  cucap_json_key(w, "blobs");
+  cucap_json_uint(w, t->blob_count);
+  cucap_json_key(w, "blob_bytes");
+  cucap_json_uint(w, t->blob_bytes);
+  cucap_json_key(w, "chunks");
+  cucap_json_uint(w, t->rec.chunks);
+  cucap_json_key(w, "record_chunks");
+  cucap_json_uint(w, t->rec.record_chunks);
+  cucap_json_key(w, "blob_chunks");
+  cucap_json_uint(w, t->rec.blob_chunks);
+  cucap_json_key(w, "raw_bytes");
+  cucap_json_uint(w, t->rec.raw_bytes);
+  cucap_json_key(w, "compressed_bytes");
+  cucap_json_uint(w, t->rec.compressed_bytes);
+  cucap_json_key(w, "ratio");
+  cucap_json_double(w, t->rec.compressed_bytes
+                           ? (double)t->rec.raw_bytes /
+                                 (double)t->rec.compressed_bytes
+                           : 0.0);
+  cucap_json_key(w, "file_size");
+  cucap_json_uint(w, t->rec.file_size);
+  cucap_json_key(w, "duration_ns");
+  cucap_json_uint(w, t->duration_ns);
+  cucap_json_key(w, "complete");
+  cucap_json_bool(w, t->rec.complete && iter_status == CUCAP_OK);
+  cucap_json_key(w, "problem");
+  if (t->rec.complete && iter_status == CUCAP_OK)
+    cucap_json_null(w);
+  else
+    cucap_json_string(w, t->rec.problem[0] ? t->rec.problem
+                                           : cucap_status_str(iter_status));
+  cucap_json_object_end(w);
+  cucap_json_newline(w);
+  cucap_json_destroy(w);
+}
+
+int cucap_cmd_info(int argc, char **argv) {
+  static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
+  int json = 0, c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'j':
+      json = 1;
+      break;
+    case 'h':
+      fputs(info_usage, stdout);
+      return CUCAP_EXIT_OK;
+    default:
+      fputs(info_usage, stderr);
+      return CUCAP_EXIT_USAGE;
+    }
+  }
+  if (optind + 1 != argc) {
+    cucap_cli_error("info", NULL, optind >= argc ? "missing CAPTURE argument"
+                                                 : "too many arguments");
+    fputs(info_usage, stderr);
+    return CUCAP_EXIT_USAGE;
+  }
+  const char *path = argv[optind];
+  cucap_reader *r = NULL;
+  int rc = cucap_cli_open("info", path, &r);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
+
+  info_stats *st = calloc(1, sizeof *st);
+  uint64_t *calls = calloc(CALL_SLOTS, sizeof *calls);
+  if (!st || !calls) {
+    free(st);
+    free(calls);
+    cucap_reader_destroy(r);
+    cucap_cli_error("info", path, "out of memory");
+    return CUCAP_EXIT_IO;
+  }
+  st->by_call = calls;
+  cucap_status is = gather(r, st);
+
+  info_totals t;
+  memset(&t, 0, sizeof t);
+  cucap_reader_recovery_get(r, &t.rec);
+  t.rec.problem[sizeof t.rec.problem - 1] = 0;
+  cucap_reader_version(r, &t.major, &t.minor);
+  size_t nb = cucap_reader_blob_count(r);
+  for (size_t i = 0; i < nb; i++) {
+    cucap_hash128 hh;
+    uint64_t sz = 0;
+    if (cucap_reader_blob_get(r, i, &hh, &sz) == CUCAP_OK) {
+      t.blob_count++;
+      t.blob_bytes += sz;
+    }
+  }
+  const cucap_fb_file_header *h = cucap_reader_header(r);
+  uint64_t start = cucap_fb_file_header_start_mono_ns(h);
+  if (t.rec.end_mono_ns && t.rec.end_mono_ns >= start) {
+    t.duration_ns = t.rec.end_mono_ns - start;
+    t.duration_from_index = 1;
+  } else {
+    t.duration_ns = st->max_t_exit; /* record times are relative to start */
+  }
+
+  if (json)
+    print_json(h, st, &t, path, is);
+  else
+    print_text(h, st, &t, path, is);
+  fflush(stdout);
+
+  if (is != CUCAP_OK) {
+    cucap_reader_recovery rec;
+    cucap_reader_recovery_get(r, &rec);
+    rec.problem[sizeof rec.problem - 1] = 0;
+    cucap_cli_error("info", path, "%s after %" PRIu64 " records: %s",
+                    cucap_status_str(is), st->records,
+                    rec.problem[0] ? rec.problem : "reading stopped");
+    rc = cucap_cli_exit_code(is);
+    if (rc == CUCAP_EXIT_OK)
+      rc = CUCAP_EXIT_BAD_INPUT;
+  } else {
+    rc = cucap_cli_report_recovery("info", path, r);
+  }
+  free(calls);
+  free(st);
+  cucap_reader_destroy(r);
+  return rc;
+}

@@ -1,0 +1,226 @@
+/* cmd_record.c - `cucap record [options] -- PROGRAM [ARGS...]`
+ * (owner: helper "interpose").
+ *
+ * Runs PROGRAM with libcucap.so preloaded (LD_PRELOAD, prepended to any
+ * existing value) and CUCAP_OUTPUT / CUCAP_OPTIONS set, waits for it and exits
+ * with its exit code (128+signal when it was killed), then prints a one-line
+ * summary of the capture to stderr. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cucap_cli.h"
+#include "cucap_reader.h"
+#include "cucap_recorder.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: cucap record [options] -- PROGRAM [ARGS...]\n"
+          "  -o, --output PATH       capture file (default capture.fb; %%p = pid,\n"
+          "                          %%q{VAR} = value of env VAR)\n"
+          "      --snapshot=exit|launch:N  snapshot device memory at exit / at launch N\n"
+          "      --hash-launches     store content hashes of memory after each launch\n"
+          "      --audit             count driver calls with CUPTI and compare\n"
+          "      --stack=off|fp|unwind  host callstacks (default fp)\n"
+          "      --level N           zstd level (default 1)\n"
+          "  environment: CUCAP_LIB overrides the path of libcucap.so\n");
+}
+
+/* dir of /proc/self/exe + rel, if that file exists. */
+static int lib_near_exe(const char *rel, char *out, size_t out_size) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return 0;
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  if (!slash)
+    return 0;
+  *slash = 0;
+  if ((size_t)snprintf(out, out_size, "%s/%s", exe, rel) >= out_size)
+    return 0;
+  char real[PATH_MAX];
+  if (!realpath(out, real) || access(real, R_OK) != 0)
+    return 0;
+  snprintf(out, out_size, "%s", real);
+  return 1;
+}
+
+static int find_lib(char *out, size_t out_size) {
+  const char *env = getenv("CUCAP_LIB");
+  if (env && *env) {
+    snprintf(out, out_size, "%s", env);
+    return access(out, R_OK) == 0;
+  }
+  return lib_near_exe("../interpose/libcucap.so", out, out_size) ||
+         lib_near_exe("../lib/cucap/libcucap.so", out, out_size);
+}
+
+static int append_opt(char *buf, size_t cap, const char *item) {
+  size_t n = strlen(buf);
+  int w = snprintf(buf + n, cap - n, "%s%s", n ? "," : "", item);
+  return w < 0 || (size_t)w >= cap - n ? -1 : 0;
+}
+
+static void print_summary(const char *path) {
+  cucap_reader *r = NULL;
+  char msg[256] = "";
+  cucap_status st = cucap_reader_open(path, NULL, &r, msg, sizeof msg);
+  if (st != CUCAP_OK) {
+    fprintf(stderr, "cucap record: %s: cannot read the capture: %s%s%s\n", path,
+            cucap_status_str(st), *msg ? ": " : "", msg);
+    return;
+  }
+  cucap_reader_recovery rec;
+  cucap_reader_recovery_get(r, &rec);
+  uint64_t records = rec.records;
+  if (!rec.used_index) { /* count by reading */
+    const void *t, *b;
+    size_t sz;
+    records = 0;
+    while (cucap_reader_next(r, &t, &b, &sz) == CUCAP_OK)
+      records++;
+  }
+  struct stat sb;
+  long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+  fprintf(stderr, "cucap record: %s: %llu records, %lld bytes%s\n", path,
+          (unsigned long long)records, size, rec.complete ? "" : " (incomplete)");
+  cucap_reader_destroy(r);
+}
+
+int cucap_cmd_record(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"output", required_argument, NULL, 'o'},
+      {"snapshot", required_argument, NULL, 's'},
+      {"hash-launches", no_argument, NULL, 'H'},
+      {"audit", no_argument, NULL, 'a'},
+      {"stack", required_argument, NULL, 'S'},
+      {"level", required_argument, NULL, 'l'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *output = "capture.fb";
+  char opts[1024] = "";
+  char item[128];
+  int c;
+  optind = 1;
+  /* "+": stop at the first non-option (the program). */
+  while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'o':
+      output = optarg;
+      break;
+    case 's':
+      snprintf(item, sizeof item, "snapshot=%s", optarg);
+      if (strcmp(optarg, "exit") != 0 && strncmp(optarg, "launch:", 7) != 0) {
+        cucap_cli_error("record", NULL, "--snapshot must be exit or launch:N, not '%s'", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      if (append_opt(opts, sizeof opts, item) != 0)
+        return CUCAP_EXIT_USAGE;
+      break;
+    case 'H':
+      append_opt(opts, sizeof opts, "hash_launches");
+      break;
+    case 'a':
+      append_opt(opts, sizeof opts, "audit");
+      break;
+    case 'S':
+      snprintf(item, sizeof item, "stack=%s", optarg);
+      if (append_opt(opts, sizeof opts, item) != 0)
+        return CUCAP_EXIT_USAGE;
+      break;
+    case 'l':
+      snprintf(item, sizeof item, "level=%s", optarg);
+      if (append_opt(opts, sizeof opts, item) != 0)
+        return CUCAP_EXIT_USAGE;
+      break;
+    case 'h':
+      usage(stdout);
+      return CUCAP_EXIT_OK;
+    default:
+      usage(stderr);
+      return CUCAP_EXIT_USAGE;
+    }
+  }
+  /* Validate the options as the recorder will parse them. */
+  cucap_rec_options ro;
+  cucap_rec_options_init(&ro);
+  if (cucap_rec_options_parse(opts, &ro) != CUCAP_OK) {
+    cucap_cli_error("record", NULL, "invalid option value in '%s'", opts);
+    return CUCAP_EXIT_USAGE;
+  }
+  if (optind >= argc) {
+    cucap_cli_error("record", NULL, "no program given (usage: cucap record [options] -- PROGRAM [ARGS...])");
+    return CUCAP_EXIT_USAGE;
+  }
+  char lib[PATH_MAX];
+  if (!find_lib(lib, sizeof lib)) {
+    cucap_cli_error("record", NULL,
+                    "cannot find libcucap.so (set CUCAP_LIB=/path/to/libcucap.so)");
+    return CUCAP_EXIT_IO;
+  }
+  /* Check the output pattern here (the library expands %p with the app's pid). */
+  char probe[PATH_MAX];
+  if (cucap_rec_expand_path(output, 1, probe, sizeof probe) != CUCAP_OK) {
+    cucap_cli_error("record", output, "invalid output pattern");
+    return CUCAP_EXIT_USAGE;
+  }
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    cucap_cli_error("record", NULL, "fork: %s", strerror(errno));
+    return CUCAP_EXIT_IO;
+  }
+  if (pid == 0) {
+    const char *old = getenv("LD_PRELOAD");
+    size_t need = strlen(lib) + (old ? strlen(old) + 2 : 1);
+    char *pre = malloc(need);
+    if (!pre)
+      _exit(127);
+    snprintf(pre, need, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    setenv("LD_PRELOAD", pre, 1);
+    setenv("CUCAP_OUTPUT", output, 1);
+    setenv("CUCAP_OPTIONS", opts, 1);
+    execvp(argv[optind], argv + optind);
+    fprintf(stderr, "cucap record: %s: %s\n", argv[optind], strerror(errno));
+    _exit(127);
+  }
+  /* The app gets terminal signals itself (same process group); don't die
+   * before it does. */
+  struct sigaction ign, old_int, old_quit;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  int status = 0;
+  pid_t w;
+  do {
+    w = waitpid(pid, &status, 0);
+  } while (w < 0 && errno == EINTR);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGQUIT, &old_quit, NULL);
+  int code;
+  if (w < 0)
+    code = CUCAP_EXIT_IO;
+  else if (WIFEXITED(status))
+    code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    code = 128 + WTERMSIG(status);
+  else
+    code = 1;
+
+  char path[PATH_MAX];
+  if (cucap_rec_expand_path(output, (long)pid, path, sizeof path) == CUCAP_OK &&
+      access(path, R_OK) == 0)
+    print_summary(path);
+  else if (code != 127)
+    fprintf(stderr, "cucap record: no capture was written to %s\n", output);
+  return code;
+}

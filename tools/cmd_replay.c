@@ -1,0 +1,115 @@
+/* cmd_replay.c - `cucap replay`: re-executes a capture without the program
+ * (owner: replay engineer; the work is in replay/cucap_replay.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_cli.h"
+#include "cucap_log.h"
+#include "cucap_replay.h"
+
+static const char replay_usage[] =
+    "usage: cucap replay [options] CAPTURE\n"
+    "  --verify          compare every DtoH copy and the exit snapshot with the\n"
+    "                    recorded bytes (exit 1 on a difference)\n"
+    "  --verify=launch   also hash memory after each launch and compare with\n"
+    "                    the LaunchHash records (cucap record --hash-launches);\n"
+    "                    reports the first divergent kernel\n"
+    "  --loop N          replay N times (re-uploading the initial state)\n"
+    "  --sync            synchronize after every operation (debugging)\n"
+    "  --device N        replay on device N (default 0)\n"
+    "  --relocate        do not place allocations at their recorded addresses;\n"
+    "                    patch pointer kernel parameters instead\n"
+    "  --strict          refuse captures holding calls that cannot be replayed\n"
+    "  --allow-partial   replay what a damaged/truncated capture still holds\n"
+    "  --quiet           print nothing but errors\n"
+    "  --json            print the report as one JSON object\n"
+    "exit status: 0 ok, 1 verification mismatch, 2 usage, 3 bad capture /\n"
+    "environment refused (no code for this GPU, no driver, --strict),\n"
+    "4 a driver call failed during replay\n";
+
+int cucap_cmd_replay(int argc, char **argv) {
+  enum { O_VERIFY = 256, O_LOOP, O_SYNC, O_DEVICE, O_RELOCATE, O_STRICT,
+         O_PARTIAL, O_QUIET, O_JSON, O_LIBCUDA };
+  static const struct option lo[] = {
+      {"verify", optional_argument, NULL, O_VERIFY},
+      {"loop", required_argument, NULL, O_LOOP},
+      {"sync", no_argument, NULL, O_SYNC},
+      {"device", required_argument, NULL, O_DEVICE},
+      {"relocate", no_argument, NULL, O_RELOCATE},
+      {"strict", no_argument, NULL, O_STRICT},
+      {"allow-partial", no_argument, NULL, O_PARTIAL},
+      {"quiet", no_argument, NULL, O_QUIET},
+      {"json", no_argument, NULL, O_JSON},
+      {"libcuda", required_argument, NULL, O_LIBCUDA},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  cucap_replay_options o;
+  cucap_replay_options_init(&o);
+  int quiet = 0, json = 0, c;
+  uint64_t v;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+    switch (c) {
+    case O_VERIFY:
+      if (!optarg || !strcmp(optarg, "copies"))
+        o.verify = CUCAP_REPLAY_VERIFY_COPIES;
+      else if (!strcmp(optarg, "launch"))
+        o.verify = CUCAP_REPLAY_VERIFY_LAUNCH;
+      else {
+        cucap_cli_error("replay", NULL, "--verify=%s: expected 'launch'", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      break;
+    case O_LOOP:
+      if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 1000000) {
+        cucap_cli_error("replay", NULL, "--loop %s: expected 1..1000000", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      o.loops = (unsigned)v;
+      break;
+    case O_SYNC: o.sync_each = 1; break;
+    case O_DEVICE:
+      if (cucap_cli_parse_u64(optarg, &v) || v > 1024) {
+        cucap_cli_error("replay", NULL, "--device %s: expected a device ordinal", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      o.device = (int)v;
+      break;
+    case O_RELOCATE: o.relocate = 1; break;
+    case O_STRICT: o.strict = 1; break;
+    case O_PARTIAL: o.allow_partial = 1; break;
+    case 'q':
+    case O_QUIET: quiet = 1; break;
+    case O_JSON: json = 1; break;
+    case O_LIBCUDA: o.libcuda = optarg; break;
+    case 'h':
+      fputs(replay_usage, stdout);
+      return CUCAP_EXIT_OK;
+    default:
+      fputs(replay_usage, stderr);
+      return CUCAP_EXIT_USAGE;
+    }
+  }
+  if (optind != argc - 1) {
+    cucap_cli_error("replay", NULL, "expected exactly one capture file");
+    fputs(replay_usage, stderr);
+    return CUCAP_EXIT_USAGE;
+  }
+  const char *path = argv[optind];
+  if (quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
+    cucap_log_set_level(CUCAP_LOG_ERROR);
+  cucap_replay_report rep;
+  cucap_replay_run(path, &o, &rep);
+  if (json)
+    cucap_replay_report_print(&rep, stdout, 1);
+  else if (!quiet && (rep.loops || !rep.error[0])) /* nothing ran: error only */
+    cucap_replay_report_print(&rep, stdout, 0);
+  if (rep.error[0])
+    cucap_cli_error("replay", path, "%s", rep.error);
+  else if (rep.mismatches)
+    cucap_cli_error("replay", path, "verification failed: %s",
+                    rep.first_mismatch);
+  return rep.exit_code;
+}

@@ -1,0 +1,77 @@
+/* cucap_cli.h - internal interface of the `cucap` command-line tool (tools/).
+ *
+ * Owner: tools/ (the CLI). tools/ uses public headers only (see docs/design.md).
+ * Each subcommand is `int cucap_cmd_<name>(int argc, char **argv)` with
+ * argv[0] == "<name>" (getopt_long-ready); it returns a process exit code
+ * (CUCAP_EXIT_*), prints results to stdout and errors to stderr as one line
+ * "cucap <cmd>: <file>: <what went wrong>".
+ *
+ * record/replay live in cmd_record.c / cmd_replay.c (other owners); until they
+ * land, cmd_stub.c provides weak fallbacks that exit 2. */
+#ifndef CUCAP_CLI_H
+#define CUCAP_CLI_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cucap_reader.h"
+#include "cucap_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Exit codes of every cucap command (documented in `cucap --help`). */
+enum {
+  CUCAP_EXIT_OK = 0,        /* success; for info/dump: the capture is complete */
+  CUCAP_EXIT_MISMATCH = 1,  /* verification mismatch / problems found by a check */
+  CUCAP_EXIT_USAGE = 2,     /* bad command line; also "not yet implemented" */
+  CUCAP_EXIT_BAD_INPUT = 3, /* not a capture, corrupt, unknown version, truncated
+                               (what could be recovered is still printed) */
+  CUCAP_EXIT_IO = 4         /* I/O error (missing file, disk full, ...) */
+};
+
+int cucap_cmd_info(int argc, char **argv);
+int cucap_cmd_dump(int argc, char **argv);
+int cucap_cmd_compress(int argc, char **argv);
+int cucap_cmd_record(int argc, char **argv);  /* tools/cmd_record.c */
+int cucap_cmd_replay(int argc, char **argv);  /* tools/cmd_replay.c */
+
+/* Maps a status to an exit code (IO -> 4, NOMEM/INTERNAL -> 4, format
+ * problems -> 3, MISMATCH -> 1, INVALID_ARG -> 2). */
+int cucap_cli_exit_code(cucap_status s);
+
+/* Prints "cucap <cmd>: <file>: <message>\n" to stderr (file may be NULL). */
+void cucap_cli_error(const char *cmd, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Opens a capture for a read-only command. Checks the preamble itself first so
+ * that the common errors read the same from every command (empty file, bad
+ * magic, unknown major version), then calls cucap_reader_open. On failure
+ * prints one error line and returns the exit code (3 or 4) with *out NULL;
+ * returns 0 with *out set on success (the capture may still be incomplete:
+ * see cucap_cli_report_recovery). */
+int cucap_cli_open(const char *cmd, const char *path, cucap_reader **out);
+
+/* If the reader found damage, prints one error line describing what was
+ * recovered and why reading stopped, and returns CUCAP_EXIT_BAD_INPUT;
+ * returns CUCAP_EXIT_OK for a complete capture. */
+int cucap_cli_report_recovery(const char *cmd, const char *path,
+                              const cucap_reader *r);
+
+/* CUPTI driver callback id -> API name ("cuLaunchKernel"); NULL if unknown.
+ * Static strings. Generated: tools/cbid_names.c (tools/gen_cbid_names.py). */
+const char *cucap_cli_cbid_name(unsigned cbid);
+
+/* Parses a non-negative decimal integer option value; 0 on success. */
+int cucap_cli_parse_u64(const char *s, uint64_t *out);
+
+/* Writes s as a JSON string literal (quotes included) to f. */
+void cucap_cli_json_str(FILE *f, const char *s, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
