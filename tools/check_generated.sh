@@ -8,10 +8,12 @@ PY=${PYTHON:-python3}
 GENS=(
   "$PY schema/gen_schema.py"
   "$PY interpose/gen_interpose.py"
+  "$PY tools/gen_cbid_names.py"
 )
 OUTS=(
   schema/generated
   interpose/generated
+  tools/cbid_names.c
 )
 for g in "${GENS[@]}"; do
   echo "+ $g"

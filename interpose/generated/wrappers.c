@@ -17,6 +17,135 @@ static inline uint64_t cucap_arg_bits(const void *p, size_t n) {
 }
 
 extern void cucap_fw_init_post(cucap_call *c, CUresult r, unsigned int Flags) __attribute__((weak));
+extern void custom_array3d_create(cucap_call *c, CUresult r, CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray) __attribute__((weak));
+extern void custom_array_create(cucap_call *c, CUresult r, CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray) __attribute__((weak));
+extern void custom_array_destroy(cucap_call *c, CUresult r, CUarray hArray) __attribute__((weak));
+extern void custom_ctx_create(cucap_call *c, CUresult r, CUcontext *pctx, unsigned int flags, CUdevice dev) __attribute__((weak));
+extern void custom_ctx_create_v3(cucap_call *c, CUresult r, CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags, CUdevice dev) __attribute__((weak));
+extern void custom_ctx_create_v4(cucap_call *c, CUresult r, CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev) __attribute__((weak));
+extern void custom_ctx_destroy(cucap_call *c, CUresult r, CUcontext ctx) __attribute__((weak));
+extern void custom_ctx_destroy_pre(cucap_call *c, CUcontext ctx) __attribute__((weak));
+extern void custom_ctx_pop(cucap_call *c, CUresult r, CUcontext *pctx) __attribute__((weak));
+extern void custom_ctx_push(cucap_call *c, CUresult r, CUcontext ctx) __attribute__((weak));
+extern void custom_ctx_set_current(cucap_call *c, CUresult r, CUcontext ctx) __attribute__((weak));
+extern void custom_ctx_synchronize(cucap_call *c, CUresult r) __attribute__((weak));
+extern void custom_ctx_synchronize_v2(cucap_call *c, CUresult r, CUcontext ctx) __attribute__((weak));
+extern void custom_event_create(cucap_call *c, CUresult r, CUevent *phEvent, unsigned int Flags) __attribute__((weak));
+extern void custom_event_destroy(cucap_call *c, CUresult r, CUevent hEvent) __attribute__((weak));
+extern void custom_event_elapsed(cucap_call *c, CUresult r, float *pMilliseconds, CUevent hStart, CUevent hEnd) __attribute__((weak));
+extern void custom_event_query(cucap_call *c, CUresult r, CUevent hEvent) __attribute__((weak));
+extern void custom_event_record(cucap_call *c, CUresult r, CUevent hEvent, CUstream hStream) __attribute__((weak));
+extern void custom_event_record_flags(cucap_call *c, CUresult r, CUevent hEvent, CUstream hStream, unsigned int flags) __attribute__((weak));
+extern void custom_event_synchronize(cucap_call *c, CUresult r, CUevent hEvent) __attribute__((weak));
+extern void custom_graph_create(cucap_call *c, CUresult r, CUgraph *phGraph, unsigned int flags) __attribute__((weak));
+extern void custom_graph_destroy(cucap_call *c, CUresult r, CUgraph hGraph) __attribute__((weak));
+extern void custom_graph_exec_destroy(cucap_call *c, CUresult r, CUgraphExec hGraphExec) __attribute__((weak));
+extern void custom_graph_instantiate(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize) __attribute__((weak));
+extern void custom_graph_instantiate_flags(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags) __attribute__((weak));
+extern void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) __attribute__((weak));
+extern void custom_graph_launch(cucap_call *c, CUresult r, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
+extern void custom_graph_launch_ptsz(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
+extern void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
+extern void custom_graph_upload_ptsz(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
+extern void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pFunc, CUkernel kernel) __attribute__((weak));
+extern void custom_launch_coop(cucap_call *c, CUresult r, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams) __attribute__((weak));
+extern void custom_launch_coop_pre(cucap_call *c, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams) __attribute__((weak));
+extern void custom_launch_ex(cucap_call *c, CUresult r, const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) __attribute__((weak));
+extern void custom_launch_ex_pre(cucap_call *c, const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) __attribute__((weak));
+extern void custom_launch_host_func(cucap_call *c, CUresult r, CUstream hStream, CUhostFn fn, void *userData) __attribute__((weak));
+extern void custom_launch_kernel(cucap_call *c, CUresult r, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra) __attribute__((weak));
+extern void custom_launch_kernel_pre(cucap_call *c, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra) __attribute__((weak));
+extern void custom_library_get_global(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) __attribute__((weak));
+extern void custom_library_get_kernel(cucap_call *c, CUresult r, CUkernel *pKernel, CUlibrary library, const char *name) __attribute__((weak));
+extern void custom_library_load_data(cucap_call *c, CUresult r, CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void** libraryOptionValues, unsigned int numLibraryOptions) __attribute__((weak));
+extern void custom_library_load_file(cucap_call *c, CUresult r, CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) __attribute__((weak));
+extern void custom_library_unload(cucap_call *c, CUresult r, CUlibrary library) __attribute__((weak));
+extern void custom_link_add_data(cucap_call *c, CUresult r, CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options, void **optionValues) __attribute__((weak));
+extern void custom_link_add_file(cucap_call *c, CUresult r, CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions, CUjit_option *options, void **optionValues) __attribute__((weak));
+extern void custom_link_complete(cucap_call *c, CUresult r, CUlinkState state, void **cubinOut, size_t *sizeOut) __attribute__((weak));
+extern void custom_link_create(cucap_call *c, CUresult r, unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut) __attribute__((weak));
+extern void custom_link_destroy(cucap_call *c, CUresult r, CUlinkState state) __attribute__((weak));
+extern void custom_mem_address_free(cucap_call *c, CUresult r, CUdeviceptr ptr, size_t size) __attribute__((weak));
+extern void custom_mem_address_reserve(cucap_call *c, CUresult r, CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags) __attribute__((weak));
+extern void custom_mem_alloc(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t bytesize) __attribute__((weak));
+extern void custom_mem_alloc_async(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t bytesize, CUstream hStream) __attribute__((weak));
+extern void custom_mem_alloc_from_pool(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) __attribute__((weak));
+extern void custom_mem_alloc_host(cucap_call *c, CUresult r, void **pp, size_t bytesize) __attribute__((weak));
+extern void custom_mem_alloc_managed(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t bytesize, unsigned int flags) __attribute__((weak));
+extern void custom_mem_alloc_pitch(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes) __attribute__((weak));
+extern void custom_mem_create(cucap_call *c, CUresult r, CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags) __attribute__((weak));
+extern void custom_mem_free(cucap_call *c, CUresult r, CUdeviceptr dptr) __attribute__((weak));
+extern void custom_mem_free_async(cucap_call *c, CUresult r, CUdeviceptr dptr, CUstream hStream) __attribute__((weak));
+extern void custom_mem_free_host(cucap_call *c, CUresult r, void *p) __attribute__((weak));
+extern void custom_mem_host_alloc(cucap_call *c, CUresult r, void **pp, size_t bytesize, unsigned int Flags) __attribute__((weak));
+extern void custom_mem_host_register(cucap_call *c, CUresult r, void *p, size_t bytesize, unsigned int Flags) __attribute__((weak));
+extern void custom_mem_host_unregister(cucap_call *c, CUresult r, void *p) __attribute__((weak));
+extern void custom_mem_map(cucap_call *c, CUresult r, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags) __attribute__((weak));
+extern void custom_mem_pool_create(cucap_call *c, CUresult r, CUmemoryPool *pool, const CUmemPoolProps *poolProps) __attribute__((weak));
+extern void custom_mem_pool_destroy(cucap_call *c, CUresult r, CUmemoryPool pool) __attribute__((weak));
+extern void custom_mem_prefetch_v2(cucap_call *c, CUresult r, CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream) __attribute__((weak));
+extern void custom_mem_release(cucap_call *c, CUresult r, CUmemGenericAllocationHandle handle) __attribute__((weak));
+extern void custom_mem_set_access(cucap_call *c, CUresult r, CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) __attribute__((weak));
+extern void custom_mem_unmap(cucap_call *c, CUresult r, CUdeviceptr ptr, size_t size) __attribute__((weak));
+extern void custom_memcpy_2d(cucap_call *c, CUresult r, const CUDA_MEMCPY2D *pCopy) __attribute__((weak));
+extern void custom_memcpy_2d_async(cucap_call *c, CUresult r, const CUDA_MEMCPY2D *pCopy, CUstream hStream) __attribute__((weak));
+extern void custom_memcpy_3d(cucap_call *c, CUresult r, const CUDA_MEMCPY3D *pCopy) __attribute__((weak));
+extern void custom_memcpy_3d_async(cucap_call *c, CUresult r, const CUDA_MEMCPY3D *pCopy, CUstream hStream) __attribute__((weak));
+extern void custom_memcpy_atoa(cucap_call *c, CUresult r, CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_atod(cucap_call *c, CUresult r, CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_atoh(cucap_call *c, CUresult r, void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_atoh_async(cucap_call *c, CUresult r, void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_memcpy_dtoa(cucap_call *c, CUresult r, CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_dtod(cucap_call *c, CUresult r, CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_dtod_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_memcpy_dtoh(cucap_call *c, CUresult r, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_dtoh_async(cucap_call *c, CUresult r, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_memcpy_htoa(cucap_call *c, CUresult r, CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_htoa_async(cucap_call *c, CUresult r, CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_memcpy_htod(cucap_call *c, CUresult r, CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_htod_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_memcpy_peer(cucap_call *c, CUresult r, CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_peer_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_memcpy_unified(cucap_call *c, CUresult r, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) __attribute__((weak));
+extern void custom_memcpy_unified_async(cucap_call *c, CUresult r, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_memset_d16(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned short us, size_t N) __attribute__((weak));
+extern void custom_memset_d16_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream) __attribute__((weak));
+extern void custom_memset_d2d16(cucap_call *c, CUresult r, CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height) __attribute__((weak));
+extern void custom_memset_d2d16_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream) __attribute__((weak));
+extern void custom_memset_d2d32(cucap_call *c, CUresult r, CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height) __attribute__((weak));
+extern void custom_memset_d2d32_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream) __attribute__((weak));
+extern void custom_memset_d2d8(cucap_call *c, CUresult r, CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height) __attribute__((weak));
+extern void custom_memset_d2d8_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream) __attribute__((weak));
+extern void custom_memset_d32(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned int ui, size_t N) __attribute__((weak));
+extern void custom_memset_d32_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) __attribute__((weak));
+extern void custom_memset_d8(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned char uc, size_t N) __attribute__((weak));
+extern void custom_memset_d8_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) __attribute__((weak));
+extern void custom_module_get_function(cucap_call *c, CUresult r, CUfunction *hfunc, CUmodule hmod, const char *name) __attribute__((weak));
+extern void custom_module_get_global(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name) __attribute__((weak));
+extern void custom_module_load(cucap_call *c, CUresult r, CUmodule *module, const char *fname) __attribute__((weak));
+extern void custom_module_load_data(cucap_call *c, CUresult r, CUmodule *module, const void *image) __attribute__((weak));
+extern void custom_module_load_data_ex(cucap_call *c, CUresult r, CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options, void **optionValues) __attribute__((weak));
+extern void custom_module_load_fat_binary(cucap_call *c, CUresult r, CUmodule *module, const void *fatCubin) __attribute__((weak));
+extern void custom_module_unload(cucap_call *c, CUresult r, CUmodule hmod) __attribute__((weak));
+extern void custom_primary_release(cucap_call *c, CUresult r, CUdevice dev) __attribute__((weak));
+extern void custom_primary_release_pre(cucap_call *c, CUdevice dev) __attribute__((weak));
+extern void custom_primary_reset(cucap_call *c, CUresult r, CUdevice dev) __attribute__((weak));
+extern void custom_primary_reset_pre(cucap_call *c, CUdevice dev) __attribute__((weak));
+extern void custom_primary_retain(cucap_call *c, CUresult r, CUcontext *pctx, CUdevice dev) __attribute__((weak));
+extern void custom_primary_set_flags(cucap_call *c, CUresult r, CUdevice dev, unsigned int flags) __attribute__((weak));
+extern void custom_stream_begin_capture(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
+extern void custom_stream_begin_capture_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureMode mode) __attribute__((weak));
+extern void custom_stream_create(cucap_call *c, CUresult r, CUstream *phStream, unsigned int Flags) __attribute__((weak));
+extern void custom_stream_create_prio(cucap_call *c, CUresult r, CUstream *phStream, unsigned int flags, int priority) __attribute__((weak));
+extern void custom_stream_destroy(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
+extern void custom_stream_end_capture(cucap_call *c, CUresult r, CUstream hStream, CUgraph *phGraph) __attribute__((weak));
+extern void custom_stream_query(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
+extern void custom_stream_synchronize(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
+extern void custom_stream_wait_event(cucap_call *c, CUresult r, CUstream hStream, CUevent hEvent, unsigned int Flags) __attribute__((weak));
+extern void custom_stream_wait_value32(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) __attribute__((weak));
+extern void custom_stream_wait_value64(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) __attribute__((weak));
+extern void custom_stream_write_value32(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) __attribute__((weak));
+extern void custom_stream_write_value64(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) __attribute__((weak));
 
 CUCAP_EXPORT CUresult CUDAAPI cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray) {
   cucap_call c;
@@ -36,6 +165,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(CUarray *pHandle, const CUDA_AR
   CUresult r = cucap_real.cuArray3DCreate_v2 ? cucap_real.cuArray3DCreate_v2(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)(uintptr_t)pAllocateArray;
   c.nargs = 2;
+  if (custom_array3d_create)
+    custom_array3d_create(&c, r, pHandle, pAllocateArray);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -80,6 +211,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRA
   CUresult r = cucap_real.cuArrayCreate_v2 ? cucap_real.cuArrayCreate_v2(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)(uintptr_t)pAllocateArray;
   c.nargs = 2;
+  if (custom_array_create)
+    custom_array_create(&c, r, pHandle, pAllocateArray);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -91,6 +224,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray hArray) {
   CUresult r = cucap_real.cuArrayDestroy ? cucap_real.cuArrayDestroy(hArray) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hArray;
   c.nargs = 1;
+  if (custom_array_destroy)
+    custom_array_destroy(&c, r, hArray);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -278,6 +413,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags, C
   CUresult r = cucap_real.cuCtxCreate ? cucap_real.cuCtxCreate(pctx, flags, dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)flags; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
+  if (custom_ctx_create)
+    custom_ctx_create(&c, r, pctx, flags, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -289,6 +426,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags
   CUresult r = cucap_real.cuCtxCreate_v2 ? cucap_real.cuCtxCreate_v2(pctx, flags, dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)flags; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
+  if (custom_ctx_create)
+    custom_ctx_create(&c, r, pctx, flags, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -300,6 +439,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityPara
   CUresult r = cucap_real.cuCtxCreate_v3 ? cucap_real.cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)(uintptr_t)paramsArray; c.args[2] = (uint64_t)numParams; c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)dev;
   c.nargs = 5;
+  if (custom_ctx_create_v3)
+    custom_ctx_create_v3(&c, r, pctx, paramsArray, numParams, flags, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -311,6 +452,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams 
   CUresult r = cucap_real.cuCtxCreate_v4 ? cucap_real.cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)(uintptr_t)ctxCreateParams; c.args[2] = (uint64_t)flags; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
+  if (custom_ctx_create_v4)
+    custom_ctx_create_v4(&c, r, pctx, ctxCreateParams, flags, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -319,9 +462,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxDestroy))
     return cucap_real.cuCtxDestroy ? cucap_real.cuCtxDestroy(ctx) : CUDA_ERROR_NOT_FOUND;
+  if (custom_ctx_destroy_pre)
+    custom_ctx_destroy_pre(&c, ctx);
   CUresult r = cucap_real.cuCtxDestroy ? cucap_real.cuCtxDestroy(ctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
+  if (custom_ctx_destroy)
+    custom_ctx_destroy(&c, r, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -330,9 +477,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxDestroy_v2))
     return cucap_real.cuCtxDestroy_v2 ? cucap_real.cuCtxDestroy_v2(ctx) : CUDA_ERROR_NOT_FOUND;
+  if (custom_ctx_destroy_pre)
+    custom_ctx_destroy_pre(&c, ctx);
   CUresult r = cucap_real.cuCtxDestroy_v2 ? cucap_real.cuCtxDestroy_v2(ctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
+  if (custom_ctx_destroy)
+    custom_ctx_destroy(&c, r, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -520,6 +671,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx) {
   CUresult r = cucap_real.cuCtxPopCurrent ? cucap_real.cuCtxPopCurrent(pctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 1;
+  if (custom_ctx_pop)
+    custom_ctx_pop(&c, r, pctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -531,6 +684,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pctx) {
   CUresult r = cucap_real.cuCtxPopCurrent_v2 ? cucap_real.cuCtxPopCurrent_v2(pctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 1;
+  if (custom_ctx_pop)
+    custom_ctx_pop(&c, r, pctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -542,6 +697,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
   CUresult r = cucap_real.cuCtxPushCurrent ? cucap_real.cuCtxPushCurrent(ctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
+  if (custom_ctx_push)
+    custom_ctx_push(&c, r, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -553,6 +710,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   CUresult r = cucap_real.cuCtxPushCurrent_v2 ? cucap_real.cuCtxPushCurrent_v2(ctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
+  if (custom_ctx_push)
+    custom_ctx_push(&c, r, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -596,6 +755,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   CUresult r = cucap_real.cuCtxSetCurrent ? cucap_real.cuCtxSetCurrent(ctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
+  if (custom_ctx_set_current)
+    custom_ctx_set_current(&c, r, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -639,6 +800,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) {
     return cucap_real.cuCtxSynchronize ? cucap_real.cuCtxSynchronize() : CUDA_ERROR_NOT_FOUND;
   CUresult r = cucap_real.cuCtxSynchronize ? cucap_real.cuCtxSynchronize() : CUDA_ERROR_NOT_FOUND;
   c.nargs = 0;
+  if (custom_ctx_synchronize)
+    custom_ctx_synchronize(&c, r);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -650,6 +813,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   CUresult r = cucap_real.cuCtxSynchronize_v2 ? cucap_real.cuCtxSynchronize_v2(ctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
+  if (custom_ctx_synchronize_v2)
+    custom_ctx_synchronize_v2(&c, r, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -977,9 +1142,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevicePrimaryCtxRelease))
     return cucap_real.cuDevicePrimaryCtxRelease ? cucap_real.cuDevicePrimaryCtxRelease(dev) : CUDA_ERROR_NOT_FOUND;
+  if (custom_primary_release_pre)
+    custom_primary_release_pre(&c, dev);
   CUresult r = cucap_real.cuDevicePrimaryCtxRelease ? cucap_real.cuDevicePrimaryCtxRelease(dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dev;
   c.nargs = 1;
+  if (custom_primary_release)
+    custom_primary_release(&c, r, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -988,9 +1157,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevicePrimaryCtxRelease_v2))
     return cucap_real.cuDevicePrimaryCtxRelease_v2 ? cucap_real.cuDevicePrimaryCtxRelease_v2(dev) : CUDA_ERROR_NOT_FOUND;
+  if (custom_primary_release_pre)
+    custom_primary_release_pre(&c, dev);
   CUresult r = cucap_real.cuDevicePrimaryCtxRelease_v2 ? cucap_real.cuDevicePrimaryCtxRelease_v2(dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dev;
   c.nargs = 1;
+  if (custom_primary_release)
+    custom_primary_release(&c, r, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -999,9 +1172,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevicePrimaryCtxReset))
     return cucap_real.cuDevicePrimaryCtxReset ? cucap_real.cuDevicePrimaryCtxReset(dev) : CUDA_ERROR_NOT_FOUND;
+  if (custom_primary_reset_pre)
+    custom_primary_reset_pre(&c, dev);
   CUresult r = cucap_real.cuDevicePrimaryCtxReset ? cucap_real.cuDevicePrimaryCtxReset(dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dev;
   c.nargs = 1;
+  if (custom_primary_reset)
+    custom_primary_reset(&c, r, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1010,9 +1187,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevicePrimaryCtxReset_v2))
     return cucap_real.cuDevicePrimaryCtxReset_v2 ? cucap_real.cuDevicePrimaryCtxReset_v2(dev) : CUDA_ERROR_NOT_FOUND;
+  if (custom_primary_reset_pre)
+    custom_primary_reset_pre(&c, dev);
   CUresult r = cucap_real.cuDevicePrimaryCtxReset_v2 ? cucap_real.cuDevicePrimaryCtxReset_v2(dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dev;
   c.nargs = 1;
+  if (custom_primary_reset)
+    custom_primary_reset(&c, r, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1024,6 +1205,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice
   CUresult r = cucap_real.cuDevicePrimaryCtxRetain ? cucap_real.cuDevicePrimaryCtxRetain(pctx, dev) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
+  if (custom_primary_retain)
+    custom_primary_retain(&c, r, pctx, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1035,6 +1218,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned 
   CUresult r = cucap_real.cuDevicePrimaryCtxSetFlags ? cucap_real.cuDevicePrimaryCtxSetFlags(dev, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dev; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
+  if (custom_primary_set_flags)
+    custom_primary_set_flags(&c, r, dev, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1046,6 +1231,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsign
   CUresult r = cucap_real.cuDevicePrimaryCtxSetFlags_v2 ? cucap_real.cuDevicePrimaryCtxSetFlags_v2(dev, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dev; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
+  if (custom_primary_set_flags)
+    custom_primary_set_flags(&c, r, dev, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1134,6 +1321,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags
   CUresult r = cucap_real.cuEventCreate ? cucap_real.cuEventCreate(phEvent, Flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phEvent; c.args[1] = (uint64_t)Flags;
   c.nargs = 2;
+  if (custom_event_create)
+    custom_event_create(&c, r, phEvent, Flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1145,6 +1334,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
   CUresult r = cucap_real.cuEventDestroy ? cucap_real.cuEventDestroy(hEvent) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hEvent;
   c.nargs = 1;
+  if (custom_event_destroy)
+    custom_event_destroy(&c, r, hEvent);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1156,6 +1347,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   CUresult r = cucap_real.cuEventDestroy_v2 ? cucap_real.cuEventDestroy_v2(hEvent) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hEvent;
   c.nargs = 1;
+  if (custom_event_destroy)
+    custom_event_destroy(&c, r, hEvent);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1167,6 +1360,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent h
   CUresult r = cucap_real.cuEventElapsedTime ? cucap_real.cuEventElapsedTime(pMilliseconds, hStart, hEnd) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pMilliseconds; c.args[1] = (uint64_t)hStart; c.args[2] = (uint64_t)hEnd;
   c.nargs = 3;
+  if (custom_event_elapsed)
+    custom_event_elapsed(&c, r, pMilliseconds, hStart, hEnd);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1178,6 +1373,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUeven
   CUresult r = cucap_real.cuEventElapsedTime_v2 ? cucap_real.cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pMilliseconds; c.args[1] = (uint64_t)hStart; c.args[2] = (uint64_t)hEnd;
   c.nargs = 3;
+  if (custom_event_elapsed)
+    custom_event_elapsed(&c, r, pMilliseconds, hStart, hEnd);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1189,6 +1386,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   CUresult r = cucap_real.cuEventQuery ? cucap_real.cuEventQuery(hEvent) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hEvent;
   c.nargs = 1;
+  if (custom_event_query)
+    custom_event_query(&c, r, hEvent);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1200,6 +1399,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
   CUresult r = cucap_real.cuEventRecord ? cucap_real.cuEventRecord(hEvent, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hEvent; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_event_record)
+    custom_event_record(&c, r, hEvent, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1211,6 +1412,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream hS
   CUresult r = cucap_real.cuEventRecordWithFlags ? cucap_real.cuEventRecordWithFlags(hEvent, hStream, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hEvent; c.args[1] = (uint64_t)hStream; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
+  if (custom_event_record_flags)
+    custom_event_record_flags(&c, r, hEvent, hStream, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1222,6 +1425,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstre
   CUresult r = cucap_real.cuEventRecordWithFlags_ptsz ? cucap_real.cuEventRecordWithFlags_ptsz(hEvent, hStream, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hEvent; c.args[1] = (uint64_t)hStream; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
+  if (custom_event_record_flags)
+    custom_event_record_flags(&c, r, hEvent, hStream, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1233,6 +1438,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStrea
   CUresult r = cucap_real.cuEventRecord_ptsz ? cucap_real.cuEventRecord_ptsz(hEvent, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hEvent; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_event_record)
+    custom_event_record(&c, r, hEvent, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1244,6 +1451,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   CUresult r = cucap_real.cuEventSynchronize ? cucap_real.cuEventSynchronize(hEvent) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hEvent;
   c.nargs = 1;
+  if (custom_event_synchronize)
+    custom_event_synchronize(&c, r, hEvent);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1684,6 +1893,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags
   CUresult r = cucap_real.cuGraphCreate ? cucap_real.cuGraphCreate(phGraph, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraph; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
+  if (custom_graph_create)
+    custom_graph_create(&c, r, phGraph, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1706,6 +1917,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
   CUresult r = cucap_real.cuGraphDestroy ? cucap_real.cuGraphDestroy(hGraph) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraph;
   c.nargs = 1;
+  if (custom_graph_destroy)
+    custom_graph_destroy(&c, r, hGraph);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1794,6 +2007,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
   CUresult r = cucap_real.cuGraphExecDestroy ? cucap_real.cuGraphExecDestroy(hGraphExec) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec;
   c.nargs = 1;
+  if (custom_graph_exec_destroy)
+    custom_graph_exec_destroy(&c, r, hGraphExec);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2058,6 +2273,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgra
   CUresult r = cucap_real.cuGraphInstantiate ? cucap_real.cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)phErrorNode; c.args[3] = (uint64_t)(uintptr_t)logBuffer; c.args[4] = (uint64_t)bufferSize;
   c.nargs = 5;
+  if (custom_graph_instantiate)
+    custom_graph_instantiate(&c, r, phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2069,6 +2286,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphEx
   CUresult r = cucap_real.cuGraphInstantiateWithFlags ? cucap_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
+  if (custom_graph_instantiate_flags)
+    custom_graph_instantiate_flags(&c, r, phGraphExec, hGraph, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2080,6 +2299,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *phGraphE
   CUresult r = cucap_real.cuGraphInstantiateWithParams ? cucap_real.cuGraphInstantiateWithParams(phGraphExec, hGraph, instantiateParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)instantiateParams;
   c.nargs = 3;
+  if (custom_graph_instantiate_params)
+    custom_graph_instantiate_params(&c, r, phGraphExec, hGraph, instantiateParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2091,6 +2312,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *phG
   CUresult r = cucap_real.cuGraphInstantiateWithParams_ptsz ? cucap_real.cuGraphInstantiateWithParams_ptsz(phGraphExec, hGraph, instantiateParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)instantiateParams;
   c.nargs = 3;
+  if (custom_graph_instantiate_params)
+    custom_graph_instantiate_params(&c, r, phGraphExec, hGraph, instantiateParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2102,6 +2325,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CU
   CUresult r = cucap_real.cuGraphInstantiate_v2 ? cucap_real.cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)phErrorNode; c.args[3] = (uint64_t)(uintptr_t)logBuffer; c.args[4] = (uint64_t)bufferSize;
   c.nargs = 5;
+  if (custom_graph_instantiate)
+    custom_graph_instantiate(&c, r, phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2190,6 +2415,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraph, CUstream hStream
   CUresult r = cucap_real.cuGraphLaunch ? cucap_real.cuGraphLaunch(hGraph, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_graph_launch)
+    custom_graph_launch(&c, r, hGraph, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2201,6 +2428,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstrea
   CUresult r = cucap_real.cuGraphLaunch_ptsz ? cucap_real.cuGraphLaunch_ptsz(hGraphExec, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_graph_launch_ptsz)
+    custom_graph_launch_ptsz(&c, r, hGraphExec, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2421,6 +2650,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraph, CUstream hStream
   CUresult r = cucap_real.cuGraphUpload ? cucap_real.cuGraphUpload(hGraph, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_graph_upload)
+    custom_graph_upload(&c, r, hGraph, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2432,6 +2663,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstrea
   CUresult r = cucap_real.cuGraphUpload_ptsz ? cucap_real.cuGraphUpload_ptsz(hGraphExec, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_graph_upload_ptsz)
+    custom_graph_upload_ptsz(&c, r, hGraphExec, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2753,6 +2986,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel ke
   CUresult r = cucap_real.cuKernelGetFunction ? cucap_real.cuKernelGetFunction(pFunc, kernel) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pFunc; c.args[1] = (uint64_t)kernel;
   c.nargs = 2;
+  if (custom_kernel_get_function)
+    custom_kernel_get_function(&c, r, pFunc, kernel);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2827,9 +3062,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned i
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchCooperativeKernel))
     return cucap_real.cuLaunchCooperativeKernel ? cucap_real.cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) : CUDA_ERROR_NOT_FOUND;
+  if (custom_launch_coop_pre)
+    custom_launch_coop_pre(&c, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
   CUresult r = cucap_real.cuLaunchCooperativeKernel ? cucap_real.cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)gridDimX; c.args[2] = (uint64_t)gridDimY; c.args[3] = (uint64_t)gridDimZ; c.args[4] = (uint64_t)blockDimX; c.args[5] = (uint64_t)blockDimY; c.args[6] = (uint64_t)blockDimZ; c.args[7] = (uint64_t)sharedMemBytes; c.args[8] = (uint64_t)hStream; c.args[9] = (uint64_t)(uintptr_t)kernelParams;
   c.nargs = 10;
+  if (custom_launch_coop)
+    custom_launch_coop(&c, r, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2849,9 +3088,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsig
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchCooperativeKernel_ptsz))
     return cucap_real.cuLaunchCooperativeKernel_ptsz ? cucap_real.cuLaunchCooperativeKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) : CUDA_ERROR_NOT_FOUND;
+  if (custom_launch_coop_pre)
+    custom_launch_coop_pre(&c, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
   CUresult r = cucap_real.cuLaunchCooperativeKernel_ptsz ? cucap_real.cuLaunchCooperativeKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)gridDimX; c.args[2] = (uint64_t)gridDimY; c.args[3] = (uint64_t)gridDimZ; c.args[4] = (uint64_t)blockDimX; c.args[5] = (uint64_t)blockDimY; c.args[6] = (uint64_t)blockDimZ; c.args[7] = (uint64_t)sharedMemBytes; c.args[8] = (uint64_t)hStream; c.args[9] = (uint64_t)(uintptr_t)kernelParams;
   c.nargs = 10;
+  if (custom_launch_coop)
+    custom_launch_coop(&c, r, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2885,6 +3128,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, vo
   CUresult r = cucap_real.cuLaunchHostFunc ? cucap_real.cuLaunchHostFunc(hStream, fn, userData) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)fn; c.args[2] = (uint64_t)(uintptr_t)userData;
   c.nargs = 3;
+  if (custom_launch_host_func)
+    custom_launch_host_func(&c, r, hStream, fn, userData);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2896,6 +3141,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn f
   CUresult r = cucap_real.cuLaunchHostFunc_ptsz ? cucap_real.cuLaunchHostFunc_ptsz(hStream, fn, userData) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)fn; c.args[2] = (uint64_t)(uintptr_t)userData;
   c.nargs = 3;
+  if (custom_launch_host_func)
+    custom_launch_host_func(&c, r, hStream, fn, userData);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2904,9 +3151,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchKernel))
     return cucap_real.cuLaunchKernel ? cucap_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+  if (custom_launch_kernel_pre)
+    custom_launch_kernel_pre(&c, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
   CUresult r = cucap_real.cuLaunchKernel ? cucap_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)gridDimX; c.args[2] = (uint64_t)gridDimY; c.args[3] = (uint64_t)gridDimZ; c.args[4] = (uint64_t)blockDimX; c.args[5] = (uint64_t)blockDimY; c.args[6] = (uint64_t)blockDimZ; c.args[7] = (uint64_t)sharedMemBytes; c.args[8] = (uint64_t)hStream; c.args[9] = (uint64_t)(uintptr_t)kernelParams; c.args[10] = (uint64_t)(uintptr_t)extra;
   c.nargs = 11;
+  if (custom_launch_kernel)
+    custom_launch_kernel(&c, r, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2915,9 +3166,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUf
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchKernelEx))
     return cucap_real.cuLaunchKernelEx ? cucap_real.cuLaunchKernelEx(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+  if (custom_launch_ex_pre)
+    custom_launch_ex_pre(&c, config, f, kernelParams, extra);
   CUresult r = cucap_real.cuLaunchKernelEx ? cucap_real.cuLaunchKernelEx(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)config; c.args[1] = (uint64_t)f; c.args[2] = (uint64_t)(uintptr_t)kernelParams; c.args[3] = (uint64_t)(uintptr_t)extra;
   c.nargs = 4;
+  if (custom_launch_ex)
+    custom_launch_ex(&c, r, config, f, kernelParams, extra);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2926,9 +3181,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchKernelEx_ptsz))
     return cucap_real.cuLaunchKernelEx_ptsz ? cucap_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+  if (custom_launch_ex_pre)
+    custom_launch_ex_pre(&c, config, f, kernelParams, extra);
   CUresult r = cucap_real.cuLaunchKernelEx_ptsz ? cucap_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)config; c.args[1] = (uint64_t)f; c.args[2] = (uint64_t)(uintptr_t)kernelParams; c.args[3] = (uint64_t)(uintptr_t)extra;
   c.nargs = 4;
+  if (custom_launch_ex)
+    custom_launch_ex(&c, r, config, f, kernelParams, extra);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2937,9 +3196,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gri
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchKernel_ptsz))
     return cucap_real.cuLaunchKernel_ptsz ? cucap_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+  if (custom_launch_kernel_pre)
+    custom_launch_kernel_pre(&c, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
   CUresult r = cucap_real.cuLaunchKernel_ptsz ? cucap_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)gridDimX; c.args[2] = (uint64_t)gridDimY; c.args[3] = (uint64_t)gridDimZ; c.args[4] = (uint64_t)blockDimX; c.args[5] = (uint64_t)blockDimY; c.args[6] = (uint64_t)blockDimZ; c.args[7] = (uint64_t)sharedMemBytes; c.args[8] = (uint64_t)hStream; c.args[9] = (uint64_t)(uintptr_t)kernelParams; c.args[10] = (uint64_t)(uintptr_t)extra;
   c.nargs = 11;
+  if (custom_launch_kernel)
+    custom_launch_kernel(&c, r, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2962,6 +3225,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *byte
   CUresult r = cucap_real.cuLibraryGetGlobal ? cucap_real.cuLibraryGetGlobal(dptr, bytes, library, name) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)bytes; c.args[2] = (uint64_t)library; c.args[3] = (uint64_t)(uintptr_t)name;
   c.nargs = 4;
+  if (custom_library_get_global)
+    custom_library_get_global(&c, r, dptr, bytes, library, name);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2973,6 +3238,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary li
   CUresult r = cucap_real.cuLibraryGetKernel ? cucap_real.cuLibraryGetKernel(pKernel, library, name) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pKernel; c.args[1] = (uint64_t)library; c.args[2] = (uint64_t)(uintptr_t)name;
   c.nargs = 3;
+  if (custom_library_get_kernel)
+    custom_library_get_kernel(&c, r, pKernel, library, name);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3028,6 +3295,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *
   CUresult r = cucap_real.cuLibraryLoadData ? cucap_real.cuLibraryLoadData(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)library; c.args[1] = (uint64_t)(uintptr_t)code; c.args[2] = (uint64_t)(uintptr_t)jitOptions; c.args[3] = (uint64_t)(uintptr_t)jitOptionsValues; c.args[4] = (uint64_t)numJitOptions; c.args[5] = (uint64_t)(uintptr_t)libraryOptions; c.args[6] = (uint64_t)(uintptr_t)libraryOptionValues; c.args[7] = (uint64_t)numLibraryOptions;
   c.nargs = 8;
+  if (custom_library_load_data)
+    custom_library_load_data(&c, r, library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3039,6 +3308,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const ch
   CUresult r = cucap_real.cuLibraryLoadFromFile ? cucap_real.cuLibraryLoadFromFile(library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)library; c.args[1] = (uint64_t)(uintptr_t)fileName; c.args[2] = (uint64_t)(uintptr_t)jitOptions; c.args[3] = (uint64_t)(uintptr_t)jitOptionsValues; c.args[4] = (uint64_t)numJitOptions; c.args[5] = (uint64_t)(uintptr_t)libraryOptions; c.args[6] = (uint64_t)(uintptr_t)libraryOptionValues; c.args[7] = (uint64_t)numLibraryOptions;
   c.nargs = 8;
+  if (custom_library_load_file)
+    custom_library_load_file(&c, r, library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3050,6 +3321,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
   CUresult r = cucap_real.cuLibraryUnload ? cucap_real.cuLibraryUnload(library) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)library;
   c.nargs = 1;
+  if (custom_library_unload)
+    custom_library_unload(&c, r, library);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3072,6 +3345,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkAddData_v2(CUlinkState state, CUjitInputType
   CUresult r = cucap_real.cuLinkAddData_v2 ? cucap_real.cuLinkAddData_v2(state, type, data, size, name, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)state; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)(uintptr_t)data; c.args[3] = (uint64_t)size; c.args[4] = (uint64_t)(uintptr_t)name; c.args[5] = (uint64_t)numOptions; c.args[6] = (uint64_t)(uintptr_t)options; c.args[7] = (uint64_t)(uintptr_t)optionValues;
   c.nargs = 8;
+  if (custom_link_add_data)
+    custom_link_add_data(&c, r, state, type, data, size, name, numOptions, options, optionValues);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3094,6 +3369,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkAddFile_v2(CUlinkState state, CUjitInputType
   CUresult r = cucap_real.cuLinkAddFile_v2 ? cucap_real.cuLinkAddFile_v2(state, type, path, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)state; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)(uintptr_t)path; c.args[3] = (uint64_t)numOptions; c.args[4] = (uint64_t)(uintptr_t)options; c.args[5] = (uint64_t)(uintptr_t)optionValues;
   c.nargs = 6;
+  if (custom_link_add_file)
+    custom_link_add_file(&c, r, state, type, path, numOptions, options, optionValues);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3105,6 +3382,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkComplete(CUlinkState state, void **cubinOut,
   CUresult r = cucap_real.cuLinkComplete ? cucap_real.cuLinkComplete(state, cubinOut, sizeOut) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)state; c.args[1] = (uint64_t)(uintptr_t)cubinOut; c.args[2] = (uint64_t)(uintptr_t)sizeOut;
   c.nargs = 3;
+  if (custom_link_complete)
+    custom_link_complete(&c, r, state, cubinOut, sizeOut);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3127,6 +3406,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkCreate_v2(unsigned int numOptions, CUjit_opt
   CUresult r = cucap_real.cuLinkCreate_v2 ? cucap_real.cuLinkCreate_v2(numOptions, options, optionValues, stateOut) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)numOptions; c.args[1] = (uint64_t)(uintptr_t)options; c.args[2] = (uint64_t)(uintptr_t)optionValues; c.args[3] = (uint64_t)(uintptr_t)stateOut;
   c.nargs = 4;
+  if (custom_link_create)
+    custom_link_create(&c, r, numOptions, options, optionValues, stateOut);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3138,6 +3419,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkDestroy(CUlinkState state) {
   CUresult r = cucap_real.cuLinkDestroy ? cucap_real.cuLinkDestroy(state) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)state;
   c.nargs = 1;
+  if (custom_link_destroy)
+    custom_link_destroy(&c, r, state);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3204,6 +3487,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   CUresult r = cucap_real.cuMemAddressFree ? cucap_real.cuMemAddressFree(ptr, size) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ptr; c.args[1] = (uint64_t)size;
   c.nargs = 2;
+  if (custom_mem_address_free)
+    custom_mem_address_free(&c, r, ptr, size);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3215,6 +3500,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
   CUresult r = cucap_real.cuMemAddressReserve ? cucap_real.cuMemAddressReserve(ptr, size, alignment, addr, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)ptr; c.args[1] = (uint64_t)size; c.args[2] = (uint64_t)alignment; c.args[3] = (uint64_t)addr; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
+  if (custom_mem_address_reserve)
+    custom_mem_address_reserve(&c, r, ptr, size, alignment, addr, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3259,6 +3546,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize
   CUresult r = cucap_real.cuMemAllocAsync ? cucap_real.cuMemAllocAsync(dptr, bytesize, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
+  if (custom_mem_alloc_async)
+    custom_mem_alloc_async(&c, r, dptr, bytesize, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3270,6 +3559,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t byt
   CUresult r = cucap_real.cuMemAllocAsync_ptsz ? cucap_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
+  if (custom_mem_alloc_async)
+    custom_mem_alloc_async(&c, r, dptr, bytesize, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3281,6 +3572,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t 
   CUresult r = cucap_real.cuMemAllocFromPoolAsync ? cucap_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)pool; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_mem_alloc_from_pool)
+    custom_mem_alloc_from_pool(&c, r, dptr, bytesize, pool, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3292,6 +3585,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, si
   CUresult r = cucap_real.cuMemAllocFromPoolAsync_ptsz ? cucap_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)pool; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_mem_alloc_from_pool)
+    custom_mem_alloc_from_pool(&c, r, dptr, bytesize, pool, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3314,6 +3609,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize) {
   CUresult r = cucap_real.cuMemAllocHost_v2 ? cucap_real.cuMemAllocHost_v2(pp, bytesize) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pp; c.args[1] = (uint64_t)bytesize;
   c.nargs = 2;
+  if (custom_mem_alloc_host)
+    custom_mem_alloc_host(&c, r, pp, bytesize);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3325,6 +3622,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesi
   CUresult r = cucap_real.cuMemAllocManaged ? cucap_real.cuMemAllocManaged(dptr, bytesize, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
+  if (custom_mem_alloc_managed)
+    custom_mem_alloc_managed(&c, r, dptr, bytesize, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3347,6 +3646,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPit
   CUresult r = cucap_real.cuMemAllocPitch_v2 ? cucap_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)pPitch; c.args[2] = (uint64_t)WidthInBytes; c.args[3] = (uint64_t)Height; c.args[4] = (uint64_t)ElementSizeBytes;
   c.nargs = 5;
+  if (custom_mem_alloc_pitch)
+    custom_mem_alloc_pitch(&c, r, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3358,6 +3659,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) 
   CUresult r = cucap_real.cuMemAlloc_v2 ? cucap_real.cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize;
   c.nargs = 2;
+  if (custom_mem_alloc)
+    custom_mem_alloc(&c, r, dptr, bytesize);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3391,6 +3694,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, 
   CUresult r = cucap_real.cuMemCreate ? cucap_real.cuMemCreate(handle, size, prop, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)handle; c.args[1] = (uint64_t)size; c.args[2] = (uint64_t)(uintptr_t)prop; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_mem_create)
+    custom_mem_create(&c, r, handle, size, prop, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3468,6 +3773,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
   CUresult r = cucap_real.cuMemFreeAsync ? cucap_real.cuMemFreeAsync(dptr, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dptr; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_mem_free_async)
+    custom_mem_free_async(&c, r, dptr, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3479,6 +3786,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hSt
   CUresult r = cucap_real.cuMemFreeAsync_ptsz ? cucap_real.cuMemFreeAsync_ptsz(dptr, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dptr; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_mem_free_async)
+    custom_mem_free_async(&c, r, dptr, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3490,6 +3799,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p) {
   CUresult r = cucap_real.cuMemFreeHost ? cucap_real.cuMemFreeHost(p) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)p;
   c.nargs = 1;
+  if (custom_mem_free_host)
+    custom_mem_free_host(&c, r, p);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3501,6 +3812,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   CUresult r = cucap_real.cuMemFree_v2 ? cucap_real.cuMemFree_v2(dptr) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dptr;
   c.nargs = 1;
+  if (custom_mem_free)
+    custom_mem_free(&c, r, dptr);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3622,6 +3935,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigne
   CUresult r = cucap_real.cuMemHostAlloc ? cucap_real.cuMemHostAlloc(pp, bytesize, Flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pp; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
+  if (custom_mem_host_alloc)
+    custom_mem_host_alloc(&c, r, pp, bytesize, Flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3677,6 +3992,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, uns
   CUresult r = cucap_real.cuMemHostRegister_v2 ? cucap_real.cuMemHostRegister_v2(p, bytesize, Flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)p; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
+  if (custom_mem_host_register)
+    custom_mem_host_register(&c, r, p, bytesize, Flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3688,6 +4005,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p) {
   CUresult r = cucap_real.cuMemHostUnregister ? cucap_real.cuMemHostUnregister(p) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)p;
   c.nargs = 1;
+  if (custom_mem_host_unregister)
+    custom_mem_host_unregister(&c, r, p);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3710,6 +4029,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offs
   CUresult r = cucap_real.cuMemMap ? cucap_real.cuMemMap(ptr, size, offset, handle, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ptr; c.args[1] = (uint64_t)size; c.args[2] = (uint64_t)offset; c.args[3] = (uint64_t)handle; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
+  if (custom_mem_map)
+    custom_mem_map(&c, r, ptr, size, offset, handle, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3743,6 +4064,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoo
   CUresult r = cucap_real.cuMemPoolCreate ? cucap_real.cuMemPoolCreate(pool, poolProps) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pool; c.args[1] = (uint64_t)(uintptr_t)poolProps;
   c.nargs = 2;
+  if (custom_mem_pool_create)
+    custom_mem_pool_create(&c, r, pool, poolProps);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3754,6 +4077,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
   CUresult r = cucap_real.cuMemPoolDestroy ? cucap_real.cuMemPoolDestroy(pool) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)pool;
   c.nargs = 1;
+  if (custom_mem_pool_destroy)
+    custom_mem_pool_destroy(&c, r, pool);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3886,6 +4211,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t c
   CUresult r = cucap_real.cuMemPrefetchAsync_v2 ? cucap_real.cuMemPrefetchAsync_v2(devPtr, count, location, flags, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)devPtr; c.args[1] = (uint64_t)count; c.args[2] = cucap_arg_bits(&location, sizeof location); c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
+  if (custom_mem_prefetch_v2)
+    custom_mem_prefetch_v2(&c, r, devPtr, count, location, flags, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3897,6 +4224,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, siz
   CUresult r = cucap_real.cuMemPrefetchAsync_v2_ptsz ? cucap_real.cuMemPrefetchAsync_v2_ptsz(devPtr, count, location, flags, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)devPtr; c.args[1] = (uint64_t)count; c.args[2] = cucap_arg_bits(&location, sizeof location); c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
+  if (custom_mem_prefetch_v2)
+    custom_mem_prefetch_v2(&c, r, devPtr, count, location, flags, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3952,6 +4281,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) 
   CUresult r = cucap_real.cuMemRelease ? cucap_real.cuMemRelease(handle) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)handle;
   c.nargs = 1;
+  if (custom_mem_release)
+    custom_mem_release(&c, r, handle);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3974,6 +4305,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const
   CUresult r = cucap_real.cuMemSetAccess ? cucap_real.cuMemSetAccess(ptr, size, desc, count) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ptr; c.args[1] = (uint64_t)size; c.args[2] = (uint64_t)(uintptr_t)desc; c.args[3] = (uint64_t)count;
   c.nargs = 4;
+  if (custom_mem_set_access)
+    custom_mem_set_access(&c, r, ptr, size, desc, count);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3996,6 +4329,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
   CUresult r = cucap_real.cuMemUnmap ? cucap_real.cuMemUnmap(ptr, size) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)ptr; c.args[1] = (uint64_t)size;
   c.nargs = 2;
+  if (custom_mem_unmap)
+    custom_mem_unmap(&c, r, ptr, size);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4007,6 +4342,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t 
   CUresult r = cucap_real.cuMemcpy ? cucap_real.cuMemcpy(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
+  if (custom_memcpy_unified)
+    custom_memcpy_unified(&c, r, dst, src, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4040,6 +4377,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUs
   CUresult r = cucap_real.cuMemcpy2DAsync_v2 ? cucap_real.cuMemcpy2DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_memcpy_2d_async)
+    custom_memcpy_2d_async(&c, r, pCopy, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4051,6 +4390,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy
   CUresult r = cucap_real.cuMemcpy2DAsync_v2_ptsz ? cucap_real.cuMemcpy2DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_memcpy_2d_async)
+    custom_memcpy_2d_async(&c, r, pCopy, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4073,6 +4414,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
   CUresult r = cucap_real.cuMemcpy2DUnaligned_v2 ? cucap_real.cuMemcpy2DUnaligned_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
+  if (custom_memcpy_2d)
+    custom_memcpy_2d(&c, r, pCopy);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4084,6 +4427,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p
   CUresult r = cucap_real.cuMemcpy2DUnaligned_v2_ptds ? cucap_real.cuMemcpy2DUnaligned_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
+  if (custom_memcpy_2d)
+    custom_memcpy_2d(&c, r, pCopy);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4095,6 +4440,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) {
   CUresult r = cucap_real.cuMemcpy2D_v2 ? cucap_real.cuMemcpy2D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
+  if (custom_memcpy_2d)
+    custom_memcpy_2d(&c, r, pCopy);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4106,6 +4453,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy) {
   CUresult r = cucap_real.cuMemcpy2D_v2_ptds ? cucap_real.cuMemcpy2D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
+  if (custom_memcpy_2d)
+    custom_memcpy_2d(&c, r, pCopy);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4139,6 +4488,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUs
   CUresult r = cucap_real.cuMemcpy3DAsync_v2 ? cucap_real.cuMemcpy3DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_memcpy_3d_async)
+    custom_memcpy_3d_async(&c, r, pCopy, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4150,6 +4501,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy
   CUresult r = cucap_real.cuMemcpy3DAsync_v2_ptsz ? cucap_real.cuMemcpy3DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
+  if (custom_memcpy_3d_async)
+    custom_memcpy_3d_async(&c, r, pCopy, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4249,6 +4602,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy) {
   CUresult r = cucap_real.cuMemcpy3D_v2 ? cucap_real.cuMemcpy3D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
+  if (custom_memcpy_3d)
+    custom_memcpy_3d(&c, r, pCopy);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4260,6 +4615,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy) {
   CUresult r = cucap_real.cuMemcpy3D_v2_ptds ? cucap_real.cuMemcpy3D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
+  if (custom_memcpy_3d)
+    custom_memcpy_3d(&c, r, pCopy);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4271,6 +4628,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, si
   CUresult r = cucap_real.cuMemcpyAsync ? cucap_real.cuMemcpyAsync(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memcpy_unified_async)
+    custom_memcpy_unified_async(&c, r, dst, src, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4282,6 +4641,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr sr
   CUresult r = cucap_real.cuMemcpyAsync_ptsz ? cucap_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memcpy_unified_async)
+    custom_memcpy_unified_async(&c, r, dst, src, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4304,6 +4665,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset
   CUresult r = cucap_real.cuMemcpyAtoA_v2 ? cucap_real.cuMemcpyAtoA_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcArray; c.args[3] = (uint64_t)srcOffset; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
+  if (custom_memcpy_atoa)
+    custom_memcpy_atoa(&c, r, dstArray, dstOffset, srcArray, srcOffset, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4315,6 +4678,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstO
   CUresult r = cucap_real.cuMemcpyAtoA_v2_ptds ? cucap_real.cuMemcpyAtoA_v2_ptds(dstArray, dstOffset, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcArray; c.args[3] = (uint64_t)srcOffset; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
+  if (custom_memcpy_atoa)
+    custom_memcpy_atoa(&c, r, dstArray, dstOffset, srcArray, srcOffset, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4337,6 +4702,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray src
   CUresult r = cucap_real.cuMemcpyAtoD_v2 ? cucap_real.cuMemcpyAtoD_v2(dstDevice, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
+  if (custom_memcpy_atod)
+    custom_memcpy_atod(&c, r, dstDevice, srcArray, srcOffset, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4348,6 +4715,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarra
   CUresult r = cucap_real.cuMemcpyAtoD_v2_ptds ? cucap_real.cuMemcpyAtoD_v2_ptds(dstDevice, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
+  if (custom_memcpy_atod)
+    custom_memcpy_atod(&c, r, dstDevice, srcArray, srcOffset, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4381,6 +4750,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArr
   CUresult r = cucap_real.cuMemcpyAtoHAsync_v2 ? cucap_real.cuMemcpyAtoHAsync_v2(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
+  if (custom_memcpy_atoh_async)
+    custom_memcpy_atoh_async(&c, r, dstHost, srcArray, srcOffset, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4392,6 +4763,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray s
   CUresult r = cucap_real.cuMemcpyAtoHAsync_v2_ptsz ? cucap_real.cuMemcpyAtoHAsync_v2_ptsz(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
+  if (custom_memcpy_atoh_async)
+    custom_memcpy_atoh_async(&c, r, dstHost, srcArray, srcOffset, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4403,6 +4776,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, s
   CUresult r = cucap_real.cuMemcpyAtoH_v2 ? cucap_real.cuMemcpyAtoH_v2(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
+  if (custom_memcpy_atoh)
+    custom_memcpy_atoh(&c, r, dstHost, srcArray, srcOffset, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4414,6 +4789,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArr
   CUresult r = cucap_real.cuMemcpyAtoH_v2_ptds ? cucap_real.cuMemcpyAtoH_v2_ptds(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
+  if (custom_memcpy_atoh)
+    custom_memcpy_atoh(&c, r, dstHost, srcArray, srcOffset, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4480,6 +4857,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset
   CUresult r = cucap_real.cuMemcpyDtoA_v2 ? cucap_real.cuMemcpyDtoA_v2(dstArray, dstOffset, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
+  if (custom_memcpy_dtoa)
+    custom_memcpy_dtoa(&c, r, dstArray, dstOffset, srcDevice, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4491,6 +4870,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstO
   CUresult r = cucap_real.cuMemcpyDtoA_v2_ptds ? cucap_real.cuMemcpyDtoA_v2_ptds(dstArray, dstOffset, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
+  if (custom_memcpy_dtoa)
+    custom_memcpy_dtoa(&c, r, dstArray, dstOffset, srcDevice, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4524,6 +4905,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdevi
   CUresult r = cucap_real.cuMemcpyDtoDAsync_v2 ? cucap_real.cuMemcpyDtoDAsync_v2(dstDevice, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memcpy_dtod_async)
+    custom_memcpy_dtod_async(&c, r, dstDevice, srcDevice, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4535,6 +4918,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, C
   CUresult r = cucap_real.cuMemcpyDtoDAsync_v2_ptsz ? cucap_real.cuMemcpyDtoDAsync_v2_ptsz(dstDevice, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memcpy_dtod_async)
+    custom_memcpy_dtod_async(&c, r, dstDevice, srcDevice, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4546,6 +4931,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr
   CUresult r = cucap_real.cuMemcpyDtoD_v2 ? cucap_real.cuMemcpyDtoD_v2(dstDevice, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
+  if (custom_memcpy_dtod)
+    custom_memcpy_dtod(&c, r, dstDevice, srcDevice, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4557,6 +4944,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdevi
   CUresult r = cucap_real.cuMemcpyDtoD_v2_ptds ? cucap_real.cuMemcpyDtoD_v2_ptds(dstDevice, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
+  if (custom_memcpy_dtod)
+    custom_memcpy_dtod(&c, r, dstDevice, srcDevice, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4590,6 +4979,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr sr
   CUresult r = cucap_real.cuMemcpyDtoHAsync_v2 ? cucap_real.cuMemcpyDtoHAsync_v2(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memcpy_dtoh_async)
+    custom_memcpy_dtoh_async(&c, r, dstHost, srcDevice, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4601,6 +4992,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdevicep
   CUresult r = cucap_real.cuMemcpyDtoHAsync_v2_ptsz ? cucap_real.cuMemcpyDtoHAsync_v2_ptsz(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memcpy_dtoh_async)
+    custom_memcpy_dtoh_async(&c, r, dstHost, srcDevice, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4612,6 +5005,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevi
   CUresult r = cucap_real.cuMemcpyDtoH_v2 ? cucap_real.cuMemcpyDtoH_v2(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
+  if (custom_memcpy_dtoh)
+    custom_memcpy_dtoh(&c, r, dstHost, srcDevice, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4623,6 +5018,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr sr
   CUresult r = cucap_real.cuMemcpyDtoH_v2_ptds ? cucap_real.cuMemcpyDtoH_v2_ptds(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
+  if (custom_memcpy_dtoh)
+    custom_memcpy_dtoh(&c, r, dstHost, srcDevice, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4656,6 +5053,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstO
   CUresult r = cucap_real.cuMemcpyHtoAAsync_v2 ? cucap_real.cuMemcpyHtoAAsync_v2(dstArray, dstOffset, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
+  if (custom_memcpy_htoa_async)
+    custom_memcpy_htoa_async(&c, r, dstArray, dstOffset, srcHost, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4667,6 +5066,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t
   CUresult r = cucap_real.cuMemcpyHtoAAsync_v2_ptsz ? cucap_real.cuMemcpyHtoAAsync_v2_ptsz(dstArray, dstOffset, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
+  if (custom_memcpy_htoa_async)
+    custom_memcpy_htoa_async(&c, r, dstArray, dstOffset, srcHost, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4678,6 +5079,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset
   CUresult r = cucap_real.cuMemcpyHtoA_v2 ? cucap_real.cuMemcpyHtoA_v2(dstArray, dstOffset, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
+  if (custom_memcpy_htoa)
+    custom_memcpy_htoa(&c, r, dstArray, dstOffset, srcHost, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4689,6 +5092,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstO
   CUresult r = cucap_real.cuMemcpyHtoA_v2_ptds ? cucap_real.cuMemcpyHtoA_v2_ptds(dstArray, dstOffset, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
+  if (custom_memcpy_htoa)
+    custom_memcpy_htoa(&c, r, dstArray, dstOffset, srcHost, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4722,6 +5127,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const 
   CUresult r = cucap_real.cuMemcpyHtoDAsync_v2 ? cucap_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memcpy_htod_async)
+    custom_memcpy_htod_async(&c, r, dstDevice, srcHost, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4733,6 +5140,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, c
   CUresult r = cucap_real.cuMemcpyHtoDAsync_v2_ptsz ? cucap_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memcpy_htod_async)
+    custom_memcpy_htod_async(&c, r, dstDevice, srcHost, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4744,6 +5153,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void 
   CUresult r = cucap_real.cuMemcpyHtoD_v2 ? cucap_real.cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
+  if (custom_memcpy_htod)
+    custom_memcpy_htod(&c, r, dstDevice, srcHost, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4755,6 +5166,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const 
   CUresult r = cucap_real.cuMemcpyHtoD_v2_ptds ? cucap_real.cuMemcpyHtoD_v2_ptds(dstDevice, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
+  if (custom_memcpy_htod)
+    custom_memcpy_htod(&c, r, dstDevice, srcHost, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4766,6 +5179,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstC
   CUresult r = cucap_real.cuMemcpyPeer ? cucap_real.cuMemcpyPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstContext; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)srcContext; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
+  if (custom_memcpy_peer)
+    custom_memcpy_peer(&c, r, dstDevice, dstContext, srcDevice, srcContext, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4777,6 +5192,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext
   CUresult r = cucap_real.cuMemcpyPeerAsync ? cucap_real.cuMemcpyPeerAsync(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstContext; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)srcContext; c.args[4] = (uint64_t)ByteCount; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
+  if (custom_memcpy_peer_async)
+    custom_memcpy_peer_async(&c, r, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4788,6 +5205,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUco
   CUresult r = cucap_real.cuMemcpyPeerAsync_ptsz ? cucap_real.cuMemcpyPeerAsync_ptsz(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstContext; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)srcContext; c.args[4] = (uint64_t)ByteCount; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
+  if (custom_memcpy_peer_async)
+    custom_memcpy_peer_async(&c, r, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4799,6 +5218,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext
   CUresult r = cucap_real.cuMemcpyPeer_ptds ? cucap_real.cuMemcpyPeer_ptds(dstDevice, dstContext, srcDevice, srcContext, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstContext; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)srcContext; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
+  if (custom_memcpy_peer)
+    custom_memcpy_peer(&c, r, dstDevice, dstContext, srcDevice, srcContext, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4810,6 +5231,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, si
   CUresult r = cucap_real.cuMemcpy_ptds ? cucap_real.cuMemcpy_ptds(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
+  if (custom_memcpy_unified)
+    custom_memcpy_unified(&c, r, dst, src, ByteCount);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4832,6 +5255,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned s
   CUresult r = cucap_real.cuMemsetD16Async ? cucap_real.cuMemsetD16Async(dstDevice, us, N, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memset_d16_async)
+    custom_memset_d16_async(&c, r, dstDevice, us, N, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4843,6 +5268,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsig
   CUresult r = cucap_real.cuMemsetD16Async_ptsz ? cucap_real.cuMemsetD16Async_ptsz(dstDevice, us, N, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memset_d16_async)
+    custom_memset_d16_async(&c, r, dstDevice, us, N, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4854,6 +5281,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned sho
   CUresult r = cucap_real.cuMemsetD16_v2 ? cucap_real.cuMemsetD16_v2(dstDevice, us, N) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N;
   c.nargs = 3;
+  if (custom_memset_d16)
+    custom_memset_d16(&c, r, dstDevice, us, N);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4865,6 +5294,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigne
   CUresult r = cucap_real.cuMemsetD16_v2_ptds ? cucap_real.cuMemsetD16_v2_ptds(dstDevice, us, N) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N;
   c.nargs = 3;
+  if (custom_memset_d16)
+    custom_memset_d16(&c, r, dstDevice, us, N);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4887,6 +5318,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t d
   CUresult r = cucap_real.cuMemsetD2D16Async ? cucap_real.cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
+  if (custom_memset_d2d16_async)
+    custom_memset_d2d16_async(&c, r, dstDevice, dstPitch, us, Width, Height, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4898,6 +5331,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, siz
   CUresult r = cucap_real.cuMemsetD2D16Async_ptsz ? cucap_real.cuMemsetD2D16Async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
+  if (custom_memset_d2d16_async)
+    custom_memset_d2d16_async(&c, r, dstDevice, dstPitch, us, Width, Height, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4909,6 +5344,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dst
   CUresult r = cucap_real.cuMemsetD2D16_v2 ? cucap_real.cuMemsetD2D16_v2(dstDevice, dstPitch, us, Width, Height) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
+  if (custom_memset_d2d16)
+    custom_memset_d2d16(&c, r, dstDevice, dstPitch, us, Width, Height);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4920,6 +5357,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_
   CUresult r = cucap_real.cuMemsetD2D16_v2_ptds ? cucap_real.cuMemsetD2D16_v2_ptds(dstDevice, dstPitch, us, Width, Height) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
+  if (custom_memset_d2d16)
+    custom_memset_d2d16(&c, r, dstDevice, dstPitch, us, Width, Height);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4942,6 +5381,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t d
   CUresult r = cucap_real.cuMemsetD2D32Async ? cucap_real.cuMemsetD2D32Async(dstDevice, dstPitch, ui, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
+  if (custom_memset_d2d32_async)
+    custom_memset_d2d32_async(&c, r, dstDevice, dstPitch, ui, Width, Height, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4953,6 +5394,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, siz
   CUresult r = cucap_real.cuMemsetD2D32Async_ptsz ? cucap_real.cuMemsetD2D32Async_ptsz(dstDevice, dstPitch, ui, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
+  if (custom_memset_d2d32_async)
+    custom_memset_d2d32_async(&c, r, dstDevice, dstPitch, ui, Width, Height, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4964,6 +5407,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dst
   CUresult r = cucap_real.cuMemsetD2D32_v2 ? cucap_real.cuMemsetD2D32_v2(dstDevice, dstPitch, ui, Width, Height) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
+  if (custom_memset_d2d32)
+    custom_memset_d2d32(&c, r, dstDevice, dstPitch, ui, Width, Height);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4975,6 +5420,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_
   CUresult r = cucap_real.cuMemsetD2D32_v2_ptds ? cucap_real.cuMemsetD2D32_v2_ptds(dstDevice, dstPitch, ui, Width, Height) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
+  if (custom_memset_d2d32)
+    custom_memset_d2d32(&c, r, dstDevice, dstPitch, ui, Width, Height);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -4997,6 +5444,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t ds
   CUresult r = cucap_real.cuMemsetD2D8Async ? cucap_real.cuMemsetD2D8Async(dstDevice, dstPitch, uc, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
+  if (custom_memset_d2d8_async)
+    custom_memset_d2d8_async(&c, r, dstDevice, dstPitch, uc, Width, Height, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5008,6 +5457,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size
   CUresult r = cucap_real.cuMemsetD2D8Async_ptsz ? cucap_real.cuMemsetD2D8Async_ptsz(dstDevice, dstPitch, uc, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
+  if (custom_memset_d2d8_async)
+    custom_memset_d2d8_async(&c, r, dstDevice, dstPitch, uc, Width, Height, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5019,6 +5470,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstP
   CUresult r = cucap_real.cuMemsetD2D8_v2 ? cucap_real.cuMemsetD2D8_v2(dstDevice, dstPitch, uc, Width, Height) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
+  if (custom_memset_d2d8)
+    custom_memset_d2d8(&c, r, dstDevice, dstPitch, uc, Width, Height);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5030,6 +5483,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t
   CUresult r = cucap_real.cuMemsetD2D8_v2_ptds ? cucap_real.cuMemsetD2D8_v2_ptds(dstDevice, dstPitch, uc, Width, Height) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
+  if (custom_memset_d2d8)
+    custom_memset_d2d8(&c, r, dstDevice, dstPitch, uc, Width, Height);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5052,6 +5507,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned i
   CUresult r = cucap_real.cuMemsetD32Async ? cucap_real.cuMemsetD32Async(dstDevice, ui, N, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memset_d32_async)
+    custom_memset_d32_async(&c, r, dstDevice, ui, N, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5063,6 +5520,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsig
   CUresult r = cucap_real.cuMemsetD32Async_ptsz ? cucap_real.cuMemsetD32Async_ptsz(dstDevice, ui, N, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memset_d32_async)
+    custom_memset_d32_async(&c, r, dstDevice, ui, N, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5074,6 +5533,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int
   CUresult r = cucap_real.cuMemsetD32_v2 ? cucap_real.cuMemsetD32_v2(dstDevice, ui, N) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N;
   c.nargs = 3;
+  if (custom_memset_d32)
+    custom_memset_d32(&c, r, dstDevice, ui, N);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5085,6 +5546,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigne
   CUresult r = cucap_real.cuMemsetD32_v2_ptds ? cucap_real.cuMemsetD32_v2_ptds(dstDevice, ui, N) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N;
   c.nargs = 3;
+  if (custom_memset_d32)
+    custom_memset_d32(&c, r, dstDevice, ui, N);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5107,6 +5570,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned ch
   CUresult r = cucap_real.cuMemsetD8Async ? cucap_real.cuMemsetD8Async(dstDevice, uc, N, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memset_d8_async)
+    custom_memset_d8_async(&c, r, dstDevice, uc, N, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5118,6 +5583,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsign
   CUresult r = cucap_real.cuMemsetD8Async_ptsz ? cucap_real.cuMemsetD8Async_ptsz(dstDevice, uc, N, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
+  if (custom_memset_d8_async)
+    custom_memset_d8_async(&c, r, dstDevice, uc, N, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5129,6 +5596,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char
   CUresult r = cucap_real.cuMemsetD8_v2 ? cucap_real.cuMemsetD8_v2(dstDevice, uc, N) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N;
   c.nargs = 3;
+  if (custom_memset_d8)
+    custom_memset_d8(&c, r, dstDevice, uc, N);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5140,6 +5609,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned
   CUresult r = cucap_real.cuMemsetD8_v2_ptds ? cucap_real.cuMemsetD8_v2_ptds(dstDevice, uc, N) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N;
   c.nargs = 3;
+  if (custom_memset_d8)
+    custom_memset_d8(&c, r, dstDevice, uc, N);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5217,6 +5688,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hm
   CUresult r = cucap_real.cuModuleGetFunction ? cucap_real.cuModuleGetFunction(hfunc, hmod, name) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)hfunc; c.args[1] = (uint64_t)hmod; c.args[2] = (uint64_t)(uintptr_t)name;
   c.nargs = 3;
+  if (custom_module_get_function)
+    custom_module_get_function(&c, r, hfunc, hmod, name);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5250,6 +5723,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *by
   CUresult r = cucap_real.cuModuleGetGlobal_v2 ? cucap_real.cuModuleGetGlobal_v2(dptr, bytes, hmod, name) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)bytes; c.args[2] = (uint64_t)hmod; c.args[3] = (uint64_t)(uintptr_t)name;
   c.nargs = 4;
+  if (custom_module_get_global)
+    custom_module_get_global(&c, r, dptr, bytes, hmod, name);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5294,6 +5769,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname) 
   CUresult r = cucap_real.cuModuleLoad ? cucap_real.cuModuleLoad(module, fname) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)module; c.args[1] = (uint64_t)(uintptr_t)fname;
   c.nargs = 2;
+  if (custom_module_load)
+    custom_module_load(&c, r, module, fname);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5305,6 +5782,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *ima
   CUresult r = cucap_real.cuModuleLoadData ? cucap_real.cuModuleLoadData(module, image) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)module; c.args[1] = (uint64_t)(uintptr_t)image;
   c.nargs = 2;
+  if (custom_module_load_data)
+    custom_module_load_data(&c, r, module, image);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5316,6 +5795,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *i
   CUresult r = cucap_real.cuModuleLoadDataEx ? cucap_real.cuModuleLoadDataEx(module, image, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)module; c.args[1] = (uint64_t)(uintptr_t)image; c.args[2] = (uint64_t)numOptions; c.args[3] = (uint64_t)(uintptr_t)options; c.args[4] = (uint64_t)(uintptr_t)optionValues;
   c.nargs = 5;
+  if (custom_module_load_data_ex)
+    custom_module_load_data_ex(&c, r, module, image, numOptions, options, optionValues);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5327,6 +5808,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *module, const void
   CUresult r = cucap_real.cuModuleLoadFatBinary ? cucap_real.cuModuleLoadFatBinary(module, fatCubin) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)module; c.args[1] = (uint64_t)(uintptr_t)fatCubin;
   c.nargs = 2;
+  if (custom_module_load_fat_binary)
+    custom_module_load_fat_binary(&c, r, module, fatCubin);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5338,6 +5821,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
   CUresult r = cucap_real.cuModuleUnload ? cucap_real.cuModuleUnload(hmod) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hmod;
   c.nargs = 1;
+  if (custom_module_unload)
+    custom_module_unload(&c, r, hmod);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5721,6 +6206,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream) {
   CUresult r = cucap_real.cuStreamBeginCapture ? cucap_real.cuStreamBeginCapture(hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
+  if (custom_stream_begin_capture)
+    custom_stream_begin_capture(&c, r, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5754,6 +6241,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream) {
   CUresult r = cucap_real.cuStreamBeginCapture_ptsz ? cucap_real.cuStreamBeginCapture_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
+  if (custom_stream_begin_capture)
+    custom_stream_begin_capture(&c, r, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5765,6 +6254,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstream
   CUresult r = cucap_real.cuStreamBeginCapture_v2 ? cucap_real.cuStreamBeginCapture_v2(hStream, mode) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)mode;
   c.nargs = 2;
+  if (custom_stream_begin_capture_v2)
+    custom_stream_begin_capture_v2(&c, r, hStream, mode);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5776,6 +6267,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUs
   CUresult r = cucap_real.cuStreamBeginCapture_v2_ptsz ? cucap_real.cuStreamBeginCapture_v2_ptsz(hStream, mode) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)mode;
   c.nargs = 2;
+  if (custom_stream_begin_capture_v2)
+    custom_stream_begin_capture_v2(&c, r, hStream, mode);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5809,6 +6302,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Fl
   CUresult r = cucap_real.cuStreamCreate ? cucap_real.cuStreamCreate(phStream, Flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phStream; c.args[1] = (uint64_t)Flags;
   c.nargs = 2;
+  if (custom_stream_create)
+    custom_stream_create(&c, r, phStream, Flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5820,6 +6315,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, uns
   CUresult r = cucap_real.cuStreamCreateWithPriority ? cucap_real.cuStreamCreateWithPriority(phStream, flags, priority) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phStream; c.args[1] = (uint64_t)flags; c.args[2] = (uint64_t)priority;
   c.nargs = 3;
+  if (custom_stream_create_prio)
+    custom_stream_create_prio(&c, r, phStream, flags, priority);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5831,6 +6328,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   CUresult r = cucap_real.cuStreamDestroy ? cucap_real.cuStreamDestroy(hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
+  if (custom_stream_destroy)
+    custom_stream_destroy(&c, r, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5842,6 +6341,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   CUresult r = cucap_real.cuStreamDestroy_v2 ? cucap_real.cuStreamDestroy_v2(hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
+  if (custom_stream_destroy)
+    custom_stream_destroy(&c, r, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5853,6 +6354,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGr
   CUresult r = cucap_real.cuStreamEndCapture ? cucap_real.cuStreamEndCapture(hStream, phGraph) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)phGraph;
   c.nargs = 2;
+  if (custom_stream_end_capture)
+    custom_stream_end_capture(&c, r, hStream, phGraph);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5864,6 +6367,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph 
   CUresult r = cucap_real.cuStreamEndCapture_ptsz ? cucap_real.cuStreamEndCapture_ptsz(hStream, phGraph) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)phGraph;
   c.nargs = 2;
+  if (custom_stream_end_capture)
+    custom_stream_end_capture(&c, r, hStream, phGraph);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6128,6 +6633,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   CUresult r = cucap_real.cuStreamQuery ? cucap_real.cuStreamQuery(hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
+  if (custom_stream_query)
+    custom_stream_query(&c, r, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6139,6 +6646,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) {
   CUresult r = cucap_real.cuStreamQuery_ptsz ? cucap_real.cuStreamQuery_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
+  if (custom_stream_query)
+    custom_stream_query(&c, r, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6172,6 +6681,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   CUresult r = cucap_real.cuStreamSynchronize ? cucap_real.cuStreamSynchronize(hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
+  if (custom_stream_synchronize)
+    custom_stream_synchronize(&c, r, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6183,6 +6694,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
   CUresult r = cucap_real.cuStreamSynchronize_ptsz ? cucap_real.cuStreamSynchronize_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
+  if (custom_stream_synchronize)
+    custom_stream_synchronize(&c, r, hStream);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6238,6 +6751,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent
   CUresult r = cucap_real.cuStreamWaitEvent ? cucap_real.cuStreamWaitEvent(hStream, hEvent, Flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hEvent; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
+  if (custom_stream_wait_event)
+    custom_stream_wait_event(&c, r, hStream, hEvent, Flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6249,6 +6764,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent h
   CUresult r = cucap_real.cuStreamWaitEvent_ptsz ? cucap_real.cuStreamWaitEvent_ptsz(hStream, hEvent, Flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hEvent; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
+  if (custom_stream_wait_event)
+    custom_stream_wait_event(&c, r, hStream, hEvent, Flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6282,6 +6799,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue32_v2(CUstream stream, CUdevicept
   CUresult r = cucap_real.cuStreamWaitValue32_v2 ? cucap_real.cuStreamWaitValue32_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_stream_wait_value32)
+    custom_stream_wait_value32(&c, r, stream, addr, value, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6293,6 +6812,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue32_v2_ptsz(CUstream stream, CUdev
   CUresult r = cucap_real.cuStreamWaitValue32_v2_ptsz ? cucap_real.cuStreamWaitValue32_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_stream_wait_value32)
+    custom_stream_wait_value32(&c, r, stream, addr, value, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6326,6 +6847,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue64_v2(CUstream stream, CUdevicept
   CUresult r = cucap_real.cuStreamWaitValue64_v2 ? cucap_real.cuStreamWaitValue64_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_stream_wait_value64)
+    custom_stream_wait_value64(&c, r, stream, addr, value, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6337,6 +6860,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue64_v2_ptsz(CUstream stream, CUdev
   CUresult r = cucap_real.cuStreamWaitValue64_v2_ptsz ? cucap_real.cuStreamWaitValue64_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_stream_wait_value64)
+    custom_stream_wait_value64(&c, r, stream, addr, value, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6370,6 +6895,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2(CUstream stream, CUdevicep
   CUresult r = cucap_real.cuStreamWriteValue32_v2 ? cucap_real.cuStreamWriteValue32_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_stream_write_value32)
+    custom_stream_write_value32(&c, r, stream, addr, value, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6381,6 +6908,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2_ptsz(CUstream stream, CUde
   CUresult r = cucap_real.cuStreamWriteValue32_v2_ptsz ? cucap_real.cuStreamWriteValue32_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_stream_write_value32)
+    custom_stream_write_value32(&c, r, stream, addr, value, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6414,6 +6943,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue64_v2(CUstream stream, CUdevicep
   CUresult r = cucap_real.cuStreamWriteValue64_v2 ? cucap_real.cuStreamWriteValue64_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_stream_write_value64)
+    custom_stream_write_value64(&c, r, stream, addr, value, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6425,6 +6956,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue64_v2_ptsz(CUstream stream, CUde
   CUresult r = cucap_real.cuStreamWriteValue64_v2_ptsz ? cucap_real.cuStreamWriteValue64_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
+  if (custom_stream_write_value64)
+    custom_stream_write_value64(&c, r, stream, addr, value, flags);
   cucap_call_exit(&c, r);
   return r;
 }
