@@ -1,13 +1,27 @@
 /* cucap_recorder.h - the in-app recorder runtime (owner: capture/, helper
  * "interpose"; used by interpose/ inside the recorded application).
  *
- * The recorder starts when libcucap.so is loaded with CUCAP_OUTPUT set:
- * it parses CUCAP_OPTIONS, creates the capture file (`%p` -> pid,
- * `%q{VAR}` -> value of env VAR), writes the FileHeader and from then on
- * appends one Record per intercepted driver call. Records appear in the file
- * in global sequence-number order. It closes the writer at exit (atexit +
- * destructor) and on fatal signals (flush, then re-raise with the app's
- * original disposition).
+ * The recorder is armed when libcucap.so is loaded with CUCAP_OUTPUT set
+ * (cucap_rec_start: parses CUCAP_OPTIONS, touches no file). The capture file
+ * is created lazily, at the first intercepted CUDA call of the process
+ * (cucap_rec_activate), so the many processes that inherit LD_PRELOAD and
+ * CUCAP_OUTPUT but never call CUDA (compilers, shells, tools) never touch it.
+ * Path: `%p` -> pid, `%q{VAR}` -> value of env VAR; a process whose pid is
+ * not CUCAP_ROOT_PID (set by `cucap record` to the pid of the program it
+ * starts) writes to the path with `.<pid>` inserted before the extension
+ * unless the pattern contains `%p` (cucap_rec_output_path). It then writes
+ * the FileHeader and appends one Record per intercepted driver call. Records
+ * appear in the file in global sequence-number order. It closes the writer at
+ * exit (atexit + destructor) and on fatal signals (flush, then re-raise with
+ * the app's original disposition).
+ *
+ * fork(): a child forked while the recorder is active (or activating) is
+ * not recorded: its recorder goes inert (pure pass-through; logged once at
+ * info level at its first CUDA call) and it never touches the parent's
+ * writer, file descriptor or lock - no flush, close or index at its exit,
+ * its atexit/destructor/signal handlers do nothing. A child forked while
+ * merely armed stays armed (it is like any other process: its first CUDA
+ * call creates its own `.<pid>` file).
  *
  * Never exits, aborts or prints to stdout; when the output cannot be created
  * it logs once and cucap_rec_active() stays 0 (every call passes through).
@@ -126,14 +140,44 @@ cucap_rec_thread *cucap_rec_thread_get(void);
 cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
                                    uint64_t *seq_out);
 
-/* Starts recording if CUCAP_OUTPUT is set (called by libcucap's constructor;
- * idempotent). producer and toolkit_version (CUDA_VERSION cucap was built
- * with) go into the FileHeader. Never fails loudly: logs once and stays
- * inactive. */
+/* Arms the recorder if CUCAP_OUTPUT is set (called by libcucap's
+ * constructor; idempotent): parses CUCAP_OPTIONS and installs the fork
+ * handler; the file is created by cucap_rec_activate at the first CUDA call.
+ * producer and toolkit_version (CUDA_VERSION cucap was built with) go into
+ * the FileHeader. Never fails loudly: logs once and stays inactive. */
 void cucap_rec_start(const char *producer, int toolkit_version);
 /* Records the driver version in a Note {kind "driver_version"} once (the
- * FileHeader is written before the driver is initialised). */
+ * FileHeader is written before the driver is initialised). Kept for
+ * replay/replay_run.c, which reads that note; libcucap also emits a Devices
+ * record (format 1.1) after the first successful cuInit. */
 void cucap_rec_set_driver_version(int version);
+
+/* ---- additions (format 1.1 / lazy start) ---------------------------- */
+
+/* The path a process writes: cucap_rec_expand_path(pattern, pid), then, when
+ * root_pid > 0, pid != root_pid and the pattern has no `%p`, `.<pid>` is
+ * inserted before the extension of the last path component ("run/cap.fb" ->
+ * "run/cap.123.fb", "cap" -> "cap.123"). Same errors as expand_path. */
+cucap_status cucap_rec_output_path(const char *pattern, long pid, long root_pid,
+                                   char *out, size_t out_size);
+
+/* Opens the capture if the recorder is armed and this process has not
+ * opened it yet (the first intercepted CUDA call; the generated wrappers call
+ * it through cucap_call_enter). Thread-safe: concurrent first calls wait for
+ * the one that opens. Re-entrant calls on the opening thread (a driver call
+ * made while opening, e.g. by CUPTI) return 0 and pass through. Returns
+ * cucap_rec_active(). */
+int cucap_rec_activate(void);
+
+/* Registers fn (at most 4) to run inside cucap_rec_activate after the writer
+ * exists and before any call is recorded (the --audit CUPTI subscription).
+ * fn runs with this thread's re-entrancy guard held (its driver calls pass
+ * through unrecorded); cucap_rec_active() is still 0 while it runs. Register
+ * before the first CUDA call (libcucap's constructor). */
+void cucap_rec_on_activate(void (*fn)(void));
+
+/* 1 when this process is a fork()ed child of a recording process (inert). */
+int cucap_rec_is_forked_child(void);
 
 /* Recorded calls per CUPTI driver cbid (for --audit): counts[0..MAX). */
 #define CUCAP_REC_MAX_CBID 2048

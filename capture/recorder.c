@@ -6,7 +6,14 @@
  * Hot path (one recorded call): TLS lookup, two clock_gettime (vDSO), builder
  * work in a per-thread reusable buffer, then one lock around "take seq +
  * patch + cucap_writer_append" (the writer copies into its chunk). No malloc,
- * no syscall. */
+ * no syscall.
+ *
+ * Lifetime (g_state): OFF (no CUCAP_OUTPUT) | ARMED (constructor ran, no
+ * file yet) -> ACTIVE (first CUDA call opened the file) -> DONE (shut down).
+ * FAILED: the file could not be created. FORKED: a fork()ed child of an
+ * active recorder - inert forever; it must never touch g_writer (whose
+ * thread does not exist in the child and whose fd/file belong to the
+ * parent). */
 #include "cucap_recorder.h"
 
 #include <errno.h>
@@ -174,7 +181,12 @@ cucap_status cucap_rec_expand_path(const char *pattern, long pid, char *out,
 /* ------------------------------------------------------------ state */
 
 static cucap_rec_options g_opts = {.stack = CUCAP_REC_STACK_FP, .stack_depth = 32};
-static atomic_int g_active;          /* 1 while recording */
+enum { ST_OFF = 0, ST_ARMED, ST_ACTIVE, ST_DONE, ST_FAILED, ST_FORKED };
+static atomic_int g_state;           /* ST_*: ACTIVE while recording */
+static atomic_int g_activating;      /* cucap_rec_activate is opening the file */
+static pthread_mutex_t g_act_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int t_activating;    /* this thread is opening the file */
+static atomic_int g_fork_logged;
 static atomic_int g_started;         /* cucap_rec_start ran */
 static atomic_int g_shutting;        /* shutdown began */
 static cucap_writer *g_writer;       /* guarded by g_lock for append/close */
@@ -187,6 +199,11 @@ static atomic_uint_fast64_t g_counts[CUCAP_REC_MAX_CBID];
 static atomic_int g_driver_noted;
 static char g_path[4096];
 static int g_toolkit_version;
+static const char *g_producer = "libcucap";
+
+#define MAX_ON_ACTIVATE 4
+static void (*g_on_activate[MAX_ON_ACTIVATE])(void);
+static atomic_int g_n_on_activate;
 
 #define MAX_AT_EXIT 16
 static void (*g_at_exit[MAX_AT_EXIT])(void);
@@ -207,8 +224,9 @@ static uint64_t mono_ns(void) {
 }
 
 int cucap_rec_active(void) {
-  return atomic_load_explicit(&g_active, memory_order_acquire);
+  return atomic_load_explicit(&g_state, memory_order_acquire) == ST_ACTIVE;
 }
+int cucap_rec_is_forked_child(void) { return atomic_load(&g_state) == ST_FORKED; }
 const cucap_rec_options *cucap_rec_opts(void) { return &g_opts; }
 uint64_t cucap_rec_now(void) { return mono_ns() - g_start_mono; }
 uint64_t cucap_rec_next_launch_index(void) {
@@ -481,11 +499,13 @@ static void run_at_exit_fns(void) {
 }
 
 static void shutdown_impl(int from_signal) {
-  if (!atomic_load(&g_active) || atomic_exchange(&g_shutting, 1))
+  /* Only the process that opened the capture closes it: an armed process
+   * that never called CUDA, and a fork()ed child (ST_FORKED), do nothing. */
+  if (atomic_load(&g_state) != ST_ACTIVE || atomic_exchange(&g_shutting, 1))
     return;
   if (!from_signal)
     run_at_exit_fns();
-  atomic_store_explicit(&g_active, 0, memory_order_release);
+  atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
   /* Take the writer away from appenders. In a signal handler the lock may be
    * held by the interrupted code on this thread: try a few times only. */
   cucap_writer *w = NULL;
@@ -535,12 +555,70 @@ static void fatal_handler(int sig) {
 
 static void at_exit_handler(void) { cucap_rec_shutdown(); }
 
+/* ------------------------------------------------------------ paths */
+
+cucap_status cucap_rec_output_path(const char *pattern, long pid, long root_pid,
+                                   char *out, size_t out_size) {
+  cucap_status st = cucap_rec_expand_path(pattern, pid, out, out_size);
+  if (st != CUCAP_OK || root_pid <= 0 || pid == root_pid)
+    return st;
+  for (const char *p = pattern; *p; p++) { /* "%p" (not "%%p") present? */
+    if (*p == '%' && p[1] == '%')
+      p++;
+    else if (*p == '%' && p[1] == 'p')
+      return CUCAP_OK;
+  }
+  char suffix[32];
+  int sl = snprintf(suffix, sizeof suffix, ".%ld", pid);
+  size_t n = strlen(out);
+  CUCAP_RETURN_IF(n + (size_t)sl >= out_size, CUCAP_ERR_TOO_LARGE);
+  const char *base = strrchr(out, '/');
+  base = base ? base + 1 : out;
+  const char *dot = strrchr(base, '.');
+  /* "dir/.hidden" has no extension: the dot must not start the name */
+  size_t at = dot && dot != base ? (size_t)(dot - out) : n;
+  memmove(out + at + sl, out + at, n - at + 1);
+  memcpy(out + at, suffix, (size_t)sl);
+  return CUCAP_OK;
+}
+
+/* ------------------------------------------------------------ fork */
+
+/* pthread_atfork child handler. The child has one thread; the writer's
+ * thread, its queue and possibly g_lock (held by another parent thread at
+ * fork time) are unusable copies: drop every reference to them without
+ * touching them, so nothing the child does (calls, exit, signals) can write
+ * to, flush or close the parent's capture. No logging here (the log sink's
+ * lock may be held too): logged at the child's first CUDA call. */
+static void atfork_child(void) {
+  int s = atomic_load(&g_state);
+  if (s == ST_ACTIVE || s == ST_DONE || atomic_load(&g_activating)) {
+    atomic_store(&g_state, ST_FORKED);
+    g_writer = NULL;                /* not ours: never closed/destroyed here */
+    atomic_store(&g_shutting, 1);   /* shutdown_impl: nothing to do */
+  }
+  pthread_mutex_init(&g_lock, NULL);
+  pthread_mutex_init(&g_act_lock, NULL);
+  atomic_store(&g_activating, 0);
+  t_activating = 0;
+}
+
 /* ------------------------------------------------------------ start */
+
+void cucap_rec_on_activate(void (*fn)(void)) {
+  int i = atomic_fetch_add(&g_n_on_activate, 1);
+  if (i < MAX_ON_ACTIVATE)
+    g_on_activate[i] = fn;
+  else
+    CUCAP_WARN("recorder: too many on-activate functions, one dropped");
+}
 
 void cucap_rec_start(const char *producer, int toolkit_version) {
   if (atomic_exchange(&g_started, 1))
     return;
   g_toolkit_version = toolkit_version;
+  if (producer)
+    g_producer = producer;
   const char *out = getenv("CUCAP_OUTPUT");
   if (!out || !*out)
     return;
@@ -549,12 +627,33 @@ void cucap_rec_start(const char *producer, int toolkit_version) {
   if (cucap_rec_options_parse(optstr, &g_opts) != CUCAP_OK)
     CUCAP_ERROR("CUCAP_OPTIONS='%s': malformed value, using what parsed before it",
                 optstr);
-  if (cucap_rec_expand_path(out, (long)getpid(), g_path, sizeof g_path) != CUCAP_OK) {
-    CUCAP_ERROR("CUCAP_OUTPUT='%s': cannot expand path; not recording", out);
-    return;
-  }
   if (pthread_key_create(&g_thread_key, thread_state_free) != 0) {
     CUCAP_ERROR("recorder: pthread_key_create failed; not recording");
+    return;
+  }
+  if (pthread_atfork(NULL, NULL, atfork_child) != 0) {
+    CUCAP_ERROR("recorder: pthread_atfork failed; not recording");
+    return;
+  }
+  /* atexit at load time (not at the first CUDA call): our handler then runs
+   * after the app's own atexit handlers, whose CUDA calls stay recorded. It
+   * does nothing in a process that never opened a capture. */
+  atexit(at_exit_handler);
+  atomic_store_explicit(&g_state, ST_ARMED, memory_order_release);
+}
+
+/* Creates the file and installs exit/signal handlers. Called once, under
+ * g_act_lock, by the first thread that makes a CUDA call. */
+static void open_capture(void) {
+  const char *out = getenv("CUCAP_OUTPUT");
+  const char *optstr = getenv("CUCAP_OPTIONS");
+  const char *root = getenv("CUCAP_ROOT_PID");
+  long root_pid = root && *root ? strtol(root, NULL, 10) : 0;
+  long pid = (long)getpid();
+  if (!out || !*out ||
+      cucap_rec_output_path(out, pid, root_pid, g_path, sizeof g_path) != CUCAP_OK) {
+    CUCAP_ERROR("CUCAP_OUTPUT='%s': cannot expand path; not recording", out ? out : "");
+    atomic_store(&g_state, ST_FAILED);
     return;
   }
   struct timespec rt;
@@ -562,7 +661,7 @@ void cucap_rec_start(const char *producer, int toolkit_version) {
   g_start_mono = mono_ns();
   cucap_fbb *b = cucap_fbb_create(16384);
   size_t hsize = 0;
-  const uint8_t *h = b ? build_header(b, producer ? producer : "libcucap", optstr,
+  const uint8_t *h = b ? build_header(b, g_producer, optstr,
                                       (uint64_t)rt.tv_sec * 1000000000ull +
                                           (uint64_t)rt.tv_nsec,
                                       &hsize)
@@ -570,6 +669,7 @@ void cucap_rec_start(const char *producer, int toolkit_version) {
   if (!h) {
     CUCAP_ERROR("recorder: cannot build the file header; not recording");
     cucap_fbb_destroy(b);
+    atomic_store(&g_state, ST_FAILED);
     return;
   }
   cucap_writer_options wo;
@@ -585,11 +685,17 @@ void cucap_rec_start(const char *producer, int toolkit_version) {
   if (st != CUCAP_OK) {
     CUCAP_ERROR("cannot create capture '%s': %s; not recording (calls pass through)",
                 g_path, cucap_status_str(st));
+    atomic_store(&g_state, ST_FAILED);
     return;
   }
   g_writer = w;
-  atomic_store_explicit(&g_active, 1, memory_order_release);
-  atexit(at_exit_handler);
+  /* on-activate hooks (CUPTI subscription for --audit) run before the first
+   * call is recorded; the state is still ARMED and this thread is marked
+   * t_activating, so driver calls they make pass through. */
+  int n = atomic_load(&g_n_on_activate);
+  for (int i = 0; i < n && i < MAX_ON_ACTIVATE; i++)
+    if (g_on_activate[i])
+      g_on_activate[i]();
   for (size_t i = 0; i < N_FATAL; i++) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -604,5 +710,30 @@ void cucap_rec_start(const char *producer, int toolkit_version) {
       continue;
     sigaction(g_fatal_signals[i], &sa, NULL);
   }
+  atomic_store_explicit(&g_state, ST_ACTIVE, memory_order_release);
   CUCAP_INFO("recording to %s", g_path);
+}
+
+int cucap_rec_activate(void) {
+  int s = atomic_load_explicit(&g_state, memory_order_acquire);
+  if (__builtin_expect(s == ST_ACTIVE, 1))
+    return 1;
+  if (s == ST_FORKED) {
+    if (!atomic_exchange(&g_fork_logged, 1))
+      CUCAP_INFO("process %ld is a fork()ed child of a recorded process: not "
+                 "recorded (its CUDA calls pass through)", (long)getpid());
+    return 0;
+  }
+  if (s != ST_ARMED || t_activating)
+    return 0;
+  t_activating = 1;
+  pthread_mutex_lock(&g_act_lock);
+  if (atomic_load(&g_state) == ST_ARMED) {
+    atomic_store(&g_activating, 1);
+    open_capture();
+    atomic_store(&g_activating, 0);
+  }
+  pthread_mutex_unlock(&g_act_lock);
+  t_activating = 0;
+  return cucap_rec_active();
 }

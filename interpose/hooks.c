@@ -6,7 +6,12 @@
  *  (c) cuGetProcAddress / cuGetProcAddress_v2 map the real pointer back to the
  *      exported symbol and return our wrapper for it (including the
  *      self-lookup cudart does); cuGetExportTable is passed through and noted.
- * The real libcuda is dlopen'ed (never linked). See interpose_internal.h. */
+ * The real libcuda is dlopen'ed (never linked). See interpose_internal.h.
+ *
+ * CUPTI (ours for --audit, or the app's own) reaches the driver through
+ * dlsym too: a cu* lookup made from inside libcupti* gets the *real* entry
+ * point, so CUPTI's internal driver calls are never recorded as the app's
+ * and never re-enter the recorder while it is being set up. */
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -63,6 +68,17 @@ static void *dlsym_next_from(const void *caller, const char *name) {
   return NULL;
 }
 
+/* 1 if the return address ra lies in a libcupti* object. dladdr takes the
+ * loader lock (recursive) - fine: only for cu* names we wrap, not hot. */
+static int caller_is_cupti(const void *ra) {
+  Dl_info di;
+  if (!dladdr(ra, &di) || !di.dli_fname)
+    return 0;
+  const char *base = strrchr(di.dli_fname, '/');
+  base = base ? base + 1 : di.dli_fname;
+  return strncmp(base, "libcupti", 8) == 0;
+}
+
 CUCAP_EXPORT void *dlsym(void *handle, const char *name) {
   init_real_dlsym();
   if (!g_real_dlsym)
@@ -72,7 +88,7 @@ CUCAP_EXPORT void *dlsym(void *handle, const char *name) {
   const char *volatile vname = name;
   if (vname && name[0] == 'c' && name[1] == 'u') {
     void *w = cucap_wrapper_lookup(name);
-    if (w)
+    if (w && !caller_is_cupti(__builtin_return_address(0)))
       return w;
   }
   if (handle == RTLD_NEXT)
@@ -164,7 +180,8 @@ void *cucap_wrapper_lookup(const char *symbol) {
 int cucap_call_enter(cucap_call *c, uint32_t api) {
   if (__builtin_expect(!atomic_load_explicit(&g_real_ready, memory_order_acquire), 0))
     cucap_real_init();
-  if (!cucap_rec_active())
+  /* The first intercepted call of the process opens the capture. */
+  if (__builtin_expect(!cucap_rec_active(), 0) && !cucap_rec_activate())
     return 0;
   cucap_rec_thread *th = cucap_rec_thread_get();
   if (!th || th->depth)
@@ -187,10 +204,175 @@ int cucap_call_enter(cucap_call *c, uint32_t api) {
 }
 
 static atomic_int g_build_errors;
+static atomic_int g_devices_done;
+/* CUCAP_SLOW_RECORDS=1: build every Record with the generic builder (tests
+ * compare both paths). Read once by the constructor. */
+static int g_slow_records;
+
+/* One Devices record (format 1.1) after the first successful cuInit: the
+ * FileHeader is written before the driver is up. Queried through cucap_real
+ * (guard held: nothing is recorded, --audit does not count them). Any query
+ * that fails leaves its field absent. */
+static void emit_devices(void) {
+  if (atomic_exchange(&g_devices_done, 1))
+    return;
+  cucap_fbb *b = cucap_rec_builder();
+  if (!b)
+    return;
+  cucap_fbb_reset(b);
+  int ver = 0, n = 0;
+  int have_ver = cucap_real.cuDriverGetVersion &&
+                 cucap_real.cuDriverGetVersion(&ver) == CUDA_SUCCESS;
+  if (!cucap_real.cuDeviceGetCount || cucap_real.cuDeviceGetCount(&n) != CUDA_SUCCESS)
+    n = 0;
+  enum { MAXDEV = 64 };
+  if (n > MAXDEV)
+    n = MAXDEV;
+  cucap_fb_ref refs[MAXDEV];
+  size_t nref = 0;
+  for (int i = 0; i < n; i++) {
+    CUdevice d = 0;
+    if (!cucap_real.cuDeviceGet || cucap_real.cuDeviceGet(&d, i) != CUDA_SUCCESS)
+      continue;
+    char name[256] = "", pci[64] = "";
+    cucap_fb_ref name_r = 0, pci_r = 0, uuid_r = 0;
+    if (cucap_real.cuDeviceGetName &&
+        cucap_real.cuDeviceGetName(name, (int)sizeof name - 1, d) == CUDA_SUCCESS)
+      name_r = cucap_fbb_string(b, name, strnlen(name, sizeof name - 1));
+    if (cucap_real.cuDeviceGetPCIBusId &&
+        cucap_real.cuDeviceGetPCIBusId(pci, (int)sizeof pci - 1, d) == CUDA_SUCCESS)
+      pci_r = cucap_fbb_string(b, pci, strnlen(pci, sizeof pci - 1));
+    CUuuid uuid;
+    if ((cucap_real.cuDeviceGetUuid_v2 &&
+         cucap_real.cuDeviceGetUuid_v2(&uuid, d) == CUDA_SUCCESS) ||
+        (cucap_real.cuDeviceGetUuid && cucap_real.cuDeviceGetUuid(&uuid, d) == CUDA_SUCCESS))
+      uuid_r = cucap_fbb_vector(b, uuid.bytes, sizeof uuid.bytes, 1, 1);
+    int maj = -1, min = -1, sms = -1;
+    if (cucap_real.cuDeviceGetAttribute) {
+      if (cucap_real.cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d))
+        maj = -1;
+      if (cucap_real.cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d))
+        min = -1;
+      if (cucap_real.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d))
+        sms = -1;
+    }
+    size_t mem = 0, gran = 0;
+    int have_mem = cucap_real.cuDeviceTotalMem_v2 &&
+                   cucap_real.cuDeviceTotalMem_v2(&mem, d) == CUDA_SUCCESS;
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = d;
+    int have_gran = cucap_real.cuMemGetAllocationGranularity &&
+                    cucap_real.cuMemGetAllocationGranularity(
+                        &gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS;
+    cucap_fb_device_props_start(b);
+    cucap_fb_device_props_add_ordinal(b, i);
+    if (name_r)
+      cucap_fb_device_props_add_name(b, name_r);
+    if (uuid_r)
+      cucap_fb_device_props_add_uuid(b, uuid_r);
+    if (maj >= 0)
+      cucap_fb_device_props_add_cc_major(b, maj);
+    if (min >= 0)
+      cucap_fb_device_props_add_cc_minor(b, min);
+    if (have_mem)
+      cucap_fb_device_props_add_total_mem(b, (uint64_t)mem);
+    if (sms >= 0)
+      cucap_fb_device_props_add_sm_count(b, sms);
+    if (pci_r)
+      cucap_fb_device_props_add_pci_bus_id(b, pci_r);
+    if (have_gran)
+      cucap_fb_device_props_add_va_granularity(b, (uint64_t)gran);
+    refs[nref++] = cucap_fb_device_props_end(b);
+  }
+  cucap_fb_ref dv = cucap_fbb_vector_refs(b, refs, nref);
+  cucap_fb_devices_start(b);
+  if (have_ver)
+    cucap_fb_devices_add_driver_version(b, ver);
+  cucap_fb_devices_add_devices(b, dv);
+  cucap_fb_ref body = cucap_fb_devices_end(b);
+  cucap_status st = cucap_rec_emit(b, CUCAP_FB_BODY_DEVICES, body, 0);
+  if (st != CUCAP_OK)
+    CUCAP_ERROR("recording the Devices record failed: %s", cucap_status_str(st));
+  cucap_fbb_reset(b);
+}
+
+/* Fast path for the common Record without a body: the size-prefixed
+ * FlatBuffer is laid out by hand (front to back) instead of through the
+ * generic builder (~700 -> ~60 instructions per call). Any valid layout is
+ * fine: readers go through the verifier and field accessors. Layout (offsets
+ * from the size prefix; everything 8-aligned as the writer requires):
+ *    0 u32 size-4 | 4 u32 root uoffset (-> 40) | 8 vtable: u16 vsize=28,
+ *   u16 tsize=64, u16 off[12] (0 = absent) | 36 pad | 40 table: i32 soffset
+ *   (=32) | 44 tid | 48 seq | 56 t_enter | 64 t_exit | 72 context | 80 call |
+ *   84 result | 88 args uoffset | 92 stack | 96 variant | 97 pad |
+ *   104 pad | 108 u32 nargs | 112 args[nargs] (u64). */
+enum {
+  FR_T = 40, FR_TSIZE = 64, FR_VEC = 108, FR_ELEMS = 112,
+  FR_MAX = FR_ELEMS + 8 * CUCAP_MAX_ARGS
+};
+
+static size_t fast_record(uint8_t *buf, const cucap_call *c, uint64_t t_exit,
+                          CUresult r, uint64_t ctx) {
+  uint32_t n = c->nargs > CUCAP_MAX_ARGS ? CUCAP_MAX_ARGS : c->nargs;
+  size_t size = n ? FR_ELEMS + 8 * (size_t)n : FR_VEC - 4;
+  memset(buf, 0, FR_ELEMS);
+  uint32_t u32;
+  int32_t i32;
+  uint16_t vt[14] = {28, FR_TSIZE,
+                     /* seq */ 48 - FR_T, /* tid */ 44 - FR_T,
+                     /* t_enter */ 56 - FR_T, /* t_exit */ 64 - FR_T,
+                     /* call */ 80 - FR_T, /* variant */ c->variant ? 96 - FR_T : 0,
+                     /* result */ 84 - FR_T, /* args */ n ? 88 - FR_T : 0,
+                     /* stack */ c->stack ? 92 - FR_T : 0, /* body_type */ 0,
+                     /* body */ 0, /* context */ ctx ? 72 - FR_T : 0};
+  u32 = (uint32_t)(size - 4);
+  memcpy(buf, &u32, 4);
+  u32 = FR_T - 4;
+  memcpy(buf + 4, &u32, 4);
+  memcpy(buf + 8, vt, sizeof vt);
+  i32 = FR_T - 8;
+  memcpy(buf + FR_T, &i32, 4);
+  memcpy(buf + 44, &c->th->tid, 4);
+  /* seq (48) stays 0: patched by cucap_rec_append_call */
+  memcpy(buf + 56, &c->t_enter, 8);
+  memcpy(buf + 64, &t_exit, 8);
+  memcpy(buf + 72, &ctx, 8);
+  memcpy(buf + 80, &c->cbid, 4);
+  i32 = (int32_t)r;
+  memcpy(buf + 84, &i32, 4);
+  if (n) {
+    u32 = FR_VEC - 88; /* uoffset from the field to the vector's length */
+    memcpy(buf + 88, &u32, 4);
+    memcpy(buf + FR_VEC, &n, 4);
+    memcpy(buf + FR_ELEMS, c->args, 8 * (size_t)n);
+  }
+  memcpy(buf + 92, &c->stack, 4);
+  buf[96] = c->variant;
+  return size;
+}
 
 void cucap_call_exit(cucap_call *c, CUresult r) {
   uint64_t t_exit = cucap_rec_now();
   if (!c->drop) {
+    /* Record.context: the thread's current context after the call (for
+     * cuCtxSetCurrent/Push/Pop/Create: the new one). A TLS read in the
+     * driver; not an app call, so --audit must not count it. */
+    CUcontext ctx = NULL;
+    c->th->audit_expect = 0;
+    if (cucap_real.cuCtxGetCurrent)
+      cucap_real.cuCtxGetCurrent(&ctx);
+    if (!(c->body_type && c->body) && !g_slow_records) {
+      _Alignas(8) uint8_t fbuf[FR_MAX];
+      size_t fsize = fast_record(fbuf, c, t_exit, r, (uint64_t)(uintptr_t)ctx);
+      cucap_status st = cucap_rec_append_call(fbuf, fsize, c->cbid, NULL);
+      if (st != CUCAP_OK && st != CUCAP_ERR_STATE && atomic_fetch_add(&g_build_errors, 1) < 3)
+        CUCAP_ERROR("recording %s failed: %s", cucap_api_table[c->api].symbol,
+                    cucap_status_str(st));
+      goto done;
+    }
     cucap_fbb *b = c->b;
     uint32_t n = c->nargs > CUCAP_MAX_ARGS ? CUCAP_MAX_ARGS : c->nargs;
     cucap_fb_ref args = n ? cucap_fbb_vector(b, c->args, n, 8, 8) : 0;
@@ -209,6 +391,8 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
       cucap_fb_record_add_stack(b, c->stack);
     if (c->body_type && c->body)
       cucap_fb_record_add_body(b, c->body_type, c->body);
+    if (ctx)
+      cucap_fb_record_add_context(b, (uint64_t)(uintptr_t)ctx);
     cucap_fb_ref rec = cucap_fb_record_end(b);
     size_t size = 0;
     uint8_t *buf = (uint8_t *)cucap_fbb_finish(b, rec, 1, &size);
@@ -217,6 +401,10 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
       CUCAP_ERROR("recording %s failed: %s", cucap_api_table[c->api].symbol,
                   cucap_status_str(st));
   }
+done:
+  /* after the cuInit Record, so the Devices record follows it in the file */
+  if (__builtin_expect(c->api == CUCAP_API_cuInit, 0) && r == CUDA_SUCCESS)
+    emit_devices();
   c->th->depth = 0;
 }
 
@@ -321,16 +509,14 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable,
 
 __attribute__((constructor)) static void cucap_interpose_init(void) {
   init_real_dlsym();
+  /* Arms only: the capture (and, with --audit, the CUPTI subscription) is
+   * set up at the process's first intercepted CUDA call, before that call
+   * reaches the driver. */
+  const char *slow = getenv("CUCAP_SLOW_RECORDS");
+  g_slow_records = slow && *slow == '1';
   cucap_rec_start("libcucap", CUDA_VERSION);
-  if (cucap_rec_active() && cucap_rec_opts()->audit) {
-    /* CUPTI's own driver calls during setup are not the app's */
-    cucap_rec_thread *th = cucap_rec_thread_get();
-    if (th)
-      th->depth++;
-    cucap_audit_start();
-    if (th)
-      th->depth--;
-  }
+  if (cucap_rec_opts()->audit)
+    cucap_rec_on_activate(cucap_audit_start);
 }
 
 __attribute__((destructor)) static void cucap_interpose_fini(void) {

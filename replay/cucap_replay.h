@@ -4,8 +4,11 @@
  * The replayer loads libcuda.so.1 with dlopen at run time (never linked) and
  * fetches every entry point through cuGetProcAddress_v2. It first places the
  * recorded device allocations at their recorded virtual addresses
- * (cuMemAddressReserve with a fixed hint + cuMemCreate/cuMemMap over the
- * 2 MiB-aligned union of the ranges) so argument blocks and pointers stored
+ * (cuMemAddressReserve of 32 MiB-aligned super-ranges with the start as
+ * hint - the real driver ignores hints with less alignment - then
+ * cuMemCreate/cuMemMap over the 2 MiB-aligned union of the ranges; the
+ * super-ranges are held with PROT_NONE host mappings from before libcuda is
+ * loaded until their reservation) so argument blocks and pointers stored
  * in device memory stay valid; ranges that cannot be had are relocated
  * (pointer-sized kernel parameters are patched). Then it executes the records
  * in file order on one host thread and optionally verifies results.
@@ -71,7 +74,8 @@ typedef struct cucap_replay_report {
   uint64_t skip_count[CUCAP_REPLAY_MAX_SKIP_NAMES];
   /* memory placement */
   int fixed_address;         /* 1: recorded VAs placed at their addresses */
-  uint64_t fixed_ranges, fixed_bytes;  /* reserved + mapped at fixed VAs */
+  uint64_t fixed_ranges, fixed_bytes;  /* super-ranges reserved, bytes
+                                          mapped at fixed VAs */
   uint64_t relocated_allocs;           /* allocations replayed elsewhere */
   uint64_t patched_params;             /* kernel params rewritten (relocation) */
   /* environment */

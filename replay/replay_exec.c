@@ -95,7 +95,10 @@ int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   }
   void *p = NULL;
   *pinned = 0;
-  if (R->d.df.MemAllocHost && R->cur &&
+  /* never cuMemAllocHost while a stream captures: it is an unsafe call in
+   * CU_STREAM_CAPTURE_MODE_GLOBAL and invalidates the capture (seen on the
+   * GPU as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at the next launch) */
+  if (R->d.df.MemAllocHost && R->cur && !R->capturing &&
       R->d.df.MemAllocHost(&p, nc) == CUDA_SUCCESS && p)
     *pinned = 1;
   else
@@ -113,6 +116,8 @@ static int rp_ctx_use(rp_state *R, uint64_t rec_ctx) {
   if (!rec_ctx)
     return 1;
   uint64_t live = 0;
+  if (rec_ctx == R->last_ctx_rec && (CUcontext)(uintptr_t)R->last_ctx_live == R->cur)
+    return 1; /* same context as the previous op: nothing to do */
   if (!rp_map_get(&R->ctx, rec_ctx, &live)) {
     if (!R->warned_ctx++)
       CUCAP_INFO("replay: context 0x%" PRIx64 " not created by a recorded "
@@ -126,6 +131,8 @@ static int rp_ctx_use(rp_state *R, uint64_t rec_ctx) {
       return 0;
     R->cur = (CUcontext)(uintptr_t)live;
   }
+  R->last_ctx_rec = rec_ctx;
+  R->last_ctx_live = live;
   return 1;
 }
 
@@ -159,8 +166,13 @@ static CUstream rp_stream(rp_state *R, uint64_t h) {
   if (h <= 2) /* NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD */
     return (CUstream)(uintptr_t)h;
   uint64_t v;
-  if (rp_map_get(&R->stream, h, &v))
+  if (h == R->last_stream_rec)
+    return (CUstream)(uintptr_t)R->last_stream_live;
+  if (rp_map_get(&R->stream, h, &v)) {
+    R->last_stream_rec = h;
+    R->last_stream_live = v;
     return (CUstream)(uintptr_t)v;
+  }
   if (!R->warned_stream++)
     CUCAP_WARN("replay: stream 0x%" PRIx64 " unknown (created before the "
                "capture started?); using the default stream", h);
@@ -237,7 +249,8 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_NONE:
     return NULL;
   default:
-    if (cucap_fb_record_body_type(rec) > CUCAP_FB_BODY_BLOBPIECE)
+    /* Devices (format 1.1): informational, read by the scan */
+    if (cucap_fb_record_body_type(rec) > CUCAP_FB_BODY_DEVICES)
       return "unknown record body";
     return NULL;
   }
@@ -267,6 +280,7 @@ uint64_t rp_alloc_size(const cucap_fb_alloc *a) {
 static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
                           const cucap_fb_context *c) {
   uint64_t h = cucap_fb_context_handle(c);
+  R->last_ctx_rec = 0; /* the recorded -> live mapping may change */
   switch (cucap_fb_context_op(c)) {
   case CUCAP_FB_CONTEXTOP_CREATE: {
     CUcontext nc = NULL;
@@ -474,9 +488,15 @@ static void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   if (addr != rec_addr) {
     /* module globals are placed by the loader: relocate references */
     uint64_t rsz = cucap_fb_global_size(g) ? cucap_fb_global_size(g) : size;
-    CUCAP_INFO("replay: global %s at 0x%llx, recorded at 0x%" PRIx64
-               "; relocating references", name, (unsigned long long)addr,
-               rec_addr);
+    if (!R->warned_global++)
+      CUCAP_WARN("replay: module global %s is at 0x%llx, recorded at 0x%" PRIx64
+                 " (the driver places globals); kernel parameters and copies "
+                 "are relocated, its address stored in device memory is not",
+                 name, (unsigned long long)addr, rec_addr);
+    else
+      CUCAP_INFO("replay: global %s at 0x%llx, recorded at 0x%" PRIx64
+                 "; relocating references", name, (unsigned long long)addr,
+                 rec_addr);
     rp_mem_add_reloc(&R->mem, rec_addr, rsz, addr, 0);
   }
   R->rep->executed++;
@@ -563,6 +583,13 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
     }
   }
   fi->param_bytes = cucap_fb_function_param_bytes(f);
+  fi->layout_bytes = fi->param_bytes; /* end of the last parameter */
+  for (size_t i = 0; i < fi->nparams; i++) {
+    size_t end = (size_t)fi->params[i].offset + fi->params[i].size;
+    if (end > fi->layout_bytes)
+      fi->layout_bytes = end;
+  }
+  R->last_fn_idx = 0; /* funcs[] may have moved or changed */
   R->rep->executed++;
 }
 
@@ -606,7 +633,8 @@ static void rp_op_free(rp_state *R, const cucap_fb_record *rec,
   uint64_t live = rp_mem_del_reloc(&R->mem, cucap_fb_free_address(f));
   if (live) {
     rp_ctx_rec(R, rec);
-    R->d.df.CtxSynchronize(); /* the program's free was ordered after use */
+    if (!R->capturing) /* a sync during a capture would invalidate it */
+      R->d.df.CtxSynchronize(); /* the program's free was ordered after use */
     R->d.df.MemFree(live);
   }
   R->rep->executed++;
@@ -895,10 +923,16 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
     return;
   }
   const rp_fns *fn = rp_fn(R, rec);
-  uint64_t idx;
-  if (!rp_map_get(&R->func, cucap_fb_launch_function(l), &idx)) {
-    rp_skip(R, "launch of an unknown function");
-    return;
+  uint64_t idx, fh = cucap_fb_launch_function(l);
+  if (R->last_fn_idx && R->last_fn_handle == fh) {
+    idx = R->last_fn_idx - 1; /* loops launch the same kernel again and again */
+  } else {
+    if (!rp_map_get(&R->func, fh, &idx)) {
+      rp_skip(R, "launch of an unknown function");
+      return;
+    }
+    R->last_fn_handle = fh;
+    R->last_fn_idx = idx + 1;
   }
   rp_func *fi = &R->funcs[idx];
   if (!rp_ctx_rec(R, rec))
@@ -938,13 +972,8 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   /* the driver reads every parameter at its offset: make sure the block
    * covers the recorded layout (zero-filled past what was stored) */
   size_t need = n;
-  if (fi->param_bytes > need)
-    need = fi->param_bytes;
-  for (size_t i = 0; i < fi->nparams; i++) {
-    size_t end = (size_t)fi->params[i].offset + fi->params[i].size;
-    if (end > need)
-      need = end;
-  }
+  if (fi->layout_bytes > need)
+    need = fi->layout_bytes;
   if (need > n) {
     if (!rp_grow(&R->expect, &R->expect_cap, need + 8, &R->expect_pinned, R)) {
       rp_skip(R, "launch (parameter layout too large)");
@@ -1055,17 +1084,22 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
     r = fn->LaunchKernel(f, gd->x, gd->y, gd->z, bd->x, bd->y, bd->z, shm, st,
                          kparams, extra);
   }
-  char what[200];
-  snprintf(what, sizeof what, "launch of %s (launch %" PRIu64 ")", fi->name,
-           cucap_fb_launch_launch_index(l));
-  if (!rp_cu(R, r, what))
+  if (r != CUDA_SUCCESS) { /* message formatted only on failure */
+    char what[200];
+    snprintf(what, sizeof what, "launch of %s (launch %" PRIu64 ")", fi->name,
+             cucap_fb_launch_launch_index(l));
+    rp_cu(R, r, what);
     return;
-  R->rep->launches++;
+  }
+  if (!R->capturing) /* captured: runs (and counts) at cuGraphLaunch */
+    R->rep->launches++;
   R->rep->executed++;
-  uint64_t li = cucap_fb_launch_launch_index(l);
-  rp_map_put(&R->launch_fn, li, idx + 1);
-  if (R->npending)
-    rp_verify_launch_done(R, li);
+  if (R->o->verify == CUCAP_REPLAY_VERIFY_LAUNCH) { /* names in reports */
+    uint64_t li = cucap_fb_launch_launch_index(l);
+    rp_map_put(&R->launch_fn, li, idx + 1);
+    if (R->npending)
+      rp_verify_launch_done(R, li);
+  }
 }
 
 static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
@@ -1082,9 +1116,11 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                "cuStreamCreateWithPriority"))
       return;
     rp_map_put(&R->stream, h, (uint64_t)(uintptr_t)ns);
+    R->last_stream_rec = 0;
     break;
   }
   case CUCAP_FB_STREAMOP_DESTROY:
+    R->last_stream_rec = 0;
     if (rp_map_del(&R->stream, h, &live))
       R->d.df.StreamDestroy((CUstream)(uintptr_t)live);
     break;
@@ -1202,8 +1238,12 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "cuGraphInstantiate (graph not rebuilt)");
       return;
     }
+    /* UPLOAD (from cuGraphInstantiateWithParams) needs an upload stream,
+     * which cuGraphInstantiateWithFlags has not: drop it */
+    unsigned long long gfl = cucap_fb_graph_flags(g) &
+                             ~(unsigned long long)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
     if (!rp_cu(R, R->d.df.GraphInstantiateWithFlags(&ex, (CUgraph)(uintptr_t)live,
-                                                    cucap_fb_graph_flags(g)),
+                                                    gfl),
                "cuGraphInstantiate"))
       return;
     rp_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);

@@ -123,23 +123,50 @@ typedef struct rp_reloc {      /* a recorded range replayed elsewhere */
   int owned;                   /* 1: cuMemAlloc'ed by us */
 } rp_reloc;
 
-typedef struct rp_fixed {      /* one fixed-address mapping */
+/* Evidence, measured on the GPU machine (H100, driver 580, CUDA 13, fresh
+ * process after cuInit + primary context): cuMemAddressReserve honours a
+ * fixed-address hint EXACTLY when the hint is 32 MiB-aligned (0x2000000) and
+ * the range is free (sizes 32 and 64 MiB, 0x7f0000000000, the start of a
+ * freed cuMemAlloc region); a hint that is only 2 MiB-aligned is IGNORED
+ * (a default address comes back). So the recorded ranges are reserved in
+ * super-ranges whose start and end are rounded to this alignment. */
+#define RP_VA_HINT_ALIGN ((uint64_t)32 << 20)
+
+typedef struct rp_chunk {      /* one mapped (backed) piece of a super-range */
   uint64_t addr, size;
   CUmemGenericAllocationHandle h;
-  int reserved, created, mapped;
+  int created, mapped;
+} rp_chunk;
+
+typedef struct rp_fixed {      /* one reserved super-range (32 MiB-aligned) */
+  uint64_t addr, size;
+  int reserved;
+  int host_guard;              /* 1: still held by our PROT_NONE host mmap */
 } rp_fixed;
 
 typedef struct rp_mem {
   rp_range *recorded; size_t nrecorded, caprecorded; /* device alloc ranges */
-  rp_fixed *fixed; size_t nfixed;
+  rp_fixed *fixed; size_t nfixed;   /* super-ranges (planned or reserved) */
+  rp_chunk *chunks; size_t nchunks; /* mapped 2 MiB-aligned pieces, sorted */
+  int planned;                      /* recorded[] merged + fixed[] computed */
   rp_reloc *reloc; size_t nreloc, capreloc;
 } rp_mem;
 
 int rp_mem_add_recorded(rp_mem *m, uint64_t addr, uint64_t size);
-/* Reserves + maps the aligned union of the recorded ranges at their
- * addresses. Returns the number of ranges that could not be placed. */
+/* Merges the recorded ranges and computes the 32 MiB super-ranges. */
+int rp_mem_plan(rp_mem *m);
+/* Before libcuda is loaded: reserves every super-range in the host address
+ * space (mmap PROT_NONE, MAP_FIXED_NOREPLACE) so that shared libraries and
+ * driver mappings of this process stay out of it; released range by range
+ * just before its cuMemAddressReserve (or by rp_mem_release). Best effort:
+ * returns the number of super-ranges guarded. */
+size_t rp_mem_host_guard(rp_mem *m);
+/* Reserves each super-range at its exact address, then maps device memory
+ * over the 2 MiB-aligned union of the recorded ranges inside it. Returns the
+ * number of recorded ranges that could not be placed (they are relocated);
+ * ranges and bytes receive the super-ranges reserved and the bytes mapped. */
 size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
-                          uint64_t *bytes);
+                          uint64_t *ranges, uint64_t *bytes);
 /* Sorts/merges the recorded ranges only (relocation mode). */
 void rp_mem_sort_recorded(rp_mem *m);
 int rp_mem_is_fixed(const rp_mem *m, uint64_t addr, uint64_t size);
@@ -151,7 +178,20 @@ int rp_mem_add_reloc(rp_mem *m, uint64_t addr, uint64_t size, uint64_t live,
  * own it (caller frees), else 0. */
 uint64_t rp_mem_del_reloc(rp_mem *m, uint64_t addr);
 /* Recorded address -> live address (identity when not relocated). */
-uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr, int *relocated);
+static inline uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr,
+                                        int *relocated) {
+  for (size_t i = m->nreloc; i-- > 0;) {
+    const rp_reloc *r = &m->reloc[i];
+    if (addr - r->addr < r->size) { /* unsigned: also addr >= r->addr */
+      if (relocated)
+        *relocated = 1;
+      return r->live + (addr - r->addr);
+    }
+  }
+  if (relocated)
+    *relocated = 0;
+  return addr;
+}
 void rp_mem_release(rp_mem *m, rp_driver *d);
 
 #endif

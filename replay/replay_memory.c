@@ -1,10 +1,15 @@
 /* replay_memory.c - where recorded device memory lives during replay
  * (owner: replay/).
  *
- * Fixed placement: the 2 MiB-aligned union of all recorded device
- * allocations is reserved at exactly the recorded virtual addresses
- * (cuMemAddressReserve with the address as hint, checked) and backed with
- * pinned device memory (cuMemCreate + cuMemMap + cuMemSetAccess). Replayed
+ * Fixed placement: the union of all recorded device allocations is reserved
+ * in 32 MiB-aligned super-ranges (RP_VA_HINT_ALIGN: the real driver ignores
+ * hints that are only 2 MiB-aligned) at exactly the recorded virtual
+ * addresses (cuMemAddressReserve with the super-range start as hint,
+ * checked); only the 2 MiB-aligned union of the recorded ranges inside is
+ * backed with pinned device memory (cuMemCreate + cuMemMap +
+ * cuMemSetAccess). Before libcuda is even loaded, the super-ranges are held
+ * in the host address space with PROT_NONE mappings (rp_mem_host_guard), so
+ * ASLR-placed libraries and the driver's own mappings keep out of them. Replayed
  * allocation calls then need no memory of their own, and every pointer the
  * program kept (in argument blocks or inside device memory) stays valid.
  *
@@ -14,6 +19,7 @@
  * Alloc replaces overlapping entries and a Free removes its entry). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cucap_log.h"
 #include "replay_internal.h"
@@ -71,16 +77,94 @@ void rp_mem_sort_recorded(rp_mem *m) {
   m->nrecorded = rp_union(m->recorded, m->nrecorded, 1);
 }
 
+static uint64_t rp_super_align(uint64_t gran) {
+  return gran > RP_VA_HINT_ALIGN ? gran : RP_VA_HINT_ALIGN;
+}
+
+/* Computes the super-ranges for a given alignment (fixed[] replaced). */
+static int rp_plan_align(rp_mem *m, uint64_t align) {
+  free(m->fixed);
+  m->fixed = NULL;
+  m->nfixed = 0;
+  if (!m->nrecorded)
+    return 1;
+  rp_range *u = malloc(m->nrecorded * sizeof *u);
+  if (!u)
+    return 0;
+  memcpy(u, m->recorded, m->nrecorded * sizeof *u);
+  size_t nu = rp_union(u, m->nrecorded, align);
+  m->fixed = calloc(nu, sizeof *m->fixed);
+  if (!m->fixed) {
+    free(u);
+    return 0;
+  }
+  for (size_t i = 0; i < nu; i++) {
+    m->fixed[i].addr = u[i].addr;
+    m->fixed[i].size = u[i].size;
+  }
+  m->nfixed = nu;
+  free(u);
+  return 1;
+}
+
+int rp_mem_plan(rp_mem *m) {
+  if (m->planned)
+    return 1;
+  /* exact union (kept for rp_mem_is_recorded) */
+  m->nrecorded = rp_union(m->recorded, m->nrecorded, 1);
+  if (!rp_plan_align(m, RP_VA_HINT_ALIGN))
+    return 0;
+  m->planned = 1;
+  return 1;
+}
+
+size_t rp_mem_host_guard(rp_mem *m) {
+  size_t n = 0;
+  if (!rp_mem_plan(m))
+    return 0;
+  for (size_t i = 0; i < m->nfixed; i++) {
+    rp_fixed *f = &m->fixed[i];
+    void *p = mmap((void *)(uintptr_t)f->addr, f->size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                       MAP_FIXED_NOREPLACE,
+                   -1, 0);
+    if (p == MAP_FAILED)
+      continue; /* already taken (e.g. the capture file's mapping) */
+    if (p != (void *)(uintptr_t)f->addr) { /* kernel without NOREPLACE */
+      munmap(p, f->size);
+      continue;
+    }
+    f->host_guard = 1;
+    n++;
+  }
+  return n;
+}
+
+static void rp_unguard(rp_fixed *f) {
+  if (f->host_guard) {
+    munmap((void *)(uintptr_t)f->addr, f->size);
+    f->host_guard = 0;
+  }
+}
+
+static void rp_chunk_undo(rp_driver *d, rp_chunk *c) {
+  if (c->mapped && d->df.MemUnmap)
+    d->df.MemUnmap(c->addr, c->size);
+  if (c->created && d->df.MemRelease)
+    d->df.MemRelease(c->h);
+  c->mapped = c->created = 0;
+}
+
 size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
-                          uint64_t *bytes) {
+                          uint64_t *ranges, uint64_t *bytes) {
   *bytes = 0;
+  *ranges = 0;
   if (!m->nrecorded)
     return 0;
-  /* exact union first (kept for rp_mem_is_recorded) */
-  m->nrecorded = rp_union(m->recorded, m->nrecorded, 1);
   if (!d->df.MemAddressReserve || !d->df.MemCreate || !d->df.MemMap ||
       !d->df.MemSetAccess) {
     CUCAP_WARN("replay: driver lacks VMM entry points; relocating");
+    rp_mem_sort_recorded(m);
     return m->nrecorded;
   }
   CUmemAllocationProp prop;
@@ -96,75 +180,96 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
           CUDA_SUCCESS &&
       gran > align && (gran & (gran - 1)) == 0)
     align = gran;
+  if (!rp_mem_plan(m))
+    return m->nrecorded;
+  if (rp_super_align(align) != RP_VA_HINT_ALIGN) {
+    /* granularity above 32 MiB: re-plan (no host guard then) */
+    for (size_t i = 0; i < m->nfixed; i++)
+      rp_unguard(&m->fixed[i]);
+    if (!rp_plan_align(m, rp_super_align(align)))
+      return m->nrecorded;
+  }
+  /* the pieces actually backed: the granularity-aligned union */
   rp_range *u = malloc(m->nrecorded * sizeof *u);
   if (!u)
     return m->nrecorded;
   memcpy(u, m->recorded, m->nrecorded * sizeof *u);
   size_t nu = rp_union(u, m->nrecorded, align);
-  m->fixed = calloc(nu, sizeof *m->fixed);
-  if (!m->fixed) {
+  m->chunks = calloc(nu ? nu : 1, sizeof *m->chunks);
+  if (!m->chunks) {
     free(u);
-    return nu;
+    return m->nrecorded;
   }
-  size_t failed = 0;
-  for (size_t i = 0; i < nu; i++) {
-    rp_fixed f;
-    memset(&f, 0, sizeof f);
-    f.addr = u[i].addr;
-    f.size = u[i].size;
+  CUmemAccessDesc acc;
+  memset(&acc, 0, sizeof acc);
+  acc.location = prop.location;
+  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  size_t failed = 0, ui = 0;
+  for (size_t i = 0; i < m->nfixed; i++) {
+    rp_fixed *f = &m->fixed[i];
+    size_t u0 = ui; /* pieces [u0, ui) lie inside this super-range */
+    while (ui < nu && u[ui].addr < f->addr + f->size)
+      ui++;
+    rp_unguard(f); /* give the range back to the kernel for the driver */
     CUdeviceptr p = 0;
-    CUresult r = d->df.MemAddressReserve(&p, f.size, 0, f.addr, 0);
-    if (r != CUDA_SUCCESS || p != f.addr) {
-      CUCAP_WARN("replay: cannot reserve 0x%llx+0x%llx at its recorded "
-                 "address (%s, got 0x%llx); relocating allocations there",
-                 (unsigned long long)f.addr, (unsigned long long)f.size,
+    CUresult r = d->df.MemAddressReserve(&p, f->size, 0, f->addr, 0);
+    if (r != CUDA_SUCCESS || p != f->addr) {
+      CUCAP_WARN("replay: cannot reserve 0x%llx+0x%llx (32 MiB-aligned "
+                 "super-range) at its recorded address (%s, got 0x%llx); "
+                 "relocating allocations there",
+                 (unsigned long long)f->addr, (unsigned long long)f->size,
                  r == CUDA_SUCCESS ? "other address" : rp_cu_err(d, r),
                  (unsigned long long)p);
       if (r == CUDA_SUCCESS && p && d->df.MemAddressFree)
-        d->df.MemAddressFree(p, f.size);
-      failed++;
+        d->df.MemAddressFree(p, f->size);
+      failed += ui - u0;
       continue;
     }
-    f.reserved = 1;
-    r = d->df.MemCreate(&f.h, f.size, &prop, 0);
-    if (r == CUDA_SUCCESS) {
-      f.created = 1;
-      r = d->df.MemMap(f.addr, f.size, 0, f.h, 0);
+    f->reserved = 1;
+    (*ranges)++;
+    for (size_t k = u0; k < ui; k++) {
+      rp_chunk c;
+      memset(&c, 0, sizeof c);
+      c.addr = u[k].addr;
+      c.size = u[k].size;
+      r = d->df.MemCreate(&c.h, c.size, &prop, 0);
+      if (r == CUDA_SUCCESS) {
+        c.created = 1;
+        r = d->df.MemMap(c.addr, c.size, 0, c.h, 0);
+      }
+      if (r == CUDA_SUCCESS) {
+        c.mapped = 1;
+        r = d->df.MemSetAccess(c.addr, c.size, &acc, 1);
+      }
+      if (r != CUDA_SUCCESS) {
+        CUCAP_WARN("replay: cannot back 0x%llx+0x%llx with device memory "
+                   "(%s); relocating allocations there",
+                   (unsigned long long)c.addr, (unsigned long long)c.size,
+                   rp_cu_err(d, r));
+        rp_chunk_undo(d, &c);
+        failed++;
+        continue;
+      }
+      m->chunks[m->nchunks++] = c;
+      *bytes += c.size;
     }
-    if (r == CUDA_SUCCESS) {
-      f.mapped = 1;
-      CUmemAccessDesc acc;
-      memset(&acc, 0, sizeof acc);
-      acc.location = prop.location;
-      acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-      r = d->df.MemSetAccess(f.addr, f.size, &acc, 1);
-    }
-    if (r != CUDA_SUCCESS) {
-      CUCAP_WARN("replay: cannot back 0x%llx+0x%llx with device memory (%s); "
-                 "relocating allocations there",
-                 (unsigned long long)f.addr, (unsigned long long)f.size,
-                 rp_cu_err(d, r));
-      if (f.mapped && d->df.MemUnmap)
-        d->df.MemUnmap(f.addr, f.size);
-      if (f.created && d->df.MemRelease)
-        d->df.MemRelease(f.h);
-      if (d->df.MemAddressFree)
-        d->df.MemAddressFree(f.addr, f.size);
-      failed++;
-      continue;
-    }
-    m->fixed[m->nfixed++] = f;
-    *bytes += f.size;
   }
   free(u);
   return failed;
 }
 
 int rp_mem_is_fixed(const rp_mem *m, uint64_t addr, uint64_t size) {
-  for (size_t i = 0; i < m->nfixed; i++)
-    if (addr >= m->fixed[i].addr &&
-        addr + size <= m->fixed[i].addr + m->fixed[i].size)
-      return 1;
+  size_t lo = 0, hi = m->nchunks;
+  while (lo < hi) { /* chunks[] is sorted and disjoint */
+    size_t mid = (lo + hi) / 2;
+    const rp_chunk *c = &m->chunks[mid];
+    if (addr < c->addr)
+      hi = mid;
+    else if (addr >= c->addr + c->size)
+      lo = mid + 1;
+    else
+      return addr + size <= c->addr + c->size;
+  }
   return 0;
 }
 
@@ -224,35 +329,21 @@ uint64_t rp_mem_del_reloc(rp_mem *m, uint64_t addr) {
   return 0;
 }
 
-uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr, int *relocated) {
-  for (size_t i = m->nreloc; i-- > 0;) {
-    const rp_reloc *r = &m->reloc[i];
-    if (addr >= r->addr && addr - r->addr < r->size) {
-      if (relocated)
-        *relocated = 1;
-      return r->live + (addr - r->addr);
-    }
-  }
-  if (relocated)
-    *relocated = 0;
-  return addr;
-}
-
 void rp_mem_release(rp_mem *m, rp_driver *d) {
   for (size_t i = 0; i < m->nreloc; i++)
     if (m->reloc[i].owned && d->df.MemFree)
       d->df.MemFree(m->reloc[i].live);
+  for (size_t i = 0; i < m->nchunks; i++)
+    rp_chunk_undo(d, &m->chunks[i]);
   for (size_t i = 0; i < m->nfixed; i++) {
     rp_fixed *f = &m->fixed[i];
-    if (f->mapped && d->df.MemUnmap)
-      d->df.MemUnmap(f->addr, f->size);
-    if (f->created && d->df.MemRelease)
-      d->df.MemRelease(f->h);
     if (f->reserved && d->df.MemAddressFree)
       d->df.MemAddressFree(f->addr, f->size);
+    rp_unguard(f);
   }
   free(m->recorded);
   free(m->fixed);
+  free(m->chunks);
   free(m->reloc);
   memset(m, 0, sizeof *m);
 }

@@ -60,29 +60,21 @@ static cucap_status rp_scan(rp_state *R) {
       if (cucap_fb_module_op(m) != CUCAP_FB_MODULEOP_LOAD ||
           !cucap_fb_module_image(m))
         break;
-      const void *img = NULL;
-      uint64_t isz = 0;
-      cucap_hash128 h = rp_h(cucap_fb_module_image(m));
-      if (cucap_reader_blob_map(R->r, h, &img, &isz) != CUCAP_OK) {
-        CUCAP_WARN("replay: module image of record %" PRIu64 " is missing",
-                   n - 1);
-        break;
+      /* checked against this GPU once the driver is loaded (rp_check_images):
+       * the scan runs before libcuda is loaded so that the recorded ranges
+       * can be guarded in the host address space first */
+      if (R->nimages == R->capimages) {
+        size_t nc = R->capimages ? R->capimages * 2 : 16;
+        rp_image_ref *ni = realloc(R->images, nc * sizeof *ni);
+        if (!ni)
+          return CUCAP_ERR_NOMEM;
+        R->images = ni;
+        R->capimages = nc;
       }
-      cucap_image_info info;
-      if (cucap_image_detect(img, isz, &info) != CUCAP_OK) {
-        CUCAP_INFO("replay: module image of record %" PRIu64
-                   " has an unknown format; not checked for sm_%d",
-                   n - 1, R->cc);
-        break;
-      }
-      if (!cucap_image_has_code_for(img, isz, (unsigned)R->cc)) {
-        rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT,
-                     "module image of record %" PRIu64 " (seq %" PRIu64
-                     ") has no code for this GPU (sm_%d): neither SASS "
-                     "nor PTX it could JIT",
-                     n - 1, cucap_fb_record_seq(rec), R->cc);
-        refused = 1;
-      }
+      R->images[R->nimages].rec_index = n - 1;
+      R->images[R->nimages].seq = cucap_fb_record_seq(rec);
+      R->images[R->nimages].image = rp_h(cucap_fb_module_image(m));
+      R->nimages++;
       break;
     }
     case CUCAP_FB_BODY_SNAPSHOT: {
@@ -101,6 +93,12 @@ static cucap_status rp_scan(rp_state *R) {
         }
         R->nrestore = k;
       }
+      break;
+    }
+    case CUCAP_FB_BODY_DEVICES: { /* format 1.1: driver seen at cuInit */
+      const cucap_fb_devices *dv = cucap_fb_record_body_as_devices(rec);
+      if (!R->rec_driver)
+        R->rec_driver = cucap_fb_devices_driver_version(dv);
       break;
     }
     case CUCAP_FB_BODY_NOTE: { /* the recorder notes cuDriverGetVersion */
@@ -147,6 +145,36 @@ static cucap_status rp_scan(rp_state *R) {
     uint64_t s0 = fh ? cucap_fb_file_header_start_mono_ns(fh) : 0;
     if (rv.end_mono_ns > s0 && s0)
       rep->recorded_wall_s = (double)(rv.end_mono_ns - s0) * 1e-9;
+  }
+  return CUCAP_OK;
+}
+
+/* Module images of the scan against this GPU's compute capability. */
+static cucap_status rp_check_images(rp_state *R) {
+  for (size_t i = 0; i < R->nimages; i++) {
+    const rp_image_ref *ir = &R->images[i];
+    const void *img = NULL;
+    uint64_t isz = 0;
+    if (cucap_reader_blob_map(R->r, ir->image, &img, &isz) != CUCAP_OK) {
+      CUCAP_WARN("replay: module image of record %" PRIu64 " is missing",
+                 ir->rec_index);
+      continue;
+    }
+    cucap_image_info info;
+    if (cucap_image_detect(img, isz, &info) != CUCAP_OK) {
+      CUCAP_INFO("replay: module image of record %" PRIu64
+                 " has an unknown format; not checked for sm_%d",
+                 ir->rec_index, R->cc);
+      continue;
+    }
+    if (!cucap_image_has_code_for(img, isz, (unsigned)R->cc)) {
+      rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT,
+                   "module image of record %" PRIu64 " (seq %" PRIu64
+                   ") has no code for this GPU (sm_%d): neither SASS "
+                   "nor PTX it could JIT",
+                   ir->rec_index, ir->seq, R->cc);
+      return R->rep->status;
+    }
   }
   return CUCAP_OK;
 }
@@ -254,6 +282,7 @@ static void rp_destroy_live(rp_state *R) {
   R->nfuncs = 0;
   rp_map_free(&R->func);
   rp_map_free(&R->launch_fn);
+  R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
   rp_verify_pending_free(R);
   /* created contexts */
   for (size_t i = 0; i < R->ctx_created.cap; i++)
@@ -326,6 +355,21 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
                  "%s", msg[0] ? msg : cucap_status_str(st));
     goto out;
   }
+  /* scan first, before libcuda is loaded: the recorded device ranges are
+   * then held in the host address space (PROT_NONE) so that neither the
+   * driver's libraries nor its own mappings land on them */
+  st = rp_scan(R);
+  if (st != CUCAP_OK) {
+    if (!rep->error[0])
+      rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "scanning the capture: %s",
+                   cucap_status_str(st));
+    goto out;
+  }
+  if (!opts->relocate) {
+    size_t ng = rp_mem_host_guard(&R->mem);
+    CUCAP_DEBUG("replay: %zu of %zu super-range(s) guarded in the host "
+                "address space", ng, R->mem.nfixed);
+  }
   st = rp_driver_load(&R->d, opts->libcuda, msg, sizeof msg);
   if (st != CUCAP_OK) {
     rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "%s", msg);
@@ -350,14 +394,10 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     }
     R->cc = ma * 10 + mi;
   }
-  st = rp_scan(R);
+  st = rp_check_images(R);
   rp_env_check(R);
-  if (st != CUCAP_OK) {
-    if (!rep->error[0])
-      rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "scanning the capture: %s",
-                   cucap_status_str(st));
+  if (st != CUCAP_OK)
     goto out;
-  }
   /* primary context first: VMM calls need a current context */
   if (!rp_cu(R, R->d.df.DevicePrimaryCtxRetain(&R->primary, R->dev),
              "cuDevicePrimaryCtxRetain"))
@@ -366,17 +406,28 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   if (!rp_cu(R, R->d.df.CtxSetCurrent(R->primary), "cuCtxSetCurrent"))
     goto out;
   R->cur = R->primary;
+  /* fixed placement right after the context exists, before anything of
+   * ours (events, pinned buffers, modules) allocates device memory */
   if (!opts->relocate) {
-    uint64_t bytes = 0;
-    size_t failed = rp_mem_place_fixed(&R->mem, &R->d, R->dev, &bytes);
-    rep->fixed_ranges = R->mem.nfixed;
+    uint64_t bytes = 0, ranges = 0;
+    size_t failed = rp_mem_place_fixed(&R->mem, &R->d, R->dev, &ranges, &bytes);
+    rep->fixed_ranges = ranges;
     rep->fixed_bytes = bytes;
-    rep->fixed_address = R->mem.nfixed > 0 && failed == 0;
+    rep->fixed_address = R->mem.nchunks > 0 && failed == 0;
     if (failed)
-      CUCAP_WARN("replay: %zu address range(s) could not be placed at their "
+      CUCAP_WARN("replay: %zu recorded range(s) could not be placed at their "
                  "recorded addresses; those allocations are relocated", failed);
   } else {
     rp_mem_sort_recorded(&R->mem); /* for rp_mem_is_recorded */
+  }
+  /* buffers used per op, allocated now: a cuMemAllocHost during a stream
+   * capture would invalidate it (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) */
+  if (!rp_grow(&R->expect, &R->expect_cap, (size_t)1 << 20, &R->expect_pinned,
+               R) ||
+      !rp_grow(&R->scratch, &R->scratch_cap, (size_t)1 << 20,
+               &R->scratch_pinned, R)) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    goto out;
   }
   CUevent ev0 = NULL, ev1 = NULL;
   if (R->d.df.EventCreate) {
@@ -455,6 +506,7 @@ out:
   if (!R->expect_pinned)
     free(R->expect);
   free(R->keep);
+  free(R->images);
   free(R->restore);
   free(R->funcs);
   free(R->pending);

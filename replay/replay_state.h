@@ -15,6 +15,7 @@ typedef struct rp_func {
   cucap_fb_param_info *params;
   size_t nparams;
   uint32_t param_bytes;
+  size_t layout_bytes;  /* max(param_bytes, end of the last parameter) */
 } rp_func;
 
 typedef struct rp_region {   /* a snapshot region kept beyond its record */
@@ -27,6 +28,11 @@ typedef struct rp_pending_hash { /* LaunchHash seen before its launch ran */
   rp_region *regions;        /* data = the content hash */
   size_t n;
 } rp_pending_hash;
+
+typedef struct rp_image_ref { /* module image to check against this GPU */
+  uint64_t rec_index, seq;
+  cucap_hash128 image;
+} rp_image_ref;
 
 #define RP_STAGING_SLOTS 2
 
@@ -69,11 +75,17 @@ typedef struct rp_state {
   int capturing;              /* streams currently in capture */
   rp_pending_hash *pending;   /* --verify=launch */
   size_t npending, cappending;
+  rp_image_ref *images;       /* module loads seen by the scan */
+  size_t nimages, capimages;
   rp_region *restore;         /* first Snapshot(BeforeLaunch) */
   size_t nrestore;
   uint64_t rec_index;         /* 0-based record position in the file */
   uint64_t cur_seq;
-  int warned_ctx, warned_stream, warned_reloc_ptr;
+  int warned_ctx, warned_stream, warned_reloc_ptr, warned_global;
+  /* one-entry caches of the per-launch lookups (reset where maps change) */
+  uint64_t last_fn_handle, last_fn_idx;       /* idx + 1; 0 = empty */
+  uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
+  uint64_t last_ctx_rec, last_ctx_live;       /* rec 0 = empty */
   int failed;                 /* a driver call failed: stop */
 } rp_state;
 

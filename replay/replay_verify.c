@@ -113,8 +113,10 @@ void rp_verify_snapshot(rp_state *R, const cucap_fb_snapshot *s) {
 
 static void rp_check_hashes(rp_state *R, uint64_t li, uint64_t seq,
                             uint64_t rec_index, const rp_region *g, size_t n) {
-  if (R->capturing)
+  if (R->capturing) { /* reading device memory would invalidate the capture */
+    R->rep->copies_unverifiable += n;
     return;
+  }
   R->d.df.CtxSynchronize();
   uint64_t fidx = 0;
   const char *fname = "?";

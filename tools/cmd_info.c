@@ -36,6 +36,11 @@ typedef struct info_stats {
   uint64_t max_t_exit;
   uint64_t first_seq, last_seq;
   int have_seq;
+  /* The first Devices record (format 1.1; libcucap writes the header before
+   * the driver is up): a private copy of its buffer (freed by main) and the
+   * table inside it. NULL if none. */
+  uint8_t *devices_buf;
+  const cucap_fb_devices *devices;
 } info_stats;
 
 static const char info_usage[] =
@@ -126,6 +131,21 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
     if (te > st->max_t_exit)
       st->max_t_exit = te;
     switch (bt) {
+    case CUCAP_FB_BODY_DEVICES:
+      if (!st->devices && buf && size >= 4) {
+        /* buf is verified and valid until the next call: keep a copy. The
+         * copy is 8-aligned (malloc) like the reader's buffer, so the table
+         * offset carries over. */
+        const cucap_fb_devices *dv = cucap_fb_record_body_as_devices(rec);
+        uint8_t *copy = dv ? malloc(size) : NULL;
+        if (copy) {
+          memcpy(copy, buf, size);
+          st->devices_buf = copy;
+          st->devices =
+              (const cucap_fb_devices *)(copy + ((const uint8_t *)dv - (const uint8_t *)buf));
+        }
+      }
+      break;
     case CUCAP_FB_BODY_LAUNCH:
       st->launches++;
       break;
@@ -207,7 +227,11 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("\n");
   if ((s = cucap_fb_file_header_options(h)) && *s)
     printf("record options:  %s\n", s);
-  cuda_version_str(cucap_fb_file_header_driver_version(h), tmp, sizeof tmp);
+  /* Header first; libcucap captures have them in the Devices record. */
+  int drv = cucap_fb_file_header_driver_version(h);
+  if (drv <= 0 && st->devices)
+    drv = cucap_fb_devices_driver_version(st->devices);
+  cuda_version_str(drv, tmp, sizeof tmp);
   printf("driver version:  %s\n", tmp);
   cuda_version_str(cucap_fb_file_header_toolkit_version(h), tmp, sizeof tmp);
   printf("toolkit version: %s\n", tmp);
@@ -222,9 +246,14 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
     }
   }
   size_t nd = cucap_fb_file_header_devices_len(h);
+  int from_rec = nd == 0 && st->devices;
+  if (from_rec)
+    nd = cucap_fb_devices_devices_len(st->devices);
   printf("devices:         %zu\n", nd);
   for (size_t i = 0; i < nd; i++) {
-    const cucap_fb_device_props *d = cucap_fb_file_header_devices_at(h, i);
+    const cucap_fb_device_props *d = from_rec
+                                         ? cucap_fb_devices_devices_at(st->devices, i)
+                                         : cucap_fb_file_header_devices_at(h, i);
     if (!d)
       continue;
     const char *name = cucap_fb_device_props_name(d);
@@ -333,6 +362,10 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_fb_file_header_to_json(h, w, CUCAP_JSON_HEX_BYTES | CUCAP_JSON_HASH_HEX);
   iso8601(cucap_fb_file_header_start_time_ns(h), tmp, sizeof tmp);
   json_str_or_null(w, "start_time", tmp);
+  if (st->devices) { /* the first Devices record's body (format 1.1) */
+    cucap_json_key(w, "devices_record");
+    cucap_fb_devices_to_json(st->devices, w, CUCAP_JSON_HEX_BYTES | CUCAP_JSON_HASH_HEX);
+  }
 
   cucap_json_key(w, "records");
   cucap_json_uint(w, st->records);
@@ -512,6 +545,7 @@ int cucap_cmd_info(int argc, char **argv) {
     rc = cucap_cli_report_recovery("info", path, r);
   }
   free(calls);
+  free(st->devices_buf);
   free(st);
   cucap_reader_destroy(r);
   return rc;

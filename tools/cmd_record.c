@@ -2,7 +2,8 @@
  * (owner: helper "interpose").
  *
  * Runs PROGRAM with libcucap.so preloaded (LD_PRELOAD, prepended to any
- * existing value) and CUCAP_OUTPUT / CUCAP_OPTIONS set, waits for it and exits
+ * existing value) and CUCAP_OUTPUT / CUCAP_OPTIONS / CUCAP_ROOT_PID (= the
+ * program's pid) set, waits for it and exits
  * with its exit code (128+signal when it was killed), then prints a one-line
  * summary of the capture to stderr. */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "cucap_cli.h"
@@ -30,7 +32,15 @@ static void usage(FILE *f) {
           "      --audit             count driver calls with CUPTI and compare\n"
           "      --stack=off|fp|unwind  host callstacks (default fp)\n"
           "      --level N           zstd level (default 1)\n"
-          "  environment: CUCAP_LIB overrides the path of libcucap.so\n");
+          "\n"
+          "  The capture file is created at PROGRAM's first CUDA call. Child\n"
+          "  processes inherit the recorder: one that never calls CUDA (shells,\n"
+          "  compilers) writes nothing; one that does (a second CUDA program, an\n"
+          "  MPI/torchrun rank) writes its own capture, PATH with .PID inserted\n"
+          "  before the extension (capture.fb -> capture.4242.fb) unless PATH\n"
+          "  contains %%p. A child made by fork() without exec is not recorded.\n"
+          "  environment: CUCAP_LIB overrides the path of libcucap.so;\n"
+          "  CUCAP_ROOT_PID (set here) is the pid whose capture is PATH itself.\n");
 }
 
 /* dir of /proc/self/exe + rel, if that file exists. */
@@ -93,6 +103,54 @@ static void print_summary(const char *path) {
   fprintf(stderr, "cucap record: %s: %llu records, %lld bytes%s\n", path,
           (unsigned long long)records, size, rec.complete ? "" : " (incomplete)");
   cucap_reader_destroy(r);
+}
+
+/* Summaries of the captures written by CUDA-using child processes:
+ * `path` with ".<digits>" inserted before its extension (see
+ * cucap_rec_output_path). Returns how many were found. */
+static int summarize_children(const char *path) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? slash + 1 : dir;
+  if (slash)
+    *slash = 0;
+  const char *d = slash ? (dir[0] ? dir : "/") : ".";
+  char stem[PATH_MAX];
+  snprintf(stem, sizeof stem, "%s", slash ? base : path);
+  char *dot = strrchr(stem, '.');
+  const char *ext = "";
+  char extbuf[PATH_MAX];
+  if (dot && dot != stem) {
+    snprintf(extbuf, sizeof extbuf, "%s", dot);
+    ext = extbuf;
+    *dot = 0;
+  }
+  size_t sl = strlen(stem), el = strlen(ext);
+  DIR *dh = opendir(d);
+  if (!dh)
+    return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(dh)) != NULL) {
+    const char *nm = e->d_name;
+    size_t l = strlen(nm);
+    if (l < sl + 2 + el || strncmp(nm, stem, sl) != 0 || nm[sl] != '.' ||
+        strcmp(nm + l - el, ext) != 0)
+      continue;
+    size_t k = sl + 1;
+    while (k < l - el && nm[k] >= '0' && nm[k] <= '9')
+      k++;
+    if (k != l - el || k == sl + 1)
+      continue;
+    char full[PATH_MAX];
+    if ((size_t)snprintf(full, sizeof full, "%s/%s", d, nm) >= sizeof full)
+      continue;
+    print_summary(full);
+    n++;
+  }
+  closedir(dh);
+  return n;
 }
 
 int cucap_cmd_record(int argc, char **argv) {
@@ -188,6 +246,9 @@ int cucap_cmd_record(int argc, char **argv) {
     setenv("LD_PRELOAD", pre, 1);
     setenv("CUCAP_OUTPUT", output, 1);
     setenv("CUCAP_OPTIONS", opts, 1);
+    char rootpid[32];
+    snprintf(rootpid, sizeof rootpid, "%ld", (long)getpid()); /* exec keeps it */
+    setenv("CUCAP_ROOT_PID", rootpid, 1);
     execvp(argv[optind], argv + optind);
     fprintf(stderr, "cucap record: %s: %s\n", argv[optind], strerror(errno));
     _exit(127);
@@ -217,10 +278,15 @@ int cucap_cmd_record(int argc, char **argv) {
     code = 1;
 
   char path[PATH_MAX];
-  if (cucap_rec_expand_path(output, (long)pid, path, sizeof path) == CUCAP_OK &&
-      access(path, R_OK) == 0)
+  int have = cucap_rec_expand_path(output, (long)pid, path, sizeof path) == CUCAP_OK;
+  if (have && access(path, R_OK) == 0)
     print_summary(path);
   else if (code != 127)
-    fprintf(stderr, "cucap record: no capture was written to %s\n", output);
+    fprintf(stderr, "cucap record: no capture was written to %s%s\n", output,
+            have ? " by PROGRAM itself" : "");
+  /* Child processes that called CUDA wrote PATH.<pid> captures (only when
+   * the pattern has no %p, else each name is already distinct). */
+  if (have && !strstr(output, "%p"))
+    summarize_children(path);
   return code;
 }

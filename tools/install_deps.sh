@@ -3,7 +3,7 @@
 # checks for the CUDA toolkit. Used by tests/run.sh and examples/demo.sh.
 set -euo pipefail
 pkgs=(cmake ninja-build gcc g++ clang libclang-rt-14-dev libzstd-dev libxxhash-dev
-      libelf-dev flatbuffers-compiler python3 xxd)
+      flatbuffers-compiler python3 xxd)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -245,12 +245,13 @@ static const cucap_fb_enum_val cucap_fb__vals_body[] = {
   {19, "Note"},
   {20, "Audit"},
   {21, "BlobPiece"},
+  {22, "Devices"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 22, cucap_fb__vals_body};
+const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 23, cucap_fb__vals_body};
 const char *cucap_fb_body_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_body, v);
 }
-static const cucap_fb_table_desc *const cucap_fb__members_body[22] = {
+static const cucap_fb_table_desc *const cucap_fb__members_body[23] = {
   [1] = &cucap_fb_table_desc_context,
   [2] = &cucap_fb_table_desc_module,
   [3] = &cucap_fb_table_desc_global,
@@ -272,8 +273,9 @@ static const cucap_fb_table_desc *const cucap_fb__members_body[22] = {
   [19] = &cucap_fb_table_desc_note,
   [20] = &cucap_fb_table_desc_audit,
   [21] = &cucap_fb_table_desc_blob_piece,
+  [22] = &cucap_fb_table_desc_devices,
 };
-const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 22, cucap_fb__members_body};
+const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 23, cucap_fb__members_body};
 
 static const cucap_fb_enum_val cucap_fb__vals_chunk_kind[] = {
   {0, "Records"},
@@ -824,6 +826,18 @@ void cucap_fb_blob_piece_to_json(const cucap_fb_blob_piece *t, cucap_json *w, un
   cucap_fb_table_to_json(t, &cucap_fb_table_desc_blob_piece, w, flags);
 }
 
+static const cucap_fb_field_desc cucap_fb__fields_devices[] = {
+  {"driver_version", 0, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"devices", 1, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_device_props, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_devices = {"Devices", 2, 2, cucap_fb__fields_devices};
+cucap_status cucap_fb_devices_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_devices);
+}
+void cucap_fb_devices_to_json(const cucap_fb_devices *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_devices, w, flags);
+}
+
 static const cucap_fb_field_desc cucap_fb__fields_record[] = {
   {"seq", 0, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"tid", 1, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
@@ -924,6 +938,7 @@ const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES]
   &cucap_fb_table_desc_audit_entry,
   &cucap_fb_table_desc_audit,
   &cucap_fb_table_desc_blob_piece,
+  &cucap_fb_table_desc_devices,
   &cucap_fb_table_desc_record,
   &cucap_fb_table_desc_chunk_entry,
   &cucap_fb_table_desc_blob_entry,

@@ -262,6 +262,7 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason;
 #define CUCAP_FB_BODY_NOTE 19
 #define CUCAP_FB_BODY_AUDIT 20
 #define CUCAP_FB_BODY_BLOBPIECE 21
+#define CUCAP_FB_BODY_DEVICES 22
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_body_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_body;
@@ -308,6 +309,7 @@ typedef struct cucap_fb_note cucap_fb_note;
 typedef struct cucap_fb_audit_entry cucap_fb_audit_entry;
 typedef struct cucap_fb_audit cucap_fb_audit;
 typedef struct cucap_fb_blob_piece cucap_fb_blob_piece;
+typedef struct cucap_fb_devices cucap_fb_devices;
 typedef struct cucap_fb_record cucap_fb_record;
 typedef struct cucap_fb_chunk_entry cucap_fb_chunk_entry;
 typedef struct cucap_fb_blob_entry cucap_fb_blob_entry;
@@ -1621,6 +1623,30 @@ static inline const cucap_fb_blob_piece *cucap_fb_blob_piece_root_sp(const void 
 cucap_status cucap_fb_blob_piece_verify(const void *buf, size_t len, int size_prefixed);
 void cucap_fb_blob_piece_to_json(const cucap_fb_blob_piece *t, cucap_json *w, unsigned flags);
 
+/* ---- table Devices ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_devices;
+static inline void cucap_fb_devices_start(cucap_fbb *b) { cucap_fbb_table_start(b, 2); }
+static inline cucap_fb_ref cucap_fb_devices_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_devices_add_driver_version(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 0, (uint32_t)v); }
+static inline int32_t cucap_fb_devices_driver_version(const cucap_fb_devices *t) { return cucap_fb__read_i32(t, 0, 0); }
+static inline int cucap_fb_devices_driver_version_is_present(const cucap_fb_devices *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_devices_add_devices(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 1, v); }
+static inline size_t cucap_fb_devices_devices_len(const cucap_fb_devices *t) { size_t c; cucap_fb__vec(t, 1, &c); return c; }
+static inline const cucap_fb_device_props *cucap_fb_devices_devices_at(const cucap_fb_devices *t, size_t i) {
+  return (const cucap_fb_device_props *)cucap_fb__vec_ref_at(t, 1, i);
+}
+static inline int cucap_fb_devices_devices_is_present(const cucap_fb_devices *t) { return cucap_fb__field(t, 1) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_devices *cucap_fb_devices_root(const void *buf) {
+  return (const cucap_fb_devices *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_devices *cucap_fb_devices_root_sp(const void *buf) {
+  return (const cucap_fb_devices *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a Devices root. */
+cucap_status cucap_fb_devices_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_devices_to_json(const cucap_fb_devices *t, cucap_json *w, unsigned flags);
+
 /* ---- table Record ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_record;
 static inline void cucap_fb_record_start(cucap_fbb *b) { cucap_fbb_table_start(b, 12); }
@@ -1726,6 +1752,9 @@ static inline const cucap_fb_audit *cucap_fb_record_body_as_audit(const cucap_fb
 }
 static inline const cucap_fb_blob_piece *cucap_fb_record_body_as_blob_piece(const cucap_fb_record *t) {
   return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_BLOBPIECE ? (const cucap_fb_blob_piece *)cucap_fb__ref(t, 10) : NULL;
+}
+static inline const cucap_fb_devices *cucap_fb_record_body_as_devices(const cucap_fb_record *t) {
+  return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_DEVICES ? (const cucap_fb_devices *)cucap_fb__ref(t, 10) : NULL;
 }
 static inline int cucap_fb_record_body_is_present(const cucap_fb_record *t) { return cucap_fb__field(t, 10) != NULL; }
 static inline void cucap_fb_record_add_context(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 11, v); }
@@ -1842,7 +1871,7 @@ cucap_status cucap_fb_chunk_index_verify(const void *buf, size_t len, int size_p
 void cucap_fb_chunk_index_to_json(const cucap_fb_chunk_index *t, cucap_json *w, unsigned flags);
 
 /* Every table descriptor, in schema order (tests, tools). */
-#define CUCAP_FB_SCHEMA_NTABLES 36
+#define CUCAP_FB_SCHEMA_NTABLES 37
 extern const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES];
 
 #ifdef __cplusplus

@@ -1,5 +1,7 @@
 /* drv_basic: alloc, HtoD, vec_add (kernelParams), poly (`extra` buffer with a
  * struct parameter), DtoH, memsets, checksums. */
+#include <stddef.h>
+
 #include "drv_common.h"
 
 struct coef { float a, b, c; };
@@ -47,7 +49,7 @@ int main(void) {
     int n;
     int pad2;
   } buf = {3, {0}, {0.5f, 2.0f, -1.0f}, dc, N, 0};
-  size_t bufsize = sizeof buf;
+  size_t bufsize = offsetof(__typeof__(buf), pad2); /* the real driver wants the exact parameter-block size (28), not sizeof (32) */
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &bufsize, CU_LAUNCH_PARAM_END};
   CK(cuLaunchKernel(poly, N / 128, 1, 1, 128, 1, 1, 0, NULL, NULL, extra));
   CK(cuMemcpyDtoH(c, dc, N * sizeof(float)));

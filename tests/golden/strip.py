@@ -30,7 +30,7 @@ HANDLE_KEYS = {
     "child_graph", "src_context", "dst_context", "src_array", "dst_array",
     "value_ptr",
 }
-DROP_RECORD_KEYS = {"index", "tid", "t_enter", "t_exit", "args", "stack"}
+DROP_RECORD_KEYS = {"index", "tid", "t_enter", "t_exit", "args", "stack", "context"}
 DROP_BODIES = {"Callstack", "ModuleMap", "BlobPiece"}
 
 

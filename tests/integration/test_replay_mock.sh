@@ -7,6 +7,9 @@
 #     the recorded (fixed) addresses; and again with --relocate while the
 #     mock hands out addresses from another base (CUCAP_MOCK_ADDR_BASE), so
 #     the pointers really move and kernel parameters are patched.
+#     Recorded at a 2 MiB- but not 32 MiB-aligned base and replayed with
+#     CUCAP_MOCK_STRICT_VA=1 (the mock then ignores unaligned hints, like the
+#     real driver), placement must still be fixed (32 MiB super-ranges).
 #  2. one payload byte flipped in a DtoH blob (tests/test_replay --flip-dtoh)
 #     -> --verify exits 1 and names the first differing offset.
 #  3. a truncated capture -> exit 3 with a clear message; --allow-partial
@@ -65,6 +68,24 @@ for app in drv_basic drv_streams drv_threads drv_jit drv_library drv_pitch drv_g
   fi
 done
 [ ${#recorded[@]} -gt 0 ] || { echo "SKIP: no app could be recorded"; exit 77; }
+
+# 32 MiB super-ranges: recorded at addresses that are 2 MiB- but not 32 MiB-
+# aligned, replayed with a mock that (like the real driver) ignores such
+# hints (CUCAP_MOCK_STRICT_VA=1): fixed placement must still succeed.
+for app in drv_streams drv_graph; do
+  [ -x "$APPS_DIR/$app" ] && [ $bodyless -eq 0 ] || continue
+  if ! CUCAP_MOCK_ADDR_BASE=0x7e0000600000 "$CUCAP" record -o "$T/$app.va.fb" -- "$APPS_DIR/$app" \
+       > /dev/null 2> "$T/$app.va.rec.err"; then
+    bad "$app: record at an unaligned base failed"; tail -5 "$T/$app.va.rec.err"; continue
+  fi
+  CUCAP_MOCK_STRICT_VA=1 "$CUCAP" replay "$T/$app.va.fb" --verify > "$T/$app.va.out" 2> "$T/$app.va.err"; rc=$?
+  if [ $rc -eq 0 ] && grep -q "all bytes matched" "$T/$app.va.out" \
+     && grep -q "^memory: fixed addresses" "$T/$app.va.out" && ! grep -q "cannot reserve" "$T/$app.va.err"; then
+    ok "$app: CUCAP_MOCK_STRICT_VA=1, 32 MiB super-ranges ($(grep '^memory:' "$T/$app.va.out" | cut -c9-100))"
+  else
+    bad "$app: strict-VA replay rc=$rc"; cat "$T/$app.va.out"; tail -5 "$T/$app.va.err"
+  fi
+done
 
 # --json, --loop, --sync on the first capture
 first="$T/${recorded[0]}.fb"

@@ -658,6 +658,10 @@ CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align
   CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mock_lock);
   if (!next_dev_addr) next_dev_addr = dev_base();
+  /* CUCAP_MOCK_STRICT_VA=1: like the real driver (H100, driver 580), a hint
+   * that is not 32 MiB-aligned is ignored (a default address comes back). */
+  const char *strict_va = getenv("CUCAP_MOCK_STRICT_VA");
+  if (addr && strict_va && strict_va[0] == '1' && addr % ((CUdeviceptr)32 << 20)) addr = 0;
   if (addr) {
     /* A fixed address is honoured exactly or refused (the replayer relies on
      * this to place allocations at their recorded addresses). */

@@ -91,7 +91,7 @@ static cucap_fb_ref fill_field_ref(cucap_fbb *b, const cucap_fb_field_desc *f,
                : 0;
   }
   case CUCAP_FB_K_VECTOR: {
-    cucap_fb_ref refs[FILL_VEC_N];
+    cucap_fb_ref refs[FILL_VEC_N] = {0};
     uint8_t tmp[FILL_VEC_N * 64];
     switch (f->elem_kind) {
     case CUCAP_FB_K_STRING:

@@ -506,6 +506,20 @@ static void rec_blob_piece(gen *g) {
 
 /* ------------------------------------------------------------ header */
 
+static cucap_fb_ref device(gen *g, int ordinal);
+
+/* Devices (format 1.1): what libcucap emits after the first cuInit, since
+ * its FileHeader is written before the driver is up. */
+static void rec_devices(gen *g) {
+  cucap_fb_ref devs[2] = {device(g, 0), device(g, 1)};
+  cucap_fb_ref dv = cucap_fbb_vector_refs(g->b, devs, 2);
+  cucap_fb_devices_start(g->b);
+  cucap_fb_devices_add_driver_version(g->b, 13000);
+  cucap_fb_devices_add_devices(g->b, dv);
+  cucap_fb_ref r = cucap_fb_devices_end(g->b);
+  emit(g, 0, 0, CUCAP_FB_BODY_DEVICES, r, NULL, 0, 0);
+}
+
 static cucap_fb_ref device(gen *g, int ordinal) {
   uint8_t uuid[16];
   for (int i = 0; i < 16; i++)
@@ -623,6 +637,7 @@ int main(int argc, char **argv) {
   cucap_fbb_reset(g.b);
 
   /* setup */
+  rec_devices(&g);
   rec_context(&g, CUCAP_FB_CONTEXTOP_CREATE, CB(cuCtxCreate_v2));
   rec_module_map(&g);
   rec_callstack(&g, 1);

@@ -138,7 +138,7 @@ int main(void) {
   st_write_file(bad, copy, fsz);
   CHECK(cucap_reader_open(bad, NULL, &r, msg, sizeof msg) == CUCAP_ERR_VERSION &&
         r == NULL);
-  CHECK(strstr(msg, "99.0") != NULL && strstr(msg, "1.") != NULL);
+  CHECK(strstr(msg, "99.") != NULL /* 99.<CUCAP_FORMAT_MINOR> */ && strstr(msg, "1.") != NULL);
   printf("version message: %s\n", msg);
   major = CUCAP_FORMAT_MAJOR;
   memcpy(copy + 8, &major, 2);

@@ -1,9 +1,13 @@
 /* test_recorder.c - unit tests of the in-app recorder runtime's pure parts
  * (owner: helper "interpose"): CUCAP_OPTIONS parsing and output-path
- * expansion (%p, %q{VAR}, %%). The recording path itself is exercised by
- * tests/integration/test_record_basic.sh. */
+ * expansion (%p, %q{VAR}, %%), the per-process output path (.<pid> for
+ * processes other than CUCAP_ROOT_PID) and the lazy start (armed, no file
+ * before the first CUDA call). The recording path itself is exercised by
+ * tests/integration/test_record_basic.sh and test_record_fork.sh. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cucap_recorder.h"
 #include "testutil.h"
@@ -84,6 +88,50 @@ static void test_expand(void) {
   CHECK(cucap_rec_expand_path("x", 1, out, 0) == CUCAP_ERR_INVALID_ARG);
 }
 
+static void test_output_path(void) {
+  char out[64];
+#define OP(pat, pid, root, want)                                               \
+  CHECK(cucap_rec_output_path(pat, pid, root, out, sizeof out) == CUCAP_OK &&  \
+        strcmp(out, want) == 0)
+  OP("cap.fb", 7, 7, "cap.fb");          /* the root process itself */
+  OP("cap.fb", 7, 0, "cap.fb");          /* no CUCAP_ROOT_PID */
+  OP("cap.fb", 8, 7, "cap.8.fb");
+  OP("run.d/cap.x.fb", 8, 7, "run.d/cap.x.8.fb");
+  OP("run.d/cap", 8, 7, "run.d/cap.8");  /* no extension: the dir's dot is not one */
+  OP("dir/.hidden", 8, 7, "dir/.hidden.8");
+  OP("cap-%p.fb", 8, 7, "cap-8.fb");     /* %p: already distinct */
+  OP("cap-%%p.fb", 8, 7, "cap-%p.8.fb"); /* %%p is a literal "%p" */
+#undef OP
+  char small[9];
+  CHECK(cucap_rec_output_path("cap.fb", 1, 7, small, sizeof small) == CUCAP_OK &&
+        strcmp(small, "cap.1.fb") == 0); /* 8 chars + NUL: fits exactly */
+  CHECK(cucap_rec_output_path("cap.fb", 12, 7, small, sizeof small) == CUCAP_ERR_TOO_LARGE);
+  CHECK(cucap_rec_output_path("x%", 8, 7, out, sizeof out) == CUCAP_ERR_INVALID_ARG);
+}
+
+static void test_lazy(void) {
+  /* Armed with CUCAP_OUTPUT set: no file until cucap_rec_activate. */
+  char dir[] = "/tmp/cucap-test-recorder-XXXXXX";
+  TU_REQUIRE(mkdtemp(dir) != NULL);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cap.fb", dir);
+  setenv("CUCAP_OUTPUT", path, 1);
+  unsetenv("CUCAP_ROOT_PID");
+  cucap_rec_start("cucap-test", 13000);
+  CHECK(cucap_rec_active() == 0);
+  CHECK(access(path, F_OK) != 0);
+  CHECK(cucap_rec_activate() == 1);
+  CHECK(cucap_rec_active() == 1 && access(path, F_OK) == 0);
+  CHECK(cucap_rec_activate() == 1); /* idempotent */
+  CHECK(cucap_rec_is_forked_child() == 0);
+  cucap_rec_shutdown();
+  CHECK(cucap_rec_active() == 0);
+  CHECK(cucap_rec_activate() == 0); /* never reopened after shutdown */
+  unlink(path);
+  rmdir(dir);
+  unsetenv("CUCAP_OUTPUT");
+}
+
 static void test_inactive(void) {
   /* Without cucap_rec_start the runtime is inert and safe to call. */
   CHECK(cucap_rec_active() == 0);
@@ -101,5 +149,7 @@ int main(void) {
   test_options();
   test_expand();
   test_inactive();
+  test_output_path();
+  test_lazy();
   return tu_finish("test_recorder", checks);
 }

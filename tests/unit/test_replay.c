@@ -57,7 +57,31 @@ static cucap_fb_hash128 blob(const void *p, size_t n) {
   return x;
 }
 
-enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4 };
+static long NLAUNCH = 1; /* launches of vec_add in write_capture */
+enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8 };
+#define GS 0x6160000ULL  /* CAP_GRAPH: the capturing stream */
+#define GG 0x6170000ULL  /* its CUgraph */
+#define GX 0x6180000ULL  /* the CUgraphExec */
+
+static void emit_stream(uint8_t op, uint64_t graph) {
+  cucap_fb_stream_start(B);
+  cucap_fb_stream_add_op(B, op);
+  cucap_fb_stream_add_handle(B, GS);
+  if (graph)
+    cucap_fb_stream_add_graph(B, graph);
+  if (op == CUCAP_FB_STREAMOP_BEGINCAPTURE)
+    cucap_fb_stream_add_capture_mode(B, 0); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+  emit(CUCAP_FB_BODY_STREAM, cucap_fb_stream_end(B));
+}
+
+static void emit_graph(uint8_t op, uint64_t graph, uint64_t exec, uint64_t st) {
+  cucap_fb_graph_start(B);
+  cucap_fb_graph_add_op(B, op);
+  cucap_fb_graph_add_graph(B, graph);
+  cucap_fb_graph_add_exec(B, exec);
+  cucap_fb_graph_add_stream(B, st);
+  emit(CUCAP_FB_BODY_GRAPH, cucap_fb_graph_end(B));
+}
 static const char ptx_sm100[] =
     ".version 8.0\n.target sm_100\n.address_size 64\n"
     ".visible .entry vec_add(\n .param .u64 a,\n .param .u64 b,\n"
@@ -149,16 +173,48 @@ static void write_capture(const char *path, int flags) {
   memcpy(args + 16, &ADDR[2], 8);
   int n = N;
   memcpy(args + 24, &n, 4);
-  cucap_fb_ref av = cucap_fbb_vector(B, args, sizeof args, 1, 1);
-  cucap_fb_dim3 grid = {N / 64, 1, 1}, block = {64, 1, 1};
-  cucap_fb_launch_start(B);
-  cucap_fb_launch_add_kind(B, CUCAP_FB_LAUNCHKIND_KERNEL);
-  cucap_fb_launch_add_function(B, FN);
-  cucap_fb_launch_add_grid(B, &grid);
-  cucap_fb_launch_add_block(B, &block);
-  cucap_fb_launch_add_args(B, av);
-  cucap_fb_launch_add_launch_index(B, 0);
-  emit(CUCAP_FB_BODY_LAUNCH, cucap_fb_launch_end(B));
+  if (flags & CAP_GRAPH) { /* the launch is captured, then run as a graph */
+    emit_stream(CUCAP_FB_STREAMOP_CREATE, 0);
+    emit_stream(CUCAP_FB_STREAMOP_BEGINCAPTURE, 0);
+  }
+  for (long li = 0; li < NLAUNCH; li++) { /* --write-launches: speed runs */
+    cucap_fb_ref av = cucap_fbb_vector(B, args, sizeof args, 1, 1);
+    cucap_fb_dim3 grid = {N / 64, 1, 1}, block = {64, 1, 1};
+    cucap_fb_launch_start(B);
+    cucap_fb_launch_add_kind(B, CUCAP_FB_LAUNCHKIND_KERNEL);
+    cucap_fb_launch_add_function(B, FN);
+    cucap_fb_launch_add_grid(B, &grid);
+    cucap_fb_launch_add_block(B, &block);
+    cucap_fb_launch_add_args(B, av);
+    cucap_fb_launch_add_launch_index(B, (uint64_t)li);
+    if (flags & CAP_GRAPH)
+      cucap_fb_launch_add_stream(B, GS);
+    emit(CUCAP_FB_BODY_LAUNCH, cucap_fb_launch_end(B));
+  }
+  if (flags & CAP_GRAPH) {
+    /* a DtoH copy inside the capture: runs at graph launch, unverifiable */
+    cucap_fb_hash128 hz = blob(a, sizeof a);
+    cucap_fb_memcpy_start(B);
+    cucap_fb_memcpy_add_kind(B, CUCAP_FB_MEMCPYKIND_DTOH);
+    cucap_fb_memcpy_add_dst(B, 0x3000);
+    cucap_fb_memcpy_add_src(B, ADDR[0]);
+    cucap_fb_memcpy_add_size(B, sizeof a);
+    cucap_fb_memcpy_add_payload(B, &hz);
+    cucap_fb_memcpy_add_has_payload(B, 1);
+    cucap_fb_memcpy_add_async(B, 1);
+    cucap_fb_memcpy_add_stream(B, GS);
+    emit(CUCAP_FB_BODY_MEMCPY, cucap_fb_memcpy_end(B));
+    emit_stream(CUCAP_FB_STREAMOP_ENDCAPTURE, GG);
+    emit_graph(CUCAP_FB_GRAPHOP_INSTANTIATE, GG, GX, 0);
+    for (int i = 0; i < 3; i++)
+      emit_graph(CUCAP_FB_GRAPHOP_LAUNCH, 0, GX, GS);
+    cucap_fb_stream_start(B);
+    cucap_fb_stream_add_op(B, CUCAP_FB_STREAMOP_SYNCHRONIZE);
+    cucap_fb_stream_add_handle(B, GS);
+    emit(CUCAP_FB_BODY_STREAM, cucap_fb_stream_end(B));
+    emit_graph(CUCAP_FB_GRAPHOP_EXECDESTROY, 0, GX, 0);
+    emit_graph(CUCAP_FB_GRAPHOP_DESTROY, GG, 0, 0);
+  }
   {
     /* --hash-launches record: content hash of c after launch 0 */
     cucap_hash128 hh = cucap_hash128_of(c, sizeof c);
@@ -487,6 +543,11 @@ int main(int argc, char **argv) {
     write_capture(argv[2], CAP_HOSTFUNC);
     return 0;
   }
+  if (argc == 4 && !strcmp(argv[1], "--write-launches")) { /* profiling */
+    NLAUNCH = atol(argv[3]);
+    write_capture(argv[2], 0);
+    return 0;
+  }
   if (argc == 3 && !strcmp(argv[1], "--write-capture2")) {
     write_capture2(argv[2]);
     return 0;
@@ -522,6 +583,28 @@ int main(int argc, char **argv) {
   TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
   if (rep.error[0])
     fprintf(stderr, "error: %s\n", rep.error);
+
+  /* 1b: stream capture -> graph -> 3 graph launches, with the mock ignoring
+   * hints that are not 32 MiB-aligned like the real driver (placement from
+   * a base that is not 32 MiB-aligned: tests/integration/test_replay_mock.sh) */
+  {
+    char *gp = tu_tmp_path("replay_graph");
+    write_capture(gp, CAP_GRAPH);
+    setenv("CUCAP_MOCK_STRICT_VA", "1", 1);
+    opts(&o);
+    TU_CHECK(cucap_replay_run(gp, &o, &rep) == CUCAP_OK);
+    unsetenv("CUCAP_MOCK_STRICT_VA");
+    checks += 5;
+    TU_CHECK(rep.exit_code == 0);
+    TU_CHECK(rep.fixed_address == 1 && rep.fixed_ranges == 1);
+    TU_CHECK(rep.launches == 3); /* graph launches; the captured one is not run */
+    TU_CHECK(rep.copies_checked == 1 && rep.copies_unverifiable >= 1);
+    TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
+    if (rep.error[0])
+      fprintf(stderr, "error: %s\n", rep.error);
+    remove(gp);
+    free(gp);
+  }
 
   /* 2: forced relocation: pointer parameters get patched */
   opts(&o);

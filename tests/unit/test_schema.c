@@ -102,6 +102,7 @@ static void test_defaults_and_accessors(void) {
   }
   CHECK(strcmp(cucap_fb_memcpy_kind_name(CUCAP_FB_MEMCPYKIND_PREFETCH), "Prefetch") == 0);
   CHECK(strcmp(cucap_fb_body_name(CUCAP_FB_BODY_BLOBPIECE), "BlobPiece") == 0);
+  CHECK(strcmp(cucap_fb_body_name(CUCAP_FB_BODY_DEVICES), "Devices") == 0); /* 1.1 */
   CHECK(cucap_fb_body_name(CUCAP_FB_BODY_NONE) != NULL);
   CHECK(cucap_fb_graph_node_type_name(CUCAP_FB_GRAPHNODETYPE_UNKNOWN) != NULL);
   CHECK(cucap_fb_chunk_kind_name(77) == NULL);
