@@ -34,6 +34,7 @@ if [ "$have_gpu" = 0 ]; then
 fi
 
 work=${CUCAP_DEMO_DIR:-$(mktemp -d)}
+mkdir -p "$work"
 app=$work/saxpy
 if [ ! -x "$app" ]; then
   "$CUDA_HOME/bin/nvcc" -O2 -arch=native -o "$app" examples/saxpy.cu

@@ -27,9 +27,15 @@
 /* ------------------------------------------------------------ real dlsym */
 
 typedef void *(*dlsym_fn)(void *, const char *);
-static dlsym_fn g_real_dlsym;
+/* Read by the dlsym trampoline below (hence not static). */
+__attribute__((visibility("hidden"))) dlsym_fn cucap_g_real_dlsym;
+#define g_real_dlsym cucap_g_real_dlsym
 
-static void init_real_dlsym(void) {
+/* dlsym runs before sanitizer runtimes have initialised (ASan resolves its
+ * interceptors with it): the functions on its path must not be instrumented. */
+#define CUCAP_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+CUCAP_NO_SANITIZE static void init_real_dlsym(void) {
   if (g_real_dlsym)
     return;
   dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
@@ -43,30 +49,6 @@ void *cucap_real_dlsym(void *handle, const char *name) {
   return g_real_dlsym ? g_real_dlsym(handle, name) : NULL;
 }
 
-/* RTLD_NEXT must be resolved relative to the *caller's* object, which glibc
- * finds from the return address - that would be us. Walk the link map from
- * the caller's object instead: the first later object that itself defines
- * the symbol wins (as for RTLD_NEXT). Link-map entries are not valid dlsym
- * handles, so each object is re-opened with RTLD_NOLOAD. */
-static void *dlsym_next_from(const void *caller, const char *name) {
-  Dl_info info;
-  struct link_map *lm = NULL;
-  if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
-    return NULL;
-  for (struct link_map *l = lm->l_next; l; l = l->l_next) {
-    if (!l->l_name || !l->l_name[0])
-      continue;
-    void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-      continue;
-    void *p = g_real_dlsym(h, name);
-    dlclose(h);
-    struct link_map *def = NULL;
-    if (p && dladdr1(p, &info, (void **)&def, RTLD_DL_LINKMAP) && def == l)
-      return p;
-  }
-  return NULL;
-}
 
 /* 1 if the return address ra lies in a libcupti* object. dladdr takes the
  * loader lock (recursive) - fine: only for cu* names we wrap, not hot. */
@@ -79,7 +61,49 @@ static int caller_is_cupti(const void *ra) {
   return strncmp(base, "libcupti", 8) == 0;
 }
 
-CUCAP_EXPORT void *dlsym(void *handle, const char *name) {
+/* The exported dlsym is a trampoline. dlsym(RTLD_NEXT, ...) must resolve
+ * relative to the *caller's* object, which glibc finds from its return
+ * address: RTLD_NEXT lookups therefore jump (not call) into the real dlsym,
+ * which sees the original caller. That path allocates nothing and opens
+ * nothing, because it runs very early (sanitizer runtimes look up their
+ * interceptors' targets with it during start-up, before any constructor of
+ * ours). Every other lookup jumps into cucap_dlsym_impl, where
+ * __builtin_return_address(0) is still the original caller. Consequence:
+ * dlsym(RTLD_NEXT, "cu...") returns the next definition, never our wrapper. */
+__attribute__((visibility("hidden"), used)) void cucap_dlsym_init(void);
+__attribute__((visibility("hidden"), used)) void *
+cucap_dlsym_impl(void *handle, const char *name);
+
+CUCAP_NO_SANITIZE void cucap_dlsym_init(void) { init_real_dlsym(); }
+
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        ".p2align 4\n"
+        "dlsym:\n"
+        "  cmpq $-1, %rdi\n" /* RTLD_NEXT == (void *)-1 */
+        "  jne cucap_dlsym_impl\n"
+        "  movq cucap_g_real_dlsym(%rip), %rax\n"
+        "  testq %rax, %rax\n"
+        "  jnz 1f\n"
+        "  pushq %rdi\n"
+        "  pushq %rsi\n"
+        "  subq $8, %rsp\n" /* keep the ABI's 16-byte alignment for the call */
+        "  call cucap_dlsym_init\n"
+        "  addq $8, %rsp\n"
+        "  popq %rsi\n"
+        "  popq %rdi\n"
+        "  movq cucap_g_real_dlsym(%rip), %rax\n"
+        "  testq %rax, %rax\n"
+        "  jz 2f\n"
+        "1:\n"
+        "  jmp *%rax\n"
+        "2:\n"
+        "  xorl %eax, %eax\n"
+        "  ret\n"
+        ".size dlsym, .-dlsym\n");
+
+CUCAP_NO_SANITIZE void *cucap_dlsym_impl(void *handle, const char *name) {
   init_real_dlsym();
   if (!g_real_dlsym)
     return NULL;
@@ -91,8 +115,6 @@ CUCAP_EXPORT void *dlsym(void *handle, const char *name) {
     if (w && !caller_is_cupti(__builtin_return_address(0)))
       return w;
   }
-  if (handle == RTLD_NEXT)
-    return dlsym_next_from(__builtin_return_address(0), name);
   return g_real_dlsym(handle, name);
 }
 

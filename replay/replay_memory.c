@@ -7,9 +7,10 @@
  * addresses (cuMemAddressReserve with the super-range start as hint,
  * checked); only the 2 MiB-aligned union of the recorded ranges inside is
  * backed with pinned device memory (cuMemCreate + cuMemMap +
- * cuMemSetAccess). Before libcuda is even loaded, the super-ranges are held
- * in the host address space with PROT_NONE mappings (rp_mem_host_guard), so
- * ASLR-placed libraries and the driver's own mappings keep out of them. Replayed
+ * cuMemSetAccess). Optionally (CUCAP_REPLAY_HOST_GUARD=1; off by default
+ * because it made driver 580 refuse the hints, see replay_run.c) the
+ * super-ranges are held in the host address space with PROT_NONE mappings
+ * before libcuda is loaded (rp_mem_host_guard). Replayed
  * allocation calls then need no memory of their own, and every pointer the
  * program kept (in argument blocks or inside device memory) stays valid.
  *

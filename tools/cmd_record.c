@@ -238,11 +238,24 @@ int cucap_cmd_record(int argc, char **argv) {
   }
   if (pid == 0) {
     const char *old = getenv("LD_PRELOAD");
-    size_t need = strlen(lib) + (old ? strlen(old) + 2 : 1);
+#ifdef CUCAP_ASAN_RUNTIME
+    /* Sanitizer build of cucap (tests only): the ASan runtime must come
+     * first, and the uninstrumented app's own leaks are not ours to report. */
+    const char *first = CUCAP_ASAN_RUNTIME ":";
+    const char *aso = getenv("ASAN_OPTIONS");
+    char asan_opts[512];
+    snprintf(asan_opts, sizeof asan_opts, "%s%sdetect_leaks=0", aso ? aso : "",
+             aso && *aso ? ":" : "");
+    setenv("ASAN_OPTIONS", asan_opts, 1);
+#else
+    const char *first = "";
+#endif
+    size_t need = strlen(first) + strlen(lib) + (old ? strlen(old) + 2 : 1);
     char *pre = malloc(need);
     if (!pre)
       _exit(127);
-    snprintf(pre, need, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    snprintf(pre, need, "%s%s%s%s", first, lib, old && *old ? ":" : "",
+             old ? old : "");
     setenv("LD_PRELOAD", pre, 1);
     setenv("CUCAP_OUTPUT", output, 1);
     setenv("CUCAP_OPTIONS", opts, 1);

@@ -72,7 +72,7 @@ fi
 # ---- 2. cuGetProcAddress path, threads ---------------------------------------
 CC="${CC:-cc}"
 if command -v "$CC" >/dev/null 2>&1 &&
-   "$CC" -O2 -o "$T/gpa_app" "$SRC/tests/integration/record_gpa_app.c" -ldl -lpthread 2> "$T/cc.err"; then
+   "$CC" -O2 ${CUCAP_TEST_CFLAGS:-} -o "$T/gpa_app" "$SRC/tests/integration/record_gpa_app.c" -ldl -lpthread 2> "$T/cc.err"; then
   "$T/gpa_app" > "$T/gpa_native.out"; nrc=$?
   "$CUCAP" record -o "$T/gpa-%p.fb" -- "$T/gpa_app" > "$T/gpa_rec.out" 2> "$T/gpa_rec.err"; rrc=$?
   f=$(ls "$T"/gpa-*.fb 2>/dev/null | head -1)

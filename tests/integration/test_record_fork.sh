@@ -26,7 +26,7 @@ pass=0; fail=0
 ok() { echo "ok: $*"; pass=$((pass+1)); }
 bad() { echo "FAIL: $*"; fail=$((fail+1)); }
 
-"$CC" -O2 -o "$T/app" "$SRC/tests/integration/record_fork_app.c" -ldl 2> "$T/cc.err" ||
+"$CC" -O2 ${CUCAP_TEST_CFLAGS:-} -o "$T/app" "$SRC/tests/integration/record_fork_app.c" -ldl 2> "$T/cc.err" ||
   { cat "$T/cc.err"; echo "FAIL: cannot compile record_fork_app.c"; exit 1; }
 
 # inspect FILE CALLNAME=COUNT... : capture complete (cucap info exit 0), seq
