@@ -77,6 +77,32 @@ else
   res SKIP torch_mlp "no torch with CUDA"
 fi
 
+# --- 1b. the other record/replay modes, on the GPU
+extra() { # label app record-options -- replay-options
+  local label=$1 app=$2; shift 2
+  local ropts=() popts=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do ropts+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  popts=("$@")
+  local w=$OUT/extra-$label; mkdir -p "$w"
+  if [ ! -e "${app%% *}" ] && [ "${app%% *}" != "$PY" ]; then res SKIP "$label" "not built"; return; fi
+  # shellcheck disable=SC2086
+  if ! "$CUCAP" record "${ropts[@]}" -o "$w/cap.fb" -- $app >"$w/rec.out" 2>"$w/rec.err"; then
+    res FAIL "$label record" "$(tail -1 "$w/rec.err")"; return; fi
+  if "$CUCAP" replay "$w/cap.fb" "${popts[@]}" >"$w/replay.txt" 2>&1; then
+    res PASS "$label" "$(grep -E '^(verify|memory|time):' "$w/replay.txt" | tr '\n' ' ' | cut -c1-170)"
+  else
+    res FAIL "$label" "exit $? ($(tail -1 "$w/replay.txt"))"
+  fi
+}
+extra snapshot-exit "$APPS/rt_multistream" --snapshot=exit -- --verify
+extra hash-launches "$APPS/drv_streams" --hash-launches -- --verify=launch
+extra relocate "$APPS/drv_threads" -- --relocate --verify
+extra loop3 "$APPS/rt_multistream" -- --loop 3 --verify
+if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  extra torch-snapshot-exit "$PY $ROOT/tests/apps/torch_mlp.py --steps 20" --snapshot=exit -- --verify
+fi
+
 # --- 2. the README's main command on this machine (record -> replay -> verify)
 if [ -f "$ROOT/examples/demo.sh" ]; then
   if CUCAP_BUILD=$BUILD CUCAP_DEMO_DIR=$OUT/demo bash "$ROOT/examples/demo.sh" >"$OUT/demo.txt" 2>&1; then
