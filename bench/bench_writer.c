@@ -283,6 +283,12 @@ int main(int argc, char **argv) {
   cucap_writer_options_init(&g_opts);
   if (getenv("CUCAP_BENCH_LEVEL")) /* experiments: zstd level override */
     g_opts.level = atoi(getenv("CUCAP_BENCH_LEVEL"));
+  if (getenv("CUCAP_BENCH_RLEVEL")) /* experiments: record chunk level */
+    g_opts.record_level = atoi(getenv("CUCAP_BENCH_RLEVEL"));
+  if (getenv("CUCAP_BENCH_CHUNK")) /* experiments: record chunk size */
+    g_opts.chunk_size = (size_t)atol(getenv("CUCAP_BENCH_CHUNK"));
+  if (getenv("CUCAP_BENCH_QUEUE")) /* experiments: queue depth */
+    g_opts.queue_depth = (size_t)atol(getenv("CUCAP_BENCH_QUEUE"));
   if (getenv("CUCAP_BENCH_ONLY_RECORDS"))
     g_only_records = 1;
 

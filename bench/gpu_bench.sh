@@ -61,10 +61,13 @@ PY=${PYTHON:-python3}
 TORCH=$SRC/tests/apps/torch_mlp.py
 [ -f "$TORCH" ] || TORCH=$BUILD/tests/apps/torch_mlp.py
 RUNS=${BENCH_RUNS:-3}
+# Python's per-step time on a shared VM moves by +-20% between runs: the torch
+# comparison takes more alternating runs than the launch one.
+TORCH_RUNS=${BENCH_TORCH_RUNS:-7}
 NLAUNCH=${BENCH_LAUNCHES:-100000}
 STEPS=${BENCH_STEPS:-200}
 TMO=${BENCH_TIMEOUT:-150}
-BUDGET=${BENCH_BUDGET:-330}
+BUDGET=${BENCH_BUDGET:-420}
 
 BENCH_FILE=$OUT/bench.txt
 SUMMARY=$OUT/summary.txt
@@ -232,7 +235,7 @@ step_b() {
   need record_overhead_torch "$TORCH:tests/apps/torch_mlp.py" "$CUCAP:cucap CLI" || return
   local i nwall=() rwall=() nstep=() rstep=() v cap reason="" cks_n="" cks_r=""
   printf '%-4s %12s %12s %14s\n' run native_s rec_s capture_bytes
-  for ((i = 1; i <= RUNS; i++)); do
+  for ((i = 1; i <= TORCH_RUNS; i++)); do
     if over_budget; then reason="time budget spent"; break; fi
     run_timed "$OUT/b_native_$i.log" "$PY" "$TORCH" --steps "$STEPS"
     if [ $RUN_RC -ne 0 ]; then
@@ -262,7 +265,7 @@ step_b() {
   if [ "$cks_n" != "$cks_r" ]; then
     log "note: param checksum differs: native $cks_n, recorded $cks_r"
   fi
-  if [ ${#nstep[@]} -eq "$RUNS" ] && [ ${#rstep[@]} -eq "$RUNS" ]; then
+  if [ ${#nstep[@]} -eq "$TORCH_RUNS" ] && [ ${#rstep[@]} -eq "$TORCH_RUNS" ]; then
     log "using the app's 'ms per step' lines"
     bench_judge record_overhead_torch "$(ratio "$(median "${rstep[@]}")" "$(median "${nstep[@]}")")" ratio le 1.10
   else

@@ -44,6 +44,11 @@ cucap_status cucap_snapshot_hash_launch(cucap_tracker *t, const cucap_snapshot_o
 /* Staging buffer size (bytes) used per chunk. */
 #define CUCAP_SNAPSHOT_STAGING (8u << 20)
 
+/* Frees the pinned staging buffer (call before its context is destroyed:
+ * pinned memory belongs to the context that allocated it). The next snapshot
+ * allocates a new one. */
+void cucap_snapshot_release_staging(const cucap_snapshot_ops *ops);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,9 @@ typedef struct cucap_writer_options {
   size_t queue_depth;         /* sealed chunks in flight; 0 = 8 */
   unsigned flush_interval_ms; /* seal a non-empty chunk at least this often; 0 = 500 */
   int sync_writes;            /* fdatasync after each chunk (slow; tests) */
+  int record_level;           /* zstd level for record chunks (negative =
+                                 zstd's fast levels); 0 = same as level.
+                                 Blob and index chunks always use level. */
 } cucap_writer_options;
 
 /* Fills defaults. */
@@ -49,6 +52,20 @@ cucap_status cucap_writer_create(const char *path,
  * Returns the record's 0-based position in the file (if pos != NULL). */
 cucap_status cucap_writer_append(cucap_writer *w, const void *record,
                                  size_t size, uint64_t *pos);
+
+/* Like cucap_writer_append, but numbers the record under the writer's own
+ * lock: the writer takes seq = ++*counter and stores it (8 bytes, little-
+ * endian as FlatBuffers) at byte `seq_offset` of its copy of the record -
+ * normally the Record.seq field of a record built with seq present (e.g.
+ * cucap_fb_record_add_seq(b, 0)); the caller's buffer is not modified. So
+ * callers sharing one counter through one writer need no lock of their own
+ * and seq order equals file order. `counter` is caller-owned, only ever
+ * touched under the writer's record lock (don't read it concurrently without
+ * your own synchronisation); seq_offset must lie in [8, size - 8].
+ * *seq_out (may be NULL) receives the number given (unchanged on error). */
+cucap_status cucap_writer_append_seq(cucap_writer *w, const void *record,
+                                     size_t size, size_t seq_offset,
+                                     uint64_t *counter, uint64_t *seq_out);
 
 /* Stores `size` bytes as a content-addressed blob and returns its hash. If a
  * blob with the same hash was stored before, nothing is written again. */

@@ -50,13 +50,15 @@ static cucap_status take(cucap_tracker *t, const cucap_snapshot_ops *ops, int st
   pthread_mutex_lock(&g_mu);
   if (!out)
     goto done;
-  if (!g_staging && ops->alloc_host(ops->user, &g_staging, CUCAP_SNAPSHOT_STAGING) != 0) {
+  /* Nothing live: an empty snapshot still records that memory was checked,
+   * and needs no staging buffer (the context may already be half gone). */
+  if (n && !g_staging && ops->alloc_host(ops->user, &g_staging, CUCAP_SNAPSHOT_STAGING) != 0) {
     g_staging = NULL;
     CUCAP_WARN("snapshot: no pinned staging buffer");
     st = CUCAP_ERR_CUDA;
     goto done;
   }
-  if (ops->synchronize && ops->synchronize(ops->user) != 0)
+  if (n && ops->synchronize && ops->synchronize(ops->user) != 0)
     CUCAP_WARN("snapshot: synchronize failed; contents may be in flight");
   cucap_hash_state *hs = cucap_hash_state_create();
   if (!hs)
@@ -146,4 +148,12 @@ cucap_status cucap_snapshot_take(cucap_tracker *t, const cucap_snapshot_ops *ops
 cucap_status cucap_snapshot_hash_launch(cucap_tracker *t, const cucap_snapshot_ops *ops,
                                         uint64_t launch_index) {
   return take(t, ops, 0, 0, launch_index);
+}
+
+void cucap_snapshot_release_staging(const cucap_snapshot_ops *ops) {
+  pthread_mutex_lock(&g_mu);
+  if (g_staging && ops && ops->free_host)
+    ops->free_host(ops->user, g_staging);
+  g_staging = NULL;
+  pthread_mutex_unlock(&g_mu);
 }

@@ -82,7 +82,8 @@ struct cucap_writer {
 
   pthread_t thr;
   int thr_started;
-  ZSTD_CCtx *cctx;
+  ZSTD_CCtx *cctx;      /* blob + index chunks (level) */
+  ZSTD_CCtx *rec_cctx;  /* record chunks (record_level); NULL: use cctx */
   uint8_t *cbuf;
   size_t cbuf_cap;
   uint64_t file_off;         /* background thread (and close after join) */
@@ -246,7 +247,10 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
     w->cbuf_cap = need;
   }
   uint8_t *payload = w->cbuf + sizeof(cucap_chunk_header);
-  size_t cs = ZSTD_compress2(w->cctx, payload, bound, c->buf, c->len);
+  ZSTD_CCtx *cx = c->kind == CUCAP_FB_CHUNKKIND_RECORDS && w->rec_cctx
+                      ? w->rec_cctx
+                      : w->cctx;
+  size_t cs = ZSTD_compress2(cx, payload, bound, c->buf, c->len);
   if (ZSTD_isError(cs)) {
     CUCAP_ERROR("writer: zstd compression failed: %s", ZSTD_getErrorName(cs));
     set_err(w, CUCAP_ERR_COMPRESS);
@@ -437,6 +441,20 @@ cucap_status cucap_writer_create(const char *path,
                  ZSTD_getErrorName(r));
   }
 
+  if (w->o.record_level != 0 && w->o.record_level != w->o.level) {
+    w->rec_cctx = ZSTD_createCCtx();
+    if (!w->rec_cctx) {
+      st = CUCAP_ERR_NOMEM;
+      goto fail;
+    }
+    int lv = w->o.record_level;
+    if (lv < ZSTD_minCLevel())
+      lv = ZSTD_minCLevel();
+    ZSTD_CCtx_setParameter(w->rec_cctx, ZSTD_c_compressionLevel, lv);
+    ZSTD_CCtx_setParameter(w->rec_cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(w->rec_cctx, ZSTD_c_contentSizeFlag, 1);
+  }
+
   w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w->fd < 0) {
     CUCAP_ERROR("writer: cannot create %s: %s", path, strerror(errno));
@@ -472,6 +490,7 @@ fail:
   if (w->fd >= 0)
     close(w->fd);
   ZSTD_freeCCtx(w->cctx);
+  ZSTD_freeCCtx(w->rec_cctx);
   pthread_mutex_destroy(&w->rec_mu);
   pthread_mutex_destroy(&w->blob_mu);
   pthread_mutex_destroy(&w->q_mu);
@@ -514,14 +533,20 @@ static uint64_t record_seq(const uint8_t *p, size_t size) {
   return s;
 }
 
-cucap_status cucap_writer_append(cucap_writer *w, const void *record,
-                                 size_t size, uint64_t *pos) {
+/* Shared by append and append_seq. seq_off != 0: the 8 bytes at seq_off of
+ * the copy receive ++*counter, taken under rec_mu (so seq order == file
+ * order for every appender using the same counter through this writer). */
+static cucap_status append_impl(cucap_writer *w, const void *record,
+                                size_t size, size_t seq_off, uint64_t *counter,
+                                uint64_t *pos, uint64_t *seq_out) {
   CUCAP_RETURN_IF(!w || !record, CUCAP_ERR_INVALID_ARG);
   CUCAP_RETURN_IF(size < 12 || size > CUCAP_MAX_RECORD_SIZE,
                   CUCAP_ERR_INVALID_ARG);
   const uint8_t *src = record;
   CUCAP_RETURN_IF((size_t)rd32(src) + 4 != size, CUCAP_ERR_INVALID_ARG);
-  uint64_t seq = record_seq(src, size);
+  CUCAP_RETURN_IF(counter && (seq_off < 8 || seq_off > size - 8),
+                  CUCAP_ERR_INVALID_ARG);
+  uint64_t seq = counter ? 0 : record_seq(src, size);
   size_t need = cucap_align8(size);
 
   pthread_mutex_lock(&w->rec_mu);
@@ -553,6 +578,10 @@ cucap_status cucap_writer_append(cucap_writer *w, const void *record,
   if (c->len == 0)
     c->opened_ns = now_ns();
   memcpy(c->buf + c->len, src, size);
+  if (counter) {
+    seq = ++*counter;
+    memcpy(c->buf + c->len + seq_off, &seq, 8);
+  }
   if (need != size)
     memset(c->buf + c->len + size, 0, need - size);
   c->len += need;
@@ -570,7 +599,21 @@ cucap_status cucap_writer_append(cucap_writer *w, const void *record,
   pthread_mutex_unlock(&w->rec_mu);
   if (pos)
     *pos = p;
+  if (seq_out)
+    *seq_out = seq;
   return CUCAP_OK;
+}
+
+cucap_status cucap_writer_append(cucap_writer *w, const void *record,
+                                 size_t size, uint64_t *pos) {
+  return append_impl(w, record, size, 0, NULL, pos, NULL);
+}
+
+cucap_status cucap_writer_append_seq(cucap_writer *w, const void *record,
+                                     size_t size, size_t seq_offset,
+                                     uint64_t *counter, uint64_t *seq_out) {
+  CUCAP_RETURN_IF(!counter, CUCAP_ERR_INVALID_ARG);
+  return append_impl(w, record, size, seq_offset, counter, NULL, seq_out);
 }
 
 /* ---------------------------------------------------------------- blobs */
@@ -885,6 +928,7 @@ void cucap_writer_destroy(cucap_writer *w) {
     wchunk_free(c);
   }
   ZSTD_freeCCtx(w->cctx);
+  ZSTD_freeCCtx(w->rec_cctx);
   free(w->cbuf);
   free(w->entries);
   free(w->blobs);

@@ -49,7 +49,7 @@ static uint64_t primary_ctx_of(CUdevice dev) {
 
 static void snapshot_before_context_loss(uint64_t ctx) {
   if (cucap_rec_opts()->snapshot == CUCAP_REC_SNAPSHOT_EXIT)
-    cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_EXIT, 0);
+    cx_snapshot_context_loss(ctx);
   if (ctx)
     (void)cucap_tracker_alloc_remove_context(cx_tracker(), ctx);
 }

@@ -81,6 +81,8 @@ cucap_fb_ref cx_memcpy3d_node_body(cucap_fbb *b, const CUDA_MEMCPY3D *p);
  * custom_snapshot.c fills from cucap_real (capture/ cannot see interpose/).
  * reason: cucap.fb.SnapshotReason. */
 void cx_snapshot_take(uint8_t reason, uint64_t launch_index);
+/* snapshot=exit before context ctx is destroyed (pushes it current). */
+void cx_snapshot_context_loss(uint64_t ctx);
 void cx_launch_hash(uint64_t launch_index);
 /* Before each launch (pre hook): snapshot=launch:N. */
 void cx_snapshot_before_launch(uint64_t launch_index);

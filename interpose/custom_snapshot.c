@@ -45,6 +45,20 @@ void cx_snapshot_take(uint8_t reason, uint64_t launch_index) {
     g_exit_taken = 1;
 }
 
+void cx_snapshot_context_loss(uint64_t ctx) {
+  /* The dying context need not be current on this thread (cudart releases
+   * the primary context from an exit handler): make it current for the
+   * copies, and free the staging buffer it owns before it goes. */
+  int pushed = ctx && cucap_real.cuCtxPushCurrent_v2 &&
+               cucap_real.cuCtxPushCurrent_v2((CUcontext)(uintptr_t)ctx) == CUDA_SUCCESS;
+  cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_EXIT, 0);
+  cucap_snapshot_release_staging(&g_ops);
+  if (pushed && cucap_real.cuCtxPopCurrent_v2) {
+    CUcontext old;
+    (void)cucap_real.cuCtxPopCurrent_v2(&old);
+  }
+}
+
 void cx_launch_hash(uint64_t launch_index) {
   cucap_status st = cucap_snapshot_hash_launch(cx_tracker(), &g_ops, launch_index);
   if (st != CUCAP_OK)

@@ -1,11 +1,14 @@
 /* cucap_symbolize.h - host callstack symbolization for `cucap dump` (owner:
- * helper "semantics").
+ * the `cucap dump` maintainer, formerly helper "semantics").
  *
  * Feed it the objects of a ModuleMap record (path, GNU build-id, load bias,
  * mapped range), then ask for frame addresses from Callstack records:
  *   addr -> "object+0xoff" and, when the object file is readable on this
  *   machine and its build-id matches the recorded one, "function+0xoff"
- *   from its .symtab / .dynsym (STT_FUNC symbols).
+ *   from its .symtab, or its .dynsym when it has no .symtab (STT_FUNC
+ *   symbols). A file whose build-id differs is not used for symbols
+ *   (build_id_mismatch). Each object file is opened and read at most once
+ *   per symbolizer (cached by path + build-id, across clear()).
  * Return addresses are looked up at addr-1 (the call instruction), offsets
  * are printed relative to addr.
  *

@@ -1,5 +1,6 @@
 /* symbolize.c - frame address -> object+offset -> function+offset (owner:
- * helper "semantics"). See cucap_symbolize.h. */
+ * tools/ `cucap dump` maintainer, formerly helper "semantics"). See
+ * cucap_symbolize.h. */
 #include "cucap_symbolize.h"
 
 #include <elf.h>
@@ -171,13 +172,23 @@ static void load_symbols(symfile *f) {
       goto out;
     }
   }
-  /* two passes: count, then copy (.symtab and .dynsym both) */
+  /* .symtab (full, unstripped files) when there is one, else .dynsym
+   * (exported functions only): the dynsym of an unstripped file is a subset
+   * and would only add duplicates. */
+  uint32_t want = SHT_DYNSYM;
+  for (unsigned i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh;
+    memcpy(&sh, p + eh.e_shoff + (uint64_t)i * eh.e_shentsize, sizeof sh);
+    if (sh.sh_type == SHT_SYMTAB && sh.sh_size >= sizeof(Elf64_Sym))
+      want = SHT_SYMTAB;
+  }
+  /* two passes: count, then copy */
   size_t nsyms = 0, names_len = 0;
   for (int pass = 0; pass < 2; pass++) {
     for (unsigned i = 0; i < eh.e_shnum; i++) {
       Elf64_Shdr sh, strh;
       memcpy(&sh, p + eh.e_shoff + (uint64_t)i * eh.e_shentsize, sizeof sh);
-      if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+      if (sh.sh_type != want ||
           sh.sh_entsize < sizeof(Elf64_Sym) || !fits(sh.sh_offset, sh.sh_size, size) ||
           sh.sh_link >= eh.e_shnum)
         continue;

@@ -1,4 +1,5 @@
-/* cmd_dump.c - `cucap dump FILE [--json] [--body TYPE] [--limit N] [--no-hex]`.
+/* cmd_dump.c - `cucap dump FILE [--json] [--body TYPE] [--limit N] [--no-hex]
+ *   [--no-symbols]`.
  * Owner: tools/.
  *
  * --json: JSON Lines. Line 1 is {"header": <FileHeader>}; then one line per
@@ -7,7 +8,19 @@
  * pieces are not records of the stream and are not printed). Keys are the
  * schema's field names, so they are stable across versions (fields are only
  * appended).
- * Without --json: "#seq tid call result body-summary", one line per record.
+ * A record with a host callstack (stack != 0) gets a last key
+ * "callstack": ["func+0x1a (libfoo.so+0x1234)", ...], innermost frame first,
+ * built from the Callstack record of that id and the latest ModuleMap seen so
+ * far (both come before their first use in a capture). Frames read
+ * "function+0xOFF (object+0xOFF)", "object+0xOFF" (no symbol, or
+ * "object+0xOFF (build-id mismatch)" when the file on this machine is not the
+ * recorded one) or "0x..." (in no mapped object / no ModuleMap yet). The key
+ * is left out when the Callstack record of the id was not seen. --no-symbols
+ * leaves the key out altogether (the raw frames stay in the Callstack records)
+ * and opens no object files.
+ * Without --json: "#seq tid call result body-summary", one line per record;
+ * Launch and Memcpy lines are followed by "    at F0 <- F1 <- F2" (the
+ * innermost 3 frames) when they have a callstack.
  * On a damaged file everything recovered is printed, then one error line on
  * stderr, exit 3. */
 #include <getopt.h>
@@ -21,15 +34,19 @@
 #include "cucap_format.h"
 #include "cucap_json.h"
 #include "cucap_reader.h"
+#include "cucap_symbolize.h"
 
 static const char dump_usage[] =
     "usage: cucap dump CAPTURE [--json] [--body TYPE] [--limit N] [--no-hex]\n"
+    "                          [--no-symbols]\n"
     "  --json       JSON Lines: {\"header\":{...}} then {\"index\":N,...} per record\n"
     "  --body TYPE  only records whose body is TYPE (Launch, Memcpy, Alloc, ...;\n"
     "               case-insensitive; NONE for records without a body)\n"
     "  --limit N    stop after printing N records\n"
     "  --no-hex     print byte vectors as arrays of numbers, hashes as\n"
     "               {lo,hi} objects (default: hex strings)\n"
+    "  --no-symbols do not symbolize host callstacks (no \"callstack\" key,\n"
+    "               no stack lines; object files are not opened)\n"
     "exit: 0 complete, 3 damaged/truncated/not a capture (what was recovered\n"
     "is still printed), 4 I/O error, 2 usage\n";
 
@@ -184,12 +201,215 @@ static void print_human(const cucap_fb_record *rec) {
          sum);
 }
 
+/* ---------------------------------------------------------- callstacks
+ * The Callstack records seen so far (id -> frames) and a symbolizer fed from
+ * the latest ModuleMap. Formatted frames are cached per stack and rebuilt
+ * only after a new ModuleMap (gen), so a million launches from one call site
+ * cost one symbolization. Owned by cucap_cmd_dump; freed by stacks_free. */
+#define STACK_MAX_FRAMES 256 /* longer stacks are cut (the recorder keeps 32) */
+
+typedef struct stack_ent {
+  uint32_t id; /* 0 = empty slot */
+  uint32_t nframes;
+  uint64_t *frames;
+  char **text;  /* nframes formatted frames; NULL until first use */
+  uint64_t gen; /* ModuleMap generation text was formatted for */
+} stack_ent;
+
+typedef struct stack_tab {
+  stack_ent *slots; /* open addressing on id, power-of-two capacity */
+  size_t cap, used;
+  cucap_symbolizer *sym;
+  uint64_t gen; /* bumped by every ModuleMap */
+} stack_tab;
+
+static void stack_text_free(stack_ent *e) {
+  if (e->text)
+    for (uint32_t i = 0; i < e->nframes; i++)
+      free(e->text[i]);
+  free(e->text);
+  e->text = NULL;
+}
+
+static void stacks_free(stack_tab *t) {
+  for (size_t i = 0; i < t->cap; i++) {
+    stack_text_free(&t->slots[i]);
+    free(t->slots[i].frames);
+  }
+  free(t->slots);
+  cucap_symbolizer_destroy(t->sym);
+  memset(t, 0, sizeof *t);
+}
+
+static stack_ent *stack_slot(stack_tab *t, uint32_t id) {
+  if (!t->cap)
+    return NULL;
+  size_t m = t->cap - 1, i = (id * 2654435761u) & m;
+  while (t->slots[i].id && t->slots[i].id != id)
+    i = (i + 1) & m;
+  return &t->slots[i];
+}
+
+static stack_ent *stack_find(stack_tab *t, uint32_t id) {
+  stack_ent *e = stack_slot(t, id);
+  return e && e->id == id ? e : NULL;
+}
+
+/* Remembers a Callstack record; a repeated id replaces the frames. Out of
+ * memory only loses the stack (its records then print without one). */
+static void stack_add(stack_tab *t, const cucap_fb_callstack *cs) {
+  uint32_t id = cucap_fb_callstack_id(cs);
+  size_t n = 0;
+  const uint64_t *fr = cucap_fb_callstack_frames(cs, &n);
+  if (!id)
+    return;
+  if (!fr)
+    n = 0;
+  if (n > STACK_MAX_FRAMES)
+    n = STACK_MAX_FRAMES;
+  if ((t->used + 1) * 2 > t->cap) {
+    size_t nc = t->cap ? t->cap * 2 : 64;
+    stack_ent *ns = calloc(nc, sizeof *ns);
+    if (!ns)
+      return;
+    stack_tab old = *t;
+    t->slots = ns;
+    t->cap = nc;
+    for (size_t i = 0; i < old.cap; i++)
+      if (old.slots[i].id)
+        *stack_slot(t, old.slots[i].id) = old.slots[i];
+    free(old.slots);
+  }
+  uint64_t *copy = malloc((n ? n : 1) * sizeof *copy);
+  if (!copy)
+    return;
+  if (n)
+    memcpy(copy, fr, n * sizeof *copy); /* the vector is 8-aligned (verified) */
+  stack_ent *e = stack_slot(t, id);
+  if (e->id) {
+    stack_text_free(e);
+    free(e->frames);
+  } else {
+    t->used++;
+  }
+  *e = (stack_ent){id, (uint32_t)n, copy, NULL, 0};
+}
+
+/* A ModuleMap is the full list of loaded objects. */
+static void stacks_map(stack_tab *t, const cucap_fb_module_map *mm) {
+  cucap_symbolizer_clear(t->sym);
+  t->gen++;
+  size_t n = cucap_fb_module_map_objects_len(mm);
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_loaded_object *o = cucap_fb_module_map_objects_at(mm, i);
+    const char *path = o ? cucap_fb_loaded_object_path(o) : NULL;
+    if (!path)
+      continue;
+    size_t bl = 0;
+    const uint8_t *bid = cucap_fb_loaded_object_build_id(o, &bl);
+    /* ignore NOMEM: the frames of that object print as hex */
+    (void)cucap_symbolizer_add_object(t->sym, path, bid, bid ? bl : 0,
+                                      cucap_fb_loaded_object_base(o),
+                                      cucap_fb_loaded_object_start_get(o),
+                                      cucap_fb_loaded_object_end_get(o));
+  }
+}
+
+/* The formatted frames of stack id, or NULL (unknown id, out of memory). */
+static const stack_ent *stack_text(stack_tab *t, uint32_t id) {
+  stack_ent *e = stack_find(t, id);
+  if (!e)
+    return NULL;
+  if (e->text && e->gen == t->gen)
+    return e;
+  stack_text_free(e);
+  e->text = calloc(e->nframes ? e->nframes : 1, sizeof *e->text);
+  if (!e->text)
+    return NULL;
+  for (uint32_t i = 0; i < e->nframes; i++) {
+    char buf[512];
+    int k = cucap_symbolizer_format(t->sym, e->frames[i], buf, sizeof buf);
+    if (k < 0)
+      k = snprintf(buf, sizeof buf, "0x%" PRIx64, e->frames[i]);
+    char *s = malloc((size_t)k + 1);
+    if (!s) {
+      stack_text_free(e);
+      return NULL;
+    }
+    if ((size_t)k < sizeof buf)
+      memcpy(s, buf, (size_t)k + 1);
+    else /* a long (C++) name: format again at full length */
+      cucap_symbolizer_format(t->sym, e->frames[i], s, (size_t)k + 1);
+    e->text[i] = s;
+  }
+  e->gen = t->gen;
+  return e;
+}
+
+/* Feeds Callstack / ModuleMap records to the table. */
+static void stacks_feed(stack_tab *t, const cucap_fb_record *rec) {
+  switch (cucap_fb_record_body_type(rec)) {
+  case CUCAP_FB_BODY_CALLSTACK: {
+    const cucap_fb_callstack *cs = cucap_fb_record_body_as_callstack(rec);
+    if (cs)
+      stack_add(t, cs);
+    break;
+  }
+  case CUCAP_FB_BODY_MODULEMAP: {
+    const cucap_fb_module_map *mm = cucap_fb_record_body_as_module_map(rec);
+    if (mm)
+      stacks_map(t, mm);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+/* "    at F0 <- F1 <- F2" for the human dump (innermost 3 frames). */
+static void print_stack_human(stack_tab *t, const cucap_fb_record *rec) {
+  uint32_t id = cucap_fb_record_stack(rec);
+  uint8_t bt = cucap_fb_record_body_type(rec);
+  if (!id || (bt != CUCAP_FB_BODY_LAUNCH && bt != CUCAP_FB_BODY_MEMCPY))
+    return;
+  const stack_ent *e = stack_text(t, id);
+  if (!e) {
+    printf("    at (callstack %u not recorded)\n", (unsigned)id);
+    return;
+  }
+  fputs("    at", stdout);
+  for (uint32_t i = 0; i < e->nframes && i < 3; i++) {
+    fputs(i ? " <- " : " ", stdout);
+    for (const char *p = e->text[i]; *p; p++) /* one line whatever the names */
+      putchar((unsigned char)*p < 0x20 ? ' ' : *p);
+  }
+  if (e->nframes > 3)
+    printf(" <- ... (%u frames)", (unsigned)e->nframes);
+  putchar('\n');
+}
+
+/* ,"callstack":[...] (leading comma when the object has other keys). */
+static void print_stack_json(stack_tab *t, const cucap_fb_record *rec, int comma) {
+  uint32_t id = cucap_fb_record_stack(rec);
+  const stack_ent *e = id ? stack_text(t, id) : NULL;
+  if (!e)
+    return;
+  fputs(comma ? ",\"callstack\":[" : "\"callstack\":[", stdout);
+  for (uint32_t i = 0; i < e->nframes; i++) {
+    if (i)
+      fputc(',', stdout);
+    cucap_cli_json_str(stdout, e->text[i], strlen(e->text[i]));
+  }
+  fputc(']', stdout);
+}
+
 int cucap_cmd_dump(int argc, char **argv) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, 'j'},   {"body", required_argument, NULL, 'b'},
       {"limit", required_argument, NULL, 'n'}, {"no-hex", no_argument, NULL, 'x'},
+      {"no-symbols", no_argument, NULL, 'S'},
       {"help", no_argument, NULL, 'h'},   {NULL, 0, NULL, 0}};
-  int json = 0, nohex = 0, body = -1, c;
+  int json = 0, nohex = 0, nosym = 0, body = -1, c;
   uint64_t limit = UINT64_MAX;
   optind = 1;
   while ((c = getopt_long(argc, argv, "jb:n:xh", longopts, NULL)) != -1) {
@@ -199,6 +419,9 @@ int cucap_cmd_dump(int argc, char **argv) {
       break;
     case 'x':
       nohex = 1;
+      break;
+    case 'S':
+      nosym = 1;
       break;
     case 'b':
       body = parse_body(optarg);
@@ -232,6 +455,13 @@ int cucap_cmd_dump(int argc, char **argv) {
   int rc = cucap_cli_open("dump", path, &r);
   if (rc != CUCAP_EXIT_OK)
     return rc;
+  stack_tab stacks;
+  memset(&stacks, 0, sizeof stacks);
+  if (!nosym && cucap_symbolizer_create(&stacks.sym) != CUCAP_OK) {
+    cucap_reader_destroy(r);
+    cucap_cli_error("dump", path, "out of memory");
+    return CUCAP_EXIT_IO;
+  }
 
   unsigned flags = nohex ? 0 : (CUCAP_JSON_HEX_BYTES | CUCAP_JSON_HASH_HEX);
   cucap_json *w = NULL;
@@ -239,6 +469,7 @@ int cucap_cmd_dump(int argc, char **argv) {
   if (json) {
     w = cucap_json_create_mem(0);
     if (!w) {
+      stacks_free(&stacks);
       cucap_reader_destroy(r);
       cucap_cli_error("dump", path, "out of memory");
       return CUCAP_EXIT_IO;
@@ -271,11 +502,15 @@ int cucap_cmd_dump(int argc, char **argv) {
       break;
     const cucap_fb_record *rec = rv;
     uint64_t my = index++;
+    if (stacks.sym) /* before the filter: later records refer to these */
+      stacks_feed(&stacks, rec);
     if (body >= 0 && cucap_fb_record_body_type(rec) != body)
       continue;
     printed++;
     if (!json) {
       print_human(rec);
+      if (stacks.sym)
+        print_stack_human(&stacks, rec);
       continue;
     }
     cucap_fb_record_to_json(rec, w, flags);
@@ -286,20 +521,23 @@ int cucap_cmd_dump(int argc, char **argv) {
                                            : CUCAP_ERR_INTERNAL;
       break;
     }
-    /* Splice the index in as the first key. */
-    if (len == 2)
-      printf("{\"index\":%" PRIu64 "}\n", my);
-    else {
-      printf("{\"index\":%" PRIu64 ",", my);
-      fwrite(txt + 1, 1, len - 1, stdout);
-      fputc('\n', stdout);
+    /* Splice the index in as the first key and the callstack in as the
+     * last one. */
+    printf("{\"index\":%" PRIu64, my);
+    if (len > 2) {
+      fputc(',', stdout);
+      fwrite(txt + 1, 1, len - 2, stdout);
     }
+    if (stacks.sym)
+      print_stack_json(&stacks, rec, 1);
+    fputs("}\n", stdout);
     cucap_json_mem_clear(w);
   }
   if (s == CUCAP_END)
     s = CUCAP_OK;
   if (fflush(stdout) != 0 || ferror(stdout)) {
     cucap_json_destroy(w);
+    stacks_free(&stacks);
     cucap_reader_destroy(r);
     cucap_cli_error("dump", path, "error writing output");
     return CUCAP_EXIT_IO;
@@ -321,6 +559,7 @@ int cucap_cmd_dump(int argc, char **argv) {
     rc = CUCAP_EXIT_OK;
   }
   cucap_json_destroy(w);
+  stacks_free(&stacks);
   cucap_reader_destroy(r);
   return rc;
 }

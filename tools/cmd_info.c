@@ -1,5 +1,6 @@
 /* cmd_info.c - `cucap info FILE [--json]`: a summary of a capture (header,
- * record statistics, chunk/blob/size figures, recovery status). Owner: tools/.
+ * record statistics, chunk/blob/size figures, the `record --audit` summary
+ * when the capture has an Audit record, recovery status). Owner: tools/.
  *
  * Exit: 0 complete capture; 3 damaged/truncated (everything recovered is still
  * printed, then one error line on stderr) or not a capture; 4 I/O error. */
@@ -41,13 +42,18 @@ typedef struct info_stats {
    * table inside it. NULL if none. */
   uint8_t *devices_buf;
   const cucap_fb_devices *devices;
+  /* The last Audit record (cucap record --audit writes one at exit): a
+   * private copy like devices_buf. NULL if none. */
+  uint8_t *audit_buf;
+  const cucap_fb_audit *audit;
 } info_stats;
 
 static const char info_usage[] =
     "usage: cucap info CAPTURE [--json]\n"
     "  Prints the capture's header, record counts per body type and per driver\n"
     "  call, launches, memcpy bytes by direction, modules, functions,\n"
-    "  allocations, blobs, chunks, raw vs compressed size, duration and whether\n"
+    "  allocations, blobs, chunks, raw vs compressed size, duration, the\n"
+    "  driver-call audit (captures made with `record --audit`) and whether\n"
     "  the file is complete.\n"
     "  --json   one JSON object instead of text\n"
     "exit: 0 complete, 3 damaged/truncated/not a capture (what was recovered\n"
@@ -146,6 +152,19 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
         }
       }
       break;
+    case CUCAP_FB_BODY_AUDIT:
+      if (buf && size >= 4) { /* keep the last one; copied as for Devices */
+        const cucap_fb_audit *au = cucap_fb_record_body_as_audit(rec);
+        uint8_t *copy = au ? malloc(size) : NULL;
+        if (copy) {
+          memcpy(copy, buf, size);
+          free(st->audit_buf);
+          st->audit_buf = copy;
+          st->audit =
+              (const cucap_fb_audit *)(copy + ((const uint8_t *)au - (const uint8_t *)buf));
+        }
+      }
+      break;
     case CUCAP_FB_BODY_LAUNCH:
       st->launches++;
       break;
@@ -198,6 +217,123 @@ static int cmp_calls(const void *a, const void *b) {
   if (sort_calls[x] != sort_calls[y])
     return sort_calls[x] > sort_calls[y] ? -1 : 1;
   return x < y ? -1 : (x > y);
+}
+
+/* ------------------------------------------------------------- audit
+ * An Audit record counts, per CUPTI driver cbid, the calls an independent
+ * CUPTI subscriber saw (driver_seen) and the calls cucap recorded. recorded
+ * may exceed driver_seen (the subscriber starts after the first calls and
+ * CUPTI does not report some calls); only driver_seen > recorded is a miss. */
+typedef struct audit_sum {
+  uint64_t seen, recorded;
+  size_t nmiss;
+  const cucap_fb_audit_entry **miss; /* biggest miss first; NULL if none */
+} audit_sum;
+
+static int cmp_miss(const void *a, const void *b) {
+  const cucap_fb_audit_entry *x = *(const cucap_fb_audit_entry *const *)a;
+  const cucap_fb_audit_entry *y = *(const cucap_fb_audit_entry *const *)b;
+  uint64_t mx = cucap_fb_audit_entry_driver_seen(x) - cucap_fb_audit_entry_recorded(x);
+  uint64_t my = cucap_fb_audit_entry_driver_seen(y) - cucap_fb_audit_entry_recorded(y);
+  if (mx != my)
+    return mx > my ? -1 : 1;
+  uint32_t cx = cucap_fb_audit_entry_cbid(x), cy = cucap_fb_audit_entry_cbid(y);
+  return cx < cy ? -1 : cx > cy;
+}
+
+/* Fills sum from a; sum->miss is malloc'ed (caller frees; NULL on OOM, then
+ * nmiss is still right but the names are not listed). */
+static void audit_summarize(const cucap_fb_audit *a, audit_sum *sum) {
+  memset(sum, 0, sizeof *sum);
+  size_t n = cucap_fb_audit_entries_len(a);
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_audit_entry *e = cucap_fb_audit_entries_at(a, i);
+    if (!e)
+      continue;
+    uint64_t sn = cucap_fb_audit_entry_driver_seen(e), rc = cucap_fb_audit_entry_recorded(e);
+    sum->seen += sn;
+    sum->recorded += rc;
+    if (sn > rc)
+      sum->nmiss++;
+  }
+  if (!sum->nmiss)
+    return;
+  sum->miss = malloc(sum->nmiss * sizeof *sum->miss);
+  if (!sum->miss)
+    return;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_audit_entry *e = cucap_fb_audit_entries_at(a, i);
+    if (e && cucap_fb_audit_entry_driver_seen(e) > cucap_fb_audit_entry_recorded(e))
+      sum->miss[k++] = e;
+  }
+  qsort(sum->miss, k, sizeof *sum->miss, cmp_miss);
+}
+
+/* The entry's name, else the cbid's name, else "cbid N" in tmp. */
+static const char *audit_name(const cucap_fb_audit_entry *e, char *tmp, size_t n) {
+  const char *nm = cucap_fb_audit_entry_name(e);
+  if (nm && *nm)
+    return nm;
+  unsigned cb = cucap_fb_audit_entry_cbid(e);
+  nm = cucap_cli_cbid_name(cb);
+  if (nm)
+    return nm;
+  snprintf(tmp, n, "cbid %u", cb);
+  return tmp;
+}
+
+static void print_audit_text(const cucap_fb_audit *a) {
+  audit_sum sum;
+  audit_summarize(a, &sum);
+  printf("audit:           CUPTI saw %" PRIu64 " driver calls, cucap recorded %" PRIu64
+         "; %zu function%s with missed calls\n",
+         sum.seen, sum.recorded, sum.nmiss, sum.nmiss == 1 ? "" : "s");
+  char tmp[32];
+  for (size_t i = 0; sum.miss && i < sum.nmiss && i < 10; i++) {
+    const char *nm = audit_name(sum.miss[i], tmp, sizeof tmp);
+    printf("  ");
+    for (const char *p = nm; *p; p++) /* one line whatever the name holds */
+      putchar((unsigned char)*p < 0x20 ? ' ' : *p);
+    printf(": seen %" PRIu64 ", recorded %" PRIu64 "\n",
+           cucap_fb_audit_entry_driver_seen(sum.miss[i]),
+           cucap_fb_audit_entry_recorded(sum.miss[i]));
+  }
+  if (sum.miss && sum.nmiss > 10)
+    printf("  ... and %zu more\n", sum.nmiss - 10);
+  free(sum.miss);
+}
+
+static void print_audit_json(cucap_json *w, const cucap_fb_audit *a) {
+  audit_sum sum;
+  audit_summarize(a, &sum);
+  cucap_json_key(w, "audit");
+  cucap_json_object_begin(w);
+  cucap_json_key(w, "driver_seen");
+  cucap_json_uint(w, sum.seen);
+  cucap_json_key(w, "recorded");
+  cucap_json_uint(w, sum.recorded);
+  cucap_json_key(w, "missing_count");
+  cucap_json_uint(w, sum.nmiss);
+  cucap_json_key(w, "missing_functions"); /* all of them, biggest miss first */
+  cucap_json_array_begin(w);
+  char tmp[32];
+  for (size_t i = 0; sum.miss && i < sum.nmiss; i++) {
+    const cucap_fb_audit_entry *e = sum.miss[i];
+    cucap_json_object_begin(w);
+    cucap_json_key(w, "name");
+    cucap_json_string(w, audit_name(e, tmp, sizeof tmp));
+    cucap_json_key(w, "cbid");
+    cucap_json_uint(w, cucap_fb_audit_entry_cbid(e));
+    cucap_json_key(w, "driver_seen");
+    cucap_json_uint(w, cucap_fb_audit_entry_driver_seen(e));
+    cucap_json_key(w, "recorded");
+    cucap_json_uint(w, cucap_fb_audit_entry_recorded(e));
+    cucap_json_object_end(w);
+  }
+  cucap_json_array_end(w);
+  cucap_json_object_end(w);
+  free(sum.miss);
 }
 
 static void print_text(const cucap_fb_file_header *h, const info_stats *st,
@@ -330,6 +466,8 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("file size:       %" PRIu64 " bytes (%s)\n", t->rec.file_size, tmp2);
   printf("duration:        %.6f s%s\n", (double)t->duration_ns / 1e9,
          t->duration_from_index ? "" : " (from last record; no end time)");
+  if (st->audit)
+    print_audit_text(st->audit);
   if (t->rec.complete && iter_status == CUCAP_OK)
     printf("status:          complete\n");
   else
@@ -446,6 +584,8 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_json_uint(w, t->rec.file_size);
   cucap_json_key(w, "duration_ns");
   cucap_json_uint(w, t->duration_ns);
+  if (st->audit)
+    print_audit_json(w, st->audit);
   cucap_json_key(w, "complete");
   cucap_json_bool(w, t->rec.complete && iter_status == CUCAP_OK);
   cucap_json_key(w, "problem");
@@ -546,6 +686,7 @@ int cucap_cmd_info(int argc, char **argv) {
   }
   free(calls);
   free(st->devices_buf);
+  free(st->audit_buf);
   free(st);
   cucap_reader_destroy(r);
   return rc;

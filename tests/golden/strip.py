@@ -7,7 +7,8 @@ everything that varies between runs removed or made canonical:
   * the header line, Callstack and ModuleMap records (addresses, paths,
     build ids) and the file index are dropped;
   * per record: index, tid, t_enter, t_exit, args (scalar arguments include
-    pointers) and stack (ids depend on unwinding) are dropped;
+    pointers), stack (ids depend on unwinding) and callstack (the symbolized
+    frames `cucap dump` adds: offsets depend on the build) are dropped;
   * handle/address fields (handle, address, dst, src, function, module,
     stream, event, graph, exec, ...) become canonical names "@1", "@2", ...
     in order of first appearance, so relations survive (a Launch's function
@@ -30,7 +31,8 @@ HANDLE_KEYS = {
     "child_graph", "src_context", "dst_context", "src_array", "dst_array",
     "value_ptr",
 }
-DROP_RECORD_KEYS = {"index", "tid", "t_enter", "t_exit", "args", "stack", "context"}
+DROP_RECORD_KEYS = {"index", "tid", "t_enter", "t_exit", "args", "stack", "context",
+                    "callstack"}
 DROP_BODIES = {"Callstack", "ModuleMap", "BlobPiece"}
 
 
