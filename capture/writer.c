@@ -30,6 +30,10 @@
 #include "cucap_schema.h"
 #include "writer_internal.h"
 
+#ifndef CUCAP_WRITER_PREFETCH
+#define CUCAP_WRITER_PREFETCH 4096 /* bytes ahead of the append position */
+#endif
+
 typedef struct wchunk {
   uint8_t *buf;
   size_t len, cap;
@@ -577,6 +581,16 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
   }
   if (c->len == 0)
     c->opened_ns = now_ns();
+  {
+    /* The appender's cost is mostly write misses on the chunk buffer (a
+     * sealed buffer comes back cold from the compressor's core): ask for
+     * the lines a few records ahead for writing now, so the memcpy of later
+     * records hits cache instead of waiting for each line at the unlock. */
+    size_t pf = c->len + need + CUCAP_WRITER_PREFETCH;
+    size_t pf_end = pf + need < c->cap ? pf + need : c->cap;
+    for (pf &= ~(size_t)63; pf < pf_end; pf += 64)
+      __builtin_prefetch(c->buf + pf, 1, 3);
+  }
   memcpy(c->buf + c->len, src, size);
   if (counter) {
     seq = ++*counter;

@@ -378,7 +378,13 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
       const cucap_fb_env_var *e = cucap_fb_file_header_env_at(h, i);
       const char *k = e ? cucap_fb_env_var_key(e) : NULL;
       const char *v = e ? cucap_fb_env_var_value(e) : NULL;
-      printf("  %s=%s\n", k ? k : "?", v ? v : "");
+      /* Long values (NVIDIA_REQUIRE_CUDA is kilobytes) are cut for reading;
+       * `cucap dump` prints them whole. */
+      size_t vl = v ? strlen(v) : 0;
+      if (vl > 100)
+        printf("  %s=%.97s... (%zu chars)\n", k ? k : "?", v, vl);
+      else
+        printf("  %s=%s\n", k ? k : "?", v ? v : "");
     }
   }
   size_t nd = cucap_fb_file_header_devices_len(h);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_cli.sh - the cucap CLI on a synthetic capture (tests/testgen):
-# --help/--version/usage errors, info (text + --json), dump (JSON Lines, human,
-# filters), compress round trip, record/replay stubs, exit codes.
+# --help/--version/usage errors, info (text + --json, audit summary), dump
+# (JSON Lines, human, filters, callstacks, --no-symbols), compress round trip,
+# record/replay stubs, exit codes.
 # Env (from CTest): CUCAP, CUCAP_BUILD_DIR, PYTHON. Exit 0 pass, 77 skip.
 set -u
 CUCAP="${CUCAP:?CUCAP not set}"
@@ -79,6 +80,8 @@ has info-memcpy "$T/info.txt" '^  HtoD +[0-9]+ copies'
 has info-blobs "$T/info.txt" '^blobs: +[1-9]'
 has info-ratio "$T/info.txt" 'ratio [0-9.]+x'
 has info-status "$T/info.txt" '^status: +complete$'
+# testgen writes one Audit record with driver_seen == recorded for cuLaunchKernel
+has info-audit "$T/info.txt" '^audit: +CUPTI saw [1-9][0-9]* driver calls, cucap recorded [1-9][0-9]*; 0 functions with missed calls$'
 run info-json 0 "$CUCAP" info --json "$CAP"
 cp "$T/out" "$T/info.json"
 run dump-json 0 "$CUCAP" dump --json "$CAP"
@@ -91,6 +94,11 @@ run dump-limit 0 "$CUCAP" dump --json --limit 5 "$CAP"
 [ "$(wc -l <"$T/out")" = 6 ] && ok || bad "dump --limit 5: want 6 lines, got $(wc -l <"$T/out")"
 run dump-human 0 "$CUCAP" dump "$CAP"
 has dump-human "$T/out" '^#[0-9]+ [0-9]+ cuLaunchKernel 0 Launch #0 '
+# testgen's stacks: frames in synthetic_app (not on this machine: object+offset)
+# and one outside every mapped object (hex); at most 3 frames per line
+has dump-human-stack "$T/out" '^    at synthetic_app\+0x[0-9a-f]+ <- synthetic_app\+0x2123 <- 0x7ffff7a2d083 <- \.\.\. \(4 frames\)$'
+run dump-nosym 0 "$CUCAP" dump --json --no-symbols "$CAP"
+cp "$T/out" "$T/dump-nosym.jsonl"
 "$PY" - "$T" <<'PYEOF' && ok || bad "JSON checks (see above)"
 import json, sys
 t = sys.argv[1]
@@ -120,6 +128,23 @@ assert isinstance(l0["body"]["args"], list), "--no-hex should print byte arrays"
 l1 = next(r for r in recs if r.get("body_type") == "Launch")
 assert isinstance(l1["body"]["args"], str), "hex bytes by default"
 assert info["calls_by_name"].get("cuLaunchKernel", 0) > 0
+au = info["audit"]
+assert au["driver_seen"] == au["recorded"] > 0 and au["missing_functions"] == [], au
+stacks = {r["body"]["id"]: r["body"]["frames"] for r in recs if r.get("body_type") == "Callstack"}
+withstack = [r for r in recs if r.get("stack")]
+assert withstack, "testgen records have no stack ids"
+for r in withstack:
+    if r["stack"] not in stacks:
+        assert "callstack" not in r, r  # stack record never seen
+        continue
+    cs = r["callstack"]
+    assert len(cs) == len(stacks[r["stack"]]), (cs, stacks[r["stack"]])
+    assert cs[2] == "0x7ffff7a2d083" and cs[1] == "synthetic_app+0x2123", cs
+assert all("callstack" not in r for r in recs if not r.get("stack"))
+nosym = [json.loads(l) for l in open(t + "/dump-nosym.jsonl")]
+for r in lines:
+    r.pop("callstack", None)
+assert nosym == lines, "--no-symbols should only drop the callstack keys"
 PYEOF
 
 # ---- compress round trip
