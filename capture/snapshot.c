@@ -12,7 +12,11 @@
 #include "cucap_schema.h"
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static void *g_staging; /* pinned, kept for the life of the process */
+/* Pinned staging buffer, kept until its context goes (see
+ * cucap_snapshot_release_staging); pageable (malloc) when pinned memory cannot
+ * be had, e.g. late in process teardown: slower copies, same bytes. */
+static void *g_staging;
+static int g_staging_pageable;
 
 typedef struct region_out {
   uint64_t address, size;
@@ -53,7 +57,10 @@ static cucap_status take(cucap_tracker *t, const cucap_snapshot_ops *ops, int st
   /* Nothing live: an empty snapshot still records that memory was checked,
    * and needs no staging buffer (the context may already be half gone). */
   if (n && !g_staging && ops->alloc_host(ops->user, &g_staging, CUCAP_SNAPSHOT_STAGING) != 0) {
-    g_staging = NULL;
+    g_staging = malloc(CUCAP_SNAPSHOT_STAGING);
+    g_staging_pageable = g_staging != NULL;
+  }
+  if (n && !g_staging) {
     CUCAP_WARN("snapshot: no pinned staging buffer");
     st = CUCAP_ERR_CUDA;
     goto done;
@@ -152,8 +159,11 @@ cucap_status cucap_snapshot_hash_launch(cucap_tracker *t, const cucap_snapshot_o
 
 void cucap_snapshot_release_staging(const cucap_snapshot_ops *ops) {
   pthread_mutex_lock(&g_mu);
-  if (g_staging && ops && ops->free_host)
+  if (g_staging && g_staging_pageable)
+    free(g_staging);
+  else if (g_staging && ops && ops->free_host)
     ops->free_host(ops->user, g_staging);
   g_staging = NULL;
+  g_staging_pageable = 0;
   pthread_mutex_unlock(&g_mu);
 }

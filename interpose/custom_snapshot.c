@@ -80,7 +80,35 @@ static void at_exit_snapshot(void) {
     if (n == 0 && g_exit_taken)
       return;
   }
+  /* At exit the main thread may have no current context any more (runtimes
+   * unset it in their own exit handlers) although the primary context and its
+   * memory still live: make an active primary context current for the copies,
+   * never creating one. */
+  CUcontext cur = NULL;
+  int pushed = 0;
+  CUdevice dev = 0;
+  if (cucap_real.cuCtxGetCurrent && cucap_real.cuCtxGetCurrent(&cur) == CUDA_SUCCESS &&
+      !cur && cucap_real.cuDevicePrimaryCtxGetState && cucap_real.cuDeviceGet &&
+      cucap_real.cuDeviceGet(&dev, 0) == CUDA_SUCCESS) {
+    unsigned flags = 0;
+    int active = 0;
+    CUcontext pctx = NULL;
+    if (cucap_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS &&
+        active && cucap_real.cuDevicePrimaryCtxRetain &&
+        cucap_real.cuDevicePrimaryCtxRetain(&pctx, dev) == CUDA_SUCCESS) {
+      pushed = cucap_real.cuCtxPushCurrent_v2 &&
+               cucap_real.cuCtxPushCurrent_v2(pctx) == CUDA_SUCCESS;
+      if (!pushed && cucap_real.cuDevicePrimaryCtxRelease_v2)
+        (void)cucap_real.cuDevicePrimaryCtxRelease_v2(dev);
+    }
+  }
   cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_EXIT, 0);
+  if (pushed) {
+    CUcontext old;
+    (void)cucap_real.cuCtxPopCurrent_v2(&old);
+    if (cucap_real.cuDevicePrimaryCtxRelease_v2)
+      (void)cucap_real.cuDevicePrimaryCtxRelease_v2(dev);
+  }
 }
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
