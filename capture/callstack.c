@@ -9,6 +9,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,8 +247,31 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
+/* The loader's load/unload counters: the module map only needs re-scanning
+ * when they moved. Frames outside every known object are usually not new
+ * libraries but garbage from a frame-pointer walk through code built without
+ * frame pointers (libpython, libtorch); re-emitting the map for each of those
+ * cost PyTorch a third of its step time. */
+static unsigned long long g_map_adds = ~0ull, g_map_subs = ~0ull;
+
+static int loader_counts_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  unsigned long long *v = arg;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    v[0] = info->dlpi_adds;
+    v[1] = info->dlpi_subs;
+  }
+  return 1; /* the counters are global: the first object is enough */
+}
+
+static void loader_counts(unsigned long long v[2]) {
+  v[0] = v[1] = ~0ull - 1; /* unknown: never equal to a recorded value */
+  dl_iterate_phdr(loader_counts_cb, v);
+}
+
 /* g_mu held */
 static cucap_status emit_map_locked(void) {
+  unsigned long long counts[2];
+  loader_counts(counts);
   cucap_fbb *b = cucap_fbb_create(16384);
   CUCAP_RETURN_IF(!b, CUCAP_ERR_NOMEM);
   scan_ctx s = {b, NULL, 0, 0, NULL, 0};
@@ -264,6 +288,8 @@ static cucap_status emit_map_locked(void) {
     g_nobjs = s.n;
     s.ranges = NULL;
     g_map_emitted = 1;
+    g_map_adds = counts[0];
+    g_map_subs = counts[1];
   }
   free(s.refs);
   free(s.ranges);
@@ -357,8 +383,14 @@ uint32_t cucap_rec_stack_id(void) {
     int unknown = !g_map_emitted;
     for (size_t i = 0; i < n && !unknown; i++)
       unknown = !known_frame((uintptr_t)frames[i]);
+    if (unknown && g_map_emitted) {
+      unsigned long long now[2];
+      loader_counts(now);
+      unknown = now[0] != g_map_adds || now[1] != g_map_subs;
+    }
     if (unknown) {
-      /* a frame outside every known object: something was dlopen'ed */
+      /* a frame outside every known object and the loader's set changed:
+       * something was dlopen'ed */
       if (emit_map_locked() != CUCAP_OK)
         CUCAP_DEBUG("callstack: module map not recorded");
     }

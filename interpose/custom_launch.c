@@ -5,6 +5,7 @@
  * the stack and the Launch body built straight into c->b. No malloc, no lock,
  * no syscall unless the function or the stack is new, the block exceeds
  * 4 KiB, or snapshots/launch hashes are on. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "custom_internal.h"
@@ -30,9 +31,177 @@ typedef struct launch_desc {
   uint64_t host_fn;
 } launch_desc;
 
+/* ---- hand-laid Launch record ----
+ *
+ * The common launch (kernel/cooperative/KernelEx without attributes, an
+ * inline argument block, no launch hashes) is written front to back as one
+ * size-prefixed Record with its Launch body, instead of through the generic
+ * builder (hooks.c does the same for body-less records), then appended here;
+ * c->drop keeps cucap_call_exit from recording it a second time. The fields
+ * present are exactly those the generic path adds (cucap dump --json of both
+ * is identical; CUCAP_SLOW_RECORDS=1 forces the generic path). Layout
+ * (offsets from the size prefix; 8-byte fields 8-aligned):
+ *     0 u32 size-4 | 4 u32 root (-> 40) | 8 Record vtable (28 bytes) | 36 pad
+ *    40 Record: i32 soffset | 44 tid | 48 seq | 56 t_enter | 64 t_exit |
+ *       72 context | 80 call | 84 result | 88 args uoff | 92 stack |
+ *       96 variant | 97 body_type | 98 pad | 100 body uoff
+ *   104 pad | 108 u32 nargs | 112 args[nargs] (u64)
+ *   LV = 112 + 8*nargs: Launch vtable (4 + 2*13 bytes), pad to 8
+ *   LT = LV + 32: Launch: i32 soffset | +4 kind | +5 from_extra | +6..7 pad |
+ *       +8 function | +16 stream | +24 launch_index | +32 grid | +44 block |
+ *       +56 shared_mem | +60 args uoff | +64 u32 len | +68 bytes, pad to 8 */
+enum {
+  LR_RT = 40, LR_RTSIZE = 64, LR_RVEC = 108, LR_RELEMS = 112,
+  LR_LVSIZE = 4 + 2 * 13, LR_LTSIZE = 64,
+  LR_MAX = LR_RELEMS + 8 * CUCAP_MAX_ARGS + 32 + LR_LTSIZE + 4 + CX_INLINE_ARGS_MAX + 8
+};
+
+static int g_slow_launch = -1; /* CUCAP_SLOW_RECORDS=1 (read once, benign race) */
+
+static int slow_launch(void) {
+  int v = g_slow_launch;
+  if (__builtin_expect(v < 0, 0)) {
+    const char *e = getenv("CUCAP_SLOW_RECORDS");
+    v = e && *e == '1';
+    g_slow_launch = v;
+  }
+  return v;
+}
+
+static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* Writes the argument block the generic path would (cx_launch_args) into
+ * out; returns its size, or -1 when there is none (no args vector), or -2
+ * when it is not inline (blob path: left to the generic builder). */
+static long launch_arg_bytes(const cucap_tracked_fn *f, void **kp, void **extra,
+                             uint8_t *out, int *from_extra) {
+  *from_extra = 0;
+  if (!kp && extra) {
+    const void *ptr = NULL;
+    size_t size = 0;
+    int have_size = 0;
+    for (int i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        ptr = extra[i + 1];
+      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
+        size = *(const size_t *)extra[i + 1];
+        have_size = 1;
+      }
+    }
+    *from_extra = 1;
+    if (!(ptr && have_size && size <= CX_MAX_PARAM_BYTES))
+      return -1;
+    if (size > CX_INLINE_ARGS_MAX)
+      return -2;
+    memcpy(out, ptr, size);
+    return (long)size;
+  }
+  if (!kp || !f || !f->nparams)
+    return -1;
+  size_t total = f->param_bytes;
+  if (total > CX_INLINE_ARGS_MAX)
+    return -2;
+  memset(out, 0, total);
+  for (uint32_t i = 0; i < f->nparams; i++) {
+    const cucap_param_layout *p = &f->params[i];
+    if (kp[i] && p->offset <= total && p->size <= total - p->offset)
+      memcpy(out + p->offset, kp[i], p->size);
+  }
+  return (long)total;
+}
+
+/* Builds and appends the whole Record; 0 when this launch needs the generic
+ * path (nothing was appended then). */
+static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
+                       const cucap_tracked_fn *fn) {
+  _Alignas(8) uint8_t buf[LR_MAX];
+  uint32_t n = c->nargs > CUCAP_MAX_ARGS ? CUCAP_MAX_ARGS : c->nargs;
+  size_t lv = LR_RELEMS + 8 * (size_t)n, lt = lv + 32;
+  int from_extra;
+  long na = launch_arg_bytes(fn, d->params, d->extra, buf + lt + LR_LTSIZE + 4, &from_extra);
+  if (na == -2)
+    return 0;
+  size_t end = lt + LR_LTSIZE;
+  if (na >= 0)
+    end += (4 + (size_t)na + 7) & ~(size_t)7;
+  /* Record.context as cucap_call_exit takes it (not counted by --audit) */
+  uint64_t t_exit = cucap_rec_now();
+  CUcontext ctx = NULL;
+  c->th->audit_expect = 0;
+  if (cucap_real.cuCtxGetCurrent)
+    cucap_real.cuCtxGetCurrent(&ctx);
+  uint64_t ctx64 = CX_U64(ctx);
+
+  memset(buf, 0, LR_RELEMS);
+  memset(buf + lv, 0, lt + LR_LTSIZE - lv);
+  put32(buf, (uint32_t)(end - 4));
+  put32(buf + 4, LR_RT - 4);
+  uint16_t rvt[14] = {28, LR_RTSIZE,
+                      /* seq */ 48 - LR_RT, /* tid */ 44 - LR_RT,
+                      /* t_enter */ 56 - LR_RT, /* t_exit */ 64 - LR_RT,
+                      /* call */ 80 - LR_RT, /* variant */ c->variant ? 96 - LR_RT : 0,
+                      /* result */ 84 - LR_RT, /* args */ n ? 88 - LR_RT : 0,
+                      /* stack */ c->stack ? 92 - LR_RT : 0,
+                      /* body_type */ 97 - LR_RT, /* body */ 100 - LR_RT,
+                      /* context */ ctx64 ? 72 - LR_RT : 0};
+  memcpy(buf + 8, rvt, sizeof rvt);
+  put32(buf + LR_RT, LR_RT - 8);
+  memcpy(buf + 44, &c->th->tid, 4);
+  /* seq (48) stays 0: patched by cucap_rec_append_call */
+  memcpy(buf + 56, &c->t_enter, 8);
+  memcpy(buf + 64, &t_exit, 8);
+  memcpy(buf + 72, &ctx64, 8);
+  memcpy(buf + 80, &c->cbid, 4);
+  put32(buf + 84, (uint32_t)(int32_t)r);
+  if (n) {
+    put32(buf + 88, LR_RVEC - 88);
+    put32(buf + LR_RVEC, n);
+    memcpy(buf + LR_RELEMS, c->args, 8 * (size_t)n);
+  }
+  memcpy(buf + 92, &c->stack, 4);
+  buf[96] = c->variant;
+  buf[97] = CUCAP_FB_BODY_LAUNCH;
+  put32(buf + 100, (uint32_t)(lt - 100));
+
+  uint16_t lvt[15] = {LR_LVSIZE, LR_LTSIZE,
+                      /* kind */ 4, /* function */ 8, /* grid */ 32, /* block */ 44,
+                      /* shared_mem */ 56, /* stream */ 16,
+                      /* args */ na >= 0 ? 60 : 0, /* args_blob */ 0,
+                      /* has_args_blob */ 0, /* attrs */ 0, /* host_fn */ 0,
+                      /* launch_index */ 24, /* from_extra */ from_extra ? 5 : 0};
+  memcpy(buf + lv, lvt, LR_LVSIZE);
+  put32(buf + lt, (uint32_t)(lt - lv));
+  uint8_t *L = buf + lt;
+  L[4] = d->kind;
+  L[5] = (uint8_t)from_extra;
+  memcpy(L + 8, &d->function, 8);
+  memcpy(L + 16, &d->stream, 8);
+  memcpy(L + 24, &t_launch_index, 8);
+  memcpy(L + 32, &d->grid, 12);
+  memcpy(L + 44, &d->block, 12);
+  memcpy(L + 56, &d->shared, 4);
+  if (na >= 0) {
+    put32(L + 60, 4);
+    put32(L + 64, (uint32_t)na);
+    size_t pad = end - (lt + LR_LTSIZE + 4 + (size_t)na);
+    memset(buf + end - pad, 0, pad);
+  }
+  cucap_status st = cucap_rec_append_call(buf, end, c->cbid, NULL);
+  if (st != CUCAP_OK && st != CUCAP_ERR_STATE)
+    CUCAP_DEBUG("recording a launch failed: %s", cucap_status_str(st));
+  c->drop = 1; /* appended (or the recorder is closing): not again */
+  return 1;
+}
+
 static void launch_post(cucap_call *c, CUresult r, const launch_desc *d) {
   cucap_fbb *b = c->b;
   c->stack = cucap_rec_stack_id();
+  if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC && !d->attrs &&
+      !cucap_rec_opts()->hash_launches && !slow_launch()) {
+    const cucap_tracked_fn *fn = cx_function_for_launch(d->function);
+    if (launch_fast(c, r, d, fn))
+      return;
+  }
   cx_args a = {0};
   if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC) {
     const cucap_tracked_fn *fn = cx_function_for_launch(d->function);
