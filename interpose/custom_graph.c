@@ -6,7 +6,9 @@
  * record) and at every cuGraphInstantiate* (Graph{Instantiate, nodes}).
  * Kernel nodes carry their argument block laid out like launches. Child
  * graphs are referenced by handle, not expanded. Memcpy nodes carry geometry
- * but no payload (host data is read at graph launch). */
+ * but no payload (host data is read at graph launch). The same walk serves
+ * graphs built with the explicit API (cuGraphCreate + cuGraphAdd*Node): the
+ * replayer rebuilds those from the Instantiate record (replay_graph.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +82,17 @@ static cucap_fb_ref node_alloc(cucap_fbb *b, CUgraphNode node) {
   return cucap_fb_alloc_end(b);
 }
 
+/* A node's dependencies: cuda.h (12.3+) maps cuGraphNodeGetDependencies to
+ * _v2 (edge data, which we do not need); the v1 entry is only a fallback for
+ * older drivers. */
+static CUresult node_deps(CUgraphNode node, CUgraphNode *deps, size_t *n) {
+  if (cucap_real.cuGraphNodeGetDependencies_v2)
+    return cucap_real.cuGraphNodeGetDependencies_v2(node, deps, NULL, n);
+  if (cucap_real.cuGraphNodeGetDependencies)
+    return cucap_real.cuGraphNodeGetDependencies(node, deps, n);
+  return CUDA_ERROR_NOT_FOUND;
+}
+
 /* Vector of GraphNode tables for graph g, built with b (0 on failure). */
 static cucap_fb_ref graph_nodes(cucap_fbb *b, CUgraph g) {
   size_t n = 0;
@@ -99,12 +112,10 @@ static cucap_fb_ref graph_nodes(cucap_fbb *b, CUgraph g) {
     /* dependencies */
     cucap_fb_ref deps = 0;
     size_t nd = 0;
-    if (cucap_real.cuGraphNodeGetDependencies &&
-        cucap_real.cuGraphNodeGetDependencies(node, NULL, &nd) == CUDA_SUCCESS && nd &&
-        nd < (1u << 20)) {
+    if (node_deps(node, NULL, &nd) == CUDA_SUCCESS && nd && nd < (1u << 20)) {
       CUgraphNode *dv = malloc(nd * sizeof *dv);
       uint64_t *du = malloc(nd * sizeof *du);
-      if (dv && du && cucap_real.cuGraphNodeGetDependencies(node, dv, &nd) == CUDA_SUCCESS) {
+      if (dv && du && node_deps(node, dv, &nd) == CUDA_SUCCESS) {
         for (size_t k = 0; k < nd; k++)
           du[k] = CX_U64(dv[k]);
         deps = cucap_fb_graph_node_create_dependencies(b, du, nd);

@@ -15,6 +15,7 @@
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "replay_state.h"
+#include "replay_graph.h"
 
 cucap_hash128 rp_h(const cucap_fb_hash128 *h) {
   cucap_hash128 x = {0, 0};
@@ -235,8 +236,10 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
      * graph itself is rebuilt by replaying the capture) */
     if (cucap_fb_record_seq(rec) == 0)
       return NULL;
-    if (op == CUCAP_FB_GRAPHOP_CREATE || op == CUCAP_FB_GRAPHOP_ADDNODE ||
-        op == CUCAP_FB_GRAPHOP_CLONE || op == CUCAP_FB_GRAPHOP_EXECUPDATE)
+    /* cuGraphCreate + cuGraphAdd*Node: rebuilt at Instantiate from the
+     * recorded topology (replay_graph.c) */
+    if (op == CUCAP_FB_GRAPHOP_ADDNODE || op == CUCAP_FB_GRAPHOP_CLONE ||
+        op == CUCAP_FB_GRAPHOP_EXECUPDATE)
       return "graph built by explicit API (not rebuilt)";
     return NULL;
   }
@@ -1233,18 +1236,28 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
   switch (cucap_fb_graph_op(g)) {
   case CUCAP_FB_GRAPHOP_INSTANTIATE: {
     CUgraphExec ex = NULL;
-    if (!rp_map_get(&R->graph, cucap_fb_graph_graph(g), &live) ||
-        !R->d.df.GraphInstantiateWithFlags) {
+    CUgraph rebuilt = NULL; /* explicit-API graph, rebuilt here; ours to destroy */
+    if (!R->d.df.GraphInstantiateWithFlags) {
       rp_skip(R, "cuGraphInstantiate (graph not rebuilt)");
       return;
+    }
+    if (!rp_map_get(&R->graph, cucap_fb_graph_graph(g), &live)) {
+      const char *why = rp_graph_rebuild(R, g, &rebuilt);
+      if (!rebuilt) {
+        if (why)
+          rp_skip(R, why);
+        return;
+      }
+      live = (uint64_t)(uintptr_t)rebuilt;
     }
     /* UPLOAD (from cuGraphInstantiateWithParams) needs an upload stream,
      * which cuGraphInstantiateWithFlags has not: drop it */
     unsigned long long gfl = cucap_fb_graph_flags(g) &
                              ~(unsigned long long)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
-    if (!rp_cu(R, R->d.df.GraphInstantiateWithFlags(&ex, (CUgraph)(uintptr_t)live,
-                                                    gfl),
-               "cuGraphInstantiate"))
+    CUresult ir = R->d.df.GraphInstantiateWithFlags(&ex, (CUgraph)(uintptr_t)live, gfl);
+    if (rebuilt && R->d.df.GraphDestroy) /* an exec does not need its graph */
+      R->d.df.GraphDestroy(rebuilt);
+    if (!rp_cu(R, ir, "cuGraphInstantiate"))
       return;
     rp_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
     break;

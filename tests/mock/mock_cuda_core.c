@@ -924,22 +924,10 @@ CUresult mock_stream_wait_event(CUstream s, CUevent e) {
   return CUDA_SUCCESS;
 }
 
-/* ---- graphs (stream capture only) --------------------------------------- */
-static CUresult graph_append(struct mock_graph *g, const mock_op *op) {
-  if (g->nops == g->cap) {
-    size_t nc = g->cap ? g->cap * 2 : 16;
-    mock_op *n = realloc(g->ops, nc * sizeof *n);
-    if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
-    g->ops = n;
-    g->cap = nc;
-  }
-  g->ops[g->nops++] = *op;
-  return CUDA_SUCCESS;
-}
-
+/* ---- stream capture ------------------------------------------------------ */
 CUresult mock_submit(CUstream s, mock_op *op) {
   if (is_real_stream(s) && s->capture) {
-    CUresult rc = graph_append(s->capture, op);
+    CUresult rc = mock_graph_append(s->capture, op);
     if (rc != CUDA_SUCCESS) free(op->argbuf);
     return rc;
   }
@@ -974,87 +962,8 @@ CUresult mock_end_capture(CUstream s, CUgraph *out) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGraphCreate(CUgraph *pg, unsigned int flags) {
-  MOCK_TRY(mock_need_ctx());
-  if (!pg || flags) return CUDA_ERROR_INVALID_VALUE;
-  struct mock_graph *g = calloc(1, sizeof *g);
-  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
-  g->magic = MOCK_MAGIC_GRAPH;
-  *pg = (CUgraph)g;
-  return CUDA_SUCCESS;
-}
-
-static void graph_free(struct mock_graph *g) {
-  for (size_t i = 0; i < g->nops; i++) free(g->ops[i].argbuf);
-  free(g->ops);
-  g->magic = 0;
-  free(g);
-}
-
-static struct mock_graph *graph_of(void *h, uint32_t magic) {
-  struct mock_graph *g = h;
-  return g && g->magic == magic ? g : NULL;
-}
-
-CUresult CUDAAPI cuGraphDestroy(CUgraph h) {
-  MOCK_TRY(mock_need_ctx());
-  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
-  if (!g) return CUDA_ERROR_INVALID_VALUE;
-  graph_free(g);
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuGraphGetNodes(CUgraph h, CUgraphNode *nodes, size_t *n) {
-  MOCK_TRY(mock_need_ctx());
-  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
-  if (!g || !n) return CUDA_ERROR_INVALID_VALUE;
-  if (nodes) { /* node handles: opaque pointers to the ops */
-    for (size_t i = 0; i < *n && i < g->nops; i++) nodes[i] = (CUgraphNode)&g->ops[i];
-  }
-  *n = g->nops;
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long long flags) {
-  (void)flags;
-  MOCK_TRY(mock_need_ctx());
-  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
-  if (!g || !pe) return CUDA_ERROR_INVALID_VALUE;
-  struct mock_graph *x = calloc(1, sizeof *x);
-  if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
-  x->magic = MOCK_MAGIC_GEXEC;
-  x->ops = calloc(g->nops ? g->nops : 1, sizeof *x->ops);
-  if (!x->ops) { free(x); return CUDA_ERROR_OUT_OF_MEMORY; }
-  for (size_t i = 0; i < g->nops; i++) {
-    x->ops[i] = g->ops[i];
-    if (g->ops[i].argbuf) {
-      size_t n = g->ops[i].func->param_bytes;
-      x->ops[i].argbuf = malloc(n ? n : 1);
-      if (!x->ops[i].argbuf) { x->nops = i; graph_free(x); return CUDA_ERROR_OUT_OF_MEMORY; }
-      memcpy(x->ops[i].argbuf, g->ops[i].argbuf, n);
-    }
-    x->nops = i + 1;
-  }
-  *pe = (CUgraphExec)x;
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec h) {
-  MOCK_TRY(mock_need_ctx());
-  struct mock_graph *x = graph_of(h, MOCK_MAGIC_GEXEC);
-  if (!x) return CUDA_ERROR_INVALID_VALUE;
-  graph_free(x);
-  return CUDA_SUCCESS;
-}
-
-CUresult mock_graph_launch(CUgraphExec h, CUstream s) {
-  MOCK_TRY(mock_check_stream(s));
-  struct mock_graph *x = graph_of(h, MOCK_MAGIC_GEXEC);
-  if (!x) return CUDA_ERROR_INVALID_VALUE;
-  if (is_real_stream(s) && s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  for (size_t i = 0; i < x->nops; i++) MOCK_TRY(mock_run_op(&x->ops[i]));
-  return CUDA_SUCCESS;
-}
+/* cuGraphCreate, node construction/queries, instantiate and launch live in
+ * mock_cuda_graph.c. */
 
 /* ---- errors ------------------------------------------------------------- */
 static const struct { CUresult code; const char *name; } err_names[] = {
@@ -1110,9 +1019,6 @@ static const mock_proc core_procs[] = {
   P(cuStreamCreate, 2000), P(cuStreamCreateWithPriority, 5050), P(cuStreamDestroy, 4000),
   P(cuEventCreate, 2000), P(cuEventDestroy, 4000), P(cuEventSynchronize, 2000), P(cuEventQuery, 2000),
   {"cuEventElapsedTime", 2000, (void *)cuEventElapsedTime_v1}, P(cuEventElapsedTime, 12080),
-  P(cuGraphCreate, 10000), P(cuGraphDestroy, 10000), P(cuGraphGetNodes, 10000),
-  {"cuGraphInstantiateWithFlags", 11040, (void *)cuGraphInstantiate}, P(cuGraphInstantiate, 12000),
-  P(cuGraphExecDestroy, 10000),
   P(cuGetErrorName, 6000), P(cuGetErrorString, 6000), P(cuGetExportTable, 3000),
   {"cuGetProcAddress", 11030, (void *)cuGetProcAddress}, {"cuGetProcAddress", 12000, (void *)cuGetProcAddress_v2},
   {NULL, 0, NULL}};
@@ -1142,6 +1048,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version
   if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) f = lookup(mock_procs_pt, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_legacy, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_module, symbol, version, &seen);
+  if (!f) f = lookup(mock_procs_graph, symbol, version, &seen);
   if (!f) f = lookup(core_procs, symbol, version, &seen);
   *pfn = f;
   if (status)

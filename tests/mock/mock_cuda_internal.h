@@ -9,6 +9,8 @@
  * Exported names: mock_cuda_core.c and mock_cuda_module.c are compiled with the
  * ordinary cuda.h renaming macros, so defining `cuMemAlloc` emits the exported
  * symbol `cuMemAlloc_v2` exactly as applications link to it.
+ * Graphs (capture nodes, explicit construction, instantiate, launch) live in
+ * mock_cuda_graph.c.
  * mock_cuda_stream_api.c is compiled twice, once plainly and once with
  * CUDA_API_PER_THREAD_DEFAULT_STREAM, which yields the `_ptds` / `_ptsz`
  * variants from the same source. */
@@ -157,12 +159,13 @@ unsigned mock_mem_type(const void *p);
 int mock_dev_range_ok(CUdeviceptr p, size_t n);
 
 /* Operations that a capturing stream records instead of executing. */
-typedef enum mock_op_kind { MOCK_OP_KERNEL, MOCK_OP_COPY, MOCK_OP_SET, MOCK_OP_HOST } mock_op_kind;
+typedef enum mock_op_kind { MOCK_OP_KERNEL, MOCK_OP_COPY, MOCK_OP_SET, MOCK_OP_HOST, MOCK_OP_EMPTY } mock_op_kind;
 typedef struct mock_op {
   mock_op_kind kind;
   /* kernel */
   struct CUfunc_st *func;
   mock_dim3 grid, block;
+  unsigned shmem;
   uint8_t *argbuf; /* owned, func->param_bytes */
   /* copy (2D: width bytes x height rows) / set */
   void *dst;
@@ -175,11 +178,41 @@ typedef struct mock_op {
   void *user;
 } mock_op;
 
+#define MOCK_MAGIC_NODE 0x6d4e6f64u
+
+/* One node of a CUgraph (mock_cuda_graph.c). Node handles are pointers to
+ * these, stable for the graph's lifetime; the graph owns them. */
+struct mock_node {
+  uint32_t magic;
+  CUgraphNodeType type;
+  mock_op op;                 /* what the node does (argbuf owned) */
+  struct mock_node **deps;    /* owned array, pointers not owned */
+  size_t ndeps, capdeps;
+  void **kparams;             /* owned: kernelParams view into op.argbuf */
+  CUDA_MEMCPY3D copy;         /* memcpy nodes: as given (or synthesized) */
+  CUDA_MEMSET_NODE_PARAMS set; /* memset nodes */
+  size_t idx;                 /* position in graph->nodes */
+  struct mock_graph *graph;
+};
+
+/* A CUgraph (MOCK_MAGIC_GRAPH: nodes) or a CUgraphExec (MOCK_MAGIC_GEXEC:
+ * ops, a private copy in topological order). */
 struct mock_graph {
   uint32_t magic;
   mock_op *ops;
   size_t nops, cap;
+  struct mock_node **nodes;
+  size_t nnodes, capnodes;
 };
+
+/* Appends a captured op to graph g as a node that depends on the node
+ * captured before it (the mock executes in order anyway). Takes the op's
+ * argbuf on success. */
+CUresult mock_graph_append(struct mock_graph *g, const mock_op *op);
+/* Builds a kernel op (validating like cuLaunchKernel); op->argbuf is
+ * malloc'd and owned by the caller on success. */
+CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, void **params,
+                        void **extra, mock_op *op);
 
 /* Executes an op now, or appends it to the stream's capture graph. The op's
  * argbuf ownership passes to this function. */
@@ -199,6 +232,7 @@ typedef struct mock_proc {
 extern const mock_proc mock_procs_legacy[];
 extern const mock_proc mock_procs_pt[];
 extern const mock_proc mock_procs_module[];
+extern const mock_proc mock_procs_graph[]; /* mock_cuda_graph.c */
 
 CUresult mock_alloc_device(CUdeviceptr *out, size_t size);
 CUresult mock_free_device(CUdeviceptr p);

@@ -494,13 +494,14 @@ CUresult mock_run_op(const mock_op *op) {
   case MOCK_OP_HOST:
     op->fn(op->user);
     return CUDA_SUCCESS;
+  case MOCK_OP_EMPTY:
+    return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, CUstream s, void **params,
-                     void **extra) {
-  MOCK_TRY(mock_check_stream(s));
+CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, void **params,
+                        void **extra, mock_op *out) {
   if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z || grid.y > 65535 || grid.z > 65535 ||
       block.z > 64 || (uint64_t)block.x * block.y * block.z > 1024 || shmem > 232448)
@@ -510,6 +511,7 @@ CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shm
   if (params && extra) return CUDA_ERROR_INVALID_VALUE;
   mock_op op = {0};
   op.kind = MOCK_OP_KERNEL;
+  op.shmem = shmem;
   op.func = f;
   op.grid = grid;
   op.block = block;
@@ -540,6 +542,15 @@ CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shm
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
+  *out = op;
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, CUstream s, void **params,
+                     void **extra) {
+  MOCK_TRY(mock_check_stream(s));
+  mock_op op;
+  MOCK_TRY(mock_kernel_op(f, grid, block, shmem, params, extra, &op));
   return mock_submit(s, &op);
 }
 

@@ -118,6 +118,47 @@ int main(void) {
   EXPECT(cuModuleGetFunction(&f, m, "nope") == CUDA_ERROR_NOT_FOUND);
   EXPECT(cuModuleUnload(m) == CUDA_SUCCESS);
 
+  /* explicit graphs: an edge added later reorders execution; cycles and
+   * foreign nodes are refused; node queries */
+  {
+    CUdeviceptr d;
+    EXPECT(cuMemAlloc(&d, 16) == CUDA_SUCCESS);
+    CUgraph g, g2;
+    CUgraphNode a, b, e, foreign;
+    EXPECT(cuGraphCreate(&g, 0) == CUDA_SUCCESS && cuGraphCreate(&g2, 0) == CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS ms = {0};
+    ms.dst = d, ms.value = 7, ms.elementSize = 4, ms.width = 4, ms.height = 1;
+    CUDA_MEMCPY3D cp;
+    memset(&cp, 0, sizeof cp);
+    cp.srcMemoryType = cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp.srcDevice = d, cp.dstDevice = d + 8, cp.WidthInBytes = 4, cp.Height = cp.Depth = 1;
+    EXPECT(cuGraphAddMemcpyNode(&a, g, NULL, 0, &cp, ctx) == CUDA_SUCCESS); /* d[2] = d[0] */
+    EXPECT(cuGraphAddMemsetNode(&b, g, NULL, 0, &ms, ctx) == CUDA_SUCCESS); /* d[0..3] = 7 */
+    EXPECT(cuGraphAddEmptyNode(&e, g, &a, 1) == CUDA_SUCCESS);
+    EXPECT(cuGraphAddEmptyNode(&foreign, g2, NULL, 0) == CUDA_SUCCESS);
+    EXPECT(cuGraphAddEmptyNode(&foreign, g, &foreign, 1) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuGraphAddDependencies(g, &b, &a, NULL, 1) == CUDA_SUCCESS); /* memset first */
+    CUgraphNodeType t;
+    size_t nd = 0, nn = 0;
+    EXPECT(cuGraphNodeGetType(a, &t) == CUDA_SUCCESS && t == CU_GRAPH_NODE_TYPE_MEMCPY);
+    EXPECT(cuGraphNodeGetType(e, &t) == CUDA_SUCCESS && t == CU_GRAPH_NODE_TYPE_EMPTY);
+    EXPECT(cuGraphNodeGetDependencies(a, NULL, NULL, &nd) == CUDA_SUCCESS && nd == 1);
+    EXPECT(cuGraphGetNodes(g, NULL, &nn) == CUDA_SUCCESS && nn == 3);
+    CUDA_MEMSET_NODE_PARAMS ms2;
+    EXPECT(cuGraphMemsetNodeGetParams(b, &ms2) == CUDA_SUCCESS && ms2.value == 7 && ms2.width == 4);
+    EXPECT(cuGraphMemsetNodeGetParams(a, &ms2) == CUDA_ERROR_INVALID_VALUE);
+    CUgraphExec x;
+    EXPECT(cuGraphInstantiate(&x, g, 0) == CUDA_SUCCESS);
+    EXPECT(cuGraphLaunch(x, NULL) == CUDA_SUCCESS);
+    unsigned v[4] = {0};
+    EXPECT(cuMemcpyDtoH(v, d, sizeof v) == CUDA_SUCCESS && v[2] == 7);
+    EXPECT(cuGraphAddDependencies(g, &e, &b, NULL, 1) == CUDA_SUCCESS); /* b -> a -> e -> b */
+    EXPECT(cuGraphInstantiate(&x, g, 0) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuGraphExecDestroy(x) == CUDA_SUCCESS);
+    EXPECT(cuGraphDestroy(g) == CUDA_SUCCESS && cuGraphDestroy(g2) == CUDA_SUCCESS);
+    EXPECT(cuMemFree(d) == CUDA_SUCCESS);
+  }
+
   EXPECT(cuDevicePrimaryCtxRelease(dev) == CUDA_SUCCESS);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -1,0 +1,434 @@
+/* CUDA graphs of the mock driver: graphs built by stream capture
+ * (mock_graph_append, called from mock_submit) and by the explicit API
+ * (cuGraphCreate + cuGraphAdd{Kernel,Memcpy,Memset,Empty}Node +
+ * cuGraphAddDependencies), the node queries a recorder uses (cuGraphGetNodes,
+ * cuGraphNodeGetType, cuGraph*NodeGetParams, cuGraphNodeGetDependencies),
+ * and instantiate/launch. A graph owns its nodes; node handles stay valid
+ * until cuGraphDestroy. Instantiation copies the nodes' ops in a topological
+ * order (Kahn, ties broken by insertion order) into the exec, which
+ * cuGraphLaunch runs synchronously. Owner: tests/mock. */
+#include "mock_cuda_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct mock_graph *graph_of(void *h, uint32_t magic) {
+  struct mock_graph *g = h;
+  return g && g->magic == magic ? g : NULL;
+}
+
+static struct mock_node *node_of(CUgraphNode h) {
+  struct mock_node *n = (struct mock_node *)h;
+  return n && n->magic == MOCK_MAGIC_NODE ? n : NULL;
+}
+
+static void node_free(struct mock_node *n) {
+  free(n->op.argbuf);
+  free(n->deps);
+  free(n->kparams);
+  n->magic = 0;
+  free(n);
+}
+
+static void graph_free(struct mock_graph *g) {
+  for (size_t i = 0; i < g->nops; i++) free(g->ops[i].argbuf);
+  for (size_t i = 0; i < g->nnodes; i++) node_free(g->nodes[i]);
+  free(g->ops);
+  free(g->nodes);
+  g->magic = 0;
+  free(g);
+}
+
+static CUresult node_add_dep(struct mock_node *n, struct mock_node *d) {
+  for (size_t i = 0; i < n->ndeps; i++)
+    if (n->deps[i] == d) return CUDA_ERROR_INVALID_VALUE; /* duplicate edge */
+  if (n->ndeps == n->capdeps) {
+    size_t nc = n->capdeps ? n->capdeps * 2 : 4;
+    struct mock_node **p = realloc(n->deps, nc * sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    n->deps = p;
+    n->capdeps = nc;
+  }
+  n->deps[n->ndeps++] = d;
+  return CUDA_SUCCESS;
+}
+
+/* The parameters a recorder reads back, for ops that came from capture. */
+static void node_describe(struct mock_node *n) {
+  const mock_op *op = &n->op;
+  if (op->kind == MOCK_OP_COPY) {
+    CUDA_MEMCPY3D *c = &n->copy;
+    memset(c, 0, sizeof *c);
+    c->srcMemoryType = mock_mem_type(op->src) == CU_MEMORYTYPE_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE) c->srcDevice = (CUdeviceptr)(uintptr_t)op->src;
+    else c->srcHost = op->src;
+    c->dstMemoryType = mock_mem_type(op->dst) == CU_MEMORYTYPE_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE) c->dstDevice = (CUdeviceptr)(uintptr_t)op->dst;
+    else c->dstHost = op->dst;
+    c->srcPitch = op->spitch ? op->spitch : op->width;
+    c->dstPitch = op->dpitch ? op->dpitch : op->width;
+    c->srcHeight = c->dstHeight = op->height;
+    c->WidthInBytes = op->width;
+    c->Height = op->height;
+    c->Depth = 1;
+  } else if (op->kind == MOCK_OP_SET) {
+    CUDA_MEMSET_NODE_PARAMS *m = &n->set;
+    memset(m, 0, sizeof *m);
+    m->dst = (CUdeviceptr)(uintptr_t)op->dst;
+    m->pitch = op->dpitch;
+    m->value = op->value;
+    m->elementSize = op->elem;
+    m->width = op->width;
+    m->height = op->height;
+  }
+}
+
+static CUgraphNodeType type_of(mock_op_kind k) {
+  switch (k) {
+  case MOCK_OP_KERNEL: return CU_GRAPH_NODE_TYPE_KERNEL;
+  case MOCK_OP_COPY: return CU_GRAPH_NODE_TYPE_MEMCPY;
+  case MOCK_OP_SET: return CU_GRAPH_NODE_TYPE_MEMSET;
+  case MOCK_OP_HOST: return CU_GRAPH_NODE_TYPE_HOST;
+  case MOCK_OP_EMPTY: break;
+  }
+  return CU_GRAPH_NODE_TYPE_EMPTY;
+}
+
+/* Adds a node running *op (argbuf taken on success) after deps[0..nd). */
+static CUresult graph_add(struct mock_graph *g, const mock_op *op, const CUgraphNode *deps, size_t nd,
+                          struct mock_node **out) {
+  if (nd && !deps) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < nd; i++) {
+    struct mock_node *d = node_of(deps[i]);
+    if (!d || d->graph != g) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (g->nnodes == g->capnodes) {
+    size_t nc = g->capnodes ? g->capnodes * 2 : 16;
+    struct mock_node **p = realloc(g->nodes, nc * sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    g->nodes = p;
+    g->capnodes = nc;
+  }
+  struct mock_node *n = calloc(1, sizeof *n);
+  if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+  n->magic = MOCK_MAGIC_NODE;
+  n->op = *op;
+  n->type = type_of(op->kind);
+  n->graph = g;
+  for (size_t i = 0; i < nd; i++) {
+    CUresult rc = node_add_dep(n, node_of(deps[i]));
+    if (rc != CUDA_SUCCESS) {
+      n->op.argbuf = NULL; /* still the caller's */
+      node_free(n);
+      return rc;
+    }
+  }
+  if (op->kind == MOCK_OP_KERNEL && op->func->nparams > 0) {
+    n->kparams = calloc((size_t)op->func->nparams, sizeof *n->kparams);
+    if (!n->kparams) {
+      n->op.argbuf = NULL;
+      node_free(n);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < op->func->nparams; i++) n->kparams[i] = n->op.argbuf + op->func->params[i].offset;
+  }
+  node_describe(n);
+  n->idx = g->nnodes;
+  g->nodes[g->nnodes++] = n;
+  if (out) *out = n;
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_graph_append(struct mock_graph *g, const mock_op *op) {
+  CUgraphNode prev = g->nnodes ? (CUgraphNode)g->nodes[g->nnodes - 1] : NULL;
+  return graph_add(g, op, prev ? &prev : NULL, prev ? 1 : 0, NULL);
+}
+
+CUresult CUDAAPI cuGraphCreate(CUgraph *pg, unsigned int flags) {
+  MOCK_TRY(mock_need_ctx());
+  if (!pg || flags) return CUDA_ERROR_INVALID_VALUE;
+  struct mock_graph *g = calloc(1, sizeof *g);
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  g->magic = MOCK_MAGIC_GRAPH;
+  *pg = (CUgraph)g;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph h) {
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  graph_free(g);
+  return CUDA_SUCCESS;
+}
+
+/* ---- explicit construction ------------------------------------------------ */
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *pn, CUgraph h, const CUgraphNode *deps, size_t nd,
+                                      const CUDA_KERNEL_NODE_PARAMS *p) {
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || !pn || !p) return CUDA_ERROR_INVALID_VALUE;
+  if (!p->func) return p->kern ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+  mock_op op;
+  MOCK_TRY(mock_kernel_op(p->func, (mock_dim3){p->gridDimX, p->gridDimY, p->gridDimZ},
+                          (mock_dim3){p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes, p->kernelParams,
+                          p->extra, &op));
+  struct mock_node *n;
+  CUresult rc = graph_add(g, &op, deps, nd, &n);
+  if (rc != CUDA_SUCCESS) { free(op.argbuf); return rc; }
+  *pn = (CUgraphNode)n;
+  return CUDA_SUCCESS;
+}
+
+static int dev_side(CUmemorytype t, const void *host, CUdeviceptr dev, const uint8_t **p) {
+  switch (t) {
+  case CU_MEMORYTYPE_HOST: *p = host; return 0;
+  case CU_MEMORYTYPE_DEVICE: *p = (const uint8_t *)(uintptr_t)dev; return 1;
+  case CU_MEMORYTYPE_UNIFIED:
+    *p = (const uint8_t *)(uintptr_t)dev;
+    return mock_mem_type(*p) == CU_MEMORYTYPE_DEVICE;
+  default: *p = NULL; return -1; /* arrays: not supported */
+  }
+}
+
+CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *pn, CUgraph h, const CUgraphNode *deps, size_t nd,
+                                      const CUDA_MEMCPY3D *c, CUcontext ctx) {
+  (void)ctx;
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || !pn || !c) return CUDA_ERROR_INVALID_VALUE;
+  const uint8_t *src, *dst;
+  int sd = dev_side(c->srcMemoryType, c->srcHost, c->srcDevice, &src);
+  int dd = dev_side(c->dstMemoryType, c->dstHost, c->dstDevice, &dst);
+  if (sd < 0 || dd < 0) return CUDA_ERROR_NOT_SUPPORTED;
+  if (c->Depth > 1 || c->srcZ || c->dstZ) return CUDA_ERROR_NOT_SUPPORTED; /* 3D: not in the mock */
+  if (!src || !dst || !c->WidthInBytes || !c->Height || !c->Depth) return CUDA_ERROR_INVALID_VALUE;
+  size_t sp = c->srcPitch ? c->srcPitch : c->WidthInBytes, dp = c->dstPitch ? c->dstPitch : c->WidthInBytes;
+  if (sp < c->WidthInBytes || dp < c->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
+  src += c->srcY * sp + c->srcXInBytes;
+  dst += c->dstY * dp + c->dstXInBytes;
+  size_t sspan = (c->Height - 1) * sp + c->WidthInBytes, dspan = (c->Height - 1) * dp + c->WidthInBytes;
+  if (sd && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)src, sspan)) return CUDA_ERROR_INVALID_VALUE;
+  if (dd && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)dst, dspan)) return CUDA_ERROR_INVALID_VALUE;
+  mock_op op = {0};
+  op.kind = MOCK_OP_COPY;
+  op.src = src;
+  op.dst = (void *)(uintptr_t)dst;
+  op.width = c->WidthInBytes;
+  op.height = c->Height;
+  op.spitch = sp;
+  op.dpitch = dp;
+  struct mock_node *n;
+  MOCK_TRY(graph_add(g, &op, deps, nd, &n));
+  n->copy = *c; /* report the parameters as given */
+  *pn = (CUgraphNode)n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *pn, CUgraph h, const CUgraphNode *deps, size_t nd,
+                                      const CUDA_MEMSET_NODE_PARAMS *m, CUcontext ctx) {
+  (void)ctx;
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || !pn || !m) return CUDA_ERROR_INVALID_VALUE;
+  unsigned e = m->elementSize;
+  if ((e != 1 && e != 2 && e != 4) || !m->width || !m->height || m->dst % e) return CUDA_ERROR_INVALID_VALUE;
+  size_t pitch = m->height > 1 ? m->pitch : m->width * e;
+  if (pitch < m->width * e || !mock_dev_range_ok(m->dst, (m->height - 1) * pitch + m->width * e))
+    return CUDA_ERROR_INVALID_VALUE;
+  mock_op op = {0};
+  op.kind = MOCK_OP_SET;
+  op.dst = (void *)(uintptr_t)m->dst;
+  op.dpitch = pitch;
+  op.value = m->value;
+  op.elem = e;
+  op.width = m->width;
+  op.height = m->height;
+  struct mock_node *n;
+  MOCK_TRY(graph_add(g, &op, deps, nd, &n));
+  n->set = *m;
+  *pn = (CUgraphNode)n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *pn, CUgraph h, const CUgraphNode *deps, size_t nd) {
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || !pn) return CUDA_ERROR_INVALID_VALUE;
+  mock_op op = {0};
+  op.kind = MOCK_OP_EMPTY;
+  struct mock_node *n;
+  MOCK_TRY(graph_add(g, &op, deps, nd, &n));
+  *pn = (CUgraphNode)n;
+  return CUDA_SUCCESS;
+}
+
+static int edge_default(const CUgraphEdgeData *e) {
+  return !e || (!e->from_port && !e->to_port && !e->type);
+}
+
+CUresult CUDAAPI cuGraphAddDependencies(CUgraph h, const CUgraphNode *from, const CUgraphNode *to,
+                                        const CUgraphEdgeData *edges, size_t n) {
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || (n && (!from || !to))) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++) {
+    struct mock_node *a = node_of(from[i]), *b = node_of(to[i]);
+    if (!a || !b || a->graph != g || b->graph != g || a == b) return CUDA_ERROR_INVALID_VALUE;
+    if (edges && !edge_default(&edges[i])) return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  for (size_t i = 0; i < n; i++) MOCK_TRY(node_add_dep(node_of(to[i]), node_of(from[i])));
+  return CUDA_SUCCESS;
+}
+/* pre-12.3 signature (no edge data), exported as `cuGraphAddDependencies` */
+CUresult CUDAAPI mock_graph_add_deps_v1(CUgraph h, const CUgraphNode *from, const CUgraphNode *to, size_t n)
+    __asm__("cuGraphAddDependencies");
+CUresult CUDAAPI mock_graph_add_deps_v1(CUgraph h, const CUgraphNode *from, const CUgraphNode *to, size_t n) {
+  return cuGraphAddDependencies(h, from, to, NULL, n);
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+CUresult CUDAAPI cuGraphGetNodes(CUgraph h, CUgraphNode *nodes, size_t *n) {
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || !n) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes) {
+    for (size_t i = 0; i < *n; i++) nodes[i] = i < g->nnodes ? (CUgraphNode)g->nodes[i] : NULL;
+    if (*n > g->nnodes) *n = g->nnodes;
+    return CUDA_SUCCESS;
+  }
+  *n = g->nnodes;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode h, CUgraphNodeType *t) {
+  struct mock_node *n = node_of(h);
+  if (!n || !t) return CUDA_ERROR_INVALID_VALUE;
+  *t = n->type;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS *p) {
+  struct mock_node *n = node_of(h);
+  if (!n || !p) return CUDA_ERROR_INVALID_VALUE;
+  if (n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+  memset(p, 0, sizeof *p);
+  p->func = n->op.func;
+  p->gridDimX = n->op.grid.x, p->gridDimY = n->op.grid.y, p->gridDimZ = n->op.grid.z;
+  p->blockDimX = n->op.block.x, p->blockDimY = n->op.block.y, p->blockDimZ = n->op.block.z;
+  p->sharedMemBytes = n->op.shmem;
+  p->kernelParams = n->kparams; /* valid while the node lives, as on the real driver */
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *p) {
+  struct mock_node *n = node_of(h);
+  if (!n || !p || n->type != CU_GRAPH_NODE_TYPE_MEMCPY) return CUDA_ERROR_INVALID_VALUE;
+  *p = n->copy;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode h, CUDA_MEMSET_NODE_PARAMS *p) {
+  struct mock_node *n = node_of(h);
+  if (!n || !p || n->type != CU_GRAPH_NODE_TYPE_MEMSET) return CUDA_ERROR_INVALID_VALUE;
+  *p = n->set;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode h, CUgraphNode *deps, CUgraphEdgeData *edges, size_t *nd) {
+  struct mock_node *n = node_of(h);
+  if (!n || !nd) return CUDA_ERROR_INVALID_VALUE;
+  if (!deps) {
+    *nd = n->ndeps;
+    return CUDA_SUCCESS;
+  }
+  for (size_t i = 0; i < *nd; i++) {
+    deps[i] = i < n->ndeps ? (CUgraphNode)n->deps[i] : NULL;
+    if (edges) memset(&edges[i], 0, sizeof edges[i]);
+  }
+  if (*nd > n->ndeps) *nd = n->ndeps;
+  return CUDA_SUCCESS;
+}
+/* pre-12.3 signature, exported as `cuGraphNodeGetDependencies` */
+CUresult CUDAAPI mock_node_get_deps_v1(CUgraphNode h, CUgraphNode *deps, size_t *nd)
+    __asm__("cuGraphNodeGetDependencies");
+CUresult CUDAAPI mock_node_get_deps_v1(CUgraphNode h, CUgraphNode *deps, size_t *nd) {
+  return cuGraphNodeGetDependencies(h, deps, NULL, nd);
+}
+
+/* ---- instantiate / launch ----------------------------------------------------- */
+static CUresult op_copy(mock_op *dst, const mock_op *src) {
+  *dst = *src;
+  if (src->argbuf) {
+    size_t n = src->func->param_bytes;
+    dst->argbuf = malloc(n ? n : 1);
+    if (!dst->argbuf) return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(dst->argbuf, src->argbuf, n);
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long long flags) {
+  (void)flags;
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || !pe) return CUDA_ERROR_INVALID_VALUE;
+  struct mock_graph *x = calloc(1, sizeof *x);
+  unsigned char *placed = calloc(g->nnodes ? g->nnodes : 1, 1);
+  if (!x || !placed) { free(x); free(placed); return CUDA_ERROR_OUT_OF_MEMORY; }
+  x->magic = MOCK_MAGIC_GEXEC;
+  x->ops = calloc(g->nnodes ? g->nnodes : 1, sizeof *x->ops);
+  if (!x->ops) { free(placed); free(x); return CUDA_ERROR_OUT_OF_MEMORY; }
+  /* Kahn: each round places the first unplaced node whose dependencies are
+   * all placed, so a graph built in order keeps its order */
+  CUresult rc = CUDA_SUCCESS;
+  while (x->nops < g->nnodes && rc == CUDA_SUCCESS) {
+    size_t pick = g->nnodes;
+    for (size_t i = 0; i < g->nnodes && pick == g->nnodes; i++) {
+      if (placed[i]) continue;
+      int ready = 1;
+      for (size_t k = 0; k < g->nodes[i]->ndeps && ready; k++) ready = placed[g->nodes[i]->deps[k]->idx];
+      if (ready) pick = i;
+    }
+    if (pick == g->nnodes) { rc = CUDA_ERROR_INVALID_VALUE; break; } /* cycle */
+    placed[pick] = 1;
+    rc = op_copy(&x->ops[x->nops], &g->nodes[pick]->op);
+    if (rc == CUDA_SUCCESS) x->nops++;
+  }
+  free(placed);
+  if (rc != CUDA_SUCCESS) { graph_free(x); return rc; }
+  *pe = (CUgraphExec)x;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec h) {
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *x = graph_of(h, MOCK_MAGIC_GEXEC);
+  if (!x) return CUDA_ERROR_INVALID_VALUE;
+  graph_free(x);
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_graph_launch(CUgraphExec h, CUstream s) {
+  MOCK_TRY(mock_check_stream(s));
+  struct mock_graph *x = graph_of(h, MOCK_MAGIC_GEXEC);
+  if (!x) return CUDA_ERROR_INVALID_VALUE;
+  if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* graph-in-graph capture: not in the mock */
+  for (size_t i = 0; i < x->nops; i++) MOCK_TRY(mock_run_op(&x->ops[i]));
+  return CUDA_SUCCESS;
+}
+
+#define P(name, ver) {#name, ver, (void *)name}
+const mock_proc mock_procs_graph[] = {
+  P(cuGraphCreate, 10000), P(cuGraphDestroy, 10000), P(cuGraphGetNodes, 10000),
+  {"cuGraphInstantiateWithFlags", 11040, (void *)cuGraphInstantiate}, P(cuGraphInstantiate, 12000),
+  P(cuGraphExecDestroy, 10000),
+  P(cuGraphAddKernelNode, 12000), P(cuGraphAddMemcpyNode, 10000), P(cuGraphAddMemsetNode, 10000),
+  P(cuGraphAddEmptyNode, 10000),
+  {"cuGraphAddDependencies", 10000, (void *)mock_graph_add_deps_v1}, P(cuGraphAddDependencies, 12030),
+  P(cuGraphNodeGetType, 10000), P(cuGraphKernelNodeGetParams, 12000), P(cuGraphMemcpyNodeGetParams, 10000),
+  P(cuGraphMemsetNodeGetParams, 10000),
+  {"cuGraphNodeGetDependencies", 10000, (void *)mock_node_get_deps_v1}, P(cuGraphNodeGetDependencies, 12030),
+  {NULL, 0, NULL}};
+#undef P
