@@ -6,7 +6,10 @@
  *     4 x 256 MiB buffers with different content (no dedup). Each is compared
  *     with building/producing the same bytes and fwrite'ing them to a file in
  *     the same directory, measured in the same run (best of 3). Times include
- *     close (everything compressed and written; no fsync on either side). */
+ *     close (everything compressed and written; no fsync on either side).
+ * Experiment knobs (environment): CUCAP_BENCH_LEVEL (level),
+ * CUCAP_BENCH_RLEVEL (record_level), CUCAP_BENCH_CHUNK (chunk_size),
+ * CUCAP_BENCH_QUEUE (queue_depth), CUCAP_BENCH_ONLY_RECORDS=1 (skip (b)). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -132,6 +135,10 @@ static result records_fwrite(const char *path) {
   cucap_fbb *b = cucap_fbb_create(1024);
   double t0 = now_s();
   FILE *f = fopen(path, "wb");
+  if (!f) {
+    fprintf(stderr, "cannot create %s\n", path);
+    exit(1);
+  }
   for (uint32_t i = 0; i < NREC; i++) {
     size_t sz;
     const uint8_t *rec = make_record(b, i + 1, &sz);
@@ -202,6 +209,8 @@ static result blobs_fwrite(const char *path, float *bufs[NBLOB]) {
   result r = {0};
   double t0 = now_s();
   FILE *f = fopen(path, "wb");
+  if (!f)
+    exit(1);
   for (int i = 0; i < NBLOB; i++)
     fwrite(bufs[i], 1, BLOB_BUF, f);
   fclose(f);

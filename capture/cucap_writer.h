@@ -32,7 +32,9 @@ typedef struct cucap_writer_options {
   unsigned flush_interval_ms; /* seal a non-empty chunk at least this often; 0 = 500 */
   int sync_writes;            /* fdatasync after each chunk (slow; tests) */
   int record_level;           /* zstd level for record chunks (negative =
-                                 zstd's fast levels); 0 = same as level.
+                                 zstd's fast levels); 0 = auto: -1 while
+                                 level is the default 1 (same size on launch
+                                 records, less CPU), else the same as level.
                                  Blob and index chunks always use level. */
 } cucap_writer_options;
 
