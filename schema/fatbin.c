@@ -360,6 +360,14 @@ cucap_status cucap_fatbin_entry_data(const cucap_fatbin_entry *e, void **out,
   *out_size = 0;
   size_t n = e->uncompressed_size;
   CUCAP_RETURN_IF(n > CUCAP_IMAGE_MAX_SIZE, CUCAP_ERR_TOO_LARGE);
+  /* The sizes are untrusted: never allocate more than the payload could
+   * decode to (found by fuzz_fatbin: a 2 GiB claim on a few bytes). LZ4
+   * cannot expand beyond ~255x; real cubins compress < 50x, so 4096x bounds
+   * zstd generously. */
+  if (e->codec == CUCAP_FATBIN_CODEC_NONE)
+    CUCAP_RETURN_IF(n > e->payload_size, CUCAP_ERR_CORRUPT);
+  else
+    CUCAP_RETURN_IF(n / 4096 > e->payload_size, CUCAP_ERR_CORRUPT);
   uint8_t *buf = malloc(n ? n : 1);
   CUCAP_RETURN_IF(!buf, CUCAP_ERR_NOMEM);
   cucap_status st = CUCAP_OK;
