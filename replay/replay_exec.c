@@ -6,6 +6,7 @@
  * per-thread default stream); device addresses go through the relocation
  * table (identity at fixed addresses). The driver of the whole run is
  * replay_run.c; verification lives in replay_verify.c. */
+#include <cupti_driver_cbid.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -199,6 +200,55 @@ uint64_t rp_tr(rp_state *R, uint64_t addr) {
 
 /* ---------------------------------------------------------------- classify */
 
+/* Successful calls that change GPU state but that the recorder stores only as
+ * a generic call (no body): replaying without them would silently diverge,
+ * so they are reported by name as skipped (refused with --strict). */
+static const char *rp_unhooked_work(const cucap_fb_record *rec) {
+  if (cucap_fb_record_result(rec) != 0)
+    return NULL;
+  switch (cucap_fb_record_call(rec)) {
+#define RP_WORK(fn)                                                            \
+  case CUPTI_DRIVER_TRACE_CBID_##fn:                                           \
+    return #fn;
+    RP_WORK(cuMemcpy3DPeer)
+    RP_WORK(cuMemcpy3DPeerAsync)
+    RP_WORK(cuMemcpy3DPeer_ptds)
+    RP_WORK(cuMemcpy3DPeerAsync_ptsz)
+    RP_WORK(cuMemcpyBatchAsync)
+    RP_WORK(cuMemcpyBatchAsync_ptsz)
+    RP_WORK(cuMemcpy3DBatchAsync)
+    RP_WORK(cuMemcpy3DBatchAsync_ptsz)
+    RP_WORK(cuStreamBatchMemOp)
+    RP_WORK(cuStreamBatchMemOp_v2)
+    RP_WORK(cuStreamBatchMemOp_ptsz)
+    RP_WORK(cuStreamBatchMemOp_v2_ptsz)
+    RP_WORK(cuIpcOpenMemHandle)
+    RP_WORK(cuIpcOpenMemHandle_v2)
+    RP_WORK(cuIpcOpenEventHandle)
+    RP_WORK(cuImportExternalMemory)
+    RP_WORK(cuExternalMemoryGetMappedBuffer)
+    RP_WORK(cuSignalExternalSemaphoresAsync)
+    RP_WORK(cuWaitExternalSemaphoresAsync)
+    RP_WORK(cuGraphicsMapResources)
+    RP_WORK(cuLaunch)
+    RP_WORK(cuLaunchGrid)
+    RP_WORK(cuLaunchGridAsync)
+    RP_WORK(cuGraphExecKernelNodeSetParams)
+    RP_WORK(cuGraphExecKernelNodeSetParams_v2)
+    RP_WORK(cuGraphExecMemcpyNodeSetParams)
+    RP_WORK(cuGraphExecMemsetNodeSetParams)
+    RP_WORK(cuGraphExecNodeSetParams)
+    RP_WORK(cuGraphExecChildGraphNodeSetParams)
+    RP_WORK(cuGraphExecUpdate)
+    RP_WORK(cuGraphExecUpdate_v2)
+    RP_WORK(cuGraphKernelNodeSetParams)
+    RP_WORK(cuGraphKernelNodeSetParams_v2)
+#undef RP_WORK
+  default:
+    return NULL;
+  }
+}
+
 /* Name of an op that cannot be replayed, or NULL if it can (or is only
  * informational). Used by the --strict pre-check and by the executor. */
 const char *rp_unreplayable(const cucap_fb_record *rec) {
@@ -250,7 +300,7 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
     return NULL;
   }
   case CUCAP_FB_BODY_NONE:
-    return NULL;
+    return rp_unhooked_work(rec);
   default:
     /* Devices (format 1.1): informational, read by the scan */
     if (cucap_fb_record_body_type(rec) > CUCAP_FB_BODY_DEVICES)
