@@ -23,13 +23,13 @@ echo "== 2. release build + tests"
 rm -rf "$BUILD"
 cmake -S . -B "$BUILD/rel" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD/rel" -j2
-(cd "$BUILD/rel" && ctest --output-on-failure -j2)
+(cd "$BUILD/rel" && ctest --output-on-failure -j2) | tee "$BUILD/ctest-rel.log"
 
 echo "== 3. ASan/UBSan build + tests"
 cmake -S . -B "$BUILD/asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUCAP_SANITIZE=ON >/dev/null
 cmake --build "$BUILD/asan" -j2
 (cd "$BUILD/asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2)
+   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2) | tee "$BUILD/ctest-asan.log"
 
 echo "== 4. libFuzzer smoke (${FUZZ_SECONDS}s per target)"
 CC=clang CXX=clang++ cmake -S . -B "$BUILD/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
@@ -52,4 +52,11 @@ for f in "$BUILD"/fuzz/tests/fuzz/fuzz_*; do
   nfuzz=$((nfuzz + 1))
 done
 [ "$nfuzz" -gt 0 ] || { echo "no fuzz targets were built" >&2; exit 1; }
+total=0
+for l in "$BUILD/ctest-rel.log" "$BUILD/ctest-asan.log"; do
+  n=$(sed -n 's/.*tests failed out of \([0-9][0-9]*\).*/\1/p' "$l" | tail -1)
+  total=$((total + ${n:-0}))
+done
+total=$((total + nfuzz))
 echo "== all CPU tests passed (GPU tests: tests/gpu/run.sh on a GPU machine)"
+echo "$total passed, 0 failed"
