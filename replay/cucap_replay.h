@@ -78,6 +78,9 @@ typedef struct cucap_replay_report {
                                           mapped at fixed VAs */
   uint64_t relocated_allocs;           /* allocations replayed elsewhere */
   uint64_t patched_params;             /* kernel params rewritten (relocation) */
+  uint64_t pinned_host_ranges;         /* page-locked host ranges re-created at
+                                          their recorded addresses */
+  uint64_t pinned_host_failed;         /* ... that could not be */
   /* environment */
   int env_warnings;
   /* timing */

@@ -5,7 +5,8 @@
  * record once (device ranges for fixed placement, module images checked
  * against this GPU, --strict refusal, first BeforeLaunch snapshot, damage);
  * compare the environment with the FileHeader; retain the primary context;
- * place memory (replay_memory.c); then execute all records on this thread
+ * place memory (replay_memory.c) and the recorded pinned host allocations
+ * (replay_host.c); then execute all records on this thread
  * (replay_exec.c), N times for --loop, timing the whole with events. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "cucap_fatbin.h"
 #include "cucap_log.h"
+#include "replay_host.h"
 #include "replay_state.h"
 
 static double rp_now(void) {
@@ -25,7 +27,7 @@ static double rp_now(void) {
 
 /* ---------------------------------------------------------------- scan */
 
-static cucap_status rp_scan(rp_state *R) {
+static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
   cucap_replay_report *rep = R->rep;
   const void *recp, *buf;
   size_t sz;
@@ -52,6 +54,11 @@ static cucap_status rp_scan(rp_state *R) {
       if (rp_alloc_is_device(cucap_fb_alloc_kind(a)) &&
           !rp_mem_add_recorded(&R->mem, cucap_fb_alloc_address(a),
                                rp_alloc_size(a)))
+        return CUCAP_ERR_NOMEM;
+      /* pinned host memory a kernel may use through its recorded pointer */
+      if (!rp_host_pins_add(pins, cucap_fb_alloc_kind(a),
+                            cucap_fb_alloc_host_address(a),
+                            cucap_fb_alloc_address(a), cucap_fb_alloc_size(a)))
         return CUCAP_ERR_NOMEM;
       break;
     }
@@ -347,6 +354,8 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   R->o = opts;
   R->rep = rep;
+  rp_host_pins pins; /* owned here; released before the driver goes */
+  memset(&pins, 0, sizeof pins);
   unsigned loops = opts->loops ? opts->loops : 1;
   char msg[256] = "";
   cucap_status st = cucap_reader_open(path, NULL, &R->r, msg, sizeof msg);
@@ -358,7 +367,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   /* scan first, before libcuda is loaded: the recorded device ranges are
    * then held in the host address space (PROT_NONE) so that neither the
    * driver's libraries nor its own mappings land on them */
-  st = rp_scan(R);
+  st = rp_scan(R, &pins);
   if (st != CUCAP_OK) {
     if (!rep->error[0])
       rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "scanning the capture: %s",
@@ -426,6 +435,16 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
                  "recorded addresses; those allocations are relocated", failed);
   } else {
     rp_mem_sort_recorded(&R->mem); /* for rp_mem_is_recorded */
+  }
+  /* pinned host allocations next (also with --relocate: a host pointer a
+   * kernel uses cannot be patched), still before any allocation of ours
+   * (staging/scratch buffers below) can take their addresses. */
+  if (pins.n) {
+    size_t np = rp_host_pins_place(&pins, &R->d);
+    CUCAP_INFO("replay: memory: %zu pinned host range(s) at recorded "
+               "addresses, %zu not placed", np, pins.failed);
+    rep->pinned_host_ranges = np;
+    rep->pinned_host_failed = pins.failed;
   }
   /* buffers used per op, allocated now: a cuMemAllocHost during a stream
    * capture would invalidate it (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) */
@@ -505,10 +524,12 @@ out:
     rp_free_host(R, &R->scratch, R->scratch_pinned);
     rp_free_host(R, &R->expect, R->expect_pinned);
     rp_mem_release(&R->mem, &R->d);
+    rp_host_pins_release(&pins, &R->d); /* needs the context: before release */
     if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease)
       R->d.df.DevicePrimaryCtxRelease(R->dev);
   } else {
     rp_mem_release(&R->mem, &R->d);
+    rp_host_pins_release(&pins, NULL);
   }
   if (!R->expect_pinned)
     free(R->expect);

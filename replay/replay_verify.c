@@ -251,10 +251,11 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     }
     fprintf(f, "},\"fixed_address\":%s,\"fixed_ranges\":%" PRIu64
             ",\"fixed_bytes\":%" PRIu64 ",\"relocated_allocs\":%" PRIu64
-            ",\"patched_params\":%" PRIu64 ",\"env_warnings\":%d",
+            ",\"patched_params\":%" PRIu64 ",\"pinned_host_ranges\":%" PRIu64
+            ",\"pinned_host_failed\":%" PRIu64 ",\"env_warnings\":%d",
             p->fixed_address ? "true" : "false", p->fixed_ranges,
             p->fixed_bytes, p->relocated_allocs, p->patched_params,
-            p->env_warnings);
+            p->pinned_host_ranges, p->pinned_host_failed, p->env_warnings);
     fprintf(f, ",\"replay_wall_s\":%.6f,\"gpu_time_s\":%.6f"
             ",\"recorded_wall_s\":%.6f,\"ratio\":%.3f",
             p->replay_wall_s, p->gpu_time_s, p->recorded_wall_s, p->ratio);
@@ -283,12 +284,16 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
             p->skip_count[i]);
   fprintf(f, "memory: %s; %" PRIu64 " range(s), %" PRIu64
           " MiB at recorded addresses; %" PRIu64
-          " allocation(s) relocated, %" PRIu64 " kernel parameter(s) patched\n",
+          " allocation(s) relocated, %" PRIu64 " kernel parameter(s) patched",
           p->fixed_address ? "fixed addresses"
           : p->fixed_ranges ? "partly fixed addresses"
                             : "relocated",
           p->fixed_ranges, p->fixed_bytes >> 20, p->relocated_allocs,
           p->patched_params);
+  if (p->pinned_host_ranges || p->pinned_host_failed)
+    fprintf(f, "; %" PRIu64 " pinned host range(s) at recorded addresses, %" PRIu64
+            " not placed", p->pinned_host_ranges, p->pinned_host_failed);
+  fputc('\n', f);
   fprintf(f, "time: replay %.6f s", p->replay_wall_s);
   if (p->gpu_time_s >= 0)
     fprintf(f, ", GPU (events) %.6f s", p->gpu_time_s);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,7 +59,13 @@ static cucap_fb_hash128 blob(const void *p, size_t n) {
 }
 
 static long NLAUNCH = 1; /* launches of vec_add in write_capture */
-enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8 };
+enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8,
+       CAP_PINNED = 16 };
+/* CAP_PINNED: a HostAlloc(DEVICEMAP) at a free address (placed by replay)
+ * and a HostRegister over memory this process already uses (not placed:
+ * the replay warns and goes on) */
+#define PIN_FREE 0x6e1200001000ULL
+static char pin_busy[8192];
 #define GS 0x6160000ULL  /* CAP_GRAPH: the capturing stream */
 #define GG 0x6170000ULL  /* its CUgraph */
 #define GX 0x6180000ULL  /* the CUgraphExec */
@@ -153,6 +160,21 @@ static void write_capture(const char *path, int flags) {
     cucap_fb_alloc_add_kind(B, CUCAP_FB_ALLOCKIND_DEVICE);
     cucap_fb_alloc_add_address(B, ADDR[i]);
     cucap_fb_alloc_add_size(B, N * sizeof(float));
+    emit(CUCAP_FB_BODY_ALLOC, cucap_fb_alloc_end(B));
+  }
+  if (flags & CAP_PINNED) {
+    cucap_fb_alloc_start(B);
+    cucap_fb_alloc_add_kind(B, CUCAP_FB_ALLOCKIND_HOSTALLOC);
+    cucap_fb_alloc_add_address(B, PIN_FREE);
+    cucap_fb_alloc_add_host_address(B, PIN_FREE);
+    cucap_fb_alloc_add_size(B, 3 * 4096 + 100);
+    cucap_fb_alloc_add_flags(B, 0x02); /* CU_MEMHOSTALLOC_DEVICEMAP */
+    emit(CUCAP_FB_BODY_ALLOC, cucap_fb_alloc_end(B));
+    cucap_fb_alloc_start(B);
+    cucap_fb_alloc_add_kind(B, CUCAP_FB_ALLOCKIND_HOSTREGISTER);
+    cucap_fb_alloc_add_address(B, (uint64_t)(uintptr_t)pin_busy);
+    cucap_fb_alloc_add_host_address(B, (uint64_t)(uintptr_t)pin_busy);
+    cucap_fb_alloc_add_size(B, sizeof pin_busy);
     emit(CUCAP_FB_BODY_ALLOC, cucap_fb_alloc_end(B));
   }
   const float *src[2] = {a, b};
@@ -457,6 +479,18 @@ static void write_capture2(const char *path) {
 
 static char mock[4096];
 
+/* log sink of the CAP_PINNED case: keeps the pinned-host summary line and
+ * counts the warnings about pinned host memory */
+static char pin_line[512];
+static int pin_warns;
+static void pin_sink(cucap_log_level level, const char *msg, void *user) {
+  (void)user;
+  if (level == CUCAP_LOG_WARN && strstr(msg, "pinned host memory"))
+    pin_warns++;
+  if (strstr(msg, "pinned host range(s)"))
+    snprintf(pin_line, sizeof pin_line, "%s", msg);
+}
+
 static void opts(cucap_replay_options *o) {
   cucap_replay_options_init(o);
   o->libcuda = mock;
@@ -685,6 +719,38 @@ int main(int argc, char **argv) {
     fprintf(stderr, "sm_100 image: %s\n", rep.error);
     unlink(sm);
     free(sm);
+  }
+
+  /* 5b: pinned host allocations re-created at their recorded addresses:
+   * one placed, one whose address is taken here (warned once, replay goes
+   * on and still verifies) */
+  {
+    char *pp = tu_tmp_path("replay_pinned");
+    write_capture(pp, CAP_PINNED);
+    pin_line[0] = 0;
+    pin_warns = 0;
+    cucap_log_set_level(CUCAP_LOG_INFO);
+    cucap_log_sink old_sink = cucap_log_set_sink(pin_sink, NULL);
+    opts(&o);
+    cucap_status pst = cucap_replay_run(pp, &o, &rep);
+    cucap_log_set_sink(old_sink, NULL);
+    cucap_log_set_level(CUCAP_LOG_ERROR);
+    checks += 4;
+    TU_CHECK(pst == CUCAP_OK && rep.mismatches == 0);
+    TU_CHECK(strstr(pin_line, "1 pinned host range(s) at recorded addresses, "
+                              "1 not placed") != NULL);
+    TU_CHECK(pin_warns == 1);
+    /* released at the end: the address is free again */
+    void *m = mmap((void *)(uintptr_t)(PIN_FREE & ~0xfffULL), 4096,
+                   PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                   -1, 0);
+    TU_CHECK(m == (void *)(uintptr_t)(PIN_FREE & ~0xfffULL));
+    if (m != MAP_FAILED)
+      munmap(m, 4096);
+    if (!strstr(pin_line, "1 not placed"))
+      fprintf(stderr, "pinned: \"%s\", %d warning(s)\n", pin_line, pin_warns);
+    unlink(pp);
+    free(pp);
   }
 
   /* 6: missing file / no driver */

@@ -1,0 +1,207 @@
+/* replay_host.c - recorded pinned host allocations at their recorded
+ * addresses (owner: replay/). See replay_host.h for the why.
+ *
+ * The entry points used here are not in the replayer's shared table
+ * (replay_internal.h): they are fetched the same way, through
+ * cuGetProcAddress_v2 of the loaded driver with the version of the PFN type
+ * we call through, falling back to dlsym of the exported name. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cucap_log.h"
+#include "cucap_schema.h"
+#include "replay_host.h"
+
+typedef CUresult (*rp_host_getproc_fn)(const char *, void **, int, cuuint64_t,
+                                       CUdriverProcAddressQueryResult *);
+
+typedef struct rp_host_fns {
+  PFN_cuMemHostRegister_v6050 Register;
+  PFN_cuMemHostUnregister_v4000 Unregister;
+  PFN_cuMemHostGetDevicePointer_v3020 GetDevicePointer;
+} rp_host_fns;
+
+static void *rp_host_sym(void *lib, const char *name, int ver,
+                         const char *exported) {
+  void *p = NULL;
+  rp_host_getproc_fn gp = (rp_host_getproc_fn)dlsym(lib, "cuGetProcAddress_v2");
+  if (gp) {
+    CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SUCCESS;
+    if (gp(name, &p, ver, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
+        q != CU_GET_PROC_ADDRESS_SUCCESS)
+      p = NULL;
+  }
+  if (!p)
+    p = dlsym(lib, exported);
+  return p;
+}
+
+static void rp_host_fns_load(const rp_driver *d, rp_host_fns *f) {
+  memset(f, 0, sizeof *f);
+  if (!d || !d->lib)
+    return;
+  f->Register = (PFN_cuMemHostRegister_v6050)rp_host_sym(
+      d->lib, "cuMemHostRegister", 6050, "cuMemHostRegister_v2");
+  f->Unregister = (PFN_cuMemHostUnregister_v4000)rp_host_sym(
+      d->lib, "cuMemHostUnregister", 4000, "cuMemHostUnregister");
+  f->GetDevicePointer = (PFN_cuMemHostGetDevicePointer_v3020)rp_host_sym(
+      d->lib, "cuMemHostGetDevicePointer", 3020, "cuMemHostGetDevicePointer_v2");
+}
+
+int rp_host_pins_add(rp_host_pins *p, int kind, uint64_t host, uint64_t dev,
+                     uint64_t size) {
+  if (kind != CUCAP_FB_ALLOCKIND_HOST && kind != CUCAP_FB_ALLOCKIND_HOSTALLOC &&
+      kind != CUCAP_FB_ALLOCKIND_HOSTREGISTER)
+    return 1;
+  if (!host)
+    host = dev;
+  if (!host || !size || host + size < host)
+    return 1; /* nothing to place (bad record: the replay ignores it) */
+  if (p->n == p->cap) {
+    size_t nc = p->cap ? p->cap * 2 : 16;
+    rp_host_pin *n = realloc(p->v, nc * sizeof *n);
+    if (!n)
+      return 0;
+    p->v = n;
+    p->cap = nc;
+  }
+  rp_host_pin *e = &p->v[p->n++];
+  memset(e, 0, sizeof *e);
+  e->host = host;
+  e->dev = dev ? dev : host;
+  e->size = size;
+  return 1;
+}
+
+static int rp_host_cmp(const void *a, const void *b) {
+  const rp_host_pin *x = a, *y = b;
+  return x->host < y->host ? -1 : x->host > y->host;
+}
+
+/* Warns about the first failure only: a capture with many pinned buffers on
+ * a machine that refuses them would otherwise flood the log. */
+static void rp_host_fail(int *warned, uint64_t addr, uint64_t size,
+                         const char *what, const rp_driver *d, CUresult r) {
+  if ((*warned)++)
+    return;
+  CUCAP_WARN("replay: cannot place pinned host memory 0x%" PRIx64 "+0x%" PRIx64
+             " at its recorded address (%s%s%s); kernels that use it "
+             "through its recorded pointer may fault (further failures "
+             "not reported)",
+             addr, size, what, r != CUDA_SUCCESS ? ": " : "",
+             r != CUDA_SUCCESS ? rp_cu_err(d, r) : "");
+}
+
+size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d) {
+  p->placed = p->failed = 0;
+  if (!p->n)
+    return 0;
+  rp_host_fns f;
+  rp_host_fns_load(d, &f);
+  int warned = 0;
+  uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+  if (!pg || (pg & (pg - 1)))
+    pg = 4096;
+  qsort(p->v, p->n, sizeof *p->v, rp_host_cmp);
+  /* groups of entries whose page-aligned ranges overlap share one mapping,
+   * held by the group's first entry */
+  for (size_t i = 0; i < p->n;) {
+    uint64_t s = p->v[i].host & ~(pg - 1);
+    uint64_t e = (p->v[i].host + p->v[i].size + pg - 1) & ~(pg - 1);
+    size_t j = i + 1;
+    while (j < p->n && (p->v[j].host & ~(pg - 1)) < e) {
+      uint64_t je = (p->v[j].host + p->v[j].size + pg - 1) & ~(pg - 1);
+      if (je > e)
+        e = je;
+      j++;
+    }
+    rp_host_pin *g = &p->v[i];
+    size_t gi = i;
+    i = j;
+    if (!e || e <= s) { /* wrapped past the top of the address space */
+      rp_host_fail(&warned, s, 0, "invalid range", d, CUDA_SUCCESS);
+      p->failed++;
+      continue;
+    }
+    if (!f.Register) {
+      rp_host_fail(&warned, s, e - s, "driver lacks cuMemHostRegister", d,
+                   CUDA_SUCCESS);
+      p->failed++;
+      continue;
+    }
+    void *m = mmap((void *)(uintptr_t)s, e - s, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (m == MAP_FAILED || m != (void *)(uintptr_t)s) {
+      if (m != MAP_FAILED) /* kernel without MAP_FIXED_NOREPLACE */
+        munmap(m, e - s);
+      rp_host_fail(&warned, s, e - s,
+                   m == MAP_FAILED && errno == EEXIST
+                       ? "address already in use in this process"
+                       : "mmap failed",
+                   d, CUDA_SUCCESS);
+      p->failed++;
+      continue;
+    }
+    g->map_addr = s;
+    g->map_size = e - s;
+    CUresult r = f.Register(m, (size_t)(e - s),
+                            CU_MEMHOSTREGISTER_DEVICEMAP |
+                                CU_MEMHOSTREGISTER_PORTABLE);
+    if (r != CUDA_SUCCESS) {
+      rp_host_fail(&warned, s, e - s, "cuMemHostRegister", d, r);
+      /* the mapping stays: the address then at least holds host memory
+       * that no other replayer allocation can take */
+      p->failed++;
+      continue;
+    }
+    g->registered = 1;
+    int ok = 1;
+    for (size_t k = gi; k < j && ok; k++) {
+      CUdeviceptr dp = 0;
+      if (!f.GetDevicePointer) {
+        rp_host_fail(&warned, s, e - s,
+                     "driver lacks cuMemHostGetDevicePointer", d, CUDA_SUCCESS);
+        ok = 0;
+        break;
+      }
+      r = f.GetDevicePointer(&dp, (void *)(uintptr_t)p->v[k].host, 0);
+      if (r != CUDA_SUCCESS) {
+        rp_host_fail(&warned, s, e - s, "cuMemHostGetDevicePointer", d, r);
+        ok = 0;
+      } else if ((uint64_t)dp != p->v[k].dev) {
+        if (!warned++)
+          CUCAP_WARN("replay: pinned host memory 0x%" PRIx64 " maps to device "
+                     "address 0x%llx here, 0x%" PRIx64 " when recorded; "
+                     "kernels that use the recorded device pointer may fault",
+                     p->v[k].host, (unsigned long long)dp, p->v[k].dev);
+        ok = 0;
+      }
+    }
+    if (ok)
+      p->placed++;
+    else
+      p->failed++;
+  }
+  return p->placed;
+}
+
+void rp_host_pins_release(rp_host_pins *p, const rp_driver *d) {
+  if (!p)
+    return;
+  rp_host_fns f;
+  rp_host_fns_load(d, &f);
+  for (size_t i = 0; i < p->n; i++) {
+    rp_host_pin *e = &p->v[i];
+    if (e->registered && f.Unregister)
+      f.Unregister((void *)(uintptr_t)e->map_addr);
+    if (e->map_size)
+      munmap((void *)(uintptr_t)e->map_addr, e->map_size);
+  }
+  free(p->v);
+  memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,54 @@
+/* replay_host.h - recorded page-locked host allocations re-created at their
+ * recorded addresses during replay (owner: replay/). Internal: only
+ * replay/replay_*.c include it.
+ *
+ * A kernel may read or write mapped pinned host memory through the pointer
+ * the program got (zero-copy; cuMemHostAlloc(DEVICEMAP), cuMemHostRegister,
+ * and under UVA cuMemAllocHost). Replayed launches pass the recorded pointer
+ * unchanged, so the same host address must be mapped and registered with the
+ * driver here too. Replayed HtoD/DtoH copies do not use these ranges: they
+ * keep using the payloads stored in the capture. */
+#ifndef CUCAP_REPLAY_HOST_H
+#define CUCAP_REPLAY_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replay_internal.h"
+
+typedef struct rp_host_pin {   /* one recorded pinned-host allocation */
+  uint64_t host;               /* recorded host pointer */
+  uint64_t dev;                /* recorded device-side address (UVA: = host) */
+  uint64_t size;
+  uint64_t map_addr, map_size; /* page-aligned mmap'ed range; 0 = not ours */
+  int registered;              /* 1: cuMemHostRegister'ed by us */
+} rp_host_pin;
+
+typedef struct rp_host_pins {
+  rp_host_pin *v;
+  size_t n, cap;
+  size_t placed, failed;       /* after rp_host_pins_place */
+} rp_host_pins;
+
+/* Notes one recorded allocation (kind Host, HostAlloc or HostRegister;
+ * other kinds are ignored and return 1). host = host_address (or address
+ * when absent), dev = address. Returns 0 on out of memory. */
+int rp_host_pins_add(rp_host_pins *p, int kind, uint64_t host, uint64_t dev,
+                     uint64_t size);
+
+/* With the driver loaded and a context current: for each noted allocation,
+ * mmap an anonymous read/write range at exactly the recorded host address
+ * (MAP_FIXED_NOREPLACE, page-aligned), cuMemHostRegister it (DEVICEMAP |
+ * PORTABLE) and check that cuMemHostGetDevicePointer gives the recorded
+ * device-side address. Best effort: a failure warns once (per run) and
+ * leaves that allocation unplaced. Ranges that overlap (re-allocations at
+ * a reused address) are merged. Sets p->placed / p->failed (counts of
+ * merged ranges) and returns p->placed. */
+size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d);
+
+/* Unregisters and unmaps what rp_host_pins_place made, frees p's arrays
+ * and zeroes it. d may be NULL (or have no lib) when the driver was never
+ * loaded: then only the mappings go. Accepts a zeroed p. */
+void rp_host_pins_release(rp_host_pins *p, const rp_driver *d);
+
+#endif
