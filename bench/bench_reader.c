@@ -1,6 +1,6 @@
 /* bench_reader.c - capture-load speed of the stream reader (owner: bench).
  *
- * usage: bench_reader CAPTURE [--passes N]
+ * usage: bench_reader CAPTURE [--passes N] [--threads N]
  *        bench_reader --make FILE --mib N [--seed S]
  *
  * Reading: opens CAPTURE with replay/cucap_reader.h (index load), iterates
@@ -17,6 +17,9 @@
  *   file MB/s    file size / total        total = open + records + blobs
  * MB = 10^6 bytes.
  *
+ * --threads N: cucap_reader_options.decode_threads (read-ahead workers);
+ * default min(4, online CPUs - 1), at least 0; printed as "decode threads:".
+ *
  * --make writes a payload-heavy synthetic capture (the test generator's blobs
  * are small) so the benchmark runs anywhere: N MiB of float-like blob data in
  * 4 MiB blobs (distinct contents, no dedup; upper mantissa bits random, so
@@ -28,6 +31,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,7 +51,7 @@ static double now_s(void) {
 }
 
 static void usage(FILE *f) {
-  fputs("usage: bench_reader CAPTURE [--passes N]\n"
+  fputs("usage: bench_reader CAPTURE [--passes N] [--threads N]\n"
         "       bench_reader --make FILE --mib N [--seed S]\n",
         f);
 }
@@ -230,12 +234,13 @@ typedef struct pass_result {
 /* One pass: open, iterate, read blobs. *buf, *cap: the reusable blob buffer
  * (owned by the caller, grown here). Returns 0 or 1 (message printed). */
 static int read_pass(const char *path, pass_result *pr, void **buf,
-                     uint64_t *cap) {
+                     uint64_t *cap, int threads) {
   memset(pr, 0, sizeof *pr);
   char msg[256] = "";
   cucap_reader *r = NULL;
   double t0 = now_s();
-  cucap_status s = cucap_reader_open(path, NULL, &r, msg, sizeof msg);
+  cucap_reader_options ro = {.strict = 0, .decode_threads = threads};
+  cucap_status s = cucap_reader_open(path, &ro, &r, msg, sizeof msg);
   pr->t_open = now_s() - t0;
   if (s != CUCAP_OK) {
     fprintf(stderr, "bench_reader: %s: %s\n", path,
@@ -327,14 +332,14 @@ out:
 
 static double per_s(double n, double t) { return t > 0 ? n / t : 0.0; }
 
-static int bench(const char *path, uint64_t passes) {
+static int bench(const char *path, uint64_t passes, int threads) {
   void *buf = NULL;
   uint64_t cap = 0;
   pass_result best = {0};
   double best_t = -1;
   for (uint64_t p = 0; p < passes; p++) {
     pass_result pr;
-    if (read_pass(path, &pr, &buf, &cap) != 0) {
+    if (read_pass(path, &pr, &buf, &cap, threads) != 0) {
       free(buf);
       return 1;
     }
@@ -355,6 +360,7 @@ static int bench(const char *path, uint64_t passes) {
          best.records, best.record_bytes, best.record_raw);
   printf("blobs: %" PRIu64 " (%" PRIu64 " bytes)\n", best.blobs,
          best.blob_bytes);
+  printf("decode threads: %d\n", threads);
   printf("best of %" PRIu64 " pass(es): %.6f s\n", passes, best_t);
   printf("open ms: %.3f\n", best.t_open * 1e3);
   printf("records/s: %.0f\n", per_s((double)best.records, best.t_records));
@@ -369,6 +375,9 @@ static int bench(const char *path, uint64_t passes) {
 int main(int argc, char **argv) {
   const char *make = NULL, *path = NULL;
   uint64_t mib = 0, seed = 1, passes = 3;
+  /* Read-ahead workers: leave one core to the reading thread. */
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = ncpu > 1 ? (int)(ncpu - 1 < 4 ? ncpu - 1 : 4) : 0;
   int have_mib = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -394,6 +403,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_reader: --passes %s: expected 1..1000\n", argv[i]);
         return 2;
       }
+    } else if (!strcmp(a, "--threads") && !last) {
+      uint64_t t;
+      if (parse_u64(argv[++i], &t) || t > 64) {
+        fprintf(stderr, "bench_reader: --threads %s: expected 0..64\n", argv[i]);
+        return 2;
+      }
+      threads = (int)t;
     } else if (a[0] == '-' || path) {
       usage(stderr);
       return 2;
@@ -412,5 +428,5 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  return bench(path, passes);
+  return bench(path, passes, threads);
 }

@@ -21,6 +21,18 @@ typedef struct cucap_reader cucap_reader;
 
 typedef struct cucap_reader_options {
   int strict;        /* 1: any damage is an error (no recovery) */
+  /* 0 (default): blobs are decoded by the calling thread only. N > 0: the
+   * reader also owns N worker threads (started by the first blob read,
+   * joined by cucap_reader_destroy; N is capped at 64) that decode and
+   * checksum-check, in file order, the 2*N blob chunks following the one
+   * blob_read/blob_map last visited, so a caller reading blobs in file order
+   * overlaps their decompression. Results and errors are the same as with
+   * 0: a damaged chunk is reported, with the same status, when a read
+   * reaches it. Memory: up to 2*N decoded blob chunks besides the one the
+   * reader always keeps (4 MiB each for the writer's usual blob chunks,
+   * CUCAP_MAX_CHUNK_RAW at most). The reader is still used by one thread
+   * at a time. If threads cannot be started it decodes synchronously. */
+  int decode_threads;
 } cucap_reader_options;
 
 /* Opens and validates preamble + header, loads the index (or scans the file

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,11 @@
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
+
+/* Read-ahead (see the section of that name); cap on decode_threads. */
+#define RA_MAX_THREADS 64
+struct ra_state;
+static void ra_destroy(struct ra_state *ra);
 
 typedef struct rchunk {
   uint64_t offset, csize, raw;
@@ -92,6 +98,9 @@ struct cucap_reader {
   size_t bc_chunk;
   uint8_t *bc_buf;
   size_t bc_cap, bc_len;
+
+  int decode_threads;  /* cucap_reader_options.decode_threads (>= 0) */
+  struct ra_state *ra; /* read-ahead state, created on first blob read */
 
   char msg[512];
 };
@@ -178,49 +187,72 @@ static ZSTD_DCtx *get_dctx(cucap_reader *r) {
   return r->dctx;
 }
 
-/* Decompresses chunk ci into *buf (grown as needed). Sets r->msg on error. */
-static cucap_status load_chunk(cucap_reader *r, size_t ci, uint8_t **buf,
-                               size_t *cap, size_t *len) {
-  rchunk *c = &r->chunks[ci];
-  const uint8_t *p = r->data + c->offset + sizeof(cucap_chunk_header);
-  if (!c->payload_ok) {
-    if (!payload_ok(r, c)) {
-      set_msg(r, "chunk %zu at offset %llu: payload checksum mismatch", ci,
-              (unsigned long long)c->offset);
+/* Decompresses chunk ci (at off, csize compressed, raw decoded bytes) of
+ * data into *buf (grown as needed) with dctx; checks the payload first
+ * unless *checked, and sets *checked once it passed. Touches nothing
+ * shared, so read-ahead workers run it too (data is immutable while the
+ * reader lives). msg receives the error. */
+static cucap_status decode_chunk(const uint8_t *data, size_t ci, uint64_t off,
+                                 uint64_t csize, uint64_t raw, int *checked,
+                                 ZSTD_DCtx *dctx, uint8_t **buf, size_t *cap,
+                                 size_t *len, char *msg, size_t msgsz) {
+  const uint8_t *p = data + off + sizeof(cucap_chunk_header);
+  *len = 0;
+  if (!*checked) {
+    uint32_t want;
+    memcpy(&want, data + off + 32, 4);
+    if (cucap_check32(p, (size_t)csize) != want) {
+      snprintf(msg, msgsz, "chunk %zu at offset %llu: payload checksum mismatch",
+               ci, (unsigned long long)off);
       return CUCAP_ERR_CORRUPT;
     }
-    c->payload_ok = 1;
+    *checked = 1;
   }
-  unsigned long long fcs = ZSTD_getFrameContentSize(p, (size_t)c->csize);
-  if (fcs != c->raw) {
-    set_msg(r, "chunk %zu at offset %llu: zstd frame size does not match the "
-               "chunk header",
-            ci, (unsigned long long)c->offset);
+  unsigned long long fcs = ZSTD_getFrameContentSize(p, (size_t)csize);
+  if (fcs != raw) {
+    snprintf(msg, msgsz,
+             "chunk %zu at offset %llu: zstd frame size does not match the "
+             "chunk header",
+             ci, (unsigned long long)off);
     return CUCAP_ERR_CORRUPT;
   }
-  size_t need = c->raw ? (size_t)c->raw : 1;
+  size_t need = raw ? (size_t)raw : 1;
   if (need > *cap) {
     uint8_t *nb = malloc(need);
     if (!nb) {
-      set_msg(r, "chunk %zu: out of memory (%zu bytes)", ci, need);
+      snprintf(msg, msgsz, "chunk %zu: out of memory (%zu bytes)", ci, need);
       return CUCAP_ERR_NOMEM;
     }
     free(*buf);
     *buf = nb;
     *cap = need;
   }
-  if (!get_dctx(r))
+  if (!dctx) {
+    snprintf(msg, msgsz, "out of memory");
     return CUCAP_ERR_NOMEM;
-  size_t got = ZSTD_decompressDCtx(r->dctx, *buf, *cap, p, (size_t)c->csize);
-  if (ZSTD_isError(got) || got != c->raw) {
-    set_msg(r, "chunk %zu at offset %llu: zstd decompression failed (%s)", ci,
-            (unsigned long long)c->offset,
-            ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch");
-    *len = 0;
+  }
+  size_t got = ZSTD_decompressDCtx(dctx, *buf, *cap, p, (size_t)csize);
+  if (ZSTD_isError(got) || got != raw) {
+    snprintf(msg, msgsz,
+             "chunk %zu at offset %llu: zstd decompression failed (%s)", ci,
+             (unsigned long long)off,
+             ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch");
     return CUCAP_ERR_CORRUPT;
   }
   *len = got;
   return CUCAP_OK;
+}
+
+/* Decompresses chunk ci into *buf (grown as needed). Sets r->msg on error. */
+static cucap_status load_chunk(cucap_reader *r, size_t ci, uint8_t **buf,
+                               size_t *cap, size_t *len) {
+  rchunk *c = &r->chunks[ci];
+  int checked = c->payload_ok;
+  cucap_status st =
+      decode_chunk(r->data, ci, c->offset, c->csize, c->raw, &checked,
+                   get_dctx(r), buf, cap, len, r->msg, sizeof r->msg);
+  c->payload_ok = (uint8_t)checked;
+  return st;
 }
 
 /* Parses the size-prefixed record at buf[*pos]; verifies it. */
@@ -672,6 +704,9 @@ static cucap_status scan(cucap_reader *r, const char *index_problem) {
 
 static cucap_status open_common(cucap_reader *r, const cucap_reader_options *o) {
   r->strict = o ? o->strict : 0;
+  r->decode_threads = o && o->decode_threads > 0 ? o->decode_threads : 0;
+  if (r->decode_threads > RA_MAX_THREADS)
+    r->decode_threads = RA_MAX_THREADS;
   r->bc_chunk = SIZE_MAX;
   r->it_chunk = SIZE_MAX;
   r->rec.file_size = r->size;
@@ -841,6 +876,7 @@ cucap_status cucap_reader_open_memory(const void *data, size_t size,
 void cucap_reader_destroy(cucap_reader *r) {
   if (!r)
     return;
+  ra_destroy(r->ra); /* first: its workers read r->data */
   if (r->is_mmap)
     munmap((void *)r->data, r->size);
   else if (r->owns_copy)
@@ -1021,6 +1057,7 @@ static int direct_piece(cucap_reader *r, size_t ci, copy_ctx *c) {
     if (!payload_ok(r, ch)) {
       set_msg(r, "chunk %zu at offset %llu: payload checksum mismatch", ci,
               (unsigned long long)ch->offset);
+      c->bad = 1; /* corruption, not out of memory */
       return -1;
     }
     ch->payload_ok = 1;
@@ -1029,6 +1066,7 @@ static int direct_piece(cucap_reader *r, size_t ci, copy_ctx *c) {
     set_msg(r, "chunk %zu at offset %llu: zstd frame size does not match the "
                "chunk header",
             ci, (unsigned long long)ch->offset);
+    c->bad = 1;
     return -1;
   }
   if (!get_dctx(r)) {
@@ -1108,6 +1146,279 @@ bad:
   return -1;
 }
 
+/* ---------------------------------------------------------- read-ahead
+ *
+ * With decode_threads = N > 0 the reader owns N workers (started on the
+ * first blob read, joined by destroy) and 2*N slots. Each blob_copy visit
+ * of blob chunk ci first takes ci's slot (while a worker is decoding it,
+ * the calling thread decodes queued later chunks itself; a slot still
+ * queued is cancelled and ci decoded synchronously; a worker's out-of-memory
+ * is treated as a miss), then queues the next 2*N blob chunks after ci in
+ * file order and drops slots outside that window. A worker decodes with
+ * decode_chunk, the very function of the synchronous path (payload XXH3
+ * check unless already known good, frame size, zstd), into its slot's
+ * buffer; the error and message are kept in the slot and handed out only
+ * when the caller reaches that chunk, so errors surface exactly where they
+ * do without read-ahead. A taken buffer is swapped with bc_buf, so the
+ * reader holds at most 2*N + 1 decoded chunks (each <= its raw size, at
+ * most CUCAP_MAX_CHUNK_RAW; 4 MiB for typical blob chunks).
+ *
+ * Locking: ra->mu guards every slot field and ra->stop. Workers read only
+ * r->data (immutable while the reader lives) and their slot's snapshot of
+ * the chunk's offset/sizes/checked flag; everything else stays with the
+ * calling thread. */
+enum { RA_EMPTY = 0, RA_QUEUED, RA_BUSY, RA_DONE };
+
+typedef struct ra_slot {
+  int state;
+  size_t ci;
+  uint64_t off, csize, raw;
+  int checked;      /* in: payload known good; out: it passed */
+  cucap_status st;  /* RA_DONE: result of decode_chunk */
+  uint8_t *buf;     /* owned; swapped with bc_buf when taken */
+  size_t cap, len;
+  char msg[256];
+} ra_slot;
+
+typedef struct ra_state {
+  pthread_mutex_t mu;
+  pthread_cond_t work; /* a slot was queued, or stop */
+  pthread_cond_t done; /* a slot became RA_DONE */
+  int stop;
+  const uint8_t *data;
+  ra_slot *slots;
+  size_t nslots;
+  pthread_t *threads;
+  size_t nthreads; /* started */
+  size_t *next_blob; /* [ci]: index of the first blob chunk after ci, or
+                        nchunks; owned, set by ra_get */
+} ra_state;
+
+/* Decodes queued slot s with dctx. Called and returns with ra->mu held;
+ * drops it while decoding (only the decoding thread touches a BUSY slot). */
+static void ra_run(ra_state *ra, ra_slot *s, ZSTD_DCtx *dctx) {
+  s->state = RA_BUSY;
+  uint8_t *buf = s->buf;
+  size_t cap = s->cap, len = 0;
+  int checked = s->checked;
+  size_t ci = s->ci;
+  uint64_t off = s->off, csize = s->csize, raw = s->raw;
+  char msg[256] = "";
+  pthread_mutex_unlock(&ra->mu);
+  cucap_status st = decode_chunk(ra->data, ci, off, csize, raw, &checked,
+                                 dctx, &buf, &cap, &len, msg, sizeof msg);
+  pthread_mutex_lock(&ra->mu);
+  s->buf = buf;
+  s->cap = cap;
+  s->len = len;
+  s->checked = checked;
+  s->st = st;
+  memcpy(s->msg, msg, sizeof msg);
+  s->state = RA_DONE;
+  pthread_cond_broadcast(&ra->done);
+}
+
+/* The queued slot of the lowest chunk (file order), or NULL. mu held. */
+static ra_slot *ra_next_queued(ra_state *ra) {
+  ra_slot *s = NULL;
+  for (size_t i = 0; i < ra->nslots; i++)
+    if (ra->slots[i].state == RA_QUEUED && (!s || ra->slots[i].ci < s->ci))
+      s = &ra->slots[i];
+  return s;
+}
+
+static void *ra_worker(void *arg) {
+  ra_state *ra = arg;
+  ZSTD_DCtx *dctx = ZSTD_createDCtx();
+  if (dctx)
+    ZSTD_DCtx_setParameter(dctx, ZSTD_d_forceIgnoreChecksum,
+                           ZSTD_d_ignoreChecksum);
+  pthread_mutex_lock(&ra->mu);
+  while (!ra->stop) {
+    ra_slot *s = ra_next_queued(ra);
+    if (s)
+      ra_run(ra, s, dctx);
+    else
+      pthread_cond_wait(&ra->work, &ra->mu);
+  }
+  pthread_mutex_unlock(&ra->mu);
+  ZSTD_freeDCtx(dctx);
+  return NULL;
+}
+
+static void ra_destroy(ra_state *ra) {
+  if (!ra)
+    return;
+  pthread_mutex_lock(&ra->mu);
+  ra->stop = 1;
+  pthread_cond_broadcast(&ra->work);
+  pthread_mutex_unlock(&ra->mu);
+  for (size_t i = 0; i < ra->nthreads; i++)
+    pthread_join(ra->threads[i], NULL);
+  for (size_t i = 0; i < ra->nslots; i++)
+    free(ra->slots[i].buf);
+  free(ra->slots);
+  free(ra->threads);
+  free(ra->next_blob);
+  pthread_cond_destroy(&ra->done);
+  pthread_cond_destroy(&ra->work);
+  pthread_mutex_destroy(&ra->mu);
+  free(ra);
+}
+
+/* Creates r->ra and starts its workers. On failure (memory, threads) read-
+ * ahead is switched off for this reader: the synchronous path still works. */
+static ra_state *ra_get(cucap_reader *r) {
+  if (r->ra || r->decode_threads <= 0)
+    return r->ra;
+  size_t n = (size_t)r->decode_threads;
+  ra_state *ra = calloc(1, sizeof *ra);
+  if (!ra || pthread_mutex_init(&ra->mu, NULL) != 0) {
+    free(ra);
+    r->decode_threads = 0;
+    return NULL;
+  }
+  pthread_cond_init(&ra->work, NULL);
+  pthread_cond_init(&ra->done, NULL);
+  ra->data = r->data;
+  ra->nslots = 2 * n;
+  ra->slots = calloc(ra->nslots, sizeof *ra->slots);
+  ra->threads = calloc(n, sizeof *ra->threads);
+  ra->next_blob = malloc((r->nchunks ? r->nchunks : 1) * sizeof(size_t));
+  if (ra->next_blob)
+    for (size_t i = r->nchunks, next = r->nchunks; i-- > 0;) {
+      ra->next_blob[i] = next;
+      if (r->chunks[i].kind == CUCAP_FB_CHUNKKIND_BLOBS)
+        next = i;
+    }
+  if (ra->slots && ra->threads && ra->next_blob)
+    for (size_t i = 0; i < n; i++) {
+      if (pthread_create(&ra->threads[i], NULL, ra_worker, ra) != 0)
+        break;
+      ra->nthreads++;
+    }
+  if (ra->nthreads == 0) {
+    CUCAP_WARN("reader: read-ahead unavailable, decoding synchronously");
+    ra_destroy(ra);
+    r->decode_threads = 0;
+    return NULL;
+  }
+  r->ra = ra;
+  return ra;
+}
+
+/* If chunk ci was decoded ahead (or is being decoded), makes the result the
+ * blob chunk buffer, or returns its error exactly as blob_chunk_load would.
+ * Otherwise (not read ahead, or still queued: cancelled here) returns
+ * CUCAP_OK and leaves ci to the synchronous path. */
+static cucap_status ra_take(cucap_reader *r, size_t ci) {
+  ra_state *ra = r->ra;
+  if (!ra || r->bc_chunk == ci)
+    return CUCAP_OK;
+  cucap_status st = CUCAP_OK;
+  ZSTD_DCtx *dctx = get_dctx(r);
+  pthread_mutex_lock(&ra->mu);
+  for (size_t i = 0; i < ra->nslots; i++) {
+    ra_slot *s = &ra->slots[i];
+    if (s->state == RA_EMPTY || s->ci != ci)
+      continue;
+    if (s->state == RA_QUEUED) {
+      s->state = RA_EMPTY;
+      break;
+    }
+    /* While a worker decodes ci, this thread decodes queued chunks after
+     * it instead of idling (the workers could otherwise always be first). */
+    while (s->state == RA_BUSY) {
+      ra_slot *q = dctx ? ra_next_queued(ra) : NULL;
+      if (q)
+        ra_run(ra, q, dctx);
+      else
+        pthread_cond_wait(&ra->done, &ra->mu);
+    }
+    if (s->checked)
+      r->chunks[ci].payload_ok = 1;
+    if (s->st == CUCAP_ERR_NOMEM) { /* retried synchronously */
+      s->state = RA_EMPTY;
+      break;
+    }
+    st = s->st;
+    if (st == CUCAP_OK) {
+      uint8_t *b = r->bc_buf;
+      size_t c = r->bc_cap;
+      r->bc_buf = s->buf;
+      r->bc_cap = s->cap;
+      r->bc_len = s->len;
+      r->bc_chunk = ci;
+      s->buf = b;
+      s->cap = c;
+    } else {
+      set_msg(r, "%s", s->msg);
+    }
+    s->state = RA_EMPTY;
+    break;
+  }
+  pthread_mutex_unlock(&ra->mu);
+  return st;
+}
+
+/* Queues the next nslots blob chunks after ci that are not decoded or
+ * queued yet, dropping results outside that window (a caller that jumped
+ * elsewhere). */
+static void ra_schedule(cucap_reader *r, size_t ci) {
+  ra_state *ra = ra_get(r);
+  if (!ra)
+    return;
+  size_t want[2 * RA_MAX_THREADS], nw = 0;
+  for (size_t j = ra->next_blob[ci]; j < r->nchunks && nw < ra->nslots;
+       j = ra->next_blob[j])
+    want[nw++] = j;
+  pthread_mutex_lock(&ra->mu);
+  for (size_t i = 0; i < ra->nslots; i++) {
+    ra_slot *s = &ra->slots[i];
+    if (s->state != RA_QUEUED && s->state != RA_DONE)
+      continue;
+    int keep = 0;
+    for (size_t k = 0; k < nw && !keep; k++)
+      keep = want[k] == s->ci;
+    if (!keep)
+      s->state = RA_EMPTY;
+  }
+  int queued = 0;
+  for (size_t k = 0; k < nw; k++) {
+    size_t j = want[k];
+    if (j == r->bc_chunk)
+      continue;
+    ra_slot *free_slot = NULL;
+    int have = 0;
+    for (size_t i = 0; i < ra->nslots && !have; i++) {
+      ra_slot *s = &ra->slots[i];
+      if (s->state == RA_EMPTY) {
+        if (!free_slot)
+          free_slot = s;
+      } else if (s->ci == j) {
+        have = 1;
+      }
+    }
+    if (have)
+      continue;
+    if (!free_slot)
+      break; /* a dropped chunk is still being decoded: no room now */
+    const rchunk *c = &r->chunks[j];
+    free_slot->state = RA_QUEUED;
+    free_slot->ci = j;
+    free_slot->off = c->offset;
+    free_slot->csize = c->csize;
+    free_slot->raw = c->raw;
+    free_slot->checked = c->payload_ok;
+    free_slot->st = CUCAP_OK;
+    free_slot->msg[0] = 0;
+    queued = 1;
+  }
+  if (queued)
+    pthread_cond_broadcast(&ra->work);
+  pthread_mutex_unlock(&ra->mu);
+}
+
 static cucap_status blob_copy(cucap_reader *r, const rblob *b, uint8_t *dst) {
   copy_ctx cc = {b, dst, 0, 0, 0};
   int any = 0;
@@ -1115,6 +1426,14 @@ static cucap_status blob_copy(cucap_reader *r, const rblob *b, uint8_t *dst) {
     if (r->chunks[ci].kind != CUCAP_FB_CHUNKKIND_BLOBS)
       continue;
     cc.found_here = 0;
+    if (r->decode_threads > 0) {
+      /* A read-ahead result for ci becomes the blob chunk buffer (so
+       * direct_piece steps aside); then the next chunks are queued. */
+      cucap_status rs = ra_take(r, ci);
+      if (rs != CUCAP_OK)
+        return rs == CUCAP_ERR_NOMEM ? rs : CUCAP_ERR_CORRUPT;
+      ra_schedule(r, ci);
+    }
     int d = direct_piece(r, ci, &cc);
     if (d == -1)
       return cc.bad ? CUCAP_ERR_CORRUPT : CUCAP_ERR_NOMEM;

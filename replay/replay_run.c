@@ -358,7 +358,10 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   memset(&pins, 0, sizeof pins);
   unsigned loops = opts->loops ? opts->loops : 1;
   char msg[256] = "";
-  cucap_status st = cucap_reader_open(path, NULL, &R->r, msg, sizeof msg);
+  /* Two read-ahead workers decode the next blob chunks while this thread
+   * uploads the current one (blobs are mostly read in file order). */
+  cucap_reader_options ro = {.strict = 0, .decode_threads = 2};
+  cucap_status st = cucap_reader_open(path, &ro, &R->r, msg, sizeof msg);
   if (st != CUCAP_OK) {
     rp_set_error(R, st, st == CUCAP_ERR_IO ? 4 : CUCAP_REPLAY_EXIT_INPUT,
                  "%s", msg[0] ? msg : cucap_status_str(st));

@@ -16,7 +16,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void read_everything(const uint8_t *d, size_t n, int strict) {
-  cucap_reader_options o = {strict};
+  cucap_reader_options o = {.strict = strict, .decode_threads = 0};
   cucap_reader *r = NULL;
   char msg[256];
   if (cucap_reader_open_memory(d, n, &o, &r, msg, sizeof msg) != CUCAP_OK)

@@ -62,7 +62,7 @@ static void build(const char *path) {
   free(hdr);
   g_file = st_read_file(path, &g_size);
   /* chunk map from a strict, complete open */
-  cucap_reader_options so = {1};
+  cucap_reader_options so = {.strict = 1};
   cucap_reader *r = NULL;
   char msg[256];
   TU_REQUIRE(cucap_reader_open(path, &so, &r, msg, sizeof msg) == CUCAP_OK);
@@ -141,7 +141,7 @@ static void check_cut(uint64_t cut, size_t k) {
   }
   cucap_reader_destroy(r);
   /* strict mode refuses every cut file */
-  cucap_reader_options so = {1};
+  cucap_reader_options so = {.strict = 1};
   CHECK(cucap_reader_open_memory(g_file, cut, &so, &r, msg, sizeof msg) !=
         CUCAP_OK);
   CHECK(r == NULL && msg[0]);
@@ -221,7 +221,7 @@ static cucap_status flip(uint64_t pos, int bit, uint64_t *records,
     *records = read_all(r, iter);
     cucap_reader_destroy(r);
   }
-  cucap_reader_options so = {1};
+  cucap_reader_options so = {.strict = 1};
   cucap_status ss = cucap_reader_open_memory(g_file, g_size, &so, &r, msg, sizeof msg);
   if (ss == CUCAP_OK) {
     cucap_status it;

@@ -1,5 +1,6 @@
 /* test_reader.c - capture stream reader: preamble/version checks, header,
- * chunk and blob tables, memory open, strict mode, rewind. */
+ * chunk and blob tables, memory open, strict mode, rewind, read-ahead
+ * decoding (decode_threads). */
 #include <unistd.h>
 
 #include "stream_testutil.h"
@@ -80,6 +81,184 @@ static void check_good(cucap_reader *r, uint32_t n) {
         memcmp(back, g_blob, sizeof back) == 0);
 }
 
+/* ------------------------------------------------ read-ahead (decode_threads)
+ * A capture with many blob chunks: small blobs packed several to a 64 KiB
+ * blob chunk, larger ones split over chunks, and a 9 MiB blob (three 4 MiB
+ * pieces, the direct path of one piece per chunk). */
+#define RA_NBLOBS 24
+static uint64_t g_ra_size[RA_NBLOBS];
+static cucap_hash128 g_ra_hash[RA_NBLOBS];
+
+static uint64_t ra_blob_size(int i) {
+  if (i == 7)
+    return (9u << 20) + 123;
+  if (i == 15)
+    return 4u << 20;
+  return 1000 + (uint64_t)i * 7001;
+}
+
+static void make_blob_capture(const char *path) {
+  size_t hsz;
+  void *hdr = st_make_header(&hsz);
+  cucap_writer_options o;
+  cucap_writer_options_init(&o);
+  o.chunk_size = 16 << 10;
+  o.blob_chunk_size = 64 << 10;
+  cucap_writer *w = NULL;
+  TU_REQUIRE(cucap_writer_create(path, &o, hdr, hsz, &w) == CUCAP_OK);
+  cucap_fbb *b = cucap_fbb_create(0);
+  for (int i = 0; i < RA_NBLOBS; i++) {
+    size_t sz;
+    const uint8_t *rec = st_make_record(b, (uint32_t)i + 1, 5, &sz);
+    TU_REQUIRE(cucap_writer_append(w, rec, sz, NULL) == CUCAP_OK);
+    g_ra_size[i] = ra_blob_size(i);
+    uint8_t *d = malloc((size_t)g_ra_size[i]);
+    TU_REQUIRE(d);
+    st_fill(d, (size_t)g_ra_size[i], 100 + (uint64_t)i);
+    TU_REQUIRE(cucap_writer_put_blob(w, d, (size_t)g_ra_size[i],
+                                     &g_ra_hash[i]) == CUCAP_OK);
+    free(d);
+  }
+  TU_REQUIRE(cucap_writer_close(w) == CUCAP_OK);
+  cucap_writer_destroy(w);
+  cucap_fbb_destroy(b);
+  free(hdr);
+}
+
+/* Reads blob i (in the given order) with blob_read (or blob_map when
+ * use_map) and compares it with what was written. */
+static void ra_check_all(cucap_reader *r, const int *order, int use_map) {
+  uint8_t *want = malloc((size_t)ra_blob_size(7));
+  uint8_t *got = malloc((size_t)ra_blob_size(7));
+  TU_REQUIRE(want && got);
+  for (int k = 0; k < RA_NBLOBS; k++) {
+    int i = order ? order[k] : k;
+    st_fill(want, (size_t)g_ra_size[i], 100 + (uint64_t)i);
+    const void *m = NULL;
+    uint64_t sz = 0;
+    if (use_map) {
+      CHECK(cucap_reader_blob_map(r, g_ra_hash[i], &m, &sz) == CUCAP_OK);
+      CHECK(m && sz == g_ra_size[i] && memcmp(m, want, (size_t)sz) == 0);
+    } else {
+      memset(got, 0, (size_t)g_ra_size[i]);
+      CHECK(cucap_reader_blob_read(r, g_ra_hash[i], got, g_ra_size[i]) ==
+            CUCAP_OK);
+      CHECK(memcmp(got, want, (size_t)g_ra_size[i]) == 0);
+    }
+  }
+  free(want);
+  free(got);
+}
+
+/* Statuses and messages of reading every blob in file order. */
+typedef struct ra_outcome {
+  cucap_status st[RA_NBLOBS];
+  char msg[RA_NBLOBS][200];
+} ra_outcome;
+
+static void ra_read_damaged(const uint8_t *file, size_t fsz, int threads,
+                            ra_outcome *out) {
+  cucap_reader_options o = {.strict = 0, .decode_threads = threads};
+  cucap_reader *r = NULL;
+  char msg[256];
+  TU_REQUIRE(cucap_reader_open_memory(file, fsz, &o, &r, msg, sizeof msg) ==
+             CUCAP_OK);
+  uint8_t *got = malloc((size_t)ra_blob_size(7));
+  TU_REQUIRE(got);
+  /* twice: a failed chunk fails again the second time round */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < RA_NBLOBS; i++) {
+      out->st[i] = cucap_reader_blob_read(r, g_ra_hash[i], got, g_ra_size[i]);
+      snprintf(out->msg[i], sizeof out->msg[i], "%s",
+               out->st[i] == CUCAP_OK ? "" : cucap_reader_last_error(r));
+    }
+  free(got);
+  cucap_reader_destroy(r);
+}
+
+static void test_readahead(void) {
+  char *path = tu_tmp_path("reader-ra.cucap");
+  make_blob_capture(path);
+  int reverse[RA_NBLOBS], scattered[RA_NBLOBS];
+  for (int i = 0; i < RA_NBLOBS; i++) {
+    reverse[i] = RA_NBLOBS - 1 - i;
+    scattered[i] = (i * 7) % RA_NBLOBS; /* 7 and 24 coprime */
+  }
+  const int threads[] = {0, 1, 3};
+  for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+    cucap_reader_options o = {.strict = 0, .decode_threads = threads[t]};
+    cucap_reader *r = NULL;
+    char msg[256];
+    CHECK(cucap_reader_open(path, &o, &r, msg, sizeof msg) == CUCAP_OK);
+    TU_REQUIRE(r);
+    CHECK(cucap_reader_blob_count(r) == RA_NBLOBS);
+    CHECK(cucap_reader_chunk_count(r) > 20);
+    ra_check_all(r, NULL, 0);      /* file order */
+    ra_check_all(r, NULL, 0);      /* again, from the start */
+    ra_check_all(r, reverse, 0);   /* against the read-ahead */
+    ra_check_all(r, scattered, 0); /* jumps */
+    cucap_status s;
+    CHECK(st_count_records(r, &s) == RA_NBLOBS && s == CUCAP_END);
+    ra_check_all(r, NULL, 1);      /* blob_map */
+    cucap_reader_destroy(r);
+    /* destroy while workers are busy */
+    CHECK(cucap_reader_open(path, &o, &r, msg, sizeof msg) == CUCAP_OK);
+    uint8_t one[1000];
+    CHECK(cucap_reader_blob_read(r, g_ra_hash[0], one, sizeof one) == CUCAP_OK);
+    cucap_reader_destroy(r);
+  }
+
+  /* Damage the payload of two blob chunks (one holding small blobs, one
+   * holding a single 4 MiB piece of the 9 MiB blob): with and without
+   * read-ahead the same blobs fail with the same status and message, and
+   * all others read. */
+  size_t fsz;
+  uint8_t *file = st_read_file(path, &fsz);
+  cucap_reader *r = NULL;
+  char msg[256];
+  TU_REQUIRE(cucap_reader_open_memory(file, fsz, NULL, &r, msg, sizeof msg) ==
+             CUCAP_OK);
+  size_t small_ci = 0, big_ci = 0;
+  for (size_t i = 0; i < cucap_reader_chunk_count(r); i++) {
+    cucap_reader_chunk c;
+    TU_REQUIRE(cucap_reader_chunk_get(r, i, &c) == CUCAP_OK);
+    if (c.kind != CUCAP_FB_CHUNKKIND_BLOBS)
+      continue;
+    if (!small_ci && c.records > 1)
+      small_ci = i;
+    if (c.raw_size > (4u << 20))
+      big_ci = i; /* the last one: the 9 MiB blob's second piece or later */
+  }
+  CHECK(small_ci && big_ci);
+  const size_t bad_ci[2] = {small_ci, big_ci};
+  for (int k = 0; k < 2; k++) {
+    cucap_reader_chunk c;
+    TU_REQUIRE(cucap_reader_chunk_get(r, bad_ci[k], &c) == CUCAP_OK);
+    file[c.offset + sizeof(cucap_chunk_header) + c.compressed_size / 2] ^= 0x5a;
+  }
+  cucap_reader_destroy(r);
+  static ra_outcome base, ra1, ra3;
+  ra_read_damaged(file, fsz, 0, &base);
+  ra_read_damaged(file, fsz, 1, &ra1);
+  ra_read_damaged(file, fsz, 3, &ra3);
+  int bad = 0;
+  for (int i = 0; i < RA_NBLOBS; i++) {
+    if (base.st[i] != CUCAP_OK) {
+      bad++;
+      CHECK(base.st[i] == CUCAP_ERR_CORRUPT);
+      CHECK(strstr(base.msg[i], "payload checksum mismatch") != NULL);
+    }
+    CHECK(ra1.st[i] == base.st[i] && strcmp(ra1.msg[i], base.msg[i]) == 0);
+    CHECK(ra3.st[i] == base.st[i] && strcmp(ra3.msg[i], base.msg[i]) == 0);
+  }
+  CHECK(bad >= 2 && bad < RA_NBLOBS - 2);
+  printf("read-ahead: %d of %d blobs in damaged chunks reported alike\n", bad,
+         RA_NBLOBS);
+  free(file);
+  unlink(path);
+  free(path);
+}
+
 int main(void) {
   char *path = tu_tmp_path("reader.cucap");
   char *bad = tu_tmp_path("reader-bad.cucap");
@@ -90,7 +269,7 @@ int main(void) {
 
   /* good file, both modes, file and memory */
   for (int strict = 0; strict < 2; strict++) {
-    cucap_reader_options o = {strict};
+    cucap_reader_options o = {.strict = strict};
     CHECK(cucap_reader_open(path, &o, &r, msg, sizeof msg) == CUCAP_OK);
     TU_REQUIRE(r);
     cucap_reader_recovery rc;
@@ -153,7 +332,7 @@ int main(void) {
   }
 
   /* no trailer: strict refuses, default recovers everything */
-  cucap_reader_options so = {1};
+  cucap_reader_options so = {.strict = 1};
   CHECK(cucap_reader_open_memory(file, fsz - 1, &so, &r, msg, sizeof msg) !=
         CUCAP_OK);
   printf("strict message: %s\n", msg);
@@ -180,6 +359,8 @@ int main(void) {
     CHECK(cucap_reader_blob_read(r, h, NULL, 0) == CUCAP_ERR_NOT_FOUND);
     cucap_reader_destroy(r);
   }
+
+  test_readahead();
 
   free(copy);
   free(file);

@@ -108,7 +108,7 @@ static void test_round_trip(void) {
 
   char msg[256] = "";
   cucap_reader *r = NULL;
-  cucap_reader_options ro = {1};
+  cucap_reader_options ro = {.strict = 1};
   CHECK(cucap_reader_open(path, &ro, &r, msg, sizeof msg) == CUCAP_OK);
   TU_REQUIRE(r);
   cucap_reader_recovery rc;
@@ -398,7 +398,7 @@ static void test_create_errors(void) {
   cucap_writer_destroy(w);
   cucap_reader *r = NULL;
   char msg[256];
-  cucap_reader_options ro = {1};
+  cucap_reader_options ro = {.strict = 1};
   CHECK(cucap_reader_open(path, &ro, &r, msg, sizeof msg) == CUCAP_OK);
   cucap_status s;
   CHECK(r && st_count_records(r, &s) == 0 && s == CUCAP_END);
@@ -454,7 +454,7 @@ static void test_options(void) {
   cucap_writer_destroy(w);
   cucap_reader *r = NULL;
   char msg[256];
-  cucap_reader_options so = {1};
+  cucap_reader_options so = {.strict = 1};
   CHECK(cucap_reader_open(path, &so, &r, msg, sizeof msg) == CUCAP_OK);
   if (r) {
     const void *t;
