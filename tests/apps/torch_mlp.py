@@ -43,25 +43,34 @@ def main() -> int:
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     warm = min(10, args.steps)
     t0 = time.perf_counter()
+    marks = []
     for step in range(args.steps):
         if step == warm:
             sync()
             t0 = time.perf_counter()
+        if step >= warm:
+            marks.append(time.perf_counter())
         opt.zero_grad(set_to_none=True)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
     sync()
     timed = args.steps - warm
-    loop_ms = (time.perf_counter() - t0) * 1e3
+    t_end = time.perf_counter()
+    loop_ms = (t_end - t0) * 1e3
+    marks.append(t_end)
+    steps_ms = sorted((b - a) * 1e3 for a, b in zip(marks, marks[1:]))
     checksum = sum(float(p.detach().double().sum().cpu()) for p in model.parameters())
     print(f"steps: {args.steps}")
     print(f"loss: {float(loss):.6f}" if loss is not None else "loss: none")
     print(f"param checksum: {checksum:.6f}")
     # Timing goes to stderr so that stdout is identical across runs.
+    # The median step is robust to the garbage-collector pauses and scheduling
+    # hiccups that move the mean by +-20% between runs on a shared host; the
+    # mean is printed too.
     if timed > 0:
-        print(f"train_ms_per_step: {loop_ms / timed:.4f} (steps {warm}..{args.steps})",
-              file=sys.stderr)
+        print(f"train_ms_per_step: {steps_ms[len(steps_ms) // 2]:.4f} (median of steps "
+              f"{warm}..{args.steps}; mean {loop_ms / timed:.4f})", file=sys.stderr)
     return 0
 
 
