@@ -207,22 +207,30 @@ static void args_finish(cucap_fbb *b, const uint8_t *buf, size_t n, cx_args *out
   }
 }
 
+int cx_extra_buffer(void **extra, const void **ptr, size_t *size) {
+  /* extra = {key, value, ..., CU_LAUNCH_PARAM_END}; bounded in case the app
+   * passed garbage (the driver would reject it; we must not run away). */
+  int have_size = 0;
+  *ptr = NULL;
+  *size = 0;
+  for (int i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      *ptr = extra[i + 1];
+    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
+      *size = *(const size_t *)extra[i + 1];
+      have_size = 1;
+    }
+  }
+  return have_size;
+}
+
 void cx_launch_args(cucap_fbb *b, const cucap_tracked_fn *f,
                     void **kernelParams, void **extra, cx_args *out) {
   memset(out, 0, sizeof *out);
   if (!kernelParams && extra) {
-    /* extra = {key, value, ..., CU_LAUNCH_PARAM_END} */
-    const void *ptr = NULL;
-    size_t size = 0;
-    int have_size = 0;
-    for (int i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-        ptr = extra[i + 1];
-      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
-        size = *(const size_t *)extra[i + 1];
-        have_size = 1;
-      }
-    }
+    const void *ptr;
+    size_t size;
+    int have_size = cx_extra_buffer(extra, &ptr, &size);
     out->from_extra = 1;
     if (ptr && have_size && size <= CX_MAX_PARAM_BYTES)
       args_finish(b, ptr, size, out);

@@ -66,6 +66,10 @@ typedef struct cx_args {
   int has_blob;
   int from_extra;
 } cx_args;
+/* Finds CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE in a launch's `extra` array;
+ * returns 1 if a size was given. *ptr points into the app's memory (valid
+ * for the duration of the call). */
+int cx_extra_buffer(void **extra, const void **ptr, size_t *size);
 void cx_launch_args(cucap_fbb *b, const cucap_tracked_fn *f,
                     void **kernelParams, void **extra, cx_args *out);
 

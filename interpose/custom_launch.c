@@ -77,17 +77,9 @@ static long launch_arg_bytes(const cucap_tracked_fn *f, void **kp, void **extra,
                              uint8_t *out, int *from_extra) {
   *from_extra = 0;
   if (!kp && extra) {
-    const void *ptr = NULL;
-    size_t size = 0;
-    int have_size = 0;
-    for (int i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-        ptr = extra[i + 1];
-      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
-        size = *(const size_t *)extra[i + 1];
-        have_size = 1;
-      }
-    }
+    const void *ptr;
+    size_t size;
+    int have_size = cx_extra_buffer(extra, &ptr, &size);
     *from_extra = 1;
     if (!(ptr && have_size && size <= CX_MAX_PARAM_BYTES))
       return -1;
