@@ -740,6 +740,42 @@ static void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
   return dst;
 }
 
+void rp_copy2d_src_dev(CUDA_MEMCPY2D *p, const cucap_fb_copy_geometry *g, uint64_t dev) {
+  p->srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  p->srcDevice = dev;
+  p->srcXInBytes = cucap_fb_copy_geometry_src_x_bytes(g);
+  p->srcY = cucap_fb_copy_geometry_src_y(g);
+  p->srcPitch = cucap_fb_copy_geometry_src_pitch(g);
+}
+
+void rp_copy2d_dst_dev(CUDA_MEMCPY2D *p, const cucap_fb_copy_geometry *g, uint64_t dev) {
+  p->dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  p->dstDevice = dev;
+  p->dstXInBytes = cucap_fb_copy_geometry_dst_x_bytes(g);
+  p->dstY = cucap_fb_copy_geometry_dst_y(g);
+  p->dstPitch = cucap_fb_copy_geometry_dst_pitch(g);
+}
+
+void rp_copy3d_src_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev) {
+  p->srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  p->srcDevice = dev;
+  p->srcXInBytes = cucap_fb_copy_geometry_src_x_bytes(g);
+  p->srcY = cucap_fb_copy_geometry_src_y(g);
+  p->srcZ = cucap_fb_copy_geometry_src_z(g);
+  p->srcPitch = cucap_fb_copy_geometry_src_pitch(g);
+  p->srcHeight = cucap_fb_copy_geometry_src_height(g);
+}
+
+void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev) {
+  p->dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  p->dstDevice = dev;
+  p->dstXInBytes = cucap_fb_copy_geometry_dst_x_bytes(g);
+  p->dstY = cucap_fb_copy_geometry_dst_y(g);
+  p->dstZ = cucap_fb_copy_geometry_dst_z(g);
+  p->dstPitch = cucap_fb_copy_geometry_dst_pitch(g);
+  p->dstHeight = cucap_fb_copy_geometry_dst_height(g);
+}
+
 static void rp_copy2d(const cucap_fb_copy_geometry *g, int dtoh,
                       uint64_t dev, void *host, CUstream st, const rp_fns *fn,
                       CUresult *res) {
@@ -754,25 +790,13 @@ static void rp_copy2d(const cucap_fb_copy_geometry *g, int dtoh,
     p.Height = hgt;
     p.Depth = depth;
     if (dtoh) {
-      p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-      p.srcDevice = dev;
-      p.srcXInBytes = cucap_fb_copy_geometry_src_x_bytes(g);
-      p.srcY = cucap_fb_copy_geometry_src_y(g);
-      p.srcZ = cucap_fb_copy_geometry_src_z(g);
-      p.srcPitch = cucap_fb_copy_geometry_src_pitch(g);
-      p.srcHeight = cucap_fb_copy_geometry_src_height(g);
+      rp_copy3d_src_dev(&p, g, dev);
       p.dstMemoryType = CU_MEMORYTYPE_HOST;
       p.dstHost = host;
       p.dstPitch = w;
       p.dstHeight = hgt;
     } else {
-      p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-      p.dstDevice = dev;
-      p.dstXInBytes = cucap_fb_copy_geometry_dst_x_bytes(g);
-      p.dstY = cucap_fb_copy_geometry_dst_y(g);
-      p.dstZ = cucap_fb_copy_geometry_dst_z(g);
-      p.dstPitch = cucap_fb_copy_geometry_dst_pitch(g);
-      p.dstHeight = cucap_fb_copy_geometry_dst_height(g);
+      rp_copy3d_dst_dev(&p, g, dev);
       p.srcMemoryType = CU_MEMORYTYPE_HOST;
       p.srcHost = host;
       p.srcPitch = w;
@@ -786,20 +810,12 @@ static void rp_copy2d(const cucap_fb_copy_geometry *g, int dtoh,
   p.WidthInBytes = w;
   p.Height = hgt;
   if (dtoh) {
-    p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    p.srcDevice = dev;
-    p.srcXInBytes = cucap_fb_copy_geometry_src_x_bytes(g);
-    p.srcY = cucap_fb_copy_geometry_src_y(g);
-    p.srcPitch = cucap_fb_copy_geometry_src_pitch(g);
+    rp_copy2d_src_dev(&p, g, dev);
     p.dstMemoryType = CU_MEMORYTYPE_HOST;
     p.dstHost = host;
     p.dstPitch = w;
   } else {
-    p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    p.dstDevice = dev;
-    p.dstXInBytes = cucap_fb_copy_geometry_dst_x_bytes(g);
-    p.dstY = cucap_fb_copy_geometry_dst_y(g);
-    p.dstPitch = cucap_fb_copy_geometry_dst_pitch(g);
+    rp_copy2d_dst_dev(&p, g, dev);
     p.srcMemoryType = CU_MEMORYTYPE_HOST;
     p.srcHost = host;
     p.srcPitch = w;
@@ -920,15 +936,8 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       memset(&p, 0, sizeof p);
       p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
       p.Height = cucap_fb_copy_geometry_height(g);
-      p.srcMemoryType = p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-      p.srcDevice = s;
-      p.dstDevice = d;
-      p.srcXInBytes = cucap_fb_copy_geometry_src_x_bytes(g);
-      p.srcY = cucap_fb_copy_geometry_src_y(g);
-      p.srcPitch = cucap_fb_copy_geometry_src_pitch(g);
-      p.dstXInBytes = cucap_fb_copy_geometry_dst_x_bytes(g);
-      p.dstY = cucap_fb_copy_geometry_dst_y(g);
-      p.dstPitch = cucap_fb_copy_geometry_dst_pitch(g);
+      rp_copy2d_src_dev(&p, g, s);
+      rp_copy2d_dst_dev(&p, g, d);
       res = fn->Memcpy2DAsync(&p, st);
     } else {
       res = fn->MemcpyDtoDAsync(d, s, size, st);

@@ -69,7 +69,7 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
         break;
       /* checked against this GPU once the driver is loaded (rp_check_images):
        * the scan runs before libcuda is loaded so that the recorded ranges
-       * can be guarded in the host address space first */
+       * can be guarded in the host address space first (CUCAP_REPLAY_HOST_GUARD=1) */
       if (R->nimages == R->capimages) {
         size_t nc = R->capimages ? R->capimages * 2 : 16;
         rp_image_ref *ni = realloc(R->images, nc * sizeof *ni);

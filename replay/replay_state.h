@@ -98,6 +98,12 @@ const char *rp_unreplayable(const cucap_fb_record *rec); /* NULL: replayable */
 int rp_alloc_is_device(int kind);
 uint64_t rp_alloc_size(const cucap_fb_alloc *a);
 uint64_t rp_tr(rp_state *R, uint64_t addr);
+/* The device side of a recorded 2D/3D copy: memory type, address (already
+ * translated) and the offsets/pitches from its geometry. */
+void rp_copy2d_src_dev(CUDA_MEMCPY2D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
+void rp_copy2d_dst_dev(CUDA_MEMCPY2D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
+void rp_copy3d_src_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
+void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_execute(rp_state *R, const cucap_fb_record *rec);
 
 /* replay_verify.c */

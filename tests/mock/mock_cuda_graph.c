@@ -180,44 +180,31 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *pn, CUgraph h, const CUgraphN
   return CUDA_SUCCESS;
 }
 
-static int dev_side(CUmemorytype t, const void *host, CUdeviceptr dev, const uint8_t **p) {
-  switch (t) {
-  case CU_MEMORYTYPE_HOST: *p = host; return 0;
-  case CU_MEMORYTYPE_DEVICE: *p = (const uint8_t *)(uintptr_t)dev; return 1;
-  case CU_MEMORYTYPE_UNIFIED:
-    *p = (const uint8_t *)(uintptr_t)dev;
-    return mock_mem_type(*p) == CU_MEMORYTYPE_DEVICE;
-  default: *p = NULL; return -1; /* arrays: not supported */
-  }
-}
-
 CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *pn, CUgraph h, const CUgraphNode *deps, size_t nd,
                                       const CUDA_MEMCPY3D *c, CUcontext ctx) {
   (void)ctx;
   MOCK_TRY(mock_need_ctx());
   struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
   if (!g || !pn || !c) return CUDA_ERROR_INVALID_VALUE;
-  const uint8_t *src, *dst;
-  int sd = dev_side(c->srcMemoryType, c->srcHost, c->srcDevice, &src);
-  int dd = dev_side(c->dstMemoryType, c->dstHost, c->dstDevice, &dst);
-  if (sd < 0 || dd < 0) return CUDA_ERROR_NOT_SUPPORTED;
+  /* Same checks and error codes as before the 2D path was shared with
+   * cuMemcpy2D: unknown/array memory and 3D copies are not supported, empty
+   * copies are invalid for a node. */
+  for (int side = 0; side < 2; side++) {
+    CUmemorytype t = side ? c->dstMemoryType : c->srcMemoryType;
+    if (t != CU_MEMORYTYPE_HOST && t != CU_MEMORYTYPE_DEVICE && t != CU_MEMORYTYPE_UNIFIED)
+      return CUDA_ERROR_NOT_SUPPORTED;
+  }
   if (c->Depth > 1 || c->srcZ || c->dstZ) return CUDA_ERROR_NOT_SUPPORTED; /* 3D: not in the mock */
-  if (!src || !dst || !c->WidthInBytes || !c->Height || !c->Depth) return CUDA_ERROR_INVALID_VALUE;
-  size_t sp = c->srcPitch ? c->srcPitch : c->WidthInBytes, dp = c->dstPitch ? c->dstPitch : c->WidthInBytes;
-  if (sp < c->WidthInBytes || dp < c->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
-  src += c->srcY * sp + c->srcXInBytes;
-  dst += c->dstY * dp + c->dstXInBytes;
-  size_t sspan = (c->Height - 1) * sp + c->WidthInBytes, dspan = (c->Height - 1) * dp + c->WidthInBytes;
-  if (sd && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)src, sspan)) return CUDA_ERROR_INVALID_VALUE;
-  if (dd && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)dst, dspan)) return CUDA_ERROR_INVALID_VALUE;
-  mock_op op = {0};
-  op.kind = MOCK_OP_COPY;
-  op.src = src;
-  op.dst = (void *)(uintptr_t)dst;
-  op.width = c->WidthInBytes;
-  op.height = c->Height;
-  op.spitch = sp;
-  op.dpitch = dp;
+  if (!c->WidthInBytes || !c->Height || !c->Depth) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_MEMCPY2D c2 = {
+      .srcXInBytes = c->srcXInBytes, .srcY = c->srcY, .srcMemoryType = c->srcMemoryType,
+      .srcHost = c->srcHost, .srcDevice = c->srcDevice, .srcPitch = c->srcPitch,
+      .dstXInBytes = c->dstXInBytes, .dstY = c->dstY, .dstMemoryType = c->dstMemoryType,
+      .dstHost = c->dstHost, .dstDevice = c->dstDevice, .dstPitch = c->dstPitch,
+      .WidthInBytes = c->WidthInBytes, .Height = c->Height};
+  mock_op op;
+  int empty;
+  MOCK_TRY(mock_copy2d_op(&c2, &op, &empty));
   struct mock_node *n;
   MOCK_TRY(graph_add(g, &op, deps, nd, &n));
   n->copy = *c; /* report the parameters as given */

@@ -178,6 +178,11 @@ typedef struct mock_op {
   void *user;
 } mock_op;
 
+/* Checks a 2D copy and fills *op for it (pointers resolved, device ranges
+ * checked); *empty = 1 for a zero-width/height copy (op not filled).
+ * Shared by cuMemcpy2D* and graph memcpy nodes. */
+CUresult mock_copy2d_op(const CUDA_MEMCPY2D *c, mock_op *op, int *empty);
+
 #define MOCK_MAGIC_NODE 0x6d4e6f64u
 
 /* One node of a CUgraph (mock_cuda_graph.c). Node handles are pointers to

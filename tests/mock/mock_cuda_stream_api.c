@@ -50,6 +50,10 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, C
   return copy_1d(DP(dst), DP(src), n, s, 1, 1);
 }
 
+
+/* Defined once: this file is compiled a second time for the per-thread
+ * variants, which share the plain build's helper. */
+#ifndef CUDA_API_PER_THREAD_DEFAULT_STREAM
 static const void *side_ptr(CUmemorytype t, const void *host, CUdeviceptr dev, int *is_dev) {
   *is_dev = 0;
   switch (t) {
@@ -60,15 +64,15 @@ static const void *side_ptr(CUmemorytype t, const void *host, CUdeviceptr dev, i
   }
 }
 
-static CUresult mock_copy2d(const CUDA_MEMCPY2D *c, CUstream s) {
-  MOCK_TRY(mock_check_stream(s));
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
+CUresult mock_copy2d_op(const CUDA_MEMCPY2D *c, mock_op *op, int *empty) {
   int sd, dd;
   const uint8_t *src = side_ptr(c->srcMemoryType, c->srcHost, c->srcDevice, &sd);
   uint8_t *dst = (uint8_t *)side_ptr(c->dstMemoryType, c->dstHost, c->dstDevice, &dd);
   if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
   if (!src || !dst) return CUDA_ERROR_INVALID_VALUE;
-  if (c->Height == 0 || c->WidthInBytes == 0) return CUDA_SUCCESS;
+  memset(op, 0, sizeof *op);
+  *empty = c->Height == 0 || c->WidthInBytes == 0;
+  if (*empty) return CUDA_SUCCESS;
   size_t sp = c->srcPitch ? c->srcPitch : c->WidthInBytes, dp = c->dstPitch ? c->dstPitch : c->WidthInBytes;
   if (sp < c->WidthInBytes || dp < c->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
   src += c->srcY * sp + c->srcXInBytes;
@@ -76,15 +80,24 @@ static CUresult mock_copy2d(const CUDA_MEMCPY2D *c, CUstream s) {
   size_t sspan = (c->Height - 1) * sp + c->WidthInBytes, dspan = (c->Height - 1) * dp + c->WidthInBytes;
   if (sd && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)src, sspan)) return CUDA_ERROR_INVALID_VALUE;
   if (dd && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)dst, dspan)) return CUDA_ERROR_INVALID_VALUE;
-  mock_op op = {0};
-  op.kind = MOCK_OP_COPY;
-  op.dst = dst;
-  op.src = src;
-  op.width = c->WidthInBytes;
-  op.height = c->Height;
-  op.dpitch = dp;
-  op.spitch = sp;
-  return mock_submit(s, &op);
+  op->kind = MOCK_OP_COPY;
+  op->dst = dst;
+  op->src = src;
+  op->width = c->WidthInBytes;
+  op->height = c->Height;
+  op->dpitch = dp;
+  op->spitch = sp;
+  return CUDA_SUCCESS;
+}
+#endif
+
+static CUresult mock_copy2d(const CUDA_MEMCPY2D *c, CUstream s) {
+  MOCK_TRY(mock_check_stream(s));
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  mock_op op;
+  int empty;
+  MOCK_TRY(mock_copy2d_op(c, &op, &empty));
+  return empty ? CUDA_SUCCESS : mock_submit(s, &op);
 }
 
 CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D *c) { return mock_copy2d(c, NULL); }
