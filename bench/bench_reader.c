@@ -1,4 +1,4 @@
-/* bench_reader.c - capture-load speed of the stream reader (owner: bench).
+/* bench_reader.c - capture-load speed of the stream reader.
  *
  * usage: bench_reader CAPTURE [--passes N] [--threads N]
  *        bench_reader --make FILE --mib N [--seed S]

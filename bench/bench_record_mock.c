@@ -1,5 +1,5 @@
 /* bench_record_mock.c - per-call cost of the driver calls the recorder sees
- * most (owner: launch-path engineer). A driver-API program linked -lcuda
+ * most. A driver-API program linked -lcuda
  * against the mock's directory without an rpath (like tests/apps/drv_*), so
  * it runs natively on the mock and under `cucap record`; the difference of
  * the two runs is the recording overhead per call.

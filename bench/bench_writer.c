@@ -1,4 +1,4 @@
-/* bench_writer.c - capture writer throughput (owner: stream writer).
+/* bench_writer.c - capture writer throughput.
  *
  * (a) 1M launch-like Records (seq/tid/t_enter/t_exit/call/result/args[6] +
  *     Launch body with grid/block/stream/40-byte args) built with cucap_fbb

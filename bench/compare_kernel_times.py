@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""compare_kernel_times.py - per-kernel GPU durations, replay vs native
-(owner: bench). Python 3 standard library only.
+"""compare_kernel_times.py - per-kernel GPU durations, replay vs native. Python 3 standard library only.
 
 usage: compare_kernel_times.py NATIVE.tsv REPLAY.tsv [--tolerance 0.02]
                                [--bench NAME] [--top N]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_bench.sh - cucap's performance figures on a GPU machine (owner: bench).
+# gpu_bench.sh - cucap's performance figures on a GPU machine.
 #
 # usage: bench/gpu_bench.sh BUILD_DIR OUT_DIR
 #

@@ -1,5 +1,4 @@
-/* callstack.c - host callstack capture, dedup and module maps (owner: helper
- * "semantics"). See cucap_callstack.h.
+/* callstack.c - host callstack capture, dedup and module maps. See cucap_callstack.h.
  *
  * Fast path (a stack seen before on this thread): walk + XXH3-64 of the
  * frames + probe of a thread-local direct-mapped cache. Slow path (new on

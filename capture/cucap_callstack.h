@@ -1,5 +1,4 @@
-/* cucap_callstack.h - host callstacks of recorded calls (owner: helper
- * "semantics"). Used by interpose/ hooks inside the recorded application.
+/* cucap_callstack.h - host callstacks of recorded calls. Used by interpose/ hooks inside the recorded application.
  *
  * cucap_rec_stack_id() walks the calling thread's stack (mode and depth from
  * CUCAP_OPTIONS stack=off|fp|unwind, stack_depth=N, capped at

@@ -1,5 +1,4 @@
-/* cucap_recorder.h - the in-app recorder runtime (owner: capture/, helper
- * "interpose"; used by interpose/ inside the recorded application).
+/* cucap_recorder.h - the in-app recorder runtime.
  *
  * The recorder is armed when libcucap.so is loaded with CUCAP_OUTPUT set
  * (cucap_rec_start: parses CUCAP_OPTIONS, touches no file). The capture file

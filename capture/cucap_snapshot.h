@@ -1,5 +1,4 @@
-/* cucap_snapshot.h - device memory snapshots and launch hashes (owner:
- * helper "semantics"). Used by the interposer (interpose/custom_snapshot.c),
+/* cucap_snapshot.h - device memory snapshots and launch hashes. Used by the interposer (interpose/custom_snapshot.c),
  * which supplies the driver calls: capture/ never calls CUDA itself.
  *
  * A snapshot copies every live device allocation known to the tracker to

@@ -1,5 +1,4 @@
-/* cucap_tracker.h - what the recorder knows about live driver objects
- * (owner: helper "semantics"): device allocations (interval lookup), kernel
+/* cucap_tracker.h - what the recorder knows about live driver objects: device allocations (interval lookup), kernel
  * functions (name + parameter layout, looked up on every launch), modules
  * (kept image copy for parse-on-demand), streams and events.
  *

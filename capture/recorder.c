@@ -1,4 +1,4 @@
-/* recorder.c - the in-app recorder runtime (owner: helper "interpose").
+/* recorder.c - the in-app recorder runtime.
  * See cucap_recorder.h. Runs inside the recorded application: never exits,
  * aborts or prints to stdout; on any setup failure it logs once and stays
  * inactive so every call passes straight through.

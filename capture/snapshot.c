@@ -1,5 +1,4 @@
-/* snapshot.c - device memory snapshots and launch hashes (owner: helper
- * "semantics"). See cucap_snapshot.h. */
+/* snapshot.c - device memory snapshots and launch hashes. See cucap_snapshot.h. */
 #include "cucap_snapshot.h"
 
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* tracker.c - live driver object tables (owner: helper "semantics").
+/* tracker.c - live driver object tables.
  * See cucap_tracker.h for the concurrency model: lock-free reads of handle
  * maps, writers under one mutex, retired memory freed at destroy. */
 #include "cucap_tracker.h"

@@ -1,6 +1,6 @@
 /* writer.c - the capture stream writer (see cucap_writer.h, docs/design.md).
  *
- * Threads and locks (owner: stream writer):
+ * Threads and locks:
  *  - rec_mu guards the current record chunk; blob_mu guards the current blob
  *    chunk, the blob set and the blob table; q_mu guards the sealed-chunk
  *    queue, free buffers and counters. Order: rec_mu -> blob_mu -> q_mu

@@ -1,5 +1,5 @@
 /* writer_internal.h - layout helpers shared by capture/writer.c and its unit
- * tests (owner: stream writer). Not a public header.
+ * tests. Not a public header.
  *
  * BlobPiece records are laid out by hand (not through cucap_fbb) so that a
  * 4 MiB piece is copied exactly once, from the caller's buffer straight into

@@ -1,4 +1,4 @@
-/* audit.c - `cucap record --audit` (owner: helper "interpose").
+/* audit.c - `cucap record --audit`.
  *
  * An independent observer of the driver: CUPTI's driver-API callbacks
  * (libcupti.so is dlopen'ed, never linked) count every call the driver sees

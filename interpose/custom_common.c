@@ -1,5 +1,4 @@
-/* custom_common.c - helpers of the semantic hooks (owner: helper
- * "semantics"): blobs, JIT options, parameter layouts, argument blocks.
+/* custom_common.c - helpers of the semantic hooks: blobs, JIT options, parameter layouts, argument blocks.
  * See custom_internal.h. */
 #include <stdatomic.h>
 #include <stdio.h>

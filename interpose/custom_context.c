@@ -1,4 +1,4 @@
-/* custom_context.c - context hooks (owner: helper "semantics").
+/* custom_context.c - context hooks.
  *
  * snapshot=exit also snapshots device memory right before a context goes
  * away (cuCtxDestroy, the last primary-context release, a primary reset):

@@ -1,5 +1,4 @@
-/* custom_graph.c - stream capture and CUDA graph hooks (owner: helper
- * "semantics").
+/* custom_graph.c - stream capture and CUDA graph hooks.
  *
  * The graph's full topology is recorded where it becomes fixed: at
  * cuStreamEndCapture (Stream{EndCapture, graph} + a Graph{Create, nodes}

@@ -1,5 +1,4 @@
-/* custom_internal.h - helpers shared by the semantic hooks interpose/custom_*.c
- * (owner: helper "semantics"). Internal to libcucap.so.
+/* custom_internal.h - helpers shared by the semantic hooks interpose/custom_*.c. Internal to libcucap.so.
  *
  * Every hook runs inside a wrapper with the re-entrancy guard held (see
  * interpose_internal.h): driver calls made here go to cucap_real.* directly

@@ -1,4 +1,4 @@
-/* custom_launch.c - kernel launch hooks (owner: helper "semantics").
+/* custom_launch.c - kernel launch hooks.
  *
  * Hot path: per launch a tracker lookup (lock-free), the callstack id
  * (frame-pointer walk + thread-local cache), the argument block assembled on

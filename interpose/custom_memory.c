@@ -1,5 +1,4 @@
-/* custom_memory.c - allocation, free, memcpy and memset hooks (owner:
- * helper "semantics").
+/* custom_memory.c - allocation, free, memcpy and memset hooks.
  *
  * Payloads: HtoD (and HtoH) copies store the source bytes as a blob; DtoH
  * copies store the bytes the app received. An async DtoH has not landed when

@@ -1,5 +1,4 @@
-/* custom_module.c - module, library, linker, global and function hooks
- * (owner: helper "semantics").
+/* custom_module.c - module, library, linker, global and function hooks.
  *
  * Images: the exact bytes the driver was given (format and size from
  * schema/fatbin.c; a fatbinary wrapper is followed to its fatbin; files are

@@ -1,5 +1,4 @@
-/* custom_snapshot.c - wires capture/snapshot.c to the real driver (owner:
- * helper "semantics"): snapshot=exit (at exit and before a context dies, see
+/* custom_snapshot.c - wires capture/snapshot.c to the real driver: snapshot=exit (at exit and before a context dies, see
  * custom_context.c), snapshot=launch:N (before launch N), hash_launches
  * (after each launch: the device is synchronized, which serialises the app's
  * GPU work - timing changes, results do not). */

@@ -1,4 +1,4 @@
-/* custom_sync.c - stream and event hooks (owner: helper "semantics"). Stream
+/* custom_sync.c - stream and event hooks. Stream
  * capture begin/end live in custom_graph.c with the graph walk. */
 #include "custom_internal.h"
 

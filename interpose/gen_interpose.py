@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""gen_interpose.py - generates libcucap's driver-API wrappers (owner: helper
-"interpose"; Python 3 standard library only; deterministic output).
+"""gen_interpose.py - generates libcucap's driver-API wrappers
+(Python 3 standard library only; deterministic output).
 
 Inputs:
   <include>/cuda.h, cudaProfiler.h   prototypes. cuda.h is read twice by a

@@ -1,4 +1,4 @@
-/* hooks.c - libcucap's entry-path plumbing (owner: helper "interpose"):
+/* hooks.c - libcucap's entry-path plumbing:
  *  (a) the exported cu* wrappers (generated/wrappers.c) call
  *      cucap_call_enter/cucap_call_exit defined here;
  *  (b) dlsym is interposed: a lookup of a cu* name we wrap returns our

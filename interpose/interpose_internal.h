@@ -1,7 +1,6 @@
 /* interpose_internal.h - contract between the generated wrappers
- * (interpose/generated/, owner: helper "interpose"), the plumbing in
- * interpose/hooks.c and the semantic hooks in interpose/custom_*.c
- * (owner: helper "semantics"). Internal to libcucap.so.
+ * (interpose/generated/), the plumbing in
+ * interpose/hooks.c and the semantic hooks in interpose/custom_*.c. Internal to libcucap.so.
  *
  * Flow of one wrapped call (see interpose/generated/wrappers.c):
  *   cucap_call c;

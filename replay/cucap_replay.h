@@ -1,5 +1,4 @@
-/* cucap_replay.h - re-executes the GPU work of a capture without the program
- * (owner: replay/, "replay" engineer). Used by `cucap replay` (tools/).
+/* cucap_replay.h - re-executes the GPU work of a capture without the program. Used by `cucap replay` (tools/).
  *
  * The replayer loads libcuda.so.1 with dlopen at run time (never linked) and
  * fetches every entry point through cuGetProcAddress_v2. It first places the

@@ -1,5 +1,4 @@
-/* cucap_symbolize.h - host callstack symbolization for `cucap dump` (owner:
- * the `cucap dump` maintainer, formerly helper "semantics").
+/* cucap_symbolize.h - host callstack symbolization for `cucap dump`.
  *
  * Feed it the objects of a ModuleMap record (path, GNU build-id, load bias,
  * mapped range), then ask for frame addresses from Callstack records:

@@ -1,4 +1,4 @@
-/* replay_driver.c - loads the CUDA driver for replay (owner: replay/).
+/* replay_driver.c - loads the CUDA driver for replay.
  *
  * libcuda is never linked: it is dlopen'ed at replay time (the mock
  * tests/mock/libcuda.so.1 in CI via LD_LIBRARY_PATH, the real driver on the

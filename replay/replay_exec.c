@@ -1,4 +1,4 @@
-/* replay_exec.c - executes one record on the live driver (owner: replay/).
+/* replay_exec.c - executes one record on the live driver.
  *
  * Handles map recorded -> live objects (contexts per recording thread,
  * streams, events, modules/libraries, functions, graphs); every async op

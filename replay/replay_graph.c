@@ -1,5 +1,5 @@
 /* replay_graph.c - rebuilds CUDA graphs that the program built with the
- * explicit graph API (owner: replay/, "graphs" helper).
+ * explicit graph API.
  *
  * The recorder writes the graph's topology into the Graph{Instantiate}
  * record (interpose/custom_graph.c). Captured graphs are rebuilt by replaying

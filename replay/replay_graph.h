@@ -1,5 +1,4 @@
-/* replay_graph.h - rebuilding graphs made with the explicit graph API
- * (owner: replay/, "graphs" helper). Internal to replay/. */
+/* replay_graph.h - rebuilding graphs made with the explicit graph API. Internal to replay/. */
 #ifndef CUCAP_REPLAY_GRAPH_H
 #define CUCAP_REPLAY_GRAPH_H
 

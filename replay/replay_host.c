@@ -1,5 +1,5 @@
 /* replay_host.c - recorded pinned host allocations at their recorded
- * addresses (owner: replay/). See replay_host.h for the why.
+ * addresses. See replay_host.h for the why.
  *
  * The entry points used here are not in the replayer's shared table
  * (replay_internal.h): they are fetched the same way, through

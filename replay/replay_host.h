@@ -1,5 +1,5 @@
 /* replay_host.h - recorded page-locked host allocations re-created at their
- * recorded addresses during replay (owner: replay/). Internal: only
+ * recorded addresses during replay. Internal: only
  * replay/replay_*.c include it.
  *
  * A kernel may read or write mapped pinned host memory through the pointer

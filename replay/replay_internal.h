@@ -1,5 +1,4 @@
-/* replay_internal.h - shared state of the replayer's files (owner: replay/,
- * "replay" engineer). Not a public header: only replay/replay_*.c include it. */
+/* replay_internal.h - shared state of the replayer's files. Not a public header: only replay/replay_*.c include it. */
 #ifndef CUCAP_REPLAY_INTERNAL_H
 #define CUCAP_REPLAY_INTERNAL_H
 

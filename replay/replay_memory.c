@@ -1,5 +1,4 @@
-/* replay_memory.c - where recorded device memory lives during replay
- * (owner: replay/).
+/* replay_memory.c - where recorded device memory lives during replay.
  *
  * Fixed placement: the union of all recorded device allocations is reserved
  * in 32 MiB-aligned super-ranges (RP_VA_HINT_ALIGN: the real driver ignores

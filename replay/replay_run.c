@@ -1,5 +1,5 @@
 /* replay_run.c - cucap_replay_run: scan, place memory, execute records in
- * file order, N times (owner: replay/).
+ * file order, N times.
  *
  * Flow: open the capture; load the driver (replay_driver.c); scan every
  * record once (device ranges for fixed placement, module images checked

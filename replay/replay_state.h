@@ -1,5 +1,5 @@
 /* replay_state.h - the replayer's run state, shared by replay_exec.c and
- * replay_verify.c (owner: replay/). Internal. */
+ * replay_verify.c. Internal. */
 #ifndef CUCAP_REPLAY_STATE_H
 #define CUCAP_REPLAY_STATE_H
 

@@ -1,5 +1,4 @@
-/* replay_verify.c - --verify / --verify=launch checks and the report printer
- * (owner: replay/).
+/* replay_verify.c - --verify / --verify=launch checks and the report printer.
  *
  * DtoH copies are compared byte for byte with the payload the recorder
  * stored; Snapshot(Exit) regions are read back from the device at the point

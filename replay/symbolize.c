@@ -1,5 +1,4 @@
-/* symbolize.c - frame address -> object+offset -> function+offset (owner:
- * tools/ `cucap dump` maintainer, formerly helper "semantics"). See
+/* symbolize.c - frame address -> object+offset -> function+offset. See
  * cucap_symbolize.h. */
 #include "cucap_symbolize.h"
 

@@ -1,4 +1,4 @@
-/* cucap_fatbin.h - CUDA module image parser (owner: helper "semantics").
+/* cucap_fatbin.h - CUDA module image parser.
  *
  * Shared by capture (the interposer must copy exactly the image the app hands
  * to cuModuleLoadData & co., and needs kernel parameter layouts when the

@@ -1,5 +1,4 @@
-/* fatbin.c - fatbin / fatbinary / ELF cubin / PTX parser (owner: helper
- * "semantics"). See cucap_fatbin.h. Every read is bounds-checked: the input
+/* fatbin.c - fatbin / fatbinary / ELF cubin / PTX parser. See cucap_fatbin.h. Every read is bounds-checked: the input
  * is untrusted (a fuzz target, tests/fuzz/fuzz_fatbin.c, exercises it). */
 #include "cucap_fatbin.h"
 

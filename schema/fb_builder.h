@@ -1,5 +1,5 @@
 /* fb_builder.h - a small back-to-front FlatBuffers builder (official wire
- * format), the writing half of cucap's own FlatBuffers runtime (owner: schema/).
+ * format), the writing half of cucap's own FlatBuffers runtime.
  *
  * Objects are written from the end of an internal buffer towards its start,
  * as the C++ FlatBuffers builder does; alignment is computed from the buffer

@@ -1,5 +1,4 @@
-/* fb_verify.h - the reading half of cucap's FlatBuffers runtime (owner:
- * schema/): schema descriptors emitted by schema/gen_schema.py, a generic
+/* fb_verify.h - the reading half of cucap's FlatBuffers runtime: schema descriptors emitted by schema/gen_schema.py, a generic
  * verifier driven by them, and the tiny inline field readers the generated
  * accessors (schema/generated/cucap_schema.h) are built from.
  *

@@ -1,5 +1,4 @@
-/* cmd_record.c - `cucap record [options] -- PROGRAM [ARGS...]`
- * (owner: helper "interpose").
+/* cmd_record.c - `cucap record [options] -- PROGRAM [ARGS...]`.
  *
  * Runs PROGRAM with libcucap.so preloaded (LD_PRELOAD, prepended to any
  * existing value) and CUCAP_OUTPUT / CUCAP_OPTIONS / CUCAP_ROOT_PID (= the

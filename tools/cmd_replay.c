@@ -1,5 +1,4 @@
-/* cmd_replay.c - `cucap replay`: re-executes a capture without the program
- * (owner: replay engineer; the work is in replay/cucap_replay.h). */
+/* cmd_replay.c - `cucap replay`: re-executes a capture without the program. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,9 +5,7 @@
  * argv[0] == "<name>" (getopt_long-ready); it returns a process exit code
  * (CUCAP_EXIT_*), prints results to stdout and errors to stderr as one line
  * "cucap <cmd>: <file>: <what went wrong>".
- *
- * record/replay live in cmd_record.c / cmd_replay.c (other owners); until they
- * land, cmd_stub.c provides weak fallbacks that exit 2. */
+ */
 #ifndef CUCAP_CLI_H
 #define CUCAP_CLI_H
 

@@ -1,5 +1,4 @@
-/* fuzz_reader.c - libFuzzer target for the capture stream reader (owner:
- * stream reader). The input is opened as a capture (in memory) in default and
+/* fuzz_reader.c - libFuzzer target for the capture stream reader. The input is opened as a capture (in memory) in default and
  * strict mode and everything it offers is read: records, chunk and blob
  * tables, every blob. Random bytes rarely get past the XXH3 checks, so the
  * input is opened a second time with all checks recomputed (header, chunk

@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""strip.py - normalise `cucap dump --json` output for golden comparison
-(owner: helper "semantics"). Python 3 standard library only.
+"""strip.py - normalise `cucap dump --json` output for golden comparison. Python 3 standard library only.
 
 Reads JSON Lines on stdin (or a file), writes JSON Lines on stdout with
 everything that varies between runs removed or made canonical:

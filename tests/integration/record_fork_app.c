@@ -1,5 +1,4 @@
-/* record_fork_app.c - helper program of test_record_fork.sh (owner: helper
- * "recorder2"): a CUDA app (driver API through dlopen, like
+/* record_fork_app.c - helper program of test_record_fork.sh: a CUDA app (driver API through dlopen, like
  * record_gpa_app.c; plain cc, no toolkit libraries) that makes child
  * processes while it is being recorded.
  *   record_fork_app fork N     cuInit; fork three children: one exits

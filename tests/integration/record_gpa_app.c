@@ -1,5 +1,4 @@
-/* record_gpa_app.c - helper program of test_record_basic.sh (owner: helper
- * "interpose"): reaches the driver the way cudart 13 does - dlopen libcuda,
+/* record_gpa_app.c - helper program of test_record_basic.sh: reaches the driver the way cudart 13 does - dlopen libcuda,
  * dlsym("cuGetProcAddress_v2"), ask cuGetProcAddress for itself (11030 and
  * 12000), then get every entry point through it - and calls them.
  *   record_gpa_app            functional run; prints what it did

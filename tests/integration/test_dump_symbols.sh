@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# test_dump_symbols.sh - symbolized host callstacks in `cucap dump` (owner:
-# the `cucap dump` maintainer, tools/cmd_dump.c + replay/symbolize.c).
+# test_dump_symbols.sh - symbolized host callstacks in `cucap dump`.
 #  1. drv_basic (APPS_DIR, built with symbols) recorded on the mock libcuda:
 #     every Launch/Memcpy record of `dump --json` has a "callstack" whose
 #     frames include "main+0x.. (drv_basic+0x..)"; frames are strings.

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# test_record_basic.sh - `cucap record` end to end on the mock libcuda
-# (owner: helper "interpose").
+# test_record_basic.sh - `cucap record` end to end on the mock libcuda.
 #  1. drv_basic (APPS_DIR) under `cucap record`: same stdout and exit code as
 #     without cucap, the capture opens, calls appear in seq order (via
 #     `cucap dump --json`, skipped with a message if dump is unavailable).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_record_fork.sh - processes other than the recorded one never clobber
-# its capture (owner: helper "recorder2"). With the mock libcuda:
+# its capture. With the mock libcuda:
 #  1. record_fork_app fork: children forked after cuInit (normal exit with
 #     atexit/destructors, a driver call then exit, death by SIGTERM) are not
 #     recorded and leave the parent's capture complete, with all of the

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# test_record_semantics.sh - what the semantic hooks record (owner: helper
-# "semantics"). Records the mock-driver apps with `cucap record` and checks,
+# test_record_semantics.sh - what the semantic hooks record. Records the mock-driver apps with `cucap record` and checks,
 # through `cucap dump --json`:
 #   * the apps' output is unchanged by recording (tests/apps/<app>.expected);
 #   * modules carry an image blob, functions their parameter layout;

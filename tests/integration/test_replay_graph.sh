@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_replay_graph.sh - graphs built with the explicit graph API, end to end
-# on the mock libcuda (owner: "graphs" helper).
+# on the mock libcuda.
 #  1. drv_graph_explicit (memset -> 2 kernels in parallel -> empty join ->
 #     kernel (edge added by cuGraphAddDependencies) -> DtoD memcpy node) is
 #     recorded; its stdout must match tests/apps/drv_graph_explicit.expected.

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# test_replay_mock.sh - `cucap replay` end to end on the mock libcuda
-# (owner: replay engineer).
+# test_replay_mock.sh - `cucap replay` end to end on the mock libcuda.
 #  1. each driver-API app (drv_basic, drv_streams, drv_threads, drv_jit,
 #     drv_library, drv_pitch, drv_graph) is recorded with `cucap record`, then
 #     `cucap replay X --verify` must exit 0 and report all bytes matched, at

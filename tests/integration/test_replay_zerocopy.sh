@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_replay_zerocopy.sh - zero-copy pinned host memory in `cucap replay`
-# on the mock libcuda (owner: replay engineer).
+# on the mock libcuda.
 # tests/apps/drv_zerocopy writes a cuMemHostAlloc(DEVICEMAP) buffer from a
 # kernel through its mapped pointer and reads it from a second kernel into
 # device memory, then copies that back (DtoH). Replay must re-create the

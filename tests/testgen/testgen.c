@@ -1,6 +1,6 @@
 /* testgen.c - cucap-testgen: writes a synthetic, deterministic capture that
  * contains every Body type with plausible values, using the stream writer and
- * the generated FlatBuffers builder. Owner: tests/ (CLI engineer).
+ * the generated FlatBuffers builder..
  *
  * usage: cucap-testgen OUT [--records N] [--kill-at BYTES] [--seed S]
  *                          [--level L] [--chunk-size BYTES] [--fixed-clock]

@@ -1,5 +1,5 @@
 /* stream_testutil.h - helpers shared by test_writer.c, test_reader.c and
- * test_corrupt.c (owner: stream writer/reader). Header-only; each test is
+ * test_corrupt.c. Header-only; each test is
  * its own program. */
 #ifndef CUCAP_STREAM_TESTUTIL_H
 #define CUCAP_STREAM_TESTUTIL_H

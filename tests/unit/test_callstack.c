@@ -1,4 +1,4 @@
-/* test_callstack.c - capture/callstack.c walks (owner: helper "semantics"):
+/* test_callstack.c - capture/callstack.c walks:
  * both modes find the return addresses of a known call chain, innermost
  * first, and the cost of each is printed (the recorder's default mode is
  * chosen from these figures). cucap_rec_stack_id() is 0 when not recording. */

@@ -1,5 +1,4 @@
-/* test_fatbin.c - schema/fatbin.c on real nvcc-built images (owner: helper
- * "semantics"). Builds a tiny .cu into a fatbin (zstd PTX by default, LZ4
+/* test_fatbin.c - schema/fatbin.c on real nvcc-built images. Builds a tiny .cu into a fatbin (zstd PTX by default, LZ4
  * with --compress-mode=speed), a cubin and PTX in a temp dir; skips (77)
  * without nvcc. Also feeds damaged images (truncations, bit flips) and an
  * LZ4 round trip through the hand-written block decoder. */

@@ -1,5 +1,4 @@
-/* test_recorder.c - unit tests of the in-app recorder runtime's pure parts
- * (owner: helper "interpose"): CUCAP_OPTIONS parsing and output-path
+/* test_recorder.c - unit tests of the in-app recorder runtime's pure parts: CUCAP_OPTIONS parsing and output-path
  * expansion (%p, %q{VAR}, %%), the per-process output path (.<pid> for
  * processes other than CUCAP_ROOT_PID) and the lazy start (armed, no file
  * before the first CUDA call). The recording path itself is exercised by

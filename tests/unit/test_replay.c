@@ -1,4 +1,4 @@
-/* test_replay.c - unit tests of replay/ (cucap_replay.h), owner: replay.
+/* test_replay.c - unit tests of replay/ (cucap_replay.h).
  *
  * Builds small captures with the writer and the generated builders (a PTX
  * vec_add module, three device buffers at chosen addresses, HtoD, launch,

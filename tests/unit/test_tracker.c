@@ -1,4 +1,4 @@
-/* test_tracker.c - capture/tracker.c (owner: helper "semantics"): interval
+/* test_tracker.c - capture/tracker.c: interval
  * lookups, handle maps with replace/remove/grow, module-driven removal, and
  * lock-free readers racing a writer (run under TSan/ASan to be meaningful). */
 #include <pthread.h>
@@ -106,7 +106,8 @@ static void *reader(void *arg) {
       if (f) {
         if (f->handle != h || f->nparams != 1 || f->params[0].size != h)
           abort(); /* torn entry */
-        seen++;
+        if (seen++ == 0)
+          atomic_fetch_add(&g_seen, 1); /* tell the writer we are in */
       }
     }
   }
@@ -119,7 +120,10 @@ static void test_concurrent(void) {
   pthread_t th[2];
   for (int i = 0; i < 2; i++)
     pthread_create(&th[i], NULL, reader, NULL);
-  for (int round = 0; round < 20; round++) {
+  /* At least 20 rounds, and on until every reader has seen entries while
+   * the writer was still adding and removing them (on a loaded machine the
+   * readers may not be scheduled before 20 rounds are over). */
+  for (int round = 0; round < 20 || (atomic_load(&g_seen) < 2 && round < 2000000); round++) {
     for (uint64_t h = 1; h <= 2000; h++) {
       cucap_param_layout p = {0, (uint32_t)h};
       cucap_tracker_fn_add(g_t, h, round, 0, "x", &p, 1, 8, 1);
