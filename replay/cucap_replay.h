@@ -18,6 +18,7 @@
 #ifndef CUCAP_REPLAY_H
 #define CUCAP_REPLAY_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -49,6 +50,10 @@ typedef struct cucap_replay_options {
   int strict;            /* --strict: refuse captures with unreplayable calls */
   int allow_partial;     /* --allow-partial: replay what a damaged file holds */
   const char *libcuda;   /* NULL = "libcuda.so.1" (dlopen search path) */
+  /* Observers of the run (cucap_replay_observer.h), called in this order.
+   * Owned by the caller; must stay valid during cucap_replay_run. */
+  const struct cucap_replay_observer *const *observers;
+  size_t nobservers;
 } cucap_replay_options;
 
 void cucap_replay_options_init(cucap_replay_options *o);

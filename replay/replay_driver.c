@@ -78,6 +78,13 @@ cucap_status rp_driver_load(rp_driver *d, const char *libname, char *msg,
   return CUCAP_OK;
 }
 
+void *rp_driver_proc(const rp_driver *d, const char *name, int cuda_version) {
+  if (!d->lib || !name)
+    return NULL;
+  rp_getproc_fn gp = (rp_getproc_fn)dlsym(d->lib, "cuGetProcAddress_v2");
+  return rp_lookup(d->lib, gp, name, cuda_version, name, 0);
+}
+
 /* The library is never dlclose'd: the driver keeps process-wide state
  * (threads, the mock's registries) that does not survive an unload, and a
  * second replay in the same process must find it intact. dlopen again on the

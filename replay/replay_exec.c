@@ -181,6 +181,10 @@ static CUstream rp_stream(rp_state *R, uint64_t h) {
   return NULL;
 }
 
+CUstream rp_stream_live(rp_state *R, uint64_t recorded) {
+  return rp_stream(R, recorded);
+}
+
 static CUevent rp_event(rp_state *R, uint64_t h) {
   uint64_t v = 0;
   if (!rp_map_get(&R->event, h, &v))
@@ -1108,6 +1112,15 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   CUfunction f = (CUfunction)(uintptr_t)fi->live_fn;
   unsigned shm = cucap_fb_launch_shared_mem(l);
   CUresult r;
+  if (R->o->nobservers) { /* observers see the launch exactly around the call */
+    R->op.launch_index = cucap_fb_launch_launch_index(l);
+    R->op.kernel = fi->name;
+    R->op.function = (uint64_t)(uintptr_t)f;
+    R->op.stream = (uint64_t)(uintptr_t)st;
+    R->op.context = (uint64_t)(uintptr_t)R->cur;
+    R->op.callstack = cucap_fb_record_stack(rec);
+    rp_obs_op_before(R);
+  }
   int k = cucap_fb_launch_kind(l);
   if (k == CUCAP_FB_LAUNCHKIND_KERNELEX && fn->LaunchKernelEx) {
     CUlaunchAttribute at[RP_MAX_ATTRS];
@@ -1353,8 +1366,22 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
     R->rep->ignored++; /* the call failed in the program */
     return;
   }
-  uint64_t before = R->rep->executed;
-  switch (cucap_fb_record_body_type(rec)) {
+  uint64_t before = R->rep->executed, skipped = R->rep->skipped;
+  int body = cucap_fb_record_body_type(rec);
+  int watched = R->o->nobservers != 0;
+  if (watched) {
+    memset(&R->op, 0, sizeof R->op);
+    R->op.record = rec;
+    R->op.rec_index = R->rec_index;
+    R->op.seq = R->cur_seq;
+    R->op.pass = R->pass;
+    R->op.body_type = body;
+    R->op.launch_index = CUCAP_REPLAY_NO_LAUNCH;
+    R->op_announced = 0;
+    if (body != CUCAP_FB_BODY_LAUNCH) /* launches: in rp_op_launch */
+      rp_obs_op_before(R);
+  }
+  switch (body) {
   case CUCAP_FB_BODY_CONTEXT:
     rp_op_context(R, rec, cucap_fb_record_body_as_context(rec));
     break;
@@ -1429,4 +1456,6 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   if (R->o->sync_each && R->rep->executed != before && !R->failed &&
       !R->capturing)
     rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (--sync)");
+  if (watched && R->op_announced)
+    rp_obs_op_after(R, R->failed ? -1 : R->rep->skipped != skipped ? 1 : 0);
 }

@@ -100,6 +100,8 @@ typedef struct rp_driver {
 cucap_status rp_driver_load(rp_driver *d, const char *libname, char *msg,
                             size_t msg_size);
 void rp_driver_unload(rp_driver *d);
+/* Any entry point by name (legacy default-stream variant), NULL if none. */
+void *rp_driver_proc(const rp_driver *d, const char *name, int cuda_version);
 const char *rp_cu_err(const rp_driver *d, CUresult r);
 
 /* ---- u64 -> u64 hash map (handles recorded -> live) ------------------- */

@@ -394,6 +394,8 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "%s", msg);
     goto out;
   }
+  if (rp_obs_attach(R) != CUCAP_OK)
+    goto out;
   CUresult cr = R->d.df.Init(0);
   if (cr != CUDA_SUCCESS) {
     rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT, "cuInit failed: %s",
@@ -465,12 +467,19 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   double gpu_ms_total = 0;
   int gpu_ok = ev0 && ev1;
+  if (rp_obs_begin(R) != CUCAP_OK)
+    goto out;
   double t0 = rp_now();
-  for (unsigned loop = 0; loop < loops && !R->failed; loop++) {
+  int more = 0; /* an observer asked for another pass */
+  for (unsigned loop = 0; (loop < loops || more) && !R->failed &&
+                          loop < CUCAP_REPLAY_MAX_PASSES;
+       loop++) {
+    R->pass = loop;
     if (loop > 0) {
       rp_destroy_live(R);
       rp_restore(R);
     }
+    rp_obs_pass_begin(R);
     if (cucap_reader_rewind(R->r) != CUCAP_OK) {
       rp_set_error(R, CUCAP_ERR_IO, CUCAP_REPLAY_EXIT_FAILED,
                    "cannot rewind the capture");
@@ -504,6 +513,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
         gpu_ok = 0;
     }
     rep->loops++;
+    more = rp_obs_pass_end(R);
   }
   rep->replay_wall_s = rp_now() - t0;
   if (gpu_ok && rep->loops)
@@ -515,6 +525,8 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   if (ev1)
     R->d.df.EventDestroy(ev1);
 out:
+  if (opts->nobservers)
+    rp_obs_end(R);
   if (R->d.lib) {
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);

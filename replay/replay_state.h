@@ -3,6 +3,7 @@
 #ifndef CUCAP_REPLAY_STATE_H
 #define CUCAP_REPLAY_STATE_H
 
+#include "cucap_replay_observer.h"
 #include "cucap_schema.h"
 #include "replay_internal.h"
 
@@ -87,6 +88,10 @@ typedef struct rp_state {
   uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
   uint64_t last_ctx_rec, last_ctx_live;       /* rec 0 = empty */
   int failed;                 /* a driver call failed: stop */
+  /* observers (replay_observer.c) */
+  unsigned pass;              /* 0-based pass being executed */
+  cucap_replay_op op;         /* the record being executed */
+  int op_announced;           /* op_before was called for it */
 } rp_state;
 
 /* replay_exec.c */
@@ -105,6 +110,17 @@ void rp_copy2d_dst_dev(CUDA_MEMCPY2D *p, const cucap_fb_copy_geometry *g, uint64
 void rp_copy3d_src_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_execute(rp_state *R, const cucap_fb_record *rec);
+
+CUstream rp_stream_live(rp_state *R, uint64_t recorded);
+
+/* replay_observer.c: dispatch to cucap_replay_options.observers */
+cucap_status rp_obs_attach(rp_state *R);
+cucap_status rp_obs_begin(rp_state *R);
+void rp_obs_pass_begin(rp_state *R);
+int rp_obs_pass_end(rp_state *R);     /* 1: an observer wants another pass */
+void rp_obs_end(rp_state *R);
+void rp_obs_op_before(rp_state *R);   /* R->op describes the op */
+void rp_obs_op_after(rp_state *R, int status);
 
 /* replay_verify.c */
 void rp_verify_bytes(rp_state *R, const char *what, const void *got,

@@ -1,0 +1,145 @@
+/* cucap_replay_observer.h - watching a replay: the one interface through
+ * which verify, profile and the exporters follow the replayer.
+ *
+ * The replayer executes; observers watch (gfxreconstruct's decoder ->
+ * consumers). An observer is a table of optional callbacks plus a user
+ * pointer, given to cucap_replay_run in cucap_replay_options.observers. The
+ * replayer calls them, in the order the observers were given, at these
+ * points of a run:
+ *
+ *   attach      after libcuda is loaded, before cuInit (CUPTI must be
+ *               loaded and subscribed here to see context creation)
+ *   begin       the primary context exists and current, recorded memory is
+ *               placed, nothing of the capture executed yet
+ *   pass_begin  start of a pass: every record of the capture (or of the
+ *               replayed range) is executed once per pass; a pass after the
+ *               first starts from the initial state again (live objects of
+ *               the previous pass destroyed, memory re-initialised by
+ *               re-executing the capture's own uploads)
+ *   op_before / op_after
+ *               around every executed record; for a kernel launch exactly
+ *               around the driver's launch call, with the live function and
+ *               stream filled in
+ *   pass_end    all work of the pass finished (the context was
+ *               synchronised); return non-zero to ask for another pass
+ *   end         the run is over (also after an error), before any object
+ *               is destroyed; the report is final except for what
+ *               observers add to it here
+ *
+ * Rules for observers: they run on the replayer's thread; they may call the
+ * driver (entry points through cucap_replay_session_proc), but must leave
+ * the current context as they found it and must not synchronise or enqueue
+ * work on a stream that is being captured (op->capturing). They must not
+ * free or keep pointers they are given beyond the callback, unless said
+ * otherwise. Failing: cucap_replay_session_fail stops the replay with an
+ * error; a verification difference is reported with
+ * cucap_replay_session_mismatch (exit 1, the replay goes on).
+ *
+ * Passes: the number of passes is the largest of --loop and what observers
+ * ask for through pass_end (at most CUCAP_REPLAY_MAX_PASSES). */
+#ifndef CUCAP_REPLAY_OBSERVER_H
+#define CUCAP_REPLAY_OBSERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cucap_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUCAP_REPLAY_MAX_PASSES 1024
+#define CUCAP_REPLAY_NO_LAUNCH UINT64_MAX
+
+typedef struct cucap_reader cucap_reader;
+typedef struct cucap_replay_report cucap_replay_report;
+
+/* The running replay, as seen by an observer. Owned by the replayer; valid
+ * from attach to the end of end. */
+typedef struct cucap_replay_session cucap_replay_session;
+
+/* One executed record. Everything it points to is owned by the replayer
+ * and valid only during the callback. */
+typedef struct cucap_replay_op {
+  const void *record;     /* the verified Record (const cucap_fb_record *,
+                             schema/generated/cucap_schema.h accessors) */
+  uint64_t rec_index;     /* 0-based position of the record in the file */
+  uint64_t seq;           /* recorded sequence number of the call */
+  unsigned pass;          /* 0-based pass */
+  int body_type;          /* CUCAP_FB_BODY_* of the record */
+  int capturing;          /* a stream of the replay is in stream capture:
+                             work is being recorded into a graph, not run */
+  /* kernel launches (body Launch), else launch_index is
+   * CUCAP_REPLAY_NO_LAUNCH and the rest is zero/NULL */
+  uint64_t launch_index;  /* recorded 0-based launch number */
+  const char *kernel;     /* mangled kernel name */
+  uint64_t function;      /* live CUfunction */
+  uint64_t stream;        /* live CUstream (0: the NULL stream) */
+  uint64_t context;       /* live CUcontext current at the launch */
+  uint32_t callstack;     /* recorded host callstack id (0: none) */
+  /* copies to the host (DtoH, AtoH): where the replayed bytes are after the
+   * copy completed (op_after only; NULL when not such a copy or when the
+   * copy is asynchronous and not yet complete) */
+  const void *host_data;
+  uint64_t host_size;
+  /* op_after only: 0 executed, 1 skipped (not replayable), -1 failed */
+  int status;
+} cucap_replay_op;
+
+typedef struct cucap_replay_observer {
+  const char *name;       /* for messages, e.g. "verify", "profile" */
+  void *user;
+  cucap_status (*attach)(void *user, cucap_replay_session *s);
+  cucap_status (*begin)(void *user, cucap_replay_session *s);
+  void (*pass_begin)(void *user, cucap_replay_session *s, unsigned pass);
+  void (*op_before)(void *user, cucap_replay_session *s, const cucap_replay_op *op);
+  void (*op_after)(void *user, cucap_replay_session *s, const cucap_replay_op *op);
+  int (*pass_end)(void *user, cucap_replay_session *s, unsigned pass);
+  void (*end)(void *user, cucap_replay_session *s, cucap_replay_report *rep);
+} cucap_replay_observer;
+
+/* ---- what an observer may ask the session ---------------------------- */
+
+/* A driver entry point of the libcuda the replay uses (cuGetProcAddress_v2
+ * with the given CUDA version, e.g. 12000; legacy default-stream variant).
+ * NULL if the driver has none. */
+void *cucap_replay_session_proc(cucap_replay_session *s, const char *name,
+                                int cuda_version);
+/* The dlopen handle of that libcuda (for CUPTI and friends, which must use
+ * the same driver). */
+void *cucap_replay_session_driver(cucap_replay_session *s);
+int cucap_replay_session_device(cucap_replay_session *s);        /* CUdevice */
+void *cucap_replay_session_context(cucap_replay_session *s);     /* primary CUcontext;
+                                                                    NULL before begin */
+unsigned cucap_replay_session_pass(cucap_replay_session *s);
+/* The capture being replayed (blobs, positions). Owned by the replayer;
+ * an observer may read blobs but must not iterate it (the replayer's
+ * position would move). */
+cucap_reader *cucap_replay_session_reader(cucap_replay_session *s);
+/* The replay report, owned by the replayer: observers may add their
+ * counts to it. */
+cucap_replay_report *cucap_replay_session_report(cucap_replay_session *s);
+/* Recorded device address -> live one (identity at fixed addresses). */
+uint64_t cucap_replay_session_translate(cucap_replay_session *s, uint64_t addr);
+/* Live CUstream for a recorded stream handle (0 = NULL stream). */
+uint64_t cucap_replay_session_stream(cucap_replay_session *s, uint64_t recorded);
+/* Copies `size` bytes of device memory at a recorded address into dst,
+ * synchronously (the NULL stream of the current context). Must not be
+ * called while op->capturing. */
+cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,
+                                       void *dst, uint64_t size);
+/* Reports a verification difference (counted in the report, first one kept
+ * as first_mismatch, logged as an error); the replay goes on and exits 1. */
+void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Stops the replay with an error (exit code 4, or 3 for CUCAP_ERR_ENV /
+ * CUCAP_ERR_UNSUPPORTED). */
+void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,
+                               const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

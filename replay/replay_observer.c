@@ -1,0 +1,158 @@
+/* replay_observer.c - the replayer's side of cucap_replay_observer.h:
+ * dispatching replay events to the observers and answering their queries.
+ * The session an observer sees is the replayer's own rp_state. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cucap_log.h"
+#include "cucap_replay_observer.h"
+#include "replay_state.h"
+
+static rp_state *rp_of(cucap_replay_session *s) { return (rp_state *)s; }
+static cucap_replay_session *rp_session(rp_state *R) {
+  return (cucap_replay_session *)R;
+}
+
+cucap_status rp_obs_attach(rp_state *R) {
+  for (size_t i = 0; i < R->o->nobservers && !R->failed; i++) {
+    const cucap_replay_observer *ob = R->o->observers[i];
+    if (!ob->attach)
+      continue;
+    cucap_status st = ob->attach(ob->user, rp_session(R));
+    if (st != CUCAP_OK) {
+      rp_set_error(R, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED
+                              ? CUCAP_REPLAY_EXIT_INPUT : CUCAP_REPLAY_EXIT_FAILED,
+                   "%s: %s", ob->name ? ob->name : "observer",
+                   cucap_status_str(st));
+      return st;
+    }
+  }
+  return R->failed ? R->rep->status : CUCAP_OK;
+}
+
+cucap_status rp_obs_begin(rp_state *R) {
+  for (size_t i = 0; i < R->o->nobservers && !R->failed; i++) {
+    const cucap_replay_observer *ob = R->o->observers[i];
+    if (!ob->begin)
+      continue;
+    cucap_status st = ob->begin(ob->user, rp_session(R));
+    if (st != CUCAP_OK) {
+      rp_set_error(R, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED
+                              ? CUCAP_REPLAY_EXIT_INPUT : CUCAP_REPLAY_EXIT_FAILED,
+                   "%s: %s", ob->name ? ob->name : "observer",
+                   cucap_status_str(st));
+      return st;
+    }
+  }
+  return R->failed ? R->rep->status : CUCAP_OK;
+}
+
+void rp_obs_pass_begin(rp_state *R) {
+  for (size_t i = 0; i < R->o->nobservers; i++) {
+    const cucap_replay_observer *ob = R->o->observers[i];
+    if (ob->pass_begin)
+      ob->pass_begin(ob->user, rp_session(R), R->pass);
+  }
+}
+
+int rp_obs_pass_end(rp_state *R) {
+  int more = 0;
+  for (size_t i = 0; i < R->o->nobservers; i++) {
+    const cucap_replay_observer *ob = R->o->observers[i];
+    if (ob->pass_end && ob->pass_end(ob->user, rp_session(R), R->pass))
+      more = 1;
+  }
+  return more;
+}
+
+void rp_obs_end(rp_state *R) {
+  for (size_t i = 0; i < R->o->nobservers; i++) {
+    const cucap_replay_observer *ob = R->o->observers[i];
+    if (ob->end)
+      ob->end(ob->user, rp_session(R), R->rep);
+  }
+}
+
+void rp_obs_op_before(rp_state *R) {
+  R->op.capturing = R->capturing != 0;
+  for (size_t i = 0; i < R->o->nobservers; i++) {
+    const cucap_replay_observer *ob = R->o->observers[i];
+    if (ob->op_before)
+      ob->op_before(ob->user, rp_session(R), &R->op);
+  }
+  R->op_announced = 1;
+}
+
+void rp_obs_op_after(rp_state *R, int status) {
+  R->op.status = status;
+  R->op.capturing = R->capturing != 0;
+  for (size_t i = 0; i < R->o->nobservers; i++) {
+    const cucap_replay_observer *ob = R->o->observers[i];
+    if (ob->op_after)
+      ob->op_after(ob->user, rp_session(R), &R->op);
+  }
+}
+
+/* ---- session queries -------------------------------------------------- */
+
+void *cucap_replay_session_proc(cucap_replay_session *s, const char *name,
+                                int cuda_version) {
+  rp_state *R = rp_of(s);
+  return rp_driver_proc(&R->d, name, cuda_version);
+}
+
+void *cucap_replay_session_driver(cucap_replay_session *s) { return rp_of(s)->d.lib; }
+int cucap_replay_session_device(cucap_replay_session *s) { return (int)rp_of(s)->dev; }
+void *cucap_replay_session_context(cucap_replay_session *s) { return rp_of(s)->primary; }
+unsigned cucap_replay_session_pass(cucap_replay_session *s) { return rp_of(s)->pass; }
+cucap_reader *cucap_replay_session_reader(cucap_replay_session *s) { return rp_of(s)->r; }
+cucap_replay_report *cucap_replay_session_report(cucap_replay_session *s) {
+  return rp_of(s)->rep;
+}
+
+uint64_t cucap_replay_session_translate(cucap_replay_session *s, uint64_t addr) {
+  return rp_tr(rp_of(s), addr);
+}
+
+uint64_t cucap_replay_session_stream(cucap_replay_session *s, uint64_t recorded) {
+  return (uint64_t)(uintptr_t)rp_stream_live(rp_of(s), recorded);
+}
+
+cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,
+                                       void *dst, uint64_t size) {
+  rp_state *R = rp_of(s);
+  if (R->capturing)
+    return CUCAP_ERR_STATE;
+  void *got = NULL;
+  cucap_status st = rp_read_device(R, rp_tr(R, addr), size, &got);
+  if (st == CUCAP_OK && size)
+    memcpy(dst, got, size);
+  return st;
+}
+
+void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...) {
+  rp_state *R = rp_of(s);
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  R->rep->mismatches++;
+  if (!R->rep->first_mismatch[0])
+    snprintf(R->rep->first_mismatch, sizeof R->rep->first_mismatch, "%s", msg);
+  CUCAP_ERROR("replay: %s", msg);
+}
+
+void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,
+                               const char *fmt, ...) {
+  rp_state *R = rp_of(s);
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  rp_set_error(R, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED
+                          ? CUCAP_REPLAY_EXIT_INPUT : CUCAP_REPLAY_EXIT_FAILED,
+               "%s", msg);
+}
