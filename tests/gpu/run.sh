@@ -76,6 +76,18 @@ if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
 else
   res SKIP torch_mlp "no torch with CUDA"
 fi
+# Framework programs (what users record): each skips if its package is absent.
+fw_app() { # name module args...
+  local name=$1 mod=$2; shift 2
+  if $PY -c "import $mod" 2>/dev/null; then run_app "$name" $PY "$ROOT/tests/apps/$name.py" "$@"
+  else res SKIP "$name" "python module $mod not available"; fi
+}
+fw_app torch_transformer torch --steps 3
+fw_app torch_cnn torchvision --steps 3
+fw_app torch_compiled triton --steps 3
+fw_app torch_cudagraph torch --steps 5
+fw_app cupy_fft cupy
+fw_app jax_jit jax --steps 3
 
 # --- 1b. the other record/replay modes, on the GPU
 extra() { # label app record-options -- replay-options
