@@ -20,7 +20,7 @@ norm() { tr -d '0-9-' <"$1" | sort; }
 grep '^FAIL .* same=no ' "$OUT/corpus_lines.txt" 2>/dev/null | awk '{print $2}' | while read -r n; do
   d=$CS/$n; w=$OUT/nondet/$n; mkdir -p "$w"
   (cd "$d" && timeout 120 "./$n" >"$w/native2.out" 2>&1; timeout 120 "./$n" >"$w/native3.out" 2>&1)
-  if diff <(norm "$OUT/runs/$n/native.out") <(norm "$w/native2.out") >"$w/diff12.txt" ||
+  if ! diff <(norm "$OUT/runs/$n/native.out") <(norm "$w/native2.out") >"$w/diff12.txt" ||
      ! diff <(norm "$w/native2.out") <(norm "$w/native3.out") >"$w/diff23.txt"; then
     echo "NONDETERMINISTIC-NATIVELY $n: two native runs differ ($(head -4 "$w/diff12.txt" "$w/diff23.txt" 2>/dev/null | grep '^[<>]' | head -2 | tr '\n' ' ' | cut -c1-160))"
   else
