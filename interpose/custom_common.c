@@ -98,6 +98,8 @@ const cucap_tracked_fn *cx_function_learn(uint64_t handle, uint64_t module,
   uint32_t total = 0;
   uint8_t source = CUCAP_FB_PARAMSOURCE_NONE;
   int driver_ok = 0;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   for (size_t i = 0; i < CX_MAX_PARAMS; i++) {
     size_t off = 0, sz = 0;
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
@@ -118,6 +120,7 @@ const cucap_tracked_fn *cx_function_learn(uint64_t handle, uint64_t module,
       total = (uint32_t)(off + sz);
     n++;
   }
+  cx_relax_end(&rx);
   if (driver_ok) {
     source = CUCAP_FB_PARAMSOURCE_DRIVER;
   } else {
@@ -175,6 +178,8 @@ const cucap_tracked_fn *cx_function_for_launch(uint64_t handle) {
   uint64_t module = 0;
   uint8_t kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
   CUmodule mod = NULL;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   if (cucap_real.cuFuncGetName &&
       cucap_real.cuFuncGetName(&name, (CUfunction)(uintptr_t)handle) == CUDA_SUCCESS) {
     if (cucap_real.cuFuncGetModule &&
@@ -184,6 +189,7 @@ const cucap_tracked_fn *cx_function_for_launch(uint64_t handle) {
              cucap_real.cuKernelGetName(&name, (CUkernel)(uintptr_t)handle) == CUDA_SUCCESS) {
     kind = CUCAP_FB_FUNCTIONKIND_KERNEL;
   }
+  cx_relax_end(&rx);
   f = cx_function_learn(handle, module, kind, name);
   if (!f)
     return NULL;

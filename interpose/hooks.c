@@ -220,6 +220,7 @@ int cucap_call_enter(cucap_call *c, uint32_t api) {
   c->body = 0;
   c->stack = 0;
   c->drop = 0;
+  c->after_append = NULL;
   th->audit_expect = c->cbid;
   c->t_enter = cucap_rec_now();
   return 1;
@@ -378,6 +379,7 @@ static size_t fast_record(uint8_t *buf, const cucap_call *c, uint64_t t_exit,
 
 void cucap_call_exit(cucap_call *c, CUresult r) {
   uint64_t t_exit = cucap_rec_now();
+  uint64_t seq = 0;
   if (!c->drop) {
     /* Record.context: the thread's current context after the call (for
      * cuCtxSetCurrent/Push/Pop/Create: the new one). A TLS read in the
@@ -389,10 +391,12 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
     if (!(c->body_type && c->body) && !g_slow_records) {
       _Alignas(8) uint8_t fbuf[FR_MAX];
       size_t fsize = fast_record(fbuf, c, t_exit, r, (uint64_t)(uintptr_t)ctx);
-      cucap_status st = cucap_rec_append_call(fbuf, fsize, c->cbid, NULL);
+      cucap_status st = cucap_rec_append_call(fbuf, fsize, c->cbid, &seq);
       if (st != CUCAP_OK && st != CUCAP_ERR_STATE && atomic_fetch_add(&g_build_errors, 1) < 3)
         CUCAP_ERROR("recording %s failed: %s", cucap_api_table[c->api].symbol,
                     cucap_status_str(st));
+      if (st != CUCAP_OK)
+        seq = 0;
       goto done;
     }
     cucap_fbb *b = c->b;
@@ -418,12 +422,16 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
     cucap_fb_ref rec = cucap_fb_record_end(b);
     size_t size = 0;
     uint8_t *buf = (uint8_t *)cucap_fbb_finish(b, rec, 1, &size);
-    cucap_status st = buf ? cucap_rec_append_call(buf, size, c->cbid, NULL) : CUCAP_ERR_NOMEM;
+    cucap_status st = buf ? cucap_rec_append_call(buf, size, c->cbid, &seq) : CUCAP_ERR_NOMEM;
+    if (st != CUCAP_OK)
+      seq = 0;
     if (st != CUCAP_OK && st != CUCAP_ERR_STATE && atomic_fetch_add(&g_build_errors, 1) < 3)
       CUCAP_ERROR("recording %s failed: %s", cucap_api_table[c->api].symbol,
                   cucap_status_str(st));
   }
 done:
+  if (c->after_append)
+    c->after_append(c->after_arg, seq);
   /* after the cuInit Record, so the Devices record follows it in the file */
   if (__builtin_expect(c->api == CUCAP_API_cuInit, 0) && r == CUDA_SUCCESS)
     emit_devices();

@@ -48,6 +48,11 @@ typedef struct cucap_call {
   cucap_fb_ref body;       /* the body table built with b */
   uint32_t stack;          /* callstack id, set by customs via cucap_rec_stack_id() */
   int drop;                /* custom sets 1 to suppress the Record (rare) */
+  /* Set by a custom post hook that must learn the Record's seq (deferred
+   * payload reads): cucap_call_exit calls it once, after the append, with
+   * the seq (0 when nothing was appended). */
+  void (*after_append)(void *arg, uint64_t seq);
+  void *after_arg;
   /* --- framework-private (hooks.c) --- */
   cucap_rec_thread *th;
 } cucap_call;

@@ -87,6 +87,7 @@ typedef struct rp_state {
   uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
   uint64_t last_ctx_rec, last_ctx_live;       /* rec 0 = empty */
   int failed;                 /* a driver call failed: stop */
+  struct rp_vsync *vsync;     /* replay_verify_sync.c (format 1.2 snapshots) */
 } rp_state;
 
 /* replay_exec.c */
@@ -117,5 +118,19 @@ void rp_verify_launch_hash(rp_state *R, const cucap_fb_launch_hash *h);
 void rp_verify_launch_done(rp_state *R, uint64_t li);
 void rp_verify_pending_free(rp_state *R);
 int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
+
+/* replay_verify_sync.c: Snapshot{CopyResult, SyncPoint, HostWrite} of a
+ * recorder that never synchronises the program (format 1.2). */
+int rp_vsync_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
+/* The bytes a DtoH Memcpy record must reproduce: its payload, or the
+ * CopyResult read after it; 0 when neither exists. */
+int rp_vsync_dtoh_expected(rp_state *R, const cucap_fb_memcpy *c, uint64_t seq,
+                           cucap_hash128 *h);
+/* A DtoH copy (record seq) was executed into a capture, into buf (which
+ * outlives the loop). */
+void rp_vsync_captured(rp_state *R, uint64_t seq, void *buf, uint64_t size);
+void rp_vsync_snapshot(rp_state *R, const cucap_fb_snapshot *s);
+void rp_vsync_loop_reset(rp_state *R);
+void rp_vsync_free(rp_state *R);
 
 #endif

@@ -37,6 +37,11 @@ extern void custom_event_query(cucap_call *c, CUresult r, CUevent hEvent) __attr
 extern void custom_event_record(cucap_call *c, CUresult r, CUevent hEvent, CUstream hStream) __attribute__((weak));
 extern void custom_event_record_flags(cucap_call *c, CUresult r, CUevent hEvent, CUstream hStream, unsigned int flags) __attribute__((weak));
 extern void custom_event_synchronize(cucap_call *c, CUresult r, CUevent hEvent) __attribute__((weak));
+extern void custom_exchange_mode(cucap_call *c, CUresult r, CUstreamCaptureMode *mode) __attribute__((weak));
+extern void custom_exchange_mode_pre(cucap_call *c, CUstreamCaptureMode *mode) __attribute__((weak));
+extern void custom_get_capture_info(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out) __attribute__((weak));
+extern void custom_get_capture_info_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out) __attribute__((weak));
+extern void custom_get_capture_info_v3(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out) __attribute__((weak));
 extern void custom_graph_create(cucap_call *c, CUresult r, CUgraph *phGraph, unsigned int flags) __attribute__((weak));
 extern void custom_graph_destroy(cucap_call *c, CUresult r, CUgraph hGraph) __attribute__((weak));
 extern void custom_graph_exec_destroy(cucap_call *c, CUresult r, CUgraphExec hGraphExec) __attribute__((weak));
@@ -44,7 +49,9 @@ extern void custom_graph_instantiate(cucap_call *c, CUresult r, CUgraphExec *phG
 extern void custom_graph_instantiate_flags(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags) __attribute__((weak));
 extern void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) __attribute__((weak));
 extern void custom_graph_launch(cucap_call *c, CUresult r, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
+extern void custom_graph_launch_pre(cucap_call *c, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
 extern void custom_graph_launch_ptsz(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
+extern void custom_graph_launch_ptsz_pre(cucap_call *c, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
 extern void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
 extern void custom_graph_upload_ptsz(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
 extern void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pFunc, CUkernel kernel) __attribute__((weak));
@@ -77,9 +84,11 @@ extern void custom_mem_create(cucap_call *c, CUresult r, CUmemGenericAllocationH
 extern void custom_mem_free(cucap_call *c, CUresult r, CUdeviceptr dptr) __attribute__((weak));
 extern void custom_mem_free_async(cucap_call *c, CUresult r, CUdeviceptr dptr, CUstream hStream) __attribute__((weak));
 extern void custom_mem_free_host(cucap_call *c, CUresult r, void *p) __attribute__((weak));
+extern void custom_mem_free_host_pre(cucap_call *c, void *p) __attribute__((weak));
 extern void custom_mem_host_alloc(cucap_call *c, CUresult r, void **pp, size_t bytesize, unsigned int Flags) __attribute__((weak));
 extern void custom_mem_host_register(cucap_call *c, CUresult r, void *p, size_t bytesize, unsigned int Flags) __attribute__((weak));
 extern void custom_mem_host_unregister(cucap_call *c, CUresult r, void *p) __attribute__((weak));
+extern void custom_mem_host_unregister_pre(cucap_call *c, void *p) __attribute__((weak));
 extern void custom_mem_map(cucap_call *c, CUresult r, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags) __attribute__((weak));
 extern void custom_mem_pool_create(cucap_call *c, CUresult r, CUmemoryPool *pool, const CUmemPoolProps *poolProps) __attribute__((weak));
 extern void custom_mem_pool_destroy(cucap_call *c, CUresult r, CUmemoryPool pool) __attribute__((weak));
@@ -134,11 +143,13 @@ extern void custom_primary_reset_pre(cucap_call *c, CUdevice dev) __attribute__(
 extern void custom_primary_retain(cucap_call *c, CUresult r, CUcontext *pctx, CUdevice dev) __attribute__((weak));
 extern void custom_primary_set_flags(cucap_call *c, CUresult r, CUdevice dev, unsigned int flags) __attribute__((weak));
 extern void custom_stream_begin_capture(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
+extern void custom_stream_begin_capture_to_graph(cucap_call *c, CUresult r, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode) __attribute__((weak));
 extern void custom_stream_begin_capture_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureMode mode) __attribute__((weak));
 extern void custom_stream_create(cucap_call *c, CUresult r, CUstream *phStream, unsigned int Flags) __attribute__((weak));
 extern void custom_stream_create_prio(cucap_call *c, CUresult r, CUstream *phStream, unsigned int flags, int priority) __attribute__((weak));
 extern void custom_stream_destroy(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_end_capture(cucap_call *c, CUresult r, CUstream hStream, CUgraph *phGraph) __attribute__((weak));
+extern void custom_stream_is_capturing(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus) __attribute__((weak));
 extern void custom_stream_query(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_synchronize(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_wait_event(cucap_call *c, CUresult r, CUstream hStream, CUevent hEvent, unsigned int Flags) __attribute__((weak));
@@ -2412,6 +2423,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraph, CUstream hStream
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphLaunch))
     return cucap_real.cuGraphLaunch ? cucap_real.cuGraphLaunch(hGraph, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_graph_launch_pre)
+    custom_graph_launch_pre(&c, hGraph, hStream);
   CUresult r = cucap_real.cuGraphLaunch ? cucap_real.cuGraphLaunch(hGraph, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
@@ -2425,6 +2438,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstrea
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphLaunch_ptsz))
     return cucap_real.cuGraphLaunch_ptsz ? cucap_real.cuGraphLaunch_ptsz(hGraphExec, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_graph_launch_ptsz_pre)
+    custom_graph_launch_ptsz_pre(&c, hGraphExec, hStream);
   CUresult r = cucap_real.cuGraphLaunch_ptsz ? cucap_real.cuGraphLaunch_ptsz(hGraphExec, hStream) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
@@ -3796,6 +3811,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemFreeHost))
     return cucap_real.cuMemFreeHost ? cucap_real.cuMemFreeHost(p) : CUDA_ERROR_NOT_FOUND;
+  if (custom_mem_free_host_pre)
+    custom_mem_free_host_pre(&c, p);
   CUresult r = cucap_real.cuMemFreeHost ? cucap_real.cuMemFreeHost(p) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)p;
   c.nargs = 1;
@@ -4002,6 +4019,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemHostUnregister))
     return cucap_real.cuMemHostUnregister ? cucap_real.cuMemHostUnregister(p) : CUDA_ERROR_NOT_FOUND;
+  if (custom_mem_host_unregister_pre)
+    custom_mem_host_unregister_pre(&c, p);
   CUresult r = cucap_real.cuMemHostUnregister ? cucap_real.cuMemHostUnregister(p) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)p;
   c.nargs = 1;
@@ -6219,6 +6238,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgr
   CUresult r = cucap_real.cuStreamBeginCaptureToGraph ? cucap_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)mode;
   c.nargs = 6;
+  if (custom_stream_begin_capture_to_graph)
+    custom_stream_begin_capture_to_graph(&c, r, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6230,6 +6251,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream,
   CUresult r = cucap_real.cuStreamBeginCaptureToGraph_ptsz ? cucap_real.cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)mode;
   c.nargs = 6;
+  if (custom_stream_begin_capture_to_graph)
+    custom_stream_begin_capture_to_graph(&c, r, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6402,6 +6425,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamC
   CUresult r = cucap_real.cuStreamGetCaptureInfo ? cucap_real.cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out;
   c.nargs = 3;
+  if (custom_get_capture_info)
+    custom_get_capture_info(&c, r, hStream, captureStatus_out, id_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6413,6 +6438,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUst
   CUresult r = cucap_real.cuStreamGetCaptureInfo_ptsz ? cucap_real.cuStreamGetCaptureInfo_ptsz(hStream, captureStatus_out, id_out) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out;
   c.nargs = 3;
+  if (custom_get_capture_info)
+    custom_get_capture_info(&c, r, hStream, captureStatus_out, id_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6424,6 +6451,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream, CUstre
   CUresult r = cucap_real.cuStreamGetCaptureInfo_v2 ? cucap_real.cuStreamGetCaptureInfo_v2(hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out; c.args[3] = (uint64_t)(uintptr_t)graph_out; c.args[4] = (uint64_t)(uintptr_t)dependencies_out; c.args[5] = (uint64_t)(uintptr_t)numDependencies_out;
   c.nargs = 6;
+  if (custom_get_capture_info_v2)
+    custom_get_capture_info_v2(&c, r, hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6435,6 +6464,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, C
   CUresult r = cucap_real.cuStreamGetCaptureInfo_v2_ptsz ? cucap_real.cuStreamGetCaptureInfo_v2_ptsz(hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out; c.args[3] = (uint64_t)(uintptr_t)graph_out; c.args[4] = (uint64_t)(uintptr_t)dependencies_out; c.args[5] = (uint64_t)(uintptr_t)numDependencies_out;
   c.nargs = 6;
+  if (custom_get_capture_info_v2)
+    custom_get_capture_info_v2(&c, r, hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6446,6 +6477,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream hStream, CUstre
   CUresult r = cucap_real.cuStreamGetCaptureInfo_v3 ? cucap_real.cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out; c.args[3] = (uint64_t)(uintptr_t)graph_out; c.args[4] = (uint64_t)(uintptr_t)dependencies_out; c.args[5] = (uint64_t)(uintptr_t)edgeData_out; c.args[6] = (uint64_t)(uintptr_t)numDependencies_out;
   c.nargs = 7;
+  if (custom_get_capture_info_v3)
+    custom_get_capture_info_v3(&c, r, hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6457,6 +6490,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, C
   CUresult r = cucap_real.cuStreamGetCaptureInfo_v3_ptsz ? cucap_real.cuStreamGetCaptureInfo_v3_ptsz(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out; c.args[3] = (uint64_t)(uintptr_t)graph_out; c.args[4] = (uint64_t)(uintptr_t)dependencies_out; c.args[5] = (uint64_t)(uintptr_t)edgeData_out; c.args[6] = (uint64_t)(uintptr_t)numDependencies_out;
   c.nargs = 7;
+  if (custom_get_capture_info_v3)
+    custom_get_capture_info_v3(&c, r, hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6611,6 +6646,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCapt
   CUresult r = cucap_real.cuStreamIsCapturing ? cucap_real.cuStreamIsCapturing(hStream, captureStatus) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus;
   c.nargs = 2;
+  if (custom_stream_is_capturing)
+    custom_stream_is_capturing(&c, r, hStream, captureStatus);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6622,6 +6659,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstrea
   CUresult r = cucap_real.cuStreamIsCapturing_ptsz ? cucap_real.cuStreamIsCapturing_ptsz(hStream, captureStatus) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus;
   c.nargs = 2;
+  if (custom_stream_is_capturing)
+    custom_stream_is_capturing(&c, r, hStream, captureStatus);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -7461,9 +7500,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureM
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuThreadExchangeStreamCaptureMode))
     return cucap_real.cuThreadExchangeStreamCaptureMode ? cucap_real.cuThreadExchangeStreamCaptureMode(mode) : CUDA_ERROR_NOT_FOUND;
+  if (custom_exchange_mode_pre)
+    custom_exchange_mode_pre(&c, mode);
   CUresult r = cucap_real.cuThreadExchangeStreamCaptureMode ? cucap_real.cuThreadExchangeStreamCaptureMode(mode) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)mode;
   c.nargs = 1;
+  if (custom_exchange_mode)
+    custom_exchange_mode(&c, r, mode);
   cucap_call_exit(&c, r);
   return r;
 }

@@ -495,6 +495,9 @@ CUresult mock_run_op(const mock_op *op) {
     op->fn(op->user);
     return CUDA_SUCCESS;
   case MOCK_OP_EMPTY:
+  case MOCK_OP_MEMALLOC:
+  case MOCK_OP_MEMFREE:
+  case MOCK_OP_MARK:
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;
@@ -549,6 +552,7 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
 CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, CUstream s, void **params,
                      void **extra) {
   MOCK_TRY(mock_check_stream(s));
+  MOCK_TRY(mock_legacy_check(s, 0));
   mock_op op;
   MOCK_TRY(mock_kernel_op(f, grid, block, shmem, params, extra, &op));
   return mock_submit(s, &op);
