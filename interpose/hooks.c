@@ -200,6 +200,11 @@ void *cucap_wrapper_lookup(const char *symbol) {
 /* ------------------------------------------------------------ per call */
 
 int cucap_call_enter(cucap_call *c, uint32_t api) {
+  c->stats = cucap_rec_stats_on;
+  if (__builtin_expect(c->stats, 0)) {
+    c->st0 = cucap_rec_stats_clock();
+    c->st_real0 = c->st_real1 = 0;
+  }
   if (__builtin_expect(!atomic_load_explicit(&g_real_ready, memory_order_acquire), 0))
     cucap_real_init();
   /* The first intercepted call of the process opens the capture. */
@@ -380,6 +385,7 @@ static size_t fast_record(uint8_t *buf, const cucap_call *c, uint64_t t_exit,
 void cucap_call_exit(cucap_call *c, CUresult r) {
   uint64_t t_exit = cucap_rec_now();
   uint64_t seq = 0;
+  int slow = 0;
   if (!c->drop) {
     /* Record.context: the thread's current context after the call (for
      * cuCtxSetCurrent/Push/Pop/Create: the new one). A TLS read in the
@@ -399,6 +405,7 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
         seq = 0;
       goto done;
     }
+    slow = 1;
     cucap_fbb *b = c->b;
     uint32_t n = c->nargs > CUCAP_MAX_ARGS ? CUCAP_MAX_ARGS : c->nargs;
     cucap_fb_ref args = n ? cucap_fbb_vector(b, c->args, n, 8, 8) : 0;
@@ -435,6 +442,11 @@ done:
   /* after the cuInit Record, so the Devices record follows it in the file */
   if (__builtin_expect(c->api == CUCAP_API_cuInit, 0) && r == CUDA_SUCCESS)
     emit_devices();
+  if (__builtin_expect(c->stats, 0)) {
+    uint64_t total = cucap_rec_stats_clock() - c->st0;
+    uint64_t real = c->st_real1 > c->st_real0 ? c->st_real1 - c->st_real0 : 0;
+    cucap_rec_stats_call(c->api, total > real ? total - real : 0, slow);
+  }
   c->th->depth = 0;
 }
 
@@ -537,6 +549,10 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable,
 
 /* ------------------------------------------------------------ lifetime */
 
+static const char *api_name(size_t i) {
+  return i < CUCAP_API_COUNT ? cucap_api_table[i].symbol : NULL;
+}
+
 __attribute__((constructor)) static void cucap_interpose_init(void) {
   init_real_dlsym();
   /* Arms only: the capture (and, with --audit, the CUPTI subscription) is
@@ -547,6 +563,11 @@ __attribute__((constructor)) static void cucap_interpose_init(void) {
   cucap_rec_start("libcucap", CUDA_VERSION);
   if (cucap_rec_opts()->audit)
     cucap_rec_on_activate(cucap_audit_start);
+  const char *st = getenv("CUCAP_STATS");
+  if (getenv("CUCAP_OUTPUT") && (cucap_rec_opts()->stats || (st && *st == '1'))) {
+    cucap_rec_stats_init(1, CUCAP_API_COUNT, api_name);
+    cucap_rec_at_exit(cucap_rec_stats_report);
+  }
 }
 
 __attribute__((destructor)) static void cucap_interpose_fini(void) {

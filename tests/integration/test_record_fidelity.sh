@@ -25,7 +25,9 @@
 #     mode a payload read before the program's synchronisation would be stale
 #     and fail here; managed memory through SyncPoint/HostWrite snapshots
 #     (drv_managed must verify snapshot regions); graph DtoH results after
-#     graph launches (drv_capture must check >= 5 copies).
+#     graph launches (drv_capture must check >= 5 copies);
+#  4. `cucap record --stats` prints the recorder's cost table and keeps it in
+#     the capture.
 set -u
 skip() { echo "SKIP: $*"; exit 77; }
 : "${CUCAP:=}" "${MOCK_LIBDIR:=}" "${APPS_DIR:=}"
@@ -103,6 +105,21 @@ if "$CUCAP" dump --json "$T/drv_streams.1.fb" >"$T/ds.jsonl" 2>/dev/null; then
   nres=$(grep -c '"reason":"CopyResult"' "$T/ds.jsonl")
   if [ "$nres" -ge 3 ]; then ok "drv_streams: $nres CopyResult snapshots"
   else bad "drv_streams: expected >= 3 CopyResult snapshots, got $nres"; fi
+fi
+
+# --stats (issue 10 tooling): a per-entry-point table, in the capture as a
+# Note "stats" and printed by `cucap record --stats` after the program exits.
+unset CUCAP_MOCK_ASYNC
+if "$CUCAP" record --stats -o "$T/stats.fb" -- "$APPS_DIR/drv_streams" >/dev/null 2>"$T/stats.err"; then
+  if grep -q '^cuLaunchKernel  *[1-9]' "$T/stats.err" && grep -q '^callstack walks ' "$T/stats.err" &&
+     grep -q '^writer append lock waits ' "$T/stats.err" &&
+     "$CUCAP" dump --json "$T/stats.fb" | grep -q '"kind":"stats"'; then
+    ok "record --stats: table printed and kept as a Note"
+  else
+    bad "record --stats: no table"; head -20 "$T/stats.err"
+  fi
+else
+  bad "record --stats failed"; tail -3 "$T/stats.err"
 fi
 
 echo "test_record_fidelity: $pass passed, $fail failed"
