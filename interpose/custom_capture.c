@@ -116,11 +116,7 @@ static int driver_status(CUstream s, int variant) {
   return r == CUDA_SUCCESS ? (int)st : -1;
 }
 
-void cx_capture_end(CUstream s, int variant) {
-  if (!cx_capture_any())
-    return;
-  if (driver_status(s, variant) == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-    return; /* e.g. CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: still capturing */
+static void forget(CUstream s) {
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < g_ncaps; i++) {
     if (g_caps[i].stream != CX_U64(s))
@@ -134,10 +130,22 @@ void cx_capture_end(CUstream s, int variant) {
   pthread_mutex_unlock(&g_mu);
 }
 
+void cx_capture_end(CUstream s, int variant) {
+  if (!cx_capture_any())
+    return;
+  if (driver_status(s, variant) == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    return; /* e.g. CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: still capturing */
+  forget(s);
+}
+
 int cx_stream_capturing(CUstream s, int variant) {
   if (!cx_capture_any())
     return 0;
   int st = driver_status(s, variant);
+  /* a tracked stream the driver says is not capturing (its capture ended
+   * out of our sight): forget it, so that cx_capture_any() drops to 0 */
+  if (st == CU_STREAM_CAPTURE_STATUS_NONE)
+    forget(s);
   /* INVALIDATED: still inside a capture sequence (until EndCapture); an
    * error: cannot tell, assume the worst */
   return st != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -176,13 +184,17 @@ void custom_exchange_mode(cucap_call *c, CUresult r, CUstreamCaptureMode *mode) 
   t_mode_pending = -1;
 }
 
-/* A capture the app sees active that we did not see begin (mode unknown:
- * counted as GLOBAL, the strictest). */
+/* A capture the app sees active while we track none: its begin escaped us
+ * (mode unknown: counted as GLOBAL, the strictest). With captures tracked,
+ * an active stream is one of theirs or joined one (event waits), and the
+ * driver is asked per stream anyway. */
 static void learn(CUstream s, CUresult r, const CUstreamCaptureStatus *st) {
-  if (r != CUDA_SUCCESS || !st || *st != CU_STREAM_CAPTURE_STATUS_ACTIVE || !s)
+  if (r != CUDA_SUCCESS || !st || *st != CU_STREAM_CAPTURE_STATUS_ACTIVE || !s ||
+      cx_capture_any())
     return;
   pthread_mutex_lock(&g_mu);
-  add_locked(CX_U64(s), CU_STREAM_CAPTURE_MODE_GLOBAL);
+  if (g_ncaps == 0)
+    add_locked(CX_U64(s), CU_STREAM_CAPTURE_MODE_GLOBAL);
   pthread_mutex_unlock(&g_mu);
 }
 
