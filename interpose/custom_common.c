@@ -55,6 +55,17 @@ cucap_fb_ref cx_jit_options(cucap_fbb *b, unsigned n, const int *opts,
   return cucap_fbb_vector_refs(b, refs, n);
 }
 
+void cx_guarded(void (*fn)(void)) {
+  cucap_rec_thread *th = cucap_rec_thread_get();
+  if (th) {
+    th->depth++;
+    th->audit_expect = 0;
+  }
+  fn();
+  if (th)
+    th->depth--;
+}
+
 uint64_t cx_current_ctx(void) {
   CUcontext ctx = NULL;
   if (cucap_real.cuCtxGetCurrent && cucap_real.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS)

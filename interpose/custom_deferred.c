@@ -179,7 +179,8 @@ static void emit_result(uint64_t seq, const cx_rows *r) {
 
 /* ---------------------------------------------------------------- pending */
 
-static void at_exit_drain(void) { cx_deferred_context_loss(0); }
+static void drain_all(void) { cx_deferred_context_loss(0); }
+static void at_exit_drain(void) { cx_guarded(drain_all); }
 static void register_exit(void) { atexit(at_exit_drain); }
 
 static void pend_set_seq(void *arg, uint64_t seq) {

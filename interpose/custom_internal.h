@@ -92,6 +92,11 @@ void cx_snapshot_before_launch(uint64_t launch_index);
 /* Registers the at-exit snapshot once (idempotent, cheap). */
 void cx_snapshot_init(void);
 
+/* Runs fn (an exit handler of ours, called outside any wrapper) with this
+ * thread's re-entrancy guard held, so that its driver calls are neither
+ * recorded nor counted by --audit as the app's (custom_common.c). */
+void cx_guarded(void (*fn)(void));
+
 /* ---- stream capture (custom_capture.c) ----
  * The recorder's own driver calls must never break a program's capture: run
  * them between cx_relax_begin/end (RELAXED interaction mode, swapped in with

@@ -98,7 +98,7 @@ static long find_locked(uint64_t p) {
   return p - r->addr < r->size ? (long)(lo - 1) : -1;
 }
 
-static void at_exit_managed(void) { cx_managed_exit(); }
+static void at_exit_managed(void) { cx_guarded(cx_managed_exit); }
 static void register_exit(void) { atexit(at_exit_managed); }
 
 void cx_managed_add(uint64_t addr, uint64_t size) {
