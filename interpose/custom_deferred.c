@@ -53,7 +53,10 @@
 typedef struct pend {
   struct pend *next;
   uint64_t seq;         /* copy_seq */
-  int seq_state;        /* 0: record not appended yet, 1: known, -1: drop */
+  int seq_state;        /* 0: record not appended yet (after_append still
+                           points here: never freed then), 1: known,
+                           -1: no record was appended */
+  int dropped;          /* its memory is being freed: do not read */
   CUevent ev;
   uint64_t ctx;
   cx_rows rows;
@@ -325,15 +328,16 @@ static void collect(int wait, uint64_t ctx_only) {
       pp = &p->next;
       continue;
     }
-    if (p->seq_state < 0) {
+    if (p->seq_state == 0) {
+      /* its call is still being recorded on another thread */
+    } else if (p->seq_state < 0 || p->dropped) {
       drop = 1;
-    } else if (p->seq_state > 0 || wait) {
+    } else {
       CUresult r = cucap_real.cuEventQuery ? cucap_real.cuEventQuery(p->ev)
                                            : CUDA_ERROR_NOT_FOUND;
       if (r == CUDA_ERROR_NOT_READY && wait && cucap_real.cuEventSynchronize)
         r = cucap_real.cuEventSynchronize(p->ev);
-      if (r == CUDA_SUCCESS)
-        take = p->seq_state > 0;
+      take = r == CUDA_SUCCESS;
       drop = !take && (r != CUDA_ERROR_NOT_READY || wait);
     }
     if (!take && !drop) {
@@ -380,7 +384,7 @@ void cx_deferred_host_free(uint64_t p, uint64_t size) {
   for (pend *q = g_pend; q; q = q->next) {
     uint64_t a = CX_U64(q->rows.base);
     if (a >= p && a - p < (size ? size : 1))
-      q->seq_state = -1; /* still in flight into memory being freed */
+      q->dropped = 1; /* still in flight into memory being freed */
   }
   pthread_mutex_unlock(&g_mu);
 }
