@@ -910,14 +910,15 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       return;
     if (R->capturing) {
       R->rep->copies_unverifiable++;
+      rp_vsync_captured(R, R->cur_seq, hb, size);
     } else {
       if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
         return;
       if (R->o->verify != CUCAP_REPLAY_VERIFY_NONE) {
-        if (!cucap_fb_memcpy_has_payload(c)) {
+        cucap_hash128 h;
+        if (!rp_vsync_dtoh_expected(R, c, R->cur_seq, &h)) {
           R->rep->copies_unverifiable++;
         } else {
-          cucap_hash128 h = rp_h(cucap_fb_memcpy_payload(c));
           uint64_t bsz = 0;
           if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK || bsz != size ||
               !rp_grow(&R->expect, &R->expect_cap, size, &R->expect_pinned, R) ||
@@ -1421,14 +1422,16 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_GRAPH:
     rp_op_graph(R, rec, cucap_fb_record_body_as_graph(rec));
     break;
-  case CUCAP_FB_BODY_SNAPSHOT:
-    if (R->o->verify != CUCAP_REPLAY_VERIFY_NONE &&
-        cucap_fb_snapshot_reason(cucap_fb_record_body_as_snapshot(rec)) ==
-            CUCAP_FB_SNAPSHOTREASON_EXIT)
-      rp_verify_snapshot(R, cucap_fb_record_body_as_snapshot(rec));
+  case CUCAP_FB_BODY_SNAPSHOT: {
+    const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
+    if (cucap_fb_snapshot_reason(sn) != CUCAP_FB_SNAPSHOTREASON_EXIT)
+      rp_vsync_snapshot(R, sn); /* replay_verify_sync.c */
+    else if (R->o->verify != CUCAP_REPLAY_VERIFY_NONE)
+      rp_verify_snapshot(R, sn);
     else
       R->rep->ignored++;
     break;
+  }
   case CUCAP_FB_BODY_LAUNCHHASH:
     if (R->o->verify == CUCAP_REPLAY_VERIFY_LAUNCH)
       rp_verify_launch_hash(R, cucap_fb_record_body_as_launch_hash(rec));

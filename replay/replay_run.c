@@ -86,6 +86,8 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
     }
     case CUCAP_FB_BODY_SNAPSHOT: {
       const cucap_fb_snapshot *s = cucap_fb_record_body_as_snapshot(rec);
+      if (!rp_vsync_scan(R, s)) /* CopyResult: verified at its copy */
+        return CUCAP_ERR_NOMEM;
       if (cucap_fb_snapshot_reason(s) == CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH &&
           !R->restore) {
         size_t k = cucap_fb_snapshot_regions_len(s);
@@ -291,6 +293,7 @@ static void rp_destroy_live(rp_state *R) {
   rp_map_free(&R->launch_fn);
   R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
   rp_verify_pending_free(R);
+  rp_vsync_loop_reset(R);
   /* created contexts */
   for (size_t i = 0; i < R->ctx_created.cap; i++)
     if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy)
@@ -553,6 +556,7 @@ out:
   free(R->restore);
   free(R->funcs);
   free(R->pending);
+  rp_vsync_free(R);
   rp_map_free(&R->ctx);
   rp_map_free(&R->tid_ctx);
   if (!rep->error[0] && rep->mismatches) {

@@ -92,6 +92,7 @@ typedef struct rp_state {
   unsigned pass;              /* 0-based pass being executed */
   cucap_replay_op op;         /* the record being executed */
   int op_announced;           /* op_before was called for it */
+  struct rp_vsync *vsync;     /* replay_verify_sync.c (format 1.2 snapshots) */
 } rp_state;
 
 /* replay_exec.c */
@@ -133,5 +134,19 @@ void rp_verify_launch_hash(rp_state *R, const cucap_fb_launch_hash *h);
 void rp_verify_launch_done(rp_state *R, uint64_t li);
 void rp_verify_pending_free(rp_state *R);
 int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
+
+/* replay_verify_sync.c: Snapshot{CopyResult, SyncPoint, HostWrite} of a
+ * recorder that never synchronises the program (format 1.2). */
+int rp_vsync_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
+/* The bytes a DtoH Memcpy record must reproduce: its payload, or the
+ * CopyResult read after it; 0 when neither exists. */
+int rp_vsync_dtoh_expected(rp_state *R, const cucap_fb_memcpy *c, uint64_t seq,
+                           cucap_hash128 *h);
+/* A DtoH copy (record seq) was executed into a capture, into buf (which
+ * outlives the loop). */
+void rp_vsync_captured(rp_state *R, uint64_t seq, void *buf, uint64_t size);
+void rp_vsync_snapshot(rp_state *R, const cucap_fb_snapshot *s);
+void rp_vsync_loop_reset(rp_state *R);
+void rp_vsync_free(rp_state *R);
 
 #endif

@@ -103,8 +103,10 @@ void rp_verify_snapshot(rp_state *R, const cucap_fb_snapshot *s) {
       continue;
     }
     char what[128];
-    snprintf(what, sizeof what, "exit snapshot region %zu (0x%" PRIx64 "+%" PRIu64
-             ", record %" PRIu64 ")", i, addr, size, R->rec_index);
+    snprintf(what, sizeof what, "%s snapshot region %zu (0x%" PRIx64 "+%" PRIu64
+             ", record %" PRIu64 ")",
+             cucap_fb_snapshot_reason(s) == CUCAP_FB_SNAPSHOTREASON_EXIT ? "exit" : "sync-point",
+             i, addr, size, R->rec_index);
     R->rep->snapshot_regions_checked++;
     rp_verify_bytes(R, what, got, R->expect, size, addr);
   }
