@@ -193,6 +193,9 @@ static inline uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr,
     *relocated = 0;
   return addr;
 }
+/* Zero-fills every mapped piece (the start of each replay pass; the NULL
+ * stream, synchronised). Returns the first failure. */
+CUresult rp_mem_zero(const rp_mem *m, const rp_driver *d);
 void rp_mem_release(rp_mem *m, rp_driver *d);
 
 #endif

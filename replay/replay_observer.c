@@ -96,6 +96,21 @@ void rp_obs_op_after(rp_state *R, int status) {
 
 /* ---- session queries -------------------------------------------------- */
 
+/* Reads `size` device bytes at a live address into the DtoH scratch buffer
+ * (the buffer op->host_data points to: observers read host_data first). */
+cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
+                            void **out) {
+  if (!rp_grow(&R->scratch, &R->scratch_cap, size ? size : 1,
+               &R->scratch_pinned, R))
+    return CUCAP_ERR_NOMEM;
+  if (size && (R->d.df.MemcpyDtoHAsync(R->scratch, live, size, NULL) !=
+                   CUDA_SUCCESS ||
+               R->d.df.StreamSynchronize(NULL) != CUDA_SUCCESS))
+    return CUCAP_ERR_CUDA;
+  *out = R->scratch;
+  return CUCAP_OK;
+}
+
 void *cucap_replay_session_proc(cucap_replay_session *s, const char *name,
                                 int cuda_version) {
   rp_state *R = rp_of(s);
