@@ -38,10 +38,3 @@ extern "C" __global__ void add_rc2d(float *p, unsigned long long pitch, int w, i
   }
 }
 extern "C" __global__ void empty_kernel(void) {}
-// Nondeterministic on purpose (tests/apps/drv_nondet.c): a clock value per
-// element, different in every run, like the clock()/atomics samples. The
-// mock writes a monotonic-clock counter instead.
-extern "C" __global__ void stamp(unsigned *out, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = (unsigned)clock64() ^ (unsigned)i;
-}

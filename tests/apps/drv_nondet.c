@@ -9,15 +9,26 @@
  * test_replay_nondet.sh). */
 #include "drv_common.h"
 
+#ifndef NONDET_FATBIN_PATH
+#error "NONDET_FATBIN_PATH must name the fatbin built from drv_nondet_kernels.cu"
+#endif
+__asm__(".section .rodata\n"
+        ".balign 16\n"
+        "nondet_fatbin:\n"
+        ".incbin \"" NONDET_FATBIN_PATH "\"\n"
+        ".previous\n");
+extern const unsigned char nondet_fatbin[];
+
 int main(void) {
   enum { N = 1 << 12 };
   CUcontext ctx = drv_setup();
-  CUmodule mod;
+  CUmodule mod, nmod;
   CUfunction fill, scale, stamp;
   CK(cuModuleLoadData(&mod, drv_fatbin));
+  CK(cuModuleLoadData(&nmod, nondet_fatbin));
   CK(cuModuleGetFunction(&fill, mod, "fill"));
   CK(cuModuleGetFunction(&scale, mod, "scale"));
-  CK(cuModuleGetFunction(&stamp, mod, "stamp"));
+  CK(cuModuleGetFunction(&stamp, nmod, "stamp"));
 
   CUdeviceptr d;
   CK(cuMemAlloc(&d, 2 * N * sizeof(float)));
@@ -40,6 +51,7 @@ int main(void) {
   printf("halves equal: %d\n", memcmp(out, half, N * sizeof(float)) == 0);
 
   CK(cuMemFree(d));
+  CK(cuModuleUnload(nmod));
   CK(cuModuleUnload(mod));
   CK(cuCtxDestroy(ctx));
   free(out);
