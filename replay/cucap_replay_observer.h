@@ -12,10 +12,13 @@
  *   begin       the primary context exists and current, recorded memory is
  *               placed, nothing of the capture executed yet
  *   pass_begin  start of a pass: every record of the capture (or of the
- *               replayed range) is executed once per pass; a pass after the
- *               first starts from the initial state again (live objects of
- *               the previous pass destroyed, memory re-initialised by
- *               re-executing the capture's own uploads)
+ *               replayed range) is executed once per pass; every pass starts
+ *               from the same state: recorded device ranges zero-filled (in
+ *               the first pass too; relocated allocations when made),
+ *               re-created pinned host ranges zero-filled, and for a pass
+ *               after the first the live objects of the previous pass
+ *               destroyed and the BeforeLaunch snapshot restored; memory is
+ *               then re-initialised by re-executing the capture's uploads
  *   op_before / op_after
  *               around every executed record; for a kernel launch exactly
  *               around the driver's launch call, with the live function and
@@ -36,7 +39,11 @@
  * cucap_replay_session_mismatch (exit 1, the replay goes on).
  *
  * Passes: the number of passes is the largest of --loop and what observers
- * ask for through pass_end (at most CUCAP_REPLAY_MAX_PASSES). */
+ * ask for through pass_end (at most CUCAP_REPLAY_MAX_PASSES). --verify is
+ * itself an observer (replay/verify_observer.c), called before the caller's
+ * observers when cucap_replay_options.verify is set; it may ask for passes
+ * (see cucap_replay_options.verify_passes), one of them a diagnostic pass
+ * that synchronises after every op that writes device memory. */
 #ifndef CUCAP_REPLAY_OBSERVER_H
 #define CUCAP_REPLAY_OBSERVER_H
 
@@ -73,14 +80,16 @@ typedef struct cucap_replay_op {
   /* kernel launches (body Launch), else launch_index is
    * CUCAP_REPLAY_NO_LAUNCH and the rest is zero/NULL */
   uint64_t launch_index;  /* recorded 0-based launch number */
-  const char *kernel;     /* mangled kernel name */
+  const char *kernel;     /* full mangled kernel name (never truncated) */
   uint64_t function;      /* live CUfunction */
   uint64_t stream;        /* live CUstream (0: the NULL stream) */
   uint64_t context;       /* live CUcontext current at the launch */
   uint32_t callstack;     /* recorded host callstack id (0: none) */
   /* copies to the host (DtoH, AtoH): where the replayed bytes are after the
    * copy completed (op_after only; NULL when not such a copy or when the
-   * copy is asynchronous and not yet complete) */
+   * copy is asynchronous and not yet complete, e.g. captured into a graph).
+   * The buffer is the replayer's scratch buffer, which
+   * cucap_replay_session_read reuses: read host_data first. */
   const void *host_data;
   uint64_t host_size;
   /* op_after only: 0 executed, 1 skipped (not replayable), -1 failed */

@@ -12,10 +12,11 @@
  * first pass that compared the check. A byte that differs between passes is
  * nondeterministic (the program itself gives other bytes from run to run);
  * a byte that differs from the recording but agreed in every pass is a
- * mismatch. Nondeterminism is marked per aligned 4-byte word (a value that
- * varies from run to run varies in its low bytes every time and in its high
- * bytes only sometimes). State is kept only for checks that differed once:
- * a check that always matched needs none. */
+ * mismatch. Nondeterminism is marked per aligned 4-byte word, extended to
+ * the high half of an aligned 8-byte word whose low half varies (a value
+ * that varies from run to run varies in its low bytes every time and in its
+ * high bytes only sometimes: vo_nd_word). State is kept only for checks that
+ * differed once: a check that always matched needs none. */
 #ifndef CUCAP_VERIFY_INTERNAL_H
 #define CUCAP_VERIFY_INTERNAL_H
 
@@ -43,7 +44,7 @@ typedef struct vo_check {
   /* 2D/3D copies: packed offset -> device address (see vo_dev_addr) */
   int geom;
   uint64_t g_width, g_rows, g_pitch, g_slice;
-  unsigned align;            /* device address % 4: word boundaries */
+  unsigned align;            /* device address % 8: word boundaries */
   cucap_hash128 blob;        /* expected bytes (copies, snapshot regions) */
   /* byte checks: the first compared pass's bytes where they differ from the
    * recording (NULL: they equal it), nondeterministic-byte bitmask */

@@ -86,17 +86,33 @@ int vo_nd_get(const vo_check *c, uint64_t i) {
   return c->nd && (c->nd[i >> 3] >> (i & 7)) & 1;
 }
 
-/* Marks the aligned 4-byte word holding byte i nondeterministic. */
+/* Marks byte i nondeterministic, with its aligned 4-byte word, and when
+ * that word is the low half of an aligned 8-byte word, the high half too:
+ * a value that varies from run to run varies in its low bytes every time and
+ * in its high bytes only sometimes (a 32-bit clock's top byte every 2^24
+ * cycles; a clock64 value carries into its high half every 2^32 cycles, ~2 s
+ * on an H100: between the recording and the replays, not between replays
+ * milliseconds apart). Little-endian: the low half is at the lower address.
+ * Word boundaries follow the device address (c->align = address % 8). */
 static void vo_nd_word(vo_check *c, uint64_t i) {
-  uint64_t w = (i + c->align) & ~(uint64_t)3; /* word start, shifted */
-  uint64_t lo = w >= c->align ? w - c->align : 0, hi = w + 4 - c->align;
-  for (uint64_t j = lo; j < hi && j < c->size; j++) {
+  uint64_t p = i + c->align, w8 = p & ~(uint64_t)7;
+  uint64_t from = (p - w8) < 4 ? w8 : w8 + 4, to = w8 + 8;
+  for (uint64_t q = from; q < to; q++) {
+    if (q < c->align || q - c->align >= c->size)
+      continue;
+    uint64_t j = q - c->align;
     uint8_t m = (uint8_t)(1u << (j & 7));
     if (!(c->nd[j >> 3] & m)) {
       c->nd[j >> 3] |= m;
       c->nd_count++;
     }
   }
+}
+
+/* The first byte after the 4-byte word holding byte i. */
+static uint64_t vo_next_word(const vo_check *c, uint64_t i) {
+  uint64_t n = ((i + c->align) & ~(uint64_t)3) + 4;
+  return n - c->align;
 }
 
 uint32_t vo_intern(vo_verifier *v, const char *name, int kernel) {
@@ -212,7 +228,7 @@ static vo_check *vo_check_new(vo_verifier *v, const vo_info *in, uint64_t key) {
                cucap_fb_copy_geometry_src_y(g) * c->g_pitch +
                cucap_fb_copy_geometry_src_z(g) * c->g_slice;
   }
-  c->align = c->geom ? 0 : (unsigned)(c->addr & 3);
+  c->align = c->geom ? 0 : (unsigned)(c->addr & 7);
   if (in->near) {
     c->nnear = in->near->n;
     memcpy(c->near, in->near->id, sizeof c->near);
@@ -275,8 +291,7 @@ static void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
     } else {      /* earlier passes matched the recording */
       for (uint64_t i = d; i < size;) {
         vo_nd_word(c, i);
-        i = (i + c->align + 4) & ~(uint64_t)3;
-        i = i >= c->align ? i - c->align : 0;
+        i = vo_next_word(c, i);
         if (i < size)
           i += vo_first_diff(got + i, want + i, size - i);
       }
@@ -285,8 +300,7 @@ static void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
     const uint8_t *base = c->ref ? c->ref : want;
     for (uint64_t i = vo_first_diff(got, base, size); i < size;) {
       vo_nd_word(c, i);
-      i = (i + c->align + 4) & ~(uint64_t)3;
-      i = i >= c->align ? i - c->align : 0;
+      i = vo_next_word(c, i);
       if (i < size)
         i += vo_first_diff(got + i, base + i, size - i);
     }
@@ -357,16 +371,19 @@ static cucap_status vo_read_region(vo_verifier *v, uint64_t addr, uint64_t size)
   return CUCAP_OK;
 }
 
-static const char *vo_reason_name(int reason) {
-  switch (reason) {
-  case CUCAP_FB_SNAPSHOTREASON_EXIT: return "exit";
-  case CUCAP_FB_SNAPSHOTREASON_AFTERLAUNCH: return "after-launch";
-  case CUCAP_FB_SNAPSHOTREASON_MANUAL: return "manual";
-  default: {
-    const char *n = cucap_fb_snapshot_reason_name(reason);
-    return n && *n ? n : "other";
+/* "exit", "after-launch", "manual"; reasons appended to the schema later
+ * (e.g. sync points of managed memory) by their schema name, lower-cased */
+static void vo_reason_name(int reason, char *out, size_t cap) {
+  const char *n = reason == CUCAP_FB_SNAPSHOTREASON_AFTERLAUNCH ? "after-launch"
+                  : cucap_fb_snapshot_reason_name(reason);
+  if (!n || !*n || *n == '?') {
+    snprintf(out, cap, "reason-%d", reason);
+    return;
   }
-  }
+  size_t i = 0;
+  for (; n[i] && i + 1 < cap; i++)
+    out[i] = (char)(n[i] >= 'A' && n[i] <= 'Z' ? n[i] - 'A' + 'a' : n[i]);
+  out[i] = 0;
 }
 
 static void vo_snapshot(vo_verifier *v, const cucap_replay_op *op,
@@ -398,10 +415,10 @@ static void vo_snapshot(vo_verifier *v, const cucap_replay_op *op,
         v->chk[ix - 1].dead = 1;
       continue;
     }
-    char what[128];
+    char what[160], rn[32];
+    vo_reason_name(reason, rn, sizeof rn);
     snprintf(what, sizeof what, "%s snapshot region %zu (0x%" PRIx64 "+%" PRIu64
-             ", record %" PRIu64 ")", vo_reason_name(reason), i, g[i].addr,
-             g[i].size, rec_index);
+             ", record %" PRIu64 ")", rn, i, g[i].addr, g[i].size, rec_index);
     vo_info in = {rec_index, (uint32_t)i, VO_SNAP, what, g[i].addr, g[i].size,
                   NULL, g[i].h, &v->any};
     if (first)
