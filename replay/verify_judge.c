@@ -278,9 +278,9 @@ static void vo_hints(const vo_verifier *v, const vo_check *c, uint64_t off,
     memcpy(&r, want + o8 - al8, 8);
     if (vo_addr_like(v, g) && vo_addr_like(v, r))
       VO_HINT("the values look like addresses outside the capture's "
-              "allocations (0x%" PRIx64 ", recorded 0x%" PRIx64 "; device heap "
-              "or driver-placed memory, which a replay does not reproduce)",
-              g, r);
+              "allocations or clock64 timestamps (0x%" PRIx64 ", recorded 0x%"
+              PRIx64 "; device heap, driver-placed memory or a clock: a "
+              "replay does not reproduce those)", g, r);
   }
   /* a float that differs in its last digits is what floating-point atomics
    * give, but also what a flipped low bit gives: said only when this run
