@@ -63,17 +63,21 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
   else res FAIL "$name audit" "$nmiss functions with missed calls: $mlist"; fi
   "$CUCAP" replay "$w/cap.fb" --verify >"$w/replay.txt" 2>&1
   rc=$?
-  if [ $rc -eq 0 ]; then res PASS "$name replay --verify" "$(grep -E '^(verify|memory):' "$w/replay.txt" | tr '\n' ' ' | cut -c1-150)"
+  # the verify line in full: it names nondeterministic bytes and their kernels
+  if [ $rc -eq 0 ]; then res PASS "$name replay --verify" "$(grep -E '^verify:' "$w/replay.txt" | cut -c9-330) | $(grep -E '^memory:' "$w/replay.txt" | cut -c9-60)"
   else res FAIL "$name replay --verify" "exit $rc ($(tail -1 "$w/replay.txt"))"; fi
 }
 
 for a in drv_basic drv_streams drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
-         drv_capture drv_managed rt_storm \
+         drv_capture drv_managed drv_nondet rt_storm \
          rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
 done
 if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   run_app torch_mlp $PY "$ROOT/tests/apps/torch_mlp.py" --steps 20
+  # memory-efficient attention backward accumulates with atomics: replay
+  # --verify must pass with those bytes reported as nondeterministic
+  run_app torch_transformer $PY "$ROOT/tests/apps/torch_transformer.py" --steps 5
 else
   res SKIP torch_mlp "no torch with CUDA"
 fi
@@ -117,6 +121,20 @@ EXTRA_REQUIRE='[1-9][0-9]* launch hashes checked' \
   extra hash-launches "$APPS/drv_streams" --hash-launches -- --verify=launch
 extra relocate "$APPS/drv_threads" -- --relocate --verify
 extra loop3 "$APPS/rt_multistream" -- --loop 3 --verify
+# clock values: told apart as nondeterministic and named; a flipped recorded
+# byte of the deterministic half must still fail
+EXTRA_REQUIRE='bytes nondeterministic \(differ between replays; in [0-9]+ copies, written by kernels stamp\); 0 unverifiable; all deterministic bytes matched' \
+  extra nondeterministic "$APPS/drv_nondet" -- --verify
+if [ -f "$OUT/extra-nondeterministic/cap.fb" ] && [ -x "$BUILD/tests/test_replay" ]; then
+  w=$OUT/extra-nondeterministic
+  "$BUILD/tests/test_replay" --flip-dtoh "$w/cap.fb" "$w/flip.fb" 5 >/dev/null 2>&1
+  "$CUCAP" replay "$w/flip.fb" --verify >"$w/flip.txt" 2>&1; rc=$?
+  if [ $rc -eq 1 ] && grep -q "first differing offset 5 .*same in all" "$w/flip.txt"; then
+    res PASS "nondeterministic flipped byte fails" "$(grep -o 'same in all [0-9]* passes' "$w/flip.txt" | head -1)"
+  else
+    res FAIL "nondeterministic flipped byte fails" "exit $rc ($(tail -1 "$w/flip.txt"))"
+  fi
+fi
 if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   # PyTorch's caching allocator keeps its memory to the end: the exit
   # snapshot must hold regions, and all of them must match.
