@@ -68,6 +68,7 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
 }
 
 for a in drv_basic drv_streams drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
+         drv_attrs drv_texture \
          rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
 done
@@ -104,6 +105,18 @@ EXTRA_REQUIRE='[1-9][0-9]* launch hashes checked' \
   extra hash-launches "$APPS/drv_streams" --hash-launches -- --verify=launch
 extra relocate "$APPS/drv_threads" -- --relocate --verify
 extra loop3 "$APPS/rt_multistream" -- --loop 3 --verify
+# attributes/limits and arrays/textures relocated (linear and pitch-2D texture
+# pointers, access policy window), and made again in a second loop
+extra relocate-attrs "$APPS/drv_attrs" -- --relocate --verify
+extra relocate-texture "$APPS/drv_texture" -- --relocate --verify
+extra loop2-texture "$APPS/drv_texture" -- --loop 2 --verify
+# texture/surface handles: the same numbers in the replay (nothing rewritten)
+# or other numbers, rewritten and counted; either way verified
+if [ -f "$OUT/drv_texture/cap.fb" ]; then
+  "$CUCAP" replay "$OUT/drv_texture/cap.fb" --verify --json >"$OUT/drv_texture/handles.json" 2>&1
+  res "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "drv_texture handles" \
+    "$(grep -o '"patched_params":[0-9]*,"patched_handles":[0-9]*' "$OUT/drv_texture/handles.json")"
+fi
 if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   # PyTorch's caching allocator keeps its memory to the end: the exit
   # snapshot must hold regions, and all of them must match.

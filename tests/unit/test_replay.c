@@ -51,6 +51,21 @@ static void emit(uint8_t type, cucap_fb_ref body) {
   cucap_fbb_reset(B);
 }
 
+/* A call recorded without a body: Record.call and Record.args only. */
+static void emit_call(uint32_t cbid, const uint64_t *args, size_t n) {
+  cucap_fb_ref av = cucap_fbb_vector(B, args, n, 8, 8);
+  cucap_fb_record_start(B);
+  cucap_fb_record_add_seq(B, ++SEQ);
+  cucap_fb_record_add_call(B, cbid);
+  cucap_fb_record_add_args(B, av);
+  cucap_fb_record_add_context(B, CTX);
+  cucap_fb_ref r = cucap_fb_record_end(B);
+  size_t sz = 0;
+  const uint8_t *buf = cucap_fbb_finish(B, r, 1, &sz);
+  TU_REQUIRE(buf && cucap_writer_append(W, buf, sz, NULL) == CUCAP_OK);
+  cucap_fbb_reset(B);
+}
+
 static cucap_fb_hash128 blob(const void *p, size_t n) {
   cucap_hash128 h;
   TU_REQUIRE(cucap_writer_put_blob(W, p, n, &h) == CUCAP_OK);
@@ -60,7 +75,11 @@ static cucap_fb_hash128 blob(const void *p, size_t n) {
 
 static long NLAUNCH = 1; /* launches of vec_add in write_capture */
 enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8,
-       CAP_PINNED = 16 };
+       CAP_PINNED = 16, CAP_ATTR_LATE = 32 };
+/* CAP_ATTR_LATE: the launch uses 96 KiB of dynamic shared memory, and the
+ * cuFuncSetAttribute that allows it comes before the function's record (a
+ * handle the recorder learned late): the replay applies it at the launch */
+#define SMEM_BIG (96 * 1024)
 /* CAP_PINNED: a HostAlloc(DEVICEMAP) at a free address (placed by replay)
  * and a HostRegister over memory this process already uses (not placed:
  * the replay warns and goes on) */
@@ -143,6 +162,10 @@ static void write_capture(const char *path, int flags) {
   cucap_fb_module_add_format(B, CUCAP_FB_IMAGEFORMAT_PTX);
   emit(CUCAP_FB_BODY_MODULE, cucap_fb_module_end(B));
 
+  if (flags & CAP_ATTR_LATE) {
+    uint64_t at[3] = {FN, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, SMEM_BIG};
+    emit_call(481 /* CUPTI_DRIVER_TRACE_CBID_cuFuncSetAttribute */, at, 3);
+  }
   cucap_fb_param_info pi[4] = {{0, 8}, {8, 8}, {16, 8}, {24, 4}};
   cucap_fb_ref pv = cucap_fbb_vector(B, pi, 4, sizeof pi[0], 4);
   cucap_fb_ref fname = cucap_fbb_string(B, "vec_add", 7);
@@ -209,6 +232,8 @@ static void write_capture(const char *path, int flags) {
     cucap_fb_launch_add_block(B, &block);
     cucap_fb_launch_add_args(B, av);
     cucap_fb_launch_add_launch_index(B, (uint64_t)li);
+    if (flags & CAP_ATTR_LATE)
+      cucap_fb_launch_add_shared_mem(B, SMEM_BIG);
     if (flags & CAP_GRAPH)
       cucap_fb_launch_add_stream(B, GS);
     emit(CUCAP_FB_BODY_LAUNCH, cucap_fb_launch_end(B));
@@ -497,17 +522,34 @@ static void opts(cucap_replay_options *o) {
   o->verify = CUCAP_REPLAY_VERIFY_COPIES;
 }
 
-/* Helper mode for tests/integration/test_replay_mock.sh:
+/* Helper modes for the integration tests (tests/integration/):
  *   test_replay --flip-dtoh IN OUT OFFSET
  * copies capture IN to OUT, flipping one byte (at OFFSET, clamped) of the
  * payload blob of the first DtoH copy that has one. The blob keeps its hash
  * (the reader does not re-hash blobs), so only --verify can notice. Prints
- * "flipped <offset> seq <seq>". */
-static int flip_dtoh(const char *in, const char *out, uint64_t off) {
+ * "flipped <offset> seq <seq>".
+ *   test_replay --drop-calls IN OUT CBID[,CBID...]
+ * copies IN to OUT without the records of those driver calls (CUPTI cbids),
+ * as an older recorder or a replayer that ignores them would have it.
+ * Prints "dropped <n>". */
+static int in_list(const char *list, uint32_t cbid) {
+  for (const char *p = list; p && *p;) {
+    char *end;
+    unsigned long v = strtoul(p, &end, 0);
+    if (end == p)
+      return 0;
+    if (v == cbid)
+      return 1;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
+static int rewrite(const char *in, const char *out, uint64_t off, const char *drop) {
   cucap_reader *r = NULL;
   char msg[256];
   if (cucap_reader_open(in, NULL, &r, msg, sizeof msg) != CUCAP_OK) {
-    fprintf(stderr, "flip: %s\n", msg);
+    fprintf(stderr, "rewrite: %s\n", msg);
     return 2;
   }
   const void *rec, *buf;
@@ -515,7 +557,7 @@ static int flip_dtoh(const char *in, const char *out, uint64_t off) {
   cucap_hash128 target = {0, 0};
   uint64_t seq = 0;
   int found = 0;
-  while (!found && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
+  while (!drop && !found && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
     const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
     if (c && cucap_fb_memcpy_kind(c) == CUCAP_FB_MEMCPYKIND_DTOH &&
         cucap_fb_memcpy_has_payload(c) && cucap_fb_memcpy_payload(c) &&
@@ -526,7 +568,7 @@ static int flip_dtoh(const char *in, const char *out, uint64_t off) {
       found = 1;
     }
   }
-  if (!found) {
+  if (!drop && !found) {
     fprintf(stderr, "flip: no DtoH copy with a payload in %s\n", in);
     cucap_reader_destroy(r);
     return 2;
@@ -550,7 +592,7 @@ static int flip_dtoh(const char *in, const char *out, uint64_t off) {
       rc = 2;
       break;
     }
-    if (cucap_hash128_eq(h, target) && bs) {
+    if (!drop && cucap_hash128_eq(h, target) && bs) {
       if (off >= bs)
         off = bs - 1;
       d[off] ^= 0x01;
@@ -562,9 +604,17 @@ static int flip_dtoh(const char *in, const char *out, uint64_t off) {
     free(d);
   }
   cucap_reader_rewind(r);
-  while (!rc && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK)
+  unsigned long dropped = 0;
+  while (!rc && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
+    if (drop && in_list(drop, cucap_fb_record_call(rec))) {
+      dropped++;
+      continue;
+    }
     if (cucap_writer_append(w, buf, sz, NULL) != CUCAP_OK)
       rc = 2;
+  }
+  if (drop)
+    printf("dropped %lu\n", dropped);
   if (cucap_writer_close(w) != CUCAP_OK)
     rc = 2;
   cucap_writer_destroy(w);
@@ -587,7 +637,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc == 5 && !strcmp(argv[1], "--flip-dtoh"))
-    return flip_dtoh(argv[2], argv[3], strtoull(argv[4], NULL, 0));
+    return rewrite(argv[2], argv[3], strtoull(argv[4], NULL, 0), NULL);
+  if (argc == 5 && !strcmp(argv[1], "--drop-calls"))
+    return rewrite(argv[2], argv[3], 0, argv[4]);
   const char *bd = getenv("CUCAP_BUILD_DIR");
   struct stat sb;
   snprintf(mock, sizeof mock, "%s/tests/mock/libcuda.so.1", bd ? bd : ".");
@@ -617,6 +669,23 @@ int main(int argc, char **argv) {
   TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
   if (rep.error[0])
     fprintf(stderr, "error: %s\n", rep.error);
+
+  /* 1a: an attribute set on a function before its record: applied at the
+   * first launch (the mock refuses 96 KiB of shared memory without it) */
+  {
+    char *ap = tu_tmp_path("replay_attr");
+    write_capture(ap, CAP_ATTR_LATE);
+    opts(&o);
+    TU_CHECK(cucap_replay_run(ap, &o, &rep) == CUCAP_OK);
+    checks += 3;
+    TU_CHECK(rep.exit_code == 0);
+    TU_CHECK(rep.launches == 1 && rep.skipped == 0);
+    TU_CHECK(rep.mismatches == 0 && rep.copies_checked == 1);
+    if (rep.error[0])
+      fprintf(stderr, "error: %s\n", rep.error);
+    remove(ap);
+    free(ap);
+  }
 
   /* 1b: stream capture -> graph -> 3 graph launches, with the mock ignoring
    * hints that are not 32 MiB-aligned like the real driver (placement from
