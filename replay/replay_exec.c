@@ -358,6 +358,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
         if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
           R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
+      rp_object_context_gone(R, live); /* its arrays and textures */
       if (R->d.df.CtxDestroy)
         R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
     }

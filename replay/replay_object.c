@@ -29,13 +29,22 @@
 #include "cucap_log.h"
 #include "replay_state.h"
 
+enum { OWN_ARRAY, OWN_MIPMAP, OWN_TEX, OWN_SURF };
+
+typedef struct rp_owned { /* an object this replay made and must destroy */
+  int kind;
+  uint64_t rec, live;
+  uint64_t ctx;      /* live context it belongs to: gone with it */
+} rp_owned;
+
 struct rp_objects {
   rp_map array;      /* recorded CUarray -> live (created and mipmap levels) */
-  rp_map array_own;  /* created by cuArray*Create: destroyed at the end */
   rp_map mipmap;     /* recorded CUmipmappedArray -> live */
   rp_map tex, surf;  /* recorded CUtexObject / CUsurfObject -> live */
   rp_map moved;      /* recorded tex/surf handle -> live, where they differ */
   rp_map clash;      /* recorded values claimed by two objects: never rewritten */
+  rp_owned *own;     /* in creation order */
+  size_t nown, capown;
   int warned_upload, warned_moved;
 };
 
@@ -47,17 +56,45 @@ static struct rp_objects *objs(rp_state *R) {
   return R->obj;
 }
 
-/* Calls fn for every entry of m (keys 0 and 1 live in side slots). */
-static void map_each(rp_map *m, void (*fn)(rp_state *, uint64_t, uint64_t),
-                     rp_state *R) {
-  if (!m->cap)
-    return;
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->keys[i] > 1)
-      fn(R, m->keys[i], m->vals[i]);
-  for (uint64_t k = 0; k < 2; k++)
-    if (m->keys[m->cap] & (1u << k))
-      fn(R, k, m->vals[m->cap + k]);
+static rp_map *own_map(struct rp_objects *O, int kind) {
+  switch (kind) {
+  case OWN_ARRAY: return &O->array;
+  case OWN_MIPMAP: return &O->mipmap;
+  case OWN_TEX: return &O->tex;
+  default: return &O->surf;
+  }
+}
+
+static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, uint64_t live) {
+  if (O->nown == O->capown) {
+    size_t nc = O->capown ? O->capown * 2 : 16;
+    rp_owned *n = realloc(O->own, nc * sizeof *n);
+    if (!n) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return 0;
+    }
+    O->own = n;
+    O->capown = nc;
+  }
+  rp_owned *o = &O->own[O->nown++];
+  o->kind = kind;
+  o->rec = rec;
+  o->live = live;
+  o->ctx = (uint64_t)(uintptr_t)R->cur;
+  return 1;
+}
+
+/* Forgets the newest object of that kind and recorded handle; its live
+ * handle, 0 if none. */
+static uint64_t own_del(struct rp_objects *O, int kind, uint64_t rec) {
+  for (size_t i = O->nown; i-- > 0;)
+    if (O->own[i].kind == kind && O->own[i].rec == rec) {
+      uint64_t live = O->own[i].live;
+      memmove(&O->own[i], &O->own[i + 1], (O->nown - i - 1) * sizeof *O->own);
+      O->nown--;
+      return live;
+    }
+  return 0;
 }
 
 uint64_t rp_object_array(rp_state *R, uint64_t recorded) {
@@ -76,18 +113,30 @@ uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded) {
 
 int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned) {
   struct rp_objects *O = objs(R);
-  if (!O || !rp_map_put(&O->array, recorded, live) ||
-      (owned && !rp_map_put(&O->array_own, recorded, live)))
+  if (!O || !rp_map_put(&O->array, recorded, live))
     return 0;
-  return 1;
+  return !owned || own_add(R, O, OWN_ARRAY, recorded, live);
 }
 
 uint64_t rp_object_array_del(rp_state *R, uint64_t recorded) {
-  uint64_t live = 0;
   if (!R->obj)
     return 0;
   rp_map_del(&R->obj->array, recorded, NULL);
-  return rp_map_del(&R->obj->array_own, recorded, &live) ? live : 0;
+  return own_del(R->obj, OWN_ARRAY, recorded);
+}
+
+void rp_object_context_gone(rp_state *R, uint64_t ctx) {
+  struct rp_objects *O = R->obj;
+  if (!O)
+    return;
+  size_t k = 0;
+  for (size_t i = 0; i < O->nown; i++) {
+    if (O->own[i].ctx == ctx) /* destroyed with its context */
+      rp_map_del(own_map(O, O->own[i].kind), O->own[i].rec, NULL);
+    else
+      O->own[k++] = O->own[i];
+  }
+  O->nown = k;
 }
 
 /* Notes the live tex/surf handle of a recorded one. */
@@ -187,7 +236,9 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
     if (!rp_cu(R, d->MipmappedArrayCreate(&live, &ad, cucap_fb_object_level(o)),
                "cuMipmappedArrayCreate"))
       return;
-    rp_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live);
+    if (!rp_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live) ||
+        !own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live))
+      return;
     break;
   }
   case CUCAP_FB_OBJECTKIND_MIPMAPPEDLEVEL: {
@@ -239,7 +290,9 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
     }
     if (!rp_cu(R, r, name))
       return;
-    rp_map_put(tex ? &O->tex : &O->surf, h, live);
+    if (!rp_map_put(tex ? &O->tex : &O->surf, h, live) ||
+        !own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live))
+      return;
     note_handle(O, tex, h, live);
     break;
   }
@@ -257,15 +310,18 @@ static void obj_destroy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_
   rp_ctx_rec(R, rec);
   switch (cucap_fb_object_kind(o)) {
   case CUCAP_FB_OBJECTKIND_TEXOBJECT:
-    if (rp_map_del(&O->tex, h, &live) && d->TexObjectDestroy)
+    rp_map_del(&O->tex, h, NULL);
+    if ((live = own_del(O, OWN_TEX, h)) && d->TexObjectDestroy)
       d->TexObjectDestroy((CUtexObject)live);
     break;
   case CUCAP_FB_OBJECTKIND_SURFOBJECT:
-    if (rp_map_del(&O->surf, h, &live) && d->SurfObjectDestroy)
+    rp_map_del(&O->surf, h, NULL);
+    if ((live = own_del(O, OWN_SURF, h)) && d->SurfObjectDestroy)
       d->SurfObjectDestroy((CUsurfObject)live);
     break;
   case CUCAP_FB_OBJECTKIND_MIPMAPPEDARRAY:
-    if (rp_map_del(&O->mipmap, h, &live) && d->MipmappedArrayDestroy)
+    rp_map_del(&O->mipmap, h, NULL);
+    if ((live = own_del(O, OWN_MIPMAP, h)) && d->MipmappedArrayDestroy)
       d->MipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)live);
     break;
   default:
@@ -348,39 +404,34 @@ void rp_object_fix_expected(rp_state *R, const void *got, void *want, uint64_t s
 
 /* ---------------------------------------------------------------- teardown */
 
-static void kill_tex(rp_state *R, uint64_t k, uint64_t v) {
-  (void)k;
-  if (R->d.df.TexObjectDestroy)
-    R->d.df.TexObjectDestroy((CUtexObject)v);
-}
-static void kill_surf(rp_state *R, uint64_t k, uint64_t v) {
-  (void)k;
-  if (R->d.df.SurfObjectDestroy)
-    R->d.df.SurfObjectDestroy((CUsurfObject)v);
-}
-static void kill_mipmap(rp_state *R, uint64_t k, uint64_t v) {
-  (void)k;
-  if (R->d.df.MipmappedArrayDestroy)
-    R->d.df.MipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)v);
-}
-static void kill_array(rp_state *R, uint64_t k, uint64_t v) {
-  (void)k;
-  if (R->d.df.ArrayDestroy)
-    R->d.df.ArrayDestroy((CUarray)(uintptr_t)v);
-}
-
 void rp_object_destroy_live(rp_state *R) {
   struct rp_objects *O = R->obj;
   if (!O)
     return;
-  if (R->d.lib) { /* objects before the arrays they read */
-    map_each(&O->tex, kill_tex, R);
-    map_each(&O->surf, kill_surf, R);
-    map_each(&O->mipmap, kill_mipmap, R);
-    map_each(&O->array_own, kill_array, R);
+  const rp_fns *d = &R->d.df;
+  for (size_t i = O->nown; R->d.lib && i-- > 0;) { /* newest first: objects before their arrays */
+    const rp_owned *o = &O->own[i];
+    switch (o->kind) {
+    case OWN_TEX:
+      if (d->TexObjectDestroy)
+        d->TexObjectDestroy((CUtexObject)o->live);
+      break;
+    case OWN_SURF:
+      if (d->SurfObjectDestroy)
+        d->SurfObjectDestroy((CUsurfObject)o->live);
+      break;
+    case OWN_MIPMAP:
+      if (d->MipmappedArrayDestroy)
+        d->MipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)o->live);
+      break;
+    default:
+      if (d->ArrayDestroy)
+        d->ArrayDestroy((CUarray)(uintptr_t)o->live);
+      break;
+    }
   }
-  rp_map *maps[] = {&O->array, &O->array_own, &O->mipmap, &O->tex, &O->surf,
-                    &O->moved, &O->clash};
+  free(O->own);
+  rp_map *maps[] = {&O->array, &O->mipmap, &O->tex, &O->surf, &O->moved, &O->clash};
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
     rp_map_free(maps[i]);
   free(O);

@@ -166,6 +166,8 @@ void rp_object_patch_upload(rp_state *R, void *buf, uint64_t size,
  * are made equal in want. */
 void rp_object_fix_expected(rp_state *R, const void *got, void *want,
                             uint64_t size, uint64_t addr);
+/* The program destroyed live context ctx: its arrays/objects are gone. */
+void rp_object_context_gone(rp_state *R, uint64_t ctx);
 /* Destroys every live array/object and frees the maps (loops, end). */
 void rp_object_destroy_live(rp_state *R);
 

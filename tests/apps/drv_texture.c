@@ -70,7 +70,7 @@ static void show(const char *label, CUdeviceptr d, size_t n, float *h) {
 int main(void) {
   CUcontext ctx = drv_setup();
   CUmodule mod;
-  CK(cuModuleLoadData(&mod, drv_fatbin));
+  CK(cuModuleLoadData(&mod, drv_obj_fatbin));
   CUfunction k1 = fn(mod, "tex1d_read"), kf = fn(mod, "tex1d_fetch"), k2 = fn(mod, "tex2d_read");
   CUfunction k3 = fn(mod, "tex3d_read"), kl = fn(mod, "tex_lod_read"), ks = fn(mod, "surf2d_write");
   CUfunction kb = fn(mod, "tex_bindless"), ka = fn(mod, "tex_atlas");
