@@ -43,7 +43,8 @@ void rp_array_alloc(rp_state *R, const cucap_fb_record *rec, const cucap_fb_allo
   if (!rp_cu(R, R->d.df.Array3DCreate(&live, &d), "cuArray3DCreate"))
     return;
   if (!rp_object_array_put(R, cucap_fb_alloc_address(a), (uint64_t)(uintptr_t)live, 1)) {
-    R->d.df.ArrayDestroy(live);
+    if (R->d.df.ArrayDestroy)
+      R->d.df.ArrayDestroy(live);
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     return;
   }

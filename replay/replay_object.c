@@ -113,9 +113,15 @@ uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded) {
 
 int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned) {
   struct rp_objects *O = objs(R);
-  if (!O || !rp_map_put(&O->array, recorded, live))
+  if (!O || (owned && !own_add(R, O, OWN_ARRAY, recorded, live)))
     return 0;
-  return !owned || own_add(R, O, OWN_ARRAY, recorded, live);
+  if (!rp_map_put(&O->array, recorded, live)) {
+    if (owned)
+      own_del(O, OWN_ARRAY, recorded); /* the caller destroys it */
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    return 0;
+  }
+  return 1;
 }
 
 uint64_t rp_object_array_del(rp_state *R, uint64_t recorded) {
@@ -236,9 +242,12 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
     if (!rp_cu(R, d->MipmappedArrayCreate(&live, &ad, cucap_fb_object_level(o)),
                "cuMipmappedArrayCreate"))
       return;
-    if (!rp_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live) ||
-        !own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live))
+    if (!own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live))
       return;
+    if (!rp_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live)) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
     break;
   }
   case CUCAP_FB_OBJECTKIND_MIPMAPPEDLEVEL: {
@@ -290,9 +299,12 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
     }
     if (!rp_cu(R, r, name))
       return;
-    if (!rp_map_put(tex ? &O->tex : &O->surf, h, live) ||
-        !own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live))
+    if (!own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live))
       return;
+    if (!rp_map_put(tex ? &O->tex : &O->surf, h, live)) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
     note_handle(O, tex, h, live);
     break;
   }
