@@ -94,7 +94,10 @@ typedef struct cucap_replay_report {
   uint64_t fixed_ranges, fixed_bytes;  /* super-ranges reserved, bytes
                                           mapped at fixed VAs */
   uint64_t relocated_allocs;           /* allocations replayed elsewhere */
-  uint64_t patched_params;             /* kernel params rewritten (relocation) */
+  uint64_t patched_params;             /* kernel params rewritten (relocation,
+                                          texture/surface handles) */
+  uint64_t patched_handles;            /* texture/surface handle values
+                                          rewritten in uploaded host data */
   uint64_t pinned_host_ranges;         /* page-locked host ranges re-created at
                                           their recorded addresses */
   uint64_t pinned_host_failed;         /* ... that could not be */

@@ -142,6 +142,14 @@ uint64_t cucap_replay_session_stream(cucap_replay_session *s, uint64_t recorded)
  * and the blob's hash and size if there is one, else 0. */
 int cucap_replay_session_copy_result(cucap_replay_session *s, uint64_t copy_seq,
                                      cucap_hash128 *blob, uint64_t *size);
+/* Recorded bytes may hold handles of objects (texture/surface objects) that
+ * the replay re-created under other numbers. In `want`, the recorded bytes
+ * of `size` bytes at recorded device address `addr`, this rewrites every
+ * aligned 8-byte word equal to such a recorded handle whose live number is
+ * at the same place in `got` (the replayed bytes), so that comparing them
+ * flags no renumbered handle. Nothing to do (and fast) when no handle moved. */
+void cucap_replay_session_fix_expected(cucap_replay_session *s, const void *got,
+                                       void *want, uint64_t size, uint64_t addr);
 /* Copies `size` bytes of device memory at a recorded address into dst,
  * synchronously (the NULL stream of the current context). Must not be
  * called while op->capturing. */

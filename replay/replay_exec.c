@@ -51,7 +51,7 @@ int rp_cu(rp_state *R, CUresult r, const char *call) {
   return 0;
 }
 
-static void rp_skip(rp_state *R, const char *name) {
+void rp_skip(rp_state *R, const char *name) {
   cucap_replay_report *rep = R->rep;
   rep->skipped++;
   for (unsigned i = 0; i < rep->skip_kinds; i++)
@@ -84,7 +84,7 @@ static int rp_keep_as(rp_state *R, void *p, int pinned) {
   return 1;
 }
 
-static int rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
+int rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
 
 /* A host buffer for a copy to the host captured into a graph: the driver
  * only takes page-locked memory for memcpy nodes, and allocating it during a
@@ -185,7 +185,7 @@ static int rp_ctx_switch(rp_state *R, CUcontext live) {
 /* The context an op of this record runs in: Record.context when the
  * recorder set it, else the current context of the recording thread as
  * replayed so far (SetCurrent/Push/Pop/Create per tid). */
-static int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
+int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
   uint64_t c = cucap_fb_record_context(rec), live;
   if (c)
     return rp_ctx_use(R, c);
@@ -199,7 +199,7 @@ static void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec,
   rp_map_put(&R->tid_ctx, cucap_fb_record_tid(rec), (uint64_t)(uintptr_t)live);
 }
 
-static CUstream rp_stream(rp_state *R, uint64_t h) {
+CUstream rp_stream(rp_state *R, uint64_t h) {
   if (h <= 2) /* NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD */
     return (CUstream)(uintptr_t)h;
   uint64_t v;
@@ -216,10 +216,6 @@ static CUstream rp_stream(rp_state *R, uint64_t h) {
   return NULL;
 }
 
-CUstream rp_stream_live(rp_state *R, uint64_t recorded) {
-  return rp_stream(R, recorded);
-}
-
 static CUevent rp_event(rp_state *R, uint64_t h) {
   uint64_t v = 0;
   if (!rp_map_get(&R->event, h, &v))
@@ -227,7 +223,7 @@ static CUevent rp_event(rp_state *R, uint64_t h) {
   return (CUevent)(uintptr_t)v;
 }
 
-static const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec) {
+const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec) {
   return cucap_fb_record_variant(rec) != CUCAP_FB_CALLVARIANT_DEFAULT
              ? &R->d.pt
              : &R->d.df;
@@ -300,16 +296,9 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
       return "cuLaunchCooperativeKernelMultiDevice";
     return NULL;
   }
-  case CUCAP_FB_BODY_MEMCPY: {
-    int k = cucap_fb_memcpy_kind(cucap_fb_record_body_as_memcpy(rec));
-    if (k >= CUCAP_FB_MEMCPYKIND_HTOA && k <= CUCAP_FB_MEMCPYKIND_ATOA)
-      return "memcpy to/from CUDA array";
-    return NULL;
-  }
+  case CUCAP_FB_BODY_MEMCPY: /* array copies: replay_array.c */
   case CUCAP_FB_BODY_ALLOC:
-    if (cucap_fb_alloc_kind(cucap_fb_record_body_as_alloc(rec)) ==
-        CUCAP_FB_ALLOCKIND_ARRAY)
-      return "cuArrayCreate";
+  case CUCAP_FB_BODY_OBJECT: /* format 1.2: replay_object.c */
     return NULL;
   case CUCAP_FB_BODY_STREAM: {
     int op = cucap_fb_stream_op(cucap_fb_record_body_as_stream(rec));
@@ -338,8 +327,10 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
       return "unsupported call (recorder note)";
     return NULL;
   }
-  case CUCAP_FB_BODY_NONE:
-    return rp_unhooked_work(rec);
+  case CUCAP_FB_BODY_NONE: {
+    const char *w = rp_unhooked_work(rec);
+    return w ? w : rp_attr_unreplayable(rec);
+  }
   default:
     /* Devices (format 1.1): informational, read by the scan */
     if (cucap_fb_record_body_type(rec) > CUCAP_FB_BODY_DEVICES)
@@ -402,6 +393,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
         if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
           R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
+      rp_object_context_gone(R, live); /* its arrays and textures */
       if (R->d.df.CtxDestroy)
         R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
     }
@@ -756,8 +748,8 @@ static void *rp_stage(rp_state *R, size_t size, unsigned *slot) {
   return R->stage[s];
 }
 
-static void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
-                          const rp_fns *fn) {
+void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
+                   const rp_fns *fn) {
   if (!R->stage_ev[slot] && R->d.df.EventCreate)
     R->d.df.EventCreate(&R->stage_ev[slot], CU_EVENT_DISABLE_TIMING);
   if (R->stage_ev[slot] && fn->EventRecord(R->stage_ev[slot], st) == CUDA_SUCCESS)
@@ -767,8 +759,8 @@ static void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
 }
 
 /* Host buffer holding the payload; *owned: caller must keep/free it. */
-static void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
-                        unsigned *slot, int *kept) {
+void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
+                 unsigned *slot, int *kept) {
   cucap_hash128 h = rp_h(cucap_fb_memcpy_payload(c));
   uint64_t bsz = 0;
   if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK || bsz < size)
@@ -899,11 +891,6 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     return;
   }
   const cucap_fb_copy_geometry *g = cucap_fb_memcpy_geometry(c);
-  if (g && (cucap_fb_copy_geometry_src_memory_type(g) == CU_MEMORYTYPE_ARRAY ||
-            cucap_fb_copy_geometry_dst_memory_type(g) == CU_MEMORYTYPE_ARRAY)) {
-    rp_skip(R, "memcpy to/from CUDA array");
-    return;
-  }
   if (!rp_ctx_rec(R, rec))
     return;
   CUstream st = rp_stream(R, cucap_fb_memcpy_stream(c));
@@ -921,6 +908,9 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       return;
     }
     uint64_t d = rp_tr(R, dst);
+    if (R->obj) /* texture/surface handles stored in device memory */
+      rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
+                             g ? cucap_fb_copy_geometry_width_bytes(g) : 0);
     if (g)
       rp_copy2d(g, 0, d, hb, st, fn, &res);
     else
@@ -1117,6 +1107,8 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
       }
     }
   }
+  if (R->obj)
+    rp_object_patch_params(R, fi, args, n);
   void *kp[RP_MAX_PARAMS];
   void **kparams = NULL, **extra = NULL;
   size_t argsize = n;
@@ -1142,6 +1134,8 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   CUstream st = rp_stream(R, cucap_fb_launch_stream(l));
   CUfunction f = (CUfunction)(uintptr_t)fi->live_fn;
   unsigned shm = cucap_fb_launch_shared_mem(l);
+  if (R->attr) /* attributes set before the function was known */
+    rp_attr_before_launch(R, fi);
   CUresult r;
   if (R->o->nobservers) { /* observers see the launch exactly around the call */
     R->op.launch_index = cucap_fb_launch_launch_index(l);
@@ -1155,17 +1149,7 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   int k = cucap_fb_launch_kind(l);
   if (k == CUCAP_FB_LAUNCHKIND_KERNELEX && fn->LaunchKernelEx) {
     CUlaunchAttribute at[RP_MAX_ATTRS];
-    unsigned na = 0;
-    for (size_t i = 0; i < cucap_fb_launch_attrs_len(l) && na < RP_MAX_ATTRS; i++) {
-      const cucap_fb_launch_attr *a = cucap_fb_launch_attrs_at(l, i);
-      memset(&at[na], 0, sizeof at[na]);
-      at[na].id = (CUlaunchAttributeID)cucap_fb_launch_attr_id(a);
-      size_t vl = 0;
-      const uint8_t *v = cucap_fb_launch_attr_value(a, &vl);
-      if (v)
-        memcpy(&at[na].value, v, vl < sizeof at[na].value ? vl : sizeof at[na].value);
-      na++;
-    }
+    unsigned na = rp_attr_launch_attrs(R, l, at, RP_MAX_ATTRS);
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = gd->x;
@@ -1419,17 +1403,32 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_FUNCTION:
     rp_op_function(R, rec, cucap_fb_record_body_as_function(rec));
     break;
-  case CUCAP_FB_BODY_ALLOC:
-    if (rp_unreplayable(rec))
-      rp_skip(R, rp_unreplayable(rec));
+  case CUCAP_FB_BODY_ALLOC: {
+    const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
+    if (cucap_fb_alloc_kind(a) == CUCAP_FB_ALLOCKIND_ARRAY)
+      rp_array_alloc(R, rec, a);
     else
-      rp_op_alloc(R, rec, cucap_fb_record_body_as_alloc(rec));
+      rp_op_alloc(R, rec, a);
     break;
-  case CUCAP_FB_BODY_FREE:
-    rp_op_free(R, rec, cucap_fb_record_body_as_free(rec));
+  }
+  case CUCAP_FB_BODY_FREE: {
+    const cucap_fb_free *f = cucap_fb_record_body_as_free(rec);
+    if (cucap_fb_free_kind(f) == CUCAP_FB_ALLOCKIND_ARRAY)
+      rp_array_free(R, rec, f);
+    else
+      rp_op_free(R, rec, f);
     break;
-  case CUCAP_FB_BODY_MEMCPY:
-    rp_op_memcpy(R, rec, cucap_fb_record_body_as_memcpy(rec));
+  }
+  case CUCAP_FB_BODY_MEMCPY: {
+    const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
+    if (rp_array_is_copy(c))
+      rp_array_memcpy(R, rec, c);
+    else
+      rp_op_memcpy(R, rec, c);
+    break;
+  }
+  case CUCAP_FB_BODY_OBJECT:
+    rp_object_execute(R, rec, cucap_fb_record_body_as_object(rec));
     break;
   case CUCAP_FB_BODY_MEMSET:
     rp_op_memset(R, rec, cucap_fb_record_body_as_memset(rec));
@@ -1460,6 +1459,8 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
     R->rep->ignored++;
     break;
   default: {
+    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE && rp_attr_execute(R, rec))
+      break; /* attribute/limit calls, replayed from Record.args */
     const char *bad = rp_unreplayable(rec);
     if (bad) {
       if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NOTE) {

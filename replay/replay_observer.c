@@ -131,7 +131,12 @@ uint64_t cucap_replay_session_translate(cucap_replay_session *s, uint64_t addr) 
 }
 
 uint64_t cucap_replay_session_stream(cucap_replay_session *s, uint64_t recorded) {
-  return (uint64_t)(uintptr_t)rp_stream_live(rp_of(s), recorded);
+  return (uint64_t)(uintptr_t)rp_stream(rp_of(s), recorded);
+}
+
+void cucap_replay_session_fix_expected(cucap_replay_session *s, const void *got,
+                                       void *want, uint64_t size, uint64_t addr) {
+  rp_object_fix_expected(rp_of(s), got, want, size, addr);
 }
 
 int cucap_replay_session_copy_result(cucap_replay_session *s, uint64_t copy_seq,

@@ -45,11 +45,13 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     }
     fprintf(f, "},\"fixed_address\":%s,\"fixed_ranges\":%" PRIu64
             ",\"fixed_bytes\":%" PRIu64 ",\"relocated_allocs\":%" PRIu64
-            ",\"patched_params\":%" PRIu64 ",\"pinned_host_ranges\":%" PRIu64
+            ",\"patched_params\":%" PRIu64 ",\"patched_handles\":%" PRIu64
+            ",\"pinned_host_ranges\":%" PRIu64
             ",\"pinned_host_failed\":%" PRIu64 ",\"env_warnings\":%d",
             p->fixed_address ? "true" : "false", p->fixed_ranges,
             p->fixed_bytes, p->relocated_allocs, p->patched_params,
-            p->pinned_host_ranges, p->pinned_host_failed, p->env_warnings);
+            p->patched_handles, p->pinned_host_ranges, p->pinned_host_failed,
+            p->env_warnings);
     fprintf(f, ",\"replay_wall_s\":%.6f,\"gpu_time_s\":%.6f"
             ",\"recorded_wall_s\":%.6f,\"ratio\":%.3f",
             p->replay_wall_s, p->gpu_time_s, p->recorded_wall_s, p->ratio);
@@ -93,6 +95,9 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
                             : "relocated",
           p->fixed_ranges, p->fixed_bytes >> 20, p->relocated_allocs,
           p->patched_params);
+  if (p->patched_handles)
+    fprintf(f, ", %" PRIu64 " texture/surface handle(s) rewritten in uploaded data",
+            p->patched_handles);
   if (p->pinned_host_ranges || p->pinned_host_failed)
     fprintf(f, "; %" PRIu64 " pinned host range(s) at recorded addresses, %" PRIu64
             " not placed", p->pinned_host_ranges, p->pinned_host_failed);

@@ -266,6 +266,8 @@ static void rp_restore(rp_state *R) {
 
 static void rp_destroy_live(rp_state *R) {
   /* objects the program left alive: destroy between loops and at the end */
+  rp_object_destroy_live(R); /* texture/surface objects, arrays */
+  rp_attr_reset(R);
   rp_map *maps[] = {&R->gexec, &R->graph, &R->event, &R->stream, &R->library,
                     &R->module};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {

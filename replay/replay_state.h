@@ -31,6 +31,10 @@ typedef struct rp_image_ref { /* module image to check against this GPU */
 
 #define RP_STAGING_SLOTS 2
 
+struct rp_objects; /* replay_object.c: arrays, mipmapped arrays, texture and
+                      surface objects, recorded -> live handles */
+struct rp_attrs;   /* replay_attr.c: attribute calls waiting for their function */
+
 typedef struct rp_state {
   const cucap_replay_options *o;
   cucap_replay_report *rep;
@@ -85,6 +89,8 @@ typedef struct rp_state {
   cucap_replay_op op;         /* the record being executed */
   int op_announced;           /* op_before was called for it */
   struct rp_deferred *deferred; /* replay_deferred.c (format 1.2 snapshots) */
+  struct rp_objects *obj;     /* NULL until the first array/object (replay_object.c) */
+  struct rp_attrs *attr;      /* NULL until an attribute waits (replay_attr.c) */
 } rp_state;
 
 /* replay_exec.c */
@@ -103,8 +109,65 @@ void rp_copy2d_dst_dev(CUDA_MEMCPY2D *p, const cucap_fb_copy_geometry *g, uint64
 void rp_copy3d_src_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_execute(rp_state *R, const cucap_fb_record *rec);
+/* Helpers of the executor shared with the files of its subsystems
+ * (replay_array.c, replay_object.c, replay_attr.c). */
+void rp_skip(rp_state *R, const char *name);      /* counted by name */
+int rp_keep(rp_state *R, void *p); /* freed at the end of the replay; 0: OOM */
+int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec); /* 0 + error if failed */
+CUstream rp_stream(rp_state *R, uint64_t recorded);
+const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec); /* variant table */
+/* The payload of an HtoD-like copy in a staging slot (or, while capturing, a
+ * buffer kept to the end of the replay: *kept = 1); NULL if missing. After
+ * issuing the copy from a slot, rp_stage_done(slot) guards it with an event. */
+void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
+                 unsigned *slot, int *kept);
+void rp_stage_done(rp_state *R, unsigned slot, CUstream st, const rp_fns *fn);
 
-CUstream rp_stream_live(rp_state *R, uint64_t recorded);
+/* replay_attr.c: cuFuncSetAttribute, cuKernelSetAttribute, cache/shared
+ * memory configs and cuCtxSetLimit, replayed from Record.args. */
+int rp_attr_execute(rp_state *R, const cucap_fb_record *rec); /* 1: handled */
+const char *rp_attr_unreplayable(const cucap_fb_record *rec); /* legacy texrefs */
+/* Before a launch of fi: attributes recorded before fi's handle was known. */
+void rp_attr_before_launch(rp_state *R, const rp_func *fi);
+/* The launch attributes of a KernelEx launch, handles (events) and pointers
+ * (access policy window) mapped to live ones; returns the count (<= max). */
+unsigned rp_attr_launch_attrs(rp_state *R, const cucap_fb_launch *l,
+                              CUlaunchAttribute *at, unsigned max);
+void rp_attr_reset(rp_state *R); /* between loops and at the end */
+
+/* replay_array.c: CUDA arrays (Alloc/Free kind Array) and copies to and from
+ * them (1D cuMemcpy*A*, 2D/3D with srcArray/dstArray). */
+void rp_array_alloc(rp_state *R, const cucap_fb_record *rec, const cucap_fb_alloc *a);
+void rp_array_free(rp_state *R, const cucap_fb_record *rec, const cucap_fb_free *f);
+int rp_array_is_copy(const cucap_fb_memcpy *c); /* a copy with an array side */
+void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memcpy *c);
+
+/* replay_object.c: the one recorded -> live map of arrays, mipmapped arrays
+ * and texture/surface objects, and the rewriting of recorded texture/surface
+ * handles where a program passes or stores them. */
+void rp_object_execute(rp_state *R, const cucap_fb_record *rec, const cucap_fb_object *o);
+/* Live CUarray / CUmipmappedArray of a recorded one (0 if unknown). */
+uint64_t rp_object_array(rp_state *R, uint64_t recorded);
+uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded);
+/* Array bookkeeping for replay_array.c (owned = destroyed with the replay). */
+int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned);
+uint64_t rp_object_array_del(rp_state *R, uint64_t recorded); /* live if owned */
+/* 8-byte, 8-aligned parameters of fi that hold a recorded texture/surface
+ * handle whose live value differs: rewritten (counted in patched_params). */
+void rp_object_patch_params(rp_state *R, const rp_func *fi, uint8_t *args, size_t n);
+/* The same for 8-aligned words of host data uploaded to device memory or an
+ * array (first_addr: where buf[0] lands; row: bytes per packed row or 0). */
+void rp_object_patch_upload(rp_state *R, void *buf, uint64_t size,
+                            uint64_t first_addr, uint64_t row);
+/* Before comparing `want` (recorded bytes read back at addr) with `got`:
+ * 8-aligned words where want holds a recorded handle and got its live value
+ * are made equal in want. */
+void rp_object_fix_expected(rp_state *R, const void *got, void *want,
+                            uint64_t size, uint64_t addr);
+/* The program destroyed live context ctx: its arrays/objects are gone. */
+void rp_object_context_gone(rp_state *R, uint64_t ctx);
+/* Destroys every live array/object and frees the maps (loops, end). */
+void rp_object_destroy_live(rp_state *R);
 
 /* replay_observer.c: dispatch to cucap_replay_options.observers */
 cucap_status rp_obs_attach(rp_state *R);

@@ -39,6 +39,9 @@ extern void custom_event_record_flags(cucap_call *c, CUresult r, CUevent hEvent,
 extern void custom_event_synchronize(cucap_call *c, CUresult r, CUevent hEvent) __attribute__((weak));
 extern void custom_exchange_mode(cucap_call *c, CUresult r, CUstreamCaptureMode *mode) __attribute__((weak));
 extern void custom_exchange_mode_pre(cucap_call *c, CUstreamCaptureMode *mode) __attribute__((weak));
+extern void custom_func_set_attribute(cucap_call *c, CUresult r, CUfunction hfunc, CUfunction_attribute attrib, int value) __attribute__((weak));
+extern void custom_func_set_cache_config(cucap_call *c, CUresult r, CUfunction hfunc, CUfunc_cache config) __attribute__((weak));
+extern void custom_func_set_shmem_config(cucap_call *c, CUresult r, CUfunction hfunc, CUsharedconfig config) __attribute__((weak));
 extern void custom_get_capture_info(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out) __attribute__((weak));
 extern void custom_get_capture_info_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out) __attribute__((weak));
 extern void custom_get_capture_info_v3(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out) __attribute__((weak));
@@ -55,6 +58,8 @@ extern void custom_graph_launch_ptsz_pre(cucap_call *c, CUgraphExec hGraphExec, 
 extern void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
 extern void custom_graph_upload_ptsz(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
 extern void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pFunc, CUkernel kernel) __attribute__((weak));
+extern void custom_kernel_set_attribute(cucap_call *c, CUresult r, CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev) __attribute__((weak));
+extern void custom_kernel_set_cache_config(cucap_call *c, CUresult r, CUkernel kernel, CUfunc_cache config, CUdevice dev) __attribute__((weak));
 extern void custom_launch_coop(cucap_call *c, CUresult r, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams) __attribute__((weak));
 extern void custom_launch_coop_pre(cucap_call *c, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams) __attribute__((weak));
 extern void custom_launch_ex(cucap_call *c, CUresult r, const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) __attribute__((weak));
@@ -129,6 +134,9 @@ extern void custom_memset_d32(cucap_call *c, CUresult r, CUdeviceptr dstDevice, 
 extern void custom_memset_d32_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) __attribute__((weak));
 extern void custom_memset_d8(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned char uc, size_t N) __attribute__((weak));
 extern void custom_memset_d8_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) __attribute__((weak));
+extern void custom_mipmap_create(cucap_call *c, CUresult r, CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels) __attribute__((weak));
+extern void custom_mipmap_destroy(cucap_call *c, CUresult r, CUmipmappedArray hMipmappedArray) __attribute__((weak));
+extern void custom_mipmap_get_level(cucap_call *c, CUresult r, CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level) __attribute__((weak));
 extern void custom_module_get_function(cucap_call *c, CUresult r, CUfunction *hfunc, CUmodule hmod, const char *name) __attribute__((weak));
 extern void custom_module_get_global(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name) __attribute__((weak));
 extern void custom_module_load(cucap_call *c, CUresult r, CUmodule *module, const char *fname) __attribute__((weak));
@@ -157,6 +165,10 @@ extern void custom_stream_wait_value32(cucap_call *c, CUresult r, CUstream strea
 extern void custom_stream_wait_value64(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) __attribute__((weak));
 extern void custom_stream_write_value32(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) __attribute__((weak));
 extern void custom_stream_write_value64(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) __attribute__((weak));
+extern void custom_surf_object_create(cucap_call *c, CUresult r, CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc) __attribute__((weak));
+extern void custom_surf_object_destroy(cucap_call *c, CUresult r, CUsurfObject surfObject) __attribute__((weak));
+extern void custom_tex_object_create(cucap_call *c, CUresult r, CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc) __attribute__((weak));
+extern void custom_tex_object_destroy(cucap_call *c, CUresult r, CUtexObject texObject) __attribute__((weak));
 
 CUCAP_EXPORT CUresult CUDAAPI cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray) {
   cucap_call c;
@@ -1818,6 +1830,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_at
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)value;
   c.nargs = 3;
+  if (custom_func_set_attribute)
+    custom_func_set_attribute(&c, r, hfunc, attrib, value);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1844,6 +1858,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cach
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)config;
   c.nargs = 2;
+  if (custom_func_set_cache_config)
+    custom_func_set_cache_config(&c, r, hfunc, config);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1857,6 +1873,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetSharedMemConfig(CUfunction hfunc, CUshare
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)config;
   c.nargs = 2;
+  if (custom_func_set_shmem_config)
+    custom_func_set_shmem_config(&c, r, hfunc, config);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3553,6 +3571,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, 
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)attrib; c.args[1] = (uint64_t)val; c.args[2] = (uint64_t)kernel; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
+  if (custom_kernel_set_attribute)
+    custom_kernel_set_attribute(&c, r, attrib, val, kernel, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3566,6 +3586,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cac
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)kernel; c.args[1] = (uint64_t)config; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
+  if (custom_kernel_set_cache_config)
+    custom_kernel_set_cache_config(&c, r, kernel, config, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6575,6 +6597,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray *pHandle, 
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)(uintptr_t)pMipmappedArrayDesc; c.args[2] = (uint64_t)numMipmapLevels;
   c.nargs = 3;
+  if (custom_mipmap_create)
+    custom_mipmap_create(&c, r, pHandle, pMipmappedArrayDesc, numMipmapLevels);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6588,6 +6612,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray hMipmappe
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hMipmappedArray;
   c.nargs = 1;
+  if (custom_mipmap_destroy)
+    custom_mipmap_destroy(&c, r, hMipmappedArray);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6601,6 +6627,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUm
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pLevelArray; c.args[1] = (uint64_t)hMipmappedArray; c.args[2] = (uint64_t)level;
   c.nargs = 3;
+  if (custom_mipmap_get_level)
+    custom_mipmap_get_level(&c, r, pLevelArray, hMipmappedArray, level);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -8176,6 +8204,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfObjectCreate(CUsurfObject *pSurfObject, cons
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pSurfObject; c.args[1] = (uint64_t)(uintptr_t)pResDesc;
   c.nargs = 2;
+  if (custom_surf_object_create)
+    custom_surf_object_create(&c, r, pSurfObject, pResDesc);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -8189,6 +8219,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfObjectDestroy(CUsurfObject surfObject) {
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)surfObject;
   c.nargs = 1;
+  if (custom_surf_object_destroy)
+    custom_surf_object_destroy(&c, r, surfObject);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -8293,6 +8325,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectCreate(CUtexObject *pTexObject, const C
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pTexObject; c.args[1] = (uint64_t)(uintptr_t)pResDesc; c.args[2] = (uint64_t)(uintptr_t)pTexDesc; c.args[3] = (uint64_t)(uintptr_t)pResViewDesc;
   c.nargs = 4;
+  if (custom_tex_object_create)
+    custom_tex_object_create(&c, r, pTexObject, pResDesc, pTexDesc, pResViewDesc);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -8306,6 +8340,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectDestroy(CUtexObject texObject) {
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)texObject;
   c.nargs = 1;
+  if (custom_tex_object_destroy)
+    custom_tex_object_destroy(&c, r, texObject);
   cucap_call_exit(&c, r);
   return r;
 }

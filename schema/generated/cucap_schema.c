@@ -225,6 +225,17 @@ const char *cucap_fb_snapshot_reason_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_snapshot_reason, v);
 }
 
+static const cucap_fb_enum_val cucap_fb__vals_object_kind[] = {
+  {0, "TexObject"},
+  {1, "SurfObject"},
+  {2, "MipmappedArray"},
+  {3, "MipmappedLevel"},
+};
+const cucap_fb_enum_desc cucap_fb_enum_desc_object_kind = {"ObjectKind", 4, cucap_fb__vals_object_kind};
+const char *cucap_fb_object_kind_name(int v) {
+  return cucap_fb_enum_name(&cucap_fb_enum_desc_object_kind, v);
+}
+
 static const cucap_fb_enum_val cucap_fb__vals_body[] = {
   {0, "NONE"},
   {1, "Context"},
@@ -249,12 +260,13 @@ static const cucap_fb_enum_val cucap_fb__vals_body[] = {
   {20, "Audit"},
   {21, "BlobPiece"},
   {22, "Devices"},
+  {23, "Object"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 23, cucap_fb__vals_body};
+const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 24, cucap_fb__vals_body};
 const char *cucap_fb_body_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_body, v);
 }
-static const cucap_fb_table_desc *const cucap_fb__members_body[23] = {
+static const cucap_fb_table_desc *const cucap_fb__members_body[24] = {
   [1] = &cucap_fb_table_desc_context,
   [2] = &cucap_fb_table_desc_module,
   [3] = &cucap_fb_table_desc_global,
@@ -277,8 +289,9 @@ static const cucap_fb_table_desc *const cucap_fb__members_body[23] = {
   [20] = &cucap_fb_table_desc_audit,
   [21] = &cucap_fb_table_desc_blob_piece,
   [22] = &cucap_fb_table_desc_devices,
+  [23] = &cucap_fb_table_desc_object,
 };
-const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 23, cucap_fb__members_body};
+const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 24, cucap_fb__members_body};
 
 static const cucap_fb_enum_val cucap_fb__vals_chunk_kind[] = {
   {0, "Records"},
@@ -842,6 +855,24 @@ void cucap_fb_devices_to_json(const cucap_fb_devices *t, cucap_json *w, unsigned
   cucap_fb_table_to_json(t, &cucap_fb_table_desc_devices, w, flags);
 }
 
+static const cucap_fb_field_desc cucap_fb__fields_object[] = {
+  {"kind", 0, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_object_kind, NULL, NULL, NULL},
+  {"destroyed", 1, CUCAP_FB_K_BOOL, 0, NULL, NULL, NULL, NULL},
+  {"handle", 2, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"parent", 3, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"level", 4, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"resource", 5, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U8, NULL, NULL, NULL, NULL},
+  {"texture", 6, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U8, NULL, NULL, NULL, NULL},
+  {"view", 7, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U8, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_object = {"Object", 8, 8, cucap_fb__fields_object};
+cucap_status cucap_fb_object_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_object);
+}
+void cucap_fb_object_to_json(const cucap_fb_object *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_object, w, flags);
+}
+
 static const cucap_fb_field_desc cucap_fb__fields_record[] = {
   {"seq", 0, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"tid", 1, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
@@ -943,6 +974,7 @@ const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES]
   &cucap_fb_table_desc_audit,
   &cucap_fb_table_desc_blob_piece,
   &cucap_fb_table_desc_devices,
+  &cucap_fb_table_desc_object,
   &cucap_fb_table_desc_record,
   &cucap_fb_table_desc_chunk_entry,
   &cucap_fb_table_desc_blob_entry,

@@ -242,6 +242,15 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_graph_node_type;
 const char *cucap_fb_snapshot_reason_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason;
 
+/* enum ObjectKind : ubyte */
+#define CUCAP_FB_OBJECTKIND_TEXOBJECT 0
+#define CUCAP_FB_OBJECTKIND_SURFOBJECT 1
+#define CUCAP_FB_OBJECTKIND_MIPMAPPEDARRAY 2
+#define CUCAP_FB_OBJECTKIND_MIPMAPPEDLEVEL 3
+/* Name of value v ("Launch"), or NULL if v has no name. Static. */
+const char *cucap_fb_object_kind_name(int v);
+extern const cucap_fb_enum_desc cucap_fb_enum_desc_object_kind;
+
 /* union Body */
 #define CUCAP_FB_BODY_NONE 0
 #define CUCAP_FB_BODY_CONTEXT 1
@@ -266,6 +275,7 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason;
 #define CUCAP_FB_BODY_AUDIT 20
 #define CUCAP_FB_BODY_BLOBPIECE 21
 #define CUCAP_FB_BODY_DEVICES 22
+#define CUCAP_FB_BODY_OBJECT 23
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_body_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_body;
@@ -313,6 +323,7 @@ typedef struct cucap_fb_audit_entry cucap_fb_audit_entry;
 typedef struct cucap_fb_audit cucap_fb_audit;
 typedef struct cucap_fb_blob_piece cucap_fb_blob_piece;
 typedef struct cucap_fb_devices cucap_fb_devices;
+typedef struct cucap_fb_object cucap_fb_object;
 typedef struct cucap_fb_record cucap_fb_record;
 typedef struct cucap_fb_chunk_entry cucap_fb_chunk_entry;
 typedef struct cucap_fb_blob_entry cucap_fb_blob_entry;
@@ -1653,6 +1664,63 @@ static inline const cucap_fb_devices *cucap_fb_devices_root_sp(const void *buf) 
 cucap_status cucap_fb_devices_verify(const void *buf, size_t len, int size_prefixed);
 void cucap_fb_devices_to_json(const cucap_fb_devices *t, cucap_json *w, unsigned flags);
 
+/* ---- table Object ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_object;
+static inline void cucap_fb_object_start(cucap_fbb *b) { cucap_fbb_table_start(b, 8); }
+static inline cucap_fb_ref cucap_fb_object_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_object_add_kind(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
+static inline uint8_t cucap_fb_object_kind(const cucap_fb_object *t) { return cucap_fb__read_u8(t, 0, 0); }
+static inline int cucap_fb_object_kind_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_object_add_destroyed(cucap_fbb *b, bool v) { cucap_fbb_add_u8(b, 1, v ? 1 : 0); }
+static inline bool cucap_fb_object_destroyed(const cucap_fb_object *t) { return cucap_fb__read_u8(t, 1, 0) != 0; }
+static inline int cucap_fb_object_destroyed_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_object_add_handle(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 2, v); }
+static inline uint64_t cucap_fb_object_handle(const cucap_fb_object *t) { return cucap_fb__read_u64(t, 2, 0); }
+static inline int cucap_fb_object_handle_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_object_add_parent(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 3, v); }
+static inline uint64_t cucap_fb_object_parent(const cucap_fb_object *t) { return cucap_fb__read_u64(t, 3, 0); }
+static inline int cucap_fb_object_parent_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_object_add_level(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 4, v); }
+static inline uint32_t cucap_fb_object_level(const cucap_fb_object *t) { return cucap_fb__read_u32(t, 4, 0); }
+static inline int cucap_fb_object_level_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_object_add_resource(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 5, v); }
+static inline size_t cucap_fb_object_resource_len(const cucap_fb_object *t) { size_t c; cucap_fb__vec(t, 5, &c); return c; }
+static inline cucap_fb_ref cucap_fb_object_create_resource(cucap_fbb *b, const uint8_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 1, 1);
+}
+static inline const uint8_t *cucap_fb_object_resource(const cucap_fb_object *t, size_t *count) {
+  return (const uint8_t *)cucap_fb__vec(t, 5, count);
+}
+static inline int cucap_fb_object_resource_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_object_add_texture(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 6, v); }
+static inline size_t cucap_fb_object_texture_len(const cucap_fb_object *t) { size_t c; cucap_fb__vec(t, 6, &c); return c; }
+static inline cucap_fb_ref cucap_fb_object_create_texture(cucap_fbb *b, const uint8_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 1, 1);
+}
+static inline const uint8_t *cucap_fb_object_texture(const cucap_fb_object *t, size_t *count) {
+  return (const uint8_t *)cucap_fb__vec(t, 6, count);
+}
+static inline int cucap_fb_object_texture_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_object_add_view(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 7, v); }
+static inline size_t cucap_fb_object_view_len(const cucap_fb_object *t) { size_t c; cucap_fb__vec(t, 7, &c); return c; }
+static inline cucap_fb_ref cucap_fb_object_create_view(cucap_fbb *b, const uint8_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 1, 1);
+}
+static inline const uint8_t *cucap_fb_object_view(const cucap_fb_object *t, size_t *count) {
+  return (const uint8_t *)cucap_fb__vec(t, 7, count);
+}
+static inline int cucap_fb_object_view_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 7) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_object *cucap_fb_object_root(const void *buf) {
+  return (const cucap_fb_object *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_object *cucap_fb_object_root_sp(const void *buf) {
+  return (const cucap_fb_object *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a Object root. */
+cucap_status cucap_fb_object_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_object_to_json(const cucap_fb_object *t, cucap_json *w, unsigned flags);
+
 /* ---- table Record ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_record;
 static inline void cucap_fb_record_start(cucap_fbb *b) { cucap_fbb_table_start(b, 12); }
@@ -1761,6 +1829,9 @@ static inline const cucap_fb_blob_piece *cucap_fb_record_body_as_blob_piece(cons
 }
 static inline const cucap_fb_devices *cucap_fb_record_body_as_devices(const cucap_fb_record *t) {
   return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_DEVICES ? (const cucap_fb_devices *)cucap_fb__ref(t, 10) : NULL;
+}
+static inline const cucap_fb_object *cucap_fb_record_body_as_object(const cucap_fb_record *t) {
+  return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_OBJECT ? (const cucap_fb_object *)cucap_fb__ref(t, 10) : NULL;
 }
 static inline int cucap_fb_record_body_is_present(const cucap_fb_record *t) { return cucap_fb__field(t, 10) != NULL; }
 static inline void cucap_fb_record_add_context(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 11, v); }
@@ -1877,7 +1948,7 @@ cucap_status cucap_fb_chunk_index_verify(const void *buf, size_t len, int size_p
 void cucap_fb_chunk_index_to_json(const cucap_fb_chunk_index *t, cucap_json *w, unsigned flags);
 
 /* Every table descriptor, in schema order (tests, tools). */
-#define CUCAP_FB_SCHEMA_NTABLES 37
+#define CUCAP_FB_SCHEMA_NTABLES 38
 extern const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES];
 
 #ifdef __cplusplus

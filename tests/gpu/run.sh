@@ -69,7 +69,7 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
 }
 
 for a in drv_basic drv_streams drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
-         drv_capture drv_managed drv_nondet rt_storm \
+         drv_capture drv_managed drv_nondet rt_storm drv_attrs drv_texture \
          rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
 done
@@ -134,6 +134,18 @@ if [ -f "$OUT/extra-nondeterministic/cap.fb" ] && [ -x "$BUILD/tests/test_replay
   else
     res FAIL "nondeterministic flipped byte fails" "exit $rc ($(tail -1 "$w/flip.txt"))"
   fi
+fi
+# attributes/limits and arrays/textures relocated (linear and pitch-2D texture
+# pointers, access policy window), and made again in a second loop
+extra relocate-attrs "$APPS/drv_attrs" -- --relocate --verify
+extra relocate-texture "$APPS/drv_texture" -- --relocate --verify
+extra loop2-texture "$APPS/drv_texture" -- --loop 2 --verify
+# texture/surface handles: the same numbers in the replay (nothing rewritten)
+# or other numbers, rewritten and counted; either way verified
+if [ -f "$OUT/drv_texture/cap.fb" ]; then
+  "$CUCAP" replay "$OUT/drv_texture/cap.fb" --verify --json >"$OUT/drv_texture/handles.json" 2>&1
+  res "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "drv_texture handles" \
+    "$(grep -o '"patched_params":[0-9]*,"patched_handles":[0-9]*' "$OUT/drv_texture/handles.json")"
 fi
 if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   # PyTorch's caching allocator keeps its memory to the end: the exit

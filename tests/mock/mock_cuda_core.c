@@ -320,9 +320,11 @@ static size_t ctx_limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20, 2, 2048, 0, 0,
 CUresult CUDAAPI cuCtxSetLimit(CUlimit l, size_t v) {
   MOCK_TRY(mock_need_ctx());
   if ((unsigned)l >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  if (l == CU_LIMIT_SHMEM_SIZE || l == CU_LIMIT_CIG_ENABLED) return CUDA_ERROR_INVALID_VALUE; /* query only */
   ctx_limits[l] = v;
   return CUDA_SUCCESS;
 }
+size_t mock_ctx_limit(CUlimit l) { return (unsigned)l < CU_LIMIT_MAX ? ctx_limits[l] : 0; }
 CUresult CUDAAPI cuCtxGetLimit(size_t *v, CUlimit l) {
   MOCK_TRY(mock_need_ctx());
   if (!v || (unsigned)l >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
@@ -335,13 +337,7 @@ CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest) {
   if (greatest) *greatest = -5;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache *c) {
-  MOCK_TRY(mock_need_ctx());
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
-  *c = CU_FUNC_CACHE_PREFER_NONE;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache c) { (void)c; return mock_need_ctx(); }
+/* cuCtx{Get,Set}CacheConfig / SharedMemConfig: mock_cuda_attr.c */
 
 /* ---- memory registry ---------------------------------------------------- */
 typedef enum { REG_DEVICE, REG_HOST, REG_RESERVE, REG_MAPPED } reg_kind;
@@ -1091,8 +1087,7 @@ static const mock_proc core_procs[] = {
   P(cuCtxCreate, 12050), P(cuCtxDestroy, 4000), P(cuCtxSetCurrent, 4000), P(cuCtxGetCurrent, 4000),
   P(cuCtxPushCurrent, 4000), P(cuCtxPopCurrent, 4000), P(cuCtxSynchronize, 2000), P(cuCtxGetDevice, 2000),
   P(cuCtxGetFlags, 7000), P(cuCtxGetApiVersion, 3020), P(cuCtxGetId, 12000), P(cuCtxSetLimit, 3010),
-  P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050), P(cuCtxGetCacheConfig, 3020),
-  P(cuCtxSetCacheConfig, 3020),
+  P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050),
   P(cuMemAlloc, 3020), P(cuMemFree, 3020), P(cuMemAllocManaged, 6000), P(cuMemAllocPitch, 3020),
   P(cuMemAllocHost, 3020), P(cuMemHostAlloc, 2020), P(cuMemFreeHost, 2000), P(cuMemHostRegister, 6050),
   P(cuMemHostUnregister, 4000), P(cuMemHostGetDevicePointer, 3020), P(cuMemGetInfo, 3020),
@@ -1134,6 +1129,8 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version
   if (!f) f = lookup(mock_procs_legacy, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_module, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_graph, symbol, version, &seen);
+  if (!f) f = lookup(mock_procs_attr, symbol, version, &seen);
+  if (!f) f = lookup(mock_procs_array, symbol, version, &seen);
   if (!f) f = lookup(core_procs, symbol, version, &seen);
   *pfn = f;
   if (status)

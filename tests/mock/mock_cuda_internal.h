@@ -78,6 +78,8 @@ typedef struct mock_dim3 {
 } mock_dim3;
 typedef struct mock_thread {
   mock_dim3 blockIdx, threadIdx, blockDim, gridDim;
+  mock_dim3 clusterDim;          /* 1,1,1 unless launched in clusters */
+  const struct CUfunc_st *func;  /* the kernel (attribute probes read it) */
 } mock_thread;
 
 /* Host implementation of a kernel, called once per CUDA thread. args[i]
@@ -97,7 +99,25 @@ struct CUfunc_st {
   uint32_t param_bytes;
   mock_host_kernel impl; /* NULL: launches are no-ops */
   struct CUfunc_st *next;
+  /* attributes (mock_cuda_attr.c): set through cuFuncSetAttribute (attr,
+   * bit i of attr_set) or cuKernelSetAttribute (kattr, kattr_set); the
+   * function's own setting wins, as with the real driver */
+  int attr[CU_FUNC_ATTRIBUTE_MAX], kattr[CU_FUNC_ATTRIBUTE_MAX];
+  unsigned attr_set, kattr_set;
+  int cache_config, kcache_config, kcache_set, shmem_config;
 };
+
+/* Effective value of a function attribute (mock_cuda_attr.c). */
+int mock_func_attr(const struct CUfunc_st *f, CUfunction_attribute a);
+int mock_func_cache_config(const struct CUfunc_st *f);
+int mock_ctx_cache_config(void);
+int mock_ctx_shmem_config(void);
+size_t mock_ctx_limit(CUlimit l); /* mock_cuda_core.c */
+/* Cluster dims of a launch: `want` from CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+ * (0,0,0: none given), checked against the grid and the function's
+ * REQUIRED_CLUSTER_* / NON_PORTABLE_CLUSTER_SIZE_ALLOWED attributes. */
+CUresult mock_cluster_dims(const struct CUfunc_st *f, mock_dim3 grid, mock_dim3 want,
+                           mock_dim3 *out);
 
 /* One global variable of a loaded module (backed by mock device memory). */
 typedef struct mock_global {
@@ -173,13 +193,15 @@ typedef struct mock_op {
   mock_op_kind kind;
   /* kernel */
   struct CUfunc_st *func;
-  mock_dim3 grid, block;
+  mock_dim3 grid, block, cluster;
   unsigned shmem;
   uint8_t *argbuf; /* owned, func->param_bytes */
-  /* copy (2D: width bytes x height rows) / set */
+  /* copy (2D: width bytes x height rows; 3D: depth slices of dslice/sslice
+   * bytes, depth 0 = 1) / set */
   void *dst;
   const void *src;
   size_t width, height, dpitch, spitch;
+  size_t depth, dslice, sslice;
   uint32_t value;
   unsigned elem; /* memset element size */
   /* host function */
@@ -190,10 +212,35 @@ typedef struct mock_op {
   unsigned long gen;
 } mock_op;
 
-/* Checks a 2D copy and fills *op for it (pointers resolved, device ranges
- * checked); *empty = 1 for a zero-width/height copy (op not filled).
- * Shared by cuMemcpy2D* and graph memcpy nodes. */
+/* Checks a 2D copy and fills *op for it (pointers resolved, device and
+ * array ranges checked); *empty = 1 for a zero-width/height copy (op not
+ * filled). Shared by cuMemcpy2D* and graph memcpy nodes. */
 CUresult mock_copy2d_op(const CUDA_MEMCPY2D *c, mock_op *op, int *empty);
+/* The same for a 3D copy (mock_cuda_array.c). */
+CUresult mock_copy3d_op(const CUDA_MEMCPY3D *c, mock_op *op, int *empty);
+
+/* ---- CUDA arrays, texture and surface objects (mock_cuda_array.c) -------
+ * Arrays are host memory: elements of width x max(height,1) x max(depth,1),
+ * rows packed (pitch = width * element size). Texture/surface handles come
+ * from a counter starting at CUCAP_MOCK_OBJ_BASE (default 0x100), so a
+ * replay can be given other numbers than the recording saw. */
+#define MOCK_MAGIC_ARRAY 0x6d417272u
+#define MOCK_MAGIC_MIPMAP 0x6d4d6970u
+/* Address of byte x of row y, slice z of array a, checking that a box of
+ * width bytes x height x depth starting there fits; NULL if not. *pitch and
+ * *slice receive the array's row and slice strides. */
+uint8_t *mock_array_at(CUarray a, size_t x, size_t y, size_t z, size_t width, size_t height,
+                       size_t depth, size_t *pitch, size_t *slice);
+/* 1D array copies (offset in bytes into the array's data). */
+CUresult mock_array_copy1d(void *dst, CUarray da, size_t doff, const void *src, CUarray sa,
+                           size_t soff, size_t n, int dst_dev, int src_dev, CUstream s);
+/* Point-sampled texture read (host kernels): element bytes of the texel at
+ * (x, y, z) (unnormalized unless the texture says so) and mipmap level lod
+ * into out (up to out_size bytes); 0 and zeros for an invalid handle. */
+int mock_tex_fetch(unsigned long long tex, float x, float y, float z, float lod, void *out,
+                   size_t out_size);
+/* Surface store of `size` bytes at byte x, row y, slice z. */
+int mock_surf_write(unsigned long long surf, const void *val, size_t size, int x, int y, int z);
 
 #define MOCK_MAGIC_NODE 0x6d4e6f64u
 
@@ -244,6 +291,8 @@ CUresult mock_run_op(const mock_op *op);
 /* Launch path shared by cuLaunchKernel/Ex/Cooperative. */
 CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem,
                      CUstream s, void **params, void **extra);
+/* cuLaunchKernelEx: checks every launch attribute (mock_cuda_attr.c). */
+CUresult mock_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra);
 
 /* Stream-variant entry points: name, minimal version, pointer. */
 typedef struct mock_proc {
@@ -255,6 +304,8 @@ extern const mock_proc mock_procs_legacy[];
 extern const mock_proc mock_procs_pt[];
 extern const mock_proc mock_procs_module[];
 extern const mock_proc mock_procs_graph[]; /* mock_cuda_graph.c */
+extern const mock_proc mock_procs_attr[];  /* mock_cuda_attr.c */
+extern const mock_proc mock_procs_array[]; /* mock_cuda_array.c */
 
 CUresult mock_alloc_device(CUdeviceptr *out, size_t size);
 CUresult mock_free_device(CUdeviceptr p);

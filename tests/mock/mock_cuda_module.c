@@ -371,40 +371,8 @@ CUresult CUDAAPI cuFuncGetModule(CUmodule *pm, CUfunction f) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute a, CUfunction f) {
-  if (!pi) return CUDA_ERROR_INVALID_VALUE;
-  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
-  switch (a) {
-  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-  case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
-  case CU_FUNC_ATTRIBUTE_PTX_VERSION: case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
-  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 49152; break;
-  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
-  case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
-  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-    *pi = 0; break;
-  default:
-    if ((unsigned)a >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
-    *pi = 0;
-  }
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute a, CUkernel k, CUdevice d) {
-  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-  return cuFuncGetAttribute(pi, a, (CUfunction)k);
-}
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
-  (void)a; (void)v;
-  return func_ok(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d) {
-  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-  return cuFuncSetAttribute((CUfunction)k, a, v);
-}
-CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c) {
-  (void)c;
-  return func_ok(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
+/* cuFuncGetAttribute, cuFuncSetAttribute, cuKernel{Get,Set}Attribute and the
+ * cache/shared-memory configs live in mock_cuda_attr.c. */
 CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState *st, CUfunction f) {
   if (!st) return CUDA_ERROR_INVALID_VALUE;
   if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
@@ -530,6 +498,9 @@ CUresult mock_run_op(const mock_op *op) {
     mock_thread t;
     t.gridDim = op->grid;
     t.blockDim = op->block;
+    t.clusterDim = op->cluster;
+    if (!t.clusterDim.x) t.clusterDim = (mock_dim3){1, 1, 1};
+    t.func = f;
     for (t.blockIdx.z = 0; t.blockIdx.z < op->grid.z; t.blockIdx.z++)
       for (t.blockIdx.y = 0; t.blockIdx.y < op->grid.y; t.blockIdx.y++)
         for (t.blockIdx.x = 0; t.blockIdx.x < op->grid.x; t.blockIdx.x++)
@@ -539,8 +510,10 @@ CUresult mock_run_op(const mock_op *op) {
     return CUDA_SUCCESS;
   }
   case MOCK_OP_COPY:
-    for (size_t r = 0; r < op->height; r++)
-      memmove((uint8_t *)op->dst + r * op->dpitch, (const uint8_t *)op->src + r * op->spitch, op->width);
+    for (size_t z = 0; z < (op->depth ? op->depth : 1); z++)
+      for (size_t r = 0; r < op->height; r++)
+        memmove((uint8_t *)op->dst + z * op->dslice + r * op->dpitch,
+                (const uint8_t *)op->src + z * op->sslice + r * op->spitch, op->width);
     return CUDA_SUCCESS;
   case MOCK_OP_SET:
     for (size_t r = 0; r < op->height; r++) {
@@ -570,6 +543,13 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z || grid.y > 65535 || grid.z > 65535 ||
       block.z > 64 || (uint64_t)block.x * block.y * block.z > 1024 || shmem > 232448)
     return CUDA_ERROR_INVALID_VALUE;
+  /* above 48 KiB of dynamic shared memory the kernel must have opted in
+   * (cuFuncSetAttribute/cuKernelSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES),
+   * as on the real driver */
+  if (shmem > 49152 && (int)shmem > mock_func_attr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))
+    return CUDA_ERROR_INVALID_VALUE;
+  mock_dim3 cluster;
+  MOCK_TRY(mock_cluster_dims(f, grid, (mock_dim3){0, 0, 0}, &cluster));
   if (!f->impl && warn_unimplemented()) return CUDA_ERROR_NOT_SUPPORTED;
   if (f->nparams < 0) return CUDA_ERROR_INVALID_IMAGE;
   if (params && extra) return CUDA_ERROR_INVALID_VALUE;
@@ -579,6 +559,7 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
   op.func = f;
   op.grid = grid;
   op.block = block;
+  op.cluster = cluster;
   op.argbuf = calloc(1, f->param_bytes ? f->param_bytes : 1);
   if (!op.argbuf) return CUDA_ERROR_OUT_OF_MEMORY;
   if (f->nparams > 0) {
@@ -628,9 +609,7 @@ const mock_proc mock_procs_module[] = {
   P(cuLibraryGetKernel, 12000), P(cuLibraryGetKernelCount, 12040), P(cuLibraryEnumerateKernels, 12040),
   P(cuLibraryGetModule, 12000), P(cuLibraryGetGlobal, 12000), P(cuKernelGetFunction, 12000),
   P(cuKernelGetLibrary, 12050), P(cuKernelGetParamInfo, 12040), P(cuKernelGetName, 12030),
-  P(cuKernelGetAttribute, 12000), P(cuKernelSetAttribute, 12000),
   P(cuFuncGetParamInfo, 12040), P(cuFuncGetName, 12030), P(cuFuncGetModule, 11000),
-  P(cuFuncGetAttribute, 2020), P(cuFuncSetAttribute, 9000), P(cuFuncSetCacheConfig, 3000),
   P(cuFuncIsLoaded, 12040), P(cuFuncLoad, 12040),
   P(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050),
   P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000), P(cuOccupancyMaxPotentialBlockSize, 6050),

@@ -66,42 +66,21 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, C
 
 
 /* Defined once: this file is compiled a second time for the per-thread
- * variants, which share the plain build's helper. */
+ * variants, which share the plain build's helper. A 2D copy is a 3D copy of
+ * depth 1 (mock_copy3d_op, mock_cuda_array.c: host, device, unified and
+ * array sides). */
 #ifndef CUDA_API_PER_THREAD_DEFAULT_STREAM
-static const void *side_ptr(CUmemorytype t, const void *host, CUdeviceptr dev, int *is_dev) {
-  *is_dev = 0;
-  switch (t) {
-  case CU_MEMORYTYPE_HOST: return host;
-  case CU_MEMORYTYPE_DEVICE: *is_dev = 1; return DP(dev);
-  case CU_MEMORYTYPE_UNIFIED: *is_dev = mock_mem_type(DP(dev)) == CU_MEMORYTYPE_DEVICE; return DP(dev);
-  default: return NULL; /* arrays are not supported */
-  }
-}
-
 CUresult mock_copy2d_op(const CUDA_MEMCPY2D *c, mock_op *op, int *empty) {
-  int sd, dd;
-  const uint8_t *src = side_ptr(c->srcMemoryType, c->srcHost, c->srcDevice, &sd);
-  uint8_t *dst = (uint8_t *)side_ptr(c->dstMemoryType, c->dstHost, c->dstDevice, &dd);
-  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!src || !dst) return CUDA_ERROR_INVALID_VALUE;
-  memset(op, 0, sizeof *op);
-  *empty = c->Height == 0 || c->WidthInBytes == 0;
-  if (*empty) return CUDA_SUCCESS;
-  size_t sp = c->srcPitch ? c->srcPitch : c->WidthInBytes, dp = c->dstPitch ? c->dstPitch : c->WidthInBytes;
-  if (sp < c->WidthInBytes || dp < c->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
-  src += c->srcY * sp + c->srcXInBytes;
-  dst += c->dstY * dp + c->dstXInBytes;
-  size_t sspan = (c->Height - 1) * sp + c->WidthInBytes, dspan = (c->Height - 1) * dp + c->WidthInBytes;
-  if (sd && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)src, sspan)) return CUDA_ERROR_INVALID_VALUE;
-  if (dd && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)dst, dspan)) return CUDA_ERROR_INVALID_VALUE;
-  op->kind = MOCK_OP_COPY;
-  op->dst = dst;
-  op->src = src;
-  op->width = c->WidthInBytes;
-  op->height = c->Height;
-  op->dpitch = dp;
-  op->spitch = sp;
-  return CUDA_SUCCESS;
+  CUDA_MEMCPY3D c3;
+  memset(&c3, 0, sizeof c3);
+  c3.srcXInBytes = c->srcXInBytes; c3.srcY = c->srcY;
+  c3.srcMemoryType = c->srcMemoryType; c3.srcHost = c->srcHost; c3.srcDevice = c->srcDevice;
+  c3.srcArray = c->srcArray; c3.srcPitch = c->srcPitch;
+  c3.dstXInBytes = c->dstXInBytes; c3.dstY = c->dstY;
+  c3.dstMemoryType = c->dstMemoryType; c3.dstHost = c->dstHost; c3.dstDevice = c->dstDevice;
+  c3.dstArray = c->dstArray; c3.dstPitch = c->dstPitch;
+  c3.WidthInBytes = c->WidthInBytes; c3.Height = c->Height; c3.Depth = 1;
+  return mock_copy3d_op(&c3, op, empty);
 }
 #endif
 
@@ -113,6 +92,41 @@ static CUresult mock_copy2d(const CUDA_MEMCPY2D *c, CUstream s) {
   int empty;
   MOCK_TRY(mock_copy2d_op(c, &op, &empty));
   return empty ? CUDA_SUCCESS : mock_submit(s, &op);
+}
+
+static CUresult mock_copy3d(const CUDA_MEMCPY3D *c, CUstream s) {
+  MOCK_TRY(mock_check_stream(s));
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  mock_op op;
+  int empty;
+  MOCK_TRY(mock_copy3d_op(c, &op, &empty));
+  return empty ? CUDA_SUCCESS : mock_submit(s, &op);
+}
+
+CUresult CUDAAPI cuMemcpy3D(const CUDA_MEMCPY3D *c) { return mock_copy3d(c, NULL); }
+CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D *c, CUstream s) { return mock_copy3d(c, s); }
+
+/* 1D array copies (offsets in bytes into the array's data) */
+CUresult CUDAAPI cuMemcpyHtoA(CUarray dst, size_t off, const void *src, size_t n) {
+  return mock_array_copy1d(NULL, dst, off, src, NULL, 0, n, 0, 0, NULL);
+}
+CUresult CUDAAPI cuMemcpyHtoAAsync(CUarray dst, size_t off, const void *src, size_t n, CUstream s) {
+  return mock_array_copy1d(NULL, dst, off, src, NULL, 0, n, 0, 0, s);
+}
+CUresult CUDAAPI cuMemcpyAtoH(void *dst, CUarray src, size_t off, size_t n) {
+  return mock_array_copy1d(dst, NULL, 0, NULL, src, off, n, 0, 0, NULL);
+}
+CUresult CUDAAPI cuMemcpyAtoHAsync(void *dst, CUarray src, size_t off, size_t n, CUstream s) {
+  return mock_array_copy1d(dst, NULL, 0, NULL, src, off, n, 0, 0, s);
+}
+CUresult CUDAAPI cuMemcpyDtoA(CUarray dst, size_t off, CUdeviceptr src, size_t n) {
+  return mock_array_copy1d(NULL, dst, off, DP(src), NULL, 0, n, 0, 1, NULL);
+}
+CUresult CUDAAPI cuMemcpyAtoD(CUdeviceptr dst, CUarray src, size_t off, size_t n) {
+  return mock_array_copy1d(DP(dst), NULL, 0, NULL, src, off, n, 1, 0, NULL);
+}
+CUresult CUDAAPI cuMemcpyAtoA(CUarray dst, size_t doff, CUarray src, size_t soff, size_t n) {
+  return mock_array_copy1d(NULL, dst, doff, NULL, src, soff, n, 0, 0, NULL);
 }
 
 CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D *c) { return mock_copy2d(c, NULL); }
@@ -253,10 +267,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
-  return mock_launch(f, (mock_dim3){c->gridDimX, c->gridDimY, c->gridDimZ},
-                     (mock_dim3){c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes, c->hStream, params,
-                     extra);
+  return mock_launch_ex(c, f, params, extra);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
@@ -359,7 +370,9 @@ CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g, CUDA_G
 const mock_proc MOCK_PROCS[] = {
   P(cuMemcpy, 4000), P(cuMemcpyAsync, 4000), P(cuMemcpyHtoD, 3020), P(cuMemcpyDtoH, 3020), P(cuMemcpyDtoD, 3020),
   P(cuMemcpyHtoDAsync, 3020), P(cuMemcpyDtoHAsync, 3020), P(cuMemcpyDtoDAsync, 3020), P(cuMemcpy2D, 3020),
-  P(cuMemcpy2DUnaligned, 3020), P(cuMemcpy2DAsync, 3020),
+  P(cuMemcpy2DUnaligned, 3020), P(cuMemcpy2DAsync, 3020), P(cuMemcpy3D, 3020), P(cuMemcpy3DAsync, 3020),
+  P(cuMemcpyHtoA, 3020), P(cuMemcpyHtoAAsync, 3020), P(cuMemcpyAtoH, 3020), P(cuMemcpyAtoHAsync, 3020),
+  P(cuMemcpyDtoA, 3020), P(cuMemcpyAtoD, 3020), P(cuMemcpyAtoA, 3020),
   P(cuMemsetD8, 3020), P(cuMemsetD16, 3020), P(cuMemsetD32, 3020), P(cuMemsetD8Async, 3020),
   P(cuMemsetD16Async, 3020), P(cuMemsetD32Async, 3020), P(cuMemsetD2D8, 3020), P(cuMemsetD2D16, 3020),
   P(cuMemsetD2D32, 3020), P(cuMemsetD2D8Async, 3020), P(cuMemsetD2D16Async, 3020), P(cuMemsetD2D32Async, 3020),

@@ -44,6 +44,21 @@ static void emit(uint8_t type, cucap_fb_ref body) {
   cucap_fbb_reset(B);
 }
 
+/* A call recorded without a body: Record.call and Record.args only. */
+static void emit_call(uint32_t cbid, const uint64_t *args, size_t n) {
+  cucap_fb_ref av = cucap_fbb_vector(B, args, n, 8, 8);
+  cucap_fb_record_start(B);
+  cucap_fb_record_add_seq(B, ++SEQ);
+  cucap_fb_record_add_call(B, cbid);
+  cucap_fb_record_add_args(B, av);
+  cucap_fb_record_add_context(B, CTX);
+  cucap_fb_ref r = cucap_fb_record_end(B);
+  size_t sz = 0;
+  const uint8_t *buf = cucap_fbb_finish(B, r, 1, &sz);
+  TU_REQUIRE(buf && cucap_writer_append(W, buf, sz, NULL) == CUCAP_OK);
+  cucap_fbb_reset(B);
+}
+
 static cucap_fb_hash128 blob(const void *p, size_t n) {
   cucap_hash128 h;
   TU_REQUIRE(cucap_writer_put_blob(W, p, n, &h) == CUCAP_OK);
@@ -133,6 +148,10 @@ void write_capture(const char *path, int flags) {
   cucap_fb_module_add_format(B, CUCAP_FB_IMAGEFORMAT_PTX);
   emit(CUCAP_FB_BODY_MODULE, cucap_fb_module_end(B));
 
+  if (flags & CAP_ATTR_LATE) {
+    uint64_t at[3] = {FN, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, SMEM_BIG};
+    emit_call(481 /* CUPTI_DRIVER_TRACE_CBID_cuFuncSetAttribute */, at, 3);
+  }
   cucap_fb_param_info pi[4] = {{0, 8}, {8, 8}, {16, 8}, {24, 4}};
   cucap_fb_ref pv = cucap_fbb_vector(B, pi, 4, sizeof pi[0], 4);
   cucap_fb_ref fname = cucap_fbb_string(B, "vec_add", 7);
@@ -199,6 +218,8 @@ void write_capture(const char *path, int flags) {
     cucap_fb_launch_add_block(B, &block);
     cucap_fb_launch_add_args(B, av);
     cucap_fb_launch_add_launch_index(B, (uint64_t)li);
+    if (flags & CAP_ATTR_LATE)
+      cucap_fb_launch_add_shared_mem(B, SMEM_BIG);
     if (flags & CAP_GRAPH)
       cucap_fb_launch_add_stream(B, GS);
     emit(CUCAP_FB_BODY_LAUNCH, cucap_fb_launch_end(B));

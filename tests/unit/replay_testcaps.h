@@ -11,7 +11,11 @@
 
 /* write_capture flags */
 enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8,
-       CAP_PINNED = 16 };
+       CAP_PINNED = 16, CAP_ATTR_LATE = 32 };
+/* CAP_ATTR_LATE: the launch uses 96 KiB of dynamic shared memory, and the
+ * cuFuncSetAttribute that allows it comes before the function's record (a
+ * handle the recorder learned late): the replay applies it at the launch */
+#define SMEM_BIG (96 * 1024)
 
 /* launches of vec_add in write_capture (default 1) */
 extern long NLAUNCH;
