@@ -63,12 +63,12 @@ void az_finish(cucap_analysis *a, cucap_finding *f, uint64_t recoverable_ns, int
 }
 
 void az_site_add(az_sites *t, uint32_t stack, uint64_t count, uint64_t time_ns) {
-  for (size_t i = t->n; i-- > 0;) /* recent sites first: loops repeat them */
-    if (t->s[i].stack == stack) {
-      t->s[i].count += count;
-      t->s[i].time_ns += time_ns;
-      return;
-    }
+  uint64_t v = 0;
+  if (az_map_get(&t->idx, stack, &v) && v) {
+    t->s[v - 1].count += count;
+    t->s[v - 1].time_ns += time_ns;
+    return;
+  }
   if (t->n == t->cap) {
     size_t nc = t->cap ? t->cap * 2 : 16;
     cucap_finding_site *ns = realloc(t->s, nc * sizeof *ns);
@@ -77,7 +77,15 @@ void az_site_add(az_sites *t, uint32_t stack, uint64_t count, uint64_t time_ns) 
     t->s = ns;
     t->cap = nc;
   }
+  if (!az_map_put(&t->idx, stack, t->n + 1))
+    return;
   t->s[t->n++] = (cucap_finding_site){stack, count, time_ns};
+}
+
+void az_sites_free(az_sites *t) {
+  free(t->s);
+  az_map_free(&t->idx);
+  memset(t, 0, sizeof *t);
 }
 
 static int cmp_site(const void *x, const void *y) {
@@ -96,6 +104,7 @@ void az_sites_take(cucap_analysis *a, cucap_finding *f, az_sites *t) {
   for (size_t i = 0; i < t->n && f->nsites < a->o.max_sites; i++)
     f->sites[f->nsites++] = t->s[i];
   free(t->s);
+  az_map_free(&t->idx);
   memset(t, 0, sizeof *t);
 }
 
@@ -190,12 +199,12 @@ static void find_churn(cucap_analysis *a) {
   az_map_free(&freed);
   az_map_free(&live);
   if (!n_alloc && !n_free) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   cucap_finding *f = az_finding_new(a, "alloc_churn");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   double ws = az_window_ns(a) / 1e9;
@@ -304,13 +313,13 @@ static void find_small(cucap_analysis *a) {
     times[nt++] = t;
   }
   if (!n_host) {
-    free(sites.s);
+    az_sites_free(&sites);
     free(times);
     return;
   }
   cucap_finding *f = az_finding_new(a, "small_transfers");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     free(times);
     return;
   }
@@ -407,12 +416,12 @@ static void find_pageable(cucap_analysis *a) {
       rec += over;
   }
   if (!n) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   cucap_finding *f = az_finding_new(a, "pageable_copies");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   snprintf(f->title, sizeof f->title,
@@ -551,12 +560,12 @@ void az_find_sync(cucap_analysis *a) {
   free(recs);
   uint64_t n = n_ctx + n_stream + n_event + n_dtoh;
   if (!n && !n_query) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   cucap_finding *f = az_finding_new(a, "sync_calls");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   double ws = az_window_ns(a) / 1e9;
