@@ -11,7 +11,7 @@
 #     capture (3).
 # Env (CTest): CUCAP, MOCK_LIBDIR, APPS_DIR, PYTHON. Exit 0 pass, 77 skip.
 set -u
-: "${CUCAP:?}" "${MOCK_LIBDIR:?}"
+: "${CUCAP:?}" "${MOCK_LIBDIR:?}" "${CUCAP_SOURCE_DIR:?}"
 APPS_DIR="${APPS_DIR:-}"
 PY="${PYTHON:-python3}"
 if [ ! -e "$MOCK_LIBDIR/libcuda.so.1" ] || [ ! -x "$APPS_DIR/drv_streams" ]; then
@@ -68,6 +68,21 @@ if [ $rc = 0 ] && [ -s "$T/s.folded" ] && ! grep -Evq '^.+;(scale|saxpy) [0-9]+$
 else bad "--folded rc=$rc"; cat "$T/s.folded" "$T/q.out"; fi
 if [ -s "$T/s.prof" ] && [ "$(head -c 6 "$T/s.prof" | tail -c 5)" = "CUPRF" ]; then ok "--profile-out writes a profile file"
 else bad "--profile-out"; fi
+
+# the payload is a ProfileFile FlatBuffer that flatc itself reads (schema/cucap.fbs)
+FLATC="${FLATC:-$(command -v flatc)}"
+if [ -n "$FLATC" ] && [ -x "$FLATC" ] && command -v zstd > /dev/null && [ -s "$T/s.prof" ]; then
+  tail -c +33 "$T/s.prof" | zstd -d -c > "$T/s.raw" 2>/dev/null
+  (cd "$T" && "$FLATC" --json --strict-json --raw-binary --size-prefixed --root-type cucap.fb.ProfileFile \
+     "$CUCAP_SOURCE_DIR/schema/cucap.fbs" -- s.raw) > /dev/null 2>&1
+  if [ -s "$T/s.json" ] && "$PY" -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["format_major"]==1 and len(d["launches"])==5 and d["capture_launches"]==5, d.keys()' "$T/s.json"; then
+    ok "flatc reads the profile file (ProfileFile)"
+  else bad "flatc cannot read the profile file"; fi
+else
+  echo "note: flatc or zstd missing; profile file not checked with flatc"
+fi
 
 # ---- 4. options
 "$CUCAP" replay --profile --metrics=none --json "$T/s.fb" 2>/dev/null | "$PY" -c '
