@@ -547,6 +547,10 @@ cucap_status az_scan(cucap_analysis *a, cucap_reader *r) {
   memset(&S, 0, sizeof S);
   S.a = a;
   header_info(a, cucap_reader_header(r), &S);
+  unsigned fmaj = 0, fmin = 0;
+  cucap_reader_version(r, &fmaj, &fmin);
+  if (fmaj > 1 || fmin >= 2) /* format 1.2 recorders never synchronise */
+    S.no_dtoh_payload = 1;
   cucap_status st = cucap_reader_rewind(r);
   uint64_t idx = 0;
   while (st == CUCAP_OK) {
