@@ -5,8 +5,8 @@
 # ignored .corpus/ folder), runs the corpus's own run.sh unchanged (native,
 # `cucap record`, same output, `cucap replay --verify`) and prints its
 # summary line. Then, for every program whose recorded output differed, it
-# runs the program natively twice more and says whether the program's own
-# output differs between native runs (digits and minus signs stripped and
+# runs the program natively twice more, a second apart, and says whether the
+# program's own output differs between native runs (digits and minus signs stripped and
 # lines sorted, as run.sh compares): that is the program's nondeterminism,
 # shown with the diff, not cucap's.
 set -uo pipefail
@@ -19,7 +19,9 @@ cp "$OUT/runs/summary.txt" "$OUT/corpus_lines.txt" 2>/dev/null
 norm() { tr -d '0-9-' <"$1" | sort; }
 grep '^FAIL .* same=no ' "$OUT/corpus_lines.txt" 2>/dev/null | awk '{print $2}' | while read -r n; do
   d=$CS/$n; w=$OUT/nondet/$n; mkdir -p "$w"
-  (cd "$d" && timeout 120 "./$n" >"$w/native2.out" 2>&1; timeout 120 "./$n" >"$w/native3.out" 2>&1)
+  # a second apart: programs that seed from time(NULL) get another seed
+  (cd "$d" && sleep 1.1 && timeout 120 "./$n" >"$w/native2.out" 2>&1; sleep 1.1;
+   timeout 120 "./$n" >"$w/native3.out" 2>&1)
   if ! diff <(norm "$OUT/runs/$n/native.out") <(norm "$w/native2.out") >"$w/diff12.txt" ||
      ! diff <(norm "$w/native2.out") <(norm "$w/native3.out") >"$w/diff23.txt"; then
     echo "NONDETERMINISTIC-NATIVELY $n: two native runs differ ($(head -4 "$w/diff12.txt" "$w/diff23.txt" 2>/dev/null | grep '^[<>]' | head -2 | tr '\n' ' ' | cut -c1-160))"
