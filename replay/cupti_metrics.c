@@ -404,7 +404,10 @@ int ck_metrics_plan(ck_engine *E) {
   if (other_ctx)
     CUCAP_WARN("profile: %zu kernel execution(s) ran in contexts other than "
                "the primary one: no metrics for them", other_ctx);
-  m->max_ranges = E->o.cache_flush ? 2 * biggest : biggest;
+  /* room for twice the kernels: flush memsets that form ranges, or ranges
+   * nobody expected, are then counted (and fail the window loudly) rather
+   * than dropped silently */
+  m->max_ranges = 2 * biggest + 16;
   /* values: NAN until a range fills them */
   E->mvals = malloc(E->nkern * E->nmnames * sizeof *E->mvals);
   if (!E->mvals)
@@ -594,9 +597,17 @@ static void ck_window_collect(ck_engine *E) {
     snprintf(m->fail_note, sizeof m->fail_note, "%s", E->last_msg);
     return;
   }
-  if (dp.numOfRangeDropped)
-    CUCAP_WARN("profile: metrics window %zu: CUPTI dropped %zu range(s)",
-               E->cur_win, dp.numOfRangeDropped);
+  if (dp.numOfRangeDropped) {
+    /* which ranges were dropped is not known: none can be matched */
+    m->failed_windows++;
+    snprintf(m->fail_note, sizeof m->fail_note,
+             "window %zu (records %" PRIu64 "..%" PRIu64 "): CUPTI dropped %zu "
+             "range(s) (the counter data image holds %zu); ranges cannot be "
+             "attributed to launches", E->cur_win, w->rec_lo, w->rec_hi,
+             dp.numOfRangeDropped, m->max_ranges);
+    CUCAP_ERROR("profile: %s", m->fail_note);
+    return;
+  }
   CUpti_RangeProfiler_GetCounterDataInfo_Params gi;
   memset(&gi, 0, sizeof gi);
   gi.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;

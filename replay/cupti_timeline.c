@@ -198,7 +198,7 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
   ck_tl *kt = calloc(nacts ? nacts : 1, sizeof *kt);
   ck_tl *ct = calloc(nacts ? nacts : 1, sizeof *ct);
   size_t nk = 0, nc = 0;
-  uint64_t unattr = 0, t0 = UINT64_MAX;
+  uint64_t unattr = 0, unattr_k = 0, t0 = UINT64_MAX;
   if (!kt || !ct) {
     ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
     goto out;
@@ -207,6 +207,7 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
     int64_t op = ck_corr_op(E, acts[i].corr);
     if (op < 0) {
       unattr++;
+      unattr_k += acts[i].kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       continue;
     }
     uint64_t ri = E->ops[op].rec_index;
@@ -222,11 +223,16 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
   }
   qsort(kt, nk, sizeof *kt, ck_tl_cmp);
   qsort(ct, nc, sizeof *ct, ck_tl_cmp);
+  /* copies outside any op are the replayer's own (restoring memory between
+   * passes); a kernel outside any op is a real attribution problem */
   E->unattributed += unattr;
-  if (unattr)
-    CUCAP_WARN("profile: timeline pass %u: %" PRIu64 " activity record(s) "
+  if (unattr_k)
+    CUCAP_WARN("profile: timeline pass %u: %" PRIu64 " kernel record(s) "
                "matched no replayed op (correlation id unknown)", tpass + 1,
-               unattr);
+               unattr_k);
+  else if (unattr)
+    CUCAP_DEBUG("profile: timeline pass %u: %" PRIu64 " copy/memset "
+                "record(s) outside the capture's ops", tpass + 1, unattr);
   if (tpass == 0)
     E->t_origin = t0 == UINT64_MAX ? 0 : t0;
 
@@ -395,7 +401,8 @@ void ck_timeline_finish(ck_engine *E) {
   size_t l = 0;
   if (E->unattributed)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
-                          "; %" PRIu64 " records matched no op", E->unattributed);
+                          "; %" PRIu64 " records outside the capture's ops",
+                          E->unattributed);
   if (E->act_dropped && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; CUPTI dropped %" PRIu64 " records", E->act_dropped);
