@@ -379,16 +379,43 @@ static void ck_op_before(void *u, cucap_replay_session *s,
   }
 }
 
+/* Nothing after this op matters to the current pass: end it (the replayer
+ * does not cut a stream capture). With a launch range this saves replaying
+ * the rest of the capture in every pass. */
+static int ck_pass_done_after(ck_engine *E, const cucap_replay_op *op) {
+  if (op->capturing || E->win_lo == UINT64_MAX)
+    return 0;
+  int ranged = E->o.launch_count != CUCAP_CUPTI_ALL_LAUNCHES || E->o.first_launch;
+  switch (E->phase) {
+  case CK_PH_TIMELINE:
+    if (!ranged)
+      return 0;
+    if (op->pass == 0) /* the window's end is known once its last launch ran */
+      return E->o.launch_count != CUCAP_CUPTI_ALL_LAUNCHES &&
+             E->launches_in_window == E->o.launch_count &&
+             op->rec_index == E->win_hi;
+    return op->rec_index == E->win_hi;
+  case CK_PH_METRICS:
+    return ck_metrics_window_stopped(E);
+  case CK_PH_PCSAMP:
+  case CK_PH_SASS:
+    return ranged && op->rec_index == E->win_hi;
+  default:
+    return 0;
+  }
+}
+
 static void ck_op_after(void *u, cucap_replay_session *s,
                         const cucap_replay_op *op) {
   ck_engine *E = u;
-  (void)s;
   switch (E->phase) {
   case CK_PH_METRICS: ck_metrics_op_after(E, op); break;
   case CK_PH_PCSAMP: ck_pcs_op_after(E, op); break;
   case CK_PH_SASS: ck_sass_op_after(E, op); break;
   default: break;
   }
+  if (ck_pass_done_after(E, op))
+    cucap_replay_session_end_pass(s);
   E->in_op = 0;
   E->cur = NULL;
   E->cur_op = -1;

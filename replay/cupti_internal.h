@@ -303,6 +303,7 @@ struct cucap_cupti {
   uint64_t sass_id[3];       /* metric ids (UINT64_MAX: not on this chip) */
   int sass_state;            /* 0 off, 1 configured, 2 enabled, 3 collected,
                                 4 enable failed */
+  char sass_why[512];
 
   /* cubins, and the capture's module images (first pass) as a fallback */
   ck_cubin *cubin;
@@ -362,6 +363,8 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size);
 int ck_metrics_plan(ck_engine *E);
 void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op);
+/* The current window's Stop ran in this pass (the rest of it is idle). */
+int ck_metrics_window_stopped(const ck_engine *E);
 /* End of a metrics pass: 1 when another metrics pass is needed. */
 int ck_metrics_pass_end(ck_engine *E);
 /* Matches a window's ranges to its kernels: exposed for tests. Ranges

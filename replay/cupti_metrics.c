@@ -538,6 +538,10 @@ static void ck_rp_stop(ck_engine *E) {
               sp.passIndex, (int)sp.isAllPassSubmitted);
 }
 
+int ck_metrics_window_stopped(const ck_engine *E) {
+  return E->m && E->m->stopped && !E->rp_started;
+}
+
 void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op) {
   ck_metrics *m = E->m;
   if (!m || m->dead || !E->rp_started || E->cur_win >= E->nwin)

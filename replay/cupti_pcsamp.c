@@ -30,6 +30,7 @@ struct ck_pcs {
   rp_map fnptr;                   /* CUPTI function-name pointers to free */
   uint64_t total, dropped, nonuser, records, unattributed, hw_full;
   uint64_t samples;               /* attributed samples */
+  char why[512];                  /* why sampling did not start */
 };
 
 static void ck_pcbuf_free(CUpti_PCSamplingData *d) {
@@ -310,10 +311,12 @@ void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op) {
   memset(&sp, 0, sizeof sp);
   sp.size = CUpti_PCSamplingStartParamsSize;
   sp.ctx = E->ctx;
-  if (CK_CALL(E, cuptiPCSamplingStart, &sp))
+  if (CK_CALL(E, cuptiPCSamplingStart, &sp)) {
     p->started = 1;
-  else
+  } else {
     p->stopped = 1; /* noted at pass end */
+    snprintf(p->why, sizeof p->why, "%s", E->last_msg);
+  }
 }
 
 static void ck_pcs_stop(ck_engine *E) {
@@ -379,10 +382,13 @@ void ck_pcs_pass_end(ck_engine *E) {
   if (p->unattributed && l < sizeof extra)
     snprintf(extra + l, sizeof extra - l,
              "; %" PRIu64 " PC records matched no launch", p->unattributed);
-  if (!started_ever)
+  if (!E->nkern)
+    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_COLLECTED,
+               "no kernel ran in the profiled window: nothing to sample");
+  else if (!started_ever)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
                "sampling never started: %s",
-               E->last_msg[0] ? E->last_msg : "no op of the window ran");
+               p->why[0] ? p->why : "no op of the window ran");
   else if (!E->nsamp)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
                "no samples (CUPTI counted %" PRIu64 " in total, %" PRIu64

@@ -557,6 +557,8 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
   ep.ctx = E->ctx;
   ep.enableLazyPatching = 1;
   E->sass_state = CK_CALL(E, cuptiSassMetricsEnable, &ep) ? 2 : 4;
+  if (E->sass_state == 4)
+    snprintf(E->sass_why, sizeof E->sass_why, "%s", E->last_msg);
 }
 
 static void ck_sass_collect(ck_engine *E) {
@@ -672,11 +674,14 @@ void ck_sass_pass_end(ck_engine *E) {
   }
   rp_map_free(&by32);
   if (E->sass_state == 4)
-    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->last_msg);
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->sass_why);
+  else if (!E->nkern)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
+               "no kernel ran in the profiled window: nothing to measure");
   else if (!E->nsass)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED,
-               "no SASS metrics records: %s",
-               E->last_msg[0] ? E->last_msg : "nothing ran in the window");
+               "no SASS metrics records for the %zu kernel execution(s) of "
+               "the window", E->nkern);
   else
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
                "%zu instruction records, %zu joined to sampled instructions",

@@ -92,6 +92,7 @@ typedef struct rp_state {
   unsigned pass;              /* 0-based pass being executed */
   cucap_replay_op op;         /* the record being executed */
   int op_announced;           /* op_before was called for it */
+  int end_pass;               /* an observer ended the pass early */
 } rp_state;
 
 /* replay_exec.c */

@@ -10,7 +10,8 @@
 #     within their launch; metrics for every kernel execution; PC samples
 #     with source lines; SASS text and inline chains from nvdisasm (a fake
 #     one here); host frames in the folded stacks;
-#  3. --loop 3: three durations per kernel; --range 1:1: one launch only;
+#  3. --loop 3: three durations per kernel; --range 1:1: one launch only,
+#     and a range ends each pass after its last launch (fewer ops executed);
 #     --max-ranges 1: one window per kernel, still all attributed; counter
 #     passes follow CUPTI's count (MOCK_CUPTI_PASSES=3 -> 3 metrics passes);
 #  4. counters refused (MOCK_CUPTI_NO_COUNTERS): exit 0, timeline collected,
@@ -181,6 +182,16 @@ if [ "$(cat "$T/range.rc")" = 0 ] && check range \
   ok "--range 1:1: exactly launch 1 profiled"
 else
   bad "--range 1:1"
+fi
+# a launch range ends every pass after its last launch
+prof early "$T/drv_streams.fb" --cache=keep --no-pc --metrics=none --range 0:1
+prof whole "$T/drv_streams.fb" --cache=keep --no-pc --metrics=none
+e=$(sed -n 's/^replay: .* loop(s): \([0-9]*\) ops executed.*/\1/p' "$T/early.out")
+w=$(sed -n 's/^replay: .* loop(s): \([0-9]*\) ops executed.*/\1/p' "$T/whole.out")
+if [ -n "$e" ] && [ -n "$w" ] && [ "$e" -lt "$w" ]; then
+  ok "--range 0:1: the pass ends after the launch ($e ops executed, $w for the whole capture)"
+else
+  bad "--range 0:1 did not end the pass early ($e vs $w)"
 fi
 MOCK_CUPTI_PASSES=3 prof windows "$T/drv_streams.fb" --cache=keep --no-pc --max-ranges 1
 if [ "$(cat "$T/windows.rc")" = 0 ] && check windows \
