@@ -22,6 +22,8 @@ static const char usage_text[] =
     "commands:\n"
     "  record [options] -- PROGRAM [ARGS...]   record PROGRAM's CUDA driver calls\n"
     "  replay [options] CAPTURE                re-execute a capture's GPU work\n"
+    "  analyze CAPTURE [--json]                diagnose the program from its capture\n"
+    "  doctor [--json]                         what replay/--profile need here, what to change\n"
     "  info CAPTURE [--json]                   summary of a capture\n"
     "  dump CAPTURE [--json] [--body TYPE] [--limit N] [--no-hex]\n"
     "                                          print records (JSON Lines with --json)\n"
@@ -56,7 +58,8 @@ static const struct {
 } commands[] = {
     {"record", cucap_cmd_record},     {"replay", cucap_cmd_replay},
     {"info", cucap_cmd_info},         {"dump", cucap_cmd_dump},
-    {"compress", cucap_cmd_compress}, {"cupti", cucap_cmd_cupti},
+    {"compress", cucap_cmd_compress}, {"analyze", cucap_cmd_analyze},
+    {"doctor", cucap_cmd_doctor},     {"cupti", cucap_cmd_cupti},
 };
 
 static cmd_fn find_command(const char *name) {
@@ -86,7 +89,8 @@ int main(int argc, char **argv) {
   /* The read-only commands report problems as their own one-line errors;
    * library warnings would only repeat them. CUCAP_LOG_LEVEL brings them back. */
   if (!getenv("CUCAP_LOG_LEVEL") &&
-      (!strcmp(cmd, "info") || !strcmp(cmd, "dump") || !strcmp(cmd, "compress")))
+      (!strcmp(cmd, "info") || !strcmp(cmd, "dump") || !strcmp(cmd, "compress") ||
+       !strcmp(cmd, "analyze")))
     cucap_log_set_level(CUCAP_LOG_OFF);
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
     fputs(usage_text, stdout);
