@@ -72,6 +72,16 @@ typedef struct cucap_cupti_options {
   unsigned max_ranges;       /* kernels per range-profiler window; 0: 4096 */
   const char *nvdisasm;      /* NULL: $CUDA_HOME/bin, /usr/local/cuda/bin,
                                 PATH; "": never run it */
+  int timeline_all;          /* 1: the timeline covers the whole capture and
+                                the launch range restricts metrics, PC
+                                sampling and SASS metrics only */
+  int drop_unknown_metrics;  /* 1: names CUPTI does not know on this chip are
+                                left out (named in the metrics note, section
+                                PARTIAL); 0: raw names must all exist */
+  int soft_attach;           /* 1: when CUPTI cannot be loaded or attached,
+                                the sections say why and the replay goes on
+                                without the engine (its observer does
+                                nothing); 0: the replay stops (exit 3) */
 } cucap_cupti_options;
 
 #define CUCAP_CUPTI_PC_PERIOD_DEFAULT 10
@@ -89,6 +99,13 @@ void cucap_cupti_destroy(cucap_cupti *e); /* accepts NULL */
 
 /* The observer to put in cucap_replay_options.observers (owned by e). */
 const cucap_replay_observer *cucap_cupti_observer(cucap_cupti *e);
+
+/* Loads libcupti now (no driver needed) instead of at attach, so that a
+ * missing or unusable library is known before the replay; ENV with msg
+ * filled if it cannot be. Optional. */
+cucap_status cucap_cupti_load(cucap_cupti *e, char *msg, size_t msg_size);
+/* 1 once the observer attached CUPTI to the replay's driver. */
+int cucap_cupti_attached(const cucap_cupti *e);
 
 /* ---- results (valid after cucap_replay_run returned) ------------------- */
 
@@ -157,11 +174,25 @@ typedef struct cucap_cupti_kernel {
 /* The kernels in launch order ((rec_index, sub)); *out valid until destroy. */
 size_t cucap_cupti_kernels(const cucap_cupti *e, const cucap_cupti_kernel **out);
 
+/* One measurement of a kernel or copy: GPU start/end (CUPTI timestamps, ns)
+ * in replay pass `pass` (a timeline pass). */
+typedef struct cucap_cupti_time {
+  unsigned pass;
+  uint64_t start_ns, end_ns;
+} cucap_cupti_time;
+/* Measurements of kernel k / copy c (index into cucap_cupti_kernels /
+ * cucap_cupti_copies); *out valid until destroy. */
+size_t cucap_cupti_kernel_times(const cucap_cupti *e, size_t k,
+                                const cucap_cupti_time **out);
+size_t cucap_cupti_copy_times(const cucap_cupti *e, size_t c,
+                              const cucap_cupti_time **out);
+
 typedef struct cucap_cupti_copy {
   uint64_t rec_index, seq;
   uint32_t sub;            /* position within its record (start order) */
   int is_memset;           /* 0 memcpy, 1 memset */
   int copy_kind;           /* CUpti_ActivityMemcpyKind (memcpy) */
+  int rec_copy_kind;       /* the record's cucap.fb.MemcpyKind; -1 memset */
   uint64_t bytes;
   uint32_t stream_id;
   uint64_t stream;         /* recorded stream handle */
@@ -253,6 +284,24 @@ cucap_status cucap_cupti_write_folded(cucap_cupti *e, FILE *out,
 cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
                                int device, const char *metrics,
                                int list_metrics, FILE *out);
+
+/* The same checks without printing, as states for `cucap doctor`. */
+enum {
+  CUCAP_CUPTI_CHECK_UNKNOWN = 0,     /* not checked (message says why) */
+  CUCAP_CUPTI_CHECK_OK = 1,
+  CUCAP_CUPTI_CHECK_DENIED = 2,      /* permission */
+  CUCAP_CUPTI_CHECK_UNAVAILABLE = 3  /* not supported here / failed */
+};
+typedef struct cucap_cupti_check {
+  int activity, counters, pc_sampling, sass_metrics;
+  char activity_msg[256], counters_msg[320], pc_sampling_msg[256],
+      sass_metrics_msg[256];
+  uint32_t version;
+} cucap_cupti_check;
+/* Always CUCAP_OK; the states say what works. Loads the driver and CUPTI
+ * into this process (they stay loaded). */
+cucap_status cucap_cupti_check_run(const char *libcuda, const char *library,
+                                   int device, cucap_cupti_check *out);
 
 /* The metric names of a set ("sol", "full"); NULL for other names. The
  * array is static and NULL-terminated. */

@@ -195,6 +195,9 @@ static void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
                                        : (rec ? cucap_fb_record_stack(rec) : 0);
       o->body = E->cur->body_type;
       o->stream = ck_rec_stream(rec, o->body);
+      o->copy_kind = rec && o->body == CUCAP_FB_BODY_MEMCPY
+                         ? (int)cucap_fb_memcpy_kind(cucap_fb_record_body_as_memcpy(rec))
+                         : -1;
       E->cur_op = (int64_t)E->nops++;
     }
     if (!ck_grow((void **)&E->corr, &E->capcorr, E->ncorr + 1, sizeof *E->corr))
@@ -231,9 +234,21 @@ static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
   int req[CUCAP_CUPTI_NSECTIONS] = {1, E->o.metrics && *E->o.metrics,
                                     E->o.pc_sampling, E->o.sass_metrics};
   for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++)
-    if (req[i])
-      ck_section(E, (cucap_cupti_section_id)i, CUCAP_CUPTI_UNAVAILABLE, "%s",
-                 msg);
+    if (req[i]) { /* set quietly: the one message below says it */
+      E->sec[i].state = CUCAP_CUPTI_UNAVAILABLE;
+      snprintf(E->sec[i].note, sizeof E->sec[i].note, "%.511s", msg);
+    }
+  if (E->sub) {
+    E->quiet = 1;
+    CK_CALL(E, cuptiUnsubscribe, E->sub);
+    E->quiet = 0;
+    E->sub = NULL;
+  }
+  E->phase = CK_PH_DONE;
+  if (E->o.soft_attach) { /* the replay goes on without the engine */
+    CUCAP_WARN("profile: %s", msg);
+    return CUCAP_OK;
+  }
   cucap_replay_session_fail(s, CUCAP_ERR_ENV, "profile: %s", msg);
   return CUCAP_ERR_ENV;
 }
@@ -242,7 +257,7 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
   ck_engine *E = u;
   E->s = s;
   char msg[512];
-  if (!ck_api_load(&E->api, E->o.library, msg, sizeof msg))
+  if (!E->api.lib && !ck_api_load(&E->api, E->o.library, msg, sizeof msg))
     return ck_fail_env(E, s, "%s", msg);
   snprintf(E->env.library, sizeof E->env.library, "%s", E->api.path);
   uint32_t v = 0;
@@ -280,6 +295,8 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
 
 static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   ck_engine *E = u;
+  if (!E->attached)
+    return CUCAP_OK;
   E->ctx = (CUcontext)cucap_replay_session_context(s);
   E->device = cucap_replay_session_device(s);
   CK_PROC(E, s, CtxSynchronize, "cuCtxSynchronize", 2000);
@@ -319,6 +336,8 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
 static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   ck_engine *E = u;
   (void)s;
+  if (!E->attached)
+    return;
   E->pass = pass;
   E->pass_t0 = ck_now();
   E->nops = 0;
@@ -335,6 +354,8 @@ static void ck_op_before(void *u, cucap_replay_session *s,
                          const cucap_replay_op *op) {
   ck_engine *E = u;
   (void)s;
+  if (!E->attached)
+    return;
   E->cur = op;
   E->cur_op = -1;
   E->in_op = 1;
@@ -388,7 +409,7 @@ static int ck_pass_done_after(ck_engine *E, const cucap_replay_op *op) {
   int ranged = E->o.launch_count != CUCAP_CUPTI_ALL_LAUNCHES || E->o.first_launch;
   switch (E->phase) {
   case CK_PH_TIMELINE:
-    if (!ranged)
+    if (!ranged || E->o.timeline_all)
       return 0;
     if (op->pass == 0) /* the window's end is known once its last launch ran */
       return E->o.launch_count != CUCAP_CUPTI_ALL_LAUNCHES &&
@@ -408,6 +429,8 @@ static int ck_pass_done_after(ck_engine *E, const cucap_replay_op *op) {
 static void ck_op_after(void *u, cucap_replay_session *s,
                         const cucap_replay_op *op) {
   ck_engine *E = u;
+  if (!E->attached)
+    return;
   switch (E->phase) {
   case CK_PH_METRICS: ck_metrics_op_after(E, op); break;
   case CK_PH_PCSAMP: ck_pcs_op_after(E, op); break;
@@ -447,7 +470,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   ck_engine *E = u;
   (void)s;
   (void)pass;
-  if (E->phase == CK_PH_DONE)
+  if (!E->attached || E->phase == CK_PH_DONE)
     return 0;
   cucap_cupti_section *sc = &E->sec[E->phase];
   sc->passes++;
@@ -645,16 +668,38 @@ const cucap_replay_observer *cucap_cupti_observer(cucap_cupti *e) {
   return e ? &e->obs : NULL;
 }
 
+cucap_status cucap_cupti_load(cucap_cupti *e, char *msg, size_t msg_size) {
+  if (e->api.lib)
+    return CUCAP_OK;
+  char m[512];
+  if (!ck_api_load(&e->api, e->o.library, m, sizeof m)) {
+    if (msg && msg_size)
+      snprintf(msg, msg_size, "%s", m);
+    return CUCAP_ERR_ENV;
+  }
+  snprintf(e->env.library, sizeof e->env.library, "%s", e->api.path);
+  uint32_t v = 0;
+  if (e->api.cuptiGetVersion && e->api.cuptiGetVersion(&v) == CUPTI_SUCCESS)
+    e->env.version = v;
+  return CUCAP_OK;
+}
+
+int cucap_cupti_attached(const cucap_cupti *e) { return e && e->attached; }
+
 void cucap_cupti_destroy(cucap_cupti *E) {
   if (!E)
     return;
   ck_metrics_free(E);
   ck_pcs_free(E);
   ck_act_free(E);
-  for (size_t i = 0; i < E->nkern; i++)
+  for (size_t i = 0; i < E->nkern; i++) {
     free(E->kx[i].durs);
-  for (size_t i = 0; i < E->ncopy; i++)
+    free(E->kx[i].t);
+  }
+  for (size_t i = 0; i < E->ncopy; i++) {
     free(E->cx[i].durs);
+    free(E->cx[i].t);
+  }
   free(E->kern);
   free(E->kx);
   free(E->copy);

@@ -145,6 +145,7 @@ typedef struct ck_op {
   uint64_t stream;           /* recorded stream handle */
   uint32_t callstack;
   int body;
+  int copy_kind;             /* Memcpy records: cucap.fb.MemcpyKind; else -1 */
 } ck_op;
 
 typedef struct ck_corr {
@@ -155,12 +156,14 @@ typedef struct ck_corr {
 /* Internal side of a kernel entry (parallel to E->kern). */
 typedef struct ck_kx {
   double *durs;              /* per timeline pass */
+  cucap_cupti_time *t;       /* the same measurements: pass, start, end */
   unsigned ndurs;
   uint32_t context_id;
 } ck_kx;
 
 typedef struct ck_cx {
   double *durs;
+  cucap_cupti_time *t;
   unsigned ndurs;
 } ck_cx;
 
@@ -278,6 +281,7 @@ struct cucap_cupti {
   /* metrics */
   ck_metrics *m;
   const char **mnames;       /* the metric names (interned) */
+  char mdropped[256];        /* names asked for that the chip lacks */
   size_t nmnames;
   double *mvals;             /* nkern x nmnames */
   ck_window *win;

@@ -269,7 +269,7 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
         E->mnames[E->nmnames++] = ck_intern(&E->str, list[i]);
       continue;
     }
-    if (raw) {
+    if (raw && !E->o.drop_unknown_metrics) {
       snprintf(msg, msg_size,
                "metric '%s' is not known to CUPTI for chip %s (%s); list the "
                "chip's metrics with `cucap cupti-probe --list-metrics`",
@@ -280,9 +280,12 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
       dl += (size_t)snprintf(dropped + dl, sizeof dropped - dl, "%s%s",
                              dl ? ", " : "", list[i]);
   }
-  if (dropped[0])
+  if (dropped[0]) {
     CUCAP_INFO("profile: metrics not available on %s, left out: %s",
                E->env.chip, dropped);
+    if (raw) /* asked for by name: the section says which are missing */
+      snprintf(E->mdropped, sizeof E->mdropped, "%s", dropped);
+  }
   if (!E->nmnames) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
                "none of the requested metrics exists on %s", E->env.chip);
@@ -332,8 +335,11 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
 
 /* ------------------------------------------------------------ windows */
 
+/* In the range profiler's view: the replay's primary context (the range
+ * profiler object is per context) and the launch window. */
 static int ck_kernel_profiled(const ck_engine *E, size_t k) {
-  return !E->ctx_id || E->kx[k].context_id == E->ctx_id;
+  return (!E->ctx_id || E->kx[k].context_id == E->ctx_id) &&
+         ck_in_window(E, E->kern[k].rec_index);
 }
 
 static int ck_counter_image_init(ck_engine *E) {
@@ -368,32 +374,42 @@ int ck_metrics_plan(ck_engine *E) {
   ck_metrics *m = E->m;
   if (!m || !E->nmnames)
     return 0;
-  /* windows of at most max_ranges profiled kernels, cut between ops */
-  size_t biggest = 0, i = 0, other_ctx = 0;
-  while (i < E->nkern) {
-    size_t lo = i, cnt = 0;
-    uint64_t rec_lo = E->kern[i].rec_index, rec_hi = rec_lo;
-    while (i < E->nkern) {
-      uint64_t r = E->kern[i].rec_index;
-      size_t j = i, c = 0;
-      while (j < E->nkern && E->kern[j].rec_index == r) {
-        c += ck_kernel_profiled(E, j);
-        other_ctx += !ck_kernel_profiled(E, j);
-        j++;
+  /* windows of at most max_ranges profiled kernels, cut between ops; a
+   * window spans the records of its first and last profiled kernel */
+  size_t biggest = 0, other_ctx = 0, i = 0;
+  size_t cnt = 0, lo = SIZE_MAX, last_k = 0;
+  uint64_t rec_lo = 0, rec_hi = 0;
+  while (i <= E->nkern) {
+    size_t j = i, c = 0;
+    uint64_t r = i < E->nkern ? E->kern[i].rec_index : UINT64_MAX;
+    while (j < E->nkern && E->kern[j].rec_index == r) {
+      int prof = ck_kernel_profiled(E, j);
+      c += prof;
+      other_ctx += !prof && ck_in_window(E, r);
+      j++;
+    }
+    /* close the window before this op if it would overflow, or at the end */
+    if (cnt && (i == E->nkern || cnt + c > E->o.max_ranges)) {
+      if (!ck_grow((void **)&E->win, &E->capwin, E->nwin + 1, sizeof *E->win))
+        return 0;
+      E->win[E->nwin++] = (ck_window){rec_lo, rec_hi, lo, last_k};
+      if (cnt > biggest)
+        biggest = cnt;
+      cnt = 0;
+      lo = SIZE_MAX;
+    }
+    if (i == E->nkern)
+      break;
+    if (c) {
+      if (!cnt) {
+        rec_lo = r;
+        lo = i;
       }
-      if (cnt && cnt + c > E->o.max_ranges)
-        break;
       cnt += c;
       rec_hi = r;
-      i = j;
+      last_k = j;
     }
-    if (!cnt)
-      continue;
-    if (!ck_grow((void **)&E->win, &E->capwin, E->nwin + 1, sizeof *E->win))
-      return 0;
-    E->win[E->nwin++] = (ck_window){rec_lo, rec_hi, lo, i};
-    if (cnt > biggest)
-      biggest = cnt;
+    i = j;
   }
   E->cur_win = 0;
   if (!E->nwin) {
@@ -741,12 +757,13 @@ int ck_metrics_pass_end(ck_engine *E) {
                m->fail_note);
   else
     ck_section(E, CUCAP_CUPTI_METRICS,
-               m->attributed == total ? CUCAP_CUPTI_COLLECTED
-                                      : CUCAP_CUPTI_PARTIAL,
+               m->attributed == total && !E->mdropped[0] ? CUCAP_CUPTI_COLLECTED
+                                                         : CUCAP_CUPTI_PARTIAL,
                "%zu metric(s) for %zu of %zu kernel executions, %u counter "
-               "pass(es) x %zu window(s)%s%s", E->nmnames, m->attributed,
-               total, E->env.metric_passes, E->nwin,
-               E->flush_buf ? ", L2 flushed before each launch" : "", extra);
+               "pass(es) x %zu window(s)%s%s%s%.200s", E->nmnames,
+               m->attributed, total, E->env.metric_passes, E->nwin,
+               E->flush_buf ? ", L2 flushed before each launch" : "", extra,
+               E->mdropped[0] ? "; not on this chip: " : "", E->mdropped);
   return 0;
 }
 

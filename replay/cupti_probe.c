@@ -16,9 +16,19 @@
 
 #define P(f, key, ...)                                                         \
   do {                                                                         \
-    fprintf((f), "probe: %s: ", (key));                                        \
-    fprintf((f), __VA_ARGS__);                                                 \
-    fputc('\n', (f));                                                          \
+    if (f) {                                                                   \
+      fprintf((f), "probe: %s: ", (key));                                      \
+      fprintf((f), __VA_ARGS__);                                               \
+      fputc('\n', (f));                                                        \
+    }                                                                          \
+  } while (0)
+/* the outcome of one check into the result (when there is one) */
+#define R(r, field, st, ...)                                                   \
+  do {                                                                         \
+    if (r) {                                                                   \
+      (r)->field = (st);                                                       \
+      snprintf((r)->field##_msg, sizeof (r)->field##_msg, __VA_ARGS__);        \
+    }                                                                          \
   } while (0)
 
 static void CUPTIAPI ck_probe_cb(void *u, CUpti_CallbackDomain d,
@@ -143,14 +153,23 @@ static void ck_probe_list(ck_engine *E, FILE *f, const uint8_t *avail) {
   CK_CALL(E, cuptiProfilerHostDeinitialize, &hd);
 }
 
-cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
-                               int device, const char *metrics,
-                               int list_metrics, FILE *f) {
+static cucap_status ck_probe_impl(const char *libcuda, const char *library,
+                                  int device, const char *metrics,
+                                  int list_metrics, FILE *f,
+                                  cucap_cupti_check *r) {
   rp_driver d;
   char msg[512];
+  if (r) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->activity_msg, sizeof r->activity_msg, "not checked");
+    snprintf(r->counters_msg, sizeof r->counters_msg, "not checked");
+    snprintf(r->pc_sampling_msg, sizeof r->pc_sampling_msg, "not checked");
+    snprintf(r->sass_metrics_msg, sizeof r->sass_metrics_msg, "not checked");
+  }
   cucap_status st = rp_driver_load(&d, libcuda, msg, sizeof msg);
   if (st != CUCAP_OK) {
     P(f, "driver", "FAILED: %s", msg);
+    R(r, activity, CUCAP_CUPTI_CHECK_UNKNOWN, "not checked: %.200s", msg);
     return st;
   }
   ck_engine *E = calloc(1, sizeof *E);
@@ -169,6 +188,8 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
     cr = d.df.DeviceGet(&dev, device);
   if (cr != CUDA_SUCCESS) {
     P(f, "driver", "FAILED: cuInit/cuDeviceGet: %s", rp_cu_err(&d, cr));
+    R(r, activity, CUCAP_CUPTI_CHECK_UNKNOWN, "not checked: no CUDA device (%s)",
+      rp_cu_err(&d, cr));
     st = CUCAP_ERR_ENV;
     goto out;
   }
@@ -183,11 +204,15 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
   P(f, "driver", "version %d, device %d \"%s\" sm_%d%d", drv, device, name, ma, mi);
   if (!ck_api_load(&E->api, library, msg, sizeof msg)) {
     P(f, "cupti", "FAILED: %s", msg);
+    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "%.250s", msg);
     st = CUCAP_ERR_ENV;
     goto out;
   }
+  E->quiet = f == NULL;
   uint32_t v = 0;
   CK_CALL(E, cuptiGetVersion, &v);
+  if (r)
+    r->version = v;
   P(f, "cupti", "%s, API version %u (cucap built against %u)%s%s", E->api.path,
     v, (unsigned)CUPTI_API_VERSION, E->api.missing[0] ? "; missing: " : "",
     E->api.missing);
@@ -201,6 +226,8 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
     attached = 1;
   } else {
     P(f, "callbacks", "FAILED: %s", E->last_msg);
+    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "CUPTI cannot attach: %.200s",
+      E->last_msg);
     st = CUCAP_ERR_ENV;
   }
   E->device = device;
@@ -216,9 +243,13 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
   P(f, "callbacks", "%" PRIu64 " driver call(s) seen", calls);
   if (CK_CALL(E, cuptiActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
     P(f, "activity", "CONCURRENT_KERNEL can be enabled");
+    if (attached)
+      R(r, activity, CUCAP_CUPTI_CHECK_OK, "CUPTI %u: callbacks and kernel "
+        "activity records work", v);
     CK_CALL(E, cuptiActivityDisable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   } else {
     P(f, "activity", "FAILED: %s", E->last_msg);
+    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "%.250s", E->last_msg);
   }
   if (E->api.cuptiProfilerDeviceSupported) {
     static const struct { CUpti_Profiler_API api; const char *n; } apis[] = {
@@ -256,14 +287,23 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
       ap.pCounterAvailabilityImage = avail;
       ok = avail && CK_CALL(E, cuptiProfilerGetCounterAvailability, &ap);
     }
-    if (ok)
+    if (ok) {
       P(f, "counters", "allowed (availability image %zu bytes)",
         ap.counterAvailabilityImageSize);
-    else
+      R(r, counters, CUCAP_CUPTI_CHECK_OK, "hardware counters allowed (chip %s)",
+        E->env.chip);
+    } else {
+      int denied = E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ||
+                   E->last == CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES;
       P(f, "counters", "REFUSED: %s%s", E->last_msg,
-        E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-            ? " (NVreg_RestrictProfilingToAdminUsers=1: run as root or set it "
-              "to 0)" : "");
+        denied ? " (NVreg_RestrictProfilingToAdminUsers=1: run as root or set it "
+                 "to 0)" : "");
+      R(r, counters, denied ? CUCAP_CUPTI_CHECK_DENIED : CUCAP_CUPTI_CHECK_UNAVAILABLE,
+        "%.150s%s", E->last_msg,
+        denied ? ": run as root, or set `options nvidia "
+                 "NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d and "
+                 "reload the nvidia module" : "");
+    }
     if (ok) {
       CUpti_Profiler_Host_GetMaxNumHardwareMetricsPerPass_Params mp;
       memset(&mp, 0, sizeof mp);
@@ -299,6 +339,7 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
     }
   } else {
     P(f, "profiler", "FAILED: %s", E->last_msg);
+    R(r, counters, CUCAP_CUPTI_CHECK_UNAVAILABLE, "profiler: %.250s", E->last_msg);
   }
   free(avail);
   /* PC sampling */
@@ -315,6 +356,7 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
     np.numStallReasons = &n;
     if (CK_CALL(E, cuptiPCSamplingGetNumStallReasons, &np)) {
       P(f, "pc sampling", "enabled, %zu stall reasons", n);
+      R(r, pc_sampling, CUCAP_CUPTI_CHECK_OK, "PC sampling works (%zu stall reasons)", n);
       char **names = calloc(n ? n : 1, sizeof *names);
       uint32_t *idx = calloc(n ? n : 1, sizeof *idx);
       int okn = names && idx;
@@ -336,6 +378,7 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
       free(idx);
     } else {
       P(f, "pc sampling", "stall reasons FAILED: %s", E->last_msg);
+      R(r, pc_sampling, CUCAP_CUPTI_CHECK_UNAVAILABLE, "%.250s", E->last_msg);
     }
     CUpti_PCSamplingDisableParams pd;
     memset(&pd, 0, sizeof pd);
@@ -343,7 +386,10 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
     pd.ctx = E->ctx;
     CK_CALL(E, cuptiPCSamplingDisable, &pd);
   } else {
+    int denied = E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
     P(f, "pc sampling", "FAILED: %s", E->last_msg);
+    R(r, pc_sampling, denied ? CUCAP_CUPTI_CHECK_DENIED : CUCAP_CUPTI_CHECK_UNAVAILABLE,
+      "%.250s", E->last_msg);
   }
   /* SASS metrics */
   if (E->env.chip[0] && E->api.cuptiSassMetricsGetNumOfMetrics) {
@@ -368,6 +414,9 @@ cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
       int ok = CK_CALL(E, cuptiSassMetricsGetProperties, &gp);
       E->quiet = 0;
       P(f, "sass metric", "%s %s", want[i], ok ? "ok" : E->last_msg);
+      if (i == 0)
+        R(r, sass_metrics, ok ? CUCAP_CUPTI_CHECK_OK : CUCAP_CUPTI_CHECK_UNAVAILABLE,
+          "%s: %.200s", want[i], ok ? "available" : E->last_msg);
     }
   }
   {
@@ -391,4 +440,16 @@ out:
   free(E);
   /* the driver stays loaded: CUPTI keeps hooks into it */
   return st;
+}
+
+cucap_status cucap_cupti_probe(const char *libcuda, const char *library,
+                               int device, const char *metrics,
+                               int list_metrics, FILE *f) {
+  return ck_probe_impl(libcuda, library, device, metrics, list_metrics, f, NULL);
+}
+
+cucap_status cucap_cupti_check_run(const char *libcuda, const char *library,
+                                   int device, cucap_cupti_check *out) {
+  ck_probe_impl(libcuda, library, device, NULL, 0, NULL, out);
+  return CUCAP_OK;
 }

@@ -177,12 +177,23 @@ static int ck_tl_cmp(const void *a, const void *b) {
   return x->act < y->act ? -1 : x->act > y->act;
 }
 
-static int ck_add_dur(double **d, unsigned *n, double v) {
+/* One measurement: its duration (for the statistics) and its GPU start and
+ * end in replay pass `pass` (for the profile's per-pass timings). */
+static int ck_add_time(double **d, cucap_cupti_time **t, unsigned *n,
+                       unsigned pass, const ck_act *a) {
+  if (!a->start || a->end < a->start)
+    return 1; /* no timestamps (CUPTI lacked device memory): not measured */
   double *nd = realloc(*d, (*n + 1) * sizeof *nd);
   if (!nd)
     return 0;
-  nd[(*n)++] = v;
   *d = nd;
+  cucap_cupti_time *nt = realloc(*t, (*n + 1) * sizeof *nt);
+  if (!nt)
+    return 0;
+  *t = nt;
+  nd[*n] = (double)(a->end - a->start);
+  nt[*n] = (cucap_cupti_time){pass, a->start, a->end};
+  (*n)++;
   return 1;
 }
 
@@ -211,7 +222,7 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
       continue;
     }
     uint64_t ri = E->ops[op].rec_index;
-    if (!ck_in_window(E, ri))
+    if (!E->o.timeline_all && !ck_in_window(E, ri))
       continue;
     if (acts[i].start && acts[i].start < t0)
       t0 = acts[i].start;
@@ -241,8 +252,6 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
   for (size_t i = 0; i < nk; i++) {
     sub = (i && kt[i].rec_index == kt[i - 1].rec_index) ? sub + 1 : 0;
     const ck_act *a = &acts[kt[i].act];
-    double dur = a->start && a->end >= a->start ? (double)(a->end - a->start)
-                                                : NAN;
     if (tpass == 0) {
       if (!ck_grow((void **)&E->kern, &E->capkern, E->nkern + 1,
                    sizeof *E->kern) ||
@@ -272,8 +281,7 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
       k->dynamic_smem = a->dsmem;
       k->start_ns = a->start >= E->t_origin ? (double)(a->start - E->t_origin) : 0;
       x->context_id = a->ctx;
-      if (!isnan(dur))
-        ck_add_dur(&x->durs, &x->ndurs, dur);
+      ck_add_time(&x->durs, &x->t, &x->ndurs, E->pass, a);
       E->nkern++;
     } else {
       int64_t ki = ck_kernel_find(E, kt[i].rec_index, sub);
@@ -282,8 +290,7 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
         E->timeline_mismatch++;
         continue;
       }
-      if (!isnan(dur))
-        ck_add_dur(&E->kx[ki].durs, &E->kx[ki].ndurs, dur);
+      ck_add_time(&E->kx[ki].durs, &E->kx[ki].t, &E->kx[ki].ndurs, E->pass, a);
     }
   }
   if (tpass > 0) {
@@ -298,8 +305,6 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
   for (size_t i = 0; i < nc; i++) {
     sub = (i && ct[i].rec_index == ct[i - 1].rec_index) ? sub + 1 : 0;
     const ck_act *a = &acts[ct[i].act];
-    double dur = a->start && a->end >= a->start ? (double)(a->end - a->start)
-                                                : NAN;
     if (tpass == 0) {
       if (!ck_grow((void **)&E->copy, &E->capcopy, E->ncopy + 1,
                    sizeof *E->copy) ||
@@ -315,12 +320,12 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
       c->sub = sub;
       c->is_memset = a->kind == CUPTI_ACTIVITY_KIND_MEMSET;
       c->copy_kind = a->copy_kind;
+      c->rec_copy_kind = E->ops[op].copy_kind;
       c->bytes = a->bytes;
       c->stream_id = a->stream;
       c->stream = E->ops[op].stream;
       c->start_ns = a->start >= E->t_origin ? (double)(a->start - E->t_origin) : 0;
-      if (!isnan(dur))
-        ck_add_dur(&x->durs, &x->ndurs, dur);
+      ck_add_time(&x->durs, &x->t, &x->ndurs, E->pass, a);
       E->ncopy++;
     } else {
       /* copies are matched by (record, position) like kernels */
@@ -336,8 +341,7 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
       }
       if (lo < E->ncopy && E->copy[lo].rec_index == ct[i].rec_index &&
           E->copy[lo].sub == sub) {
-        if (!isnan(dur))
-          ck_add_dur(&E->cx[lo].durs, &E->cx[lo].ndurs, dur);
+        ck_add_time(&E->cx[lo].durs, &E->cx[lo].t, &E->cx[lo].ndurs, E->pass, a);
       } else {
         E->timeline_mismatch++;
       }
@@ -426,4 +430,22 @@ size_t cucap_cupti_kernels(const cucap_cupti *e, const cucap_cupti_kernel **out)
 size_t cucap_cupti_copies(const cucap_cupti *e, const cucap_cupti_copy **out) {
   *out = e->copy;
   return e->ncopy;
+}
+
+size_t cucap_cupti_kernel_times(const cucap_cupti *e, size_t k,
+                                const cucap_cupti_time **out) {
+  *out = NULL;
+  if (k >= e->nkern)
+    return 0;
+  *out = e->kx[k].t;
+  return e->kx[k].ndurs;
+}
+
+size_t cucap_cupti_copy_times(const cucap_cupti *e, size_t c,
+                              const cucap_cupti_time **out) {
+  *out = NULL;
+  if (c >= e->ncopy)
+    return 0;
+  *out = e->cx[c].t;
+  return e->cx[c].ndurs;
 }

@@ -20,7 +20,11 @@
 #     note says the ranges cannot be attributed, no value is kept;
 #  6. L2 flush memsets that form ranges (MOCK_CUPTI_MEMSET_RANGES) with
 #     --cache=flush: the flush ranges are skipped, metrics collected;
-#  7. an unknown raw metric name: exit 3 naming it; bad options: exit 2.
+#  7. an unknown raw metric name: exit 3 naming it; bad options: exit 2;
+#  8. `cucap replay --profile` through the backend (replay/profile_cupti.c):
+#     every section filled; CUPTI that cannot attach or is absent: the
+#     CUDA-event timeline and sections saying why; counters refused; a
+#     launch range restricts metrics, not the timeline.
 # Skips (77) without the mock, the stand-in libcupti or the apps.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
@@ -252,6 +256,79 @@ for opt in "--metrics=a,,b" "--pc-period 3" "--cache=sometimes" "--range x"; do
   "$CUCAP" cupti profile "$T/drv_basic.fb" $opt > /dev/null 2>&1; rc=$?
   [ $rc -eq 2 ] && ok "bad option $opt: exit 2" || bad "bad option $opt: rc=$rc"
 done
+
+# ---- 8. through `cucap replay --profile` (the backend of cucap_profiler.h) --
+rprof() { # rprof NAME CAPTURE [args...]: replay --profile --json
+  local name="$1" cap="$2"; shift 2
+  "$CUCAP" replay "$cap" --profile --json "$@" > "$T/$name.json" 2> "$T/$name.err"
+  echo $? > "$T/$name.rc"
+}
+rcheck() {
+  local name="$1"; shift
+  "$PY" - "$T/$name.json" "$@" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))["profile"]
+sec = {k: v["state"] for k, v in d["sections"].items()}
+src = {k: v["source"] for k, v in d["sections"].items()}
+msg = {k: v["message"] for k, v in d["sections"].items()}
+L = d["launches"]
+bad = [e for e in sys.argv[2:] if not eval(e)]
+for e in bad:
+    print("  does not hold: " + e)
+    print("  sections: " + json.dumps(d["sections"]))
+sys.exit(1 if bad else 0)
+PYEOF
+}
+if "$CUCAP" replay --help 2>&1 | grep -q -- '--profile'; then
+  rprof rp "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --pc-sampling --sass-metrics
+  if [ "$(cat "$T/rp.rc")" = 0 ] && rcheck rp \
+      "sec['timeline'] == 'ok' and src['timeline'] == 'cupti-activity'" \
+      "sec['metrics'] in ('ok', 'partial') and src['metrics'] == 'cupti-range-profiler'" \
+      "sec['pc_sampling'] == 'ok'" \
+      "d['replay']['backend'] == 'cupti'" \
+      "all(len(l['timings']) == 1 and len(l['metrics']) >= 5 for l in L if l['kernel'] != '')" \
+      "len(d['pc_samples']) > 0 and len(d['sass_metrics']) > 0" \
+      "len(d['activities']) > 0"; then
+    ok "replay --profile: CUPTI backend fills timeline, metrics, PC samples, SASS metrics"
+  else
+    bad "replay --profile (CUPTI backend): rc=$(cat "$T/rp.rc")"; tail -3 "$T/rp.err"
+  fi
+  MOCK_CUPTI_ATTACH_FAIL=1 rprof rpatt "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --pc-sampling
+  if [ "$(cat "$T/rpatt.rc")" = 0 ] && rcheck rpatt \
+      "sec['timeline'] == 'ok' and src['timeline'] == 'cuda-events'" \
+      "sec['metrics'] == 'unavailable' and 'CUPTI cannot attach' in msg['metrics']" \
+      "sec['pc_sampling'] == 'unavailable'"; then
+    ok "replay --profile, CUPTI cannot attach: event timeline, sections say why"
+  else
+    bad "replay --profile attach failure: rc=$(cat "$T/rpatt.rc")"; tail -3 "$T/rpatt.err"
+  fi
+  rprof rpnone "$T/drv_streams.fb" --cupti /nonexistent/libcupti.so.13 --cache=keep
+  if [ "$(cat "$T/rpnone.rc")" = 0 ] && rcheck rpnone \
+      "src['timeline'] == 'cuda-events'" \
+      "sec['metrics'] == 'unavailable' and 'CUPTI' in msg['metrics']"; then
+    ok "replay --profile without CUPTI: event timeline, metrics unavailable with the reason"
+  else
+    bad "replay --profile without CUPTI: rc=$(cat "$T/rpnone.rc")"; tail -3 "$T/rpnone.err"
+  fi
+  MOCK_CUPTI_NO_COUNTERS=1 rprof rppriv "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep
+  if [ "$(cat "$T/rppriv.rc")" = 0 ] && rcheck rppriv \
+      "sec['timeline'] == 'ok' and src['timeline'] == 'cupti-activity'" \
+      "sec['metrics'] == 'unavailable' and 'NVreg_RestrictProfilingToAdminUsers' in msg['metrics']"; then
+    ok "replay --profile, counters refused: CUPTI timeline kept, metrics say what to change"
+  else
+    bad "replay --profile counters refused: rc=$(cat "$T/rppriv.rc")"; tail -3 "$T/rppriv.err"
+  fi
+  rprof rprange "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --range launch:1-2
+  if [ "$(cat "$T/rprange.rc")" = 0 ] && rcheck rprange \
+      "all(len(l['timings']) == 1 for l in L if l['kernel'])" \
+      "all((len(l['metrics']) > 0) == (l.get('launch_index') in (1, 2)) for l in L if l['kernel'])"; then
+    ok "replay --profile --range launch:1-2: every launch timed, metrics for 1 and 2 only"
+  else
+    bad "replay --profile --range: rc=$(cat "$T/rprange.rc")"; tail -3 "$T/rprange.err"
+  fi
+else
+  echo "note: this cucap has no replay --profile; backend checks skipped"
+fi
 
 echo "test_profile_cupti: $pass passed, $fail failed"
 [ $fail -eq 0 ]
