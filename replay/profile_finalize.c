@@ -38,7 +38,8 @@ static int cmp_timing(const void *x, const void *y) {
 }
 
 static void rows_reindex(pf_rows *t) {
-  qsort(t->r, t->n, sizeof *t->r, cmp_row);
+  if (t->n) /* qsort(NULL, 0) is undefined */
+    qsort(t->r, t->n, sizeof *t->r, cmp_row);
   az_map_free(&t->idx);
   for (size_t i = 0; i < t->n; i++) {
     uint64_t h = pf_mix3(t->r[i].key, t->r[i].pc, t->r[i].what);

@@ -460,6 +460,9 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     goto out;
   }
+  /* observers first: one that refuses to start leaves nothing to free */
+  if (rp_obs_begin(R) != CUCAP_OK)
+    goto out;
   CUevent ev0 = NULL, ev1 = NULL;
   if (R->d.df.EventCreate) {
     R->d.df.EventCreate(&ev0, CU_EVENT_DEFAULT);
@@ -467,8 +470,6 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   double gpu_ms_total = 0;
   int gpu_ok = ev0 && ev1;
-  if (rp_obs_begin(R) != CUCAP_OK)
-    goto out;
   double t0 = rp_now();
   int more = 0; /* an observer asked for another pass */
   for (unsigned loop = 0; (loop < loops || more) && !R->failed &&
