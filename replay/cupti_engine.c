@@ -449,10 +449,12 @@ static int ck_next_phase(ck_engine *E, ck_phase from) {
   for (int ph = (int)from + 1; ph < CK_PH_DONE; ph++) {
     E->phase = (ck_phase)ph;
     E->phase_pass = 0;
-    if (ph == CK_PH_METRICS && E->o.metrics && *E->o.metrics &&
-        E->sec[CUCAP_CUPTI_METRICS].state == CUCAP_CUPTI_NOT_REQUESTED &&
-        ck_metrics_plan(E))
-      return 1;
+    if (ph == CK_PH_METRICS && E->o.metrics && *E->o.metrics) {
+      if (E->sec[CUCAP_CUPTI_METRICS].state == CUCAP_CUPTI_NOT_REQUESTED &&
+          ck_metrics_plan(E))
+        return 1;
+      ck_metrics_done(E); /* whatever was set up goes before PC sampling */
+    }
     if (ph == CK_PH_PCSAMP && E->o.pc_sampling &&
         E->sec[CUCAP_CUPTI_PCSAMPLING].state == CUCAP_CUPTI_NOT_REQUESTED &&
         ck_pcs_setup(E))

@@ -369,6 +369,8 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op);
 /* The current window's Stop ran in this pass (the rest of it is idle). */
 int ck_metrics_window_stopped(const ck_engine *E);
+/* Releases the range profiler, host object and flush buffer (values kept). */
+void ck_metrics_done(ck_engine *E);
 /* End of a metrics pass: 1 when another metrics pass is needed. */
 int ck_metrics_pass_end(ck_engine *E);
 /* Matches a window's ranges to its kernels: exposed for tests. Ranges

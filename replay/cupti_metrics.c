@@ -697,7 +697,29 @@ static void ck_window_collect(ck_engine *E) {
   free(vals);
 }
 
+static int ck_metrics_pass_end_inner(ck_engine *E);
+
+/* The metrics phase is over: the range profiler object, the host object and
+ * the flush buffer go before PC sampling is enabled (both use the GPU's
+ * profiling hardware). */
+void ck_metrics_done(ck_engine *E) {
+  ck_metrics_free(E);
+  if (E->flush_buf && E->cu.MemFree) {
+    E->own_call = 1;
+    E->cu.MemFree(E->flush_buf);
+    E->own_call = 0;
+    E->flush_buf = 0;
+  }
+}
+
 int ck_metrics_pass_end(ck_engine *E) {
+  int more = ck_metrics_pass_end_inner(E);
+  if (!more)
+    ck_metrics_done(E);
+  return more;
+}
+
+static int ck_metrics_pass_end_inner(ck_engine *E) {
   ck_metrics *m = E->m;
   if (!m)
     return 0;

@@ -13,6 +13,10 @@
  * while PC sampling is started, and SASS metric records while enabled.
  * Module loads fire the RESOURCE MODULE_LOADED callback with the code.
  *
+ * It lets one of range profiler, PC sampling and SASS metrics be set up at
+ * a time (stricter than CUPTI may be): the engine must release one before
+ * the next.
+ *
  * Knobs (environment): MOCK_CUPTI_ATTACH_FAIL=1 (subscribe fails),
  * MOCK_CUPTI_NO_COUNTERS=1 (counters need privileges), MOCK_CUPTI_PASSES=N
  * (counter passes, default 2), MOCK_CUPTI_EXTRA_RANGE=1 (one range too many
@@ -594,6 +598,8 @@ CUptiResult CUPTIAPI cuptiProfilerHostEvaluateToGpuValues(
 CUptiResult CUPTIAPI cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params *p) {
   if (!p || !p->ctx)
     return CUPTI_ERROR_INVALID_PARAMETER;
+  if (pcs_enabled || sass_config)
+    return CUPTI_ERROR_INVALID_OPERATION;
   rp_enabled = 1;
   p->pRangeProfilerObject = (CUpti_RangeProfiler_Object *)&rp_obj_token;
   return CUPTI_SUCCESS;
@@ -692,6 +698,8 @@ CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
     return CUPTI_ERROR_INVALID_PARAMETER;
   if (env_on("MOCK_CUPTI_NO_PCS"))
     return CUPTI_ERROR_NOT_SUPPORTED;
+  if (rp_enabled || sass_config) /* one at a time (see the top) */
+    return CUPTI_ERROR_INVALID_OPERATION;
   pcs_enabled = 1;
   return CUPTI_SUCCESS;
 }
@@ -833,7 +841,7 @@ CUptiResult CUPTIAPI cuptiSassMetricsGetNumOfMetrics(CUpti_SassMetrics_GetNumOfM
 CUptiResult CUPTIAPI cuptiSassMetricsSetConfig(CUpti_SassMetricsSetConfig_Params *p) {
   if (!p || !p->numOfMetricConfig)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  if (sass_config)
+  if (sass_config || rp_enabled || pcs_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
   sass_config = 1;
   return CUPTI_SUCCESS;
