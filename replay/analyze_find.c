@@ -63,12 +63,12 @@ void az_finish(cucap_analysis *a, cucap_finding *f, uint64_t recoverable_ns, int
 }
 
 void az_site_add(az_sites *t, uint32_t stack, uint64_t count, uint64_t time_ns) {
-  for (size_t i = t->n; i-- > 0;) /* recent sites first: loops repeat them */
-    if (t->s[i].stack == stack) {
-      t->s[i].count += count;
-      t->s[i].time_ns += time_ns;
-      return;
-    }
+  uint64_t v = 0;
+  if (az_map_get(&t->idx, stack, &v) && v) {
+    t->s[v - 1].count += count;
+    t->s[v - 1].time_ns += time_ns;
+    return;
+  }
   if (t->n == t->cap) {
     size_t nc = t->cap ? t->cap * 2 : 16;
     cucap_finding_site *ns = realloc(t->s, nc * sizeof *ns);
@@ -77,7 +77,15 @@ void az_site_add(az_sites *t, uint32_t stack, uint64_t count, uint64_t time_ns) 
     t->s = ns;
     t->cap = nc;
   }
+  if (!az_map_put(&t->idx, stack, t->n + 1))
+    return;
   t->s[t->n++] = (cucap_finding_site){stack, count, time_ns};
+}
+
+void az_sites_free(az_sites *t) {
+  free(t->s);
+  az_map_free(&t->idx);
+  memset(t, 0, sizeof *t);
 }
 
 static int cmp_site(const void *x, const void *y) {
@@ -96,6 +104,7 @@ void az_sites_take(cucap_analysis *a, cucap_finding *f, az_sites *t) {
   for (size_t i = 0; i < t->n && f->nsites < a->o.max_sites; i++)
     f->sites[f->nsites++] = t->s[i];
   free(t->s);
+  az_map_free(&t->idx);
   memset(t, 0, sizeof *t);
 }
 
@@ -190,12 +199,12 @@ static void find_churn(cucap_analysis *a) {
   az_map_free(&freed);
   az_map_free(&live);
   if (!n_alloc && !n_free) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   cucap_finding *f = az_finding_new(a, "alloc_churn");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   double ws = az_window_ns(a) / 1e9;
@@ -304,13 +313,13 @@ static void find_small(cucap_analysis *a) {
     times[nt++] = t;
   }
   if (!n_host) {
-    free(sites.s);
+    az_sites_free(&sites);
     free(times);
     return;
   }
   cucap_finding *f = az_finding_new(a, "small_transfers");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     free(times);
     return;
   }
@@ -407,12 +416,12 @@ static void find_pageable(cucap_analysis *a) {
       rec += over;
   }
   if (!n) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   cucap_finding *f = az_finding_new(a, "pageable_copies");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   snprintf(f->title, sizeof f->title,
@@ -490,12 +499,29 @@ static uint64_t union_len(span *s, size_t n) {
   return tot + (hi - lo);
 }
 
+static int span_add(span **v, size_t *n, size_t *cap, uint64_t lo, uint64_t len) {
+  if (!len)
+    return 1;
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    span *ns = realloc(*v, nc * sizeof *ns);
+    if (!ns)
+      return 0;
+    *v = ns;
+    *cap = nc;
+  }
+  (*v)[(*n)++] = (span){lo, lo + len};
+  return 1;
+}
+
 void az_find_sync(cucap_analysis *a) {
   uint64_t n_ctx = 0, n_stream = 0, n_event = 0, n_dtoh = 0, n_query = 0, t_query = 0;
   uint64_t blocked = 0, idle = 0, drained = 0, rec = 0;
   az_sites sites = {0};
-  span *gaps = NULL; /* idle spans: syncs of several threads may overlap */
-  size_t ngaps = 0, capgaps = 0;
+  /* syncs of several threads may overlap in time: sums are taken over the
+   * union of their spans */
+  span *gaps = NULL, *recs = NULL;
+  size_t ngaps = 0, capgaps = 0, nrecs = 0, caprecs = 0;
   for (size_t i = a->window_ev0; i < a->nev; i++) {
     const az_ev *e = &a->ev[i];
     if (!az_in_window(a, e))
@@ -514,40 +540,32 @@ void az_find_sync(cucap_analysis *a) {
     n_stream += e->kind == AZ_SYNC_STREAM;
     n_event += e->kind == AZ_SYNC_EVENT;
     n_dtoh += blocking_dtoh;
-    uint64_t b = e->t1 - e->t0, gap = 0, r = 0;
+    uint64_t b = e->t1 - e->t0;
     blocked += b;
-    if (e->flags & AZF_DRAINED) {
+    /* the host's time until it submits GPU work again: work it could have
+     * done while the GPU was still busy, had it not waited */
+    const az_ev *nx = next_work(a, e->t1);
+    uint64_t until = nx ? nx->t0 : a->window_t1;
+    uint64_t gap = until > e->t1 ? until - e->t1 : 0, r = gap < b ? gap : b;
+    span_add(&recs, &nrecs, &caprecs, e->t1, r);
+    if (e->flags & AZF_DRAINED) { /* nothing queued anywhere: the GPU is empty */
       drained++;
-      const az_ev *nx = next_work(a, e->t1);
-      uint64_t until = nx ? nx->t0 : a->window_t1;
-      gap = until > e->t1 ? until - e->t1 : 0;
-      if (gap && ngaps == capgaps) {
-        size_t nc = capgaps ? capgaps * 2 : 64;
-        span *ns = realloc(gaps, nc * sizeof *ns);
-        if (ns) {
-          gaps = ns;
-          capgaps = nc;
-        }
-      }
-      if (gap && ngaps < capgaps)
-        gaps[ngaps++] = (span){e->t1, e->t1 + gap};
-      r = gap < b ? gap : b; /* overlap the host's next work with the wait */
-      rec += r;
+      span_add(&gaps, &ngaps, &capgaps, e->t1, gap);
     }
     az_site_add(&sites, e->stack, 1, r);
   }
   idle = ngaps ? union_len(gaps, ngaps) : 0;
+  rec = nrecs ? union_len(recs, nrecs) : 0;
   free(gaps);
-  if (rec > idle) /* overlapping syncs of several threads */
-    rec = idle;
+  free(recs);
   uint64_t n = n_ctx + n_stream + n_event + n_dtoh;
   if (!n && !n_query) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   cucap_finding *f = az_finding_new(a, "sync_calls");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   double ws = az_window_ns(a) / 1e9;
@@ -569,8 +587,8 @@ void az_find_sync(cucap_analysis *a) {
   az_num(f, "queries", "", (double)n_query);
   az_num(f, "query_time", "ns", (double)t_query);
   snprintf(f->estimate, sizeof f->estimate,
-           "per sync after which nothing was queued: min(host time blocked in it, time "
-           "until the next GPU work was submitted), the overlap a deferred sync allows");
+           "per sync: min(host time blocked in it, host time until it submitted GPU work "
+           "again), the overlap a later sync allows; union over overlapping syncs");
   snprintf(f->advice, sizeof f->advice,
            "sync less often and later: read results back asynchronously (pinned buffer, "
            "event) and check them a step later, avoid .item()/.cpu() inside the loop, "

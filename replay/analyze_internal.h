@@ -125,9 +125,11 @@ void az_finish(cucap_analysis *a, cucap_finding *f, uint64_t recoverable_ns,
 typedef struct az_sites {
   cucap_finding_site *s;
   size_t n, cap;
+  az_map idx; /* stack id -> index + 1 */
 } az_sites;
 void az_site_add(az_sites *t, uint32_t stack, uint64_t count, uint64_t time_ns);
 void az_sites_take(cucap_analysis *a, cucap_finding *f, az_sites *t);
+void az_sites_free(az_sites *t);
 double az_window_ns(const cucap_analysis *a);
 int az_in_window(const cucap_analysis *a, const az_ev *e);
 

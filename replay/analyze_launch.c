@@ -93,13 +93,13 @@ static void find_overhead(cucap_analysis *a, u64vec *intervals) {
   az_map_free(&last_t1);
   if (!n) {
     free(calls.v);
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   cucap_finding *f = az_finding_new(a, "launch_overhead");
   if (!f) {
     free(calls.v);
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   double ws = az_window_ns(a), pct = 100.0 * (double)host / ws;
@@ -385,12 +385,12 @@ static void find_default(cucap_analysis *a) {
   size_t nothers = others.n + (size_t)others.has0;
   az_map_free(&others);
   if (!ops || !nothers) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   cucap_finding *f = az_finding_new(a, "default_stream");
   if (!f) {
-    free(sites.s);
+    az_sites_free(&sites);
     return;
   }
   int est = gpu_n * 10 >= ops * 9 && gpu > 0;

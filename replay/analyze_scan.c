@@ -368,9 +368,8 @@ static void on_record(scan *S, const cucap_fb_record *rec, uint64_t rec_index) {
     on_devices(S, rec);
     return;
   }
-  if (!cucap_fb_record_call(rec))
-    return;
-  S->a->sum.calls++;
+  if (cucap_fb_record_call(rec)) /* bodies below only come with calls */
+    S->a->sum.calls++;
   uint64_t te = cucap_fb_record_t_exit(rec);
   if (te > S->max_t)
     S->max_t = te;

@@ -69,6 +69,7 @@ typedef struct cucap_doctor_options {
   const char *libcupti;  /* NULL = searched (--cupti) */
   const char *proc_root; /* NULL = "/proc" (tests point it at a fake tree) */
   int device;
+  int assume_non_root;   /* tests: judge permissions as for a non-root user */
 } cucap_doctor_options;
 
 /* Runs every check. Loads libcuda (and calls cuInit) and libcupti into this

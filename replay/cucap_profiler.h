@@ -48,9 +48,11 @@
  *    cucap_profile_add_activity. Skip ops with op->capturing (they only
  *    record into a graph).
  *  - timing: cucap_profile_add_kernel_timing(p, key, pass, start, end) for
- *    every kernel activity record of every pass; the replayer runs at least
- *    opts->loops passes (timing passes; counters must not be collected in
- *    them, so their times are not perturbed).
+ *    every kernel activity record of the timing passes: the first
+ *    opts->loops passes the replayer runs (pass = op->pass, 0-based).
+ *    Counters must not be collected in them, and timings of the extra
+ *    passes asked for counters must not be added (they would perturb the
+ *    medians).
  *  - metrics: with the Range Profiler / Profiler Host API in user-replay
  *    mode, one range per kernel, the replayer re-running the capture for
  *    each counter pass (return non-zero from pass_end to get another pass;
@@ -68,9 +70,10 @@
  *    profile (the launch's callstack).
  *  - finish: flush CUPTI buffers (cuptiActivityFlushAll), add what is
  *    left, set final section states (PARTIAL + which launches/metrics are
- *    missing), fill info.backend ("cupti"), info.cupti_version and
- *    info.passes (cucap_profile_set_info on a copy of
- *    cucap_profile_info_get).
+ *    missing), fill info.backend ("cupti"), info.cupti_version,
+ *    info.passes and, when empty, the replay device (info.device, cc_major,
+ *    cc_minor, sm_count, driver_version) - cucap_profile_set_info on a copy
+ *    of cucap_profile_info_get. The CLI fills the capture fields.
  *  - probe: the same checks as create, cheaply, for `cucap doctor`
  *    (counters allowed for this user? PC sampling works?).
  *

@@ -228,7 +228,7 @@ static void check_counters(const cucap_doctor_options *o, cucap_doctor_report *r
   } else {
     const char *k = strstr(params, "RmProfilingAdminOnly:");
     int admin_only = k ? atoi(k + strlen("RmProfilingAdminOnly:")) : -1;
-    int root = geteuid() == 0;
+    int root = geteuid() == 0 && !o->assume_non_root;
     if (admin_only == 1 && !root)
       set(c, CUCAP_CHECK_FAIL, fix_admin, "RmProfilingAdminOnly: 1 and this user is not root");
     else if (admin_only == 1)

@@ -38,7 +38,7 @@ static int cmp_timing(const void *x, const void *y) {
 }
 
 static void rows_reindex(pf_rows *t) {
-  if (t->n) /* qsort(NULL, 0) is undefined */
+  if (t->n)
     qsort(t->r, t->n, sizeof *t->r, cmp_row);
   az_map_free(&t->idx);
   for (size_t i = 0; i < t->n; i++) {
@@ -290,14 +290,16 @@ static void finalize_kernels(cucap_profile *p, const sol_ids *ids) {
   }
   for (size_t k = 0; k < p->nk; k++)
     p->K[k].pub.share_pct = all ? 100.0 * (double)p->K[k].pub.total_ns / (double)all : 0;
-  qsort(p->K, p->nk, sizeof *p->K, cmp_kernel);
+  if (p->nk)
+    qsort(p->K, p->nk, sizeof *p->K, cmp_kernel);
   free(of);
 }
 
 cucap_status cucap_profile_finalize(cucap_profile *p) {
   if (!p->dirty && p->K)
     return CUCAP_OK;
-  qsort(p->L, p->nl, sizeof *p->L, cmp_launch);
+  if (p->nl)
+    qsort(p->L, p->nl, sizeof *p->L, cmp_launch);
   az_map_free(&p->key_idx);
   for (size_t i = 0; i < p->nl; i++)
     if (!az_map_put(&p->key_idx, p->L[i].pub.key, i + 1))

@@ -152,13 +152,11 @@ cucap_status cucap_profile_range_parse(const char *spec, cucap_profile_range *ou
     return CUCAP_OK;
   }
   if (!strncmp(spec, "kernel:", 7)) {
-    int rc = regcomp(&out->re, spec + 7, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0 || !spec[7]) {
-      char e[128] = "empty expression";
-      if (rc != 0) {
+    char e[128] = "empty expression";
+    int rc = spec[7] ? regcomp(&out->re, spec + 7, REG_EXTENDED | REG_NOSUB) : -1;
+    if (rc != 0) {
+      if (rc > 0) /* regcomp failed: nothing to free */
         regerror(rc, &out->re, e, sizeof e);
-        regfree(&out->re);
-      }
       if (msg && msg_size)
         snprintf(msg, msg_size, "--range %s: bad regular expression: %s", spec, e);
       out->kind = CUCAP_RANGE_ALL;

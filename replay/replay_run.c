@@ -460,8 +460,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     goto out;
   }
-  /* observers first: one that refuses to start leaves nothing to free */
-  if (rp_obs_begin(R) != CUCAP_OK)
+  if (rp_obs_begin(R) != CUCAP_OK) /* before the events: nothing to undo */
     goto out;
   CUevent ev0 = NULL, ev1 = NULL;
   if (R->d.df.EventCreate) {

@@ -127,5 +127,11 @@ if [ "${CUCAP_GPU_BENCH:-1}" = 1 ] && [ -f "$ROOT/bench/gpu_bench.sh" ]; then
 fi
 
 echo
+# --- 4. doctor, analyze, replay --profile (tests/gpu/profile_smoke.sh)
+if bash "$ROOT/tests/gpu/profile_smoke.sh" "$BUILD" "$OUT" > "$OUT/profile_smoke.txt" 2>&1; then
+  res PASS "profile smoke" "$(tail -1 "$OUT/profile_smoke.txt")"
+else
+  res FAIL "profile smoke" "$(tail -1 "$OUT/profile_smoke.txt"); see $OUT/profile_smoke.txt"
+fi
 echo "== summary: $pass passed, $fail failed, $skip skipped (details in $OUT)"
 [ $fail -eq 0 ]
