@@ -146,6 +146,8 @@ typedef struct cucap_cupti_env {
   unsigned metric_passes; /* counter passes for the requested metrics */
   size_t stall_reasons;   /* PC sampling stall reasons (0: unknown) */
   uint64_t l2_bytes;      /* L2 size (flush buffer is twice that) */
+  char device[96];        /* the replay device */
+  int cc_major, cc_minor, sm_count, driver_version;
 } cucap_cupti_env;
 const cucap_cupti_env *cucap_cupti_env_get(const cucap_cupti *e);
 

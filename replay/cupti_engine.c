@@ -316,6 +316,22 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
       E->cu.DeviceGetAttribute(&mi, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                (CUdevice)E->device) == CUDA_SUCCESS)
     E->cc = ma * 10 + mi;
+  E->env.cc_major = ma;
+  E->env.cc_minor = mi;
+  int sms = 0;
+  if (E->cu.DeviceGetAttribute &&
+      E->cu.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                               (CUdevice)E->device) == CUDA_SUCCESS)
+    E->env.sm_count = sms;
+  CUresult (*get_name)(char *, int, CUdevice) = (CUresult(*)(char *, int, CUdevice))
+      cucap_replay_session_proc(s, "cuDeviceGetName", 2000);
+  if (get_name && get_name(E->env.device, (int)sizeof E->env.device,
+                           (CUdevice)E->device) != CUDA_SUCCESS)
+    E->env.device[0] = 0;
+  CUresult (*drv_ver)(int *) =
+      (CUresult(*)(int *))cucap_replay_session_proc(s, "cuDriverGetVersion", 2020);
+  if (drv_ver)
+    drv_ver(&E->env.driver_version);
   int l2 = 0;
   if (E->cu.DeviceGetAttribute &&
       E->cu.DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,

@@ -391,25 +391,22 @@ static void ck_disasm_cubin(ck_engine *E, ck_cubin *cb, const char *tool,
     funs[o] = 0;
   }
   ck_dis_ctx c = {E, cb->crc, idx, n, 0};
-  const char *variants[2][7] = {
+  /* -gi adds inline chains; older nvdisasm may lack it (-g); a -fun list it
+   * refuses falls back to the whole cubin */
+  const char *variants[4][7] = {
       {tool, "-c", "-gi", "-fun", funs, tmpl, NULL},
-      {tool, "-c", "-g", "-fun", funs, tmpl, NULL}};
-  for (int v = 0; v < 2 && !c.filled; v++) {
-    const char *const *argv = variants[v];
-    const char *alt[7];
-    if (!funs) { /* no list: whole cubin */
-      alt[0] = tool, alt[1] = "-c", alt[2] = v ? "-g" : "-gi", alt[3] = tmpl,
-      alt[4] = NULL;
-      argv = alt;
-    }
+      {tool, "-c", "-g", "-fun", funs, tmpl, NULL},
+      {tool, "-c", "-gi", tmpl, NULL, NULL, NULL},
+      {tool, "-c", "-g", tmpl, NULL, NULL, NULL}};
+  for (int v = funs ? 0 : 2; v < 4 && !c.filled; v++) {
     size_t len = 0;
     int status = 0;
-    char *out = ck_run_capture((char *const *)argv, &len, &status);
+    char *out = ck_run_capture((char *const *)variants[v], &len, &status);
     if (out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
       ck_disasm_parse(out, len, ck_dis_cb, &c);
     else
-      CUCAP_DEBUG("profile: %s %s on a %zu-byte cubin failed (status %d)",
-                  tool, argv[2], cb->size, status);
+      CUCAP_DEBUG("profile: %s %s%s on a %zu-byte cubin failed (status %d)",
+                  tool, variants[v][2], v < 2 ? " -fun" : "", cb->size, status);
     free(out);
   }
   unlink(tmpl);

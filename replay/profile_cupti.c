@@ -255,6 +255,13 @@ cucap_status cucap_profiler_finish(cucap_profiler *P) {
     passes += cucap_cupti_section_get(P->e, (cucap_cupti_section_id)i)->passes;
   if (passes)
     in.passes = passes;
+  if (!in.device[0] && env->device[0]) { /* the replay device, when unknown */
+    snprintf(in.device, sizeof in.device, "%s", env->device);
+    in.cc_major = env->cc_major;
+    in.cc_minor = env->cc_minor;
+    in.sm_count = env->sm_count;
+    in.driver_version = env->driver_version;
+  }
   if (P->evt) { /* CUPTI did not attach: the event timer timed the run */
     cucap_evtimer_finish(P->evt);
     snprintf(in.backend, sizeof in.backend, "cuda-events");
