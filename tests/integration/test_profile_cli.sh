@@ -33,7 +33,7 @@ if [ $rc = 0 ] && grep -q "^sections:" "$T/r.out" && grep -Eq "^  timeline +(ok|
   ok "--profile report: sections, kernels, findings"
 else bad "--profile report rc=$rc"; cat "$T/r.out" "$T/r.err" | head -40; fi
 # a section that was not collected says why and what to do
-if grep -Eq "^  metrics +unavailable +- +.+(not built|restricted|not found)" "$T/r.out" \
+if grep -Eq "^  metrics +unavailable +- +.+(not built|restricted|not found|cannot attach)" "$T/r.out" \
    || grep -Eq "^  metrics +ok " "$T/r.out"; then ok "metrics section states why"
 else bad "metrics section"; grep metrics "$T/r.out"; fi
 grep -Eq "^ +1 .* (scale|saxpy)$" "$T/r.out" && ok "kernel table rows" || { bad "kernel table"; grep -A4 "top kernels" "$T/r.out"; }
