@@ -17,6 +17,8 @@
 #      and a cuBLAS GEMM; --metrics=full; --loop 5 spread; --range
 #   5. torch_transformer --steps 3: >= 10,000 distinct instruction-level
 #      stacks (PC sampling only)
+#   6. `cucap replay --profile --pc-sampling --sass-metrics --loop 3` on
+#      rt_profile through the backend: sections, timings, metrics, samples
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -289,12 +291,29 @@ else
   res SKIP "transformer" "no torch with CUDA or no tests/apps/torch_transformer.py"
 fi
 
-# ---- 6. through `replay --profile` when the CLI has it --------------------------
+# ---- 6. through `replay --profile` (the CUPTI backend, replay/profile_cupti.c) --
 if "$CUCAP" replay --help 2>&1 | grep -q -- '--profile' && [ -e "$OUT/rt_profile/cap.fb" ]; then
-  "$CUCAP" replay "$OUT/rt_profile/cap.fb" --profile >"$OUT/replay_profile.out" 2>"$OUT/replay_profile.err"
+  W=$OUT/rt_profile
+  "$CUCAP" replay "$W/cap.fb" --profile --pc-sampling --sass-metrics --loop 3 --json \
+    --folded "$W/rp_folded.txt" >"$W/rp.json" 2>"$W/rp.err"
   rc=$?
-  [ $rc -eq 0 ] && res PASS "replay --profile rt_profile" "$(head -c 200 "$OUT/replay_profile.out" | tr '\n' ' ')" ||
-    res FAIL "replay --profile rt_profile" "exit $rc $(tail -1 "$OUT/replay_profile.err")"
+  if [ $rc -eq 0 ] && "$PY" - "$W/rp.json" >"$W/rp.txt" 2>&1 <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))["profile"]
+S = d["sections"]; L = [l for l in d["launches"] if l["kernel"]]
+print("; ".join("%s %s (%s)" % (k, v["state"], v["source"]) for k, v in S.items()))
+print("%d launches, %d with 3 timings, %d with metrics, %d PC sample rows, %d SASS rows, classes %s" % (
+    len(L), sum(len(l["timings"]) == 3 for l in L), sum(len(l["metrics"]) > 0 for l in L),
+    len(d["pc_samples"]), len(d["sass_metrics"]), sorted({(k.get("class") or {}).get("class", "?") if isinstance(k.get("class"), dict) else str(k.get("class")) for k in d["kernels"]})))
+ok = (S["timeline"]["state"] == "ok" and S["timeline"]["source"] == "cupti-activity"
+      and S["metrics"]["state"] in ("ok", "partial") and S["pc_sampling"]["state"] in ("ok", "partial")
+      and all(len(l["timings"]) == 3 and l["metrics"] for l in L) and d["pc_samples"])
+sys.exit(0 if ok else 1)
+PYEOF
+  then res PASS "replay --profile (CUPTI backend)" "$(tr '\n' ' ' <"$W/rp.txt" | cut -c1-250)"
+  else res FAIL "replay --profile (CUPTI backend)" "exit $rc $(tr '\n' ' ' <"$W/rp.txt" 2>/dev/null | cut -c1-200) $(tail -1 "$W/rp.err")"; fi
+  "$CUCAP" replay "$W/cap.fb" --profile >"$W/rp_text.txt" 2>&1
+  sed -n '/^top kernels/,/^$/p' "$W/rp_text.txt" | head -12 | sed 's/^/  /'
 fi
 
 echo
