@@ -21,6 +21,7 @@
 #include "cucap_cupti.h"
 #include "cucap_hash.h"
 #include "cucap_symbolize.h"
+#include "cupti_disasm.h"
 #include "replay_internal.h" /* rp_map */
 
 /* ---- CUPTI entry points ------------------------------------------------ */
@@ -402,13 +403,7 @@ int ck_sass_setup(ck_engine *E);
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_pass_end(ck_engine *E);
-/* nvdisasm output parser (exposed for tests): calls fn for every
- * instruction with its function, offset, text and inline chain ("" when
- * none). */
-typedef void (*ck_disasm_fn)(void *user, const char *function, uint64_t pc,
-                             const char *text, const char *file, uint32_t line,
-                             const char *chain);
-void ck_disasm_parse(const char *text, size_t len, ck_disasm_fn fn, void *user);
+
 
 /* cupti_report.c */
 void ck_stack_feed(ck_engine *E, const void *record); /* Callstack/ModuleMap */

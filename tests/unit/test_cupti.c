@@ -11,12 +11,7 @@
 #include "cucap_cupti.h"
 #include "testutil.h"
 
-/* internal (replay/cupti_internal.h; that header needs the CUPTI include
- * path, which the unit tests do not have) */
-typedef void (*ck_disasm_fn)(void *user, const char *function, uint64_t pc,
-                             const char *text, const char *file, uint32_t line,
-                             const char *chain);
-void ck_disasm_parse(const char *text, size_t len, ck_disasm_fn fn, void *user);
+#include "cupti_disasm.h" /* internal to replay/ */
 
 typedef struct seen {
   int n;
