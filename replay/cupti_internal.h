@@ -355,10 +355,12 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass);
 void ck_timeline_finish(ck_engine *E);       /* medians, spreads */
 void ck_act_free(ck_engine *E);
 
-/* cupti_metrics.c */
-/* cuptiProfilerInitialize + chip name (env.chip), once; 0 on failure. */
+/* cupti_sets.c: cuptiProfilerInitialize + chip name (env.chip), once; 0 on
+ * failure. */
 int ck_prof_init(ck_engine *E);
 void ck_prof_deinit(ck_engine *E);
+
+/* cupti_metrics.c */
 void ck_metrics_free(ck_engine *E);
 /* At begin: counters allowed? names valid? config image, pass count.
  * Returns 0 when the metrics section is off (note set). Fatal user errors
