@@ -36,15 +36,16 @@
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
 
+#include "mock_cupti_internal.h"
 #include "mock_tool.h"
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int env_on(const char *n) {
+pthread_mutex_t mcu_mu = PTHREAD_MUTEX_INITIALIZER;
+int mcu_env_on(const char *n) {
   const char *v = getenv(n);
   return v && *v && *v != '0';
 }
 
-static uint64_t fnv64(const void *p, size_t n) {
+uint64_t mcu_fnv64(const void *p, size_t n) {
   const unsigned char *b = p;
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++)
@@ -106,7 +107,8 @@ static size_t rec_size(CUpti_ActivityKind k) {
 }
 
 /* ---- range profiler ----------------------------------------------------- */
-static int rp_enabled, rp_started, rp_configured;
+int mcu_rp_enabled;
+static int rp_started, rp_configured;
 static size_t rp_passes_done, rp_max_ranges;
 static uint8_t *rp_image;
 static size_t rp_image_size;
@@ -132,44 +134,13 @@ static void rp_add(double dur) {
   rp_durs[rp_n++] = dur;
 }
 
-/* ---- PC sampling -------------------------------------------------------- */
-typedef struct pcrec {
-  uint32_t corr;
-  uint64_t crc, pc;
-  const char *fn;
-  uint32_t counts[3];
-} pcrec;
-static int pcs_enabled, pcs_started;
-static CUpti_PCSamplingData *pcs_cfg_buf;
-static pcrec *pcs_pend;
-static size_t pcs_n, pcs_cap;
-static const uint32_t stall_idx[3] = {11, 22, 33};
-static const char *const stall_name[3] = {
-    "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
-    "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle",
-    "smsp__pcsamp_warps_issue_stalled_selected"};
-
-/* ---- SASS metrics ------------------------------------------------------- */
-typedef struct sassrec {
-  uint32_t crc;
-  const char *fn;
-  uint32_t pc;
-  uint64_t v[3];
-} sassrec;
-static int sass_config, sass_enabled;
-static sassrec *sass;
-static size_t nsass, capsass;
-static const char *const sass_names[3] = {"smsp__sass_inst_executed",
-                                          "smsp__sass_thread_inst_executed",
-                                          "smsp__sass_sectors_mem_global"};
-
 static void on_event(void *user, const mock_tool_event *ev) {
   (void)user;
-  pthread_mutex_lock(&mu);
+  pthread_mutex_lock(&mcu_mu);
   if (ev->what == MOCK_TOOL_SUBMIT) {
     corr_cur = corr_next++;
     CUpti_CallbackFunc cb = dom_driver ? sub_cb : NULL;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&mcu_mu);
     if (cb) {
       CUpti_CallbackData d;
       memset(&d, 0, sizeof d);
@@ -183,7 +154,7 @@ static void on_event(void *user, const mock_tool_event *ev) {
   }
   if (ev->what == MOCK_TOOL_MODULE) {
     CUpti_CallbackFunc cb = dom_resource ? sub_cb : NULL;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&mcu_mu);
     if (cb) {
       CUpti_ModuleResourceData md = {1, ev->image_size, (const char *)ev->image};
       CUpti_ResourceData rd;
@@ -212,53 +183,13 @@ static void on_event(void *user, const mock_tool_event *ev) {
     }
     if (rp_started) {
       rp_add((double)(end - ev->start_ns));
-      if (env_on("MOCK_CUPTI_EXTRA_RANGE") && rp_n == 1)
+      if (mcu_env_on("MOCK_CUPTI_EXTRA_RANGE") && rp_n == 1)
         rp_add(1.0);
     }
-    uint64_t crc = ev->image ? fnv64(ev->image, ev->image_size) : 1;
+    uint64_t crc = ev->image ? mcu_fnv64(ev->image, ev->image_size) : 1;
     const char *fn = keep_name(ev->kernel ? ev->kernel : "?");
-    if (pcs_started) {
-      if (pcs_n + 3 > pcs_cap) {
-        size_t nc = pcs_cap ? pcs_cap * 2 : 64;
-        pcrec *np = realloc(pcs_pend, nc * sizeof *np);
-        if (np) {
-          pcs_pend = np;
-          pcs_cap = nc;
-        }
-      }
-      for (int i = 0; i < 3 && pcs_n < pcs_cap; i++) {
-        pcrec *r = &pcs_pend[pcs_n++];
-        r->corr = corr_cur;
-        r->crc = crc;
-        r->fn = fn;
-        r->pc = 0x10u * (unsigned)(i + 1);
-        r->counts[0] = 3u * (unsigned)(i + 1);
-        r->counts[1] = (unsigned)i;
-        r->counts[2] = 1;
-      }
-    }
-    if (sass_enabled) {
-      for (uint32_t pc = 0x10; pc <= 0x30; pc += 0x10) {
-        size_t i = 0;
-        while (i < nsass && !(sass[i].crc == (uint32_t)crc && sass[i].fn == fn &&
-                              sass[i].pc == pc))
-          i++;
-        if (i == nsass) {
-          if (nsass == capsass) {
-            size_t nc = capsass ? capsass * 2 : 64;
-            sassrec *ns = realloc(sass, nc * sizeof *ns);
-            if (!ns)
-              break;
-            sass = ns;
-            capsass = nc;
-          }
-          sass[nsass++] = (sassrec){(uint32_t)crc, fn, pc, {0, 0, 0}};
-        }
-        sass[i].v[0] += 4;
-        sass[i].v[1] += 128;
-        sass[i].v[2] += 2;
-      }
-    }
+    mcu_pcs_kernel(corr_cur, crc, fn);
+    mcu_sass_kernel((uint32_t)crc, fn);
   } else {
     int set = ev->kind == MOCK_TOOL_SET;
     CUpti_ActivityKind kind = set ? CUPTI_ACTIVITY_KIND_MEMSET : CUPTI_ACTIVITY_KIND_MEMCPY;
@@ -288,10 +219,10 @@ static void on_event(void *user, const mock_tool_event *ev) {
         act_push(&m, sizeof m);
       }
     }
-    if (set && rp_started && env_on("MOCK_CUPTI_MEMSET_RANGES"))
+    if (set && rp_started && mcu_env_on("MOCK_CUPTI_MEMSET_RANGES"))
       rp_add((double)(end - ev->start_ns));
   }
-  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&mcu_mu);
 }
 
 /* ---- general ------------------------------------------------------------ */
@@ -327,7 +258,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFun
                                     void *user) {
   if (!s || !cb)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  if (env_on("MOCK_CUPTI_ATTACH_FAIL"))
+  if (mcu_env_on("MOCK_CUPTI_ATTACH_FAIL"))
     return CUPTI_ERROR_NOT_INITIALIZED;
   if (subscribed)
     return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
@@ -387,7 +318,7 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
-  if (!subscribed && env_on("MOCK_CUPTI_ATTACH_FAIL"))
+  if (!subscribed && mcu_env_on("MOCK_CUPTI_ATTACH_FAIL"))
     return CUPTI_ERROR_NOT_INITIALIZED;
   if (!rec_size(k))
     return CUPTI_ERROR_NOT_COMPATIBLE;
@@ -403,7 +334,7 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) {
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   (void)flag;
-  pthread_mutex_lock(&mu);
+  pthread_mutex_lock(&mcu_mu);
   size_t off = 0;
   while (off < npend && act_req && act_done) {
     uint8_t *buf = NULL;
@@ -421,14 +352,14 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
       used += rs;
       off += rs;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&mcu_mu);
     act_done(NULL, 0, buf, size, used);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&mcu_mu);
     if (!used)
       break;
   }
   npend = 0;
-  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&mcu_mu);
   return CUPTI_SUCCESS;
 }
 
@@ -474,7 +405,7 @@ CUptiResult CUPTIAPI cuptiProfilerGetCounterAvailability(
     CUpti_Profiler_GetCounterAvailability_Params *p) {
   if (!p)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  if (env_on("MOCK_CUPTI_NO_COUNTERS"))
+  if (mcu_env_on("MOCK_CUPTI_NO_COUNTERS"))
     return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
   if (!p->pCounterAvailabilityImage)
     p->counterAvailabilityImageSize = 16;
@@ -598,21 +529,21 @@ CUptiResult CUPTIAPI cuptiProfilerHostEvaluateToGpuValues(
 CUptiResult CUPTIAPI cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params *p) {
   if (!p || !p->ctx)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  if (pcs_enabled || sass_config)
+  if (mcu_pcs_busy())
     return CUPTI_ERROR_INVALID_OPERATION;
-  rp_enabled = 1;
+  mcu_rp_enabled = 1;
   p->pRangeProfilerObject = (CUpti_RangeProfiler_Object *)&rp_obj_token;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiRangeProfilerDisable(CUpti_RangeProfiler_Disable_Params *p) {
-  if (!p || !rp_enabled)
+  if (!p || !mcu_rp_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
-  rp_enabled = rp_started = rp_configured = 0;
+  mcu_rp_enabled = rp_started = rp_configured = 0;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiRangeProfilerGetCounterDataSize(
     CUpti_RangeProfiler_GetCounterDataSize_Params *p) {
-  if (!p || !rp_enabled || !p->maxNumOfRanges || p->maxNumRangeTreeNodes < p->maxNumOfRanges)
+  if (!p || !mcu_rp_enabled || !p->maxNumOfRanges || p->maxNumRangeTreeNodes < p->maxNumOfRanges)
     return CUPTI_ERROR_INVALID_PARAMETER;
   p->counterDataSize = 16 + 8 * p->maxNumOfRanges;
   return CUPTI_SUCCESS;
@@ -627,7 +558,7 @@ CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataImageInitialize(
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Params *p) {
-  if (!p || !rp_enabled || !p->pConfig || !p->pCounterDataImage)
+  if (!p || !mcu_rp_enabled || !p->pConfig || !p->pCounterDataImage)
     return CUPTI_ERROR_INVALID_PARAMETER;
   if (p->range != CUPTI_AutoRange || p->replayMode != CUPTI_UserReplay)
     return CUPTI_ERROR_NOT_SUPPORTED;
@@ -641,24 +572,24 @@ CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_P
 CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p) {
   if (!p || !rp_configured)
     return CUPTI_ERROR_INVALID_OPERATION;
-  if (env_on("MOCK_CUPTI_NO_COUNTERS"))
+  if (mcu_env_on("MOCK_CUPTI_NO_COUNTERS"))
     return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
-  pthread_mutex_lock(&mu);
+  pthread_mutex_lock(&mcu_mu);
   rp_started = 1;
   rp_n = 0;
-  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&mcu_mu);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p) {
   if (!p || !rp_started)
     return CUPTI_ERROR_INVALID_OPERATION;
-  pthread_mutex_lock(&mu);
+  pthread_mutex_lock(&mcu_mu);
   rp_started = 0;
   rp_passes_done++;
   p->passIndex = rp_passes_done;
   p->targetNestingLevel = 1;
   p->isAllPassSubmitted = rp_passes_done >= passes_wanted();
-  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&mcu_mu);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params *p) {
@@ -691,202 +622,3 @@ CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataGetRangeInfo(
   return CUPTI_SUCCESS;
 }
 
-/* ---- PC sampling ------------------------------------------------------- */
-
-CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
-  if (!p)
-    return CUPTI_ERROR_INVALID_PARAMETER;
-  if (env_on("MOCK_CUPTI_NO_PCS"))
-    return CUPTI_ERROR_NOT_SUPPORTED;
-  if (rp_enabled || sass_config) /* one at a time (see the top) */
-    return CUPTI_ERROR_INVALID_OPERATION;
-  pcs_enabled = 1;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {
-  if (!p || !p->numStallReasons || !pcs_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  *p->numStallReasons = 3;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsParams *p) {
-  if (!p || p->numStallReasons < 3 || !p->stallReasons || !p->stallReasonIndex)
-    return CUPTI_ERROR_INVALID_PARAMETER;
-  for (int i = 0; i < 3; i++) {
-    p->stallReasonIndex[i] = stall_idx[i];
-    snprintf(p->stallReasons[i], CUPTI_STALL_REASON_STRING_SIZE, "%s", stall_name[i]);
-  }
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiPCSamplingSetConfigurationAttribute(
-    CUpti_PCSamplingConfigurationInfoParams *p) {
-  if (!p || !pcs_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  for (size_t i = 0; i < p->numAttributes; i++) {
-    CUpti_PCSamplingConfigurationInfo *a = &p->pPCSamplingConfigurationInfo[i];
-    a->attributeStatus = CUPTI_SUCCESS;
-    if (a->attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
-      pcs_cfg_buf = a->attributeData.samplingDataBufferData.samplingDataBuffer;
-    if (a->attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD &&
-        (a->attributeData.samplingPeriodData.samplingPeriod < 5 ||
-         a->attributeData.samplingPeriodData.samplingPeriod > 31))
-      a->attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
-  }
-  for (size_t i = 0; i < p->numAttributes; i++)
-    if (p->pPCSamplingConfigurationInfo[i].attributeStatus != CUPTI_SUCCESS)
-      return CUPTI_ERROR_INVALID_PARAMETER;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p) {
-  if (!p || !pcs_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  pcs_started = 1;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiPCSamplingStop(CUpti_PCSamplingStopParams *p) {
-  if (!p || !pcs_started)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  pcs_started = 0;
-  return CUPTI_SUCCESS;
-}
-
-static void pcs_fill(CUpti_PCSamplingData *d) {
-  size_t k = 0;
-  uint64_t total = 0;
-  while (k < d->collectNumPcs && k < pcs_n) {
-    CUpti_PCSamplingPCData *o = &d->pPcData[k];
-    const pcrec *r = &pcs_pend[k];
-    o->cubinCrc = r->crc;
-    o->pcOffset = r->pc;
-    o->functionIndex = 0;
-    o->functionName = strdup(r->fn); /* the client frees it */
-    o->correlationId = r->corr;
-    o->stallReasonCount = 0;
-    for (int j = 0; j < 3; j++)
-      if (r->counts[j]) {
-        o->stallReason[o->stallReasonCount].pcSamplingStallReasonIndex = stall_idx[j];
-        o->stallReason[o->stallReasonCount].samples = r->counts[j];
-        o->stallReasonCount++;
-        total += r->counts[j];
-      }
-    k++;
-  }
-  memmove(pcs_pend, pcs_pend + k, (pcs_n - k) * sizeof *pcs_pend);
-  pcs_n -= k;
-  d->totalNumPcs = k;
-  d->remainingNumPcs = pcs_n;
-  d->totalSamples = total;
-  d->droppedSamples = 0;
-  d->nonUsrKernelsTotalSamples = 0;
-  d->hardwareBufferFull = 0;
-}
-
-CUptiResult CUPTIAPI cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
-  if (!p || !p->pcSamplingData || !pcs_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  if (p->pcSamplingData == pcs_cfg_buf)
-    return CUPTI_ERROR_INVALID_PARAMETER; /* CUPTI's known pitfall */
-  pthread_mutex_lock(&mu);
-  pcs_fill(p->pcSamplingData);
-  pthread_mutex_unlock(&mu);
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
-  if (!p || !pcs_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  pthread_mutex_lock(&mu);
-  if (pcs_cfg_buf)
-    pcs_fill(pcs_cfg_buf);
-  pcs_n = 0;
-  pthread_mutex_unlock(&mu);
-  pcs_enabled = pcs_started = 0;
-  pcs_cfg_buf = NULL;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p) {
-  if (!p || !p->cubin || !p->cubinSize)
-    return CUPTI_ERROR_INVALID_PARAMETER;
-  p->cubinCrc = fnv64(p->cubin, p->cubinSize);
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiGetSassToSourceCorrelation(CUpti_GetSassToSourceCorrelationParams *p) {
-  if (!p || !p->cubin || !p->functionName || !p->cubinSize)
-    return CUPTI_ERROR_INVALID_PARAMETER;
-  p->fileName = strdup("mock_kernels.cu");
-  p->dirName = strdup("/mock");
-  p->lineNumber = 10 + (uint32_t)(p->pcOffset / 16);
-  return CUPTI_SUCCESS;
-}
-
-/* ---- SASS metrics ------------------------------------------------------- */
-
-CUptiResult CUPTIAPI cuptiSassMetricsGetProperties(CUpti_SassMetrics_GetProperties_Params *p) {
-  if (!p || !p->pMetricName)
-    return CUPTI_ERROR_INVALID_PARAMETER;
-  for (int i = 0; i < 3; i++)
-    if (!strcmp(p->pMetricName, sass_names[i])) {
-      p->metric.metricId = 101 + (uint64_t)i;
-      p->metric.pMetricName = sass_names[i];
-      p->metric.pMetricDescription = "mock";
-      return CUPTI_SUCCESS;
-    }
-  return CUPTI_ERROR_INVALID_METRIC_NAME;
-}
-CUptiResult CUPTIAPI cuptiSassMetricsGetNumOfMetrics(CUpti_SassMetrics_GetNumOfMetrics_Params *p) {
-  if (!p)
-    return CUPTI_ERROR_INVALID_PARAMETER;
-  p->numOfMetrics = 3;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiSassMetricsSetConfig(CUpti_SassMetricsSetConfig_Params *p) {
-  if (!p || !p->numOfMetricConfig)
-    return CUPTI_ERROR_INVALID_PARAMETER;
-  if (sass_config || rp_enabled || pcs_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  sass_config = 1;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiSassMetricsUnsetConfig(CUpti_SassMetricsUnsetConfig_Params *p) {
-  if (!p || !sass_config)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  sass_config = 0;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiSassMetricsEnable(CUpti_SassMetricsEnable_Params *p) {
-  if (!p || !sass_config || sass_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  sass_enabled = 1;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiSassMetricsDisable(CUpti_SassMetricsDisable_Params *p) {
-  if (!p || !sass_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  sass_enabled = 0;
-  p->numOfDroppedRecords = 0;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiSassMetricsGetDataProperties(
-    CUpti_SassMetricsGetDataProperties_Params *p) {
-  if (!p || !sass_enabled)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  p->numOfPatchedInstructionRecords = nsass * 3; /* one per (pc, metric) */
-  p->numOfInstances = 1;
-  return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiSassMetricsFlushData(CUpti_SassMetricsFlushData_Params *p) {
-  if (!p || !sass_enabled || !p->pMetricsData || p->numOfInstances != 1 ||
-      p->numOfPatchedInstructionRecords > nsass * 3)
-    return CUPTI_ERROR_INVALID_OPERATION;
-  for (size_t r = 0; r < p->numOfPatchedInstructionRecords; r++) {
-    CUpti_SassMetrics_Data *d = &p->pMetricsData[r];
-    const sassrec *s = &sass[r / 3];
-    d->cubinCrc = s->crc;
-    d->functionIndex = 0;
-    d->functionName = s->fn;
-    d->pcOffset = s->pc;
-    d->pInstanceValues[0].metricId = 101 + r % 3;
-    d->pInstanceValues[0].value = s->v[r % 3];
-  }
-  nsass = 0;
-  return CUPTI_SUCCESS;
-}
