@@ -109,6 +109,8 @@ static int ck_corr_cmp(const void *a, const void *b) {
 }
 
 int64_t ck_corr_op(ck_engine *E, uint32_t corr) {
+  if (!corr)
+    return -1; /* no id (continuous PC sampling, no API activity) */
   if (E->corr_unsorted) {
     qsort(E->corr, E->ncorr, sizeof *E->corr, ck_corr_cmp);
     E->corr_unsorted = 0;
@@ -179,8 +181,9 @@ static void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
   ck_engine *E = user;
   if (dom == CUPTI_CB_DOMAIN_DRIVER_API) {
     const CUpti_CallbackData *cd = data;
+    /* correlation id 0 means "none" (no API activity kind enabled) */
     if (!cd || cd->callbackSite != CUPTI_API_ENTER || !E->in_op || E->own_call ||
-        !E->cur)
+        !E->cur || !cd->correlationId)
       return;
     if (E->cur_op < 0) {
       if (!ck_grow((void **)&E->ops, &E->capops, E->nops + 1, sizeof *E->ops))
@@ -238,12 +241,13 @@ static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
       E->sec[i].state = CUCAP_CUPTI_UNAVAILABLE;
       snprintf(E->sec[i].note, sizeof E->sec[i].note, "%.511s", msg);
     }
+  E->quiet = 1;
+  ck_timeline_disable(E); /* if activity was half set up */
   if (E->sub) {
-    E->quiet = 1;
     CK_CALL(E, cuptiUnsubscribe, E->sub);
-    E->quiet = 0;
     E->sub = NULL;
   }
+  E->quiet = 0;
   E->phase = CK_PH_DONE;
   if (E->o.soft_attach) { /* the replay goes on without the engine */
     CUCAP_WARN("profile: %s", msg);
@@ -707,6 +711,7 @@ int cucap_cupti_attached(const cucap_cupti *e) { return e && e->attached; }
 void cucap_cupti_destroy(cucap_cupti *E) {
   if (!E)
     return;
+  ck_timeline_forget(E); /* CUPTI's buffer callbacks must not find it */
   ck_metrics_free(E);
   ck_pcs_free(E);
   ck_act_free(E);

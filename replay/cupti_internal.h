@@ -350,6 +350,8 @@ int ck_in_window(const ck_engine *E, uint64_t rec_index);
 /* cupti_timeline.c */
 int ck_timeline_attach(ck_engine *E);        /* register buffers, enable kinds */
 void ck_timeline_disable(ck_engine *E);
+void ck_timeline_forget(ck_engine *E);       /* no CUPTI call: unhook only */
+void ck_api_records(ck_engine *E, int on);   /* DRIVER activity (corr ids) */
 /* After a timeline pass (context synchronized): flush, join, store. */
 void ck_timeline_pass_end(ck_engine *E, unsigned tpass);
 void ck_timeline_finish(ck_engine *E);       /* medians, spreads */

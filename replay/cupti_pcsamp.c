@@ -240,6 +240,7 @@ int ck_pcs_setup(ck_engine *E) {
   }
   CUCAP_INFO("profile: PC sampling: KERNEL_SERIALIZED, period 2^%u cycles, "
              "%zu stall reasons", E->o.pc_period, n);
+  ck_api_records(E, 1); /* correlation ids of the launches */
   return 1;
 }
 
@@ -368,6 +369,8 @@ void ck_pcs_pass_end(ck_engine *E) {
       ck_pcs_take(E, &p->cfg); /* what was left at disable time */
     p->enabled = 0;
   }
+  ck_api_records(E, 0);
+  CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   ck_sites_resolve(E);
   char extra[256] = "";
   size_t l = 0;

@@ -22,8 +22,12 @@
 #define CK_ACT_BUF_SIZE ((size_t)8 << 20)
 
 /* CUPTI's buffer callbacks carry no user pointer: the engine that
- * registered them (one per process, as CUPTI allows one subscriber). */
+ * registered them (one per process, as CUPTI allows one subscriber). The
+ * pointer is read by CUPTI's worker thread: g_timeline_mu keeps the engine
+ * alive while a buffer is being read (never held across a CUPTI call, which
+ * may deliver a buffer on the calling thread). */
 static ck_engine *g_timeline_engine;
+static pthread_mutex_t g_timeline_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void CUPTIAPI ck_buf_request(uint8_t **buffer, size_t *size,
                                     size_t *max_records) {
@@ -94,6 +98,7 @@ static void CUPTIAPI ck_buf_complete(CUcontext ctx, uint32_t stream_id,
                                      uint8_t *buffer, size_t size,
                                      size_t valid) {
   (void)size;
+  pthread_mutex_lock(&g_timeline_mu);
   ck_engine *E = g_timeline_engine;
   if (E && buffer && valid) {
     pthread_mutex_lock(&E->mu);
@@ -114,6 +119,7 @@ static void CUPTIAPI ck_buf_complete(CUcontext ctx, uint32_t stream_id,
       E->act_dropped += dropped;
     pthread_mutex_unlock(&E->mu);
   }
+  pthread_mutex_unlock(&g_timeline_mu);
   free(buffer);
 }
 
@@ -122,32 +128,66 @@ static const CUpti_ActivityKind ck_kinds[] = {
     CUPTI_ACTIVITY_KIND_MEMSET};
 
 int ck_timeline_attach(ck_engine *E) {
-  if (g_timeline_engine && g_timeline_engine != E) {
+  pthread_mutex_lock(&g_timeline_mu);
+  int busy = g_timeline_engine && g_timeline_engine != E;
+  if (!busy)
+    g_timeline_engine = E;
+  pthread_mutex_unlock(&g_timeline_mu);
+  if (busy) {
     snprintf(E->last_msg, sizeof E->last_msg,
              "another profiling engine is active in this process");
     return 0;
   }
-  g_timeline_engine = E;
   if (!CK_CALL(E, cuptiActivityRegisterCallbacks, ck_buf_request,
                ck_buf_complete))
     return 0;
   for (size_t i = 0; i < sizeof ck_kinds / sizeof *ck_kinds; i++)
     if (!CK_CALL(E, cuptiActivityEnable, ck_kinds[i]))
       return 0;
+  ck_api_records(E, 1);
   return 1;
 }
 
+/* CUPTI documents correlation ids as generated only while an API activity
+ * kind is enabled: DRIVER records are switched on for the passes that join
+ * by correlation id (timeline, PC sampling) and dropped on arrival.
+ * CUCAP_CUPTI_NO_API_RECORDS=1 leaves them off (to measure whether the
+ * callbacks' ids are enough, and what the records cost). */
+void ck_api_records(ck_engine *E, int on) {
+  const char *no = getenv("CUCAP_CUPTI_NO_API_RECORDS");
+  if (no && *no && *no != '0')
+    return;
+  int q = E->quiet;
+  E->quiet = !on;
+  if (on ? !CK_CALL(E, cuptiActivityEnable, CUPTI_ACTIVITY_KIND_DRIVER)
+         : !CK_CALL(E, cuptiActivityDisable, CUPTI_ACTIVITY_KIND_DRIVER))
+    CUCAP_DEBUG("profile: driver API activity records %s: %s",
+                on ? "not enabled" : "not disabled", E->last_msg);
+  E->quiet = q;
+}
+
 void ck_timeline_disable(ck_engine *E) {
-  if (g_timeline_engine != E)
+  pthread_mutex_lock(&g_timeline_mu);
+  int mine = g_timeline_engine == E;
+  pthread_mutex_unlock(&g_timeline_mu);
+  if (!mine)
     return;
   int q = E->quiet;
   E->quiet = 1;
   for (size_t i = 0; i < sizeof ck_kinds / sizeof *ck_kinds; i++)
     CK_CALL(E, cuptiActivityDisable, ck_kinds[i]);
+  ck_api_records(E, 0);
   CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   E->quiet = q;
-  g_timeline_engine = NULL;
+  ck_timeline_forget(E);
   ck_act_free(E);
+}
+
+void ck_timeline_forget(ck_engine *E) {
+  pthread_mutex_lock(&g_timeline_mu);
+  if (g_timeline_engine == E)
+    g_timeline_engine = NULL;
+  pthread_mutex_unlock(&g_timeline_mu);
 }
 
 void ck_act_free(ck_engine *E) {

@@ -254,6 +254,12 @@ sys.exit(0 if all(k["ntimes"] == 5 for k in K) else 1)
 PYEOF
   then res PASS "rt_profile: --loop 5" "$(cat "$W/loop.txt")"
   else res FAIL "rt_profile: --loop 5" "$(cat "$W/loop.txt" 2>/dev/null) $(tail -1 "$W/loop.err")"; fi
+  # settles a CUPTI question: are correlation ids given without DRIVER
+  # activity records? (the engine enables them; INFO only)
+  CUCAP_CUPTI_NO_API_RECORDS=1 "$CUCAP" cupti profile "$W/cap.fb" --metrics=none --no-pc \
+    --json "$W/noapi.json" >"$W/noapi.out" 2>"$W/noapi.err"
+  n=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["kernels"]))' "$W/noapi.json" 2>/dev/null)
+  echo "INFO  rt_profile: without DRIVER activity     ${n:-?} kernels attributed of $(count_launches "$W/cap.fb") launches ($(grep -c 'matched no replayed op' "$W/noapi.err") warning)" | tee -a "$SUMMARY"
   # --range: launches 3..5 only (the second axpy, fma_loop, tiny)
   "$CUCAP" cupti profile "$W/cap.fb" --range 3:3 --json "$W/range.json" >"$W/range.out" 2>"$W/range.err"
   if "$PY" -c '

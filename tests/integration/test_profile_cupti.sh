@@ -244,6 +244,23 @@ else
   bad "flush ranges"; cat "$T/flush.err"
 fi
 
+# ---- 6b. correlation ids that need API activity records --------------------
+MOCK_CUPTI_CORR_NEEDS_API=1 prof corrapi "$T/drv_streams.fb" --cache=keep
+if [ "$(cat "$T/corrapi.rc")" = 0 ] && check corrapi \
+    "sec['timeline'] == 'collected' and len(K) == 5" \
+    "sec['pc-sampling'] == 'collected' and len(d['pc_samples']) > 0"; then
+  ok "ids only with DRIVER activity: the engine enables it, kernels attributed"
+else
+  bad "correlation ids with DRIVER activity"; tail -3 "$T/corrapi.err"
+fi
+CUCAP_CUPTI_NO_API_RECORDS=1 MOCK_CUPTI_CORR_NEEDS_API=1 prof corrnone "$T/drv_streams.fb" --cache=keep --no-pc
+if [ "$(cat "$T/corrnone.rc")" = 0 ] && check corrnone "len(K) == 0" \
+   && grep -q "kernel record(s) matched no replayed op" "$T/corrnone.err"; then
+  ok "without ids: no kernel is misattributed, the loss is reported"
+else
+  bad "no correlation ids"; tail -3 "$T/corrnone.err"
+fi
+
 # ---- 7. bad metric names, bad options ---------------------------------------
 prof bogus "$T/drv_basic.fb" --metrics=sm__throughput.avg.pct_of_peak_sustained_elapsed,bogus_metric.sum
 if [ "$(cat "$T/bogus.rc")" = 3 ] && grep -q "metric 'bogus_metric.sum' is not known" "$T/bogus.err"; then

@@ -21,7 +21,8 @@
  * MOCK_CUPTI_NO_COUNTERS=1 (counters need privileges), MOCK_CUPTI_PASSES=N
  * (counter passes, default 2), MOCK_CUPTI_EXTRA_RANGE=1 (one range too many
  * per pass), MOCK_CUPTI_MEMSET_RANGES=1 (memsets form ranges too),
- * MOCK_CUPTI_NO_PCS=1 (no PC sampling). */
+ * MOCK_CUPTI_NO_PCS=1 (no PC sampling), MOCK_CUPTI_CORR_NEEDS_API=1
+ * (correlation ids only while DRIVER activity is enabled). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -139,6 +140,11 @@ static void on_event(void *user, const mock_tool_event *ev) {
   pthread_mutex_lock(&mcu_mu);
   if (ev->what == MOCK_TOOL_SUBMIT) {
     corr_cur = corr_next++;
+    /* MOCK_CUPTI_CORR_NEEDS_API: no correlation ids unless DRIVER activity
+     * is enabled (what CUPTI's documentation says) */
+    if (mcu_env_on("MOCK_CUPTI_CORR_NEEDS_API") &&
+        !(act_kinds & (1u << CUPTI_ACTIVITY_KIND_DRIVER)))
+      corr_cur = 0;
     CUpti_CallbackFunc cb = dom_driver ? sub_cb : NULL;
     pthread_mutex_unlock(&mcu_mu);
     if (cb) {
@@ -320,7 +326,7 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
   if (!subscribed && mcu_env_on("MOCK_CUPTI_ATTACH_FAIL"))
     return CUPTI_ERROR_NOT_INITIALIZED;
-  if (!rec_size(k))
+  if (!rec_size(k) && k != CUPTI_ACTIVITY_KIND_DRIVER) /* DRIVER: no records */
     return CUPTI_ERROR_NOT_COMPATIBLE;
   act_kinds |= 1u << k;
   return CUPTI_SUCCESS;
