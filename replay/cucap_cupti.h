@@ -26,7 +26,7 @@
  * for file:line; `nvdisasm -c -gi` once per cubin for the opcode text and
  * the inline chain) and to the host callstack recorded at the launch.
  *
- * libcupti is dlopen'ed when the engine attaches (CUCAP_CUPTI_LIB, else
+ * libcupti is dlopen'ed when the engine attaches (CUCAP_CUPTI or CUCAP_CUPTI_LIB, else
  * $CUDA_HOME and /usr/local/cuda library directories, else the loader's
  * search path); a replay without the engine never loads it. Every CUPTI
  * call's status is checked and logged with the function name and CUPTI's

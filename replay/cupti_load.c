@@ -2,7 +2,7 @@
  * resolves its entry points (CK_CUPTI_FNS). CUPTI is never linked: a replay
  * that does not profile never loads it.
  *
- * Search order: the given path; CUCAP_CUPTI_LIB; for $CUDA_HOME and
+ * Search order: the given path; CUCAP_CUPTI (else CUCAP_CUPTI_LIB); for $CUDA_HOME and
  * /usr/local/cuda: lib64/, targets/x86_64-linux/lib/ and extras/CUPTI/lib64/
  * (libcupti.so.13, then libcupti.so); then the loader's search path. The
  * Profiler Host API dlopens libnvperf_host.so itself; CUPTI's own directory
@@ -67,7 +67,11 @@ int ck_api_load(ck_api *a, const char *path, char *msg, size_t msg_size) {
   if (path && *path) {
     h = ck_try(path, why, sizeof why);
   } else {
-    const char *env = getenv("CUCAP_CUPTI_LIB");
+    /* CUCAP_CUPTI (cucap doctor, replay --profile), CUCAP_CUPTI_LIB (record
+     * --audit) */
+    const char *env = getenv("CUCAP_CUPTI");
+    if (!env || !*env)
+      env = getenv("CUCAP_CUPTI_LIB");
     if (env && *env)
       h = ck_try(env, why, sizeof why);
     const char *home = getenv("CUDA_HOME");
@@ -92,7 +96,7 @@ int ck_api_load(ck_api *a, const char *path, char *msg, size_t msg_size) {
   if (!h) {
     snprintf(msg, msg_size,
              "cannot load CUPTI (%s); install the CUDA toolkit's CUPTI or set "
-             "CUCAP_CUPTI_LIB=/path/to/libcupti.so",
+             "CUCAP_CUPTI=/path/to/libcupti.so",
              why[0] ? why : "libcupti.so.13 not found");
     return 0;
   }

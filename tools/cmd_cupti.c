@@ -35,7 +35,7 @@ static const char cupti_usage[] =
     "  --json FILE       the engine's results as JSON ('-' = stdout)\n"
     "  --folded FILE     folded stacks host;kernel;line;pc sass count\n"
     "  --top N           rows of the kernel table (default 20)\n"
-    "  --cupti LIB       libcupti to load (default: CUCAP_CUPTI_LIB, CUDA_HOME,\n"
+    "  --cupti LIB       libcupti to load (default: CUCAP_CUPTI, CUDA_HOME,\n"
     "                    /usr/local/cuda, loader path)\n"
     "  --nvdisasm PATH   nvdisasm to run ('' = none)\n"
     "  --libcuda LIB  --device N  --relocate  --quiet\n"

@@ -40,7 +40,7 @@ if [ -z "$APPS_DIR" ] || [ ! -x "$APPS_DIR/drv_basic" ]; then
 fi
 T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
 export LD_LIBRARY_PATH="$MOCK_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-unset CUCAP_CUPTI_LIB MOCK_CUPTI_ATTACH_FAIL MOCK_CUPTI_NO_COUNTERS MOCK_CUPTI_PASSES \
+unset CUCAP_CUPTI CUCAP_CUPTI_LIB MOCK_CUPTI_ATTACH_FAIL MOCK_CUPTI_NO_COUNTERS MOCK_CUPTI_PASSES \
       MOCK_CUPTI_EXTRA_RANGE MOCK_CUPTI_MEMSET_RANGES MOCK_CUPTI_NO_PCS
 NVD="$SRC/tests/integration/fake_nvdisasm.sh"
 pass=0; fail=0
@@ -79,8 +79,8 @@ done
 # ---- 1. no CUPTI / CUPTI that cannot attach -------------------------------
 "$CUCAP" cupti profile "$T/drv_basic.fb" --cupti /nonexistent/libcupti.so.13 \
   > "$T/none.out" 2> "$T/none.err"; rc=$?
-if [ $rc -eq 3 ] && grep -q "cannot load CUPTI" "$T/none.err" && grep -q "CUCAP_CUPTI_LIB" "$T/none.err"; then
-  ok "no CUPTI: exit 3, 'cannot load CUPTI ... CUCAP_CUPTI_LIB'"
+if [ $rc -eq 3 ] && grep -q "cannot load CUPTI" "$T/none.err" && grep -q "CUCAP_CUPTI=" "$T/none.err"; then
+  ok "no CUPTI: exit 3, 'cannot load CUPTI ... CUCAP_CUPTI='"
 else
   bad "no CUPTI: rc=$rc"; cat "$T/none.err"
 fi
@@ -334,6 +334,15 @@ if "$CUCAP" replay --help 2>&1 | grep -q -- '--profile'; then
     ok "replay --profile, counters refused: CUPTI timeline kept, metrics say what to change"
   else
     bad "replay --profile counters refused: rc=$(cat "$T/rppriv.rc")"; tail -3 "$T/rppriv.err"
+  fi
+  rprof rpdrop "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep \
+    --metrics=sm__throughput.avg.pct_of_peak_sustained_elapsed,bogus_metric.sum
+  if [ "$(cat "$T/rpdrop.rc")" = 0 ] && rcheck rpdrop \
+      "sec['metrics'] == 'partial' and 'not on this chip: bogus_metric.sum' in msg['metrics']" \
+      "all(list(l['metrics']) == ['sm__throughput.avg.pct_of_peak_sustained_elapsed'] for l in L if l['kernel'])"; then
+    ok "replay --profile, a metric the chip lacks: dropped, named, section partial"
+  else
+    bad "replay --profile dropped metric: rc=$(cat "$T/rpdrop.rc")"; tail -3 "$T/rpdrop.err"
   fi
   rprof rprange "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --range launch:1-2
   if [ "$(cat "$T/rprange.rc")" = 0 ] && rcheck rprange \
