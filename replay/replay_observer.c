@@ -156,6 +156,10 @@ cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,
   return st;
 }
 
+void cucap_replay_session_end_pass(cucap_replay_session *s) {
+  rp_of(s)->end_pass = 1;
+}
+
 void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...) {
   rp_state *R = rp_of(s);
   char msg[512];

@@ -534,10 +534,13 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     const void *recp, *buf;
     size_t sz;
     R->rec_index = 0;
+    R->end_pass = 0;
     while (!R->failed && R->rec_index < rep->records &&
            cucap_reader_next(R->r, &recp, &buf, &sz) == CUCAP_OK) {
       rp_execute(R, recp);
       R->rec_index++;
+      if (R->end_pass && !R->capturing)
+        break; /* cucap_replay_session_end_pass */
     }
     if (R->failed)
       break;

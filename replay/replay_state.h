@@ -91,6 +91,7 @@ typedef struct rp_state {
   struct rp_deferred *deferred; /* replay_deferred.c (format 1.2 snapshots) */
   struct rp_objects *obj;     /* NULL until the first array/object (replay_object.c) */
   struct rp_attrs *attr;      /* NULL until an attribute waits (replay_attr.c) */
+  int end_pass;               /* an observer ended the pass early */
 } rp_state;
 
 /* replay_exec.c */

@@ -35,7 +35,7 @@ echo "== 4. libFuzzer smoke (${FUZZ_SECONDS}s per target)"
 CC=clang CXX=clang++ cmake -S . -B "$BUILD/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCUCAP_FUZZ=ON >/dev/null
 # Only the fuzz targets: each compiles its parser with -fsanitize=fuzzer,address,undefined.
-cmake --build "$BUILD/fuzz" -j2 --target fuzz_verify fuzz_reader fuzz_fatbin fuzz_profile
+cmake --build "$BUILD/fuzz" -j2 --target fuzz_verify fuzz_reader fuzz_fatbin fuzz_profile fuzz_nvdisasm
 nfuzz=0
 for f in "$BUILD"/fuzz/tests/fuzz/fuzz_*; do
   [ -x "$f" ] || continue

@@ -36,6 +36,7 @@ int cucap_cmd_dump(int argc, char **argv);
 int cucap_cmd_compress(int argc, char **argv);
 int cucap_cmd_record(int argc, char **argv);  /* tools/cmd_record.c */
 int cucap_cmd_replay(int argc, char **argv);  /* tools/cmd_replay.c */
+int cucap_cmd_cupti(int argc, char **argv);   /* tools/cmd_cupti.c */
 int cucap_cmd_analyze(int argc, char **argv); /* tools/cmd_analyze.c */
 int cucap_cmd_doctor(int argc, char **argv);  /* tools/cmd_doctor.c */
 

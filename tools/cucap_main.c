@@ -29,6 +29,8 @@ static const char usage_text[] =
     "                                          print records (JSON Lines with --json)\n"
     "  compress CAPTURE -o OUT [--level N] [--workers N]\n"
     "                                          re-encode at a higher zstd level\n"
+    "  cupti probe|profile ...                 CUPTI on this machine; the\n"
+    "                                          profiling engine on a capture\n"
     "  help [COMMAND]                          this text, or a command's help\n"
     "\n"
     "options: -h, --help   -V, --version\n"
@@ -58,7 +60,7 @@ static const struct {
     {"record", cucap_cmd_record},     {"replay", cucap_cmd_replay},
     {"info", cucap_cmd_info},         {"dump", cucap_cmd_dump},
     {"compress", cucap_cmd_compress}, {"analyze", cucap_cmd_analyze},
-    {"doctor", cucap_cmd_doctor},
+    {"doctor", cucap_cmd_doctor},     {"cupti", cucap_cmd_cupti},
 };
 
 static cmd_fn find_command(const char *name) {

@@ -215,5 +215,19 @@ if bash "$ROOT/tests/gpu/profile_smoke.sh" "$BUILD" "$OUT" > "$OUT/profile_smoke
 else
   res FAIL "profile smoke" "$(tail -1 "$OUT/profile_smoke.txt"); see $OUT/profile_smoke.txt"
 fi
+# --- 5. the CUPTI engine: every section on small programs, the transformer's
+#        instruction-level stacks (tests/gpu/profile_check.sh; its own lines
+#        are in $OUT/profile/profile_summary.txt); cucap vs Nsight Compute
+#        (bench/profile_vs_ncu.sh) with CUCAP_GPU_BENCH=1
+if CUCAP_LOG_LEVEL=${CUCAP_PROFILE_LOG_LEVEL:-debug} bash "$ROOT/tests/gpu/profile_check.sh" "$BUILD" "$OUT/profile" \
+     > "$OUT/profile_check.txt" 2>&1; then
+  res PASS "profile check (CUPTI)" "$(tail -1 "$OUT/profile_check.txt")"
+else
+  res FAIL "profile check (CUPTI)" "$(tail -1 "$OUT/profile_check.txt"); see $OUT/profile_check.txt"
+fi
+if [ "${CUCAP_GPU_BENCH:-1}" = 1 ] && command -v "${NCU:-ncu}" >/dev/null 2>&1; then
+  bash "$ROOT/bench/profile_vs_ncu.sh" "$BUILD" "$OUT/profile_bench" 2>&1 | tee "$OUT/profile_bench.txt"
+  grep '^BENCH' "$OUT/profile_bench.txt" >>"$SUMMARY" || true
+fi
 echo "== summary: $pass passed, $fail failed, $skip skipped (details in $OUT)"
 [ $fail -eq 0 ]

@@ -405,7 +405,8 @@ CUresult mock_graph_launch(CUgraphExec h, CUstream s) {
   if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* graph-in-graph capture: not in the mock */
   if (mock_async() && (!s || s == CU_STREAM_LEGACY)) mock_drain_all(1);
-  for (size_t i = 0; i < x->nops; i++) MOCK_TRY(mock_run_op(&x->ops[i]));
+  mock_tool_submit(s, 0);
+  for (size_t i = 0; i < x->nops; i++) MOCK_TRY(mock_run_op_traced(&x->ops[i], s));
   return CUDA_SUCCESS;
 }
 

@@ -142,6 +142,7 @@ static CUresult module_load(CUmodule *out, const void *image, size_t size) {
   }
   mock_image_free(&info);
   *out = m;
+  mock_tool_module(m->image, m->image_size);
   return CUDA_SUCCESS;
 fail:
   mock_image_free(&info);
