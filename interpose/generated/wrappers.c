@@ -133,6 +133,7 @@ extern void custom_primary_reset(cucap_call *c, CUresult r, CUdevice dev) __attr
 extern void custom_primary_reset_pre(cucap_call *c, CUdevice dev) __attribute__((weak));
 extern void custom_primary_retain(cucap_call *c, CUresult r, CUcontext *pctx, CUdevice dev) __attribute__((weak));
 extern void custom_primary_set_flags(cucap_call *c, CUresult r, CUdevice dev, unsigned int flags) __attribute__((weak));
+extern void custom_profiler_start_pre(cucap_call *c) __attribute__((weak));
 extern void custom_stream_begin_capture(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_begin_capture_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureMode mode) __attribute__((weak));
 extern void custom_stream_create(cucap_call *c, CUresult r, CUstream *phStream, unsigned int Flags) __attribute__((weak));
@@ -6073,6 +6074,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuProfilerStart(void) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuProfilerStart))
     return cucap_real.cuProfilerStart ? cucap_real.cuProfilerStart() : CUDA_ERROR_NOT_FOUND;
+  if (custom_profiler_start_pre)
+    custom_profiler_start_pre(&c);
   CUresult r = cucap_real.cuProfilerStart ? cucap_real.cuProfilerStart() : CUDA_ERROR_NOT_FOUND;
   c.nargs = 0;
   cucap_call_exit(&c, r);

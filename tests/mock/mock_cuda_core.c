@@ -276,6 +276,9 @@ CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pc) {
 }
 
 CUresult CUDAAPI cuCtxSynchronize(void) { return mock_need_ctx(); }
+/* Profiler ranges: markers only (nothing to start or stop here). */
+CUresult CUDAAPI cuProfilerStart(void) { return mock_need_ctx(); }
+CUresult CUDAAPI cuProfilerStop(void) { return mock_need_ctx(); }
 
 CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) {
   MOCK_TRY(mock_need_ctx());
@@ -1007,7 +1010,7 @@ static const mock_proc core_procs[] = {
   P(cuCtxPushCurrent, 4000), P(cuCtxPopCurrent, 4000), P(cuCtxSynchronize, 2000), P(cuCtxGetDevice, 2000),
   P(cuCtxGetFlags, 7000), P(cuCtxGetApiVersion, 3020), P(cuCtxGetId, 12000), P(cuCtxSetLimit, 3010),
   P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050), P(cuCtxGetCacheConfig, 3020),
-  P(cuCtxSetCacheConfig, 3020),
+  P(cuCtxSetCacheConfig, 3020), P(cuProfilerStart, 4000), P(cuProfilerStop, 4000),
   P(cuMemAlloc, 3020), P(cuMemFree, 3020), P(cuMemAllocManaged, 6000), P(cuMemAllocPitch, 3020),
   P(cuMemAllocHost, 3020), P(cuMemHostAlloc, 2020), P(cuMemFreeHost, 2000), P(cuMemHostRegister, 6050),
   P(cuMemHostUnregister, 4000), P(cuMemHostGetDevicePointer, 3020), P(cuMemGetInfo, 3020),
