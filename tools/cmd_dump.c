@@ -283,17 +283,24 @@ typedef struct proc_run {
   char names[1200];
   size_t len;
   int cut;
+  int named; /* at least one name was recorded */
 } proc_run;
 
+/* The entry point a successful lookup asked for; "?" when the capture
+ * predates format 1.2 (no name recorded); NULL when rec is no lookup. */
 static const char *lookup_name(const cucap_fb_record *rec) {
   uint32_t call = cucap_fb_record_call(rec);
   const char *cn = call ? cucap_cli_cbid_name(call) : NULL;
-  if (!cn || strncmp(cn, "cuGetProcAddress", 16) != 0 || cucap_fb_record_result(rec) != 0 ||
-      cucap_fb_record_body_type(rec) != CUCAP_FB_BODY_NOTE)
+  if (!cn || strncmp(cn, "cuGetProcAddress", 16) != 0 || cucap_fb_record_result(rec) != 0)
+    return NULL;
+  if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE)
+    return "?";
+  if (cucap_fb_record_body_type(rec) != CUCAP_FB_BODY_NOTE)
     return NULL;
   const cucap_fb_note *no = cucap_fb_record_body_as_note(rec);
   const char *kd = cucap_fb_note_kind(no);
-  return kd && !strcmp(kd, "proc") ? cucap_fb_note_text(no) : NULL;
+  const char *tx = kd && !strcmp(kd, "proc") ? cucap_fb_note_text(no) : NULL;
+  return tx ? tx : NULL;
 }
 
 static void proc_flush(proc_run *pr) {
@@ -304,11 +311,14 @@ static void proc_flush(proc_run *pr) {
   } else {
     const char *cn = cucap_cli_cbid_name(pr->call);
     printf("#%" PRIu64 "-#%" PRIu64 " %u %s x%u:%s%s\n", pr->first_seq, pr->last_seq,
-           (unsigned)pr->tid, cn ? cn : "?", pr->n, pr->names, pr->cut ? " ..." : "");
+           (unsigned)pr->tid, cn ? cn : "?", pr->n,
+           pr->named ? pr->names : " (names not recorded: capture older than format 1.2)",
+           pr->named && pr->cut ? " ..." : "");
   }
   pr->n = 0;
   pr->len = 0;
   pr->cut = 0;
+  pr->named = 0;
   pr->names[0] = 0;
 }
 
@@ -329,6 +339,7 @@ static int proc_add(proc_run *pr, const dump_names *dn, const cucap_fb_record *r
   }
   pr->last_seq = cucap_fb_record_seq(rec);
   pr->n++;
+  pr->named |= strcmp(nm, "?") != 0;
   size_t l = strnlen(nm, 200);
   if (!pr->cut && pr->len + l + 2 < sizeof pr->names) {
     pr->names[pr->len++] = ' ';

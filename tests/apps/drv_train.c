@@ -6,7 +6,8 @@
  * start/end range around the readback; step 3 is also a profiler range
  * (cuProfilerStart/Stop). All values are small binary fractions, so the
  * results are exact on the mock and on a GPU. Usage: drv_train [STEPS]
- * (default 8). */
+ * (default 8). DRV_TRAIN_SCALE=F replaces the 0.5 the scale kernel gets (a
+ * changed kernel argument, for `cucap diff`). */
 #include <cudaProfiler.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -39,6 +40,9 @@ int main(int argc, char **argv) {
   CK(cuMemcpyHtoD(w, host, N * sizeof(float)));
   int n = N;
   float half = 0.5f, minus_one = -1.0f;
+  const char *sc = getenv("DRV_TRAIN_SCALE");
+  if (sc && *sc)
+    half = (float)atof(sc);
   for (int step = 0; step < steps; step++) {
     nvtxRangePushA("step");
     if (step == 3)
