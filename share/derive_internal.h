@@ -129,6 +129,9 @@ cucap_status dv_replay_read(const cucap_derive_options *opts, cucap_writer *w, u
 
 /* Copies every blob a record refers to from p->r into w (once). */
 cucap_status dv_copy_blobs(dv_plan *p, cucap_writer *w, const cucap_fb_record *rec);
+/* A pass copying the blobs of every kept record (before a replay, so that
+ * damaged blobs fail the command as bad input, not the replay). */
+cucap_status dv_copy_kept_blobs(dv_plan *p, cucap_writer *w);
 
 /* Pass 4: appends the DV_STATE records, then one upload per region, then
  * the DV_RANGE records. *written counts the records appended. */

@@ -182,6 +182,18 @@ cucap_status dv_copy_blobs(dv_plan *p, cucap_writer *w, const cucap_fb_record *r
   return g_copy_state.st;
 }
 
+cucap_status dv_copy_kept_blobs(dv_plan *p, cucap_writer *w) {
+  cucap_status st = cucap_reader_rewind(p->r);
+  const cucap_fb_record *rec;
+  const void *buf;
+  size_t size;
+  for (uint64_t i = 0; st == CUCAP_OK && i < p->nrecords && i <= p->last; i++) {
+    if ((st = dv_next(p, &rec, &buf, &size)) == CUCAP_OK && p->keep[i] != DV_DROP)
+      st = dv_copy_blobs(p, w, rec);
+  }
+  return st == CUCAP_END ? CUCAP_ERR_TRUNCATED : st;
+}
+
 static void copy_release(void) {
   free(g_copy_state.buf);
   memset(&g_copy_state, 0, sizeof g_copy_state);

@@ -169,20 +169,24 @@ static uint32_t thread_track(xb *b, uint32_t tid) {
   return t;
 }
 
-static uint32_t stream_track(xb *b, uint64_t stream) {
-  uint64_t t1;
-  if (sh_map_get(&b->stream_track, stream + 1, &t1))
+/* A stream's track; with GPU times in use, ops that have none (copies,
+ * memsets, graphs: host times) get a track of their own next to it, since
+ * the two time bases cannot share one lane. */
+static uint32_t stream_track(xb *b, uint64_t stream, int host_timed) {
+  uint64_t t1, key = (stream + 1) ^ (host_timed ? (1ull << 63) : 0);
+  if (sh_map_get(&b->stream_track, key, &t1))
     return (uint32_t)t1 - 1;
-  char buf[80];
+  char buf[120];
+  const char *suffix = host_timed ? " (host times)" : "";
   if (stream == 0 || stream == 1)
-    snprintf(buf, sizeof buf, "GPU: default stream");
+    snprintf(buf, sizeof buf, "GPU: default stream%s", suffix);
   else if (stream == 2)
-    snprintf(buf, sizeof buf, "GPU: per-thread default stream");
+    snprintf(buf, sizeof buf, "GPU: per-thread default stream%s", suffix);
   else
-    snprintf(buf, sizeof buf, "GPU: stream 0x%" PRIx64, stream);
+    snprintf(buf, sizeof buf, "GPU: stream 0x%" PRIx64 "%s", stream, suffix);
   uint32_t t = add_track(b, XT_STREAM, process_uuid(b),
                          (uint32_t)(1000000 + b->rep->streams), buf);
-  (void)sh_map_put(&b->stream_track, stream + 1, (uint64_t)t + 1);
+  (void)sh_map_put(&b->stream_track, key, (uint64_t)t + 1);
   b->rep->streams++;
   return t;
 }
@@ -316,7 +320,8 @@ static xp_event *gpu_op(xb *b, const cucap_fb_record *rec, uint64_t stream, uint
   uint64_t s1;
   if (sh_map_get(&b->capturing, stream + 1, &s1) && s1)
     return NULL; /* captured into a graph: runs at cuGraphLaunch */
-  uint32_t t = stream_track(b, stream);
+  int mixed = !g && (b->o->profile || b->ktimes.n);
+  uint32_t t = stream_track(b, stream, mixed);
   uint64_t ts, dur;
   if (g) {
     int64_t v = (int64_t)g->start + b->offset;
@@ -324,13 +329,15 @@ static xp_event *gpu_op(xb *b, const cucap_fb_record *rec, uint64_t stream, uint
     dur = g->end - g->start;
   } else {
     uint64_t busy = 0;
-    sh_map_get(&b->stream_busy, stream + 1, &busy);
+    sh_map_get(&b->stream_busy, (stream + 1) ^ (mixed ? (1ull << 63) : 0), &busy);
     ts = cucap_fb_record_t_enter(rec);
     if (busy > ts)
       ts = busy;
     dur = cucap_fb_record_t_exit(rec) - cucap_fb_record_t_enter(rec);
   }
-  (void)sh_map_put(&b->stream_busy, stream + 1, ts + (dur ? dur : 1));
+  if (!g) /* timed ops keep their own times; host-timed ones queue */
+    (void)sh_map_put(&b->stream_busy, (stream + 1) ^ (mixed ? (1ull << 63) : 0),
+                     ts + (dur ? dur : 1));
   xp_event *e = add_event(b, XE_SLICE, t, ts, dur, name, cat);
   if (e && !g)
     arg_s(e, b->s_timing, b->s_host);

@@ -335,6 +335,12 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
     dv_fail(rep, st, 4, "cannot create %s: %s", out_path, cucap_status_str(st));
     goto out;
   }
+  if ((st = dv_copy_kept_blobs(&p, w)) != CUCAP_OK) {
+    dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3,
+            "the capture is damaged (%s): a module image, payload or snapshot it keeps "
+            "cannot be read", cucap_status_str(st));
+    goto out;
+  }
   if (o->replay) {
     char msg[512] = "";
     if (!o->source_path) {

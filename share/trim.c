@@ -261,6 +261,12 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
     dv_fail(rep, st, 4, "cannot create %s: %s", out_path, cucap_status_str(st));
     goto out;
   }
+  if ((st = dv_copy_kept_blobs(&p, w)) != CUCAP_OK) {
+    dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3,
+            "the capture is damaged (%s): a module image, payload or snapshot it keeps "
+            "cannot be read", cucap_status_str(st));
+    goto out;
+  }
   if (o->replay) {
     char msg[512] = "";
     if (!o->source_path) {
