@@ -313,13 +313,22 @@ static void align(xb *b, const cucap_fb_record *rec) {
 
 /* ---------------------------------------------------------------- pass 2 */
 
+#define XP_NONE SIZE_MAX
+
+/* The event at index i (XP_NONE: NULL). Events are referred to by index:
+ * adding one may move them all. */
+static xp_event *ev_at(xb *b, size_t i) {
+  return i == XP_NONE ? NULL : sh_vec_at(&b->m->events, i);
+}
+
 /* Places one op on its stream: GPU times when known, else after the call
- * that submitted it and after the stream's previous op. */
-static xp_event *gpu_op(xb *b, const cucap_fb_record *rec, uint64_t stream, uint32_t name,
-                        uint32_t cat, const gpu_time *g) {
+ * that submitted it and after the stream's previous op. Returns the event's
+ * index (XP_NONE when the op is not GPU work now or on OOM). */
+static size_t gpu_op(xb *b, const cucap_fb_record *rec, uint64_t stream, uint32_t name,
+                     uint32_t cat, const gpu_time *g) {
   uint64_t s1;
   if (sh_map_get(&b->capturing, stream + 1, &s1) && s1)
-    return NULL; /* captured into a graph: runs at cuGraphLaunch */
+    return XP_NONE; /* captured into a graph: runs at cuGraphLaunch */
   int mixed = !g && (b->o->profile || b->ktimes.n);
   uint32_t t = stream_track(b, stream, mixed);
   uint64_t ts, dur;
@@ -339,10 +348,12 @@ static xp_event *gpu_op(xb *b, const cucap_fb_record *rec, uint64_t stream, uint
     (void)sh_map_put(&b->stream_busy, (stream + 1) ^ (mixed ? (1ull << 63) : 0),
                      ts + (dur ? dur : 1));
   xp_event *e = add_event(b, XE_SLICE, t, ts, dur, name, cat);
-  if (e && !g)
+  if (!e)
+    return XP_NONE;
+  if (!g)
     arg_s(e, b->s_timing, b->s_host);
   b->rep->gpu_ops++;
-  return e;
+  return b->m->events.n - 1;
 }
 
 static void counter(xb *b, uint32_t track, uint64_t ts, double v, int integer) {
@@ -436,7 +447,7 @@ static int nvtx_event(xb *b, const cucap_fb_record *rec) {
   }
 }
 
-static void call_slice(xb *b, const cucap_fb_record *rec, xp_event **out) {
+static void call_slice(xb *b, const cucap_fb_record *rec, size_t *out) {
   char buf[32];
   uint32_t call = cucap_fb_record_call(rec);
   uint64_t t0 = cucap_fb_record_t_enter(rec), t1 = cucap_fb_record_t_exit(rec);
@@ -447,11 +458,11 @@ static void call_slice(xb *b, const cucap_fb_record *rec, xp_event **out) {
   if (cucap_fb_record_result(rec))
     arg_u(e, b->s_result, (uint64_t)(int64_t)cucap_fb_record_result(rec));
   b->rep->calls++;
-  *out = e;
+  *out = e ? b->m->events.n - 1 : XP_NONE;
 }
 
 static int pass2(xb *b, const cucap_fb_record *rec) {
-  xp_event *api = NULL;
+  size_t api = XP_NONE;
   uint32_t call = cucap_fb_record_call(rec);
   if (call && cucap_fb_record_seq(rec))
     call_slice(b, rec, &api);
@@ -466,7 +477,7 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
     uint32_t name = nm ? (uint32_t)nm : xp_str(b->m, "(kernel)");
     gpu_time tmp;
     const gpu_time *g = timed(b, li, &tmp);
-    xp_event *e = gpu_op(b, rec, cucap_fb_launch_stream(l), name, b->s_kernel, g);
+    xp_event *e = ev_at(b, gpu_op(b, rec, cucap_fb_launch_stream(l), name, b->s_kernel, g));
     b->rep->launches++;
     if (g)
       b->rep->kernels_timed++;
@@ -474,9 +485,10 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
       uint64_t flow = li + 1;
       e->flow_in = flow;
       arg_u(e, b->s_launch_index, li);
-      if (api) {
-        api->flow_out = flow;
-        arg_s(api, b->s_kernel_key, name);
+      xp_event *a = ev_at(b, api);
+      if (a) {
+        a->flow_out = flow;
+        arg_s(a, b->s_kernel_key, name);
       }
     }
     break;
@@ -490,22 +502,24 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
     uint64_t size = cucap_fb_memcpy_size(m);
     const char *kn = cucap_fb_memcpy_kind_name(k);
     snprintf(buf, sizeof buf, "memcpy %s", kn ? kn : "?");
-    xp_event *e = gpu_op(b, rec, cucap_fb_memcpy_stream(m), xp_str(b->m, buf), b->s_memcpy, NULL);
+    xp_event *e = ev_at(b, gpu_op(b, rec, cucap_fb_memcpy_stream(m), xp_str(b->m, buf),
+                                  b->s_memcpy, NULL));
     if (e) {
       arg_u(e, b->s_bytes, size);
-      double gbs = (double)size / (double)(e->dur ? e->dur : 1); /* bytes/ns = GB/s */
-      counter(b, b->bw_track, e->ts, gbs, 0);
-      counter(b, b->bw_track, e->ts + e->dur, 0, 0);
+      uint64_t ts = e->ts, dur = e->dur; /* counter() may move e */
+      double gbs = (double)size / (double)(dur ? dur : 1); /* bytes/ns = GB/s */
+      counter(b, b->bw_track, ts, gbs, 0);
+      counter(b, b->bw_track, ts + dur, 0, 0);
     }
-    if (api)
-      arg_u(api, b->s_bytes, size);
+    arg_u(ev_at(b, api), b->s_bytes, size);
     break;
   }
   case CUCAP_FB_BODY_MEMSET: {
     const cucap_fb_memset *m = cucap_fb_record_body_as_memset(rec);
     if (!ok)
       break;
-    xp_event *e = gpu_op(b, rec, cucap_fb_memset_stream(m), xp_str(b->m, "memset"), b->s_memset, NULL);
+    xp_event *e = ev_at(b, gpu_op(b, rec, cucap_fb_memset_stream(m), xp_str(b->m, "memset"),
+                                  b->s_memset, NULL));
     uint64_t bytes = cucap_fb_memset_count(m) * cucap_fb_memset_elem_size(m) *
                      (cucap_fb_memset_height(m) ? cucap_fb_memset_height(m) : 1);
     arg_u(e, b->s_bytes, bytes);
