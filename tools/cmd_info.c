@@ -17,69 +17,10 @@
 #include "cucap_format.h"
 #include "cucap_json.h"
 #include "cucap_reader.h"
+#include "info_parts.h"
 
 #define BODY_SLOTS 256   /* Body union type is a ubyte */
 
-/* u64 -> u64 open addressing map (key 0 unused: handles and addresses are
- * never 0) for the per-kernel and per-allocation counts. */
-typedef struct u64map {
-  uint64_t *k, *v;
-  size_t cap, n;
-} u64map;
-
-static uint64_t *map_slot(u64map *m, uint64_t key, int create) {
-  if (!key)
-    return NULL;
-  if (create && (m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 256;
-    uint64_t *nk = calloc(nc, 8), *nv = calloc(nc, 8);
-    if (!nk || !nv) {
-      free(nk);
-      free(nv);
-      return NULL;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->k[i])
-        continue;
-      size_t j = (size_t)((m->k[i] * 0x9E3779B97F4A7C15ull) >> 20) & (nc - 1);
-      while (nk[j])
-        j = (j + 1) & (nc - 1);
-      nk[j] = m->k[i];
-      nv[j] = m->v[i];
-    }
-    free(m->k);
-    free(m->v);
-    m->k = nk;
-    m->v = nv;
-    m->cap = nc;
-  }
-  if (!m->cap)
-    return NULL;
-  size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
-  while (m->k[i] && m->k[i] != key)
-    i = (i + 1) & (m->cap - 1);
-  if (!m->k[i]) {
-    if (!create)
-      return NULL;
-    m->k[i] = key;
-    m->v[i] = 0;
-    m->n++;
-  }
-  return &m->v[i];
-}
-
-static void map_free(u64map *m) {
-  free(m->k);
-  free(m->v);
-  memset(m, 0, sizeof *m);
-}
-
-/* A freed allocation keeps its key with size 0 (no deletion needed). */
-static int is_device_kind(int k) {
-  return k == CUCAP_FB_ALLOCKIND_DEVICE || k == CUCAP_FB_ALLOCKIND_PITCH ||
-         k == CUCAP_FB_ALLOCKIND_MANAGED || k == CUCAP_FB_ALLOCKIND_ASYNC ||
-         k == CUCAP_FB_ALLOCKIND_FROMPOOL || k == CUCAP_FB_ALLOCKIND_VMMMAP;
-}
 #define MEMCPY_KINDS 256 /* MemcpyKind is a ubyte */
 #define CALL_SLOTS 4096  /* cbids above this are counted as "other" */
 
@@ -243,7 +184,7 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
       st->launches++;
       const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
       uint64_t *c = l && cucap_fb_record_result(rec) == 0
-                        ? map_slot(&st->fn_launches, cucap_fb_launch_function(l), 1) : NULL;
+                        ? info_map_slot(&st->fn_launches, cucap_fb_launch_function(l), 1) : NULL;
       if (c)
         (*c)++;
       break;
@@ -276,8 +217,8 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
       if (a) {
         st->allocs++;
         st->alloc_bytes += cucap_fb_alloc_size(a);
-        uint64_t *sz = cucap_fb_record_result(rec) == 0 && is_device_kind(cucap_fb_alloc_kind(a))
-                           ? map_slot(&st->live, cucap_fb_alloc_address(a), 1) : NULL;
+        uint64_t *sz = cucap_fb_record_result(rec) == 0 && info_is_device_kind(cucap_fb_alloc_kind(a))
+                           ? info_map_slot(&st->live, cucap_fb_alloc_address(a), 1) : NULL;
         if (sz) {
           st->mem_in_use += cucap_fb_alloc_size(a) - *sz; /* a reused address replaces */
           *sz = cucap_fb_alloc_size(a);
@@ -291,7 +232,7 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
       st->frees++;
       const cucap_fb_free *f = cucap_fb_record_body_as_free(rec);
       uint64_t *sz = f && cucap_fb_record_result(rec) == 0
-                         ? map_slot(&st->live, cucap_fb_free_address(f), 0) : NULL;
+                         ? info_map_slot(&st->live, cucap_fb_free_address(f), 0) : NULL;
       if (sz) {
         st->mem_in_use -= *sz;
         *sz = 0;
@@ -318,123 +259,6 @@ static int cmp_calls(const void *a, const void *b) {
   if (sort_calls[x] != sort_calls[y])
     return sort_calls[x] > sort_calls[y] ? -1 : 1;
   return x < y ? -1 : (x > y);
-}
-
-/* ------------------------------------------------------------- audit
- * An Audit record counts, per CUPTI driver cbid, the calls an independent
- * CUPTI subscriber saw (driver_seen) and the calls cucap recorded. recorded
- * may exceed driver_seen (the subscriber starts after the first calls and
- * CUPTI does not report some calls); only driver_seen > recorded is a miss. */
-typedef struct audit_sum {
-  uint64_t seen, recorded;
-  size_t nmiss;
-  const cucap_fb_audit_entry **miss; /* biggest miss first; NULL if none */
-} audit_sum;
-
-static int cmp_miss(const void *a, const void *b) {
-  const cucap_fb_audit_entry *x = *(const cucap_fb_audit_entry *const *)a;
-  const cucap_fb_audit_entry *y = *(const cucap_fb_audit_entry *const *)b;
-  uint64_t mx = cucap_fb_audit_entry_driver_seen(x) - cucap_fb_audit_entry_recorded(x);
-  uint64_t my = cucap_fb_audit_entry_driver_seen(y) - cucap_fb_audit_entry_recorded(y);
-  if (mx != my)
-    return mx > my ? -1 : 1;
-  uint32_t cx = cucap_fb_audit_entry_cbid(x), cy = cucap_fb_audit_entry_cbid(y);
-  return cx < cy ? -1 : cx > cy;
-}
-
-/* Fills sum from a; sum->miss is malloc'ed (caller frees; NULL on OOM, then
- * nmiss is still right but the names are not listed). */
-static void audit_summarize(const cucap_fb_audit *a, audit_sum *sum) {
-  memset(sum, 0, sizeof *sum);
-  size_t n = cucap_fb_audit_entries_len(a);
-  for (size_t i = 0; i < n; i++) {
-    const cucap_fb_audit_entry *e = cucap_fb_audit_entries_at(a, i);
-    if (!e)
-      continue;
-    uint64_t sn = cucap_fb_audit_entry_driver_seen(e), rc = cucap_fb_audit_entry_recorded(e);
-    sum->seen += sn;
-    sum->recorded += rc;
-    if (sn > rc)
-      sum->nmiss++;
-  }
-  if (!sum->nmiss)
-    return;
-  sum->miss = malloc(sum->nmiss * sizeof *sum->miss);
-  if (!sum->miss)
-    return;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    const cucap_fb_audit_entry *e = cucap_fb_audit_entries_at(a, i);
-    if (e && cucap_fb_audit_entry_driver_seen(e) > cucap_fb_audit_entry_recorded(e))
-      sum->miss[k++] = e;
-  }
-  qsort(sum->miss, k, sizeof *sum->miss, cmp_miss);
-}
-
-/* The entry's name, else the cbid's name, else "cbid N" in tmp. */
-static const char *audit_name(const cucap_fb_audit_entry *e, char *tmp, size_t n) {
-  const char *nm = cucap_fb_audit_entry_name(e);
-  if (nm && *nm)
-    return nm;
-  unsigned cb = cucap_fb_audit_entry_cbid(e);
-  nm = cucap_cli_cbid_name(cb);
-  if (nm)
-    return nm;
-  snprintf(tmp, n, "cbid %u", cb);
-  return tmp;
-}
-
-static void print_audit_text(const cucap_fb_audit *a) {
-  audit_sum sum;
-  audit_summarize(a, &sum);
-  printf("audit:           CUPTI saw %" PRIu64 " driver calls, cucap recorded %" PRIu64
-         "; %zu function%s with missed calls\n",
-         sum.seen, sum.recorded, sum.nmiss, sum.nmiss == 1 ? "" : "s");
-  char tmp[32];
-  for (size_t i = 0; sum.miss && i < sum.nmiss && i < 10; i++) {
-    const char *nm = audit_name(sum.miss[i], tmp, sizeof tmp);
-    printf("  ");
-    for (const char *p = nm; *p; p++) /* one line whatever the name holds */
-      putchar((unsigned char)*p < 0x20 ? ' ' : *p);
-    printf(": seen %" PRIu64 ", recorded %" PRIu64 "\n",
-           cucap_fb_audit_entry_driver_seen(sum.miss[i]),
-           cucap_fb_audit_entry_recorded(sum.miss[i]));
-  }
-  if (sum.miss && sum.nmiss > 10)
-    printf("  ... and %zu more\n", sum.nmiss - 10);
-  free(sum.miss);
-}
-
-static void print_audit_json(cucap_json *w, const cucap_fb_audit *a) {
-  audit_sum sum;
-  audit_summarize(a, &sum);
-  cucap_json_key(w, "audit");
-  cucap_json_object_begin(w);
-  cucap_json_key(w, "driver_seen");
-  cucap_json_uint(w, sum.seen);
-  cucap_json_key(w, "recorded");
-  cucap_json_uint(w, sum.recorded);
-  cucap_json_key(w, "missing_count");
-  cucap_json_uint(w, sum.nmiss);
-  cucap_json_key(w, "missing_functions"); /* all of them, biggest miss first */
-  cucap_json_array_begin(w);
-  char tmp[32];
-  for (size_t i = 0; sum.miss && i < sum.nmiss; i++) {
-    const cucap_fb_audit_entry *e = sum.miss[i];
-    cucap_json_object_begin(w);
-    cucap_json_key(w, "name");
-    cucap_json_string(w, audit_name(e, tmp, sizeof tmp));
-    cucap_json_key(w, "cbid");
-    cucap_json_uint(w, cucap_fb_audit_entry_cbid(e));
-    cucap_json_key(w, "driver_seen");
-    cucap_json_uint(w, cucap_fb_audit_entry_driver_seen(e));
-    cucap_json_key(w, "recorded");
-    cucap_json_uint(w, cucap_fb_audit_entry_recorded(e));
-    cucap_json_object_end(w);
-  }
-  cucap_json_array_end(w);
-  cucap_json_object_end(w);
-  free(sum.miss);
 }
 
 /* Kernels by launch count (handles of the same name added up). */
@@ -650,7 +474,7 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("duration:        %.6f s%s\n", (double)t->duration_ns / 1e9,
          t->duration_from_index ? "" : " (from last record; no end time)");
   if (st->audit)
-    print_audit_text(st->audit);
+    info_print_audit_text(st->audit);
   if (t->rec.complete && iter_status == CUCAP_OK)
     printf("status:          complete\n");
   else
@@ -787,7 +611,7 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_json_key(w, "duration_ns");
   cucap_json_uint(w, t->duration_ns);
   if (st->audit)
-    print_audit_json(w, st->audit);
+    info_print_audit_json(w, st->audit);
   cucap_json_key(w, "complete");
   cucap_json_bool(w, t->rec.complete && iter_status == CUCAP_OK);
   cucap_json_key(w, "problem");
@@ -893,8 +717,8 @@ int cucap_cmd_info(int argc, char **argv) {
   }
   free(calls);
   cucap_cli_fnames_destroy(st->names);
-  map_free(&st->fn_launches);
-  map_free(&st->live);
+  info_map_free(&st->fn_launches);
+  info_map_free(&st->live);
   free(st->devices_buf);
   free(st->audit_buf);
   free(st);
