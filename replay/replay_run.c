@@ -482,8 +482,13 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   double gpu_ms_total = 0;
   int gpu_ok = ev0 && ev1;
-  if (rp_obs_begin(R) != CUCAP_OK)
+  if (rp_obs_begin(R) != CUCAP_OK) { /* an observer refused to start */
+    if (ev0)
+      R->d.df.EventDestroy(ev0);
+    if (ev1)
+      R->d.df.EventDestroy(ev1);
     goto out;
+  }
   double t0 = rp_now();
   int more = 0; /* an observer asked for another pass */
   for (unsigned loop = 0; (loop < loops || more) && !R->failed && !R->stop &&

@@ -145,7 +145,8 @@ grep -q "^extract launch 20 (saxpy) .*: 2 regions" "$T/ex-replay-min.fb.txt" &&
   { bad "extract launch 10 rc=$rc"; cat "$T/ex10.err"; }
 CC=${CC:-cc}
 want=$(sed -n 's/^expected checksum \(0x[0-9a-f]*\).*/\1/p' "$T/ex-snap.fb.txt")
-if (cd "$T/c" && $CC -O2 -o repro repro.c -I"${CUDA_HOME:-/usr/local/cuda}/include" -L"$MOCK_LIBDIR" -lcuda \
+# shellcheck disable=SC2086 # (flags: the sanitizers of this build, like the mock it loads)
+if (cd "$T/c" && $CC ${CUCAP_TEST_CFLAGS:-} -O2 -o repro repro.c -I"${CUDA_HOME:-/usr/local/cuda}/include" -L"$MOCK_LIBDIR" -lcuda \
       >"$T/cc.out" 2>&1); then
   if (cd "$T/c" && ./repro >"$T/repro.out" 2>&1) && grep -q "^checksum $want$" "$T/repro.out" &&
      grep -q "MATCH" "$T/repro.out"; then
