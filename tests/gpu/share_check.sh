@@ -4,11 +4,13 @@
 # machine. Builds nothing but the emitted C programs; prints one PASS/FAIL/
 # SKIP line per check (run.sh collects them) and a summary; exit 0 only if
 # nothing failed.
-#  1. torch_mlp (NVTX range "step" per iteration, a fresh input batch copied
-#     in and the loss read back every step) recorded with
-#     --snapshot=range:step@30: trim to iteration 30 by NVTX range from the
-#     recorded snapshot and with --replay, and by launch range (--replay):
-#     each file under 1/5 of the capture, replay --verify passes.
+#  1. torch_mlp (400 iterations, an NVTX range "step" each, a fresh input
+#     batch copied in and the loss read back every step, like a loop fed by
+#     a data loader) recorded with --snapshot=range:step@200: trim to
+#     iteration 200 by NVTX range from the recorded snapshot and with
+#     --replay, and by launch range (--replay): each file under 1/5 of the
+#     capture (sizes of images / payloads / state are in OUT_DIR/*.info.txt),
+#     replay --verify passes.
 #  2. extract of one GEMM and one elementwise launch of that iteration
 #     (--replay): replay --verify and --loop 1000 pass; the --emit-c program
 #     builds with cc -lcuda and with nvcc, prints the checksum extract
@@ -83,18 +85,20 @@ extract_check() { # name src kernel
 
 # ---- 1. torch_mlp: one iteration of a training loop
 if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  MLP=("$PY" "$ROOT/tests/apps/torch_mlp.py" --steps 60 --fresh-batch)
+  MLP=("$PY" "$ROOT/tests/apps/torch_mlp.py" --steps 400 --fresh-batch)
   "${MLP[@]}" >"$W/mlp.native.out" 2>/dev/null
-  if "$CUCAP" record --snapshot=range:step@30 -o "$W/mlp.fb" -- "${MLP[@]}" >"$W/mlp.rec.out" 2>"$W/mlp.rec.err" &&
+  if "$CUCAP" record --snapshot=range:step@200 -o "$W/mlp.fb" -- "${MLP[@]}" >"$W/mlp.rec.out" 2>"$W/mlp.rec.err" &&
      diff -q "$W/mlp.native.out" "$W/mlp.rec.out" >/dev/null; then
     res PASS "torch_mlp record (NVTX, snapshot)" "$(size "$W/mlp.fb") bytes, output identical"
   else res FAIL "torch_mlp record" "$(tail -1 "$W/mlp.rec.err")"; fi
   n_nvtx=$("$CUCAP" info --json "$W/mlp.fb" 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("nvtx_ranges", 0))')
-  [ "${n_nvtx:-0}" -ge 60 ] && res PASS "torch_mlp NVTX ranges recorded" "$n_nvtx ranges" ||
+  "$CUCAP" info "$W/mlp.fb" >"$OUT/mlp.info.txt" 2>&1
+  [ "${n_nvtx:-0}" -ge 400 ] && res PASS "torch_mlp NVTX ranges recorded" "$n_nvtx ranges" ||
     res FAIL "torch_mlp NVTX ranges recorded" "${n_nvtx:-0} (torch.cuda.nvtx through NVTX_INJECTION64_PATH?)"
   trim_check() { # name out options...
     local name=$1 out=$2; shift 2
     if "$CUCAP" trim "$W/mlp.fb" -o "$out" "$@" >"$out.txt" 2>&1; then
+      "$CUCAP" info "$out" >"$OUT/$(basename "$out" .fb).info.txt" 2>&1
       local r; r=$(ratio "$(size "$out")" "$(size "$W/mlp.fb")")
       if "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.2 else 1)" "$r"; then
         res PASS "trim $name < 1/5" "$(size "$out") of $(size "$W/mlp.fb") bytes = $r"
@@ -102,8 +106,8 @@ if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
       verify "trim $name replay --verify" "$out"
     else res FAIL "trim $name" "$(tail -1 "$out.txt")"; fi
   }
-  trim_check "nvtx:step@30 (recorded)" "$W/step.fb" --range=nvtx:step@30
-  trim_check "nvtx:step@30 --replay" "$W/step-replay.fb" --range=nvtx:step@30 --replay
+  trim_check "nvtx:step@200 (recorded)" "$W/step.fb" --range=nvtx:step@200
+  trim_check "nvtx:step@200 --replay" "$W/step-replay.fb" --range=nvtx:step@200 --replay
   lr=$("$CUCAP" info "$W/step.fb" 2>/dev/null | sed -n 's/^made by: .*(launches \([0-9]*\)\.\.\([0-9]*\))$/\1-\2/p')
   if [ -n "$lr" ]; then trim_check "launch:$lr --replay" "$W/step-launch.fb" --range="launch:$lr" --replay
   else res FAIL "trim launch range" "no launch range in the NVTX trim's header"; fi
