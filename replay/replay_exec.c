@@ -5,7 +5,8 @@
  * runs on its replayed stream with the recorded variant (legacy or
  * per-thread default stream); device addresses go through the relocation
  * table (identity at fixed addresses). The driver of the whole run is
- * replay_run.c; verification lives in replay_verify.c. */
+ * replay_run.c; verification is an observer (verify_observer.c), which sees
+ * the bytes of every copy to the host through op->host_data. */
 #include <cupti_driver_cbid.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -65,17 +66,51 @@ static void rp_skip(rp_state *R, const char *name) {
   }
 }
 
-static int rp_keep(rp_state *R, void *p) {
+static int rp_keep_as(rp_state *R, void *p, int pinned) {
   if (R->nkeep == R->capkeep) {
     size_t nc = R->capkeep ? R->capkeep * 2 : 16;
     void **n = realloc(R->keep, nc * sizeof *n);
     if (!n)
       return 0;
     R->keep = n;
+    unsigned char *np = realloc(R->keep_pinned, nc);
+    if (!np)
+      return 0;
+    R->keep_pinned = np;
     R->capkeep = nc;
   }
+  R->keep_pinned[R->nkeep] = (unsigned char)pinned;
   R->keep[R->nkeep++] = p;
   return 1;
+}
+
+static int rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
+
+/* A host buffer for a copy to the host captured into a graph: the driver
+ * only takes page-locked memory for memcpy nodes, and allocating it during a
+ * global-mode capture would invalidate the capture, so the allocation runs
+ * with this thread's capture mode relaxed (restored after). Kept until the
+ * end of the pass (the graph may run many times). NULL on failure. */
+static void *rp_capture_host_buffer(rp_state *R, size_t size) {
+  void *p = NULL;
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int exchanged = R->d.df.ThreadExchangeStreamCaptureMode &&
+                  R->d.df.ThreadExchangeStreamCaptureMode(&m) == CUDA_SUCCESS;
+  if (!R->d.df.MemAllocHost || R->d.df.MemAllocHost(&p, size ? size : 1) != CUDA_SUCCESS)
+    p = NULL;
+  if (exchanged)
+    R->d.df.ThreadExchangeStreamCaptureMode(&m);
+  int pinned = p != NULL;
+  if (!p)
+    p = malloc(size ? size : 1); /* the driver may still take it */
+  if (p && !rp_keep_as(R, p, pinned)) {
+    if (pinned)
+      R->d.df.MemFreeHost(p);
+    else
+      free(p);
+    p = NULL;
+  }
+  return p;
 }
 
 /* Grows a host buffer, pinned when possible (DMA at full speed). */
@@ -599,14 +634,25 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
     return;
   }
   rp_func *fi;
+  const char *inherit = NULL;
+  if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION && !name &&
+      rp_map_get(&R->func, mh, &idx))
+    inherit = R->funcs[idx].name; /* the CUkernel's name */
+  char *nm = strdup(name ? name : inherit ? inherit : "?");
+  if (!nm) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    return;
+  }
   if (rp_map_get(&R->func, h, &idx)) {
     fi = &R->funcs[idx];
     free(fi->params);
+    free(fi->name);
   } else {
     if (R->nfuncs == R->capfuncs) {
       size_t nc = R->capfuncs ? R->capfuncs * 2 : 32;
       rp_func *n = realloc(R->funcs, nc * sizeof *n);
       if (!n) {
+        free(nm);
         rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED,
                      "out of memory");
         return;
@@ -623,13 +669,7 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   fi->live = (uint64_t)(uintptr_t)live;
   fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
   fi->kind = kind;
-  if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION &&
-      rp_map_get(&R->func, mh, &idx)) {
-    /* inherit name/params from the kernel if not given */
-    snprintf(fi->name, sizeof fi->name, "%s", name ? name : R->funcs[idx].name);
-  } else {
-    snprintf(fi->name, sizeof fi->name, "%s", name ? name : "?");
-  }
+  fi->name = nm;
   size_t np = 0;
   const cucap_fb_param_info *pp = cucap_fb_function_params(f, &np);
   if (pp && np) {
@@ -666,6 +706,12 @@ static void rp_op_alloc(rp_state *R, const cucap_fb_record *rec,
   rp_ctx_rec(R, rec);
   CUdeviceptr p = 0;
   if (!rp_cu(R, R->d.df.MemAlloc(&p, size ? size : 1), "cuMemAlloc"))
+    return;
+  /* zero-filled like the fixed-address ranges at each pass start
+   * (replay_run.c): a pass must not see what an earlier one left there */
+  if (!R->capturing && size &&
+      (!rp_cu(R, R->d.df.MemsetD8Async(p, 0, size, NULL), "cuMemsetD8 (new allocation)") ||
+       !rp_cu(R, R->d.df.StreamSynchronize(NULL), "cuStreamSynchronize")))
     return;
   if (!rp_mem_add_reloc(&R->mem, addr, size, p, 1)) {
     R->d.df.MemFree(p);
@@ -888,9 +934,8 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
   } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
     void *hb;
     if (R->capturing) {
-      hb = malloc(size ? size : 1);
-      if (!hb || !rp_keep(R, hb)) {
-        free(hb);
+      hb = rp_capture_host_buffer(R, size);
+      if (!hb) {
         rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
         return;
       }
@@ -909,29 +954,15 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     if (!rp_cu(R, res, "cuMemcpyDtoH"))
       return;
     if (R->capturing) {
-      R->rep->copies_unverifiable++;
+      /* runs at graph launch: the bytes land in hb then (kept until the end
+       * of the pass); its CopyResult snapshot follows the graph launch */
+      R->op.host_data = hb;
+      R->op.host_size = size;
     } else {
       if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
         return;
-      if (R->o->verify != CUCAP_REPLAY_VERIFY_NONE) {
-        if (!cucap_fb_memcpy_has_payload(c)) {
-          R->rep->copies_unverifiable++;
-        } else {
-          cucap_hash128 h = rp_h(cucap_fb_memcpy_payload(c));
-          uint64_t bsz = 0;
-          if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK || bsz != size ||
-              !rp_grow(&R->expect, &R->expect_cap, size, &R->expect_pinned, R) ||
-              cucap_reader_blob_read(R->r, h, R->expect, size) != CUCAP_OK) {
-            R->rep->copies_unverifiable++;
-          } else {
-            char what[96];
-            snprintf(what, sizeof what, "DtoH copy (record %" PRIu64 ", seq %" PRIu64 ")",
-                     R->rec_index, R->cur_seq);
-            R->rep->copies_checked++;
-            rp_verify_bytes(R, what, hb, R->expect, size, src);
-          }
-        }
-      }
+      R->op.host_data = hb; /* for observers (verify) */
+      R->op.host_size = size;
     }
   } else { /* DtoD */
     uint64_t d = rp_tr(R, dst), s = rp_tr(R, src);
@@ -1169,12 +1200,6 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   if (!R->capturing) /* captured: runs (and counts) at cuGraphLaunch */
     R->rep->launches++;
   R->rep->executed++;
-  if (R->o->verify == CUCAP_REPLAY_VERIFY_LAUNCH) { /* names in reports */
-    uint64_t li = cucap_fb_launch_launch_index(l);
-    rp_map_put(&R->launch_fn, li, idx + 1);
-    if (R->npending)
-      rp_verify_launch_done(R, li);
-  }
 }
 
 static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
@@ -1421,19 +1446,18 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_GRAPH:
     rp_op_graph(R, rec, cucap_fb_record_body_as_graph(rec));
     break;
-  case CUCAP_FB_BODY_SNAPSHOT:
-    if (R->o->verify != CUCAP_REPLAY_VERIFY_NONE &&
-        cucap_fb_snapshot_reason(cucap_fb_record_body_as_snapshot(rec)) ==
-            CUCAP_FB_SNAPSHOTREASON_EXIT)
-      rp_verify_snapshot(R, cucap_fb_record_body_as_snapshot(rec));
+  case CUCAP_FB_BODY_SNAPSHOT: {
+    /* replay input: managed memory the program wrote on the host; every
+     * other reason is checked by the verify observer */
+    const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
+    if (cucap_fb_snapshot_reason(sn) == CUCAP_FB_SNAPSHOTREASON_HOSTWRITE)
+      rp_host_write(R, sn);
     else
       R->rep->ignored++;
     break;
+  }
   case CUCAP_FB_BODY_LAUNCHHASH:
-    if (R->o->verify == CUCAP_REPLAY_VERIFY_LAUNCH)
-      rp_verify_launch_hash(R, cucap_fb_record_body_as_launch_hash(rec));
-    else
-      R->rep->ignored++;
+    R->rep->ignored++;
     break;
   default: {
     const char *bad = rp_unreplayable(rec);

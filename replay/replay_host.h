@@ -46,6 +46,10 @@ int rp_host_pins_add(rp_host_pins *p, int kind, uint64_t host, uint64_t dev,
  * merged ranges) and returns p->placed. */
 size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d);
 
+/* Zero-fills what rp_host_pins_place mapped (between replay passes, with no
+ * GPU work in flight: each pass starts as the first found them). */
+void rp_host_pins_zero(rp_host_pins *p);
+
 /* Unregisters and unmaps what rp_host_pins_place made, frees p's arrays
  * and zeroes it. d may be NULL (or have no lib) when the driver was never
  * loaded: then only the mappings go. Accepts a zeroed p. */

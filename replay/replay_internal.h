@@ -77,6 +77,7 @@
   X(EventRecord, "cuEventRecord", 2000, PFN_cuEventRecord_v2000, "cuEventRecord", 1)     \
   X(EventSynchronize, "cuEventSynchronize", 2000, PFN_cuEventSynchronize_v2000, "cuEventSynchronize", 0) \
   X(EventElapsedTime, "cuEventElapsedTime", 2000, PFN_cuEventElapsedTime_v2000, "cuEventElapsedTime", 0) \
+  X(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", 10010, PFN_cuThreadExchangeStreamCaptureMode_v10010, "cuThreadExchangeStreamCaptureMode", 0) \
   X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040, PFN_cuGraphInstantiateWithFlags_v11040, "cuGraphInstantiateWithFlags", 0) \
   X(GraphLaunch, "cuGraphLaunch", 10000, PFN_cuGraphLaunch_v10000, "cuGraphLaunch", 1) \
   X(GraphDestroy, "cuGraphDestroy", 10000, PFN_cuGraphDestroy_v10000, "cuGraphDestroy", 0) \
@@ -193,6 +194,9 @@ static inline uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr,
     *relocated = 0;
   return addr;
 }
+/* Zero-fills every mapped piece (the start of each replay pass; the NULL
+ * stream, synchronised). Returns the first failure. */
+CUresult rp_mem_zero(const rp_mem *m, const rp_driver *d);
 void rp_mem_release(rp_mem *m, rp_driver *d);
 
 #endif

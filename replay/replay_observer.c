@@ -96,6 +96,21 @@ void rp_obs_op_after(rp_state *R, int status) {
 
 /* ---- session queries -------------------------------------------------- */
 
+/* Reads `size` device bytes at a live address into the DtoH scratch buffer
+ * (the buffer op->host_data points to: observers read host_data first). */
+cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
+                            void **out) {
+  if (!rp_grow(&R->scratch, &R->scratch_cap, size ? size : 1,
+               &R->scratch_pinned, R))
+    return CUCAP_ERR_NOMEM;
+  if (size && (R->d.df.MemcpyDtoHAsync(R->scratch, live, size, NULL) !=
+                   CUDA_SUCCESS ||
+               R->d.df.StreamSynchronize(NULL) != CUDA_SUCCESS))
+    return CUCAP_ERR_CUDA;
+  *out = R->scratch;
+  return CUCAP_OK;
+}
+
 void *cucap_replay_session_proc(cucap_replay_session *s, const char *name,
                                 int cuda_version) {
   rp_state *R = rp_of(s);
@@ -117,6 +132,11 @@ uint64_t cucap_replay_session_translate(cucap_replay_session *s, uint64_t addr) 
 
 uint64_t cucap_replay_session_stream(cucap_replay_session *s, uint64_t recorded) {
   return (uint64_t)(uintptr_t)rp_stream_live(rp_of(s), recorded);
+}
+
+int cucap_replay_session_copy_result(cucap_replay_session *s, uint64_t copy_seq,
+                                     cucap_hash128 *blob, uint64_t *size) {
+  return rp_deferred_copy_result(rp_of(s), copy_seq, blob, size);
 }
 
 cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,

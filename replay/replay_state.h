@@ -1,5 +1,5 @@
-/* replay_state.h - the replayer's run state, shared by replay_exec.c and
- * replay_verify.c. Internal. */
+/* replay_state.h - the replayer's run state, shared by replay_exec.c,
+ * replay_run.c, replay_graph.c and replay_observer.c. Internal. */
 #ifndef CUCAP_REPLAY_STATE_H
 #define CUCAP_REPLAY_STATE_H
 
@@ -12,7 +12,7 @@ typedef struct rp_func {
   uint64_t live;        /* CUfunction / CUkernel */
   uint64_t live_fn;     /* CUfunction for a CUkernel (lazily) */
   int kind;             /* cucap.fb.FunctionKind */
-  char name[128];
+  char *name;           /* full (mangled) name, owned; freed with funcs[] */
   cucap_fb_param_info *params;
   size_t nparams;
   uint32_t param_bytes;
@@ -23,12 +23,6 @@ typedef struct rp_region {   /* a snapshot region kept beyond its record */
   uint64_t addr, size;
   cucap_hash128 data;
 } rp_region;
-
-typedef struct rp_pending_hash { /* LaunchHash seen before its launch ran */
-  uint64_t launch_index, seq, rec_index;
-  rp_region *regions;        /* data = the content hash */
-  size_t n;
-} rp_pending_hash;
 
 typedef struct rp_image_ref { /* module image to check against this GPU */
   uint64_t rec_index, seq;
@@ -52,7 +46,6 @@ typedef struct rp_state {
 #define RP_CTX_STACK 64
   uint64_t ctx_stack[RP_CTX_STACK]; /* cuCtxPush/Pop */
   size_t nctx_stack;
-  rp_map launch_fn;           /* launch_index -> func index + 1 */
   rp_func *funcs;
   size_t nfuncs, capfuncs;
   rp_mem mem;
@@ -72,10 +65,9 @@ typedef struct rp_state {
   int expect_pinned;
   /* buffers that must outlive the op (graph capture, PTX copies) */
   void **keep;
+  unsigned char *keep_pinned; /* 1: cuMemAllocHost'ed */
   size_t nkeep, capkeep;
   int capturing;              /* streams currently in capture */
-  rp_pending_hash *pending;   /* --verify=launch */
-  size_t npending, cappending;
   rp_image_ref *images;       /* module loads seen by the scan */
   size_t nimages, capimages;
   rp_region *restore;         /* first Snapshot(BeforeLaunch) */
@@ -93,6 +85,7 @@ typedef struct rp_state {
   unsigned pass;              /* 0-based pass being executed */
   cucap_replay_op op;         /* the record being executed */
   int op_announced;           /* op_before was called for it */
+  struct rp_deferred *deferred; /* replay_deferred.c (format 1.2 snapshots) */
 } rp_state;
 
 /* replay_exec.c */
@@ -123,16 +116,20 @@ void rp_obs_end(rp_state *R);
 void rp_obs_op_before(rp_state *R);   /* R->op describes the op */
 void rp_obs_op_after(rp_state *R, int status);
 
-/* replay_verify.c */
-void rp_verify_bytes(rp_state *R, const char *what, const void *got,
-                     const void *want, uint64_t size, uint64_t addr);
+/* replay_observer.c: device bytes at a live address -> R->scratch */
 cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
                             void **out);
-void rp_verify_snapshot(rp_state *R, const cucap_fb_snapshot *s);
-void rp_verify_launch_hash(rp_state *R, const cucap_fb_launch_hash *h);
-/* After launch `li` executed: checks LaunchHash records that came first. */
-void rp_verify_launch_done(rp_state *R, uint64_t li);
-void rp_verify_pending_free(rp_state *R);
+/* replay_exec.c: grows a host buffer, pinned when possible */
 int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
+
+/* replay_deferred.c: Snapshot{CopyResult, HostWrite} of a recorder that
+ * never synchronises the program (format 1.2). */
+int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
+/* The recorded result of the copy to the host with seq copy_seq, read by
+ * the recorder after the call; 0 if there is none. */
+int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
+                            cucap_hash128 *h, uint64_t *size);
+void rp_host_write(rp_state *R, const cucap_fb_snapshot *s); /* uploads */
+void rp_deferred_free(rp_state *R);
 
 #endif

@@ -287,7 +287,7 @@ typedef struct proc_run {
 } proc_run;
 
 /* The entry point a successful lookup asked for; "?" when the capture
- * predates format 1.2 (no name recorded); NULL when rec is no lookup. */
+ * predates format 1.3 (no name recorded); NULL when rec is no lookup. */
 static const char *lookup_name(const cucap_fb_record *rec) {
   uint32_t call = cucap_fb_record_call(rec);
   const char *cn = call ? cucap_cli_cbid_name(call) : NULL;
@@ -312,7 +312,7 @@ static void proc_flush(proc_run *pr) {
     const char *cn = cucap_cli_cbid_name(pr->call);
     printf("#%" PRIu64 "-#%" PRIu64 " %u %s x%u:%s%s\n", pr->first_seq, pr->last_seq,
            (unsigned)pr->tid, cn ? cn : "?", pr->n,
-           pr->named ? pr->names : " (names not recorded: capture older than format 1.2)",
+           pr->named ? pr->names : " (names not recorded: capture older than format 1.3)",
            pr->named && pr->cut ? " ..." : "");
   }
   pr->n = 0;

@@ -15,6 +15,12 @@ static const char replay_usage[] =
     "  --verify=launch   also hash memory after each launch and compare with\n"
     "                    the LaunchHash records (cucap record --hash-launches);\n"
     "                    reports the first divergent kernel\n"
+    "  --verify-passes N compare N replays to tell nondeterministic bytes (they\n"
+    "                    differ between replays: clocks, atomics order, device\n"
+    "                    malloc, floating-point atomics) from real differences;\n"
+    "                    default: 1 when everything matches, else 2, and up to\n"
+    "                    4 more while differing bytes stay the same; 1 = every\n"
+    "                    difference is a mismatch. Implies --verify\n"
     "  --loop N          replay N times (re-uploading the initial state)\n"
     "  --sync            synchronize after every operation (debugging)\n"
     "  --device N        replay on device N (default 0)\n"
@@ -30,9 +36,10 @@ static const char replay_usage[] =
 
 int cucap_cmd_replay(int argc, char **argv) {
   enum { O_VERIFY = 256, O_LOOP, O_SYNC, O_DEVICE, O_RELOCATE, O_STRICT,
-         O_PARTIAL, O_QUIET, O_JSON, O_LIBCUDA };
+         O_PARTIAL, O_QUIET, O_JSON, O_LIBCUDA, O_VPASSES };
   static const struct option lo[] = {
       {"verify", optional_argument, NULL, O_VERIFY},
+      {"verify-passes", required_argument, NULL, O_VPASSES},
       {"loop", required_argument, NULL, O_LOOP},
       {"sync", no_argument, NULL, O_SYNC},
       {"device", required_argument, NULL, O_DEVICE},
@@ -60,6 +67,13 @@ int cucap_cmd_replay(int argc, char **argv) {
         cucap_cli_error("replay", NULL, "--verify=%s: expected 'launch'", optarg);
         return CUCAP_EXIT_USAGE;
       }
+      break;
+    case O_VPASSES:
+      if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 64) {
+        cucap_cli_error("replay", NULL, "--verify-passes %s: expected 1..64", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      o.verify_passes = (unsigned)v;
       break;
     case O_LOOP:
       if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 1000000) {
@@ -96,6 +110,8 @@ int cucap_cmd_replay(int argc, char **argv) {
     fputs(replay_usage, stderr);
     return CUCAP_EXIT_USAGE;
   }
+  if (o.verify_passes && o.verify == CUCAP_REPLAY_VERIFY_NONE)
+    o.verify = CUCAP_REPLAY_VERIFY_COPIES;
   const char *path = argv[optind];
   if (quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
     cucap_log_set_level(CUCAP_LOG_ERROR);

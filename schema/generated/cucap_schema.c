@@ -226,9 +226,12 @@ static const cucap_fb_enum_val cucap_fb__vals_snapshot_reason[] = {
   {1, "BeforeLaunch"},
   {2, "AfterLaunch"},
   {3, "Manual"},
-  {4, "RangeStart"},
+  {4, "SyncPoint"},
+  {5, "HostWrite"},
+  {6, "CopyResult"},
+  {7, "RangeStart"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason = {"SnapshotReason", 5, cucap_fb__vals_snapshot_reason};
+const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason = {"SnapshotReason", 8, cucap_fb__vals_snapshot_reason};
 const char *cucap_fb_snapshot_reason_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_snapshot_reason, v);
 }
@@ -755,8 +758,9 @@ static const cucap_fb_field_desc cucap_fb__fields_snapshot[] = {
   {"reason", 0, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_snapshot_reason, NULL, NULL, NULL},
   {"launch_index", 1, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"regions", 2, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_mem_region, NULL},
+  {"copy_seq", 3, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_snapshot = {"Snapshot", 3, 3, cucap_fb__fields_snapshot};
+const cucap_fb_table_desc cucap_fb_table_desc_snapshot = {"Snapshot", 4, 4, cucap_fb__fields_snapshot};
 cucap_status cucap_fb_snapshot_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_snapshot);
 }

@@ -243,7 +243,10 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_graph_node_type;
 #define CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH 1
 #define CUCAP_FB_SNAPSHOTREASON_AFTERLAUNCH 2
 #define CUCAP_FB_SNAPSHOTREASON_MANUAL 3
-#define CUCAP_FB_SNAPSHOTREASON_RANGESTART 4
+#define CUCAP_FB_SNAPSHOTREASON_SYNCPOINT 4
+#define CUCAP_FB_SNAPSHOTREASON_HOSTWRITE 5
+#define CUCAP_FB_SNAPSHOTREASON_COPYRESULT 6
+#define CUCAP_FB_SNAPSHOTREASON_RANGESTART 7
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_snapshot_reason_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason;
@@ -1414,7 +1417,7 @@ void cucap_fb_mem_region_to_json(const cucap_fb_mem_region *t, cucap_json *w, un
 
 /* ---- table Snapshot ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_snapshot;
-static inline void cucap_fb_snapshot_start(cucap_fbb *b) { cucap_fbb_table_start(b, 3); }
+static inline void cucap_fb_snapshot_start(cucap_fbb *b) { cucap_fbb_table_start(b, 4); }
 static inline cucap_fb_ref cucap_fb_snapshot_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_snapshot_add_reason(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
 static inline uint8_t cucap_fb_snapshot_reason(const cucap_fb_snapshot *t) { return cucap_fb__read_u8(t, 0, 0); }
@@ -1428,6 +1431,9 @@ static inline const cucap_fb_mem_region *cucap_fb_snapshot_regions_at(const cuca
   return (const cucap_fb_mem_region *)cucap_fb__vec_ref_at(t, 2, i);
 }
 static inline int cucap_fb_snapshot_regions_is_present(const cucap_fb_snapshot *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_snapshot_add_copy_seq(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 3, v); }
+static inline uint64_t cucap_fb_snapshot_copy_seq(const cucap_fb_snapshot *t) { return cucap_fb__read_u64(t, 3, 0); }
+static inline int cucap_fb_snapshot_copy_seq_is_present(const cucap_fb_snapshot *t) { return cucap_fb__field(t, 3) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_snapshot *cucap_fb_snapshot_root(const void *buf) {
   return (const cucap_fb_snapshot *)cucap_fb__root(buf);

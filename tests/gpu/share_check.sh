@@ -22,7 +22,7 @@
 #  4. diff: two recordings of torch_mlp -> "same", exit 0; --lr changed ->
 #     exit 1 naming a launch whose argument differs; drv_train likewise.
 #  5. drv_train on the real driver: trim --replay, extract + C program.
-#  6. OUT_DIR/sample.fb: examples/saxpy recorded by this cucap (format 1.2,
+#  6. OUT_DIR/sample.fb: examples/saxpy recorded by this cucap (format 1.3,
 #     cuGetProcAddress names) to replace examples/sample.fb.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

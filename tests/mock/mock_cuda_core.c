@@ -275,7 +275,16 @@ CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pc) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxSynchronize(void) { return mock_need_ctx(); }
+CUresult CUDAAPI cuCtxSynchronize(void) {
+  mock_count_sync(MOCK_SYNC_CTX);
+  MOCK_TRY(mock_need_ctx());
+  if (mock_capture_any()) { /* would wait for capturing streams: conflicts in every mode */
+    mock_capture_invalidate(NULL);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  mock_drain_all(0);
+  return CUDA_SUCCESS;
+}
 /* Profiler ranges: markers only (nothing to start or stop here). */
 CUresult CUDAAPI cuProfilerStart(void) { return mock_need_ctx(); }
 CUresult CUDAAPI cuProfilerStop(void) { return mock_need_ctx(); }
@@ -345,6 +354,7 @@ typedef struct reg_entry {
   size_t mapped; /* bytes mmap'ed (device) */
   reg_kind kind;
   unsigned long long id;
+  int managed;   /* cuMemAllocManaged */
 } reg_entry;
 static reg_entry *regs;
 static size_t nregs, capregs;
@@ -366,7 +376,7 @@ static int reg_add(uintptr_t start, size_t size, size_t mapped, reg_kind kind) {
     regs = n;
     capregs = nc;
   }
-  regs[nregs++] = (reg_entry){start, size, mapped, kind, next_id++};
+  regs[nregs++] = (reg_entry){start, size, mapped, kind, next_id++, 0};
   return 0;
 }
 
@@ -452,11 +462,26 @@ CUresult mock_free_device(CUdeviceptr p) {
   return rc;
 }
 
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) { return mock_alloc_device(p, n); }
-CUresult CUDAAPI cuMemFree(CUdeviceptr p) { return mock_free_device(p); }
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
+  MOCK_TRY(mock_unsafe());
+  return mock_alloc_device(p, n);
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
+  MOCK_TRY(mock_unsafe());
+  mock_drain_all(0); /* cuMemFree waits for the device */
+  return mock_free_device(p);
+}
+/* Managed memory is mock device memory (host memory anyway), flagged for
+ * CU_POINTER_ATTRIBUTE_IS_MANAGED. */
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags) {
   (void)flags;
-  return mock_alloc_device(p, n);
+  MOCK_TRY(mock_unsafe());
+  MOCK_TRY(mock_alloc_device(p, n));
+  pthread_mutex_lock(&mock_lock);
+  reg_entry *r = reg_find((uintptr_t)*p, REG_DEVICE);
+  if (r) r->managed = 1;
+  pthread_mutex_unlock(&mock_lock);
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned int esize) {
@@ -470,6 +495,7 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t width, si
 
 static CUresult host_alloc(void **pp, size_t n) {
   MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(mock_unsafe());
   if (!pp || n == 0) return CUDA_ERROR_INVALID_VALUE;
   void *p = NULL;
   if (posix_memalign(&p, 4096, n) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -489,6 +515,8 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
 
 CUresult CUDAAPI cuMemFreeHost(void *p) {
   MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(mock_unsafe());
+  mock_drain_all(0);
   CUresult rc = CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
   reg_entry *r = reg_find((uintptr_t)p, REG_HOST);
@@ -562,7 +590,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
   if (!data) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
   reg_entry *r = reg_find((uintptr_t)p, -1);
-  reg_entry e = r ? *r : (reg_entry){0, 0, 0, REG_HOST, 0};
+  reg_entry e = r ? *r : (reg_entry){0, 0, 0, REG_HOST, 0, 0};
   pthread_mutex_unlock(&mock_lock);
   int dev = r && e.kind != REG_HOST;
   switch (a) {
@@ -587,7 +615,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
     *(int *)data = 0;
     return CUDA_SUCCESS;
   case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    *(unsigned int *)data = 0;
+    *(unsigned int *)data = (unsigned)e.managed;
     return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   case CU_POINTER_ATTRIBUTE_MAPPED:
     *(unsigned int *)data = r != NULL;
@@ -613,13 +641,17 @@ static CUresult pointer_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
   }
 }
 
+/* Pointer queries count as potentially unsafe during capture here (stricter
+ * than needed for some drivers: a recorder must issue them relaxed). */
 CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p) {
   NEED_INIT();
+  MOCK_TRY(mock_unsafe());
   return pointer_attr(data, a, p);
 }
 
 CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs, void **data, CUdeviceptr p) {
   NEED_INIT();
+  MOCK_TRY(mock_unsafe());
   if (!attrs || !data) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < n; i++) {
     CUresult rc = pointer_attr(data[i], attrs[i], p);
@@ -818,7 +850,7 @@ CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
 }
 
 /* ---- streams and events ------------------------------------------------- */
-static struct CUstream_st *all_streams;
+struct CUstream_st *mock_all_streams; /* also read by mock_cuda_capture.c */
 static unsigned long long next_stream_id = 16;
 
 CUresult mock_check_stream(CUstream s) {
@@ -833,6 +865,7 @@ static int is_real_stream(CUstream s) {
 
 CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority) {
   MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(mock_unsafe());
   if (!ps || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
   CUstream s = calloc(1, sizeof *s);
   if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -841,8 +874,8 @@ CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, in
   s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
   pthread_mutex_lock(&mock_lock);
   s->id = next_stream_id++;
-  s->next = all_streams;
-  all_streams = s;
+  s->next = mock_all_streams;
+  mock_all_streams = s;
   pthread_mutex_unlock(&mock_lock);
   *ps = s;
   return CUDA_SUCCESS;
@@ -853,8 +886,12 @@ CUresult CUDAAPI cuStreamCreate(CUstream *ps, unsigned int flags) { return cuStr
 CUresult CUDAAPI cuStreamDestroy(CUstream s) {
   MOCK_TRY(mock_need_ctx());
   if (!is_real_stream(s) || s->magic != MOCK_MAGIC_STREAM) return CUDA_ERROR_INVALID_HANDLE;
+  mock_stream_gone(s); /* its queued work still runs */
+  if (s->capture && s->capture_origin) { /* destroyed while capturing: the capture ends */
+    mock_capture_unregister(s->capture);
+  }
   pthread_mutex_lock(&mock_lock);
-  for (CUstream *pp = &all_streams; *pp; pp = &(*pp)->next)
+  for (CUstream *pp = &mock_all_streams; *pp; pp = &(*pp)->next)
     if (*pp == s) { *pp = s->next; break; }
   pthread_mutex_unlock(&mock_lock);
   s->magic = 0;
@@ -864,6 +901,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream s) {
 
 CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags) {
   MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(mock_unsafe());
   if (!pe) return CUDA_ERROR_INVALID_VALUE;
   CUevent e = calloc(1, sizeof *e);
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -883,14 +921,33 @@ CUresult CUDAAPI cuEventDestroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 
+/* An event last recorded inside a capture that is still active cannot be
+ * waited for or queried (in every mode). */
+static CUresult captured_event_check(CUevent e) {
+  if (e->capture && mock_capture_active(e->capture)) {
+    mock_capture_invalidate(e->capture);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+  mock_count_sync(MOCK_SYNC_EVENT);
   MOCK_TRY(mock_need_ctx());
-  return event_ok(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  MOCK_TRY(captured_event_check(e));
+  MOCK_TRY(mock_unsafe());
+  mock_drain_event(e);
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent e) {
   MOCK_TRY(mock_need_ctx());
-  return event_ok(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  MOCK_TRY(captured_event_check(e));
+  MOCK_TRY(mock_unsafe());
+  /* asynchronous mode: pending work runs now, but this query still saw it pending */
+  return mock_drain_event(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
@@ -911,10 +968,20 @@ CUresult mock_event_record(CUevent e, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   if (is_real_stream(s) && s->capture) {
+    if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     e->capture = s->capture;
     return CUDA_SUCCESS;
   }
   e->capture = NULL;
+  if (mock_async() && is_real_stream(s)) { /* fires when the stream gets there */
+    mock_op op = {0};
+    op.kind = MOCK_OP_MARK;
+    op.event = e;
+    op.gen = ++e->rec_gen;
+    e->rec_stream = s;
+    return mock_enqueue(s, &op);
+  }
+  e->done_gen = e->rec_gen;
   e->time_ms = mock_now_ms();
   e->recorded = 1;
   return CUDA_SUCCESS;
@@ -924,31 +991,40 @@ CUresult mock_stream_wait_event(CUstream s, CUevent e) {
   MOCK_TRY(mock_check_stream(s));
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   if (e->capture && is_real_stream(s) && !s->capture) s->capture = e->capture; /* joins the capture */
+  if (!e->capture) mock_drain_event(e); /* asynchronous mode: run what s waits for now */
   return CUDA_SUCCESS;
 }
 
 /* ---- stream capture ------------------------------------------------------ */
 CUresult mock_submit(CUstream s, mock_op *op) {
   if (is_real_stream(s) && s->capture) {
+    if (s->capture->invalidated) {
+      free(op->argbuf);
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
     CUresult rc = mock_graph_append(s->capture, op);
     if (rc != CUDA_SUCCESS) free(op->argbuf);
     return rc;
   }
+  if (mock_async() && is_real_stream(s)) return mock_enqueue(s, op);
+  if (mock_async() && s != CU_STREAM_PER_THREAD) mock_drain_all(1); /* legacy: after blocking streams */
   CUresult rc = mock_run_op(op);
   free(op->argbuf);
   return rc;
 }
 
 CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode) {
-  (void)mode;
   MOCK_TRY(mock_check_stream(s));
   if (!is_real_stream(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  mock_drain_stream(s);
   struct mock_graph *g = calloc(1, sizeof *g);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
   g->magic = MOCK_MAGIC_GRAPH;
   s->capture = g;
   s->capture_origin = 1;
+  mock_capture_register(g, s, mode);
   return CUDA_SUCCESS;
 }
 
@@ -957,10 +1033,19 @@ CUresult mock_end_capture(CUstream s, CUgraph *out) {
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (!is_real_stream(s) || !s->capture || !s->capture_origin) return CUDA_ERROR_ILLEGAL_STATE;
   struct mock_graph *g = s->capture;
+  /* a capture not begun RELAXED is ended by the thread that began it */
+  if (g->cap_mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(g->owner, pthread_self()))
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   pthread_mutex_lock(&mock_lock);
-  for (CUstream t = all_streams; t; t = t->next)
+  for (CUstream t = mock_all_streams; t; t = t->next)
     if (t->capture == g) { t->capture = NULL; t->capture_origin = 0; }
   pthread_mutex_unlock(&mock_lock);
+  mock_capture_unregister(g);
+  if (g->invalidated) { /* the graph is gone; events recorded in it forget it lazily */
+    *out = NULL;
+    g->magic = 0; /* leaked on purpose: events may still point at it */
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
   *out = (CUgraph)g;
   return CUDA_SUCCESS;
 }

@@ -89,7 +89,9 @@ static CUgraphNodeType type_of(mock_op_kind k) {
   case MOCK_OP_COPY: return CU_GRAPH_NODE_TYPE_MEMCPY;
   case MOCK_OP_SET: return CU_GRAPH_NODE_TYPE_MEMSET;
   case MOCK_OP_HOST: return CU_GRAPH_NODE_TYPE_HOST;
-  case MOCK_OP_EMPTY: break;
+  case MOCK_OP_MEMALLOC: return CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  case MOCK_OP_MEMFREE: return CU_GRAPH_NODE_TYPE_MEM_FREE;
+  case MOCK_OP_EMPTY: case MOCK_OP_MARK: break;
   }
   return CU_GRAPH_NODE_TYPE_EMPTY;
 }
@@ -402,6 +404,7 @@ CUresult mock_graph_launch(CUgraphExec h, CUstream s) {
   if (!x) return CUDA_ERROR_INVALID_VALUE;
   if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* graph-in-graph capture: not in the mock */
+  if (mock_async() && (!s || s == CU_STREAM_LEGACY)) mock_drain_all(1);
   for (size_t i = 0; i < x->nops; i++) MOCK_TRY(mock_run_op(&x->ops[i]));
   return CUDA_SUCCESS;
 }

@@ -42,6 +42,7 @@ struct CUctx_st {
 };
 
 struct mock_graph;
+struct mock_queue;
 
 struct CUstream_st {
   uint32_t magic;
@@ -51,6 +52,7 @@ struct CUstream_st {
   struct mock_graph *capture; /* non-NULL while capturing into this graph */
   int capture_origin;         /* 1 on the stream that began the capture */
   struct CUstream_st *next;   /* global list, under mock_lock */
+  struct mock_queue *q;       /* CUCAP_MOCK_ASYNC=1: work not run yet (mock_cuda_capture.c) */
 };
 
 struct CUevent_st {
@@ -59,6 +61,9 @@ struct CUevent_st {
   double time_ms;            /* CLOCK_MONOTONIC when last recorded */
   int recorded;
   struct mock_graph *capture; /* recorded inside a capture */
+  /* CUCAP_MOCK_ASYNC=1: the event has fired when done_gen == rec_gen */
+  unsigned long rec_gen, done_gen;
+  struct CUstream_st *rec_stream;
 };
 
 /* Parameter layout of a kernel, from EIATTR_KPARAM_INFO or the PTX .entry. */
@@ -159,7 +164,11 @@ unsigned mock_mem_type(const void *p);
 int mock_dev_range_ok(CUdeviceptr p, size_t n);
 
 /* Operations that a capturing stream records instead of executing. */
-typedef enum mock_op_kind { MOCK_OP_KERNEL, MOCK_OP_COPY, MOCK_OP_SET, MOCK_OP_HOST, MOCK_OP_EMPTY } mock_op_kind;
+typedef enum mock_op_kind {
+  MOCK_OP_KERNEL, MOCK_OP_COPY, MOCK_OP_SET, MOCK_OP_HOST, MOCK_OP_EMPTY,
+  MOCK_OP_MEMALLOC, MOCK_OP_MEMFREE, /* graph memory nodes (captured cuMemAlloc/FreeAsync): no-ops */
+  MOCK_OP_MARK                       /* CUCAP_MOCK_ASYNC: an event fires (queues only) */
+} mock_op_kind;
 typedef struct mock_op {
   mock_op_kind kind;
   /* kernel */
@@ -176,6 +185,9 @@ typedef struct mock_op {
   /* host function */
   CUhostFn fn;
   void *user;
+  /* memory node (dptr = dst, bytesize = width) / event mark */
+  CUevent event;
+  unsigned long gen;
 } mock_op;
 
 /* Checks a 2D copy and fills *op for it (pointers resolved, device ranges
@@ -204,6 +216,11 @@ struct mock_node {
  * ops, a private copy in topological order). */
 struct mock_graph {
   uint32_t magic;
+  /* while capturing into it (mock_cuda_capture.c) */
+  int cap_mode;               /* CUstreamCaptureMode of cuStreamBeginCapture */
+  int invalidated;            /* a prohibited call happened: EndCapture fails */
+  pthread_t owner;            /* thread that began the capture */
+  unsigned long long cap_id;
   mock_op *ops;
   size_t nops, cap;
   struct mock_node **nodes;
@@ -246,6 +263,40 @@ CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode);
 CUresult mock_end_capture(CUstream s, CUgraph *out);
 CUresult mock_event_record(CUevent e, CUstream s);
 CUresult mock_stream_wait_event(CUstream s, CUevent e);
+
+/* ---- capture rules, asynchronous execution, sync counts ------------------
+ * (mock_cuda_capture.c; see mock_cuda.md "Capture rules" / "Asynchronous
+ * mode"). */
+int mock_async(void); /* CUCAP_MOCK_ASYNC=1 */
+extern struct CUstream_st *mock_all_streams; /* mock_cuda_core.c, under mock_lock */
+/* A potentially unsafe call (allocation, synchronisation, query, ...):
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the captures that
+ * prohibit it, when the calling thread's interaction mode and the active
+ * captures forbid it (cuThreadExchangeStreamCaptureMode rules). */
+CUresult mock_unsafe(void);
+/* Work on the legacy stream (s NULL in the legacy build, or
+ * CU_STREAM_LEGACY) while a blocking stream captures:
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, invalidating those captures. */
+CUresult mock_legacy_check(CUstream s, int per_thread_build);
+/* 1 when some capture is active; 1 when g is an active capture. */
+int mock_capture_any(void);
+int mock_capture_active(const struct mock_graph *g);
+void mock_capture_register(struct mock_graph *g, CUstream s, CUstreamCaptureMode mode);
+void mock_capture_unregister(const struct mock_graph *g);
+/* Invalidates g (or every active capture when g is NULL). */
+void mock_capture_invalidate(struct mock_graph *g);
+/* Asynchronous mode: queue op on s (argbuf ownership passes). */
+CUresult mock_enqueue(CUstream s, mock_op *op);
+void mock_drain_stream(CUstream s);
+int mock_stream_pending(CUstream s); /* work queued on s */
+/* Runs e's stream up to its latest record; 1 if that had not run yet. */
+int mock_drain_event(CUevent e);
+void mock_drain_all(int blocking_only);
+void mock_stream_gone(CUstream s); /* drains and frees the queue */
+/* CUCAP_MOCK_SYNC_LOG=file: calls of cuCtx/cuStream/cuEventSynchronize are
+ * counted and appended to file at exit. */
+enum { MOCK_SYNC_CTX, MOCK_SYNC_STREAM, MOCK_SYNC_EVENT };
+void mock_count_sync(int kind);
 
 #define MOCK_TRY(expr)                 \
   do {                                 \

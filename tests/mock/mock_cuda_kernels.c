@@ -6,6 +6,7 @@
 #include "mock_cuda_internal.h"
 
 #include <string.h>
+#include <time.h>
 
 #define GID(t) ((long long)(t)->blockIdx.x * (t)->blockDim.x + (t)->threadIdx.x)
 #define ARG(type, i) (*(type *)args[i])
@@ -64,12 +65,24 @@ static void k_empty(const mock_thread *t, void **args) {
   (void)args;
 }
 
+/* stamp: like a GPU clock, a value that differs in every run and in every
+ * replay of the same work (nanoseconds of the monotonic clock) */
+static void k_stamp(const mock_thread *t, void **args) {
+  unsigned *out = ARG(unsigned *, 0);
+  long long i = GID(t);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  unsigned long long ns = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+  if (i < ARG(int, 1)) out[i] = (unsigned)ns ^ (unsigned)i;
+}
+
 static const struct {
   const char *name;
   mock_host_kernel fn;
 } table[] = {
   {"vec_add", k_vec_add}, {"scale", k_scale}, {"fill", k_fill}, {"saxpy", k_saxpy},
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
+  {"stamp", k_stamp},
 };
 
 mock_host_kernel mock_kernel_lookup(const char *name) {

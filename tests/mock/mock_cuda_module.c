@@ -24,7 +24,48 @@ struct CUlinkState_st {
   uint32_t magic;
   link_input *in;
   size_t nin;
+  /* cuLinkCreate's options: the arrays stay the app's (as in the driver) */
+  unsigned nopt;
+  CUjit_option *opt;
+  void **val;
 };
+
+/* JIT options with out-values, as the driver documents them: the info/error
+ * log buffers receive a NUL-terminated message (at most *_SIZE_BYTES bytes)
+ * and the size option's value is overwritten with the bytes written;
+ * CU_JIT_WALL_TIME's value slot receives a float (ms). The mock's "wall
+ * time" is a constant so that outputs compare byte for byte. */
+static void jit_outputs(unsigned n, const CUjit_option *o, void **v, const char *info, const char *err) {
+  if (!o || !v) return;
+  size_t info_cap = 0, err_cap = 0;
+  int verbose = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (o[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES) info_cap = (size_t)(uintptr_t)v[i];
+    if (o[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) err_cap = (size_t)(uintptr_t)v[i];
+    if (o[i] == CU_JIT_LOG_VERBOSE) verbose = v[i] != NULL;
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s%s", info ? info : "",
+           info && verbose ? "mock-ptxas info    : verbose log requested\n" : "");
+  for (unsigned i = 0; i < n; i++) {
+    const char *text = NULL;
+    size_t cap = 0;
+    CUjit_option size_opt = 0;
+    if (o[i] == CU_JIT_INFO_LOG_BUFFER && info) { text = msg; cap = info_cap; size_opt = CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES; }
+    if (o[i] == CU_JIT_ERROR_LOG_BUFFER && err) { text = err; cap = err_cap; size_opt = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES; }
+    if (o[i] == CU_JIT_WALL_TIME) {
+      float ms = 0.125f;
+      memcpy(&v[i], &ms, sizeof ms);
+    }
+    if (!text || !v[i] || !cap) continue;
+    size_t len = strlen(text);
+    if (len >= cap) len = cap - 1;
+    memcpy(v[i], text, len);
+    ((char *)v[i])[len] = 0;
+    for (unsigned k = 0; k < n; k++)
+      if (o[k] == size_opt) v[k] = (void *)(uintptr_t)(len + 1);
+  }
+}
 
 static void module_free(CUmodule m) {
   if (!m) return;
@@ -113,8 +154,13 @@ static int func_ok(CUfunction f) { return f && f->magic == MOCK_MAGIC_FUNC; }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) { return module_load(m, image, 0); }
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v) {
-  (void)n; (void)o; (void)v;
-  return module_load(m, image, 0);
+  if (n && (!o || !v)) return CUDA_ERROR_INVALID_VALUE;
+  CUresult rc = module_load(m, image, 0);
+  if (rc == CUDA_SUCCESS)
+    jit_outputs(n, o, v, "mock-ptxas info    : module loaded\n", NULL);
+  else
+    jit_outputs(n, o, v, NULL, "mock-ptxas error   : image rejected\n");
+  return rc;
 }
 CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *m, const void *fatbin) { return module_load(m, fatbin, 0); }
 
@@ -220,8 +266,13 @@ static CUresult library_load(CUlibrary *out, const void *image, size_t size) {
 
 CUresult CUDAAPI cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
                                    CUlibraryOption *lo, void **lv, unsigned int nl) {
-  (void)jo; (void)jv; (void)nj; (void)lo; (void)lv; (void)nl;
-  return library_load(lib, code, 0);
+  (void)lo; (void)lv; (void)nl;
+  CUresult rc = library_load(lib, code, 0);
+  if (rc == CUDA_SUCCESS)
+    jit_outputs(nj, jo, jv, "mock-ptxas info    : library loaded\n", NULL);
+  else
+    jit_outputs(nj, jo, jv, NULL, "mock-ptxas error   : image rejected\n");
+  return rc;
 }
 
 CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jo, void **jv,
@@ -387,12 +438,14 @@ CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *mg, int *bs, CUfunction f
 
 /* ---- JIT linker ---------------------------------------------------------- */
 CUresult CUDAAPI cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkState *out) {
-  (void)n; (void)o; (void)v;
   MOCK_TRY(mock_need_ctx());
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (!out || (n && (!o || !v))) return CUDA_ERROR_INVALID_VALUE;
   CUlinkState l = calloc(1, sizeof *l);
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
   l->magic = MOCK_MAGIC_LINK;
+  l->nopt = n;
+  l->opt = o;
+  l->val = v;
   *out = l;
   return CUDA_SUCCESS;
 }
@@ -402,7 +455,11 @@ static CUresult link_add(CUlinkState l, CUjitInputType type, const void *data, s
   if (!data || size == 0) return CUDA_ERROR_INVALID_VALUE;
   /* Check it parses (PTX: has .entry / .version; cubin/fatbin: valid). */
   mock_image_info info;
-  MOCK_TRY(mock_image_parse(data, size, &info));
+  CUresult prc = mock_image_parse(data, size, &info);
+  if (prc != CUDA_SUCCESS) {
+    jit_outputs(l->nopt, l->opt, l->val, NULL, "mock-ptxas error   : input rejected\n");
+    return prc;
+  }
   mock_image_free(&info);
   link_input *n = realloc(l->in, (l->nin + 1) * sizeof *n);
   if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -440,6 +497,10 @@ CUresult CUDAAPI cuLinkComplete(CUlinkState l, void **cubin, size_t *size) {
   if (l->nin == 0) return CUDA_ERROR_INVALID_IMAGE;
   *cubin = l->in[0].data;
   *size = l->in[0].size;
+  char info[160];
+  snprintf(info, sizeof info, "mock-ptxas info    : linked %zu input(s), %zu bytes, first is %s\n", l->nin,
+           l->in[0].size, l->in[0].type == CU_JIT_INPUT_PTX ? "PTX" : "binary");
+  jit_outputs(l->nopt, l->opt, l->val, info, NULL);
   return CUDA_SUCCESS;
 }
 
@@ -495,6 +556,9 @@ CUresult mock_run_op(const mock_op *op) {
     op->fn(op->user);
     return CUDA_SUCCESS;
   case MOCK_OP_EMPTY:
+  case MOCK_OP_MEMALLOC:
+  case MOCK_OP_MEMFREE:
+  case MOCK_OP_MARK:
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;
@@ -549,6 +613,7 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
 CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, CUstream s, void **params,
                      void **extra) {
   MOCK_TRY(mock_check_stream(s));
+  MOCK_TRY(mock_legacy_check(s, 0));
   mock_op op;
   MOCK_TRY(mock_kernel_op(f, grid, block, shmem, params, extra, &op));
   return mock_submit(s, &op);

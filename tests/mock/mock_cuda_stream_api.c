@@ -11,13 +11,20 @@
 
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
 #define MOCK_PROCS mock_procs_pt
+#define MOCK_PT_BUILD 1
 #else
 #define MOCK_PROCS mock_procs_legacy
+#define MOCK_PT_BUILD 0
 #endif
 
+static int real_stream(CUstream s) { return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD; }
+
 /* ---- copies --------------------------------------------------------------- */
+/* sync: a synchronous copy call (potentially unsafe during capture: it is
+ * issued to the legacy stream). */
 static CUresult copy_1d(void *dst, const void *src, size_t n, CUstream s, int dst_dev, int src_dev) {
   MOCK_TRY(mock_check_stream(s));
+  MOCK_TRY(mock_legacy_check(s, MOCK_PT_BUILD));
   if (n == 0) return CUDA_SUCCESS;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
   if (dst_dev && !mock_dev_range_ok((CUdeviceptr)(uintptr_t)dst, n)) return CUDA_ERROR_INVALID_VALUE;
@@ -28,6 +35,13 @@ static CUresult copy_1d(void *dst, const void *src, size_t n, CUstream s, int ds
   op.src = src;
   op.width = n;
   op.height = 1;
+  /* asynchronous mode: a copy between device and pageable host memory
+   * completes before the call returns (the driver stages it) */
+  if (mock_async() && real_stream(s) && !s->capture &&
+      ((!dst_dev && mock_mem_type(dst) == 0) || (!src_dev && mock_mem_type(src) == 0))) {
+    mock_drain_stream(s);
+    return mock_run_op(&op);
+  }
   return mock_submit(s, &op);
 }
 
@@ -93,6 +107,7 @@ CUresult mock_copy2d_op(const CUDA_MEMCPY2D *c, mock_op *op, int *empty) {
 
 static CUresult mock_copy2d(const CUDA_MEMCPY2D *c, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
+  MOCK_TRY(mock_legacy_check(s, MOCK_PT_BUILD));
   if (!c) return CUDA_ERROR_INVALID_VALUE;
   mock_op op;
   int empty;
@@ -108,6 +123,7 @@ CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) { return mo
 static CUresult mock_memset(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width, size_t height,
                      CUstream s) {
   MOCK_TRY(mock_check_stream(s));
+  MOCK_TRY(mock_legacy_check(s, MOCK_PT_BUILD));
   if (width == 0 || height == 0) return CUDA_SUCCESS;
   if (dst % elem) return CUDA_ERROR_INVALID_VALUE;
   if (!pitch) pitch = width * elem;
@@ -138,24 +154,64 @@ CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr d, size_t p, unsigned short v, s
 CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream s) { return mock_memset(d, p, v, 4, w, h, s); }
 
 /* ---- stream-ordered allocation -------------------------------------------- */
+/* Inside a capture these become graph memory nodes (no-ops when the graph
+ * runs): the allocation is made at capture time and kept for the process,
+ * the free frees nothing, like a graph that owns its memory. */
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
-  if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  return mock_alloc_device(p, n);
+  MOCK_TRY(mock_legacy_check(s, MOCK_PT_BUILD));
+  MOCK_TRY(mock_alloc_device(p, n));
+  if (real_stream(s) && s->capture) {
+    mock_op op = {0};
+    op.kind = MOCK_OP_MEMALLOC;
+    op.dst = (void *)(uintptr_t)*p;
+    op.width = n;
+    return mock_submit(s, &op);
+  }
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
-  if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  MOCK_TRY(mock_legacy_check(s, MOCK_PT_BUILD));
+  if (real_stream(s) && s->capture) {
+    if (!mock_dev_range_ok(p, 0)) return CUDA_ERROR_INVALID_VALUE;
+    mock_op op = {0};
+    op.kind = MOCK_OP_MEMFREE;
+    op.dst = (void *)(uintptr_t)p;
+    return mock_submit(s, &op);
+  }
+  mock_drain_stream(s);
   return mock_free_device(p);
 }
 
 /* ---- streams and events ---------------------------------------------------- */
-static int real_stream(CUstream s) { return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD; }
-
-CUresult CUDAAPI cuStreamQuery(CUstream s) { return mock_check_stream(s); }
-CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+/* Synchronising or querying a capturing stream conflicts with the capture
+ * in every mode: it fails and invalidates it. */
+static CUresult capturing_conflict(CUstream s) {
+  if (real_stream(s) && s->capture) {
+    mock_capture_invalidate(s->capture);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  return mock_legacy_check(s, MOCK_PT_BUILD);
+}
+CUresult CUDAAPI cuStreamQuery(CUstream s) {
   MOCK_TRY(mock_check_stream(s));
-  return real_stream(s) && s->capture ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+  MOCK_TRY(capturing_conflict(s));
+  MOCK_TRY(mock_unsafe());
+  if (!mock_async()) return CUDA_SUCCESS;
+  int pending = real_stream(s) ? mock_stream_pending(s) : 0;
+  if (real_stream(s)) mock_drain_stream(s);
+  else mock_drain_all(1);
+  return pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+  mock_count_sync(MOCK_SYNC_STREAM);
+  MOCK_TRY(mock_check_stream(s));
+  MOCK_TRY(capturing_conflict(s));
+  MOCK_TRY(mock_unsafe());
+  if (real_stream(s)) mock_drain_stream(s);
+  else if (s != CU_STREAM_PER_THREAD) mock_drain_all(1);
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   (void)flags;
@@ -230,13 +286,65 @@ CUresult CUDAAPI cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *user
 /* ---- capture and graphs ----------------------------------------------------- */
 CUresult CUDAAPI cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) { return mock_begin_capture(s, mode); }
 CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph *g) { return mock_end_capture(s, g); }
+static CUstreamCaptureStatus capture_status(CUstream s) {
+  if (!real_stream(s) || !s->capture) return CU_STREAM_CAPTURE_STATUS_NONE;
+  return s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+/* Legal during capture in every mode; on the legacy stream while a blocking
+ * stream captures: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (nothing invalidated). */
+static CUresult legacy_query_check(CUstream s) {
+  int legacy = s == CU_STREAM_LEGACY || (s == NULL && !MOCK_PT_BUILD);
+  if (!legacy || !mock_capture_any()) return CUDA_SUCCESS;
+  for (CUstream t = mock_all_streams; t; t = t->next)
+    if (t->capture && t->capture_origin && !(t->flags & CU_STREAM_NON_BLOCKING))
+      return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
   MOCK_TRY(mock_check_stream(s));
   if (!st) return CUDA_ERROR_INVALID_VALUE;
-  *st = real_stream(s) && s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  MOCK_TRY(legacy_query_check(s));
+  *st = capture_status(s);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s) { return mock_graph_launch(g, s); }
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                        const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *nd) {
+  MOCK_TRY(mock_check_stream(s));
+  if (!st) return CUDA_ERROR_INVALID_VALUE;
+  MOCK_TRY(legacy_query_check(s));
+  *st = capture_status(s);
+  int on = *st != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (id) *id = on ? s->capture->cap_id : 0;
+  if (g) *g = on ? (CUgraph)s->capture : NULL;
+  /* the mock chains captured nodes: the last one is the only dependency */
+  if (deps) *deps = on && s->capture->nnodes ? (const CUgraphNode *)&s->capture->nodes[s->capture->nnodes - 1] : NULL;
+  if (edges) *edges = NULL;
+  if (nd) *nd = on && s->capture->nnodes ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+/* the older signatures, exported under their own names */
+#if MOCK_PT_BUILD
+#define MOCK_CAPINFO_V2 "cuStreamGetCaptureInfo_v2_ptsz"
+#define MOCK_CAPINFO_V1 "cuStreamGetCaptureInfo_ptsz"
+#else
+#define MOCK_CAPINFO_V2 "cuStreamGetCaptureInfo_v2"
+#define MOCK_CAPINFO_V1 "cuStreamGetCaptureInfo"
+#endif
+CUresult CUDAAPI mock_capture_info_v2(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                      const CUgraphNode **deps, size_t *nd) __asm__(MOCK_CAPINFO_V2);
+CUresult CUDAAPI mock_capture_info_v1(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id) __asm__(MOCK_CAPINFO_V1);
+CUresult CUDAAPI mock_capture_info_v2(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                      const CUgraphNode **deps, size_t *nd) {
+  return cuStreamGetCaptureInfo(s, st, id, g, deps, NULL, nd);
+}
+CUresult CUDAAPI mock_capture_info_v1(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id) {
+  return cuStreamGetCaptureInfo(s, st, id, NULL, NULL, NULL, NULL);
+}
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s) {
+  MOCK_TRY(mock_legacy_check(s, MOCK_PT_BUILD));
+  mock_drain_stream(s); /* asynchronous mode: graphs run synchronously after s's work */
+  return mock_graph_launch(g, s);
+}
 CUresult CUDAAPI cuGraphUpload(CUgraphExec g, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
   return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -262,6 +370,8 @@ const mock_proc MOCK_PROCS[] = {
   P(cuLaunchKernel, 4000), P(cuLaunchKernelEx, 11060), P(cuLaunchCooperativeKernel, 9000),
   P(cuLaunchHostFunc, 10000), P(cuStreamAddCallback, 5000),
   P(cuStreamBeginCapture, 10010), P(cuStreamEndCapture, 10000), P(cuStreamIsCapturing, 10000),
+  {"cuStreamGetCaptureInfo", 10010, (void *)mock_capture_info_v1},
+  {"cuStreamGetCaptureInfo", 11030, (void *)mock_capture_info_v2}, P(cuStreamGetCaptureInfo, 12030),
   P(cuGraphLaunch, 10000), P(cuGraphUpload, 11010), P(cuGraphInstantiateWithParams, 12000),
   {NULL, 0, NULL}};
 #undef P

@@ -23,4 +23,11 @@ void write_capture(const char *path, int flags);
 /* A library kernel via cuLaunchKernelEx, streams/events, memset, 2D copies
  * on the per-thread stream, a Unified DtoH. */
 void write_capture2(const char *path);
+/* write_capture_nondet flags */
+enum { NONDET_FLIP = 1 };
+/* vec_add and a clock-like `stamp` kernel (the mock writes a monotonic
+ * clock), DtoH of its nondeterministic output and of deterministic data,
+ * Manual / AfterLaunch / Exit snapshots and LaunchHash records; NONDET_FLIP
+ * flips a recorded byte of the deterministic copy. */
+void write_capture_nondet(const char *path, int flags);
 #endif
