@@ -221,6 +221,8 @@ static void compare_copies(dd *d) {
     if (!sh_map_get(&idx, ((uint64_t)x->thread << 40 | x->nth) + 1, &j1))
       continue;
     const dm_copy *y = sh_vec_at(&d->b.copies, j1 - 1);
+    if (!x->has_payload || !y->has_payload)
+      continue; /* bytes not recorded (no_dtoh_payload, or a copy never read) */
     d->rep->copies_compared++;
     if (x->size == y->size && !memcmp(&x->payload, &y->payload, sizeof x->payload))
       continue;

@@ -75,6 +75,9 @@ typedef struct dm_model {
   sh_map stacks;               /* stack id -> site hash */
   sh_vec objects;              /* dm_object: latest ModuleMap */
   sh_map snap_count;           /* (reason, launch) -> snapshots so far */
+  sh_map copy_by_seq;          /* seq of a DtoH copy -> index + 1 into copies
+                                  (its bytes may come later in a
+                                  Snapshot{CopyResult}) */
   char *strings;
   size_t nstr, capstr;
   uint64_t ncalls;

@@ -51,7 +51,7 @@ void dm_free(dm_model *m) {
   for (size_t i = 0; i < sizeof vs / sizeof *vs; i++)
     sh_vec_free(vs[i]);
   sh_map *ms[] = {&m->thread_of, &m->group_count, &m->names, &m->params, &m->stacks,
-                  &m->snap_count};
+                  &m->snap_count, &m->copy_by_seq};
   for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
     sh_map_free(ms[i]);
   free(m->strings);
@@ -229,6 +229,21 @@ static int on_launch(dm_model *m, const cucap_fb_record *rec, const cucap_fb_lau
 
 static int on_snapshot(dm_model *m, const cucap_fb_snapshot *s) {
   int reason = cucap_fb_snapshot_reason(s);
+  if (reason == CUCAP_FB_SNAPSHOTREASON_COPYRESULT) {
+    /* the host bytes of an asynchronous DtoH copy, read after it completed:
+     * they belong to that copy, not to memory */
+    uint64_t c1;
+    const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_len(s)
+                                       ? cucap_fb_snapshot_regions_at(s, 0) : NULL;
+    if (g && cucap_fb_mem_region_data(g) &&
+        sh_map_get(&m->copy_by_seq, cucap_fb_snapshot_copy_seq(s), &c1)) {
+      dm_copy *d = sh_vec_at(&m->copies, c1 - 1);
+      d->payload = sh_h(cucap_fb_mem_region_data(g));
+      d->size = cucap_fb_mem_region_size(g);
+      d->has_payload = 1;
+    }
+    return 1;
+  }
   uint64_t li = cucap_fb_snapshot_launch_index(s);
   uint64_t k = mix64(mix64(SH_FNV_INIT, (uint64_t)reason), li) | 1, cnt = 0;
   sh_map_get(&m->snap_count, k, &cnt);
@@ -312,8 +327,7 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
     key = mix64(mix64(key, (uint64_t)k), cucap_fb_memcpy_size(c));
     const char *kn = cucap_fb_memcpy_kind_name(k);
     snprintf(what, sizeof what, "%s %" PRIu64 " bytes", kn ? kn : "?", cucap_fb_memcpy_size(c));
-    if (ok && (k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_UNIFIED) &&
-        cucap_fb_memcpy_has_payload(c)) {
+    if (ok && (k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_UNIFIED)) {
       uint32_t ord;
       dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);
       dm_copy *d = t ? sh_vec_push(&m->copies) : NULL;
@@ -323,8 +337,11 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
       d->nth = t->copies++;
       d->seq = cucap_fb_record_seq(rec);
       d->size = cucap_fb_memcpy_size(c);
-      d->payload = sh_h(cucap_fb_memcpy_payload(c));
-      d->has_payload = 1;
+      d->has_payload = cucap_fb_memcpy_has_payload(c) && cucap_fb_memcpy_payload(c);
+      if (d->has_payload)
+        d->payload = sh_h(cucap_fb_memcpy_payload(c));
+      if (d->seq && !sh_map_put(&m->copy_by_seq, d->seq, m->copies.n))
+        return 0;
     }
     break;
   }

@@ -18,6 +18,7 @@
 #include "cucap_profile_table.h"
 #include "cucap_range.h"
 #include "cucap_replay.h"
+#include "cucap_writer.h"
 #include "replay_testcaps.h"
 #include "share_internal.h"
 #include "testutil.h"
@@ -226,6 +227,92 @@ static void test_export_diff(const char *cap, const char *bad) {
   cucap_reader_destroy(rb);
 }
 
+/* A capture whose only DtoH copy has its bytes in a later
+ * Snapshot{CopyResult} (the recorder reads asynchronous copies once they
+ * completed); fill is the byte they hold. */
+static void write_copyresult_capture(const char *path, uint8_t fill) {
+  cucap_fbb *b = cucap_fbb_create(0);
+  TU_REQUIRE(b);
+  cucap_fb_file_header_start(b);
+  cucap_fb_file_header_add_format_major(b, CUCAP_FORMAT_MAJOR);
+  cucap_fb_file_header_add_format_minor(b, CUCAP_FORMAT_MINOR);
+  cucap_fb_ref hdr = cucap_fb_file_header_end(b);
+  size_t sz = 0;
+  const uint8_t *hb = cucap_fbb_finish(b, hdr, 1, &sz);
+  cucap_writer *w = NULL;
+  TU_REQUIRE(hb && cucap_writer_create(path, NULL, hb, sz, &w) == CUCAP_OK);
+  uint8_t bytes[256];
+  memset(bytes, fill, sizeof bytes);
+  cucap_hash128 h;
+  TU_REQUIRE(cucap_writer_put_blob(w, bytes, sizeof bytes, &h) == CUCAP_OK);
+  for (int i = 0; i < 2; i++) {
+    cucap_fbb_reset(b);
+    cucap_fb_ref body;
+    uint8_t type;
+    if (i == 0) {
+      cucap_fb_memcpy_start(b);
+      cucap_fb_memcpy_add_kind(b, CUCAP_FB_MEMCPYKIND_DTOH);
+      cucap_fb_memcpy_add_dst(b, 0x5000);
+      cucap_fb_memcpy_add_src(b, 0x7e0000000000ull);
+      cucap_fb_memcpy_add_size(b, sizeof bytes);
+      cucap_fb_memcpy_add_async(b, 1);
+      body = cucap_fb_memcpy_end(b);
+      type = CUCAP_FB_BODY_MEMCPY;
+    } else {
+      cucap_fb_hash128 fh = {h.lo, h.hi};
+      cucap_fb_mem_region_start(b);
+      cucap_fb_mem_region_add_address(b, 0x5000);
+      cucap_fb_mem_region_add_size(b, sizeof bytes);
+      cucap_fb_mem_region_add_data(b, &fh);
+      cucap_fb_ref reg = cucap_fb_mem_region_end(b);
+      cucap_fb_ref regs = cucap_fbb_vector_refs(b, &reg, 1);
+      cucap_fb_snapshot_start(b);
+      cucap_fb_snapshot_add_reason(b, CUCAP_FB_SNAPSHOTREASON_COPYRESULT);
+      cucap_fb_snapshot_add_regions(b, regs);
+      cucap_fb_snapshot_add_copy_seq(b, 7);
+      body = cucap_fb_snapshot_end(b);
+      type = CUCAP_FB_BODY_SNAPSHOT;
+    }
+    cucap_fb_record_start(b);
+    cucap_fb_record_add_seq(b, i == 0 ? 7 : 0);
+    cucap_fb_record_add_tid(b, 42);
+    cucap_fb_record_add_call(b, i == 0 ? 283 : 0); /* any driver call id */
+    cucap_fb_record_add_body(b, type, body);
+    cucap_fb_ref r = cucap_fb_record_end(b);
+    const uint8_t *rb = cucap_fbb_finish(b, r, 1, &sz);
+    TU_REQUIRE(rb && cucap_writer_append(w, rb, sz, NULL) == CUCAP_OK);
+  }
+  TU_REQUIRE(cucap_writer_close(w) == CUCAP_OK);
+  cucap_writer_destroy(w);
+  cucap_fbb_destroy(b);
+}
+
+static void test_diff_copy_results(void) {
+  char *a = tu_tmp_path("share_cr_a"), *b = tu_tmp_path("share_cr_b"), *c = tu_tmp_path("share_cr_c");
+  write_copyresult_capture(a, 1);
+  write_copyresult_capture(b, 1);
+  write_copyresult_capture(c, 2);
+  cucap_reader *ra = open_cap(a), *rb = open_cap(b), *rc = open_cap(c);
+  FILE *dn = fopen("/dev/null", "w");
+  TU_REQUIRE(dn);
+  cucap_diff_options o;
+  memset(&o, 0, sizeof o);
+  cucap_diff_report rep;
+  CHECK(cucap_diff(ra, rb, dn, &o, &rep) == CUCAP_OK && rep.same && rep.copies_compared == 1);
+  CHECK(cucap_diff(ra, rc, dn, &o, &rep) == CUCAP_OK && !rep.same && rep.copies_differ == 1 &&
+        rep.regions_compared == 0);
+  fclose(dn);
+  cucap_reader_destroy(ra);
+  cucap_reader_destroy(rb);
+  cucap_reader_destroy(rc);
+  unlink(a);
+  unlink(b);
+  unlink(c);
+  free(a);
+  free(b);
+  free(c);
+}
+
 static void test_refusals(const char *cap) {
   cucap_reader *r = open_cap(cap);
   char *out = tu_tmp_path("share_refused");
@@ -346,6 +433,7 @@ int main(void) {
   NLAUNCH = 1;
   write_capture(gcap, CAP_GRAPH);
   test_export_diff(cap, bad);
+  test_diff_copy_results();
   test_refusals(cap);
   const char *bd = getenv("CUCAP_BUILD_DIR");
   char mock[4096];
