@@ -169,6 +169,11 @@ void cucap_replay_session_end_pass(cucap_replay_session *s);
  * as first_mismatch, logged as an error); the replay goes on and exits 1. */
 void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Ends the replay early without an error: no record after the current one
+ * is executed, the pass ends as if the capture ended there (the context is
+ * synchronised; pass_end and end are called) and no further pass runs.
+ * For observers that only need a prefix of the capture (trim --replay). */
+void cucap_replay_session_stop(cucap_replay_session *s);
 /* Stops the replay with an error (exit code 4, or 3 for CUCAP_ERR_ENV /
  * CUCAP_ERR_UNSUPPORTED). */
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,

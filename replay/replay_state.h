@@ -84,6 +84,7 @@ typedef struct rp_state {
   uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
   uint64_t last_ctx_rec, last_ctx_live;       /* rec 0 = empty */
   int failed;                 /* a driver call failed: stop */
+  int stop;                   /* an observer ended the replay early */
   /* observers (replay_observer.c) */
   unsigned pass;              /* 0-based pass being executed */
   cucap_replay_op op;         /* the record being executed */

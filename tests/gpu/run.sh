@@ -202,6 +202,16 @@ if [ -f "$ROOT/examples/demo.sh" ]; then
   fi
 fi
 
+# --- 2b. sharing captures: trim, extract (+ C program), export, diff
+if [ -f "$ROOT/tests/gpu/share_check.sh" ]; then
+  bash "$ROOT/tests/gpu/share_check.sh" "$BUILD" "$OUT/share" >"$OUT/share.txt" 2>&1
+  while read -r st name; do
+    case $st in
+      PASS|FAIL|SKIP) res "$st" "share" "$(echo "$name" | cut -c1-160)";;
+    esac
+  done < <(grep -E '^(PASS|FAIL|SKIP) ' "$OUT/share.txt")
+fi
+
 # --- 3. benchmarks (ratios measured in this run)
 if [ "${CUCAP_GPU_BENCH:-1}" = 1 ] && [ -f "$ROOT/bench/gpu_bench.sh" ]; then
   bash "$ROOT/bench/gpu_bench.sh" "$BUILD" "$OUT/bench" 2>&1 | tee "$OUT/bench.txt"

@@ -286,6 +286,9 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   mock_drain_all(0);
   return CUDA_SUCCESS;
 }
+/* Profiler ranges: markers only (nothing to start or stop here). */
+CUresult CUDAAPI cuProfilerStart(void) { return mock_need_ctx(); }
+CUresult CUDAAPI cuProfilerStop(void) { return mock_need_ctx(); }
 
 CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) {
   MOCK_TRY(mock_need_ctx());
@@ -1150,7 +1153,8 @@ static const mock_proc core_procs[] = {
   P(cuCtxCreate, 12050), P(cuCtxDestroy, 4000), P(cuCtxSetCurrent, 4000), P(cuCtxGetCurrent, 4000),
   P(cuCtxPushCurrent, 4000), P(cuCtxPopCurrent, 4000), P(cuCtxSynchronize, 2000), P(cuCtxGetDevice, 2000),
   P(cuCtxGetFlags, 7000), P(cuCtxGetApiVersion, 3020), P(cuCtxGetId, 12000), P(cuCtxSetLimit, 3010),
-  P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050),
+  P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050), P(cuCtxGetCacheConfig, 3020),
+  P(cuCtxSetCacheConfig, 3020), P(cuProfilerStart, 4000), P(cuProfilerStop, 4000),
   P(cuMemAlloc, 3020), P(cuMemFree, 3020), P(cuMemAllocManaged, 6000), P(cuMemAllocPitch, 3020),
   P(cuMemAllocHost, 3020), P(cuMemHostAlloc, 2020), P(cuMemFreeHost, 2000), P(cuMemHostRegister, 6050),
   P(cuMemHostUnregister, 4000), P(cuMemHostGetDevicePointer, 3020), P(cuMemGetInfo, 3020),
