@@ -87,7 +87,6 @@ fw_app() { # name module args...
   if $PY -c "import $mod" 2>/dev/null; then run_app "$name" $PY "$ROOT/tests/apps/$name.py" "$@"
   else res SKIP "$name" "python module $mod not available"; fi
 }
-fw_app torch_transformer torch --steps 3
 fw_app torch_cnn torchvision --steps 3
 fw_app torch_compiled triton --steps 3
 fw_app torch_cudagraph torch --steps 5
