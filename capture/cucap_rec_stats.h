@@ -60,7 +60,9 @@ enum {
   CUCAP_STATS_STACK_WALK = 0,  /* cucap_rec_stack_id */
   CUCAP_STATS_MODMAP_SCAN = 1, /* module-map rescans */
   CUCAP_STATS_APPEND_LOCK = 2, /* waiting for the writer's append lock */
-  CUCAP_STATS_NEXTRA = 3
+  CUCAP_STATS_HOSTFN = 3,      /* host functions enqueued to read a copy result
+                                  before the program reused its buffer */
+  CUCAP_STATS_NEXTRA = 4
 };
 /* One event of kind `what` that took `ticks`. */
 void cucap_rec_stats_add(int what, uint64_t ticks);

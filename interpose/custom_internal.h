@@ -142,8 +142,18 @@ typedef struct cx_rows {
  * (a capturing stream: the copy runs when the graph runs, see
  * cx_deferred_graph_launch). */
 int cx_deferred_copy(cucap_call *c, CUstream s, const cx_rows *rows);
+/* The program is about to enqueue work on stream s (with c's variant) that
+ * writes host memory `w` (a copy to the host, synchronous or not; the pre
+ * hooks of custom_hostwrite.c). A pending copy result overlapping it is
+ * read now if its copy has completed, else by a host function enqueued on
+ * s before the new work (custom_deferred.c: the ordering argument). One
+ * atomic load when nothing is pending. */
+void cx_deferred_before_host_write(cucap_call *c, CUstream s, const cx_rows *w);
+/* Before a launch of exec on s: the same for the host destinations of the
+ * copies captured into its graph. */
+void cx_deferred_graph_before_launch(cucap_call *c, uint64_t exec, CUstream s);
 /* Reads the deferred copies known complete (recorder events that have
- * fired), without waiting. Called after the program's synchronisations
+ * fired, host functions that have run), without waiting. Called after the program's synchronisations
  * (stream/event/context sync, successful stream/event queries, synchronous
  * copies); cheap when nothing is pending. */
 void cx_deferred_poll(void);

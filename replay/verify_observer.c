@@ -521,19 +521,19 @@ static void vo_captured_copy(vo_verifier *v, const cucap_replay_op *op,
     v->ncap++;
 }
 
-static void vo_copy_result(vo_verifier *v, const cucap_replay_op *op,
-                           const cucap_fb_snapshot *sn) {
+/* Compares a captured copy's replayed bytes with its recorded result: at
+ * the CopyResult record (format 1.2: it follows the launch that ran the
+ * copy), or right after the graph launch it names (format 1.3 launch_seq;
+ * sub: which of that launch's results). */
+static void vo_captured_result(vo_verifier *v, const cucap_replay_op *op, uint64_t copy_seq,
+                               cucap_hash128 h, uint64_t size, uint32_t sub) {
   uint64_t ix = 0;
-  if (cucap_fb_snapshot_regions_len(sn) != 1 ||
-      !rp_map_get(&v->captured, cucap_fb_snapshot_copy_seq(sn), &ix) || !ix)
+  if (!rp_map_get(&v->captured, copy_seq, &ix) || !ix)
     return; /* a copy that ran at its record was checked there */
   vo_capcopy *c = &v->cap[ix - 1];
-  const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(sn, 0);
   c->checked = 1;
-  int first = !rp_map_get(&v->seen, vo_key(op->rec_index, 0), NULL);
-  if (op->capturing || !cucap_fb_mem_region_data(g) ||
-      cucap_fb_mem_region_size(g) != c->size ||
-      !vo_reads_blob(v, vo_h(cucap_fb_mem_region_data(g)), c->size)) {
+  int first = !rp_map_get(&v->seen, vo_key(op->rec_index, sub), NULL);
+  if (op->capturing || size != c->size || !vo_reads_blob(v, h, c->size)) {
     if (v->pass == 0)
       v->rep->copies_unverifiable++;
     return;
@@ -543,14 +543,43 @@ static void vo_copy_result(vo_verifier *v, const cucap_replay_op *op,
   char what[160];
   snprintf(what, sizeof what, "DtoH copy captured into a graph (seq %" PRIu64
            "), result after its graph launch (record %" PRIu64 ")",
-           cucap_fb_snapshot_copy_seq(sn), op->rec_index);
-  vo_info in = {op->rec_index, 0, VO_COPY, what, c->src, c->size, NULL,
-                vo_h(cucap_fb_mem_region_data(g)), vo_ring_of(v, c->stream, 0)};
+           copy_seq, op->rec_index);
+  vo_info in = {op->rec_index, sub, VO_COPY, what, c->src, c->size, NULL, h,
+                vo_ring_of(v, c->stream, 0)};
   if (!in.near)
     in.near = &v->any;
   if (first)
     v->rep->copies_checked++;
   vo_compare(v, &in, c->buf);
+}
+
+static void vo_copy_result(vo_verifier *v, const cucap_replay_op *op,
+                           const cucap_fb_snapshot *sn) {
+  if (cucap_fb_snapshot_regions_len(sn) != 1 || cucap_fb_snapshot_launch_seq(sn))
+    return; /* launch_seq: checked after that launch (vo_graph_launch) */
+  const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(sn, 0);
+  if (!cucap_fb_mem_region_data(g)) {
+    uint64_t ix = 0;
+    if (rp_map_get(&v->captured, cucap_fb_snapshot_copy_seq(sn), &ix) && ix) {
+      v->cap[ix - 1].checked = 1;
+      if (v->pass == 0)
+        v->rep->copies_unverifiable++;
+    }
+    return;
+  }
+  vo_captured_result(v, op, cucap_fb_snapshot_copy_seq(sn),
+                     vo_h(cucap_fb_mem_region_data(g)), cucap_fb_mem_region_size(g), 0);
+}
+
+/* After a graph launch: the results the recorder read for this launch
+ * (format 1.3), wherever their records are. */
+static void vo_graph_launch(vo_verifier *v, cucap_replay_session *s,
+                            const cucap_replay_op *op) {
+  uint64_t cs, size;
+  cucap_hash128 h;
+  for (uint32_t k = 0;
+       cucap_replay_session_graph_copy_result(s, op->seq, k, &cs, &h, &size); k++)
+    vo_captured_result(v, op, cs, h, size, k + 1);
 }
 
 static int vo_launch_ran(vo_verifier *v, uint64_t li) {
@@ -660,11 +689,16 @@ static void vo_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
 
 static void vo_op_after(void *u, cucap_replay_session *s, const cucap_replay_op *op) {
   vo_verifier *v = u;
-  (void)s;
   const cucap_fb_record *rec = op->record;
   if (op->status != 0)
     return;
   switch (op->body_type) {
+  case CUCAP_FB_BODY_GRAPH: {
+    const cucap_fb_graph *gr = cucap_fb_record_body_as_graph(rec);
+    if (gr && cucap_fb_graph_op(gr) == CUCAP_FB_GRAPHOP_LAUNCH && op->seq)
+      vo_graph_launch(v, s, op);
+    break;
+  }
   case CUCAP_FB_BODY_LAUNCH:
     if (op->launch_index != CUCAP_REPLAY_NO_LAUNCH) {
       uint32_t id = vo_intern(v, op->kernel, 1);

@@ -57,6 +57,16 @@ extern void custom_graph_launch_ptsz(cucap_call *c, CUresult r, CUgraphExec hGra
 extern void custom_graph_launch_ptsz_pre(cucap_call *c, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
 extern void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
 extern void custom_graph_upload_ptsz(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
+extern void custom_hw_2d_async_pre(cucap_call *c, const CUDA_MEMCPY2D *pCopy, CUstream hStream) __attribute__((weak));
+extern void custom_hw_2d_pre(cucap_call *c, const CUDA_MEMCPY2D *pCopy) __attribute__((weak));
+extern void custom_hw_3d_async_pre(cucap_call *c, const CUDA_MEMCPY3D *pCopy, CUstream hStream) __attribute__((weak));
+extern void custom_hw_3d_pre(cucap_call *c, const CUDA_MEMCPY3D *pCopy) __attribute__((weak));
+extern void custom_hw_atoh_async_pre(cucap_call *c, void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_hw_atoh_pre(cucap_call *c, void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount) __attribute__((weak));
+extern void custom_hw_dtoh_async_pre(cucap_call *c, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_hw_dtoh_pre(cucap_call *c, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) __attribute__((weak));
+extern void custom_hw_unified_async_pre(cucap_call *c, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) __attribute__((weak));
+extern void custom_hw_unified_pre(cucap_call *c, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) __attribute__((weak));
 extern void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pFunc, CUkernel kernel) __attribute__((weak));
 extern void custom_kernel_set_attribute(cucap_call *c, CUresult r, CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev) __attribute__((weak));
 extern void custom_kernel_set_cache_config(cucap_call *c, CUresult r, CUkernel kernel, CUfunc_cache config, CUdevice dev) __attribute__((weak));
@@ -5104,6 +5114,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy))
     return cucap_real.cuMemcpy ? cucap_real.cuMemcpy(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_unified_pre)
+    custom_hw_unified_pre(&c, dst, src, ByteCount);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy ? cucap_real.cuMemcpy(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5145,6 +5157,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUs
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DAsync_v2))
     return cucap_real.cuMemcpy2DAsync_v2 ? cucap_real.cuMemcpy2DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_2d_async_pre)
+    custom_hw_2d_async_pre(&c, pCopy, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DAsync_v2 ? cucap_real.cuMemcpy2DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5160,6 +5174,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DAsync_v2_ptsz))
     return cucap_real.cuMemcpy2DAsync_v2_ptsz ? cucap_real.cuMemcpy2DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_2d_async_pre)
+    custom_hw_2d_async_pre(&c, pCopy, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DAsync_v2_ptsz ? cucap_real.cuMemcpy2DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5188,6 +5204,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DUnaligned_v2))
     return cucap_real.cuMemcpy2DUnaligned_v2 ? cucap_real.cuMemcpy2DUnaligned_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_2d_pre)
+    custom_hw_2d_pre(&c, pCopy);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DUnaligned_v2 ? cucap_real.cuMemcpy2DUnaligned_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5203,6 +5221,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DUnaligned_v2_ptds))
     return cucap_real.cuMemcpy2DUnaligned_v2_ptds ? cucap_real.cuMemcpy2DUnaligned_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_2d_pre)
+    custom_hw_2d_pre(&c, pCopy);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DUnaligned_v2_ptds ? cucap_real.cuMemcpy2DUnaligned_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5218,6 +5238,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2D_v2))
     return cucap_real.cuMemcpy2D_v2 ? cucap_real.cuMemcpy2D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_2d_pre)
+    custom_hw_2d_pre(&c, pCopy);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2D_v2 ? cucap_real.cuMemcpy2D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5233,6 +5255,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2D_v2_ptds))
     return cucap_real.cuMemcpy2D_v2_ptds ? cucap_real.cuMemcpy2D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_2d_pre)
+    custom_hw_2d_pre(&c, pCopy);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2D_v2_ptds ? cucap_real.cuMemcpy2D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5274,6 +5298,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUs
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DAsync_v2))
     return cucap_real.cuMemcpy3DAsync_v2 ? cucap_real.cuMemcpy3DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_3d_async_pre)
+    custom_hw_3d_async_pre(&c, pCopy, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DAsync_v2 ? cucap_real.cuMemcpy3DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5289,6 +5315,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DAsync_v2_ptsz))
     return cucap_real.cuMemcpy3DAsync_v2_ptsz ? cucap_real.cuMemcpy3DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_3d_async_pre)
+    custom_hw_3d_async_pre(&c, pCopy, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DAsync_v2_ptsz ? cucap_real.cuMemcpy3DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5408,6 +5436,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3D_v2))
     return cucap_real.cuMemcpy3D_v2 ? cucap_real.cuMemcpy3D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_3d_pre)
+    custom_hw_3d_pre(&c, pCopy);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3D_v2 ? cucap_real.cuMemcpy3D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5423,6 +5453,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3D_v2_ptds))
     return cucap_real.cuMemcpy3D_v2_ptds ? cucap_real.cuMemcpy3D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_3d_pre)
+    custom_hw_3d_pre(&c, pCopy);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3D_v2_ptds ? cucap_real.cuMemcpy3D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5438,6 +5470,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, si
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAsync))
     return cucap_real.cuMemcpyAsync ? cucap_real.cuMemcpyAsync(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_unified_async_pre)
+    custom_hw_unified_async_pre(&c, dst, src, ByteCount, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAsync ? cucap_real.cuMemcpyAsync(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5453,6 +5487,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr sr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAsync_ptsz))
     return cucap_real.cuMemcpyAsync_ptsz ? cucap_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_unified_async_pre)
+    custom_hw_unified_async_pre(&c, dst, src, ByteCount, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAsync_ptsz ? cucap_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5580,6 +5616,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoHAsync_v2))
     return cucap_real.cuMemcpyAtoHAsync_v2 ? cucap_real.cuMemcpyAtoHAsync_v2(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_atoh_async_pre)
+    custom_hw_atoh_async_pre(&c, dstHost, srcArray, srcOffset, ByteCount, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoHAsync_v2 ? cucap_real.cuMemcpyAtoHAsync_v2(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5595,6 +5633,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray s
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoHAsync_v2_ptsz))
     return cucap_real.cuMemcpyAtoHAsync_v2_ptsz ? cucap_real.cuMemcpyAtoHAsync_v2_ptsz(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_atoh_async_pre)
+    custom_hw_atoh_async_pre(&c, dstHost, srcArray, srcOffset, ByteCount, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoHAsync_v2_ptsz ? cucap_real.cuMemcpyAtoHAsync_v2_ptsz(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5610,6 +5650,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, s
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoH_v2))
     return cucap_real.cuMemcpyAtoH_v2 ? cucap_real.cuMemcpyAtoH_v2(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_atoh_pre)
+    custom_hw_atoh_pre(&c, dstHost, srcArray, srcOffset, ByteCount);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoH_v2 ? cucap_real.cuMemcpyAtoH_v2(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5625,6 +5667,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoH_v2_ptds))
     return cucap_real.cuMemcpyAtoH_v2_ptds ? cucap_real.cuMemcpyAtoH_v2_ptds(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_atoh_pre)
+    custom_hw_atoh_pre(&c, dstHost, srcArray, srcOffset, ByteCount);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoH_v2_ptds ? cucap_real.cuMemcpyAtoH_v2_ptds(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5847,6 +5891,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr sr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoHAsync_v2))
     return cucap_real.cuMemcpyDtoHAsync_v2 ? cucap_real.cuMemcpyDtoHAsync_v2(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_dtoh_async_pre)
+    custom_hw_dtoh_async_pre(&c, dstHost, srcDevice, ByteCount, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoHAsync_v2 ? cucap_real.cuMemcpyDtoHAsync_v2(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5862,6 +5908,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdevicep
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoHAsync_v2_ptsz))
     return cucap_real.cuMemcpyDtoHAsync_v2_ptsz ? cucap_real.cuMemcpyDtoHAsync_v2_ptsz(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_dtoh_async_pre)
+    custom_hw_dtoh_async_pre(&c, dstHost, srcDevice, ByteCount, hStream);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoHAsync_v2_ptsz ? cucap_real.cuMemcpyDtoHAsync_v2_ptsz(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5877,6 +5925,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoH_v2))
     return cucap_real.cuMemcpyDtoH_v2 ? cucap_real.cuMemcpyDtoH_v2(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_dtoh_pre)
+    custom_hw_dtoh_pre(&c, dstHost, srcDevice, ByteCount);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoH_v2 ? cucap_real.cuMemcpyDtoH_v2(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -5892,6 +5942,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr sr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoH_v2_ptds))
     return cucap_real.cuMemcpyDtoH_v2_ptds ? cucap_real.cuMemcpyDtoH_v2_ptds(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_dtoh_pre)
+    custom_hw_dtoh_pre(&c, dstHost, srcDevice, ByteCount);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoH_v2_ptds ? cucap_real.cuMemcpyDtoH_v2_ptds(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
@@ -6139,6 +6191,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, si
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy_ptds))
     return cucap_real.cuMemcpy_ptds ? cucap_real.cuMemcpy_ptds(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  if (custom_hw_unified_pre)
+    custom_hw_unified_pre(&c, dst, src, ByteCount);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy_ptds ? cucap_real.cuMemcpy_ptds(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);

@@ -68,7 +68,7 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
   else res FAIL "$name replay --verify" "exit $rc ($(tail -1 "$w/replay.txt"))"; fi
 }
 
-for a in drv_basic drv_streams drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
+for a in drv_basic drv_streams drv_reuse drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
          drv_capture drv_managed drv_nondet rt_storm drv_attrs drv_texture \
          rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
