@@ -67,6 +67,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cucap_rec_query.h"
 #include "custom_internal.h"
 
 #define CX_POOL_CTXS 16
@@ -675,6 +676,7 @@ void cx_deferred_before_host_write(cucap_call *c, CUstream s, const cx_rows *w) 
 
 void cx_sync_point(int kind, uint64_t handle, int variant) {
   (void)variant;
+  cucap_rec_query_flush_self(); /* this thread's pure-query counts */
   cx_deferred_poll();
   if (cx_managed_any())
     cx_managed_sync(kind, handle);
