@@ -56,6 +56,8 @@ struct cucap_rec_qtab {
   uint32_t *touched;         /* apis with ok > 0, in order of first use */
   _Atomic uint32_t ntouched;
   cucap_rec_qerr err[CUCAP_REC_QUERY_ERRS];
+  uint8_t err_used[CUCAP_REC_QUERY_ERRS]; /* slots holding a key, in order */
+  _Atomic uint32_t nerr;
   uint64_t t_flush;          /* ns (cucap_rec_now) of the last flush */
   uint32_t tid;
   int linked;                /* in the global list (under its lock) */

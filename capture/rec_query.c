@@ -85,10 +85,13 @@ int cucap_rec_query_count_slow(cucap_rec_thread *th, uint32_t api, int result) {
       return 1;
     }
     if (k == 0) {
-      /* count first, then publish the key: a flusher that sees the key
-       * sees a count >= 1 */
+      /* count first, then publish the key and the slot: a flusher that
+       * sees them sees a count >= 1 */
       atomic_store_explicit(&e->count, 1, memory_order_relaxed);
       atomic_store_explicit(&e->key, key, memory_order_release);
+      uint32_t n = atomic_load_explicit(&q->nerr, memory_order_relaxed);
+      q->err_used[n] = (uint8_t)(j % CUCAP_REC_QUERY_ERRS);
+      atomic_store_explicit(&q->nerr, n + 1, memory_order_release);
       return 1;
     }
   }
@@ -103,7 +106,8 @@ static void flush_locked(struct cucap_rec_qtab *q, uint64_t now) {
   cucap_fb_ref refs[MAXE];
   size_t n = 0;
   uint32_t nt = atomic_load_explicit(&q->ntouched, memory_order_acquire);
-  for (uint32_t i = 0; i < nt + CUCAP_REC_QUERY_ERRS; i++) {
+  uint32_t ne = atomic_load_explicit(&q->nerr, memory_order_acquire);
+  for (uint32_t i = 0; i < nt + ne; i++) {
     uint32_t api;
     int32_t result;
     uint64_t c, d;
@@ -113,7 +117,7 @@ static void flush_locked(struct cucap_rec_qtab *q, uint64_t now) {
       c = atomic_load_explicit(&q->ok[api], memory_order_relaxed);
       d = c - q->ok_flushed[api];
     } else {
-      cucap_rec_qerr *e = &q->err[i - nt];
+      cucap_rec_qerr *e = &q->err[q->err_used[i - nt]];
       uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
       if (!key)
         continue;
@@ -138,7 +142,7 @@ static void flush_locked(struct cucap_rec_qtab *q, uint64_t now) {
     if (i < nt)
       q->ok_flushed[api] = c;
     else
-      q->err[i - nt].flushed = c;
+      q->err[q->err_used[i - nt]].flushed = c;
     cucap_rec_count_recorded(g_cbid[api], d);
   }
   if (b) {

@@ -470,14 +470,15 @@ static int cmp_ord(const void *a, const void *b) {
 }
 
 /* Writes the results of ready[0..n) in the order the copies were made and
- * frees them and the array. */
-static void emit_all(pend **ready, size_t n) {
+ * frees them (and the array when owned). */
+static void emit_all(pend **ready, size_t n, int owned) {
   qsort(ready, n, sizeof *ready, cmp_ord);
   for (size_t i = 0; i < n; i++) {
     emit_result(ready[i]);
     pend_free(ready[i]);
   }
-  free(ready);
+  if (owned)
+    free(ready);
 }
 
 /* Takes the entries whose copy is complete (or, with wait, waits for them)
@@ -490,13 +491,20 @@ static void collect(int wait, uint64_t ctx_only) {
   cx_relax_begin(&rx);
   pthread_mutex_lock(&g_mu);
   size_t n = g_npend_n, nready = 0;
-  unsigned char *gone = calloc(n ? n : 1, 1);
-  pend **ready = malloc((n ? n : 1) * sizeof *ready);
+  /* few pending results: no allocation */
+  unsigned char gone_small[64];
+  pend *ready_small[64];
+  unsigned char *gone = n <= 64 ? gone_small : calloc(n, 1);
+  pend **ready = n <= 64 ? ready_small : malloc(n * sizeof *ready);
+  if (n <= 64)
+    memset(gone_small, 0, n);
   if (!gone || !ready) {
     pthread_mutex_unlock(&g_mu);
     cx_relax_end(&rx);
-    free(gone);
-    free(ready);
+    if (n > 64) {
+      free(gone);
+      free(ready);
+    }
     return;
   }
   for (size_t i = 0; i < n; i++) {
@@ -541,8 +549,9 @@ static void collect(int wait, uint64_t ctx_only) {
   pend_compact(gone);
   pthread_mutex_unlock(&g_mu);
   cx_relax_end(&rx);
-  free(gone);
-  emit_all(ready, nready);
+  if (n > 64)
+    free(gone);
+  emit_all(ready, nready, n > 64);
 }
 
 void cx_deferred_poll(void) { collect(0, 0); }
@@ -671,7 +680,7 @@ void cx_deferred_before_host_write(cucap_call *c, CUstream s, const cx_rows *w) 
   }
   cx_relax_end(&rx);
   if (now)
-    emit_all(now, nnow);
+    emit_all(now, nnow, 1);
 }
 
 void cx_sync_point(int kind, uint64_t handle, int variant) {
