@@ -208,7 +208,10 @@ static uintptr_t stack_hi(void) {
  * segment known to g_xmap. prev[0..nprev): the thread's previous stack, whose
  * frames need no check where they recur at the same depth; *same: the walk
  * found exactly prev. */
-__attribute__((noinline)) static size_t walk_fp(uint64_t *frames, size_t max, int *unknown,
+/* Not instrumented: the walk reads stack words of frames it cannot know
+ * (code without frame pointers may leave %rbp anywhere in the stack, e.g.
+ * in a sanitizer's redzone); bounds are checked against the thread's stack. */
+__attribute__((noinline, no_sanitize("address"))) static size_t walk_fp(uint64_t *frames, size_t max, int *unknown,
                                                 const uint64_t *prev, size_t nprev,
                                                 int *same) {
   uintptr_t hi = stack_hi();

@@ -197,7 +197,9 @@ static atomic_int g_fork_logged;
 static atomic_int g_started;         /* cucap_rec_start ran */
 static atomic_int g_shutting;        /* shutdown began */
 static _Atomic(cucap_writer *) g_writer; /* NULL once shut down */
-static cucap_writer *g_closed_writer;  /* closed, kept: late appenders may hold it */
+/* closed, kept reachable (volatile: a store the compiler must not drop):
+ * late appenders may still hold it */
+static cucap_writer *volatile g_closed_writer;
 static uint64_t g_seq;               /* only touched under the writer's record lock */
 static uint64_t g_start_mono;
 static atomic_uint_fast64_t g_launch_index;
