@@ -72,8 +72,9 @@ void cucap_rec_query_init(size_t napis, const uint32_t *cbid, const uint8_t *var
 /* Slow paths of cucap_rec_query_count. */
 int cucap_rec_query_count_slow(cucap_rec_thread *th, uint32_t api, int result);
 
-/* Counts one call of pure query `api` returning `result` on th's thread.
- * 1: counted; 0: not counted (no table, table full): record the call. */
+/* Counts one call of pure query `api` (< the napis given to
+ * cucap_rec_query_init) returning `result` on th's thread. 1: counted; 0:
+ * not counted (no table, out of memory, error slots full): record it. */
 static inline int cucap_rec_query_count(cucap_rec_thread *th, uint32_t api, int result) {
   struct cucap_rec_qtab *q = th->q;
   if (__builtin_expect(q != NULL && result == 0, 1)) {

@@ -555,6 +555,13 @@ static void shutdown_impl(int from_signal) {
    * that never called CUDA, and a fork()ed child (ST_FORKED), do nothing. */
   if (atomic_load(&g_state) != ST_ACTIVE || atomic_exchange(&g_shutting, 1))
     return;
+  /* A signal that interrupted this thread inside the writer leaves it
+   * alone (its locks may be held here): the periodic flush has most of the
+   * capture on disk. */
+  if (from_signal && t_in_writer) {
+    atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
+    return;
+  }
   /* every thread's pure-query counts, before --audit compares them */
   cucap_rec_query_flush_all(from_signal);
   if (!from_signal)
@@ -562,11 +569,7 @@ static void shutdown_impl(int from_signal) {
   atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
   /* Take the writer away from appenders: those that already hold it find
    * it closed (CUCAP_ERR_STATE). It is never destroyed (the process is
-   * exiting; g_closed_writer keeps it reachable). A signal that interrupted
-   * this thread inside the writer leaves it alone (its locks may be held
-   * here): the periodic flush has most of the capture on disk. */
-  if (from_signal && t_in_writer)
-    return;
+   * exiting; g_closed_writer keeps it reachable). */
   cucap_writer *w = atomic_exchange(&g_writer, NULL);
   if (!w)
     return;
