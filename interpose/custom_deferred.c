@@ -57,8 +57,8 @@
  *
  * Every driver call here is made in RELAXED capture mode and never touches
  * a capturing stream (custom_capture.c). Events come from a per-context
- * pool (CU_EVENT_DISABLE_TIMING). This file owns the pending list, the
- * captured-copy list and the event pools. Host functions touch nothing but
+ * pool (CU_EVENT_DISABLE_TIMING). This file owns the pending results and the
+ * event pools; custom_deferred_graph.c the copies captured into graphs. Host functions touch nothing but
  * their entry and the lock-free ready stack (the mock's asynchronous mode
  * runs them inside driver calls the recorder makes while holding g_mu). */
 #include <pthread.h>
@@ -73,9 +73,6 @@
 #define CX_POOL_CTXS 16
 #define CX_POOL_EVENTS 64
 #define CX_MAX_PENDING 65536
-#define CX_MAX_CAPCOPIES 4096
-#define CX_MAX_EXECS 4096
-#define CX_MAX_LAUNCH_COPIES 64 /* host-bound copies read per graph launch */
 
 enum { P_EVENT = 0, P_HOSTFN = 1, P_DONE = 2 };
 
@@ -97,18 +94,6 @@ typedef struct pend {
   size_t nbytes;
 } pend;
 
-typedef struct capcopy { /* a DtoH copy captured into a graph */
-  struct capcopy *next;
-  uint64_t graph;       /* the graph being captured into */
-  uint64_t stream;      /* the stream it was enqueued on */
-  int open;             /* capture not ended yet */
-  int dead;             /* graph destroyed (instances may still run it) */
-  uint64_t seq;
-  int seq_state;
-  uint64_t ctx;
-  cx_rows rows;
-} capcopy;
-
 typedef struct ev_pool {
   uint64_t ctx;
   int n;
@@ -126,10 +111,6 @@ static uint64_t g_maxspan;
 static atomic_int g_npend;      /* entries not yet written */
 static atomic_uint_fast64_t g_ord;
 static atomic_uint_fast64_t g_hostfns; /* host functions enqueued (logged once) */
-static capcopy *g_cap;
-static int g_ncap;
-static struct { uint64_t exec, graph; } g_exec[CX_MAX_EXECS];
-static int g_nexec;
 static ev_pool g_pools[CX_POOL_CTXS];
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
@@ -316,31 +297,6 @@ static void pend_set_seq(void *arg, uint64_t seq) {
   pthread_mutex_unlock(&g_mu);
 }
 
-/* The pending results of one graph launch, until its record's seq is known. */
-typedef struct glaunch {
-  int n;
-  pend *p[CX_MAX_LAUNCH_COPIES];
-} glaunch;
-
-static void glaunch_set_seq(void *arg, uint64_t seq) {
-  glaunch *gl = arg;
-  pthread_mutex_lock(&g_mu);
-  for (int i = 0; i < gl->n; i++) {
-    gl->p[i]->launch_seq = seq;
-    gl->p[i]->lseq_known = 1;
-  }
-  pthread_mutex_unlock(&g_mu);
-  free(gl);
-}
-
-static void capcopy_set_seq(void *arg, uint64_t seq) {
-  capcopy *p = arg;
-  pthread_mutex_lock(&g_mu);
-  p->seq = seq;
-  p->seq_state = seq ? 1 : -1;
-  pthread_mutex_unlock(&g_mu);
-}
-
 /* Records a recorder event after the work just enqueued on s. */
 static CUevent record_after(uint64_t ctx, CUstream s, int variant) {
   CUresult (*rec)(CUevent, CUstream) = cucap_real.cuEventRecord;
@@ -362,41 +318,6 @@ static CUevent record_after(uint64_t ctx, CUstream s, int variant) {
   return e;
 }
 
-static void note_capture(cucap_call *c, CUstream s, const cx_rows *rows) {
-  CUgraph g = NULL;
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t id = 0;
-  CUresult r = CUDA_ERROR_NOT_FOUND;
-  if (c->variant == CUCAP_FB_CALLVARIANT_PTSZ && cucap_real.cuStreamGetCaptureInfo_v3_ptsz)
-    r = cucap_real.cuStreamGetCaptureInfo_v3_ptsz(s, &st, &id, &g, NULL, NULL, NULL);
-  else if (cucap_real.cuStreamGetCaptureInfo_v3)
-    r = cucap_real.cuStreamGetCaptureInfo_v3(s, &st, &id, &g, NULL, NULL, NULL);
-  else if (cucap_real.cuStreamGetCaptureInfo_v2)
-    r = cucap_real.cuStreamGetCaptureInfo_v2(s, &st, &id, &g, NULL, NULL);
-  if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_ACTIVE || !g)
-    return;
-  capcopy *p = calloc(1, sizeof *p);
-  if (!p)
-    return;
-  p->graph = CX_U64(g);
-  p->stream = CX_U64(s);
-  p->open = 1;
-  p->ctx = cx_current_ctx();
-  p->rows = *rows;
-  pthread_mutex_lock(&g_mu);
-  if (g_ncap >= CX_MAX_CAPCOPIES) {
-    pthread_mutex_unlock(&g_mu);
-    free(p);
-    return;
-  }
-  p->next = g_cap;
-  g_cap = p;
-  g_ncap++;
-  pthread_mutex_unlock(&g_mu);
-  c->after_append = capcopy_set_seq;
-  c->after_arg = p;
-}
-
 int cx_deferred_copy(cucap_call *c, CUstream s, const cx_rows *rows) {
   if (!rows->base || !rows->width)
     return 0;
@@ -404,7 +325,7 @@ int cx_deferred_copy(cucap_call *c, CUstream s, const cx_rows *rows) {
   cx_relax_begin(&rx);
   int now = 0;
   if (cx_stream_capturing(s, c->variant)) {
-    note_capture(c, s, rows);
+    cx_deferred_note_capture(c, s, rows); /* custom_deferred_graph.c */
     goto out;
   }
   uint64_t ctx = cx_current_ctx();
@@ -691,179 +612,46 @@ void cx_sync_point(int kind, uint64_t handle, int variant) {
     cx_managed_sync(kind, handle);
 }
 
-/* ---------------------------------------------------------------- graphs */
+/* ------------------------------------------- for custom_deferred_graph.c */
 
-static int exec_of_graph_locked(uint64_t graph) {
-  for (int i = 0; i < g_nexec; i++)
-    if (g_exec[i].graph == graph)
-      return 1;
-  return 0;
-}
+int cx_deferred_pending(void) { return atomic_load(&g_npend) != 0; }
 
-/* Frees the entries matching (under g_mu); never one whose record has not
- * been appended yet (its after_append still points at it). */
-static void capcopy_remove_locked(int (*match)(const capcopy *, uint64_t), uint64_t key) {
-  for (capcopy **pp = &g_cap; *pp;) {
-    capcopy *p = *pp;
-    if (p->seq_state != 0 && match(p, key)) {
-      *pp = p->next;
-      g_ncap--;
-      free(p);
-    } else {
-      pp = &p->next;
-    }
-  }
-}
-
-static int m_open_stream(const capcopy *p, uint64_t s) { return p->open && p->stream == s; }
-static int m_dead_graph(const capcopy *p, uint64_t g) { return p->dead && p->graph == g; }
-
-void cx_deferred_graph_end_capture(uint64_t stream, uint64_t graph) {
-  pthread_mutex_lock(&g_mu);
-  if (graph) {
-    for (capcopy *p = g_cap; p; p = p->next)
-      if (p->graph == graph)
-        p->open = 0;
-  } else { /* the capture failed: its graph is gone */
-    capcopy_remove_locked(m_open_stream, stream);
-  }
-  pthread_mutex_unlock(&g_mu);
-}
-
-void cx_deferred_graph_instantiate(uint64_t graph, uint64_t exec) {
-  if (!graph || !exec)
-    return;
-  pthread_mutex_lock(&g_mu);
-  int have = 0;
-  for (capcopy *p = g_cap; p && !have; p = p->next)
-    have = p->graph == graph;
-  if (have) {
-    int i;
-    for (i = 0; i < g_nexec && g_exec[i].exec != exec; i++)
-      ;
-    if (i < CX_MAX_EXECS) {
-      g_exec[i].exec = exec;
-      g_exec[i].graph = graph;
-      if (i == g_nexec)
-        g_nexec++;
-    }
-  }
-  pthread_mutex_unlock(&g_mu);
-}
-
-void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s) {
-  if (!g_nexec)
-    return; /* benign race: a graph instantiated concurrently is missed */
-  uint64_t graph = 0;
-  pthread_mutex_lock(&g_mu);
-  for (int i = 0; i < g_nexec; i++)
-    if (g_exec[i].exec == exec)
-      graph = g_exec[i].graph;
-  pthread_mutex_unlock(&g_mu);
-  if (!graph)
-    return;
-  cx_relaxed rx;
-  cx_relax_begin(&rx);
-  if (cx_stream_capturing(s, c->variant)) { /* a graph launched into a capture */
-    cx_relax_end(&rx);
-    return;
-  }
-  uint64_t ctx = cx_current_ctx();
-  pthread_mutex_lock(&g_mu);
-  size_t n = 0;
-  for (capcopy *p = g_cap; p; p = p->next)
-    n += p->graph == graph && p->seq_state > 0;
-  pthread_mutex_unlock(&g_mu);
-  if (n > CX_MAX_LAUNCH_COPIES)
-    n = CX_MAX_LAUNCH_COPIES;
-  /* the launch's seq is known once its record is appended (after_append) */
-  glaunch *gl = n ? calloc(1, sizeof *gl) : NULL;
-  /* one event per copy (a graph holds few host-bound copies) */
-  for (size_t k = 0; gl && k < n; k++) {
-    capcopy snap;
-    int found = 0;
+void *cx_deferred_pend_after(cucap_call *c, CUstream s, uint64_t ctx, const cx_rows *rows,
+                             uint64_t copy_seq) {
+  CUevent e = record_after(ctx, s, c->variant);
+  if (!e)
+    return NULL;
+  pend *q = calloc(1, sizeof *q);
+  if (!q) {
     pthread_mutex_lock(&g_mu);
-    size_t j = 0;
-    for (capcopy *p = g_cap; p && !found; p = p->next)
-      if (p->graph == graph && p->seq_state > 0 && j++ == k) {
-        snap = *p;
-        found = 1;
-      }
+    event_put_locked(ctx, e);
     pthread_mutex_unlock(&g_mu);
-    if (!found)
-      break;
-    CUevent e = record_after(ctx, s, c->variant);
-    if (!e)
-      break;
-    pend *q = calloc(1, sizeof *q);
-    if (!q) {
-      pthread_mutex_lock(&g_mu);
-      event_put_locked(ctx, e);
-      pthread_mutex_unlock(&g_mu);
-      break;
-    }
-    q->ev = e;
-    q->ctx = ctx;
-    q->rows = snap.rows;
-    q->seq = snap.seq;
-    q->seq_state = 1;
-    q->ord = atomic_fetch_add(&g_ord, 1);
-    pthread_once(&g_exit_once, register_exit);
-    pthread_mutex_lock(&g_mu);
-    if (!pend_insert(q)) {
-      event_put_locked(ctx, e);
-      pthread_mutex_unlock(&g_mu);
-      free(q);
-      break;
-    }
-    gl->p[gl->n++] = q;
-    pthread_mutex_unlock(&g_mu);
+    return NULL;
   }
-  if (gl && gl->n) {
-    c->after_append = glaunch_set_seq;
-    c->after_arg = gl;
-  } else {
-    free(gl);
-  }
-  cx_relax_end(&rx);
-}
-
-void cx_deferred_graph_before_launch(cucap_call *c, uint64_t exec, CUstream s) {
-  if (!g_nexec || !atomic_load(&g_npend))
-    return;
-  uint64_t graph = 0;
+  q->ev = e;
+  q->ctx = ctx;
+  q->rows = *rows;
+  q->seq = copy_seq;
+  q->seq_state = 1;
+  q->ord = atomic_fetch_add(&g_ord, 1);
+  pthread_once(&g_exit_once, register_exit);
   pthread_mutex_lock(&g_mu);
-  for (int i = 0; i < g_nexec; i++)
-    if (g_exec[i].exec == exec)
-      graph = g_exec[i].graph;
-  cx_rows rows[16];
-  int n = 0;
-  for (capcopy *p = g_cap; p && graph && n < 16; p = p->next)
-    if (p->graph == graph)
-      rows[n++] = p->rows;
+  if (!pend_insert(q)) {
+    event_put_locked(ctx, e);
+    pthread_mutex_unlock(&g_mu);
+    free(q);
+    return NULL;
+  }
   pthread_mutex_unlock(&g_mu);
-  for (int i = 0; i < n; i++)
-    cx_deferred_before_host_write(c, s, &rows[i]);
+  return q;
 }
 
-void cx_deferred_graph_forget(uint64_t graph, uint64_t exec) {
+void cx_deferred_pend_launch_seq(void *const *pends, int n, uint64_t launch_seq) {
   pthread_mutex_lock(&g_mu);
-  if (exec) {
-    for (int i = 0; i < g_nexec; i++)
-      if (g_exec[i].exec == exec) {
-        graph = graph ? graph : g_exec[i].graph;
-        g_exec[i] = g_exec[--g_nexec];
-        break;
-      }
-  }
-  if (graph) {
-    /* cuGraphDestroy marks; the copies go once no instance can run them */
-    if (!exec)
-      for (capcopy *p = g_cap; p; p = p->next)
-        if (p->graph == graph)
-          p->dead = 1;
-    if (!exec_of_graph_locked(graph))
-      capcopy_remove_locked(m_dead_graph, graph);
+  for (int i = 0; i < n; i++) {
+    pend *p = pends[i];
+    p->launch_seq = launch_seq;
+    p->lseq_known = 1;
   }
   pthread_mutex_unlock(&g_mu);
 }

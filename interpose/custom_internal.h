@@ -173,6 +173,17 @@ void cx_deferred_graph_instantiate(uint64_t graph, uint64_t exec);
 void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s);
 /* cuGraphDestroy(graph) (exec 0) / cuGraphExecDestroy(exec) (graph 0). */
 void cx_deferred_graph_forget(uint64_t graph, uint64_t exec);
+/* Between custom_deferred.c and custom_deferred_graph.c: a copy to the host
+ * enqueued on a capturing stream (remembered with its graph); a pending
+ * result for the copy copy_seq whose bytes land when the work just
+ * enqueued on s completes (an event after it; NULL on failure), its graph
+ * launch's seq unknown until cx_deferred_pend_launch_seq. */
+void cx_deferred_note_capture(cucap_call *c, CUstream s, const cx_rows *rows);
+void *cx_deferred_pend_after(cucap_call *c, CUstream s, uint64_t ctx, const cx_rows *rows,
+                             uint64_t copy_seq);
+void cx_deferred_pend_launch_seq(void *const *pends, int n, uint64_t launch_seq);
+/* 1 when any copy result is pending (one atomic load). */
+int cx_deferred_pending(void);
 
 /* The program synchronised (cuCtxSynchronize, cuStreamSynchronize,
  * cuEventSynchronize, successful queries): reads deferred copies and

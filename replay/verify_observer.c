@@ -29,7 +29,7 @@
 /* snapshot regions are read back in pieces of this size */
 #define VO_READ_CHUNK ((uint64_t)64 << 20)
 
-static cucap_hash128 vo_h(const cucap_fb_hash128 *h) {
+cucap_hash128 vo_h(const cucap_fb_hash128 *h) {
   cucap_hash128 x = {0, 0};
   if (h) {
     x.lo = h->lo;
@@ -38,7 +38,7 @@ static cucap_hash128 vo_h(const cucap_fb_hash128 *h) {
   return x;
 }
 
-static uint64_t vo_key(uint64_t rec_index, uint32_t region) {
+uint64_t vo_key(uint64_t rec_index, uint32_t region) {
   return (rec_index << 24) ^ region ^ ((uint64_t)region << 52);
 }
 
@@ -155,7 +155,7 @@ int vo_reads_blob(vo_verifier *v, cucap_hash128 h, uint64_t size) {
          cucap_reader_blob_read(v->r, h, v->want, size) == CUCAP_OK;
 }
 
-static vo_ring *vo_ring_of(vo_verifier *v, uint64_t stream, int make) {
+vo_ring *vo_ring_of(vo_verifier *v, uint64_t stream, int make) {
   uint64_t ix = 0;
   if (rp_map_get(&v->stream_ring, stream, &ix))
     return &v->rings[ix - 1];
@@ -186,16 +186,6 @@ static void vo_ring_push(vo_ring *g, uint32_t id) {
 
 /* ---------------------------------------------------------------- checks */
 
-typedef struct vo_info {     /* what a new check state is made of */
-  uint64_t rec_index;
-  uint32_t region;
-  uint8_t kind;
-  const char *what;
-  uint64_t addr, size;
-  const cucap_fb_copy_geometry *g;
-  cucap_hash128 blob;
-  const vo_ring *near;
-} vo_info;
 
 static vo_check *vo_check_new(vo_verifier *v, const vo_info *in, uint64_t key) {
   if (v->nchk == v->capchk) {
@@ -242,7 +232,7 @@ static vo_check *vo_check_new(vo_verifier *v, const vo_info *in, uint64_t key) {
 /* Compares `got` (all bytes of the check, this pass) with the recording
  * (v->want) and with the first pass that compared the check; a check gets
  * state (v->chk) the first time it differs from the recording. */
-static void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
+void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
   uint64_t key = vo_key(in->rec_index, in->region), ix = 0;
   int known = rp_map_get(&v->seen, key, &ix);
   const uint8_t *want = v->want;
@@ -495,91 +485,6 @@ static void vo_hashes(vo_verifier *v, const cucap_replay_op *op,
     }
     c->undecided = !c->hash_nd && c->ref_set;
   }
-}
-
-/* A DtoH copy captured into a graph (format 1.2 recorder): its bytes arrive
- * in op->host_data whenever the graph runs; the recorder read the program's
- * bytes after the graph launch and wrote them as a CopyResult snapshot
- * naming the copy's seq, which follows the launch: compared there. */
-static void vo_captured_copy(vo_verifier *v, const cucap_replay_op *op,
-                             const cucap_fb_memcpy *m) {
-  if (v->ncap == v->capcap) {
-    size_t nc = v->capcap ? v->capcap * 2 : 16;
-    vo_capcopy *n = realloc(v->cap, nc * sizeof *n);
-    if (!n)
-      return;
-    v->cap = n;
-    v->capcap = nc;
-  }
-  vo_capcopy *c = &v->cap[v->ncap];
-  c->buf = op->host_data;
-  c->size = op->host_size;
-  c->src = cucap_fb_memcpy_src(m);
-  c->stream = cucap_fb_memcpy_stream(m);
-  c->checked = 0;
-  if (rp_map_put(&v->captured, op->seq, v->ncap + 1))
-    v->ncap++;
-}
-
-/* Compares a captured copy's replayed bytes with its recorded result: at
- * the CopyResult record (format 1.2: it follows the launch that ran the
- * copy), or right after the graph launch it names (format 1.3 launch_seq;
- * sub: which of that launch's results). */
-static void vo_captured_result(vo_verifier *v, const cucap_replay_op *op, uint64_t copy_seq,
-                               cucap_hash128 h, uint64_t size, uint32_t sub) {
-  uint64_t ix = 0;
-  if (!rp_map_get(&v->captured, copy_seq, &ix) || !ix)
-    return; /* a copy that ran at its record was checked there */
-  vo_capcopy *c = &v->cap[ix - 1];
-  c->checked = 1;
-  int first = !rp_map_get(&v->seen, vo_key(op->rec_index, sub), NULL);
-  if (op->capturing || size != c->size || !vo_reads_blob(v, h, c->size)) {
-    if (v->pass == 0)
-      v->rep->copies_unverifiable++;
-    return;
-  }
-  if (v->ctx_sync)
-    v->ctx_sync(); /* the graph launch that fills the buffer has completed */
-  char what[160];
-  snprintf(what, sizeof what, "DtoH copy captured into a graph (seq %" PRIu64
-           "), result after its graph launch (record %" PRIu64 ")",
-           copy_seq, op->rec_index);
-  vo_info in = {op->rec_index, sub, VO_COPY, what, c->src, c->size, NULL, h,
-                vo_ring_of(v, c->stream, 0)};
-  if (!in.near)
-    in.near = &v->any;
-  if (first)
-    v->rep->copies_checked++;
-  vo_compare(v, &in, c->buf);
-}
-
-static void vo_copy_result(vo_verifier *v, const cucap_replay_op *op,
-                           const cucap_fb_snapshot *sn) {
-  if (cucap_fb_snapshot_regions_len(sn) != 1 || cucap_fb_snapshot_launch_seq(sn))
-    return; /* launch_seq: checked after that launch (vo_graph_launch) */
-  const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(sn, 0);
-  if (!cucap_fb_mem_region_data(g)) {
-    uint64_t ix = 0;
-    if (rp_map_get(&v->captured, cucap_fb_snapshot_copy_seq(sn), &ix) && ix) {
-      v->cap[ix - 1].checked = 1;
-      if (v->pass == 0)
-        v->rep->copies_unverifiable++;
-    }
-    return;
-  }
-  vo_captured_result(v, op, cucap_fb_snapshot_copy_seq(sn),
-                     vo_h(cucap_fb_mem_region_data(g)), cucap_fb_mem_region_size(g), 0);
-}
-
-/* After a graph launch: the results the recorder read for this launch
- * (format 1.3), wherever their records are. */
-static void vo_graph_launch(vo_verifier *v, cucap_replay_session *s,
-                            const cucap_replay_op *op) {
-  uint64_t cs, size;
-  cucap_hash128 h;
-  for (uint32_t k = 0;
-       cucap_replay_session_graph_copy_result(s, op->seq, k, &cs, &h, &size); k++)
-    vo_captured_result(v, op, cs, h, size, k + 1);
 }
 
 static int vo_launch_ran(vo_verifier *v, uint64_t li) {
