@@ -206,13 +206,17 @@ int cucap_call_enter(cucap_call *c, uint32_t api) {
     c->st0 = cucap_rec_stats_clock();
     c->st_real0 = c->st_real1 = 0;
   }
-  if (__builtin_expect(!atomic_load_explicit(&g_real_ready, memory_order_acquire), 0))
-    cucap_real_init();
-  /* The first intercepted call of the process opens the capture. */
-  if (__builtin_expect(!cucap_rec_active(), 0) && !cucap_rec_activate())
-    return 0;
-  cucap_rec_thread *th = cucap_rec_thread_get();
-  if (!th || th->depth)
+  cucap_rec_thread *th = cucap_rec_thread_peek(); /* recording, state exists */
+  if (__builtin_expect(!th, 0)) {
+    if (!atomic_load_explicit(&g_real_ready, memory_order_acquire))
+      cucap_real_init();
+    /* The first intercepted call of the process opens the capture. */
+    if (!cucap_rec_active() && !cucap_rec_activate())
+      return 0;
+    if (!(th = cucap_rec_thread_get()))
+      return 0;
+  }
+  if (th->depth)
     return 0;
   th->depth = 1;
   c->th = th;
