@@ -1,15 +1,46 @@
 /* bench_record_mock.c - per-call cost of the driver calls the recorder sees
- * most. A driver-API program linked -lcuda
- * against the mock's directory without an rpath (like tests/apps/drv_*), so
- * it runs natively on the mock and under `cucap record`; the difference of
- * the two runs is the recording overhead per call.
- *   LD_LIBRARY_PATH=<build>/tests/mock ./bench/bench_record_mock [N]
- *   LD_LIBRARY_PATH=<build>/tests/mock cucap record -o x.cucap -- ./bench/bench_record_mock [N]
- * Prints ns/call for cuLaunchKernel (vec_add, 4 params, grid 1x1x1 of 1
- * thread, n = 0 so the mock does no work) and for cuCtxGetDevice. */
+ * most, one class of entry point at a time. A driver-API program linked
+ * -lcuda against the mock's directory without an rpath (like
+ * tests/apps/drv_*), so it runs natively on the mock and under `cucap
+ * record`; the difference of the two runs is the recording overhead per call.
+ *   LD_LIBRARY_PATH=<build>/tests/mock ./bench/bench_record_mock [N] [CLASS...]
+ *   LD_LIBRARY_PATH=<build>/tests/mock cucap record -o x.fb -- ./bench/bench_record_mock [N]
+ * Prints "<class>: <ns> ns/call" per class. Classes (all by default):
+ *   query        cuCtxGetDevice (a pure query: Get/Query/Occupancy-style)
+ *   query3       cuCtxGetDevice + cuDevicePrimaryCtxGetState + cuKernelGetAttribute
+ *                (the mix cuDNN/PyTorch make thousands of times per step; per
+ *                call, i.e. the loop time / 3)
+ *   bodyless     cuFuncSetCacheConfig (recorded one by one, no body)
+ *   launch       cuLaunchKernel (vec_add, 4 params, 1 block of 1 thread, n = 0:
+ *                the mock does no work)
+ *   launch_deep  the same launch called below 24 extra frames (a deep stack)
+ *   launch_junk  the same launch called from a frame whose frame pointer
+ *                register holds a stack address with a changing "return
+ *                address" (what code built without frame pointers leaves;
+ *                PyTorch's launches look like that)
+ *   launch_ex    cuLaunchKernelEx with one launch attribute (priority)
+ *   kernel_fn    cuKernelGetFunction on the same CUkernel
+ *   memset       cuMemsetD8Async on a stream
+ *   dtoh_sync    cuMemcpyDtoHAsync into pinned memory + cuStreamSynchronize
+ *                (per pair)
+ * Under valgrind --tool=callgrind --collect-atstart=no each class's loop is
+ * collected and dumped separately (CALLGRIND_DUMP_STATS_AT(class)):
+ * bench/record_cost_mock.sh turns the dumps into instructions per call. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_DUMP_STATS_AT(s) ((void)(s))
+#endif
 
 #include "../tests/apps/drv_common.h"
 
@@ -19,40 +50,172 @@ static double now_ns(void) {
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+static CUfunction g_f;
+static CUdeviceptr g_a, g_b, g_c;
+static int g_cnt; /* 0: no element is touched */
+static void *g_args[] = {&g_a, &g_b, &g_c, &g_cnt};
+
+static void launch1(void) {
+  CK(cuLaunchKernel(g_f, 1, 1, 1, 1, 1, 1, 0, NULL, g_args, NULL));
+}
+
+/* a chain of real frames (frame pointers kept: -fno-omit-frame-pointer) */
+__attribute__((noinline)) static void deep(int n) {
+  if (n == 0)
+    launch1();
+  else
+    deep(n - 1);
+  __asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+#if defined(__x86_64__)
+/* Calls fn with %rbp pointing at fake[0] = {next frame, "return address"},
+ * like code compiled without frame pointers that keeps a stack address in
+ * %rbp: the recorder's frame-pointer walk finds a plausible frame there. */
+extern void bench_call_with_rbp(void *rbp, void (*fn)(void));
+__asm__(".text\n"
+        ".globl bench_call_with_rbp\n"
+        ".type bench_call_with_rbp, @function\n"
+        "bench_call_with_rbp:\n"
+        "  pushq %rbp\n"
+        "  movq %rdi, %rbp\n"
+        "  callq *%rsi\n"
+        "  popq %rbp\n"
+        "  ret\n"
+        ".size bench_call_with_rbp, .-bench_call_with_rbp\n");
+#endif
+
+typedef struct cls {
+  const char *name;
+  int calls_per_iter;
+} cls;
+
+static int wanted(int argc, char **argv, const char *name) {
+  if (argc <= 2)
+    return 1;
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], name) == 0)
+      return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   long n = argc > 1 ? strtol(argv[1], NULL, 10) : 100000;
   if (n <= 0) {
-    fprintf(stderr, "usage: %s [N>0]\n", argv[0]);
+    fprintf(stderr, "usage: %s [N>0] [CLASS...]\n", argv[0]);
     return 2;
   }
   CUcontext ctx = drv_setup();
-  CUmodule mod;
-  CUfunction f;
-  CK(cuModuleLoadData(&mod, drv_fatbin));
-  CK(cuModuleGetFunction(&f, mod, "vec_add"));
-  CUdeviceptr a, b, c;
-  CK(cuMemAlloc(&a, 256));
-  CK(cuMemAlloc(&b, 256));
-  CK(cuMemAlloc(&c, 256));
-  int cnt = 0; /* no element is touched */
-  void *args[] = {&a, &b, &c, &cnt};
-  /* warm-up: learns the function layout, the callstacks, the thread state */
-  for (int i = 0; i < 100; i++)
-    CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
-  double t0 = now_ns();
-  for (long i = 0; i < n; i++)
-    CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
-  double t1 = now_ns();
   CUdevice dev;
-  for (long i = 0; i < n; i++)
-    CK(cuCtxGetDevice(&dev));
-  double t2 = now_ns();
+  CK(cuCtxGetDevice(&dev));
+  CUmodule mod;
+  CK(cuModuleLoadData(&mod, drv_fatbin));
+  CK(cuModuleGetFunction(&g_f, mod, "vec_add"));
+  CUlibrary lib;
+  CUkernel kern;
+  CK(cuLibraryLoadData(&lib, drv_fatbin, NULL, NULL, 0, NULL, NULL, 0));
+  CK(cuLibraryGetKernel(&kern, lib, "scale"));
+  CK(cuMemAlloc(&g_a, 256));
+  CK(cuMemAlloc(&g_b, 256));
+  CK(cuMemAlloc(&g_c, 256));
+  CUstream s;
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  void *pinned;
+  CK(cuMemAllocHost(&pinned, 256));
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  attr.value.priority = 0;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  uint64_t fake[4];
+
+  static const char *const names[] = {"query", "query3", "bodyless", "launch",
+                                      "launch_deep", "launch_junk", "launch_ex",
+                                      "kernel_fn", "memset", "dtoh_sync"};
+  enum { NCLS = sizeof names / sizeof names[0] };
+  for (int k = 0; k < NCLS; k++) {
+    const char *name = names[k];
+    if (!wanted(argc, argv, name))
+      continue;
+    int per = k == 1 ? 3 : 1;
+    /* warm-up (thread state, function layout, callstacks), then timed */
+    for (int pass = 0; pass < 2; pass++) {
+      long iters = pass == 0 ? 100 : n;
+      if (pass == 1)
+        CALLGRIND_TOGGLE_COLLECT;
+      double t0 = now_ns();
+      for (long i = 0; i < iters; i++) {
+        switch (k) {
+        case 0:
+          CK(cuCtxGetDevice(&dev));
+          break;
+        case 1: {
+          unsigned flags;
+          int active, v;
+          CK(cuCtxGetDevice(&dev));
+          CK(cuDevicePrimaryCtxGetState(dev, &flags, &active));
+          CK(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kern, dev));
+          break;
+        }
+        case 2:
+          CK(cuFuncSetCacheConfig(g_f, CU_FUNC_CACHE_PREFER_NONE));
+          break;
+        case 3:
+          launch1();
+          break;
+        case 4:
+          deep(24);
+          break;
+        case 5:
+#if defined(__x86_64__)
+          fake[0] = (uint64_t)(uintptr_t)&fake[2];
+          fake[1] = 0x100000 + (uint64_t)i * 64; /* a different "frame" each time */
+          fake[2] = 0;
+          fake[3] = 0;
+          bench_call_with_rbp(fake, launch1);
+#else
+          launch1();
+#endif
+          break;
+        case 6:
+          CK(cuLaunchKernelEx(&cfg, g_f, g_args, NULL));
+          break;
+        case 7: {
+          CUfunction kf;
+          CK(cuKernelGetFunction(&kf, kern));
+          break;
+        }
+        case 8:
+          CK(cuMemsetD8Async(g_a, 0, 256, s));
+          break;
+        case 9:
+          CK(cuMemcpyDtoHAsync(pinned, g_a, 256, s));
+          CK(cuStreamSynchronize(s));
+          break;
+        }
+      }
+      double t1 = now_ns();
+      if (pass == 1) {
+        CALLGRIND_TOGGLE_COLLECT;
+        CALLGRIND_DUMP_STATS_AT(name);
+        printf("%s: %.1f ns/call\n", name, (t1 - t0) / (double)n / per);
+      }
+    }
+  }
+  CK(cuStreamSynchronize(s));
   CK(cuCtxSynchronize());
-  printf("cuLaunchKernel: %.1f ns/call\n", (t1 - t0) / (double)n);
-  printf("cuCtxGetDevice: %.1f ns/call\n", (t2 - t1) / (double)n);
-  CK(cuMemFree(a));
-  CK(cuMemFree(b));
-  CK(cuMemFree(c));
+  CK(cuMemFreeHost(pinned));
+  CK(cuStreamDestroy(s));
+  CK(cuMemFree(g_a));
+  CK(cuMemFree(g_b));
+  CK(cuMemFree(g_c));
+  CK(cuLibraryUnload(lib));
   CK(cuModuleUnload(mod));
   CK(cuCtxDestroy(ctx));
   return 0;

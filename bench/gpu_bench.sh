@@ -42,6 +42,12 @@
 #      of the transformer: the recorder's cost per driver entry point, kept
 #      in OUT_DIR/stats_cnn.txt and stats_transformer.txt (issue 10's
 #      breakdown; not judged)
+#  (k) hostfn_us (INFO)         bench/bench_hostfn: the extra stream time per
+#      no-op host function after a 4 KiB pinned DtoH copy (the stall a
+#      host function adds); record_overhead_reuse (INFO): recorded/native
+#      time per copy when every copy goes into the same pinned buffer before
+#      one synchronisation (the recorder then reads each earlier result with
+#      a host function: interpose/custom_deferred.c)
 #  (c) replay_speed             `cucap replay` process wall / native torch
 #      process wall (medians), <= 0.5
 #  (d) kernel_time_ratio        per-kernel GPU durations, replay/native,
@@ -91,6 +97,7 @@ CNN=$SRC/tests/apps/torch_cnn.py
 TRANSFORMER=$SRC/tests/apps/torch_transformer.py
 STORM_APP=$BUILD/tests/apps/rt_storm
 FIRST_APP=$BUILD/tests/apps/drv_first_call
+HOSTFN_APP=$BUILD/bench/bench_hostfn
 LIBCUCAP=$BUILD/interpose/libcucap.so
 NLAUNCH=${BENCH_LAUNCHES:-100000}
 STEPS=${BENCH_STEPS:-200}
@@ -582,12 +589,35 @@ step_stats() {
   done
 }
 
+# ------------------------------------------------------------------ (k)
+
+step_hostfn() {
+  section "(k) host functions: bench_hostfn natively and recorded"
+  need hostfn_us "$HOSTFN_APP:bench program" "$CUCAP:cucap CLI" || return
+  local nv rv
+  run_timed "$OUT/k_native.log" "$HOSTFN_APP" 2000
+  nv=$(field "$OUT/k_native.log" hostfn_us)
+  if [ $RUN_RC -ne 0 ] || [ -z "$nv" ]; then
+    bench_fail hostfn_us "native run: $(why "$OUT/k_native.log" $RUN_RC)"; return; fi
+  cat "$OUT/k_native.log"
+  bench_info hostfn_us "$nv" us
+  rm -f "$WORK/hostfn.cucap"
+  run_timed "$OUT/k_record.log" "$CUCAP" record --stats -o "$WORK/hostfn.cucap" -- "$HOSTFN_APP" 2000
+  rv=$(field "$OUT/k_record.log" reuse_us)
+  if [ $RUN_RC -ne 0 ] || [ -z "$rv" ]; then
+    bench_fail record_overhead_reuse "recorded run: $(why "$OUT/k_record.log" $RUN_RC)"; return; fi
+  grep -E '_us:|^cuMemcpyDtoHAsync|^copy-result host functions' "$OUT/k_record.log"
+  bench_info record_overhead_reuse "$(ratio "$rv" "$(field "$OUT/k_native.log" reuse_us)")" ratio
+  rm -f "$WORK/hostfn.cucap"
+}
+
 step_a
 step_b
 net_step cnn "$CNN"
 net_step transformer "$TRANSFORMER"
 step_storm
 step_first
+step_hostfn
 step_c
 step_d
 step_e

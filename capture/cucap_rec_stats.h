@@ -8,7 +8,8 @@
  * calls that took the slow path (the generic FlatBuffers builder instead of a
  * hand-laid record). Also counted: callstack walks (time, including the
  * Callstack records of new stacks), module-map rescans, and the time spent
- * waiting for the writer's append lock. Time is read with rdtsc on x86-64
+ * appending call records (the writer's record lock, waits included, and
+ * the copy into its chunk). Time is read with rdtsc on x86-64
  * (converted to ns with a rate calibrated against CLOCK_MONOTONIC between
  * enabling and the report), clock_gettime elsewhere. When disabled the cost
  * is one load of cucap_rec_stats_on and an untaken branch per call.
@@ -59,8 +60,11 @@ void cucap_rec_stats_call(uint32_t api, uint64_t overhead, int slow);
 enum {
   CUCAP_STATS_STACK_WALK = 0,  /* cucap_rec_stack_id */
   CUCAP_STATS_MODMAP_SCAN = 1, /* module-map rescans */
-  CUCAP_STATS_APPEND_LOCK = 2, /* waiting for the writer's append lock */
-  CUCAP_STATS_NEXTRA = 3
+  CUCAP_STATS_APPEND_LOCK = 2, /* appending a call record: the writer's
+                                  record lock (waits included) + the copy */
+  CUCAP_STATS_HOSTFN = 3,      /* host functions enqueued to read a copy result
+                                  before the program reused its buffer */
+  CUCAP_STATS_NEXTRA = 4
 };
 /* One event of kind `what` that took `ticks`. */
 void cucap_rec_stats_add(int what, uint64_t ticks);

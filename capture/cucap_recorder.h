@@ -113,6 +113,12 @@ cucap_fbb *cucap_rec_builder(void);
  * reuse. */
 cucap_status cucap_rec_emit(cucap_fbb *b, uint8_t body_type, cucap_fb_ref body,
                             uint32_t stack);
+/* Like cucap_rec_emit, for a record made on behalf of thread tid (its
+ * QueryCounts) with explicit times. */
+cucap_status cucap_rec_emit_as(cucap_fbb *b, uint8_t body_type, cucap_fb_ref body,
+                               uint32_t tid, uint64_t t_enter, uint64_t t_exit);
+/* Adds n recorded calls of cbid (aggregated records) to the --audit counts. */
+void cucap_rec_count_recorded(uint32_t cbid, uint64_t n);
 /* Emits a Note {kind, text, value, data} record (convenience). */
 cucap_status cucap_rec_note(const char *kind, const char *text, uint64_t value,
                             const void *data, size_t data_size);
@@ -135,8 +141,13 @@ typedef struct cucap_rec_thread {
   cucap_fbb *call_b;     /* builder handed to hooks (cucap_call.b) */
   cucap_fbb *extra_b;    /* cucap_rec_builder() */
   uint32_t audit_expect; /* --audit: cbid of the wrapper's own real call */
+  struct cucap_rec_qtab *q; /* pure-query counts (cucap_rec_query.h); NULL
+                               until the thread's first query */
 } cucap_rec_thread;
 cucap_rec_thread *cucap_rec_thread_get(void);
+/* The calling thread's state if it exists and recording is active, else
+ * NULL (no allocation: the generated wrappers' fast path). */
+cucap_rec_thread *cucap_rec_thread_peek(void);
 
 /* Appends a finished size-prefixed call Record (field 0, `seq`, must be
  * present): takes the next global sequence number (1-based), writes it into

@@ -162,7 +162,8 @@ void cucap_rec_stats_report(void) {
       (double)ticks * ns_per_tick / 1e6,
       calls ? (double)ticks * ns_per_tick / (double)calls : 0.0, (unsigned long long)slow);
   static const char *const extra[CUCAP_STATS_NEXTRA] = {
-      "callstack walks", "module-map rescans", "writer append lock waits"};
+      "callstack walks", "module-map rescans", "writer appends (lock + copy)",
+      "copy-result host functions"};
   for (int k = 0; k < CUCAP_STATS_NEXTRA; k++)
     PUT("%-44s %12llu %12.3f %10.1f\n", extra[k], (unsigned long long)en[k],
         (double)et[k] * ns_per_tick / 1e6,

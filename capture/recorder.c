@@ -3,10 +3,13 @@
  * aborts or prints to stdout; on any setup failure it logs once and stays
  * inactive so every call passes straight through.
  *
- * Hot path (one recorded call): TLS lookup, two clock_gettime (vDSO), builder
- * work in a per-thread reusable buffer, then one lock around "take seq +
- * patch + cucap_writer_append" (the writer copies into its chunk). No malloc,
- * no syscall.
+ * Hot path (one recorded call): TLS lookup (initial-exec: one %fs load), two
+ * clock_gettime (vDSO), the record laid out in a per-thread or stack buffer,
+ * then cucap_writer_append_seq: the writer's own record lock around "take
+ * seq + copy into the chunk" - one lock per record, so file order == seq
+ * order. No malloc, no syscall. The writer is never destroyed while the
+ * process may still append (shutdown closes it: later appends fail with
+ * CUCAP_ERR_STATE), so appenders need no lock of the recorder's.
  *
  * Lifetime (g_state): OFF (no CUCAP_OUTPUT) | ARMED (constructor ran, no
  * file yet) -> ACTIVE (first CUDA call opened the file) -> DONE (shut down).
@@ -29,6 +32,7 @@
 #include <unistd.h>
 
 #include "cucap_log.h"
+#include "cucap_rec_query.h"
 #include "cucap_rec_stats.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
@@ -212,9 +216,11 @@ static __thread int t_activating;    /* this thread is opening the file */
 static atomic_int g_fork_logged;
 static atomic_int g_started;         /* cucap_rec_start ran */
 static atomic_int g_shutting;        /* shutdown began */
-static cucap_writer *g_writer;       /* guarded by g_lock for append/close */
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t g_seq;               /* guarded by g_lock */
+static _Atomic(cucap_writer *) g_writer; /* NULL once shut down */
+/* closed, kept reachable (volatile: a store the compiler must not drop):
+ * late appenders may still hold it */
+static cucap_writer *volatile g_closed_writer;
+static uint64_t g_seq;               /* only touched under the writer's record lock */
 static uint64_t g_start_mono;
 static atomic_uint_fast64_t g_launch_index;
 static atomic_int g_blob_inflight;
@@ -233,7 +239,11 @@ static void (*g_at_exit[MAX_AT_EXIT])(void);
 static atomic_int g_n_at_exit;
 
 static pthread_key_t g_thread_key;
-static __thread cucap_rec_thread *t_th;
+/* initial-exec: libcucap is preloaded (static TLS), and a thread's state is
+ * read on every wrapped call; 8 bytes of the static TLS surplus otherwise */
+static __thread cucap_rec_thread *t_th __attribute__((tls_model("initial-exec")));
+/* this thread is inside the writer (a fatal signal must not close it then) */
+static __thread int t_in_writer __attribute__((tls_model("initial-exec")));
 static __thread int t_th_dead; /* thread is exiting: do not recreate state */
 
 static const int g_fatal_signals[] = {SIGSEGV, SIGABRT, SIGTERM, SIGINT};
@@ -273,6 +283,7 @@ static void thread_state_free(void *p) {
   cucap_rec_thread *th = p;
   if (!th)
     return;
+  cucap_rec_query_thread_exit(th); /* its query counts, then its table */
   t_th_dead = 1;
   t_th = NULL;
   cucap_fbb_destroy(th->call_b);
@@ -301,6 +312,11 @@ cucap_rec_thread *cucap_rec_thread_get(void) {
   t_th = th;
   pthread_setspecific(g_thread_key, th); /* frees it at thread exit */
   return th;
+}
+
+cucap_rec_thread *cucap_rec_thread_peek(void) {
+  cucap_rec_thread *th = t_th;
+  return th && atomic_load_explicit(&g_state, memory_order_acquire) == ST_ACTIVE ? th : NULL;
 }
 
 uint32_t cucap_rec_tid(void) {
@@ -347,32 +363,33 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
   CUCAP_RETURN_IF(off == 0, CUCAP_ERR_INVALID_ARG);
   cucap_status st = CUCAP_ERR_STATE;
   uint64_t seq = 0;
-  if (__builtin_expect(cucap_rec_stats_on, 0)) {
-    uint64_t t0 = cucap_rec_stats_clock();
-    pthread_mutex_lock(&g_lock);
-    cucap_rec_stats_add(CUCAP_STATS_APPEND_LOCK, cucap_rec_stats_clock() - t0);
-  } else {
-    pthread_mutex_lock(&g_lock);
+  cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
+  if (w) {
+    t_in_writer = 1;
+    if (__builtin_expect(cucap_rec_stats_on, 0)) {
+      uint64_t t0 = cucap_rec_stats_clock();
+      st = cucap_writer_append_seq(w, buf, size, off, &g_seq, &seq);
+      cucap_rec_stats_add(CUCAP_STATS_APPEND_LOCK, cucap_rec_stats_clock() - t0);
+    } else {
+      st = cucap_writer_append_seq(w, buf, size, off, &g_seq, &seq);
+    }
+    t_in_writer = 0;
   }
-  if (g_writer) {
-    seq = ++g_seq;
-    memcpy(buf + off, &seq, 8);
-    st = cucap_writer_append(g_writer, buf, size, NULL);
-  }
-  pthread_mutex_unlock(&g_lock);
-  if (st == CUCAP_OK && cbid < CUCAP_REC_MAX_CBID)
+  /* --audit's recorded counts (a shared counter: only when auditing) */
+  if (st == CUCAP_OK && g_opts.audit && cbid < CUCAP_REC_MAX_CBID)
     atomic_fetch_add_explicit(&g_counts[cbid], 1, memory_order_relaxed);
   if (seq_out)
-    *seq_out = seq;
+    *seq_out = st == CUCAP_OK ? seq : 0;
   return st;
 }
 
 static cucap_status append_plain(const uint8_t *buf, size_t size) {
-  cucap_status st = CUCAP_ERR_STATE;
-  pthread_mutex_lock(&g_lock);
-  if (g_writer)
-    st = cucap_writer_append(g_writer, buf, size, NULL);
-  pthread_mutex_unlock(&g_lock);
+  cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
+  if (!w)
+    return CUCAP_ERR_STATE;
+  t_in_writer = 1;
+  cucap_status st = cucap_writer_append(w, buf, size, NULL);
+  t_in_writer = 0;
   return st;
 }
 
@@ -395,6 +412,29 @@ cucap_status cucap_rec_emit(cucap_fbb *b, uint8_t body_type, cucap_fb_ref body,
   const uint8_t *buf = cucap_fbb_finish(b, rec, 1, &size);
   CUCAP_RETURN_IF(!buf, CUCAP_ERR_NOMEM);
   return append_plain(buf, size);
+}
+
+cucap_status cucap_rec_emit_as(cucap_fbb *b, uint8_t body_type, cucap_fb_ref body,
+                               uint32_t tid, uint64_t t_enter, uint64_t t_exit) {
+  CUCAP_RETURN_IF(!b, CUCAP_ERR_INVALID_ARG);
+  CUCAP_RETURN_IF(!cucap_rec_active(), CUCAP_ERR_STATE);
+  cucap_fb_record_start(b);
+  cucap_fb_record_add_seq(b, 0);
+  cucap_fb_record_add_tid(b, tid);
+  cucap_fb_record_add_t_enter(b, t_enter);
+  cucap_fb_record_add_t_exit(b, t_exit);
+  if (body_type && body)
+    cucap_fb_record_add_body(b, body_type, body);
+  cucap_fb_ref rec = cucap_fb_record_end(b);
+  size_t size = 0;
+  const uint8_t *buf = cucap_fbb_finish(b, rec, 1, &size);
+  CUCAP_RETURN_IF(!buf, CUCAP_ERR_NOMEM);
+  return append_plain(buf, size);
+}
+
+void cucap_rec_count_recorded(uint32_t cbid, uint64_t n) {
+  if (cbid < CUCAP_REC_MAX_CBID)
+    atomic_fetch_add_explicit(&g_counts[cbid], n, memory_order_relaxed);
 }
 
 cucap_status cucap_rec_note(const char *kind, const char *text, uint64_t value,
@@ -425,9 +465,12 @@ cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out) {
   CUCAP_RETURN_IF(!data && size, CUCAP_ERR_INVALID_ARG);
   atomic_fetch_add(&g_blob_inflight, 1);
   cucap_status st = CUCAP_ERR_STATE;
-  cucap_writer *w = cucap_rec_active() ? g_writer : NULL;
-  if (w)
+  cucap_writer *w = cucap_rec_active() ? atomic_load(&g_writer) : NULL;
+  if (w) {
+    t_in_writer = 1;
     st = cucap_writer_put_blob(w, data, size, out);
+    t_in_writer = 0;
+  }
   atomic_fetch_sub(&g_blob_inflight, 1);
   return st;
 }
@@ -532,31 +575,24 @@ static void shutdown_impl(int from_signal) {
    * that never called CUDA, and a fork()ed child (ST_FORKED), do nothing. */
   if (atomic_load(&g_state) != ST_ACTIVE || atomic_exchange(&g_shutting, 1))
     return;
+  /* A signal that interrupted this thread inside the writer leaves it
+   * alone (its locks may be held here): the periodic flush has most of the
+   * capture on disk. */
+  if (from_signal && t_in_writer) {
+    atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
+    return;
+  }
+  /* every thread's pure-query counts, before --audit compares them */
+  cucap_rec_query_flush_all(from_signal);
   if (!from_signal)
     run_at_exit_fns();
   atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
-  /* Take the writer away from appenders. In a signal handler the lock may be
-   * held by the interrupted code on this thread: try a few times only. */
-  cucap_writer *w = NULL;
-  if (from_signal) {
-    for (int i = 0; i < 200; i++) {
-      if (pthread_mutex_trylock(&g_lock) == 0) {
-        w = g_writer;
-        g_writer = NULL;
-        pthread_mutex_unlock(&g_lock);
-        break;
-      }
-      struct timespec ts = {0, 1000000};
-      nanosleep(&ts, NULL);
-    }
-    if (!w)
-      return; /* the writer's periodic flush has most of it on disk */
-  } else {
-    pthread_mutex_lock(&g_lock);
-    w = g_writer;
-    g_writer = NULL;
-    pthread_mutex_unlock(&g_lock);
-  }
+  /* Take the writer away from appenders: those that already hold it find
+   * it closed (CUCAP_ERR_STATE). It is never destroyed (the process is
+   * exiting; g_closed_writer keeps it reachable). */
+  cucap_writer *w = atomic_exchange(&g_writer, NULL);
+  if (!w)
+    return;
   for (int i = 0; i < 1000 && atomic_load(&g_blob_inflight) > 0; i++) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
@@ -564,8 +600,7 @@ static void shutdown_impl(int from_signal) {
   cucap_status st = cucap_writer_close(w);
   if (st != CUCAP_OK)
     CUCAP_ERROR("recorder: closing %s: %s", g_path, cucap_status_str(st));
-  if (!from_signal)
-    cucap_writer_destroy(w); /* else: leak, the process is about to die */
+  g_closed_writer = w;
 }
 
 void cucap_rec_shutdown(void) { shutdown_impl(0); }
@@ -623,10 +658,9 @@ static void atfork_child(void) {
   int s = atomic_load(&g_state);
   if (s == ST_ACTIVE || s == ST_DONE || atomic_load(&g_activating)) {
     atomic_store(&g_state, ST_FORKED);
-    g_writer = NULL;                /* not ours: never closed/destroyed here */
+    atomic_store(&g_writer, NULL);  /* not ours: never closed/destroyed here */
     atomic_store(&g_shutting, 1);   /* shutdown_impl: nothing to do */
   }
-  pthread_mutex_init(&g_lock, NULL);
   pthread_mutex_init(&g_act_lock, NULL);
   atomic_store(&g_activating, 0);
   t_activating = 0;
@@ -717,7 +751,7 @@ static void open_capture(void) {
     atomic_store(&g_state, ST_FAILED);
     return;
   }
-  g_writer = w;
+  atomic_store_explicit(&g_writer, w, memory_order_release);
   /* on-activate hooks (CUPTI subscription for --audit) run before the first
    * call is recorded; the state is still ARMED and this thread is marked
    * t_activating, so driver calls they make pass through. */

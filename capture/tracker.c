@@ -352,18 +352,44 @@ const cucap_tracked_fn *cucap_tracker_fn_find(cucap_tracker *t, uint64_t handle)
   return t ? (const cucap_tracked_fn *)hmap_get(&t->fns, handle) : NULL;
 }
 
+/* Removes the functions of module, and the functions obtained from those
+ * (cuKernelGetFunction: module = the CUkernel), so that a handle value the
+ * driver reuses after an unload is learned again. */
 static void fn_remove_module_locked(cucap_tracker *t, uint64_t module) {
   htab *tb = atomic_load_explicit(&t->fns.tab, memory_order_relaxed);
   if (!tb)
     return;
+  uint64_t *gone = NULL;
+  size_t ngone = 0, cgone = 0;
   for (size_t i = 0; i < tb->cap; i++) {
     const cucap_tracked_fn *f =
         (const cucap_tracked_fn *)atomic_load_explicit(&tb->slots[i].val, memory_order_relaxed);
     if (f && f->module == module) {
+      if (ngone == cgone) {
+        size_t nc = cgone ? cgone * 2 : 64;
+        uint64_t *ng = realloc(gone, nc * sizeof *ng);
+        if (ng) {
+          gone = ng;
+          cgone = nc;
+        }
+      }
+      if (ngone < cgone)
+        gone[ngone++] = f->handle;
       atomic_store_explicit(&tb->slots[i].val, 0, memory_order_release);
       retire(t, (void *)f);
     }
   }
+  for (size_t i = 0; ngone && i < tb->cap; i++) {
+    const cucap_tracked_fn *f =
+        (const cucap_tracked_fn *)atomic_load_explicit(&tb->slots[i].val, memory_order_relaxed);
+    for (size_t k = 0; f && k < ngone; k++)
+      if (f->module == gone[k]) {
+        atomic_store_explicit(&tb->slots[i].val, 0, memory_order_release);
+        retire(t, (void *)f);
+        break;
+      }
+  }
+  free(gone);
 }
 
 void cucap_tracker_fn_remove_module(cucap_tracker *t, uint64_t module) {

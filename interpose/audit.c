@@ -40,6 +40,7 @@
 #include <cupti_callbacks.h>
 
 #include "cucap_log.h"
+#include "cucap_rec_query.h"
 #include "interpose_internal.h"
 
 typedef CUptiResult (*subscribe_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
@@ -87,6 +88,8 @@ static void audit_write(void) {
   if (g_unsubscribe && g_sub)
     g_unsubscribe(g_sub);
   g_sub = NULL;
+  /* queries other threads made since the shutdown's flush */
+  cucap_rec_query_flush_all(0);
   cucap_fbb *b = cucap_fbb_create(64 * 1024);
   if (!b)
     return;

@@ -13,16 +13,38 @@
  *    taken on trust: a recorder event is recorded after the copy and
  *    queried at once (no waiting); when it has fired the payload goes into
  *    the Memcpy record as for a synchronous copy.
- *  - Pinned destination (or the event had not fired): the recorder event
- *    recorded after the copy on the same stream (cuEventRecord: no GPU
- *    stall, unlike a host function, which holds the stream until the host
- *    thread has run it) is queried at the program's own synchronisations
- *    (stream/event/context synchronize, successful stream/event queries,
- *    synchronous copies; cx_deferred_poll). Once it has fired the bytes are
- *    read - before control returns to the program, so the program has not
- *    had a chance to reuse the buffer - and written as Snapshot{CopyResult,
- *    copy_seq = the Memcpy record's seq}; the Memcpy record itself has no
- *    payload. The replayer verifies the copy against it.
+ *  - Pinned destination (or the event had not fired): the copy is pending,
+ *    with a recorder event recorded after it on the same stream
+ *    (cuEventRecord: no GPU stall). Its bytes must be read after the copy
+ *    completed and before any later work of the program overwrites them:
+ *     * at the program's own synchronisations (stream/event/context
+ *       synchronize, successful stream/event queries, synchronous copies;
+ *       cx_deferred_poll) the pending events are queried (never waited
+ *       for); those that fired are read before control returns to the
+ *       program, which has therefore not touched the buffer since;
+ *     * before the program enqueues more work that writes host memory
+ *       overlapping a pending destination (another copy to the host, a
+ *       synchronous copy, a relaunch of a graph holding such a copy;
+ *       cx_deferred_before_host_write, from the pre hooks in
+ *       custom_hostwrite.c): if the pending copy's event has fired, it is
+ *       read now; otherwise a host function is enqueued on the new work's
+ *       stream, before the new work (cuLaunchHostFunc, real entry point).
+ *       The host function copies the destination's bytes into recorder
+ *       memory and queues them; hashing and the record are made later, at
+ *       the next collection, on a program thread. Ordering argument: the
+ *       new work W can only overwrite the destination after the pending
+ *       copy P if the program ordered W after P (same stream, an event
+ *       wait, or the legacy stream's implicit ordering); the host function
+ *       sits on W's stream just before W, so it runs after everything W
+ *       waits for (P included) and W starts only after it returned. If the
+ *       program did not order W after P, its own bytes race too. A host
+ *       function holds W's stream for the driver's callback latency
+ *       (expected ~5-20 us per use on a discrete GPU, bench line
+ *       hostfn_us), only when a buffer is reused before the program
+ *       synchronised (NVIDIA's simpleStreams pattern), never otherwise.
+ *    Either way the result is written as Snapshot{CopyResult, copy_seq =
+ *    the Memcpy record's seq} (the Memcpy record has no payload), in the
+ *    order the copies were made.
  *  - At exit, before a context dies and before pinned memory is freed the
  *    remaining reads are drained (waiting on the recorder's events only at
  *    exit and at context destruction, which waits for the context's work
@@ -35,44 +57,42 @@
  *
  * Every driver call here is made in RELAXED capture mode and never touches
  * a capturing stream (custom_capture.c). Events come from a per-context
- * pool (CU_EVENT_DISABLE_TIMING). This file owns the pending list, the
- * captured-copy list and the event pools. */
+ * pool (CU_EVENT_DISABLE_TIMING). This file owns the pending results and the
+ * event pools; custom_deferred_graph.c the copies captured into graphs. Host functions touch nothing but
+ * their entry and the lock-free ready stack (the mock's asynchronous mode
+ * runs them inside driver calls the recorder makes while holding g_mu). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "cucap_rec_query.h"
 #include "custom_internal.h"
 
 #define CX_POOL_CTXS 16
 #define CX_POOL_EVENTS 64
 #define CX_MAX_PENDING 65536
-#define CX_MAX_CAPCOPIES 4096
-#define CX_MAX_EXECS 4096
+
+enum { P_EVENT = 0, P_HOSTFN = 1, P_DONE = 2 };
 
 typedef struct pend {
-  struct pend *next;
+  uint64_t ord;         /* creation order: results are written in it */
   uint64_t seq;         /* copy_seq */
   int seq_state;        /* 0: record not appended yet (after_append still
                            points here: never freed then), 1: known,
                            -1: no record was appended */
   int dropped;          /* its memory is being freed: do not read */
-  CUevent ev;
+  int lseq_known;       /* 0: a graph launch whose record is being appended */
+  uint64_t launch_seq;  /* a copy captured into a graph: its launch's seq */
+  int state;            /* P_*, under g_mu */
+  atomic_int hf_ran;    /* P_HOSTFN: the host function has run */
+  CUevent ev;           /* P_EVENT: fires when the copy has completed */
   uint64_t ctx;
   cx_rows rows;
+  uint8_t *bytes;       /* the destination's bytes once read (owned) */
+  size_t nbytes;
 } pend;
-
-typedef struct capcopy { /* a DtoH copy captured into a graph */
-  struct capcopy *next;
-  uint64_t graph;       /* the graph being captured into */
-  uint64_t stream;      /* the stream it was enqueued on */
-  int open;             /* capture not ended yet */
-  int dead;             /* graph destroyed (instances may still run it) */
-  uint64_t seq;
-  int seq_state;
-  uint64_t ctx;
-  cx_rows rows;
-} capcopy;
 
 typedef struct ev_pool {
   uint64_t ctx;
@@ -81,12 +101,16 @@ typedef struct ev_pool {
 } ev_pool;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static pend *g_pend;
-static atomic_int g_npend;
-static capcopy *g_cap;
-static int g_ncap;
-static struct { uint64_t exec, graph; } g_exec[CX_MAX_EXECS];
-static int g_nexec;
+/* Pending results (every state), sorted by destination address so that the
+ * pre hook of a copy to the host finds the overlapping ones in O(log n):
+ * under g_mu. g_maxspan: the longest destination span since the array was
+ * last empty. */
+static pend **g_pend;
+static size_t g_npend_n, g_pend_cap;
+static uint64_t g_maxspan;
+static atomic_int g_npend;      /* entries not yet written */
+static atomic_uint_fast64_t g_ord;
+static atomic_uint_fast64_t g_hostfns; /* host functions enqueued (logged once) */
 static ev_pool g_pools[CX_POOL_CTXS];
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
@@ -149,21 +173,37 @@ static const void *rows_bytes(const cx_rows *r, size_t *n, void **owned) {
   return buf;
 }
 
-static void emit_result(uint64_t seq, const cx_rows *r) {
+/* The destination's bytes into recorder memory (a host function; also used
+ * when they must be kept past the moment they are read). */
+static void read_into(pend *p) {
   size_t n = 0;
   void *owned = NULL;
-  const void *bytes = rows_bytes(r, &n, &owned);
-  cucap_fb_hash128 h;
-  if (!bytes || !n || !cx_blob(bytes, n, &h)) {
-    free(owned);
-    return;
+  const void *b = rows_bytes(&p->rows, &n, &owned);
+  if (b && !owned && n) {
+    owned = malloc(n);
+    if (owned)
+      memcpy(owned, b, n);
   }
+  p->bytes = owned;
+  p->nbytes = owned ? n : 0;
+}
+
+/* Writes the result of p: the bytes read earlier, else the destination
+ * now (the copy has completed and the program has not run since). */
+static void emit_result(pend *p) {
+  size_t n = p->nbytes;
+  void *owned = NULL;
+  const void *bytes = p->bytes ? p->bytes : rows_bytes(&p->rows, &n, &owned);
+  cucap_fb_hash128 h;
+  int ok = bytes && n && cx_blob(bytes, n, &h);
   free(owned);
+  if (!ok)
+    return;
   cucap_fbb *b = cucap_fbb_create(256);
   if (!b)
     return;
   cucap_fb_mem_region_start(b);
-  cucap_fb_mem_region_add_address(b, CX_U64(r->base));
+  cucap_fb_mem_region_add_address(b, CX_U64(p->rows.base));
   cucap_fb_mem_region_add_size(b, n);
   cucap_fb_mem_region_add_data(b, &h);
   cucap_fb_ref reg = cucap_fb_mem_region_end(b);
@@ -171,13 +211,76 @@ static void emit_result(uint64_t seq, const cx_rows *r) {
   cucap_fb_snapshot_start(b);
   cucap_fb_snapshot_add_reason(b, CUCAP_FB_SNAPSHOTREASON_COPYRESULT);
   cucap_fb_snapshot_add_regions(b, regs);
-  cucap_fb_snapshot_add_copy_seq(b, seq);
+  cucap_fb_snapshot_add_copy_seq(b, p->seq);
+  if (p->launch_seq)
+    cucap_fb_snapshot_add_launch_seq(b, p->launch_seq);
   cucap_fb_ref body = cucap_fb_snapshot_end(b);
   cucap_status st = cucap_rec_emit(b, CUCAP_FB_BODY_SNAPSHOT, body, 0);
   if (st != CUCAP_OK && st != CUCAP_ERR_STATE)
-    CUCAP_DEBUG("copy result of seq %llu not recorded: %s", (unsigned long long)seq,
+    CUCAP_DEBUG("copy result of seq %llu not recorded: %s", (unsigned long long)p->seq,
                 cucap_status_str(st));
   cucap_fbb_destroy(b);
+}
+
+/* Its call (or graph launch) is still being recorded on some thread. */
+static int pend_recording(const pend *p) { return p->seq_state == 0 || !p->lseq_known; }
+
+static void pend_free(pend *p) {
+  free(p->bytes);
+  free(p);
+}
+
+static uint64_t rows_span(const cx_rows *r) {
+  return (r->depth ? r->depth - 1 : 0) * r->slice + (r->height ? r->height - 1 : 0) * r->pitch +
+         r->width;
+}
+
+/* First index whose destination starts at or above a (g_mu held). */
+static size_t pend_lower(uint64_t a) {
+  size_t lo = 0, hi = g_npend_n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (CX_U64(g_pend[mid]->rows.base) < a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Adds p (g_mu held); 0 when full or out of memory. */
+static int pend_insert(pend *p) {
+  if (g_npend_n >= CX_MAX_PENDING)
+    return 0;
+  if (g_npend_n == g_pend_cap) {
+    size_t nc = g_pend_cap ? g_pend_cap * 2 : 64;
+    pend **na = realloc(g_pend, nc * sizeof *na);
+    if (!na)
+      return 0;
+    g_pend = na;
+    g_pend_cap = nc;
+  }
+  uint64_t a = CX_U64(p->rows.base), span = rows_span(&p->rows);
+  size_t i = pend_lower(a + 1); /* after those at the same address: creation order */
+  memmove(g_pend + i + 1, g_pend + i, (g_npend_n - i) * sizeof *g_pend);
+  g_pend[i] = p;
+  g_npend_n++;
+  if (span > g_maxspan)
+    g_maxspan = span;
+  atomic_store(&g_npend, (int)g_npend_n);
+  return 1;
+}
+
+/* Drops the entries marked gone[i] (g_mu held). */
+static void pend_compact(const unsigned char *gone) {
+  size_t j = 0;
+  for (size_t i = 0; i < g_npend_n; i++)
+    if (!gone[i])
+      g_pend[j++] = g_pend[i];
+  g_npend_n = j;
+  if (!j)
+    g_maxspan = 0;
+  atomic_store(&g_npend, (int)g_npend_n);
 }
 
 /* ---------------------------------------------------------------- pending */
@@ -188,14 +291,6 @@ static void register_exit(void) { atexit(at_exit_drain); }
 
 static void pend_set_seq(void *arg, uint64_t seq) {
   pend *p = arg;
-  pthread_mutex_lock(&g_mu);
-  p->seq = seq;
-  p->seq_state = seq ? 1 : -1;
-  pthread_mutex_unlock(&g_mu);
-}
-
-static void capcopy_set_seq(void *arg, uint64_t seq) {
-  capcopy *p = arg;
   pthread_mutex_lock(&g_mu);
   p->seq = seq;
   p->seq_state = seq ? 1 : -1;
@@ -223,41 +318,6 @@ static CUevent record_after(uint64_t ctx, CUstream s, int variant) {
   return e;
 }
 
-static void note_capture(cucap_call *c, CUstream s, const cx_rows *rows) {
-  CUgraph g = NULL;
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t id = 0;
-  CUresult r = CUDA_ERROR_NOT_FOUND;
-  if (c->variant == CUCAP_FB_CALLVARIANT_PTSZ && cucap_real.cuStreamGetCaptureInfo_v3_ptsz)
-    r = cucap_real.cuStreamGetCaptureInfo_v3_ptsz(s, &st, &id, &g, NULL, NULL, NULL);
-  else if (cucap_real.cuStreamGetCaptureInfo_v3)
-    r = cucap_real.cuStreamGetCaptureInfo_v3(s, &st, &id, &g, NULL, NULL, NULL);
-  else if (cucap_real.cuStreamGetCaptureInfo_v2)
-    r = cucap_real.cuStreamGetCaptureInfo_v2(s, &st, &id, &g, NULL, NULL);
-  if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_ACTIVE || !g)
-    return;
-  capcopy *p = calloc(1, sizeof *p);
-  if (!p)
-    return;
-  p->graph = CX_U64(g);
-  p->stream = CX_U64(s);
-  p->open = 1;
-  p->ctx = cx_current_ctx();
-  p->rows = *rows;
-  pthread_mutex_lock(&g_mu);
-  if (g_ncap >= CX_MAX_CAPCOPIES) {
-    pthread_mutex_unlock(&g_mu);
-    free(p);
-    return;
-  }
-  p->next = g_cap;
-  g_cap = p;
-  g_ncap++;
-  pthread_mutex_unlock(&g_mu);
-  c->after_append = capcopy_set_seq;
-  c->after_arg = p;
-}
-
 int cx_deferred_copy(cucap_call *c, CUstream s, const cx_rows *rows) {
   if (!rows->base || !rows->width)
     return 0;
@@ -265,7 +325,7 @@ int cx_deferred_copy(cucap_call *c, CUstream s, const cx_rows *rows) {
   cx_relax_begin(&rx);
   int now = 0;
   if (cx_stream_capturing(s, c->variant)) {
-    note_capture(c, s, rows);
+    cx_deferred_note_capture(c, s, rows); /* custom_deferred_graph.c */
     goto out;
   }
   uint64_t ctx = cx_current_ctx();
@@ -292,18 +352,17 @@ int cx_deferred_copy(cucap_call *c, CUstream s, const cx_rows *rows) {
   p->ev = e;
   p->ctx = ctx;
   p->rows = *rows;
+  p->ord = atomic_fetch_add(&g_ord, 1);
+  p->lseq_known = 1;
   pthread_once(&g_exit_once, register_exit);
   pthread_mutex_lock(&g_mu);
-  if (atomic_load(&g_npend) >= CX_MAX_PENDING) {
+  if (!pend_insert(p)) {
     event_put_locked(ctx, e);
     pthread_mutex_unlock(&g_mu);
     free(p);
     CUCAP_DEBUG("too many pending copy results: one left unverified");
     goto out;
   }
-  p->next = g_pend;
-  g_pend = p;
-  atomic_fetch_add(&g_npend, 1);
   pthread_mutex_unlock(&g_mu);
   c->after_append = pend_set_seq;
   c->after_arg = p;
@@ -312,26 +371,85 @@ out:
   return now;
 }
 
-/* Takes the entries that are complete (or, with wait, waits for them) off
- * the list and writes their results. ctx_only 0: every context. */
+/* Waits (bounded) until p's host function ran: on the event recorded after
+ * it, else by polling. Only at exit, context loss and host frees. */
+static int hostfn_wait(pend *p) {
+  if (atomic_load_explicit(&p->hf_ran, memory_order_acquire))
+    return 1;
+  if (p->ev && cucap_real.cuEventSynchronize)
+    (void)cucap_real.cuEventSynchronize(p->ev);
+  for (int i = 0; i < 20000 && !atomic_load_explicit(&p->hf_ran, memory_order_acquire); i++) {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  return atomic_load_explicit(&p->hf_ran, memory_order_acquire);
+}
+
+static int cmp_ord(const void *a, const void *b) {
+  const pend *x = *(pend *const *)a, *y = *(pend *const *)b;
+  return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+/* Writes the results of ready[0..n) in the order the copies were made and
+ * frees them (and the array when owned). */
+static void emit_all(pend **ready, size_t n, int owned) {
+  qsort(ready, n, sizeof *ready, cmp_ord);
+  for (size_t i = 0; i < n; i++) {
+    emit_result(ready[i]);
+    pend_free(ready[i]);
+  }
+  if (owned)
+    free(ready);
+}
+
+/* Takes the entries whose copy is complete (or, with wait, waits for them)
+ * off the list and writes their results in the order the copies were made.
+ * ctx_only 0: every context. */
 static void collect(int wait, uint64_t ctx_only) {
   if (!atomic_load(&g_npend))
     return;
-  pend *ready = NULL;
   cx_relaxed rx;
   cx_relax_begin(&rx);
   pthread_mutex_lock(&g_mu);
-  for (pend **pp = &g_pend; *pp;) {
-    pend *p = *pp;
-    int take = 0, drop = 0;
-    if (ctx_only && p->ctx != ctx_only) {
-      pp = &p->next;
-      continue;
+  size_t n = g_npend_n, nready = 0;
+  /* few pending results: no allocation */
+  unsigned char gone_small[64];
+  pend *ready_small[64];
+  unsigned char *gone = n <= 64 ? gone_small : calloc(n, 1);
+  pend **ready = n <= 64 ? ready_small : malloc(n * sizeof *ready);
+  if (n <= 64)
+    memset(gone_small, 0, n);
+  if (!gone || !ready) {
+    pthread_mutex_unlock(&g_mu);
+    cx_relax_end(&rx);
+    if (n > 64) {
+      free(gone);
+      free(ready);
     }
-    if (p->seq_state == 0) {
-      /* its call is still being recorded on another thread */
-    } else if (p->seq_state < 0 || p->dropped) {
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    pend *p = g_pend[i];
+    int take = 0, drop = 0;
+    if ((ctx_only && p->ctx != ctx_only) || (pend_recording(p) && !wait))
+      continue; /* (its call is still being recorded on another thread) */
+    if (p->state == P_HOSTFN) {
+      /* the host function writes p->bytes: p lives until it has run */
+      int ran = atomic_load_explicit(&p->hf_ran, memory_order_acquire) ||
+                (wait && hostfn_wait(p));
+      if (!ran) {
+        if (wait)
+          CUCAP_WARN("a host function reading a copy result never ran: left unverified");
+        continue;
+      }
+      p->state = P_DONE;
+    }
+    if (p->seq_state < 0 || p->dropped) {
       drop = 1;
+    } else if (pend_recording(p)) {
+      continue; /* waited for, still being recorded: next time */
+    } else if (p->state == P_DONE) {
+      take = 1;
     } else {
       CUresult r = cucap_real.cuEventQuery ? cucap_real.cuEventQuery(p->ev)
                                            : CUDA_ERROR_NOT_FOUND;
@@ -340,28 +458,21 @@ static void collect(int wait, uint64_t ctx_only) {
       take = r == CUDA_SUCCESS;
       drop = !take && (r != CUDA_ERROR_NOT_READY || wait);
     }
-    if (!take && !drop) {
-      pp = &p->next;
+    if (!take && !drop)
       continue;
-    }
-    *pp = p->next;
-    atomic_fetch_sub(&g_npend, 1);
+    gone[i] = 1;
     event_put_locked(p->ctx, p->ev);
-    if (take) {
-      p->next = ready;
-      ready = p;
-    } else {
-      free(p);
-    }
+    if (take)
+      ready[nready++] = p;
+    else
+      pend_free(p);
   }
+  pend_compact(gone);
   pthread_mutex_unlock(&g_mu);
   cx_relax_end(&rx);
-  while (ready) {
-    pend *p = ready;
-    ready = p->next;
-    emit_result(p->seq, &p->rows);
-    free(p);
-  }
+  if (n > 64)
+    free(gone);
+  emit_all(ready, nready, n > 64);
 }
 
 void cx_deferred_poll(void) { collect(0, 0); }
@@ -376,166 +487,171 @@ void cx_deferred_context_loss(uint64_t ctx) {
   pthread_mutex_unlock(&g_mu);
 }
 
+static int rows_overlap(const cx_rows *a, uint64_t lo, uint64_t hi) {
+  uint64_t b = CX_U64(a->base);
+  return b < hi && lo < b + rows_span(a);
+}
+
 void cx_deferred_host_free(uint64_t p, uint64_t size) {
   if (!atomic_load(&g_npend))
     return;
   collect(0, 0);
+  uint64_t hi = p + (size ? size : 1);
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   pthread_mutex_lock(&g_mu);
-  for (pend *q = g_pend; q; q = q->next) {
-    uint64_t a = CX_U64(q->rows.base);
-    if (a >= p && a - p < (size ? size : 1))
-      q->dropped = 1; /* still in flight into memory being freed */
+  for (size_t i = 0; i < g_npend_n; i++) {
+    pend *q = g_pend[i];
+    if (!rows_overlap(&q->rows, p, hi))
+      continue;
+    q->dropped = 1; /* still in flight into memory being freed */
+    /* a host function must not read the memory once it is gone */
+    if (q->state == P_HOSTFN)
+      (void)hostfn_wait(q);
   }
   pthread_mutex_unlock(&g_mu);
+  cx_relax_end(&rx);
+}
+
+/* ---------------------------------------------------------------- reuse */
+
+/* cuLaunchHostFunc callback: runs on the driver's callback thread once the
+ * work before it on its stream (the pending copy included) has completed
+ * and before the work after it starts. No CUDA calls, no recorder lock. */
+static void CUDA_CB hostfn_read(void *arg) {
+  pend *p = arg;
+  read_into(p);
+  atomic_store_explicit(&p->hf_ran, 1, memory_order_release);
+}
+
+/* Enqueues hostfn_read(p) on s, then re-records p's event after it (so that
+ * waiting for p waits for the host function). 1 on success. */
+static int hostfn_enqueue(pend *p, CUstream s, int variant) {
+  int pt = variant == CUCAP_FB_CALLVARIANT_PTSZ || variant == CUCAP_FB_CALLVARIANT_PTDS;
+  CUresult (*launch)(CUstream, CUhostFn, void *) =
+      pt && cucap_real.cuLaunchHostFunc_ptsz ? cucap_real.cuLaunchHostFunc_ptsz
+                                             : cucap_real.cuLaunchHostFunc;
+  CUresult (*rec)(CUevent, CUstream) =
+      pt && cucap_real.cuEventRecord_ptsz ? cucap_real.cuEventRecord_ptsz : cucap_real.cuEventRecord;
+  uint64_t t0 = cucap_rec_stats_on ? cucap_rec_stats_clock() : 0;
+  if (!launch || launch(s, hostfn_read, p) != CUDA_SUCCESS)
+    return 0;
+  if (cucap_rec_stats_on)
+    cucap_rec_stats_add(CUCAP_STATS_HOSTFN, cucap_rec_stats_clock() - t0);
+  if (atomic_fetch_add(&g_hostfns, 1) == 0)
+    CUCAP_INFO("copy results: a buffer is reused before the program synchronised; "
+               "its pending result is read by a host function on the new copy's stream");
+  if (!rec || rec(p->ev, s) != CUDA_SUCCESS)
+    CUCAP_DEBUG("copy result: event after the host function not recorded");
+  return 1;
+}
+
+void cx_deferred_before_host_write(cucap_call *c, CUstream s, const cx_rows *w) {
+  if (!atomic_load(&g_npend) || !w->base || !w->width)
+    return;
+  uint64_t lo = CX_U64(w->base), hi = lo + rows_span(w);
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
+  if (cx_stream_capturing(s, c->variant)) {
+    cx_relax_end(&rx); /* the new work runs when its graph runs, not now */
+    return;
+  }
+  pend **now = NULL, *hf[64];
+  size_t nnow = 0;
+  int nhf = 0;
+  pthread_mutex_lock(&g_mu);
+  size_t i0 = pend_lower(lo > g_maxspan ? lo - g_maxspan : 0), i1 = i0;
+  while (i1 < g_npend_n && CX_U64(g_pend[i1]->rows.base) < hi)
+    i1++;
+  unsigned char *gone = i1 > i0 ? calloc(g_npend_n, 1) : NULL;
+  if (gone)
+    now = malloc((i1 - i0) * sizeof *now);
+  for (size_t i = i0; now && i < i1; i++) {
+    pend *p = g_pend[i];
+    if (p->state != P_EVENT || p->dropped || !rows_overlap(&p->rows, lo, hi))
+      continue;
+    CUresult r = cucap_real.cuEventQuery ? cucap_real.cuEventQuery(p->ev) : CUDA_ERROR_NOT_FOUND;
+    if (r == CUDA_SUCCESS && !pend_recording(p)) {
+      /* complete: read it now, before the new work is enqueued */
+      gone[i] = 1;
+      event_put_locked(p->ctx, p->ev);
+      now[nnow++] = p;
+    } else if (r == CUDA_SUCCESS) {
+      read_into(p); /* its record is still being appended: keep the bytes */
+      p->state = P_DONE;
+    } else if (r == CUDA_ERROR_NOT_READY && nhf < 64) {
+      p->state = P_HOSTFN;
+      hf[nhf++] = p;
+    } else {
+      p->dropped = 1; /* cannot be read in time: unverified */
+    }
+  }
+  if (nnow)
+    pend_compact(gone);
+  pthread_mutex_unlock(&g_mu);
+  free(gone);
+  for (int i = 0; i < nhf; i++) {
+    if (hostfn_enqueue(hf[i], s, c->variant))
+      continue;
+    CUCAP_DEBUG("copy result: cuLaunchHostFunc failed; the result is left unverified");
+    pthread_mutex_lock(&g_mu);
+    hf[i]->state = P_EVENT;
+    hf[i]->dropped = 1;
+    pthread_mutex_unlock(&g_mu);
+  }
+  cx_relax_end(&rx);
+  if (now)
+    emit_all(now, nnow, 1);
 }
 
 void cx_sync_point(int kind, uint64_t handle, int variant) {
   (void)variant;
+  cucap_rec_query_flush_self(); /* this thread's pure-query counts */
   cx_deferred_poll();
   if (cx_managed_any())
     cx_managed_sync(kind, handle);
 }
 
-/* ---------------------------------------------------------------- graphs */
+/* ------------------------------------------- for custom_deferred_graph.c */
 
-static int exec_of_graph_locked(uint64_t graph) {
-  for (int i = 0; i < g_nexec; i++)
-    if (g_exec[i].graph == graph)
-      return 1;
-  return 0;
-}
+int cx_deferred_pending(void) { return atomic_load(&g_npend) != 0; }
 
-/* Frees the entries matching (under g_mu); never one whose record has not
- * been appended yet (its after_append still points at it). */
-static void capcopy_remove_locked(int (*match)(const capcopy *, uint64_t), uint64_t key) {
-  for (capcopy **pp = &g_cap; *pp;) {
-    capcopy *p = *pp;
-    if (p->seq_state != 0 && match(p, key)) {
-      *pp = p->next;
-      g_ncap--;
-      free(p);
-    } else {
-      pp = &p->next;
-    }
-  }
-}
-
-static int m_open_stream(const capcopy *p, uint64_t s) { return p->open && p->stream == s; }
-static int m_dead_graph(const capcopy *p, uint64_t g) { return p->dead && p->graph == g; }
-
-void cx_deferred_graph_end_capture(uint64_t stream, uint64_t graph) {
-  pthread_mutex_lock(&g_mu);
-  if (graph) {
-    for (capcopy *p = g_cap; p; p = p->next)
-      if (p->graph == graph)
-        p->open = 0;
-  } else { /* the capture failed: its graph is gone */
-    capcopy_remove_locked(m_open_stream, stream);
-  }
-  pthread_mutex_unlock(&g_mu);
-}
-
-void cx_deferred_graph_instantiate(uint64_t graph, uint64_t exec) {
-  if (!graph || !exec)
-    return;
-  pthread_mutex_lock(&g_mu);
-  int have = 0;
-  for (capcopy *p = g_cap; p && !have; p = p->next)
-    have = p->graph == graph;
-  if (have) {
-    int i;
-    for (i = 0; i < g_nexec && g_exec[i].exec != exec; i++)
-      ;
-    if (i < CX_MAX_EXECS) {
-      g_exec[i].exec = exec;
-      g_exec[i].graph = graph;
-      if (i == g_nexec)
-        g_nexec++;
-    }
-  }
-  pthread_mutex_unlock(&g_mu);
-}
-
-void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s) {
-  if (!g_nexec)
-    return; /* benign race: a graph instantiated concurrently is missed */
-  uint64_t graph = 0;
-  pthread_mutex_lock(&g_mu);
-  for (int i = 0; i < g_nexec; i++)
-    if (g_exec[i].exec == exec)
-      graph = g_exec[i].graph;
-  pthread_mutex_unlock(&g_mu);
-  if (!graph)
-    return;
-  cx_relaxed rx;
-  cx_relax_begin(&rx);
-  if (cx_stream_capturing(s, c->variant)) { /* a graph launched into a capture */
-    cx_relax_end(&rx);
-    return;
-  }
-  uint64_t ctx = cx_current_ctx();
-  pthread_mutex_lock(&g_mu);
-  size_t n = 0;
-  for (capcopy *p = g_cap; p; p = p->next)
-    n += p->graph == graph && p->seq_state > 0;
-  pthread_mutex_unlock(&g_mu);
-  /* one event per copy (a graph holds few host-bound copies) */
-  for (size_t k = 0; k < n; k++) {
-    capcopy snap;
-    int found = 0;
+void *cx_deferred_pend_after(cucap_call *c, CUstream s, uint64_t ctx, const cx_rows *rows,
+                             uint64_t copy_seq) {
+  CUevent e = record_after(ctx, s, c->variant);
+  if (!e)
+    return NULL;
+  pend *q = calloc(1, sizeof *q);
+  if (!q) {
     pthread_mutex_lock(&g_mu);
-    size_t j = 0;
-    for (capcopy *p = g_cap; p && !found; p = p->next)
-      if (p->graph == graph && p->seq_state > 0 && j++ == k) {
-        snap = *p;
-        found = 1;
-      }
+    event_put_locked(ctx, e);
     pthread_mutex_unlock(&g_mu);
-    if (!found)
-      break;
-    CUevent e = record_after(ctx, s, c->variant);
-    if (!e)
-      break;
-    pend *q = calloc(1, sizeof *q);
-    if (!q) {
-      pthread_mutex_lock(&g_mu);
-      event_put_locked(ctx, e);
-      pthread_mutex_unlock(&g_mu);
-      break;
-    }
-    q->ev = e;
-    q->ctx = ctx;
-    q->rows = snap.rows;
-    q->seq = snap.seq;
-    q->seq_state = 1;
-    pthread_once(&g_exit_once, register_exit);
-    pthread_mutex_lock(&g_mu);
-    q->next = g_pend;
-    g_pend = q;
-    atomic_fetch_add(&g_npend, 1);
-    pthread_mutex_unlock(&g_mu);
+    return NULL;
   }
-  cx_relax_end(&rx);
+  q->ev = e;
+  q->ctx = ctx;
+  q->rows = *rows;
+  q->seq = copy_seq;
+  q->seq_state = 1;
+  q->ord = atomic_fetch_add(&g_ord, 1);
+  pthread_once(&g_exit_once, register_exit);
+  pthread_mutex_lock(&g_mu);
+  if (!pend_insert(q)) {
+    event_put_locked(ctx, e);
+    pthread_mutex_unlock(&g_mu);
+    free(q);
+    return NULL;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return q;
 }
 
-void cx_deferred_graph_forget(uint64_t graph, uint64_t exec) {
+void cx_deferred_pend_launch_seq(void *const *pends, int n, uint64_t launch_seq) {
   pthread_mutex_lock(&g_mu);
-  if (exec) {
-    for (int i = 0; i < g_nexec; i++)
-      if (g_exec[i].exec == exec) {
-        graph = graph ? graph : g_exec[i].graph;
-        g_exec[i] = g_exec[--g_nexec];
-        break;
-      }
-  }
-  if (graph) {
-    /* cuGraphDestroy marks; the copies go once no instance can run them */
-    if (!exec)
-      for (capcopy *p = g_cap; p; p = p->next)
-        if (p->graph == graph)
-          p->dead = 1;
-    if (!exec_of_graph_locked(graph))
-      capcopy_remove_locked(m_dead_graph, graph);
+  for (int i = 0; i < n; i++) {
+    pend *p = pends[i];
+    p->launch_seq = launch_seq;
+    p->lseq_known = 1;
   }
   pthread_mutex_unlock(&g_mu);
 }

@@ -303,9 +303,10 @@ void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *pe,
   instantiated(c, r, pe, g, p ? p->flags : 0);
 }
 
-/* A graph's managed-memory accesses are unknown (custom_managed.c). */
+/* A graph's managed-memory accesses are unknown (custom_managed.c); its
+ * copies to the host may overwrite pending copy results (custom_deferred.c). */
 void custom_graph_launch_pre(cucap_call *c, CUgraphExec e, CUstream s) {
-  (void)e;
+  cx_deferred_graph_before_launch(c, CX_U64(e), s);
   if (cx_managed_any())
     cx_managed_before_unknown(s, c->variant);
 }

@@ -147,8 +147,18 @@ typedef struct cx_rows {
  * (a capturing stream: the copy runs when the graph runs, see
  * cx_deferred_graph_launch). */
 int cx_deferred_copy(cucap_call *c, CUstream s, const cx_rows *rows);
+/* The program is about to enqueue work on stream s (with c's variant) that
+ * writes host memory `w` (a copy to the host, synchronous or not; the pre
+ * hooks of custom_hostwrite.c). A pending copy result overlapping it is
+ * read now if its copy has completed, else by a host function enqueued on
+ * s before the new work (custom_deferred.c: the ordering argument). One
+ * atomic load when nothing is pending. */
+void cx_deferred_before_host_write(cucap_call *c, CUstream s, const cx_rows *w);
+/* Before a launch of exec on s: the same for the host destinations of the
+ * copies captured into its graph. */
+void cx_deferred_graph_before_launch(cucap_call *c, uint64_t exec, CUstream s);
 /* Reads the deferred copies known complete (recorder events that have
- * fired), without waiting. Called after the program's synchronisations
+ * fired, host functions that have run), without waiting. Called after the program's synchronisations
  * (stream/event/context sync, successful stream/event queries, synchronous
  * copies); cheap when nothing is pending. */
 void cx_deferred_poll(void);
@@ -168,6 +178,17 @@ void cx_deferred_graph_instantiate(uint64_t graph, uint64_t exec);
 void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s);
 /* cuGraphDestroy(graph) (exec 0) / cuGraphExecDestroy(exec) (graph 0). */
 void cx_deferred_graph_forget(uint64_t graph, uint64_t exec);
+/* Between custom_deferred.c and custom_deferred_graph.c: a copy to the host
+ * enqueued on a capturing stream (remembered with its graph); a pending
+ * result for the copy copy_seq whose bytes land when the work just
+ * enqueued on s completes (an event after it; NULL on failure), its graph
+ * launch's seq unknown until cx_deferred_pend_launch_seq. */
+void cx_deferred_note_capture(cucap_call *c, CUstream s, const cx_rows *rows);
+void *cx_deferred_pend_after(cucap_call *c, CUstream s, uint64_t ctx, const cx_rows *rows,
+                             uint64_t copy_seq);
+void cx_deferred_pend_launch_seq(void *const *pends, int n, uint64_t launch_seq);
+/* 1 when any copy result is pending (one atomic load). */
+int cx_deferred_pending(void);
 
 /* The program synchronised (cuCtxSynchronize, cuStreamSynchronize,
  * cuEventSynchronize, successful queries): reads deferred copies and

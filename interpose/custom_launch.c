@@ -10,17 +10,15 @@
 
 #include "custom_internal.h"
 
-/* Launch index taken in the pre hook (so snapshot=launch:N runs before the
- * real launch), consumed by the post hook of the same call on this thread. */
-static __thread uint64_t t_launch_index;
-
 /* Snapshots and launch hashes synchronise the device: never while a
  * capture is active (custom_capture.c); managed memory the host wrote is
  * stored before the kernel can change it (custom_managed.c). */
+/* The launch index is taken in the pre hook (so snapshot=launch:N runs
+ * before the real launch) and recorded by the post hook (c->launch_index). */
 static void launch_pre(cucap_call *c, CUfunction f, CUstream s, void **kp, void **extra) {
-  t_launch_index = cucap_rec_next_launch_index();
+  c->launch_index = cucap_rec_next_launch_index();
   if (!cx_capture_any())
-    cx_snapshot_before_launch(t_launch_index);
+    cx_snapshot_before_launch(c->launch_index);
   if (cx_managed_any())
     cx_managed_before_launch(CX_U64(f), s, c->variant, kp, extra);
 }
@@ -33,16 +31,19 @@ typedef struct launch_desc {
   uint64_t stream;
   void **params;
   void **extra;
-  cucap_fb_ref attrs;
+  const CUlaunchAttribute *attrs; /* cuLaunchKernelEx: config->attrs */
+  unsigned nattrs;                /* at most CX_MAX_LAUNCH_ATTRS */
   uint64_t host_fn;
 } launch_desc;
 
+#define CX_MAX_LAUNCH_ATTRS 64
+
 /* ---- hand-laid Launch record ----
  *
- * The common launch (kernel/cooperative/KernelEx without attributes, an
- * inline argument block, no launch hashes) is written front to back as one
- * size-prefixed Record with its Launch body, instead of through the generic
- * builder (hooks.c does the same for body-less records), then appended here;
+ * The common launch (kernel/cooperative/KernelEx with or without launch
+ * attributes, an inline argument block, no launch hashes) is written front
+ * to back as one size-prefixed Record with its Launch body, instead of
+ * through the generic builder (hooks.c does the same for body-less records), then appended here;
  * c->drop keeps cucap_call_exit from recording it a second time. The fields
  * present are exactly those the generic path adds (cucap dump --json of both
  * is identical; CUCAP_SLOW_RECORDS=1 forces the generic path). Layout
@@ -55,12 +56,21 @@ typedef struct launch_desc {
  *   LV = 112 + 8*nargs: Launch vtable (4 + 2*13 bytes), pad to 8
  *   LT = LV + 32: Launch: i32 soffset | +4 kind | +5 from_extra | +6..7 pad |
  *       +8 function | +16 stream | +24 launch_index | +32 grid | +44 block |
- *       +56 shared_mem | +60 args uoff | +64 u32 len | +68 bytes, pad to 8 */
+ *       +56 shared_mem | +60 args uoff | +64 attrs uoff | +68 pad
+ *   LT + 72: args: u32 len | bytes, pad to 8
+ *   launch attributes (cuLaunchKernelEx), A = after the args:
+ *       u32 count | u32 uoff[count] (-> each table), pad to 8 |
+ *       LaunchAttr vtable: u16 8 | u16 12 | u16 id@4 | u16 value@8 |
+ *       per attribute, 80 bytes: i32 soffset | i32 id | u32 value uoff (-> +12) |
+ *       u32 len (sizeof CUlaunchAttributeValue = 64) | the value bytes */
 enum {
   LR_RT = 40, LR_RTSIZE = 64, LR_RVEC = 108, LR_RELEMS = 112,
-  LR_LVSIZE = 4 + 2 * 13, LR_LTSIZE = 64,
-  LR_MAX = LR_RELEMS + 8 * CUCAP_MAX_ARGS + 32 + LR_LTSIZE + 4 + CX_INLINE_ARGS_MAX + 8
+  LR_LVSIZE = 4 + 2 * 13, LR_LTSIZE = 72,
+  LR_AVAL = (int)sizeof(CUlaunchAttributeValue), LR_AREC = 16 + LR_AVAL,
+  LR_MAX = LR_RELEMS + 8 * CUCAP_MAX_ARGS + 32 + LR_LTSIZE + 4 + CX_INLINE_ARGS_MAX + 8 +
+           8 + 4 * CX_MAX_LAUNCH_ATTRS + 8 + LR_AREC * CX_MAX_LAUNCH_ATTRS
 };
+_Static_assert(sizeof(CUlaunchAttributeValue) % 8 == 0, "attribute records stay 8-aligned");
 
 static int g_slow_launch = -1; /* CUCAP_SLOW_RECORDS=1 (read once, benign race) */
 
@@ -122,6 +132,9 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
   size_t end = lt + LR_LTSIZE;
   if (na >= 0)
     end += (4 + (size_t)na + 7) & ~(size_t)7;
+  size_t attrs_at = end; /* the attribute vector, when there are attributes */
+  if (d->nattrs)
+    end += ((4 + 4 * (size_t)d->nattrs + 7) & ~(size_t)7) + 8 + LR_AREC * (size_t)d->nattrs;
   /* Record.context as cucap_call_exit takes it (not counted by --audit) */
   uint64_t t_exit = cucap_rec_now();
   CUcontext ctx = NULL;
@@ -165,7 +178,7 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
                       /* kind */ 4, /* function */ 8, /* grid */ 32, /* block */ 44,
                       /* shared_mem */ 56, /* stream */ 16,
                       /* args */ na >= 0 ? 60 : 0, /* args_blob */ 0,
-                      /* has_args_blob */ 0, /* attrs */ 0, /* host_fn */ 0,
+                      /* has_args_blob */ 0, /* attrs */ d->nattrs ? 64 : 0, /* host_fn */ 0,
                       /* launch_index */ 24, /* from_extra */ from_extra ? 5 : 0};
   memcpy(buf + lv, lvt, LR_LVSIZE);
   put32(buf + lt, (uint32_t)(lt - lv));
@@ -174,15 +187,33 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
   L[5] = (uint8_t)from_extra;
   memcpy(L + 8, &d->function, 8);
   memcpy(L + 16, &d->stream, 8);
-  memcpy(L + 24, &t_launch_index, 8);
+  memcpy(L + 24, &c->launch_index, 8);
   memcpy(L + 32, &d->grid, 12);
   memcpy(L + 44, &d->block, 12);
   memcpy(L + 56, &d->shared, 4);
   if (na >= 0) {
-    put32(L + 60, 4);
-    put32(L + 64, (uint32_t)na);
-    size_t pad = end - (lt + LR_LTSIZE + 4 + (size_t)na);
-    memset(buf + end - pad, 0, pad);
+    put32(L + 60, LR_LTSIZE - 60);
+    put32(L + LR_LTSIZE, (uint32_t)na);
+    size_t aend = lt + LR_LTSIZE + 4 + (size_t)na;
+    memset(buf + aend, 0, ((aend + 7) & ~(size_t)7) - aend);
+  }
+  if (d->nattrs) {
+    size_t vt = (attrs_at + 4 + 4 * (size_t)d->nattrs + 7) & ~(size_t)7;
+    size_t t0 = vt + 8;
+    memset(buf + attrs_at, 0, vt - attrs_at);
+    put32(L + 64, (uint32_t)(attrs_at - (lt + 64)));
+    put32(buf + attrs_at, d->nattrs);
+    uint16_t avt[4] = {8, 12, 4, 8};
+    memcpy(buf + vt, avt, sizeof avt);
+    for (unsigned i = 0; i < d->nattrs; i++) {
+      size_t ti = t0 + LR_AREC * (size_t)i, slot = attrs_at + 4 + 4 * (size_t)i;
+      put32(buf + slot, (uint32_t)(ti - slot));
+      put32(buf + ti, (uint32_t)(int32_t)(ti - vt));
+      put32(buf + ti + 4, (uint32_t)(int32_t)d->attrs[i].id);
+      put32(buf + ti + 8, 4);
+      put32(buf + ti + 12, LR_AVAL);
+      memcpy(buf + ti + 16, &d->attrs[i].value, LR_AVAL);
+    }
   }
   cucap_status st = cucap_rec_append_call(buf, end, c->cbid, NULL);
   if (st != CUCAP_OK && st != CUCAP_ERR_STATE)
@@ -194,13 +225,27 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
 static void launch_post(cucap_call *c, CUresult r, const launch_desc *d) {
   cucap_fbb *b = c->b;
   if (r == CUDA_SUCCESS && d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC)
-    cx_snapshot_after_launch(t_launch_index);
+    cx_snapshot_after_launch(c->launch_index);
   c->stack = cucap_rec_stack_id();
-  if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC && !d->attrs &&
-      !cucap_rec_opts()->hash_launches && !slow_launch()) {
+  if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC && !cucap_rec_opts()->hash_launches &&
+      !slow_launch()) {
     const cucap_tracked_fn *fn = cx_function_for_launch(d->function);
     if (launch_fast(c, r, d, fn))
       return;
+  }
+  cucap_fb_ref attrs = 0;
+  if (d->nattrs) {
+    cucap_fb_ref refs[CX_MAX_LAUNCH_ATTRS];
+    for (unsigned i = 0; i < d->nattrs; i++) {
+      const CUlaunchAttribute *at = &d->attrs[i];
+      cucap_fb_ref v = cucap_fb_launch_attr_create_value(
+          b, (const uint8_t *)&at->value, sizeof at->value);
+      cucap_fb_launch_attr_start(b);
+      cucap_fb_launch_attr_add_id(b, (int32_t)at->id);
+      cucap_fb_launch_attr_add_value(b, v);
+      refs[i] = cucap_fb_launch_attr_end(b);
+    }
+    attrs = cucap_fbb_vector_refs(b, refs, d->nattrs);
   }
   cx_args a = {0};
   if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC) {
@@ -224,17 +269,17 @@ static void launch_post(cucap_call *c, CUresult r, const launch_desc *d) {
     cucap_fb_launch_add_args_blob(b, &a.blob);
     cucap_fb_launch_add_has_args_blob(b, 1);
   }
-  if (d->attrs)
-    cucap_fb_launch_add_attrs(b, d->attrs);
+  if (attrs)
+    cucap_fb_launch_add_attrs(b, attrs);
   if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC)
-    cucap_fb_launch_add_launch_index(b, t_launch_index);
+    cucap_fb_launch_add_launch_index(b, c->launch_index);
   if (a.from_extra)
     cucap_fb_launch_add_from_extra(b, 1);
   c->body = cucap_fb_launch_end(b);
   c->body_type = CUCAP_FB_BODY_LAUNCH;
   if (r == CUDA_SUCCESS && cucap_rec_opts()->hash_launches &&
       d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC && !cx_capture_any())
-    cx_launch_hash(t_launch_index);
+    cx_launch_hash(c->launch_index);
 }
 
 /* ---- cuLaunchKernel, cuLaunchKernel_ptsz ---- */
@@ -252,7 +297,7 @@ void custom_launch_kernel(cucap_call *c, CUresult r, CUfunction f, unsigned int 
                           unsigned int by, unsigned int bz, unsigned int shm,
                           CUstream s, void **kp, void **extra) {
   launch_desc d = {CUCAP_FB_LAUNCHKIND_KERNEL, CX_U64(f), {gx, gy, gz}, {bx, by, bz},
-                   shm, CX_U64(s), kp, extra, 0, 0};
+                   shm, CX_U64(s), kp, extra, NULL, 0, 0};
   launch_post(c, r, &d);
 }
 
@@ -271,7 +316,7 @@ void custom_launch_coop(cucap_call *c, CUresult r, CUfunction f, unsigned int gx
                         unsigned int by, unsigned int bz, unsigned int shm,
                         CUstream s, void **kp) {
   launch_desc d = {CUCAP_FB_LAUNCHKIND_COOPERATIVE, CX_U64(f), {gx, gy, gz}, {bx, by, bz},
-                   shm, CX_U64(s), kp, NULL, 0, 0};
+                   shm, CX_U64(s), kp, NULL, NULL, 0, 0};
   launch_post(c, r, &d);
 }
 
@@ -286,31 +331,18 @@ void custom_launch_ex(cucap_call *c, CUresult r, const CUlaunchConfig *config,
                       CUfunction f, void **kp, void **extra) {
   if (!config) {
     launch_desc d = {CUCAP_FB_LAUNCHKIND_KERNELEX, CX_U64(f), {0, 0, 0}, {0, 0, 0},
-                     0, 0, kp, extra, 0, 0};
+                     0, 0, kp, extra, NULL, 0, 0};
     launch_post(c, r, &d);
     return;
   }
-  cucap_fb_ref attrs = 0;
-  unsigned na = config->numAttrs;
-  if (na && config->attrs) {
-    if (na > 64)
-      na = 64;
-    cucap_fb_ref refs[64];
-    for (unsigned i = 0; i < na; i++) {
-      const CUlaunchAttribute *at = &config->attrs[i];
-      cucap_fb_ref v = cucap_fb_launch_attr_create_value(
-          c->b, (const uint8_t *)&at->value, sizeof at->value);
-      cucap_fb_launch_attr_start(c->b);
-      cucap_fb_launch_attr_add_id(c->b, (int32_t)at->id);
-      cucap_fb_launch_attr_add_value(c->b, v);
-      refs[i] = cucap_fb_launch_attr_end(c->b);
-    }
-    attrs = cucap_fbb_vector_refs(c->b, refs, na);
-  }
+  unsigned na = config->attrs ? config->numAttrs : 0;
+  if (na > CX_MAX_LAUNCH_ATTRS)
+    na = CX_MAX_LAUNCH_ATTRS;
   launch_desc d = {CUCAP_FB_LAUNCHKIND_KERNELEX, CX_U64(f),
                    {config->gridDimX, config->gridDimY, config->gridDimZ},
                    {config->blockDimX, config->blockDimY, config->blockDimZ},
-                   config->sharedMemBytes, CX_U64(config->hStream), kp, extra, attrs, 0};
+                   config->sharedMemBytes, CX_U64(config->hStream), kp, extra,
+                   na ? config->attrs : NULL, na, 0};
   launch_post(c, r, &d);
 }
 
@@ -320,6 +352,6 @@ void custom_launch_host_func(cucap_call *c, CUresult r, CUstream s, CUhostFn fn,
                              void *user) {
   (void)user;
   launch_desc d = {CUCAP_FB_LAUNCHKIND_HOSTFUNC, 0, {0, 0, 0}, {0, 0, 0},
-                   0, CX_U64(s), NULL, NULL, 0, CX_U64(fn)};
+                   0, CX_U64(s), NULL, NULL, NULL, 0, CX_U64(fn)};
   launch_post(c, r, &d);
 }

@@ -366,6 +366,16 @@ void custom_library_get_kernel(cucap_call *c, CUresult r, CUkernel *k, CUlibrary
 
 void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pf, CUkernel k) {
   uint64_t h = r == CUDA_SUCCESS && pf ? CX_U64(*pf) : 0;
+  /* cuDNN/PyTorch ask again before every launch of a CUkernel: the driver
+   * hands back the same function per (kernel, context). Already recorded
+   * (the Function body of the first call maps it): a plain record. A
+   * library unload forgets it (cucap_tracker_module_remove). */
+  const cucap_tracked_fn *known = h ? cucap_tracker_fn_find(cx_tracker(), h) : NULL;
+  if (known && known->module == CX_U64(k) &&
+      known->kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
+    c->stack = cucap_rec_stack_id();
+    return;
+  }
   const cucap_tracked_fn *kf = cucap_tracker_fn_find(cx_tracker(), CX_U64(k));
   if (kf) {
     function_post(c, r, h, CX_U64(k), CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION, NULL, kf);

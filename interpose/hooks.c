@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "cucap_rec_query.h"
 #include "interpose_internal.h"
 
 #define CUCAP_EXPORT __attribute__((visibility("default")))
@@ -205,13 +206,17 @@ int cucap_call_enter(cucap_call *c, uint32_t api) {
     c->st0 = cucap_rec_stats_clock();
     c->st_real0 = c->st_real1 = 0;
   }
-  if (__builtin_expect(!atomic_load_explicit(&g_real_ready, memory_order_acquire), 0))
-    cucap_real_init();
-  /* The first intercepted call of the process opens the capture. */
-  if (__builtin_expect(!cucap_rec_active(), 0) && !cucap_rec_activate())
-    return 0;
-  cucap_rec_thread *th = cucap_rec_thread_get();
-  if (!th || th->depth)
+  cucap_rec_thread *th = cucap_rec_thread_peek(); /* recording, state exists */
+  if (__builtin_expect(!th, 0)) {
+    if (!atomic_load_explicit(&g_real_ready, memory_order_acquire))
+      cucap_real_init();
+    /* The first intercepted call of the process opens the capture. */
+    if (!cucap_rec_active() && !cucap_rec_activate())
+      return 0;
+    if (!(th = cucap_rec_thread_get()))
+      return 0;
+  }
+  if (th->depth)
     return 0;
   th->depth = 1;
   c->th = th;
@@ -228,7 +233,58 @@ int cucap_call_enter(cucap_call *c, uint32_t api) {
   c->after_append = NULL;
   th->audit_expect = c->cbid;
   c->t_enter = cucap_rec_now();
+  cucap_rec_query_tick(th, c->t_enter);
   return 1;
+}
+
+int cucap_query_enter(cucap_call *c, uint32_t api) {
+  c->stats = cucap_rec_stats_on;
+  if (__builtin_expect(c->stats, 0)) {
+    c->st0 = cucap_rec_stats_clock();
+    c->st_real0 = c->st_real1 = 0;
+  }
+  cucap_rec_thread *th = cucap_rec_thread_peek();
+  if (__builtin_expect(!th, 0)) {
+    if (!atomic_load_explicit(&g_real_ready, memory_order_acquire))
+      cucap_real_init();
+    if (!cucap_rec_active() && !cucap_rec_activate())
+      return 0;
+    if (!(th = cucap_rec_thread_get()))
+      return 0;
+  }
+  if (th->depth)
+    return 0;
+  th->depth = 1;
+  th->audit_expect = cucap_api_table[api].cbid;
+  c->th = th;
+  c->api = api;
+  return 1;
+}
+
+int cucap_query_exit(cucap_call *c, CUresult r) {
+  cucap_rec_thread *th = c->th;
+  if (__builtin_expect(cucap_rec_query_count(th, c->api, (int)r), 1)) {
+    if (__builtin_expect(c->stats, 0)) {
+      uint64_t total = cucap_rec_stats_clock() - c->st0;
+      uint64_t real = c->st_real1 > c->st_real0 ? c->st_real1 - c->st_real0 : 0;
+      cucap_rec_stats_call(c->api, total > real ? total - real : 0, 0);
+    }
+    th->depth = 0;
+    return 1;
+  }
+  /* not countable: the caller records it (cucap_call_exit) */
+  c->cbid = cucap_api_table[c->api].cbid;
+  c->variant = cucap_api_table[c->api].variant;
+  c->nargs = 0;
+  c->b = th->call_b;
+  cucap_fbb_reset(c->b);
+  c->body_type = 0;
+  c->body = 0;
+  c->stack = 0;
+  c->drop = 0;
+  c->after_append = NULL;
+  c->t_enter = cucap_rec_now();
+  return 0;
 }
 
 static atomic_int g_build_errors;
@@ -582,6 +638,14 @@ __attribute__((constructor)) static void cucap_interpose_init(void) {
   if (cucap_rec_opts()->audit)
     cucap_rec_on_activate(cucap_audit_start);
   const char *st = getenv("CUCAP_STATS");
+  /* pure queries: per-thread counts (cucap_rec_query.h) */
+  static uint32_t cbids[CUCAP_API_COUNT];
+  static uint8_t variants[CUCAP_API_COUNT];
+  for (size_t i = 0; i < CUCAP_API_COUNT; i++) {
+    cbids[i] = cucap_api_table[i].cbid;
+    variants[i] = cucap_api_table[i].variant;
+  }
+  cucap_rec_query_init(CUCAP_API_COUNT, cbids, variants);
   if (getenv("CUCAP_OUTPUT") && (cucap_rec_opts()->stats || (st && *st == '1'))) {
     cucap_rec_stats_init(1, CUCAP_API_COUNT, api_name);
     cucap_rec_at_exit(cucap_rec_stats_report);

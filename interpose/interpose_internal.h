@@ -48,6 +48,7 @@ typedef struct cucap_call {
   uint8_t body_type;       /* CUCAP_FB_BODY_* set by a custom post hook (0 = none) */
   cucap_fb_ref body;       /* the body table built with b */
   uint32_t stack;          /* callstack id, set by customs via cucap_rec_stack_id() */
+  uint64_t launch_index;   /* launches: taken by the pre hook, recorded by the post hook */
   int drop;                /* custom sets 1 to suppress the Record (rare) */
   /* Set by a custom post hook that must learn the Record's seq (deferred
    * payload reads): cucap_call_exit calls it once, after the append, with
@@ -69,6 +70,20 @@ typedef struct cucap_call {
  * already inside a wrapper (re-entered from a hook or from the driver), or
  * the recorder failed: then the wrapper calls the real function only. */
 int cucap_call_enter(cucap_call *c, uint32_t api);
+
+/* Pure queries (gen_interpose.py's list: side-effect-free Get/Query/
+ * Occupancy entry points; format 1.3): the generated wrapper is
+ *   cucap_call c;
+ *   if (!cucap_query_enter(&c, CUCAP_API_x)) return cucap_real.x(...);
+ *   r = cucap_real.x(...);
+ *   if (cucap_query_exit(&c, r)) return r;       counted, no Record
+ *   c.args[] = args; cucap_call_exit(&c, r);     not countable: recorded
+ * enter takes the guard like cucap_call_enter but fills only what counting
+ * needs (no clock, no builder); exit counts the call in the thread's table
+ * (capture/cucap_rec_query.h) and releases the guard, or, returning 0,
+ * prepares c for cucap_call_exit. */
+int cucap_query_enter(cucap_call *c, uint32_t api);
+int cucap_query_exit(cucap_call *c, CUresult r);
 
 /* Around the real call in each generated wrapper: --stats measures the time
  * spent in the wrapper outside it (one untaken branch each when off). */

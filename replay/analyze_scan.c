@@ -370,6 +370,15 @@ static void on_record(scan *S, const cucap_fb_record *rec, uint64_t rec_index) {
   }
   if (cucap_fb_record_call(rec)) /* bodies below only come with calls */
     S->a->sum.calls++;
+  if (bt == CUCAP_FB_BODY_QUERYCOUNTS) { /* format 1.3: pure queries, aggregated */
+    const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
+    size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
+    for (size_t i = 0; i < nq; i++) {
+      const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
+      S->a->sum.calls += e ? cucap_fb_query_count_count(e) : 0;
+    }
+    return;
+  }
   uint64_t te = cucap_fb_record_t_exit(rec);
   if (te > S->max_t)
     S->max_t = te;

@@ -144,6 +144,13 @@ uint64_t cucap_replay_session_stream(cucap_replay_session *s, uint64_t recorded)
  * and the blob's hash and size if there is one, else 0. */
 int cucap_replay_session_copy_result(cucap_replay_session *s, uint64_t copy_seq,
                                      cucap_hash128 *blob, uint64_t *size);
+/* Results of copies captured into a graph that the recorder read for the
+ * graph launch with seq launch_seq (format 1.3 Snapshot.launch_seq; they
+ * may be written after later launches of the graph): the k-th (0-based)
+ * one's captured copy seq, blob hash and size. Returns 0 past the last. */
+int cucap_replay_session_graph_copy_result(cucap_replay_session *s, uint64_t launch_seq,
+                                           size_t k, uint64_t *copy_seq,
+                                           cucap_hash128 *blob, uint64_t *size);
 /* Recorded bytes may hold handles of objects (texture/surface objects) that
  * the replay re-created under other numbers. In `want`, the recorded bytes
  * of `size` bytes at recorded device address `addr`, this rewrites every

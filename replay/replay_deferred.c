@@ -9,7 +9,11 @@
  *    that observers find a copy's recorded result at the copy itself
  *    (cucap_replay_session_copy_result). For a copy captured into a graph
  *    the CopyResult follows the graph launch that ran it: the verify
- *    observer checks it there.
+ *    observer checks it there. A format 1.3 recorder names that launch
+ *    (launch_seq): its result may be written after later launches of the
+ *    graph (a buffer reused before the program synchronised), so the scan
+ *    also indexes launch_seq -> results, checked right after that launch
+ *    (cucap_replay_session_graph_copy_result).
  *  - HostWrite: managed memory the program wrote on the host before GPU
  *    work used it: replay input, uploaded at this point (rp_host_write).
  *  - SyncPoint: managed memory the program may read after one of its own
@@ -25,8 +29,11 @@
 
 struct rp_deferred {
   rp_map copy_result;         /* copy_seq -> index + 1 into hashes/sizes */
+  rp_map by_launch;           /* launch_seq -> index + 1 of its first result */
   cucap_hash128 *hashes;
   uint64_t *sizes;
+  uint64_t *copy_seqs, *launch_seqs;
+  size_t *next_same_launch;   /* index + 1 of the launch's next result, 0: none */
   size_t n, cap;
 };
 
@@ -50,12 +57,59 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
     if (!ns)
       return 0;
     v->sizes = ns;
+    uint64_t *nq = realloc(v->copy_seqs, nc * sizeof *nq);
+    if (!nq)
+      return 0;
+    v->copy_seqs = nq;
+    uint64_t *nl = realloc(v->launch_seqs, nc * sizeof *nl);
+    if (!nl)
+      return 0;
+    v->launch_seqs = nl;
+    size_t *nx = realloc(v->next_same_launch, nc * sizeof *nx);
+    if (!nx)
+      return 0;
+    v->next_same_launch = nx;
     v->cap = nc;
   }
+  uint64_t cs = cucap_fb_snapshot_copy_seq(s), ls = cucap_fb_snapshot_launch_seq(s);
   v->hashes[v->n] = rp_h(cucap_fb_mem_region_data(g));
   v->sizes[v->n] = cucap_fb_mem_region_size(g);
+  v->copy_seqs[v->n] = cs;
+  v->launch_seqs[v->n] = ls;
+  v->next_same_launch[v->n] = 0;
   v->n++;
-  return rp_map_put(&v->copy_result, cucap_fb_snapshot_copy_seq(s), v->n);
+  if (ls) { /* append to the launch's chain */
+    uint64_t first = 0;
+    if (!rp_map_get(&v->by_launch, ls, &first) || !first) {
+      if (!rp_map_put(&v->by_launch, ls, v->n))
+        return 0;
+    } else {
+      size_t i = (size_t)first - 1;
+      while (v->next_same_launch[i])
+        i = v->next_same_launch[i] - 1;
+      v->next_same_launch[i] = v->n;
+    }
+  }
+  return rp_map_put(&v->copy_result, cs, v->n);
+}
+
+int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t k,
+                                  uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size) {
+  uint64_t first = 0;
+  if (!R->deferred || !launch_seq || !rp_map_get(&R->deferred->by_launch, launch_seq, &first) ||
+      !first)
+    return 0;
+  const struct rp_deferred *v = R->deferred;
+  size_t i = (size_t)first - 1;
+  for (; k; k--) {
+    if (!v->next_same_launch[i])
+      return 0;
+    i = v->next_same_launch[i] - 1;
+  }
+  *copy_seq = v->copy_seqs[i];
+  *h = v->hashes[i];
+  *size = v->sizes[i];
+  return 1;
 }
 
 int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
@@ -101,8 +155,12 @@ void rp_deferred_free(rp_state *R) {
   if (!R->deferred)
     return;
   rp_map_free(&R->deferred->copy_result);
+  rp_map_free(&R->deferred->by_launch);
   free(R->deferred->hashes);
   free(R->deferred->sizes);
+  free(R->deferred->copy_seqs);
+  free(R->deferred->launch_seqs);
+  free(R->deferred->next_same_launch);
   free(R->deferred);
   R->deferred = NULL;
 }

@@ -298,7 +298,8 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
   }
   case CUCAP_FB_BODY_MEMCPY: /* array copies: replay_array.c */
   case CUCAP_FB_BODY_ALLOC:
-  case CUCAP_FB_BODY_OBJECT: /* format 1.2: replay_object.c */
+  case CUCAP_FB_BODY_OBJECT:      /* format 1.2: replay_object.c */
+  case CUCAP_FB_BODY_QUERYCOUNTS: /* format 1.3: pure queries, nothing to run */
     return NULL;
   case CUCAP_FB_BODY_STREAM: {
     int op = cucap_fb_stream_op(cucap_fb_record_body_as_stream(rec));

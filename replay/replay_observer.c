@@ -144,6 +144,12 @@ int cucap_replay_session_copy_result(cucap_replay_session *s, uint64_t copy_seq,
   return rp_deferred_copy_result(rp_of(s), copy_seq, blob, size);
 }
 
+int cucap_replay_session_graph_copy_result(cucap_replay_session *s, uint64_t launch_seq,
+                                           size_t k, uint64_t *copy_seq,
+                                           cucap_hash128 *blob, uint64_t *size) {
+  return rp_deferred_graph_copy_result(rp_of(s), launch_seq, k, copy_seq, blob, size);
+}
+
 cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,
                                        void *dst, uint64_t size) {
   rp_state *R = rp_of(s);

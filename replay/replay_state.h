@@ -193,6 +193,10 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
  * the recorder after the call; 0 if there is none. */
 int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
                             cucap_hash128 *h, uint64_t *size);
+/* The k-th (0-based) CopyResult naming graph launch launch_seq (format
+ * 1.3): the captured copy's seq and the recorded bytes; 0 past the last. */
+int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t k,
+                                  uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size);
 void rp_host_write(rp_state *R, const cucap_fb_snapshot *s); /* uploads */
 void rp_deferred_free(rp_state *R);
 

@@ -26,6 +26,7 @@
 #include "cucap_hash.h"
 #include "cucap_replay.h"
 #include "cucap_replay_observer.h"
+#include "cucap_schema.h"
 #include "replay_internal.h"
 
 enum { VO_COPY = 1, VO_SNAP = 2, VO_HASH = 3 };
@@ -150,13 +151,35 @@ typedef struct vo_verifier {
   size_t nwatch;
 } vo_verifier;
 
+typedef struct vo_info {     /* what a new check state is made of */
+  uint64_t rec_index;
+  uint32_t region;
+  uint8_t kind;
+  const char *what;
+  uint64_t addr, size;
+  const cucap_fb_copy_geometry *g;
+  cucap_hash128 blob;
+  const vo_ring *near;
+} vo_info;
+
 /* verify_observer.c */
+cucap_hash128 vo_h(const cucap_fb_hash128 *h);              /* {0,0} for NULL */
+uint64_t vo_key(uint64_t rec_index, uint32_t region);      /* a check's key */
+vo_ring *vo_ring_of(vo_verifier *v, uint64_t stream, int make);
+/* Compares got with the check in's recorded bytes (v->want), across passes. */
+void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got);
 uint64_t vo_dev_addr(const vo_check *c, uint64_t off);
 int vo_nd_get(const vo_check *c, uint64_t i);
 uint64_t vo_first_diff(const uint8_t *a, const uint8_t *b, uint64_t n);
 int vo_grow(uint8_t **buf, size_t *cap, uint64_t need);
 uint32_t vo_intern(vo_verifier *v, const char *name, int kernel);
 int vo_reads_blob(vo_verifier *v, cucap_hash128 h, uint64_t size); /* into v->want */
+
+/* verify_capture.c: DtoH copies captured into graphs - at the capture
+ * (op->capturing), at their CopyResult snapshot, after a graph launch. */
+void vo_captured_copy(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_memcpy *m);
+void vo_copy_result(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_snapshot *sn);
+void vo_graph_launch(vo_verifier *v, cucap_replay_session *s, const cucap_replay_op *op);
 
 /* verify_judge.c */
 void vo_judge(vo_verifier *v);              /* verdict into the report */

@@ -29,7 +29,7 @@
 /* snapshot regions are read back in pieces of this size */
 #define VO_READ_CHUNK ((uint64_t)64 << 20)
 
-static cucap_hash128 vo_h(const cucap_fb_hash128 *h) {
+cucap_hash128 vo_h(const cucap_fb_hash128 *h) {
   cucap_hash128 x = {0, 0};
   if (h) {
     x.lo = h->lo;
@@ -38,7 +38,7 @@ static cucap_hash128 vo_h(const cucap_fb_hash128 *h) {
   return x;
 }
 
-static uint64_t vo_key(uint64_t rec_index, uint32_t region) {
+uint64_t vo_key(uint64_t rec_index, uint32_t region) {
   return (rec_index << 24) ^ region ^ ((uint64_t)region << 52);
 }
 
@@ -155,7 +155,7 @@ int vo_reads_blob(vo_verifier *v, cucap_hash128 h, uint64_t size) {
          cucap_reader_blob_read(v->r, h, v->want, size) == CUCAP_OK;
 }
 
-static vo_ring *vo_ring_of(vo_verifier *v, uint64_t stream, int make) {
+vo_ring *vo_ring_of(vo_verifier *v, uint64_t stream, int make) {
   uint64_t ix = 0;
   if (rp_map_get(&v->stream_ring, stream, &ix))
     return &v->rings[ix - 1];
@@ -186,16 +186,6 @@ static void vo_ring_push(vo_ring *g, uint32_t id) {
 
 /* ---------------------------------------------------------------- checks */
 
-typedef struct vo_info {     /* what a new check state is made of */
-  uint64_t rec_index;
-  uint32_t region;
-  uint8_t kind;
-  const char *what;
-  uint64_t addr, size;
-  const cucap_fb_copy_geometry *g;
-  cucap_hash128 blob;
-  const vo_ring *near;
-} vo_info;
 
 static vo_check *vo_check_new(vo_verifier *v, const vo_info *in, uint64_t key) {
   if (v->nchk == v->capchk) {
@@ -242,7 +232,7 @@ static vo_check *vo_check_new(vo_verifier *v, const vo_info *in, uint64_t key) {
 /* Compares `got` (all bytes of the check, this pass) with the recording
  * (v->want) and with the first pass that compared the check; a check gets
  * state (v->chk) the first time it differs from the recording. */
-static void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
+void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
   uint64_t key = vo_key(in->rec_index, in->region), ix = 0;
   int known = rp_map_get(&v->seen, key, &ix);
   const uint8_t *want = v->want;
@@ -497,62 +487,6 @@ static void vo_hashes(vo_verifier *v, const cucap_replay_op *op,
   }
 }
 
-/* A DtoH copy captured into a graph (format 1.2 recorder): its bytes arrive
- * in op->host_data whenever the graph runs; the recorder read the program's
- * bytes after the graph launch and wrote them as a CopyResult snapshot
- * naming the copy's seq, which follows the launch: compared there. */
-static void vo_captured_copy(vo_verifier *v, const cucap_replay_op *op,
-                             const cucap_fb_memcpy *m) {
-  if (v->ncap == v->capcap) {
-    size_t nc = v->capcap ? v->capcap * 2 : 16;
-    vo_capcopy *n = realloc(v->cap, nc * sizeof *n);
-    if (!n)
-      return;
-    v->cap = n;
-    v->capcap = nc;
-  }
-  vo_capcopy *c = &v->cap[v->ncap];
-  c->buf = op->host_data;
-  c->size = op->host_size;
-  c->src = cucap_fb_memcpy_src(m);
-  c->stream = cucap_fb_memcpy_stream(m);
-  c->checked = 0;
-  if (rp_map_put(&v->captured, op->seq, v->ncap + 1))
-    v->ncap++;
-}
-
-static void vo_copy_result(vo_verifier *v, const cucap_replay_op *op,
-                           const cucap_fb_snapshot *sn) {
-  uint64_t ix = 0;
-  if (cucap_fb_snapshot_regions_len(sn) != 1 ||
-      !rp_map_get(&v->captured, cucap_fb_snapshot_copy_seq(sn), &ix) || !ix)
-    return; /* a copy that ran at its record was checked there */
-  vo_capcopy *c = &v->cap[ix - 1];
-  const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(sn, 0);
-  c->checked = 1;
-  int first = !rp_map_get(&v->seen, vo_key(op->rec_index, 0), NULL);
-  if (op->capturing || !cucap_fb_mem_region_data(g) ||
-      cucap_fb_mem_region_size(g) != c->size ||
-      !vo_reads_blob(v, vo_h(cucap_fb_mem_region_data(g)), c->size)) {
-    if (v->pass == 0)
-      v->rep->copies_unverifiable++;
-    return;
-  }
-  if (v->ctx_sync)
-    v->ctx_sync(); /* the graph launch that fills the buffer has completed */
-  char what[160];
-  snprintf(what, sizeof what, "DtoH copy captured into a graph (seq %" PRIu64
-           "), result after its graph launch (record %" PRIu64 ")",
-           cucap_fb_snapshot_copy_seq(sn), op->rec_index);
-  vo_info in = {op->rec_index, 0, VO_COPY, what, c->src, c->size, NULL,
-                vo_h(cucap_fb_mem_region_data(g)), vo_ring_of(v, c->stream, 0)};
-  if (!in.near)
-    in.near = &v->any;
-  if (first)
-    v->rep->copies_checked++;
-  vo_compare(v, &in, c->buf);
-}
-
 static int vo_launch_ran(vo_verifier *v, uint64_t li) {
   return rp_map_get(&v->launch_name, li, NULL);
 }
@@ -660,11 +594,16 @@ static void vo_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
 
 static void vo_op_after(void *u, cucap_replay_session *s, const cucap_replay_op *op) {
   vo_verifier *v = u;
-  (void)s;
   const cucap_fb_record *rec = op->record;
   if (op->status != 0)
     return;
   switch (op->body_type) {
+  case CUCAP_FB_BODY_GRAPH: {
+    const cucap_fb_graph *gr = cucap_fb_record_body_as_graph(rec);
+    if (gr && cucap_fb_graph_op(gr) == CUCAP_FB_GRAPHOP_LAUNCH && op->seq)
+      vo_graph_launch(v, s, op);
+    break;
+  }
   case CUCAP_FB_BODY_LAUNCH:
     if (op->launch_index != CUCAP_REPLAY_NO_LAUNCH) {
       uint32_t id = vo_intern(v, op->kernel, 1);

@@ -192,6 +192,32 @@ static void summary(const dump_names *dn, const cucap_fb_record *rec, char *out,
              cucap_fb_event_handle(e));
     break;
   }
+  case CUCAP_FB_BODY_QUERYCOUNTS: {
+    /* one record for many calls: say so, and which */
+    const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
+    size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < nq; i++) {
+      const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
+      total += e ? cucap_fb_query_count_count(e) : 0;
+    }
+    int w = snprintf(out, n, " %" PRIu64 " pure queries of this thread, aggregated:", total);
+    for (size_t i = 0; i < nq && w > 0 && (size_t)w < n; i++) {
+      const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
+      if (!e)
+        continue;
+      const char *cn = cucap_cli_cbid_name(cucap_fb_query_count_call(e));
+      int res = cucap_fb_query_count_result(e);
+      int k2 = res ? snprintf(out + w, n - (size_t)w, " %s[result %d]=%" PRIu64, cn ? cn : "?",
+                              res, cucap_fb_query_count_count(e))
+                   : snprintf(out + w, n - (size_t)w, " %s=%" PRIu64, cn ? cn : "?",
+                              cucap_fb_query_count_count(e));
+      if (k2 < 0)
+        break;
+      w += k2;
+    }
+    break;
+  }
   case CUCAP_FB_BODY_NOTE: {
     const cucap_fb_note *no = cucap_fb_record_body_as_note(rec);
     if (!no)

@@ -30,6 +30,7 @@ typedef struct info_stats {
   uint64_t *by_call; /* CALL_SLOTS */
   uint64_t calls_other;
   uint64_t calls_failed; /* result != 0 */
+  uint64_t queries_aggregated; /* calls counted in QueryCounts records */
   uint64_t launches;
   uint64_t memcpy_count[MEMCPY_KINDS];
   uint64_t memcpy_bytes[MEMCPY_KINDS];
@@ -180,6 +181,26 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
         }
       }
       break;
+    case CUCAP_FB_BODY_QUERYCOUNTS: {
+      /* format 1.3: pure queries counted per thread, one record per flush */
+      const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
+      size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
+      for (size_t i = 0; i < nq; i++) {
+        const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
+        if (!e)
+          continue;
+        uint32_t c = cucap_fb_query_count_call(e);
+        uint64_t k = cucap_fb_query_count_count(e);
+        if (c && c < CALL_SLOTS)
+          st->by_call[c] += k;
+        else if (c)
+          st->calls_other += k;
+        if (c && cucap_fb_query_count_result(e) != 0)
+          st->calls_failed += k;
+        st->queries_aggregated += k;
+      }
+      break;
+    }
     case CUCAP_FB_BODY_LAUNCH: {
       st->launches++;
       const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
@@ -399,6 +420,9 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
     ncalls += st->by_call[c];
   printf("driver calls:    %" PRIu64 " (%" PRIu64 " returned an error)\n",
          ncalls, st->calls_failed);
+  if (st->queries_aggregated)
+    printf("                 of which %" PRIu64 " pure queries counted in QueryCounts "
+           "records, not recorded one by one\n", st->queries_aggregated);
   /* Most frequent first (ties by cbid), like a profile. */
   unsigned order[CALL_SLOTS], n_order = 0;
   for (unsigned c = 0; c < CALL_SLOTS; c++)
@@ -542,6 +566,8 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_json_object_end(w);
   cucap_json_key(w, "calls_failed");
   cucap_json_uint(w, st->calls_failed);
+  cucap_json_key(w, "queries_aggregated");
+  cucap_json_uint(w, st->queries_aggregated);
   cucap_json_key(w, "launches");
   cucap_json_uint(w, st->launches);
   cucap_json_key(w, "top_kernels"); /* all of them, most launches first */

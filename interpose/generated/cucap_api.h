@@ -662,6 +662,7 @@ typedef struct cucap_api_info {
   uint32_t cbid;           /* CUPTI driver cbid (0: none) */
   uint32_t nargs;
   const char *const *arg_names;
+  uint8_t pure_query;      /* counted per thread (QueryCounts), not recorded */
 } cucap_api_info;
 
 extern const cucap_api_info cucap_api_table[CUCAP_API_COUNT];

@@ -311,12 +311,13 @@ static const cucap_fb_enum_val cucap_fb__vals_body[] = {
   {22, "Devices"},
   {23, "Object"},
   {24, "Nvtx"},
+  {25, "QueryCounts"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 25, cucap_fb__vals_body};
+const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 26, cucap_fb__vals_body};
 const char *cucap_fb_body_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_body, v);
 }
-static const cucap_fb_table_desc *const cucap_fb__members_body[25] = {
+static const cucap_fb_table_desc *const cucap_fb__members_body[26] = {
   [1] = &cucap_fb_table_desc_context,
   [2] = &cucap_fb_table_desc_module,
   [3] = &cucap_fb_table_desc_global,
@@ -341,8 +342,9 @@ static const cucap_fb_table_desc *const cucap_fb__members_body[25] = {
   [22] = &cucap_fb_table_desc_devices,
   [23] = &cucap_fb_table_desc_object,
   [24] = &cucap_fb_table_desc_nvtx,
+  [25] = &cucap_fb_table_desc_query_counts,
 };
-const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 25, cucap_fb__members_body};
+const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 26, cucap_fb__members_body};
 
 static const cucap_fb_enum_val cucap_fb__vals_chunk_kind[] = {
   {0, "Records"},
@@ -794,8 +796,9 @@ static const cucap_fb_field_desc cucap_fb__fields_snapshot[] = {
   {"launch_index", 1, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"regions", 2, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_mem_region, NULL},
   {"copy_seq", 3, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"launch_seq", 4, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_snapshot = {"Snapshot", 4, 4, cucap_fb__fields_snapshot};
+const cucap_fb_table_desc cucap_fb_table_desc_snapshot = {"Snapshot", 5, 5, cucap_fb__fields_snapshot};
 cucap_status cucap_fb_snapshot_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_snapshot);
 }
@@ -860,6 +863,31 @@ cucap_status cucap_fb_pc_sample_verify(const void *buf, size_t len, int size_pre
 }
 void cucap_fb_pc_sample_to_json(const cucap_fb_pc_sample *t, cucap_json *w, unsigned flags) {
   cucap_fb_table_to_json(t, &cucap_fb_table_desc_pc_sample, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_query_count[] = {
+  {"call", 0, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"variant", 1, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_call_variant, NULL, NULL, NULL},
+  {"result", 2, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"count", 3, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_query_count = {"QueryCount", 4, 4, cucap_fb__fields_query_count};
+cucap_status cucap_fb_query_count_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_query_count);
+}
+void cucap_fb_query_count_to_json(const cucap_fb_query_count *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_query_count, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_query_counts[] = {
+  {"entries", 0, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_query_count, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_query_counts = {"QueryCounts", 1, 1, cucap_fb__fields_query_counts};
+cucap_status cucap_fb_query_counts_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_query_counts);
+}
+void cucap_fb_query_counts_to_json(const cucap_fb_query_counts *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_query_counts, w, flags);
 }
 
 static const cucap_fb_field_desc cucap_fb__fields_note[] = {
@@ -1224,6 +1252,8 @@ const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES]
   &cucap_fb_table_desc_kernel_timing,
   &cucap_fb_table_desc_stall_count,
   &cucap_fb_table_desc_pc_sample,
+  &cucap_fb_table_desc_query_count,
+  &cucap_fb_table_desc_query_counts,
   &cucap_fb_table_desc_note,
   &cucap_fb_table_desc_audit_entry,
   &cucap_fb_table_desc_audit,

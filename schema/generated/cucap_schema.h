@@ -318,6 +318,7 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_nvtx_op;
 #define CUCAP_FB_BODY_DEVICES 22
 #define CUCAP_FB_BODY_OBJECT 23
 #define CUCAP_FB_BODY_NVTX 24
+#define CUCAP_FB_BODY_QUERYCOUNTS 25
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_body_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_body;
@@ -361,6 +362,8 @@ typedef struct cucap_fb_launch_hash cucap_fb_launch_hash;
 typedef struct cucap_fb_kernel_timing cucap_fb_kernel_timing;
 typedef struct cucap_fb_stall_count cucap_fb_stall_count;
 typedef struct cucap_fb_pc_sample cucap_fb_pc_sample;
+typedef struct cucap_fb_query_count cucap_fb_query_count;
+typedef struct cucap_fb_query_counts cucap_fb_query_counts;
 typedef struct cucap_fb_note cucap_fb_note;
 typedef struct cucap_fb_audit_entry cucap_fb_audit_entry;
 typedef struct cucap_fb_audit cucap_fb_audit;
@@ -1454,7 +1457,7 @@ void cucap_fb_mem_region_to_json(const cucap_fb_mem_region *t, cucap_json *w, un
 
 /* ---- table Snapshot ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_snapshot;
-static inline void cucap_fb_snapshot_start(cucap_fbb *b) { cucap_fbb_table_start(b, 4); }
+static inline void cucap_fb_snapshot_start(cucap_fbb *b) { cucap_fbb_table_start(b, 5); }
 static inline cucap_fb_ref cucap_fb_snapshot_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_snapshot_add_reason(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
 static inline uint8_t cucap_fb_snapshot_reason(const cucap_fb_snapshot *t) { return cucap_fb__read_u8(t, 0, 0); }
@@ -1471,6 +1474,9 @@ static inline int cucap_fb_snapshot_regions_is_present(const cucap_fb_snapshot *
 static inline void cucap_fb_snapshot_add_copy_seq(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 3, v); }
 static inline uint64_t cucap_fb_snapshot_copy_seq(const cucap_fb_snapshot *t) { return cucap_fb__read_u64(t, 3, 0); }
 static inline int cucap_fb_snapshot_copy_seq_is_present(const cucap_fb_snapshot *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_snapshot_add_launch_seq(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 4, v); }
+static inline uint64_t cucap_fb_snapshot_launch_seq(const cucap_fb_snapshot *t) { return cucap_fb__read_u64(t, 4, 0); }
+static inline int cucap_fb_snapshot_launch_seq_is_present(const cucap_fb_snapshot *t) { return cucap_fb__field(t, 4) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_snapshot *cucap_fb_snapshot_root(const void *buf) {
   return (const cucap_fb_snapshot *)cucap_fb__root(buf);
@@ -1625,6 +1631,54 @@ static inline const cucap_fb_pc_sample *cucap_fb_pc_sample_root_sp(const void *b
 /* CUCAP_OK if buf[0, len) is a valid buffer with a PcSample root. */
 cucap_status cucap_fb_pc_sample_verify(const void *buf, size_t len, int size_prefixed);
 void cucap_fb_pc_sample_to_json(const cucap_fb_pc_sample *t, cucap_json *w, unsigned flags);
+
+/* ---- table QueryCount ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_query_count;
+static inline void cucap_fb_query_count_start(cucap_fbb *b) { cucap_fbb_table_start(b, 4); }
+static inline cucap_fb_ref cucap_fb_query_count_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_query_count_add_call(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 0, v); }
+static inline uint32_t cucap_fb_query_count_call(const cucap_fb_query_count *t) { return cucap_fb__read_u32(t, 0, 0); }
+static inline int cucap_fb_query_count_call_is_present(const cucap_fb_query_count *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_query_count_add_variant(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 1, v); }
+static inline uint8_t cucap_fb_query_count_variant(const cucap_fb_query_count *t) { return cucap_fb__read_u8(t, 1, 0); }
+static inline int cucap_fb_query_count_variant_is_present(const cucap_fb_query_count *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_query_count_add_result(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 2, (uint32_t)v); }
+static inline int32_t cucap_fb_query_count_result(const cucap_fb_query_count *t) { return cucap_fb__read_i32(t, 2, 0); }
+static inline int cucap_fb_query_count_result_is_present(const cucap_fb_query_count *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_query_count_add_count(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 3, v); }
+static inline uint64_t cucap_fb_query_count_count(const cucap_fb_query_count *t) { return cucap_fb__read_u64(t, 3, 0); }
+static inline int cucap_fb_query_count_count_is_present(const cucap_fb_query_count *t) { return cucap_fb__field(t, 3) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_query_count *cucap_fb_query_count_root(const void *buf) {
+  return (const cucap_fb_query_count *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_query_count *cucap_fb_query_count_root_sp(const void *buf) {
+  return (const cucap_fb_query_count *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a QueryCount root. */
+cucap_status cucap_fb_query_count_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_query_count_to_json(const cucap_fb_query_count *t, cucap_json *w, unsigned flags);
+
+/* ---- table QueryCounts ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_query_counts;
+static inline void cucap_fb_query_counts_start(cucap_fbb *b) { cucap_fbb_table_start(b, 1); }
+static inline cucap_fb_ref cucap_fb_query_counts_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_query_counts_add_entries(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 0, v); }
+static inline size_t cucap_fb_query_counts_entries_len(const cucap_fb_query_counts *t) { size_t c; cucap_fb__vec(t, 0, &c); return c; }
+static inline const cucap_fb_query_count *cucap_fb_query_counts_entries_at(const cucap_fb_query_counts *t, size_t i) {
+  return (const cucap_fb_query_count *)cucap_fb__vec_ref_at(t, 0, i);
+}
+static inline int cucap_fb_query_counts_entries_is_present(const cucap_fb_query_counts *t) { return cucap_fb__field(t, 0) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_query_counts *cucap_fb_query_counts_root(const void *buf) {
+  return (const cucap_fb_query_counts *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_query_counts *cucap_fb_query_counts_root_sp(const void *buf) {
+  return (const cucap_fb_query_counts *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a QueryCounts root. */
+cucap_status cucap_fb_query_counts_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_query_counts_to_json(const cucap_fb_query_counts *t, cucap_json *w, unsigned flags);
 
 /* ---- table Note ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_note;
@@ -2598,6 +2652,9 @@ static inline const cucap_fb_object *cucap_fb_record_body_as_object(const cucap_
 static inline const cucap_fb_nvtx *cucap_fb_record_body_as_nvtx(const cucap_fb_record *t) {
   return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_NVTX ? (const cucap_fb_nvtx *)cucap_fb__ref(t, 10) : NULL;
 }
+static inline const cucap_fb_query_counts *cucap_fb_record_body_as_query_counts(const cucap_fb_record *t) {
+  return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_QUERYCOUNTS ? (const cucap_fb_query_counts *)cucap_fb__ref(t, 10) : NULL;
+}
 static inline int cucap_fb_record_body_is_present(const cucap_fb_record *t) { return cucap_fb__field(t, 10) != NULL; }
 static inline void cucap_fb_record_add_context(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 11, v); }
 static inline uint64_t cucap_fb_record_context(const cucap_fb_record *t) { return cucap_fb__read_u64(t, 11, 0); }
@@ -2713,7 +2770,7 @@ cucap_status cucap_fb_chunk_index_verify(const void *buf, size_t len, int size_p
 void cucap_fb_chunk_index_to_json(const cucap_fb_chunk_index *t, cucap_json *w, unsigned flags);
 
 /* Every table descriptor, in schema order (tests, tools). */
-#define CUCAP_FB_SCHEMA_NTABLES 48
+#define CUCAP_FB_SCHEMA_NTABLES 50
 extern const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES];
 
 #ifdef __cplusplus

@@ -1,10 +1,12 @@
 // rt_storm: a multi-stream, multi-thread launch storm (runtime API): T host
 // threads (default 8), each with S streams of its own (default 2), launch
 // empty kernels round-robin over their streams, all starting together. One
-// line per figure: "launches: N" and "us per launch: X" (wall time of the
-// storm from the common start to the last thread's cudaStreamSynchronize,
-// divided by all launches), the benchmark's per-launch figure under
-// recording contention (issue 10: <= 1.10x recorded/native).
+// line per figure: "launches: N" on stdout and "us per launch: X" on stderr
+// (wall time of the storm from the common start to the last thread's
+// cudaStreamSynchronize, divided by all launches), the benchmark's per-launch
+// figure under recording contention (issue 10: <= 1.10x recorded/native).
+// Timing goes to stderr: stdout is compared between a native and a recorded
+// run (tests/gpu/run.sh); bench/gpu_bench.sh reads both.
 // usage: rt_storm [launches_per_thread=20000] [threads=8] [streams_per_thread=2]
 #include <chrono>
 #include <cstdio>
@@ -68,6 +70,6 @@ int main(int argc, char **argv) {
   double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
   printf("threads: %d, streams per thread: %d\n", t, ns);
   printf("launches: %ld\n", n * t);
-  printf("us per launch: %.3f\n", us / (double)(n * t));
+  fprintf(stderr, "us per launch: %.3f\n", us / (double)(n * t));
   return 0;
 }

@@ -68,7 +68,7 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
   else res FAIL "$name replay --verify" "exit $rc ($(tail -1 "$w/replay.txt"))"; fi
 }
 
-for a in drv_basic drv_streams drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
+for a in drv_basic drv_streams drv_reuse drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
          drv_capture drv_managed drv_nondet rt_storm drv_attrs drv_texture \
          rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
@@ -87,7 +87,6 @@ fw_app() { # name module args...
   if $PY -c "import $mod" 2>/dev/null; then run_app "$name" $PY "$ROOT/tests/apps/$name.py" "$@"
   else res SKIP "$name" "python module $mod not available"; fi
 }
-fw_app torch_transformer torch --steps 3
 fw_app torch_cnn torchvision --steps 3
 fw_app torch_compiled triton --steps 3
 fw_app torch_cudagraph torch --steps 5

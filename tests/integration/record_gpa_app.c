@@ -3,7 +3,9 @@
  * 12000), then get every entry point through it - and calls them.
  *   record_gpa_app            functional run; prints what it did
  *   record_gpa_app bench N    N cuCtxGetCurrent calls, prints ns/call
- *   record_gpa_app threads T N  T threads x N cuCtxGetCurrent calls
+ *   record_gpa_app threads T N  T threads x N (cuCtxSetCurrent + cuCtxGetCurrent)
+ *                               calls (recorded one by one, and pure queries
+ *                               counted per thread)
  * Built by the test script itself (plain cc, no CUDA toolkit libraries). */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,12 +24,16 @@ typedef int (*ctxset_fn)(void *);
 typedef int (*retain_fn)(void **, int);
 
 static ctxcur_fn g_ctxcur;
+static ctxset_fn g_ctxset;
+static void *g_ctx;
 static long g_n;
 static void *thread_main(void *arg) {
   (void)arg;
   void *c = NULL;
-  for (long i = 0; i < g_n; i++)
+  for (long i = 0; i < g_n; i++) {
+    g_ctxset(g_ctx);
     g_ctxcur(&c);
+  }
   return NULL;
 }
 
@@ -90,6 +96,8 @@ int main(int argc, char **argv) {
     int t = atoi(argv[2]);
     pthread_t th[64];
     g_ctxcur = ctxcur;
+    g_ctxset = ctxset;
+    g_ctx = ctx;
     g_n = atol(argv[3]);
     if (t < 1 || t > 64)
       return 7;

@@ -1,7 +1,10 @@
 /* test_callstack.c - capture/callstack.c walks:
  * both modes find the return addresses of a known call chain, innermost
  * first, and the cost of each is printed (the recorder's default mode is
- * chosen from these figures). cucap_rec_stack_id() is 0 when not recording. */
+ * chosen from these figures); the frame-pointer walk stops at a "frame"
+ * whose return address is no code (what code built without frame pointers
+ * leaves in %rbp) instead of recording data words. cucap_rec_stack_id() is
+ * 0 when not recording. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,8 +115,49 @@ static void test_symbolize(void) {
   cucap_symbolizer_destroy(NULL);
 }
 
+#if defined(__x86_64__)
+/* Calls fn(arg) with %rbp pointing at a fake frame {next, return address}. */
+extern void tcs_call_with_rbp(void *rbp, void (*fn)(void *), void *arg);
+__asm__(".text\n"
+        ".globl tcs_call_with_rbp\n"
+        ".type tcs_call_with_rbp, @function\n"
+        "tcs_call_with_rbp:\n"
+        "  pushq %rbp\n"
+        "  movq %rdi, %rbp\n"
+        "  movq %rsi, %rax\n"
+        "  movq %rdx, %rdi\n"
+        "  callq *%rax\n"
+        "  popq %rbp\n"
+        "  ret\n"
+        ".size tcs_call_with_rbp, .-tcs_call_with_rbp\n");
+
+static void walk_into(void *arg) { top(CUCAP_REC_STACK_FP, arg); }
+
+static void test_junk_frame(void) {
+  /* fake[0]: next frame (above, then 0: the end); fake[1]: a data word
+   * where a return address would be */
+  volatile uint64_t fake[4];
+  fake[0] = (uint64_t)(uintptr_t)&fake[2];
+  fake[1] = 0x123456789a0ull;
+  fake[2] = 0;
+  fake[3] = 0;
+  res r;
+  tcs_call_with_rbp((void *)fake, walk_into, &r);
+  int junk = 0, has_top = 0;
+  for (size_t i = 0; i < r.n; i++) {
+    junk |= r.frames[i] == 0x123456789a0ull;
+    has_top |= in_fn(r.frames[i], (void *)top);
+  }
+  CHECK(has_top);  /* the real frames below the fake one are kept */
+  CHECK(!junk);    /* the data word is not a frame */
+}
+#endif
+
 int main(void) {
   test_symbolize();
+#if defined(__x86_64__)
+  test_junk_frame();
+#endif
   int modes[2] = {CUCAP_REC_STACK_FP, CUCAP_REC_STACK_UNWIND};
   const char *names[2] = {"fp", "unwind"};
   for (int m = 0; m < 2; m++) {

@@ -4,12 +4,14 @@
  * before the first CUDA call) and the --stats counters (capture/rec_stats.c:
  * table kept as a Note). The recording path itself is exercised by
  * tests/integration/test_record_basic.sh and test_record_fork.sh. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cucap_reader.h"
+#include "cucap_rec_query.h"
 #include "cucap_rec_stats.h"
 #include "cucap_recorder.h"
 #include "cucap_schema.h"
@@ -140,6 +142,51 @@ static char *stats_note(const char *path) {
   return out;
 }
 
+/* Sums the QueryCounts entries of the capture at path: ok[api cbid] (result
+ * 0) and err (any other result); records: how many QueryCounts records. */
+static void query_counts(const char *path, uint64_t ok[8], uint64_t *err, int *records,
+                         int *other_tid) {
+  memset(ok, 0, 8 * sizeof ok[0]);
+  *err = 0;
+  *records = 0;
+  *other_tid = 0;
+  cucap_reader *r = NULL;
+  char msg[128];
+  if (cucap_reader_open(path, NULL, &r, msg, sizeof msg) != CUCAP_OK)
+    return;
+  const void *t, *b;
+  size_t sz;
+  uint32_t first_tid = 0;
+  while (cucap_reader_next(r, &t, &b, &sz) == CUCAP_OK) {
+    const cucap_fb_record *rec = t;
+    if (cucap_fb_record_body_type(rec) != CUCAP_FB_BODY_QUERYCOUNTS)
+      continue;
+    (*records)++;
+    if (!first_tid)
+      first_tid = cucap_fb_record_tid(rec);
+    else if (cucap_fb_record_tid(rec) != first_tid)
+      *other_tid = 1;
+    const cucap_fb_query_counts *q = cucap_fb_record_body_as_query_counts(rec);
+    for (size_t i = 0; i < cucap_fb_query_counts_entries_len(q); i++) {
+      const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(q, i);
+      uint32_t c = cucap_fb_query_count_call(e);
+      if (cucap_fb_query_count_result(e))
+        *err += cucap_fb_query_count_count(e);
+      else if (c >= 100 && c < 108)
+        ok[c - 100] += cucap_fb_query_count_count(e);
+    }
+  }
+  cucap_reader_destroy(r);
+}
+
+static void *query_thread(void *arg) {
+  (void)arg;
+  cucap_rec_thread *th = cucap_rec_thread_get();
+  for (int i = 0; th && i < 1000; i++)
+    CHECK(cucap_rec_query_count(th, 2, 0) == 1);
+  return NULL; /* thread exit: its counts are written, its table freed */
+}
+
 static void test_lazy(void) {
   /* Armed with CUCAP_OUTPUT set: no file until cucap_rec_activate. */
   char dir[] = "/tmp/cucap-test-recorder-XXXXXX";
@@ -166,7 +213,37 @@ static void test_lazy(void) {
   cucap_rec_stats_add(CUCAP_STATS_STACK_WALK, 50);
   cucap_rec_stats_report();
   cucap_rec_stats_report(); /* once */
-  cucap_rec_shutdown();
+  /* pure queries: per-thread counts, QueryCounts records at flushes, at
+   * thread exit and at shutdown */
+  static const uint32_t qcbid[3] = {100, 101, 102};
+  static const uint8_t qvar[3] = {0, 0, 0};
+  cucap_rec_query_init(3, qcbid, qvar);
+  cucap_rec_thread *th = cucap_rec_thread_get();
+  TU_REQUIRE(th != NULL);
+  for (int i = 0; i < 10; i++)
+    CHECK(cucap_rec_query_count(th, 0, 0) == 1);
+  CHECK(cucap_rec_query_count(th, 1, 0) == 1);
+  CHECK(cucap_rec_query_count(th, 1, 500) == 1); /* an error result */
+  CHECK(cucap_rec_query_count(th, 1, 500) == 1);
+  int nerr = 0;
+  for (int e = 1; e <= 70; e++) /* more (api, error) pairs than slots */
+    nerr += cucap_rec_query_count(th, 0, 1000 + e) == 1;
+  CHECK(nerr == CUCAP_REC_QUERY_ERRS - 1); /* one slot holds (1, 500) */
+  cucap_rec_query_flush_self();
+  cucap_rec_query_flush_self(); /* nothing new: no record */
+  for (int i = 0; i < 5; i++)
+    CHECK(cucap_rec_query_count(th, 0, 0) == 1);
+  pthread_t qt;
+  TU_REQUIRE(pthread_create(&qt, NULL, query_thread, NULL) == 0);
+  pthread_join(qt, NULL);
+  cucap_rec_shutdown(); /* flushes the main thread's 5 */
+  uint64_t ok[8], err = 0;
+  int nrec = 0, other_tid = 0;
+  query_counts(path, ok, &err, &nrec, &other_tid);
+  CHECK(ok[0] == 15 && ok[1] == 1 && ok[2] == 1000);
+  CHECK(err == 2 + (uint64_t)(CUCAP_REC_QUERY_ERRS - 1));
+  CHECK(nrec == 3);     /* the flush, the thread's exit, the shutdown */
+  CHECK(other_tid == 1); /* the thread's own record carries its tid */
   char *note = stats_note(path);
   CHECK(note != NULL);
   if (note) {
