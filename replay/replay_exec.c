@@ -52,6 +52,12 @@ int rp_cu(rp_state *R, CUresult r, const char *call) {
 
 static void rp_skip(rp_state *R, const char *name) {
   cucap_replay_report *rep = R->rep;
+  if (R->o->strict) { /* found only while executing (a missing blob, ...) */
+    rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
+                 "--strict: record %" PRIu64 " (seq %" PRIu64
+                 ") cannot be replayed: %s", R->rec_index, R->cur_seq, name);
+    return;
+  }
   rep->skipped++;
   for (unsigned i = 0; i < rep->skip_kinds; i++)
     if (!strcmp(rep->skip_name[i], name)) {
@@ -88,22 +94,20 @@ int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   while (nc < need)
     nc *= 2;
   if (*buf) {
-    if (*pinned && R->d.df.MemFreeHost)
-      R->d.df.MemFreeHost(*buf);
+    if (*pinned)
+      rp_host_buf_free(R, *buf);
     else
       free(*buf);
     *buf = NULL;
     *cap = 0;
   }
-  void *p = NULL;
-  *pinned = 0;
   /* never cuMemAllocHost while a stream captures: it is an unsafe call in
    * CU_STREAM_CAPTURE_MODE_GLOBAL and invalidates the capture (seen on the
-   * GPU as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at the next launch) */
-  if (R->d.df.MemAllocHost && R->cur && !R->capturing &&
-      R->d.df.MemAllocHost(&p, nc) == CUDA_SUCCESS && p)
-    *pinned = 1;
-  else
+   * GPU as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at the next launch);
+   * allocated in the primary context, which outlives the program's own */
+  void *p = rp_host_buf_alloc(R, nc);
+  *pinned = p != NULL;
+  if (!p)
     p = malloc(nc);
   if (!p)
     return 0;
@@ -367,6 +371,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
         if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
           R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
+      rp_ctx_dying(R, (CUcontext)(uintptr_t)live);
       if (R->d.df.CtxDestroy)
         R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
     }
@@ -476,6 +481,8 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
     }
     for (size_t i = 0; i < cucap_fb_module_library_options_len(m) && nl < RP_MAX_JIT; i++) {
       const cucap_fb_jit_option *o = cucap_fb_module_library_options_at(m, i);
+      if (!rp_lib_option_safe(cucap_fb_jit_option_option(o)))
+        continue;
       lo[nl] = (CUjit_option)cucap_fb_jit_option_option(o);
       lv[nl++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
     }
@@ -501,6 +508,7 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                  "cuModuleLoadDataEx"))
         return;
       rp_map_put(&R->module, h, (uint64_t)(uintptr_t)mod);
+      rp_owned(R, (uint64_t)(uintptr_t)mod);
     }
     break;
   }
@@ -621,6 +629,8 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   memset(fi, 0, sizeof *fi);
   fi->handle = h;
   fi->live = (uint64_t)(uintptr_t)live;
+  if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL) /* a module's or per-context */
+    rp_owned(R, fi->live);
   fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
   fi->kind = kind;
   if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION &&
@@ -672,6 +682,7 @@ static void rp_op_alloc(rp_state *R, const cucap_fb_record *rec,
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     return;
   }
+  rp_owned(R, p);
   R->rep->relocated_allocs++;
   if (!R->warned_reloc_ptr++)
     CUCAP_WARN("replay: relocating device allocations: kernel pointer "
@@ -712,8 +723,14 @@ static void *rp_stage(rp_state *R, size_t size, unsigned *slot) {
 
 static void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
                           const rp_fns *fn) {
-  if (!R->stage_ev[slot] && R->d.df.EventCreate)
-    R->d.df.EventCreate(&R->stage_ev[slot], CU_EVENT_DISABLE_TIMING);
+  if (R->stage_ev[slot] && R->stage_ev_ctx[slot] != R->cur) {
+    /* events are per context: this one (idle, rp_stage waited) goes */
+    R->d.df.EventDestroy(R->stage_ev[slot]);
+    R->stage_ev[slot] = NULL;
+  }
+  if (!R->stage_ev[slot] && R->d.df.EventCreate &&
+      R->d.df.EventCreate(&R->stage_ev[slot], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+    R->stage_ev_ctx[slot] = R->cur;
   if (R->stage_ev[slot] && fn->EventRecord(R->stage_ev[slot], st) == CUDA_SUCCESS)
     R->stage_used[slot] = 1;
   else
@@ -1003,13 +1020,10 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   rp_func *fi = &R->funcs[idx];
   if (!rp_ctx_rec(R, rec))
     return;
-  if (!fi->live_fn) {
-    CUfunction f = NULL;
-    if (!R->d.df.KernelGetFunction ||
-        !rp_cu(R, R->d.df.KernelGetFunction(&f, (CUkernel)(uintptr_t)fi->live),
-               "cuKernelGetFunction"))
-      return;
-    fi->live_fn = (uint64_t)(uintptr_t)f;
+  if (!rp_func_fn(R, fi)) {
+    if (!R->failed)
+      rp_skip(R, "launch of a function whose module was unloaded");
+    return;
   }
   /* argument block: inline or a blob; copied so it can be patched */
   size_t n = 0;
@@ -1133,7 +1147,8 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
       const uint8_t *v = cucap_fb_launch_attr_value(a, &vl);
       if (v)
         memcpy(&at[na].value, v, vl < sizeof at[na].value ? vl : sizeof at[na].value);
-      na++;
+      if (rp_launch_attr_fix(R, &at[na]))
+        na++;
     }
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -1191,6 +1206,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                "cuStreamCreateWithPriority"))
       return;
     rp_map_put(&R->stream, h, (uint64_t)(uintptr_t)ns);
+    rp_owned(R, (uint64_t)(uintptr_t)ns);
     R->last_stream_rec = 0;
     break;
   }
@@ -1260,6 +1276,7 @@ static void rp_op_event(rp_state *R, const cucap_fb_record *rec,
     if (!rp_cu(R, R->d.df.EventCreate(&ne, cucap_fb_event_flags(e)), "cuEventCreate"))
       return;
     rp_map_put(&R->event, h, (uint64_t)(uintptr_t)ne);
+    rp_owned(R, (uint64_t)(uintptr_t)ne);
     break;
   }
   case CUCAP_FB_EVENTOP_DESTROY:
@@ -1332,6 +1349,7 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
     if (!rp_cu(R, ir, "cuGraphInstantiate"))
       return;
     rp_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
+    rp_owned(R, (uint64_t)(uintptr_t)ex);
     break;
   }
   case CUCAP_FB_GRAPHOP_LAUNCH:

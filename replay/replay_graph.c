@@ -96,15 +96,8 @@ static const char *rg_add_kernel(rp_state *R, const rg_fns *f, CUgraph gr,
   if (!rp_map_get(&R->func, cucap_fb_launch_function(l), &idx))
     return "explicit graph: kernel node of an unknown function";
   rp_func *fi = &R->funcs[idx];
-  if (!fi->live_fn) {
-    CUfunction fn = NULL;
-    if (!R->d.df.KernelGetFunction)
-      return "explicit graph: kernel node (no cuKernelGetFunction)";
-    if (!rp_cu(R, R->d.df.KernelGetFunction(&fn, (CUkernel)(uintptr_t)fi->live),
-               "cuKernelGetFunction"))
-      return NULL;
-    fi->live_fn = (uint64_t)(uintptr_t)fn;
-  }
+  if (!rp_func_fn(R, fi))
+    return R->failed ? NULL : "explicit graph: kernel node of an unloaded module";
   size_t n = 0;
   const uint8_t *inl = cucap_fb_launch_args(l, &n);
   uint64_t bsz = 0;

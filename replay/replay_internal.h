@@ -42,6 +42,7 @@
   X(MemFree, "cuMemFree", 3020, PFN_cuMemFree_v3020, "cuMemFree_v2", 0)                 \
   X(MemAllocHost, "cuMemAllocHost", 3020, PFN_cuMemAllocHost_v3020, "cuMemAllocHost_v2", 0) \
   X(MemFreeHost, "cuMemFreeHost", 2000, PFN_cuMemFreeHost_v2000, "cuMemFreeHost", 0)     \
+  X(MemHostAlloc, "cuMemHostAlloc", 2020, PFN_cuMemHostAlloc_v2020, "cuMemHostAlloc", 0)  \
   X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync", 3020, PFN_cuMemcpyHtoDAsync_v3020, "cuMemcpyHtoDAsync_v2", 1) \
   X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync", 3020, PFN_cuMemcpyDtoHAsync_v3020, "cuMemcpyDtoHAsync_v2", 1) \
   X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync", 3020, PFN_cuMemcpyDtoDAsync_v3020, "cuMemcpyDtoDAsync_v2", 1) \

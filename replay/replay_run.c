@@ -268,6 +268,10 @@ static void rp_destroy_live(rp_state *R) {
       if (k <= 1)
         continue;
       void *v = (void *)(uintptr_t)mp->vals[i];
+      /* a module is unloaded from the context it was loaded in */
+      CUcontext own = rp_owner_of(R, mp->vals[i]);
+      if (own && own != R->cur && R->d.df.CtxSetCurrent(own) == CUDA_SUCCESS)
+        R->cur = own;
       if (mp == &R->gexec && R->d.df.GraphExecDestroy)
         R->d.df.GraphExecDestroy(v);
       else if (mp == &R->graph && R->d.df.GraphDestroy)
@@ -293,11 +297,17 @@ static void rp_destroy_live(rp_state *R) {
   rp_verify_pending_free(R);
   /* created contexts */
   for (size_t i = 0; i < R->ctx_created.cap; i++)
-    if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy)
-      R->d.df.CtxDestroy((CUcontext)(uintptr_t)R->ctx_created.vals[i]);
+    if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy) {
+      CUcontext c = (CUcontext)(uintptr_t)R->ctx_created.vals[i];
+      rp_ctx_dying(R, c);
+      R->d.df.CtxDestroy(c);
+      if (R->cur == c)
+        R->cur = NULL;
+    }
   rp_map_free(&R->ctx_created);
   rp_map_free(&R->ctx);
   rp_map_free(&R->tid_ctx);
+  rp_map_free(&R->owner);
   R->nctx_stack = 0;
   if (R->primary) {
     R->d.df.CtxSetCurrent(R->primary);
@@ -317,8 +327,8 @@ static void rp_destroy_live(rp_state *R) {
 static void rp_free_host(rp_state *R, void **p, int pinned) {
   if (!*p)
     return;
-  if (pinned && R->d.df.MemFreeHost)
-    R->d.df.MemFreeHost(*p);
+  if (pinned)
+    rp_host_buf_free(R, *p);
   else
     free(*p);
   *p = NULL;

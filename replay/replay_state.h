@@ -11,6 +11,7 @@ typedef struct rp_func {
   uint64_t handle;      /* recorded */
   uint64_t live;        /* CUfunction / CUkernel */
   uint64_t live_fn;     /* CUfunction for a CUkernel (lazily) */
+  uint64_t live_fn_ctx; /* the context live_fn was obtained in (CUkernel) */
   int kind;             /* cucap.fb.FunctionKind */
   char name[128];
   cucap_fb_param_info *params;
@@ -49,6 +50,7 @@ typedef struct rp_state {
   int primary_retained;
   rp_map ctx, ctx_created, stream, event, module, library, func, graph, gexec;
   rp_map tid_ctx;             /* recording tid -> live current context */
+  rp_map owner;               /* live object -> live context it was made in */
 #define RP_CTX_STACK 64
   uint64_t ctx_stack[RP_CTX_STACK]; /* cuCtxPush/Pop */
   size_t nctx_stack;
@@ -61,6 +63,7 @@ typedef struct rp_state {
   size_t stage_cap[RP_STAGING_SLOTS];
   int stage_pinned[RP_STAGING_SLOTS];
   CUevent stage_ev[RP_STAGING_SLOTS];
+  CUcontext stage_ev_ctx[RP_STAGING_SLOTS]; /* where each event lives */
   int stage_used[RP_STAGING_SLOTS];
   unsigned stage_next;
   /* DtoH scratch (pinned) and a second buffer for expected bytes */
@@ -112,6 +115,25 @@ void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64
 void rp_execute(rp_state *R, const cucap_fb_record *rec);
 
 CUstream rp_stream_live(rp_state *R, uint64_t recorded);
+
+/* replay_lifetime.c: objects that die with their context */
+void rp_owned(rp_state *R, uint64_t live);       /* made in R->cur */
+CUcontext rp_owner_of(rp_state *R, uint64_t live); /* NULL: unknown */
+/* Before cuCtxDestroy(live): our staging events in it are destroyed, the
+ * program's streams/events/modules/execs/relocated allocations in it are
+ * forgotten (the driver frees them), functions of its modules marked dead. */
+void rp_ctx_dying(rp_state *R, CUcontext live);
+/* The CUfunction to launch fi with in the current context (a CUkernel's is
+ * per context); NULL if its module died (or a driver error, R->failed). */
+CUfunction rp_func_fn(rp_state *R, rp_func *fi);
+/* Our own page-locked buffers: allocated portable in the primary context
+ * (which lives for the whole run); NULL if not possible (use malloc). */
+void *rp_host_buf_alloc(rp_state *R, size_t size);
+void rp_host_buf_free(rp_state *R, void *p);
+/* 1 if a recorded cuLibraryLoadData option may be passed again. */
+int rp_lib_option_safe(int opt);
+/* Maps handles/addresses inside a recorded launch attribute; 0: drop it. */
+int rp_launch_attr_fix(rp_state *R, CUlaunchAttribute *a);
 
 /* replay_observer.c: dispatch to cucap_replay_options.observers */
 cucap_status rp_obs_attach(rp_state *R);

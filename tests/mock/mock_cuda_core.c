@@ -145,6 +145,16 @@ static __thread CUcontext tls_stack[MOCK_CTX_STACK];
 static __thread int tls_depth;
 
 static CUcontext current_ctx(void) { return tls_depth > 0 ? tls_stack[tls_depth - 1] : NULL; }
+CUcontext mock_current_ctx(void) { return current_ctx(); }
+
+void mock_dead_use(const char *what, const void *handle) {
+  fprintf(stderr, "mock libcuda: %s %p used after its context was destroyed "
+                  "(a use after free on the real driver)\n", what, handle);
+  fflush(stderr);
+  abort();
+}
+
+static void ctx_release_objects(CUcontext c); /* streams, events, memory */
 
 CUresult mock_need_ctx(void) {
   NEED_INIT();
@@ -235,6 +245,9 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext c) {
       tls_depth--;
       i--;
     }
+  /* everything created in c goes with it, as on the real driver */
+  ctx_release_objects(c);
+  mock_modules_ctx_destroyed(c);
   c->magic = 0;
   free(c);
   return CUDA_SUCCESS;
@@ -342,6 +355,7 @@ typedef struct reg_entry {
   size_t mapped; /* bytes mmap'ed (device) */
   reg_kind kind;
   unsigned long long id;
+  CUcontext owner; /* cuMemAlloc* / cuMemAllocHost: freed with the context */
 } reg_entry;
 static reg_entry *regs;
 static size_t nregs, capregs;
@@ -363,7 +377,7 @@ static int reg_add(uintptr_t start, size_t size, size_t mapped, reg_kind kind) {
     regs = n;
     capregs = nc;
   }
-  regs[nregs++] = (reg_entry){start, size, mapped, kind, next_id++};
+  regs[nregs++] = (reg_entry){start, size, mapped, kind, next_id++, NULL};
   return 0;
 }
 
@@ -423,6 +437,7 @@ CUresult mock_alloc_device(CUdeviceptr *out, size_t size) {
         continue;
       }
       if (reg_add((uintptr_t)p, size, map, REG_DEVICE) != 0) { munmap(p, map); break; }
+      regs[nregs - 1].owner = current_ctx();
       dev_in_use += size;
       *out = (CUdeviceptr)(uintptr_t)p;
       rc = CUDA_SUCCESS;
@@ -465,15 +480,20 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t width, si
   return CUDA_SUCCESS;
 }
 
+/* Page-locked host memory: its own mapping, so that the memory of a
+ * destroyed context is really gone (a later access faults, as it would on the
+ * real driver). */
 static CUresult host_alloc(void **pp, size_t n) {
   MOCK_TRY(mock_need_ctx());
   if (!pp || n == 0) return CUDA_ERROR_INVALID_VALUE;
-  void *p = NULL;
-  if (posix_memalign(&p, 4096, n) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t map = round_up(n, (size_t)sysconf(_SC_PAGESIZE));
+  void *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mock_lock);
   int bad = reg_add((uintptr_t)p, n, 0, REG_HOST);
+  if (!bad) regs[nregs - 1].owner = current_ctx();
   pthread_mutex_unlock(&mock_lock);
-  if (bad) { free(p); return CUDA_ERROR_OUT_OF_MEMORY; }
+  if (bad) { munmap(p, map); return CUDA_ERROR_OUT_OF_MEMORY; }
   *pp = p;
   return CUDA_SUCCESS;
 }
@@ -489,12 +509,14 @@ CUresult CUDAAPI cuMemFreeHost(void *p) {
   CUresult rc = CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
   reg_entry *r = reg_find((uintptr_t)p, REG_HOST);
+  size_t map = 0;
   if (r && r->start == (uintptr_t)p && r->mapped == 0) {
+    map = round_up(r->size, (size_t)sysconf(_SC_PAGESIZE));
     reg_remove(r);
     rc = CUDA_SUCCESS;
   }
   pthread_mutex_unlock(&mock_lock);
-  if (rc == CUDA_SUCCESS) free(p);
+  if (rc == CUDA_SUCCESS) munmap(p, map);
   return rc;
 }
 
@@ -559,7 +581,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
   if (!data) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
   reg_entry *r = reg_find((uintptr_t)p, -1);
-  reg_entry e = r ? *r : (reg_entry){0, 0, 0, REG_HOST, 0};
+  reg_entry e = r ? *r : (reg_entry){0, 0, 0, REG_HOST, 0, NULL};
   pthread_mutex_unlock(&mock_lock);
   int dev = r && e.kind != REG_HOST;
   switch (a) {
@@ -816,11 +838,61 @@ CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
 
 /* ---- streams and events ------------------------------------------------- */
 static struct CUstream_st *all_streams;
+static struct CUevent_st *all_events;
+/* dead handles (their context was destroyed): kept reachable for the
+ * use-after-destroy check, never freed */
+static struct CUstream_st *dead_streams;
+static struct CUevent_st *dead_events;
 static unsigned long long next_stream_id = 16;
+
+/* cuCtxDestroy: the context's streams and events become dead handles (kept,
+ * so a later use aborts in mock_dead_use), its device and page-locked host
+ * allocations are unmapped. */
+static void ctx_release_objects(CUcontext c) {
+  pthread_mutex_lock(&mock_lock);
+  for (CUstream *pp = &all_streams; *pp;) {
+    CUstream s = *pp;
+    if (s->owner == c) {
+      *pp = s->next;
+      s->magic = MOCK_MAGIC_DEAD;
+      s->next = dead_streams;
+      dead_streams = s;
+      continue;
+    }
+    pp = &s->next;
+  }
+  for (CUevent *pp = &all_events; *pp;) {
+    CUevent e = *pp;
+    if (e->owner == c) {
+      *pp = e->next;
+      e->magic = MOCK_MAGIC_DEAD;
+      e->next = dead_events;
+      dead_events = e;
+      continue;
+    }
+    pp = &e->next;
+  }
+  for (size_t i = 0; i < nregs;) {
+    reg_entry *r = &regs[i];
+    if (r->owner != c || (r->kind != REG_DEVICE && r->kind != REG_HOST) || (r->kind == REG_HOST && r->mapped)) {
+      i++;
+      continue;
+    }
+    if (r->kind == REG_DEVICE) {
+      munmap((void *)r->start, r->mapped);
+      dev_in_use -= r->size;
+    } else {
+      munmap((void *)r->start, round_up(r->size, (size_t)sysconf(_SC_PAGESIZE)));
+    }
+    reg_remove(r); /* the last entry moved to i: look at it next */
+  }
+  pthread_mutex_unlock(&mock_lock);
+}
 
 CUresult mock_check_stream(CUstream s) {
   MOCK_TRY(mock_need_ctx());
   if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return CUDA_SUCCESS;
+  if (s->magic == MOCK_MAGIC_DEAD) mock_dead_use("stream", s);
   return s->magic == MOCK_MAGIC_STREAM ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
@@ -838,6 +910,7 @@ CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, in
   s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
   pthread_mutex_lock(&mock_lock);
   s->id = next_stream_id++;
+  s->owner = current_ctx();
   s->next = all_streams;
   all_streams = s;
   pthread_mutex_unlock(&mock_lock);
@@ -849,6 +922,7 @@ CUresult CUDAAPI cuStreamCreate(CUstream *ps, unsigned int flags) { return cuStr
 
 CUresult CUDAAPI cuStreamDestroy(CUstream s) {
   MOCK_TRY(mock_need_ctx());
+  if (is_real_stream(s) && s->magic == MOCK_MAGIC_DEAD) mock_dead_use("stream", s);
   if (!is_real_stream(s) || s->magic != MOCK_MAGIC_STREAM) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mock_lock);
   for (CUstream *pp = &all_streams; *pp; pp = &(*pp)->next)
@@ -866,15 +940,27 @@ CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags) {
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
   e->magic = MOCK_MAGIC_EVENT;
   e->flags = flags;
+  e->owner = current_ctx();
+  pthread_mutex_lock(&mock_lock);
+  e->next = all_events;
+  all_events = e;
+  pthread_mutex_unlock(&mock_lock);
   *pe = e;
   return CUDA_SUCCESS;
 }
 
-static int event_ok(CUevent e) { return e && e->magic == MOCK_MAGIC_EVENT; }
+static int event_ok(CUevent e) {
+  if (e && e->magic == MOCK_MAGIC_DEAD) mock_dead_use("event", e);
+  return e && e->magic == MOCK_MAGIC_EVENT;
+}
 
 CUresult CUDAAPI cuEventDestroy(CUevent e) {
   MOCK_TRY(mock_need_ctx());
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&mock_lock);
+  for (CUevent *pp = &all_events; *pp; pp = &(*pp)->next)
+    if (*pp == e) { *pp = e->next; break; }
+  pthread_mutex_unlock(&mock_lock);
   e->magic = 0;
   free(e);
   return CUDA_SUCCESS;

@@ -32,6 +32,10 @@
 #define MOCK_MAGIC_LINK 0x6d4c6e6bu
 #define MOCK_MAGIC_GRAPH 0x6d477270u
 #define MOCK_MAGIC_GEXEC 0x6d476578u
+/* An object its context took with it (cuCtxDestroy frees the context's
+ * streams, events, modules and memory on the real driver). The struct is kept
+ * so that a later use is caught deterministically: mock_dead_use aborts. */
+#define MOCK_MAGIC_DEAD 0x6d446564u
 
 struct CUctx_st {
   uint32_t magic;
@@ -51,6 +55,7 @@ struct CUstream_st {
   struct mock_graph *capture; /* non-NULL while capturing into this graph */
   int capture_origin;         /* 1 on the stream that began the capture */
   struct CUstream_st *next;   /* global list, under mock_lock */
+  CUcontext owner;            /* context current at creation */
 };
 
 struct CUevent_st {
@@ -59,6 +64,8 @@ struct CUevent_st {
   double time_ms;            /* CLOCK_MONOTONIC when last recorded */
   int recorded;
   struct mock_graph *capture; /* recorded inside a capture */
+  CUcontext owner;            /* context current at creation */
+  struct CUevent_st *next;    /* global list, under mock_lock */
 };
 
 /* Parameter layout of a kernel, from EIATTR_KPARAM_INFO or the PTX .entry. */
@@ -109,6 +116,8 @@ struct CUmod_st {
   struct CUfunc_st *funcs; /* every kernel of the image, created at load */
   mock_global *globals;
   size_t nglobals;
+  CUcontext owner;         /* context current at load; NULL for a library's */
+  struct CUmod_st *next;   /* global list of loaded modules (mock_cuda_module.c) */
 };
 
 /* ---- image parsing (mock_cuda_image.c) ---------------------------------- */
@@ -149,6 +158,12 @@ extern pthread_mutex_t mock_lock;
 extern int mock_initialized;
 
 CUresult mock_need_ctx(void); /* CUDA_ERROR_NOT_INITIALIZED / INVALID_CONTEXT */
+CUcontext mock_current_ctx(void);
+/* A handle whose context was destroyed was passed to the driver: on the real
+ * driver that is a use after free. Prints what and aborts. */
+void mock_dead_use(const char *what, const void *handle) __attribute__((noreturn));
+/* cuCtxDestroy: modules loaded in c die with it (mock_cuda_module.c). */
+void mock_modules_ctx_destroyed(CUcontext c);
 /* Resolves NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD; checks magic. */
 CUresult mock_check_stream(CUstream s);
 double mock_now_ms(void);

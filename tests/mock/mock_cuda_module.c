@@ -26,8 +26,46 @@ struct CUlinkState_st {
   size_t nin;
 };
 
+/* Loaded modules (not a library's): cuCtxDestroy kills those of its context.
+ * Dead ones keep their shell (and their functions') for the use check. */
+static CUmodule all_modules, dead_modules;
+
+static void module_unlist(CUmodule m) {
+  pthread_mutex_lock(&mock_lock);
+  for (CUmodule *pp = &all_modules; *pp; pp = &(*pp)->next)
+    if (*pp == m) { *pp = m->next; break; }
+  pthread_mutex_unlock(&mock_lock);
+}
+
+void mock_modules_ctx_destroyed(CUcontext c) {
+  pthread_mutex_lock(&mock_lock);
+  for (CUmodule *pp = &all_modules; *pp;) {
+    CUmodule m = *pp;
+    if (m->owner != c) { pp = &m->next; continue; }
+    *pp = m->next;
+    m->next = dead_modules;
+    dead_modules = m;
+    m->magic = MOCK_MAGIC_DEAD; /* kept: a later use aborts */
+    for (CUfunction f = m->funcs; f; f = f->next) {
+      f->magic = MOCK_MAGIC_DEAD;
+      free(f->name);
+      free(f->params);
+      f->name = NULL;
+      f->params = NULL;
+    }
+    for (size_t i = 0; i < m->nglobals; i++) free(m->globals[i].name); /* memory: gone with c */
+    free(m->globals);
+    free(m->image);
+    m->globals = NULL;
+    m->nglobals = 0;
+    m->image = NULL;
+  }
+  pthread_mutex_unlock(&mock_lock);
+}
+
 static void module_free(CUmodule m) {
   if (!m) return;
+  module_unlist(m);
   for (CUfunction f = m->funcs, n; f; f = n) {
     n = f->next;
     f->magic = 0;
@@ -100,6 +138,11 @@ static CUresult module_load(CUmodule *out, const void *image, size_t size) {
     }
   }
   mock_image_free(&info);
+  m->owner = mock_current_ctx();
+  pthread_mutex_lock(&mock_lock);
+  m->next = all_modules;
+  all_modules = m;
+  pthread_mutex_unlock(&mock_lock);
   *out = m;
   return CUDA_SUCCESS;
 fail:
@@ -108,8 +151,14 @@ fail:
   return rc;
 }
 
-static int module_ok(CUmodule m) { return m && m->magic == MOCK_MAGIC_MODULE; }
-static int func_ok(CUfunction f) { return f && f->magic == MOCK_MAGIC_FUNC; }
+static int module_ok(CUmodule m) {
+  if (m && m->magic == MOCK_MAGIC_DEAD) mock_dead_use("module", m);
+  return m && m->magic == MOCK_MAGIC_MODULE;
+}
+static int func_ok(CUfunction f) {
+  if (f && f->magic == MOCK_MAGIC_DEAD) mock_dead_use("function", f);
+  return f && f->magic == MOCK_MAGIC_FUNC;
+}
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) { return module_load(m, image, 0); }
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v) {
@@ -213,20 +262,35 @@ static CUresult library_load(CUlibrary *out, const void *image, size_t size) {
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult rc = module_load(&l->mod, image, size);
   if (rc != CUDA_SUCCESS) { free(l); return rc; }
+  module_unlist(l->mod); /* a library lives in every context: not the loader's */
+  l->mod->owner = NULL;
   l->magic = MOCK_MAGIC_LIBRARY;
   *out = l;
   return CUDA_SUCCESS;
 }
 
+/* CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE passes a host pointer the
+ * real driver reads: so does the mock (a stale pointer from another process
+ * faults here as it would there). */
+static void library_options_touch(CUlibraryOption *lo, void **lv, unsigned int nl) {
+  for (unsigned i = 0; lo && lv && i < nl; i++)
+    if (lo[i] == CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE && lv[i]) {
+      volatile const unsigned char *t = lv[i];
+      (void)t[0];
+    }
+}
+
 CUresult CUDAAPI cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
                                    CUlibraryOption *lo, void **lv, unsigned int nl) {
-  (void)jo; (void)jv; (void)nj; (void)lo; (void)lv; (void)nl;
+  (void)jo; (void)jv; (void)nj;
+  library_options_touch(lo, lv, nl);
   return library_load(lib, code, 0);
 }
 
 CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jo, void **jv,
                                        unsigned int nj, CUlibraryOption *lo, void **lv, unsigned int nl) {
-  (void)jo; (void)jv; (void)nj; (void)lo; (void)lv; (void)nl;
+  (void)jo; (void)jv; (void)nj;
+  library_options_touch(lo, lv, nl);
   uint8_t *data;
   size_t size;
   MOCK_TRY(mock_need_ctx());
