@@ -50,7 +50,56 @@ int rp_cu(rp_state *R, CUresult r, const char *call) {
   return 0;
 }
 
-static void rp_skip(rp_state *R, const char *name) {
+void rp_substitute(rp_state *R, const char *name) {
+  cucap_replay_report *rep = R->rep;
+  if (R->o->strict) {
+    rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
+                 "--strict: record %" PRIu64 " (seq %" PRIu64
+                 ") cannot be replayed exactly: %s", R->rec_index, R->cur_seq,
+                 name);
+    return;
+  }
+  rep->substituted++;
+  for (unsigned i = 0; i < rep->subst_kinds; i++)
+    if (!strcmp(rep->subst_name[i], name)) {
+      rep->subst_count[i]++;
+      return;
+    }
+  if (rep->subst_kinds < CUCAP_REPLAY_MAX_SKIP_NAMES) {
+    snprintf(rep->subst_name[rep->subst_kinds], sizeof rep->subst_name[0], "%s",
+             name);
+    rep->subst_count[rep->subst_kinds++] = 1;
+  }
+}
+
+void rp_patch_payload(rp_state *R, void *hb, uint64_t size, uint64_t dst,
+                      const cucap_fb_copy_geometry *g) {
+  if (!R->mem.nreloc || !hb)
+    return;
+  uint8_t *b = hb;
+  if (!g) {
+    R->rep->patched_pointers += rp_mem_patch_row(&R->mem, b, size, dst);
+    return;
+  }
+  /* packed rows of width bytes; row (y, z) lands at its pitched address */
+  uint64_t w = cucap_fb_copy_geometry_width_bytes(g);
+  uint64_t h = cucap_fb_copy_geometry_height(g) ? cucap_fb_copy_geometry_height(g) : 1;
+  uint64_t dd = cucap_fb_copy_geometry_depth(g) ? cucap_fb_copy_geometry_depth(g) : 1;
+  uint64_t pitch = cucap_fb_copy_geometry_dst_pitch(g);
+  uint64_t dh = cucap_fb_copy_geometry_dst_height(g);
+  uint64_t x0 = cucap_fb_copy_geometry_dst_x_bytes(g), y0 = cucap_fb_copy_geometry_dst_y(g);
+  uint64_t z0 = cucap_fb_copy_geometry_dst_z(g);
+  for (uint64_t z = 0; z < dd; z++)
+    for (uint64_t y = 0; y < h; y++) {
+      uint64_t off = (z * h + y) * w;
+      if (off + w > size)
+        return;
+      uint64_t dev = dst + x0 + (y0 + y) * pitch + (z0 + z) * pitch * dh;
+      R->rep->patched_pointers += rp_mem_patch_row(&R->mem, b + off, w, dev);
+    }
+}
+
+void rp_skip(rp_state *R, const char *name) {
   cucap_replay_report *rep = R->rep;
   if (R->o->strict) { /* found only while executing (a missing blob, ...) */
     rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
@@ -891,6 +940,7 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "HtoD copy (payload blob missing)");
       return;
     }
+    rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
     uint64_t d = rp_tr(R, dst);
     if (g)
       rp_copy2d(g, 0, d, hb, st, fn, &res);

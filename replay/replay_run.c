@@ -251,6 +251,7 @@ static void rp_restore(rp_state *R) {
     if (!rp_grow(&R->expect, &R->expect_cap, g->size, &R->expect_pinned, R) ||
         cucap_reader_blob_read(R->r, g->data, R->expect, g->size) != CUCAP_OK)
       continue;
+    rp_patch_payload(R, R->expect, g->size, g->addr, NULL);
     rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, g->addr), R->expect, g->size, NULL),
           "cuMemcpyHtoD (restore)");
     R->d.df.StreamSynchronize(NULL);
@@ -387,19 +388,45 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
                    cucap_status_str(st));
     goto out;
   }
+  /* The address map is planned before libcuda is loaded: device
+   * super-ranges (replay_memory.c) and the page-locked host ranges, whose
+   * parts inside a super-range are backed with device memory there. */
+  if (!rp_host_pins_plan(&pins, &R->mem) || !rp_mem_plan(&R->mem)) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    goto out;
+  }
   /* Host guards are opt-in: measured on an H100 with driver 580, a PROT_NONE
    * guard over a super-range held across cuInit and released just before
    * cuMemAddressReserve made the driver ignore the (free, 32 MiB-aligned)
    * hint and return the next 32 MiB, while the same hint without a guard was
    * honoured exactly. The driver appears to plan its own VA around mappings it
-   * saw at initialisation. */
+   * saw at initialisation. CUCAP_REPLAY_HOST_GUARD=1 (or "init") holds the
+   * guards across cuInit; "dlopen" holds them only while libcuda and its
+   * libraries are loaded and releases them before cuInit (whether the
+   * driver then honours the hints is what tests/gpu/va_probe measures). */
   const char *guard_env = getenv("CUCAP_REPLAY_HOST_GUARD");
-  if (!opts->relocate && guard_env && guard_env[0] == '1') {
+  int guard = !opts->relocate && guard_env
+                  ? (!strcmp(guard_env, "1") || !strcmp(guard_env, "init")) ? 2
+                    : !strcmp(guard_env, "dlopen")                          ? 1
+                                                                            : 0
+                  : 0;
+  if (guard) {
     size_t ng = rp_mem_host_guard(&R->mem);
     CUCAP_DEBUG("replay: %zu of %zu super-range(s) guarded in the host "
                 "address space", ng, R->mem.nfixed);
   }
+  /* Page-locked host ranges away from the device ranges are mapped now, so
+   * that libcuda's libraries and the driver's own mappings cannot take them
+   * (the "address already in use" of pinned host memory). */
+  const char *premap_env = getenv("CUCAP_REPLAY_PIN_PREMAP");
+  if (pins.n && !(premap_env && premap_env[0] == '0')) {
+    size_t np = rp_host_pins_premap(&pins, &R->mem);
+    CUCAP_DEBUG("replay: %zu pinned host range(s) mapped before the driver "
+                "was loaded", np);
+  }
   st = rp_driver_load(&R->d, opts->libcuda, msg, sizeof msg);
+  if (guard == 1)
+    rp_mem_host_unguard(&R->mem);
   if (st != CUCAP_OK) {
     rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "%s", msg);
     goto out;
@@ -425,10 +452,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     }
     R->cc = ma * 10 + mi;
   }
-  st = rp_check_images(R);
   rp_env_check(R);
-  if (st != CUCAP_OK)
-    goto out;
   /* primary context first: VMM calls need a current context */
   if (!rp_cu(R, R->d.df.DevicePrimaryCtxRetain(&R->primary, R->dev),
              "cuDevicePrimaryCtxRetain"))
@@ -455,12 +479,18 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * kernel uses cannot be patched), still before any allocation of ours
    * (staging/scratch buffers below) can take their addresses. */
   if (pins.n) {
-    size_t np = rp_host_pins_place(&pins, &R->d);
+    size_t np = rp_host_pins_place(&pins, &R->d, &R->mem);
     CUCAP_INFO("replay: memory: %zu pinned host range(s) at recorded "
-               "addresses, %zu not placed", np, pins.failed);
+               "addresses, %zu not placed, %zu backed by device memory "
+               "inside reserved ranges", np, pins.failed, pins.device_backed);
     rep->pinned_host_ranges = np;
     rep->pinned_host_failed = pins.failed;
+    rep->pinned_host_device_backed = pins.device_backed;
   }
+  /* module images against this GPU only now: mapping them (the reader keeps
+   * them) before the placement could have taken recorded addresses */
+  if (rp_check_images(R) != CUCAP_OK)
+    goto out;
   /* buffers used per op, allocated now: a cuMemAllocHost during a stream
    * capture would invalidate it (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) */
   if (!rp_grow(&R->expect, &R->expect_cap, (size_t)1 << 20, &R->expect_pinned,

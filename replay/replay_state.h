@@ -103,6 +103,13 @@ void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
 int rp_cu(rp_state *R, CUresult r, const char *call); /* 0 + error if failed */
 cucap_hash128 rp_h(const cucap_fb_hash128 *h);
 const char *rp_unreplayable(const cucap_fb_record *rec); /* NULL: replayable */
+void rp_skip(rp_state *R, const char *name);       /* counted by name */
+void rp_substitute(rp_state *R, const char *name); /* replayed with a stand-in */
+/* Relocation of pointers inside an HtoD payload (host copy hb of `size`
+ * bytes going to recorded address dst, with its 2D/3D geometry or NULL);
+ * counted in patched_pointers. */
+void rp_patch_payload(rp_state *R, void *hb, uint64_t size, uint64_t dst,
+                      const cucap_fb_copy_geometry *g);
 int rp_alloc_is_device(int kind);
 uint64_t rp_alloc_size(const cucap_fb_alloc *a);
 uint64_t rp_tr(rp_state *R, uint64_t addr);

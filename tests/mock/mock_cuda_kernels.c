@@ -59,6 +59,14 @@ static void k_add_rc2d(const mock_thread *t, void **args) {
   if (x < w && y < h) ((float *)(p + y * pitch))[x] += (float)(x + y);
 }
 
+/* out[i] = *ptrs[i]: follows pointers stored in device memory */
+static void k_gather_ptr(const mock_thread *t, void **args) {
+  const float *const *ptrs = ARG(const float *const *, 0);
+  float *out = ARG(float *, 1);
+  long long i = GID(t);
+  if (i < ARG(int, 2)) out[i] = *ptrs[i];
+}
+
 static void k_empty(const mock_thread *t, void **args) {
   (void)t;
   (void)args;
@@ -70,6 +78,7 @@ static const struct {
 } table[] = {
   {"vec_add", k_vec_add}, {"scale", k_scale}, {"fill", k_fill}, {"saxpy", k_saxpy},
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
+  {"gather_ptr", k_gather_ptr},
 };
 
 mock_host_kernel mock_kernel_lookup(const char *name) {
