@@ -38,8 +38,3 @@ extern "C" __global__ void add_rc2d(float *p, unsigned long long pitch, int w, i
   }
 }
 extern "C" __global__ void empty_kernel(void) {}
-// Follows pointers stored in device memory (a linked structure): out[i] = *ptrs[i].
-extern "C" __global__ void gather_ptr(const float *const *ptrs, float *out, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = *ptrs[i];
-}
