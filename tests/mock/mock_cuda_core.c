@@ -1035,6 +1035,43 @@ CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode) {
   return CUDA_SUCCESS;
 }
 
+CUresult mock_begin_capture_to(CUstream s, struct mock_graph *g, CUstreamCaptureMode mode) {
+  (void)mode;
+  MOCK_TRY(mock_check_stream(s));
+  if (!is_real_stream(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  g->cap_tail = NULL; /* the caller sets the dependencies (mock_capture_set_deps) */
+  s->capture = g;
+  s->capture_origin = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_capture_info(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                           const CUgraphNode **deps, size_t *nd) {
+  MOCK_TRY(mock_check_stream(s));
+  struct mock_graph *cg = is_real_stream(s) ? s->capture : NULL;
+  if (st) *st = cg ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  if (id) *id = cg ? (cuuint64_t)(uintptr_t)cg : 0;
+  if (g) *g = (CUgraph)cg;
+  /* the mock's captures are a chain: the one dependency is the tail */
+  if (deps) *deps = cg && cg->cap_tail ? (const CUgraphNode *)&cg->cap_tail : NULL;
+  if (nd) *nd = cg && cg->cap_tail ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_capture_set_deps(CUstream s, CUgraphNode *deps, size_t nd, unsigned flags) {
+  MOCK_TRY(mock_check_stream(s));
+  struct mock_graph *cg = is_real_stream(s) ? s->capture : NULL;
+  if (!cg) return CUDA_ERROR_ILLEGAL_STATE;
+  if (nd > 1 || (nd && !deps)) return CUDA_ERROR_NOT_SUPPORTED; /* a chain: one dependency */
+  if (flags == CU_STREAM_ADD_CAPTURE_DEPENDENCIES && cg->cap_tail && nd) return CUDA_ERROR_NOT_SUPPORTED;
+  struct mock_node *n = nd ? mock_node_of(deps[0]) : NULL;
+  if (nd && (!n || n->graph != cg)) return CUDA_ERROR_INVALID_VALUE;
+  cg->cap_tail = n;
+  return CUDA_SUCCESS;
+}
+
 CUresult mock_end_capture(CUstream s, CUgraph *out) {
   MOCK_TRY(mock_check_stream(s));
   if (!out) return CUDA_ERROR_INVALID_VALUE;
@@ -1135,6 +1172,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version
   if (!f) f = lookup(mock_procs_legacy, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_module, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_graph, symbol, version, &seen);
+  if (!f) f = lookup(mock_procs_graph_ext, symbol, version, &seen);
   if (!f) f = lookup(core_procs, symbol, version, &seen);
   *pfn = f;
   if (status)

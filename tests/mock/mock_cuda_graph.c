@@ -17,26 +17,52 @@ static struct mock_graph *graph_of(void *h, uint32_t magic) {
   return g && g->magic == magic ? g : NULL;
 }
 
+struct mock_graph *mock_graph_of(void *h) { return graph_of(h, MOCK_MAGIC_GRAPH); }
+
 static struct mock_node *node_of(CUgraphNode h) {
   struct mock_node *n = (struct mock_node *)h;
   return n && n->magic == MOCK_MAGIC_NODE ? n : NULL;
 }
 
+struct mock_node *mock_node_of(CUgraphNode h) { return node_of(h); }
+
+static void graph_free(struct mock_graph *g);
+
 static void node_free(struct mock_node *n) {
   free(n->op.argbuf);
   free(n->deps);
   free(n->kparams);
+  for (unsigned i = 0; i < n->nbodies; i++)
+    if (n->bodies[i]) graph_free(n->bodies[i]);
+  free(n->bodies);
+  /* a graph allocation lives as long as its graph here (the real driver
+   * keeps it until it is freed; nothing in the mock's users needs more) */
+  if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && n->alloc.dptr) mock_free_device(n->alloc.dptr);
   n->magic = 0;
   free(n);
 }
 
 static void graph_free(struct mock_graph *g) {
-  for (size_t i = 0; i < g->nops; i++) free(g->ops[i].argbuf);
+  for (size_t i = 0; i < g->nops; i++) {
+    free(g->ops[i].argbuf);
+    for (unsigned k = 0; k < g->ops[i].nsubs; k++) graph_free(g->ops[i].subs[k]);
+    free(g->ops[i].subs);
+  }
   for (size_t i = 0; i < g->nnodes; i++) node_free(g->nodes[i]);
   free(g->ops);
   free(g->nodes);
   g->magic = 0;
   free(g);
+}
+
+void mock_graph_free(struct mock_graph *g) {
+  if (g) graph_free(g);
+}
+
+struct mock_graph *mock_graph_new(void) {
+  struct mock_graph *g = calloc(1, sizeof *g);
+  if (g) g->magic = MOCK_MAGIC_GRAPH;
+  return g;
 }
 
 static CUresult node_add_dep(struct mock_node *n, struct mock_node *d) {
@@ -89,12 +115,27 @@ static CUgraphNodeType type_of(mock_op_kind k) {
   case MOCK_OP_COPY: return CU_GRAPH_NODE_TYPE_MEMCPY;
   case MOCK_OP_SET: return CU_GRAPH_NODE_TYPE_MEMSET;
   case MOCK_OP_HOST: return CU_GRAPH_NODE_TYPE_HOST;
+  case MOCK_OP_COND: return CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  case MOCK_OP_CHILD: return CU_GRAPH_NODE_TYPE_GRAPH;
+  case MOCK_OP_EVENT: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
   case MOCK_OP_EMPTY: break;
   }
   return CU_GRAPH_NODE_TYPE_EMPTY;
 }
 
 /* Adds a node running *op (argbuf taken on success) after deps[0..nd). */
+static CUresult graph_add(struct mock_graph *g, const mock_op *op, const CUgraphNode *deps, size_t nd,
+                          struct mock_node **out);
+
+CUresult mock_graph_add(struct mock_graph *g, const mock_op *op, CUgraphNodeType type,
+                        const CUgraphNode *deps, size_t nd, struct mock_node **out) {
+  struct mock_node *n = NULL;
+  MOCK_TRY(graph_add(g, op, deps, nd, &n));
+  if (op->kind == MOCK_OP_EMPTY) n->type = type;
+  if (out) *out = n;
+  return CUDA_SUCCESS;
+}
+
 static CUresult graph_add(struct mock_graph *g, const mock_op *op, const CUgraphNode *deps, size_t nd,
                           struct mock_node **out) {
   if (nd && !deps) return CUDA_ERROR_INVALID_VALUE;
@@ -140,8 +181,11 @@ static CUresult graph_add(struct mock_graph *g, const mock_op *op, const CUgraph
 }
 
 CUresult mock_graph_append(struct mock_graph *g, const mock_op *op) {
-  CUgraphNode prev = g->nnodes ? (CUgraphNode)g->nodes[g->nnodes - 1] : NULL;
-  return graph_add(g, op, prev ? &prev : NULL, prev ? 1 : 0, NULL);
+  CUgraphNode prev = (CUgraphNode)g->cap_tail;
+  struct mock_node *n = NULL;
+  MOCK_TRY(graph_add(g, op, prev ? &prev : NULL, prev ? 1 : 0, &n));
+  g->cap_tail = n;
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphCreate(CUgraph *pg, unsigned int flags) {
@@ -344,22 +388,33 @@ CUresult CUDAAPI mock_node_get_deps_v1(CUgraphNode h, CUgraphNode *deps, size_t 
 }
 
 /* ---- instantiate / launch ----------------------------------------------------- */
-static CUresult op_copy(mock_op *dst, const mock_op *src) {
+/* The exec's copy of a node's op: kernel arguments copied, conditional
+ * bodies and child graphs instantiated (owned by the exec op). */
+static CUresult op_copy(mock_op *dst, const struct mock_node *n) {
+  const mock_op *src = &n->op;
   *dst = *src;
+  dst->argbuf = NULL;
+  dst->subs = NULL;
+  dst->nsubs = 0;
+  dst->node = n;
   if (src->argbuf) {
-    size_t n = src->func->param_bytes;
-    dst->argbuf = malloc(n ? n : 1);
+    size_t sz = src->func->param_bytes;
+    dst->argbuf = malloc(sz ? sz : 1);
     if (!dst->argbuf) return CUDA_ERROR_OUT_OF_MEMORY;
-    memcpy(dst->argbuf, src->argbuf, n);
+    memcpy(dst->argbuf, src->argbuf, sz);
+  }
+  if (n->nbodies && (src->kind == MOCK_OP_COND || src->kind == MOCK_OP_CHILD)) {
+    dst->subs = calloc(n->nbodies, sizeof *dst->subs);
+    if (!dst->subs) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0; i < n->nbodies; i++) {
+      MOCK_TRY(mock_graph_instantiate(n->bodies[i], &dst->subs[i]));
+      dst->nsubs++;
+    }
   }
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long long flags) {
-  (void)flags;
-  MOCK_TRY(mock_need_ctx());
-  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
-  if (!g || !pe) return CUDA_ERROR_INVALID_VALUE;
+CUresult mock_graph_instantiate(struct mock_graph *g, struct mock_graph **out) {
   struct mock_graph *x = calloc(1, sizeof *x);
   unsigned char *placed = calloc(g->nnodes ? g->nnodes : 1, 1);
   if (!x || !placed) { free(x); free(placed); return CUDA_ERROR_OUT_OF_MEMORY; }
@@ -379,11 +434,22 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long lo
     }
     if (pick == g->nnodes) { rc = CUDA_ERROR_INVALID_VALUE; break; } /* cycle */
     placed[pick] = 1;
-    rc = op_copy(&x->ops[x->nops], &g->nodes[pick]->op);
-    if (rc == CUDA_SUCCESS) x->nops++;
+    rc = op_copy(&x->ops[x->nops], g->nodes[pick]);
+    x->nops++; /* counted even when half-made: graph_free frees what is there */
   }
   free(placed);
   if (rc != CUDA_SUCCESS) { graph_free(x); return rc; }
+  *out = x;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long long flags) {
+  (void)flags;
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || !pe) return CUDA_ERROR_INVALID_VALUE;
+  struct mock_graph *x = NULL;
+  MOCK_TRY(mock_graph_instantiate(g, &x));
   *pe = (CUgraphExec)x;
   return CUDA_SUCCESS;
 }
@@ -396,14 +462,20 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec h) {
   return CUDA_SUCCESS;
 }
 
+CUresult mock_graph_run(const struct mock_graph *x) {
+  for (size_t i = 0; i < x->nops; i++)
+    if (!x->ops[i].disabled) MOCK_TRY(mock_run_op(&x->ops[i]));
+  return CUDA_SUCCESS;
+}
+
 CUresult mock_graph_launch(CUgraphExec h, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
   struct mock_graph *x = graph_of(h, MOCK_MAGIC_GEXEC);
   if (!x) return CUDA_ERROR_INVALID_VALUE;
   if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* graph-in-graph capture: not in the mock */
-  for (size_t i = 0; i < x->nops; i++) MOCK_TRY(mock_run_op(&x->ops[i]));
-  return CUDA_SUCCESS;
+  mock_cond_reset(x);
+  return mock_graph_run(x);
 }
 
 #define P(name, ver) {#name, ver, (void *)name}

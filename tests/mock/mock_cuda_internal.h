@@ -174,7 +174,12 @@ unsigned mock_mem_type(const void *p);
 int mock_dev_range_ok(CUdeviceptr p, size_t n);
 
 /* Operations that a capturing stream records instead of executing. */
-typedef enum mock_op_kind { MOCK_OP_KERNEL, MOCK_OP_COPY, MOCK_OP_SET, MOCK_OP_HOST, MOCK_OP_EMPTY } mock_op_kind;
+typedef enum mock_op_kind {
+  MOCK_OP_KERNEL, MOCK_OP_COPY, MOCK_OP_SET, MOCK_OP_HOST, MOCK_OP_EMPTY,
+  MOCK_OP_COND,   /* conditional node: runs subs[] by the handle's value */
+  MOCK_OP_CHILD,  /* child graph node: runs subs[0] */
+  MOCK_OP_EVENT   /* event record node */
+} mock_op_kind;
 typedef struct mock_op {
   mock_op_kind kind;
   /* kernel */
@@ -191,6 +196,14 @@ typedef struct mock_op {
   /* host function */
   CUhostFn fn;
   void *user;
+  /* graph-only ops (mock_cuda_graph_ext.c) */
+  unsigned long long cond;      /* COND: the conditional handle */
+  int cond_type;                /* COND: CUgraphConditionalNodeType */
+  struct mock_graph **subs;     /* exec op: COND bodies / CHILD graph, as execs (owned) */
+  unsigned nsubs;
+  CUevent event;                /* EVENT */
+  int disabled;                 /* exec op: cuGraphNodeSetEnabled(0) */
+  const struct mock_node *node; /* exec op: the graph node it was made from */
 } mock_op;
 
 /* Checks a 2D copy and fills *op for it (pointers resolved, device ranges
@@ -213,6 +226,13 @@ struct mock_node {
   CUDA_MEMSET_NODE_PARAMS set; /* memset nodes */
   size_t idx;                 /* position in graph->nodes */
   struct mock_graph *graph;
+  /* mock_cuda_graph_ext.c */
+  struct mock_graph **bodies; /* conditional: body graphs; child: [0] = the copy (owned) */
+  unsigned nbodies;
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc; /* mem alloc node (dptr: its memory, owned) */
+  CUdeviceptr free_ptr;       /* mem free node */
+  CUDA_HOST_NODE_PARAMS host; /* host node */
+  const struct mock_node *cloned_from; /* cuGraphClone: the original */
 };
 
 /* A CUgraph (MOCK_MAGIC_GRAPH: nodes) or a CUgraphExec (MOCK_MAGIC_GEXEC:
@@ -223,12 +243,35 @@ struct mock_graph {
   size_t nops, cap;
   struct mock_node **nodes;
   size_t nnodes, capnodes;
+  struct mock_node *cap_tail; /* while captured into: what the next captured node depends on */
 };
 
 /* Appends a captured op to graph g as a node that depends on the node
  * captured before it (the mock executes in order anyway). Takes the op's
  * argbuf on success. */
 CUresult mock_graph_append(struct mock_graph *g, const mock_op *op);
+/* Adds a node running *op after deps (argbuf taken on success); the node's
+ * type follows the op (MOCK_OP_EMPTY: `type` is used, for alloc/free/wait
+ * nodes). mock_cuda_graph.c. */
+CUresult mock_graph_add(struct mock_graph *g, const mock_op *op, CUgraphNodeType type,
+                        const CUgraphNode *deps, size_t nd, struct mock_node **out);
+struct mock_graph *mock_graph_new(void);
+void mock_graph_free(struct mock_graph *g); /* graph or exec, recursively */
+/* Instantiates g into a new exec (NULL: out of memory / cycle). */
+CUresult mock_graph_instantiate(struct mock_graph *g, struct mock_graph **out);
+/* Runs an exec's ops in order (no stream checks; conditionals recurse). */
+CUresult mock_graph_run(const struct mock_graph *x);
+/* Deep copy of a graph (nodes, edges, bodies); NULL on out of memory. */
+struct mock_graph *mock_graph_clone(const struct mock_graph *g);
+struct mock_graph *mock_graph_of(void *h); /* a CUgraph handle, or NULL */
+struct mock_node *mock_node_of(CUgraphNode h);
+/* Conditional handles (mock_cuda_graph_ext.c): the value kernels set with
+ * cudaGraphSetConditional (mock kernels call mock_cond_set). */
+void mock_cond_set(unsigned long long h, unsigned value);
+unsigned mock_cond_get(unsigned long long h);
+/* Before a launch: handles with CU_GRAPH_COND_ASSIGN_DEFAULT get their
+ * default back (every conditional op of the exec, recursively). */
+void mock_cond_reset(const struct mock_graph *x);
 /* Builds a kernel op (validating like cuLaunchKernel); op->argbuf is
  * malloc'd and owned by the caller on success. */
 CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, void **params,
@@ -253,11 +296,21 @@ extern const mock_proc mock_procs_legacy[];
 extern const mock_proc mock_procs_pt[];
 extern const mock_proc mock_procs_module[];
 extern const mock_proc mock_procs_graph[]; /* mock_cuda_graph.c */
+extern const mock_proc mock_procs_graph_ext[]; /* mock_cuda_graph_ext.c */
 
 CUresult mock_alloc_device(CUdeviceptr *out, size_t size);
 CUresult mock_free_device(CUdeviceptr p);
 CUresult mock_graph_launch(CUgraphExec g, CUstream s);
 CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode);
+/* cuStreamBeginCaptureToGraph: capture into the existing graph g (appended
+ * after deps, or after its last node when nd = 0). */
+CUresult mock_begin_capture_to(CUstream s, struct mock_graph *g, CUstreamCaptureMode mode);
+/* cuStreamGetCaptureInfo_v3 / cuStreamUpdateCaptureDependencies_v2. */
+CUresult mock_capture_info(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                           const CUgraphNode **deps, size_t *nd);
+CUresult mock_capture_set_deps(CUstream s, CUgraphNode *deps, size_t nd, unsigned flags);
+/* The graph s is capturing into, or NULL. */
+struct mock_graph *mock_stream_capture_graph(CUstream s);
 CUresult mock_end_capture(CUstream s, CUgraph *out);
 CUresult mock_event_record(CUevent e, CUstream s);
 CUresult mock_stream_wait_event(CUstream s, CUevent e);

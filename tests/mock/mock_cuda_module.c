@@ -560,6 +560,28 @@ CUresult mock_run_op(const mock_op *op) {
     return CUDA_SUCCESS;
   case MOCK_OP_EMPTY:
     return CUDA_SUCCESS;
+  case MOCK_OP_COND: {
+    /* CU_GRAPH_COND_TYPE_IF: body 0 when non-zero (body 1, if any, when
+     * zero); WHILE: body 0 as long as non-zero; SWITCH: body n for value n */
+    unsigned v = mock_cond_get(op->cond);
+    if (op->cond_type == CU_GRAPH_COND_TYPE_IF) {
+      if (v && op->nsubs > 0) return mock_graph_run(op->subs[0]);
+      if (!v && op->nsubs > 1) return mock_graph_run(op->subs[1]);
+      return CUDA_SUCCESS;
+    }
+    if (op->cond_type == CU_GRAPH_COND_TYPE_WHILE) {
+      for (unsigned long it = 0; op->nsubs && mock_cond_get(op->cond); it++) {
+        if (it > (1ul << 24)) return CUDA_ERROR_LAUNCH_TIMEOUT; /* a runaway loop */
+        MOCK_TRY(mock_graph_run(op->subs[0]));
+      }
+      return CUDA_SUCCESS;
+    }
+    return v < op->nsubs ? mock_graph_run(op->subs[v]) : CUDA_SUCCESS;
+  }
+  case MOCK_OP_CHILD:
+    return op->nsubs ? mock_graph_run(op->subs[0]) : CUDA_SUCCESS;
+  case MOCK_OP_EVENT:
+    return mock_event_record(op->event, NULL);
   }
   return CUDA_ERROR_INVALID_VALUE;
 }

@@ -138,14 +138,34 @@ CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr d, size_t p, unsigned short v, s
 CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream s) { return mock_memset(d, p, v, 4, w, h, s); }
 
 /* ---- stream-ordered allocation -------------------------------------------- */
+/* Inside a capture they become memory alloc/free nodes, as on the driver. */
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
-  if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  struct mock_graph *cg = mock_stream_capture_graph(s);
+  if (cg) {
+    CUDA_MEM_ALLOC_NODE_PARAMS a;
+    memset(&a, 0, sizeof a);
+    a.bytesize = n;
+    a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUgraphNode node, tail = (CUgraphNode)cg->cap_tail;
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    MOCK_TRY(cuGraphAddMemAllocNode(&node, (CUgraph)cg, tail ? &tail : NULL, tail ? 1 : 0, &a));
+    cg->cap_tail = mock_node_of(node);
+    *p = a.dptr;
+    return CUDA_SUCCESS;
+  }
   return mock_alloc_device(p, n);
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
-  if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  struct mock_graph *cg = mock_stream_capture_graph(s);
+  if (cg) {
+    CUgraphNode node, tail = (CUgraphNode)cg->cap_tail;
+    MOCK_TRY(cuGraphAddMemFreeNode(&node, (CUgraph)cg, tail ? &tail : NULL, tail ? 1 : 0, p));
+    cg->cap_tail = mock_node_of(node);
+    return CUDA_SUCCESS;
+  }
   return mock_free_device(p);
 }
 
@@ -236,6 +256,24 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
   *st = real_stream(s) && s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                             const CUgraphEdgeData *edges, size_t nd, CUstreamCaptureMode mode) {
+  (void)edges;
+  MOCK_TRY(mock_begin_capture_to(s, mock_graph_of(g), mode));
+  CUresult rc = mock_capture_set_deps(s, (CUgraphNode *)deps, nd, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+  if (rc != CUDA_SUCCESS) { CUgraph tmp; mock_end_capture(s, &tmp); }
+  return rc;
+}
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                        const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *nd) {
+  if (edges) *edges = NULL;
+  return mock_capture_info(s, st, id, g, deps, nd);
+}
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode *deps, const CUgraphEdgeData *edges,
+                                                   size_t nd, unsigned int flags) {
+  (void)edges;
+  return mock_capture_set_deps(s, deps, nd, flags);
+}
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s) { return mock_graph_launch(g, s); }
 CUresult CUDAAPI cuGraphUpload(CUgraphExec g, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
@@ -262,6 +300,8 @@ const mock_proc MOCK_PROCS[] = {
   P(cuLaunchKernel, 4000), P(cuLaunchKernelEx, 11060), P(cuLaunchCooperativeKernel, 9000),
   P(cuLaunchHostFunc, 10000), P(cuStreamAddCallback, 5000),
   P(cuStreamBeginCapture, 10010), P(cuStreamEndCapture, 10000), P(cuStreamIsCapturing, 10000),
+  P(cuStreamBeginCaptureToGraph, 12030), P(cuStreamGetCaptureInfo, 12030),
+  P(cuStreamUpdateCaptureDependencies, 12030),
   P(cuGraphLaunch, 10000), P(cuGraphUpload, 11010), P(cuGraphInstantiateWithParams, 12000),
   {NULL, 0, NULL}};
 #undef P
