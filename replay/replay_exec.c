@@ -60,8 +60,10 @@ void rp_substitute(rp_state *R, const char *name) {
     return;
   }
   rep->substituted++;
+  char key[sizeof rep->subst_name[0]]; /* compared as stored (truncated) */
+  snprintf(key, sizeof key, "%s", name);
   for (unsigned i = 0; i < rep->subst_kinds; i++)
-    if (!strcmp(rep->subst_name[i], name)) {
+    if (!strcmp(rep->subst_name[i], key)) {
       rep->subst_count[i]++;
       return;
     }
@@ -108,8 +110,10 @@ void rp_skip(rp_state *R, const char *name) {
     return;
   }
   rep->skipped++;
+  char key[sizeof rep->skip_name[0]]; /* compared as stored (truncated) */
+  snprintf(key, sizeof key, "%s", name);
   for (unsigned i = 0; i < rep->skip_kinds; i++)
-    if (!strcmp(rep->skip_name[i], name)) {
+    if (!strcmp(rep->skip_name[i], key)) {
       rep->skip_count[i]++;
       return;
     }
@@ -298,8 +302,6 @@ static const char *rp_unhooked_work(const cucap_fb_record *rec) {
     RP_WORK(cuGraphExecChildGraphNodeSetParams)
     RP_WORK(cuGraphExecUpdate)
     RP_WORK(cuGraphExecUpdate_v2)
-    RP_WORK(cuGraphKernelNodeSetParams)
-    RP_WORK(cuGraphKernelNodeSetParams_v2)
 #undef RP_WORK
   default:
     return NULL;
@@ -337,19 +339,11 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
       return "cuStreamWriteValue";
     return NULL;
   }
-  case CUCAP_FB_BODY_GRAPH: {
-    int op = cucap_fb_graph_op(cucap_fb_record_body_as_graph(rec));
-    /* seq 0: the topology the recorder notes at cuStreamEndCapture (the
-     * graph itself is rebuilt by replaying the capture) */
-    if (cucap_fb_record_seq(rec) == 0)
-      return NULL;
-    /* cuGraphCreate + cuGraphAdd*Node: rebuilt at Instantiate from the
-     * recorded topology (replay_graph.c) */
-    if (op == CUCAP_FB_GRAPHOP_ADDNODE || op == CUCAP_FB_GRAPHOP_CLONE ||
-        op == CUCAP_FB_GRAPHOP_EXECUPDATE)
-      return "graph built by explicit API (not rebuilt)";
+  case CUCAP_FB_BODY_GRAPH:
+    /* construction calls are informational (graphs are rebuilt from the
+     * topology recorded at instantiation), the rest is replayed
+     * (replay_graph*.c); what cannot be is skipped there, by name */
     return NULL;
-  }
   case CUCAP_FB_BODY_NOTE: {
     const char *k = cucap_fb_note_kind(cucap_fb_record_body_as_note(rec));
     if (k && !strcmp(k, "unsupported"))
@@ -1284,20 +1278,33 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "cuStreamBeginCapture (driver lacks it)");
       return;
     }
+    if (rp_capture_begin_dry(R, rec, s))
+      break; /* its graph is rebuilt at instantiation (replay_capture.c) */
     if (!rp_cu(R, fn->StreamBeginCapture(rp_stream(R, h),
                                          (CUstreamCaptureMode)cucap_fb_stream_capture_mode(s)),
                "cuStreamBeginCapture"))
       return;
+    rp_capture_open(R, h, rp_stream(R, h));
     R->capturing++;
     break;
   case CUCAP_FB_STREAMOP_ENDCAPTURE: {
     CUgraph gr = NULL;
+    switch (rp_capture_end_dry(R, s)) {
+    case 1:
+      R->rep->executed++;
+      return;
+    case 2:
+      return;
+    default:
+      break;
+    }
     if (!fn->StreamEndCapture) {
       rp_skip(R, "cuStreamEndCapture (driver lacks it)");
       return;
     }
     if (!rp_cu(R, fn->StreamEndCapture(rp_stream(R, h), &gr), "cuStreamEndCapture"))
       return;
+    rp_capture_closed(R, h);
     if (R->capturing)
       R->capturing--;
     rp_map_put(&R->graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr);
@@ -1361,47 +1368,9 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
                         const cucap_fb_graph *g) {
   const rp_fns *fn = rp_fn(R, rec);
   uint64_t live;
-  const char *bad = rp_unreplayable(rec);
-  if (bad) {
-    rp_skip(R, bad);
-    return;
-  }
   if (!rp_ctx_rec(R, rec))
     return;
-  if (cucap_fb_record_seq(rec) == 0) {
-    R->rep->ignored++; /* topology note, not a call */
-    return;
-  }
-  switch (cucap_fb_graph_op(g)) {
-  case CUCAP_FB_GRAPHOP_INSTANTIATE: {
-    CUgraphExec ex = NULL;
-    CUgraph rebuilt = NULL; /* explicit-API graph, rebuilt here; ours to destroy */
-    if (!R->d.df.GraphInstantiateWithFlags) {
-      rp_skip(R, "cuGraphInstantiate (graph not rebuilt)");
-      return;
-    }
-    if (!rp_map_get(&R->graph, cucap_fb_graph_graph(g), &live)) {
-      const char *why = rp_graph_rebuild(R, g, &rebuilt);
-      if (!rebuilt) {
-        if (why)
-          rp_skip(R, why);
-        return;
-      }
-      live = (uint64_t)(uintptr_t)rebuilt;
-    }
-    /* UPLOAD (from cuGraphInstantiateWithParams) needs an upload stream,
-     * which cuGraphInstantiateWithFlags has not: drop it */
-    unsigned long long gfl = cucap_fb_graph_flags(g) &
-                             ~(unsigned long long)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
-    CUresult ir = R->d.df.GraphInstantiateWithFlags(&ex, (CUgraph)(uintptr_t)live, gfl);
-    if (rebuilt && R->d.df.GraphDestroy) /* an exec does not need its graph */
-      R->d.df.GraphDestroy(rebuilt);
-    if (!rp_cu(R, ir, "cuGraphInstantiate"))
-      return;
-    rp_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
-    rp_owned(R, (uint64_t)(uintptr_t)ex);
-    break;
-  }
+  switch (cucap_fb_record_seq(rec) ? cucap_fb_graph_op(g) : -1) {
   case CUCAP_FB_GRAPHOP_LAUNCH:
     if (!rp_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
       rp_skip(R, "cuGraphLaunch (graph not rebuilt)");
@@ -1416,13 +1385,14 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
   case CUCAP_FB_GRAPHOP_EXECDESTROY:
     if (rp_map_del(&R->gexec, cucap_fb_graph_exec(g), &live))
       R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)live);
+    rp_graph_exec_destroyed(R, cucap_fb_graph_exec(g)); /* and its rebuilt graph */
     break;
   case CUCAP_FB_GRAPHOP_DESTROY:
     if (rp_map_del(&R->graph, cucap_fb_graph_graph(g), &live))
       R->d.df.GraphDestroy((CUgraph)(uintptr_t)live);
     break;
-  default: /* upload */
-    R->rep->ignored++;
+  default: /* instantiate, updates, upload, topology notes (replay_graph_exec.c) */
+    rp_graph_op(R, rec, g);
     return;
   }
   R->rep->executed++;
@@ -1432,6 +1402,10 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   R->cur_seq = cucap_fb_record_seq(rec);
   if (cucap_fb_record_result(rec) != 0) {
     R->rep->ignored++; /* the call failed in the program */
+    return;
+  }
+  if (R->gs && rp_capture_swallow(R, rec)) {
+    R->rep->ignored++; /* captured into a graph that is rebuilt instead */
     return;
   }
   uint64_t before = R->rep->executed, skipped = R->rep->skipped;

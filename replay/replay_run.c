@@ -16,6 +16,7 @@
 
 #include "cucap_fatbin.h"
 #include "cucap_log.h"
+#include "replay_graph.h"
 #include "replay_host.h"
 #include "replay_state.h"
 
@@ -39,6 +40,7 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
     n++;
     if (cucap_fb_record_result(rec) != 0)
       continue; /* failed in the program: not replayed */
+    rp_capture_scan(R, rec, n - 1); /* captures that cannot be re-captured */
     const char *bad = rp_unreplayable(rec);
     if (bad && R->o->strict) {
       rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
@@ -289,6 +291,7 @@ static void rp_destroy_live(rp_state *R) {
     /* keys 0/1 are never real handles of these kinds */
     rp_map_free(mp);
   }
+  rp_graphs_reset(R, 0); /* graphs rebuilt for the execs just destroyed */
   for (size_t i = 0; i < R->nfuncs; i++)
     free(R->funcs[i].params);
   R->nfuncs = 0;
@@ -537,6 +540,9 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     }
     if (R->failed)
       break;
+    /* captures the program never ended (a file cut short while capturing)
+     * would make the synchronisation below illegal */
+    rp_captures_close(R);
     if (R->primary && R->cur != R->primary) {
       R->d.df.CtxSetCurrent(R->primary);
       R->cur = R->primary;
@@ -578,11 +584,13 @@ out:
     }
     rp_free_host(R, &R->scratch, R->scratch_pinned);
     rp_free_host(R, &R->expect, R->expect_pinned);
+    rp_graphs_reset(R, 1);
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, &R->d); /* needs the context: before release */
     if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease)
       R->d.df.DevicePrimaryCtxRelease(R->dev);
   } else {
+    rp_graphs_reset(R, 1);
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, NULL);
   }

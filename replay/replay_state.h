@@ -77,6 +77,7 @@ typedef struct rp_state {
   void **keep;
   size_t nkeep, capkeep;
   int capturing;              /* streams currently in capture */
+  struct rp_graphs *gs;       /* graphs, execs, dry captures (replay_graph.h) */
   rp_pending_hash *pending;   /* --verify=launch */
   size_t npending, cappending;
   rp_image_ref *images;       /* module loads seen by the scan */

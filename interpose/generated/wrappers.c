@@ -37,9 +37,24 @@ extern void custom_event_query(cucap_call *c, CUresult r, CUevent hEvent) __attr
 extern void custom_event_record(cucap_call *c, CUresult r, CUevent hEvent, CUstream hStream) __attribute__((weak));
 extern void custom_event_record_flags(cucap_call *c, CUresult r, CUevent hEvent, CUstream hStream, unsigned int flags) __attribute__((weak));
 extern void custom_event_synchronize(cucap_call *c, CUresult r, CUevent hEvent) __attribute__((weak));
+extern void custom_graph_add_node(cucap_call *c, CUresult r, CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams) __attribute__((weak));
+extern void custom_graph_add_node_v1(cucap_call *c, CUresult r, CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams) __attribute__((weak));
+extern void custom_graph_clone(cucap_call *c, CUresult r, CUgraph *phGraphClone, CUgraph originalGraph) __attribute__((weak));
+extern void custom_graph_cond_handle(cucap_call *c, CUresult r, CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags) __attribute__((weak));
 extern void custom_graph_create(cucap_call *c, CUresult r, CUgraph *phGraph, unsigned int flags) __attribute__((weak));
 extern void custom_graph_destroy(cucap_call *c, CUresult r, CUgraph hGraph) __attribute__((weak));
+extern void custom_graph_exec_child(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph) __attribute__((weak));
 extern void custom_graph_exec_destroy(cucap_call *c, CUresult r, CUgraphExec hGraphExec) __attribute__((weak));
+extern void custom_graph_exec_enable(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled) __attribute__((weak));
+extern void custom_graph_exec_event_record(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event) __attribute__((weak));
+extern void custom_graph_exec_event_wait(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event) __attribute__((weak));
+extern void custom_graph_exec_kernel(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams) __attribute__((weak));
+extern void custom_graph_exec_kernel_v1(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) __attribute__((weak));
+extern void custom_graph_exec_memcpy(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams, CUcontext ctx) __attribute__((weak));
+extern void custom_graph_exec_memset(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx) __attribute__((weak));
+extern void custom_graph_exec_node(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams) __attribute__((weak));
+extern void custom_graph_exec_update(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo) __attribute__((weak));
+extern void custom_graph_exec_update_v1(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out, CUgraphExecUpdateResult *updateResult_out) __attribute__((weak));
 extern void custom_graph_instantiate(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize) __attribute__((weak));
 extern void custom_graph_instantiate_flags(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags) __attribute__((weak));
 extern void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) __attribute__((weak));
@@ -134,6 +149,8 @@ extern void custom_primary_reset_pre(cucap_call *c, CUdevice dev) __attribute__(
 extern void custom_primary_retain(cucap_call *c, CUresult r, CUcontext *pctx, CUdevice dev) __attribute__((weak));
 extern void custom_primary_set_flags(cucap_call *c, CUresult r, CUdevice dev, unsigned int flags) __attribute__((weak));
 extern void custom_stream_begin_capture(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
+extern void custom_stream_begin_capture_to_graph(cucap_call *c, CUresult r, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode) __attribute__((weak));
+extern void custom_stream_begin_capture_to_graph_ptsz(cucap_call *c, CUresult r, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode) __attribute__((weak));
 extern void custom_stream_begin_capture_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureMode mode) __attribute__((weak));
 extern void custom_stream_create(cucap_call *c, CUresult r, CUstream *phStream, unsigned int Flags) __attribute__((weak));
 extern void custom_stream_create_prio(cucap_call *c, CUresult r, CUstream *phStream, unsigned int flags, int priority) __attribute__((weak));
@@ -1816,6 +1833,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph h
   CUresult r = cucap_real.cuGraphAddNode ? cucap_real.cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
+  if (custom_graph_add_node_v1)
+    custom_graph_add_node_v1(&c, r, phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1827,6 +1846,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgrap
   CUresult r = cucap_real.cuGraphAddNode_v2 ? cucap_real.cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 6;
+  if (custom_graph_add_node)
+    custom_graph_add_node(&c, r, phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1871,6 +1892,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph origin
   CUresult r = cucap_real.cuGraphClone ? cucap_real.cuGraphClone(phGraphClone, originalGraph) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)phGraphClone; c.args[1] = (uint64_t)originalGraph;
   c.nargs = 2;
+  if (custom_graph_clone)
+    custom_graph_clone(&c, r, phGraphClone, originalGraph);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1882,6 +1905,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalH
   CUresult r = cucap_real.cuGraphConditionalHandleCreate ? cucap_real.cuGraphConditionalHandleCreate(pHandle_out, hGraph, ctx, defaultLaunchValue, flags) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)(uintptr_t)pHandle_out; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)ctx; c.args[3] = (uint64_t)defaultLaunchValue; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
+  if (custom_graph_cond_handle)
+    custom_graph_cond_handle(&c, r, pHandle_out, hGraph, ctx, defaultLaunchValue, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1996,6 +2021,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hGr
   CUresult r = cucap_real.cuGraphExecChildGraphNodeSetParams ? cucap_real.cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)childGraph;
   c.nargs = 3;
+  if (custom_graph_exec_child)
+    custom_graph_exec_child(&c, r, hGraphExec, hNode, childGraph);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2020,6 +2047,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGr
   CUresult r = cucap_real.cuGraphExecEventRecordNodeSetEvent ? cucap_real.cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)event;
   c.nargs = 3;
+  if (custom_graph_exec_event_record)
+    custom_graph_exec_event_record(&c, r, hGraphExec, hNode, event);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2031,6 +2060,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGrap
   CUresult r = cucap_real.cuGraphExecEventWaitNodeSetEvent ? cucap_real.cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)event;
   c.nargs = 3;
+  if (custom_graph_exec_event_wait)
+    custom_graph_exec_event_wait(&c, r, hGraphExec, hNode, event);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2086,6 +2117,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphE
   CUresult r = cucap_real.cuGraphExecKernelNodeSetParams ? cucap_real.cuGraphExecKernelNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
+  if (custom_graph_exec_kernel_v1)
+    custom_graph_exec_kernel_v1(&c, r, hGraphExec, hNode, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2097,6 +2130,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGra
   CUresult r = cucap_real.cuGraphExecKernelNodeSetParams_v2 ? cucap_real.cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
+  if (custom_graph_exec_kernel)
+    custom_graph_exec_kernel(&c, r, hGraphExec, hNode, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2108,6 +2143,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphE
   CUresult r = cucap_real.cuGraphExecMemcpyNodeSetParams ? cucap_real.cuGraphExecMemcpyNodeSetParams(hGraphExec, hNode, copyParams, ctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)copyParams; c.args[3] = (uint64_t)ctx;
   c.nargs = 4;
+  if (custom_graph_exec_memcpy)
+    custom_graph_exec_memcpy(&c, r, hGraphExec, hNode, copyParams, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2119,6 +2156,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphE
   CUresult r = cucap_real.cuGraphExecMemsetNodeSetParams ? cucap_real.cuGraphExecMemsetNodeSetParams(hGraphExec, hNode, memsetParams, ctx) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)memsetParams; c.args[3] = (uint64_t)ctx;
   c.nargs = 4;
+  if (custom_graph_exec_memset)
+    custom_graph_exec_memset(&c, r, hGraphExec, hNode, memsetParams, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2130,6 +2169,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec hGraphExec, C
   CUresult r = cucap_real.cuGraphExecNodeSetParams ? cucap_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
+  if (custom_graph_exec_node)
+    custom_graph_exec_node(&c, r, hGraphExec, hNode, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2141,6 +2182,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph 
   CUresult r = cucap_real.cuGraphExecUpdate ? cucap_real.cuGraphExecUpdate(hGraphExec, hGraph, hErrorNode_out, updateResult_out) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)hErrorNode_out; c.args[3] = (uint64_t)(uintptr_t)updateResult_out;
   c.nargs = 4;
+  if (custom_graph_exec_update_v1)
+    custom_graph_exec_update_v1(&c, r, hGraphExec, hGraph, hErrorNode_out, updateResult_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2152,6 +2195,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgra
   CUresult r = cucap_real.cuGraphExecUpdate_v2 ? cucap_real.cuGraphExecUpdate_v2(hGraphExec, hGraph, resultInfo) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)resultInfo;
   c.nargs = 3;
+  if (custom_graph_exec_update)
+    custom_graph_exec_update(&c, r, hGraphExec, hGraph, resultInfo);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2584,6 +2629,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgr
   CUresult r = cucap_real.cuGraphNodeSetEnabled ? cucap_real.cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)isEnabled;
   c.nargs = 3;
+  if (custom_graph_exec_enable)
+    custom_graph_exec_enable(&c, r, hGraphExec, hNode, isEnabled);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6219,6 +6266,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgr
   CUresult r = cucap_real.cuStreamBeginCaptureToGraph ? cucap_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)mode;
   c.nargs = 6;
+  if (custom_stream_begin_capture_to_graph)
+    custom_stream_begin_capture_to_graph(&c, r, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6230,6 +6279,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream,
   CUresult r = cucap_real.cuStreamBeginCaptureToGraph_ptsz ? cucap_real.cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) : CUDA_ERROR_NOT_FOUND;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)mode;
   c.nargs = 6;
+  if (custom_stream_begin_capture_to_graph_ptsz)
+    custom_stream_begin_capture_to_graph_ptsz(&c, r, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
   cucap_call_exit(&c, r);
   return r;
 }
