@@ -215,6 +215,11 @@ typedef struct graph_desc {
 
 static cucap_fb_ref graph_body(cucap_fbb *b, const graph_desc *d) {
   cucap_fb_ref nodes = d->walk ? cx_graph_nodes(b, (CUgraph)(uintptr_t)d->graph, 0) : 0;
+  cucap_fb_ref payloads = 0;
+  if (d->op == CUCAP_FB_GRAPHOP_INSTANTIATE && d->walk && d->exec)
+    cx_graph_exec_sources(d->exec, (CUgraph)(uintptr_t)d->graph);
+  if (d->op == CUCAP_FB_GRAPHOP_LAUNCH) /* host bytes its copy nodes read */
+    payloads = cx_graph_launch_payloads(b, d->exec);
   cucap_fb_graph_start(b);
   cucap_fb_graph_add_op(b, d->op);
   if (d->graph)
@@ -227,6 +232,8 @@ static cucap_fb_ref graph_body(cucap_fbb *b, const graph_desc *d) {
     cucap_fb_graph_add_flags(b, d->flags);
   if (nodes)
     cucap_fb_graph_add_nodes(b, nodes);
+  if (payloads)
+    cucap_fb_graph_add_payloads(b, payloads);
   return cucap_fb_graph_end(b);
 }
 
@@ -327,7 +334,8 @@ void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
 }
 
 void custom_graph_exec_destroy(cucap_call *c, CUresult r, CUgraphExec e) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_graph_exec_forget(CX_U64(e));
   graph_desc d = {CUCAP_FB_GRAPHOP_EXECDESTROY, 0, CX_U64(e), 0, 0, 0};
   graph_emit(c, &d);
 }

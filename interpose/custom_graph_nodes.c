@@ -15,6 +15,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "custom_internal.h"
 
@@ -217,6 +219,170 @@ void cx_graph_node_ext_add(cucap_fbb *b, const cx_node_ext *e) {
     cucap_fb_graph_node_add_bodies(b, e->bodies);
 }
 
+/* ---- host memory read by copy nodes, at launch ------------------------------------
+ * A copy node from host memory reads it when the graph runs, not when it is
+ * built: the bytes are stored with every cuGraphLaunch of an exec that has
+ * such nodes (packed, like HtoD payloads), and the replay refills its copy
+ * of the source before launching. */
+typedef struct cx_src {
+  uint64_t addr;               /* first byte */
+  uint64_t w, h, d, pitch, height; /* geometry of the source side */
+} cx_src;
+
+typedef struct cx_exec_srcs {
+  uint64_t exec;
+  cx_src *v;
+  size_t n;
+} cx_exec_srcs;
+
+static cx_exec_srcs *cx_srcs;
+static size_t cx_nsrcs, cx_capsrcs;
+
+static cx_exec_srcs *srcs_of(uint64_t exec, int create) {
+  for (size_t i = 0; i < cx_nsrcs; i++)
+    if (cx_srcs[i].exec == exec)
+      return &cx_srcs[i];
+  if (!create)
+    return NULL;
+  if (cx_nsrcs == cx_capsrcs) {
+    size_t nc = cx_capsrcs ? cx_capsrcs * 2 : 8;
+    cx_exec_srcs *n = realloc(cx_srcs, nc * sizeof *n);
+    if (!n)
+      return NULL;
+    cx_srcs = n;
+    cx_capsrcs = nc;
+  }
+  cx_srcs[cx_nsrcs] = (cx_exec_srcs){exec, NULL, 0};
+  return &cx_srcs[cx_nsrcs++];
+}
+
+static void srcs_add(cx_exec_srcs *e, const CUDA_MEMCPY3D *p) {
+  if (p->srcMemoryType != CU_MEMORYTYPE_HOST || !p->srcHost || !p->WidthInBytes)
+    return;
+  cx_src s;
+  s.w = p->WidthInBytes;
+  s.h = p->Height ? p->Height : 1;
+  s.d = p->Depth ? p->Depth : 1;
+  s.pitch = p->srcPitch ? p->srcPitch : s.w;
+  s.height = p->srcHeight ? p->srcHeight : s.h;
+  s.addr = CX_U64(p->srcHost) + p->srcXInBytes + p->srcY * s.pitch + p->srcZ * s.pitch * s.height;
+  if (s.w * s.h * s.d > ((uint64_t)1 << 32))
+    return; /* not a copy node's source worth storing at every launch */
+  for (size_t i = 0; i < e->n; i++) /* the same source twice: once */
+    if (e->v[i].addr == s.addr && e->v[i].w * e->v[i].h * e->v[i].d == s.w * s.h * s.d)
+      return;
+  cx_src *n = realloc(e->v, (e->n + 1) * sizeof *n);
+  if (!n)
+    return;
+  e->v = n;
+  e->v[e->n++] = s;
+}
+
+static void srcs_walk(cx_exec_srcs *e, CUgraph g, int depth) {
+  size_t n = 0;
+  if (depth > CX_GRAPH_MAX_DEPTH || !g || !cucap_real.cuGraphGetNodes ||
+      cucap_real.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n || n > (1u << 20))
+    return;
+  CUgraphNode *v = malloc(n * sizeof *v);
+  if (!v || cucap_real.cuGraphGetNodes(g, v, &n) != CUDA_SUCCESS) {
+    free(v);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    CUgraphNodeType t = (CUgraphNodeType)255;
+    if (cucap_real.cuGraphNodeGetType)
+      (void)cucap_real.cuGraphNodeGetType(v[i], &t);
+    if (t == CU_GRAPH_NODE_TYPE_MEMCPY && cucap_real.cuGraphMemcpyNodeGetParams) {
+      CUDA_MEMCPY3D p;
+      memset(&p, 0, sizeof p);
+      if (cucap_real.cuGraphMemcpyNodeGetParams(v[i], &p) == CUDA_SUCCESS)
+        srcs_add(e, &p);
+    } else if (t == CU_GRAPH_NODE_TYPE_GRAPH && cucap_real.cuGraphChildGraphNodeGetGraph) {
+      CUgraph cg = NULL;
+      if (cucap_real.cuGraphChildGraphNodeGetGraph(v[i], &cg) == CUDA_SUCCESS)
+        srcs_walk(e, cg, depth + 1);
+    } else if (t == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      cx_cond_node c;
+      uint32_t def, flags;
+      if (cond_node_get(CX_U64(v[i]), CX_U64(g), &c, &def, &flags)) {
+        for (uint32_t k = 0; k < c.size; k++)
+          srcs_walk(e, (CUgraph)(uintptr_t)c.bodies[k], depth + 1);
+        free(c.bodies);
+      }
+    }
+  }
+  free(v);
+}
+
+void cx_graph_exec_sources(uint64_t exec, CUgraph g) {
+  pthread_mutex_lock(&cx_cond_lock);
+  cx_exec_srcs *e = srcs_of(exec, 1);
+  pthread_mutex_unlock(&cx_cond_lock);
+  if (!e)
+    return;
+  /* (cond_node_get takes the lock itself; the table entry is only touched
+   * by this exec's own calls, which the program serialises) */
+  free(e->v);
+  e->v = NULL;
+  e->n = 0;
+  srcs_walk(e, g, 0);
+}
+
+void cx_graph_exec_forget(uint64_t exec) {
+  pthread_mutex_lock(&cx_cond_lock);
+  for (size_t i = 0; i < cx_nsrcs; i++)
+    if (cx_srcs[i].exec == exec) {
+      free(cx_srcs[i].v);
+      cx_srcs[i] = cx_srcs[--cx_nsrcs];
+      break;
+    }
+  pthread_mutex_unlock(&cx_cond_lock);
+}
+
+/* Copies the source rows packed into buf; 0 if the memory cannot be read
+ * (process_vm_readv: a bad pointer is an error, never a fault in the app). */
+static int src_read(const cx_src *s, uint8_t *buf) {
+  for (uint64_t z = 0; z < s->d; z++)
+    for (uint64_t y = 0; y < s->h; y++) {
+      struct iovec local = {buf + (z * s->h + y) * s->w, s->w};
+      struct iovec remote = {(void *)(uintptr_t)(s->addr + (z * s->height + y) * s->pitch), s->w};
+      if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)s->w)
+        return 0;
+    }
+  return 1;
+}
+
+cucap_fb_ref cx_graph_launch_payloads(cucap_fbb *b, uint64_t exec) {
+  pthread_mutex_lock(&cx_cond_lock);
+  cx_exec_srcs *e = srcs_of(exec, 0);
+  size_t n = e ? e->n : 0;
+  cx_src *v = n ? malloc(n * sizeof *v) : NULL;
+  if (v)
+    memcpy(v, e->v, n * sizeof *v);
+  pthread_mutex_unlock(&cx_cond_lock);
+  if (!v)
+    return 0;
+  cucap_fb_ref *refs = malloc(n * sizeof *refs);
+  size_t nr = 0;
+  for (size_t i = 0; refs && i < n; i++) {
+    uint64_t size = v[i].w * v[i].h * v[i].d;
+    uint8_t *buf = malloc(size ? size : 1);
+    cucap_fb_hash128 h;
+    if (buf && src_read(&v[i], buf) && cx_blob(buf, size, &h)) {
+      cucap_fb_mem_region_start(b);
+      cucap_fb_mem_region_add_address(b, v[i].addr);
+      cucap_fb_mem_region_add_size(b, size);
+      cucap_fb_mem_region_add_data(b, &h);
+      refs[nr++] = cucap_fb_mem_region_end(b);
+    }
+    free(buf);
+  }
+  cucap_fb_ref out = nr ? cucap_fbb_vector_refs(b, refs, nr) : 0;
+  free(refs);
+  free(v);
+  return out;
+}
+
 /* ---- records ---------------------------------------------------------------- */
 static void graph_record(cucap_call *c, uint8_t op, uint64_t graph, uint64_t exec,
                          cucap_fb_ref nodes) {
@@ -299,6 +465,7 @@ static void exec_update(cucap_call *c, CUresult r, CUgraphExec x, CUgraph g) {
     return;
   cucap_fb_ref nodes = cx_graph_nodes(c->b, g, 0);
   graph_record(c, CUCAP_FB_GRAPHOP_EXECUPDATE, CX_U64(g), CX_U64(x), nodes);
+  cx_graph_exec_sources(CX_U64(x), g); /* the new graph's copy sources */
 }
 
 void custom_graph_exec_update(cucap_call *c, CUresult r, CUgraphExec x, CUgraph g,
@@ -387,6 +554,11 @@ void custom_graph_exec_memcpy(cucap_call *c, CUresult r, CUgraphExec x, CUgraphN
     return;
   set_desc d = {.type = CUCAP_FB_GRAPHNODETYPE_MEMCPY};
   d.mcpy = cx_memcpy3d_node_body(c->b, p);
+  pthread_mutex_lock(&cx_cond_lock);
+  cx_exec_srcs *e = srcs_of(CX_U64(x), 1);
+  if (e)
+    srcs_add(e, p);
+  pthread_mutex_unlock(&cx_cond_lock);
   exec_set(c, r, x, node, &d);
 }
 

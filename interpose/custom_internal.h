@@ -107,6 +107,13 @@ void cx_graph_node_ext(cucap_fbb *b, CUgraph g, CUgraphNode node, CUgraphNodeTyp
 void cx_graph_node_ext_add(cucap_fbb *b, const cx_node_ext *e);
 /* cuGraphDestroy(g) succeeded: drops what was remembered about g's nodes. */
 void cx_graph_forget(uint64_t g);
+/* Host memory read by an exec's copy nodes (host source): noted at
+ * instantiation / update (walking g, bodies and child graphs included),
+ * read at each cuGraphLaunch into a vector of MemRegion {address, size,
+ * data blob} (0 if none), forgotten at cuGraphExecDestroy. */
+void cx_graph_exec_sources(uint64_t exec, CUgraph g);
+cucap_fb_ref cx_graph_launch_payloads(cucap_fbb *b, uint64_t exec);
+void cx_graph_exec_forget(uint64_t exec);
 
 /* Snapshots: capture/snapshot.c does the work through driver callbacks that
  * custom_snapshot.c fills from cucap_real (capture/ cannot see interpose/).

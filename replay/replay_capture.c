@@ -62,6 +62,8 @@ void rp_capture_scan(rp_state *R, const cucap_fb_record *rec, uint64_t idx) {
     const cucap_fb_graph *g = cucap_fb_record_body_as_graph(rec);
     int op = cucap_fb_graph_op(g);
     cap_note_allocs(R, g);
+    if (op == CUCAP_FB_GRAPHOP_LAUNCH && cucap_fb_graph_payloads_len(g))
+      rp_map_put(&gs->exec_payloads, cucap_fb_graph_exec(g), 1);
     if (cucap_fb_record_seq(rec) == 0) /* the topology of the capture being ended */
       rp_map_put(&gs->scan_rebuild, cucap_fb_record_tid(rec) + 2, cap_needs_rebuild(g));
     else if (op == CUCAP_FB_GRAPHOP_ADDNODE || op == CUCAP_FB_GRAPHOP_CONDHANDLE)

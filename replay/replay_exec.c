@@ -728,9 +728,10 @@ static void rp_op_alloc(rp_state *R, const cucap_fb_record *rec,
   rp_owned(R, p);
   R->rep->relocated_allocs++;
   if (!R->warned_reloc_ptr++)
-    CUCAP_WARN("replay: relocating device allocations: kernel pointer "
-               "parameters are patched, but pointers stored inside device "
-               "memory cannot be fixed");
+    CUCAP_WARN("replay: relocating device allocations: pointers in kernel "
+               "parameters, graph nodes and uploaded data (HtoD payloads) are "
+               "patched; pointers a kernel computes and stores in device "
+               "memory cannot be");
   R->rep->executed++;
 }
 
@@ -1376,6 +1377,7 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "cuGraphLaunch (graph not rebuilt)");
       return;
     }
+    rp_graph_launch_payloads(R, g); /* host bytes its copy nodes read */
     if (!rp_cu(R, fn->GraphLaunch((CUgraphExec)(uintptr_t)live,
                                   rp_stream(R, cucap_fb_graph_stream(g))),
                "cuGraphLaunch"))

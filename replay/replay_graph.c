@@ -250,13 +250,35 @@ const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3
   if (st == CU_MEMORYTYPE_HOST) {
     uint64_t total = w * h * d;
     const rp_stash *sp = rp_capture_stash_find(R, src, total);
-    if (!sp)
+    void *b = NULL;
+    rp_gx *x = R->gs ? R->gs->building : NULL;
+    if (sp) { /* the bytes captured with the copy */
+      b = rg_keep_buf(R, sp->size);
+      if (!b || cucap_reader_blob_read(R->r, sp->data, b, sp->size) != CUCAP_OK)
+        return "graph: memcpy node from host memory (payload missing)";
+      if (dt != CU_MEMORYTYPE_HOST)
+        rp_patch_payload(R, b, total, dst, NULL);
+    } else if (x && rp_map_get(&R->gs->exec_payloads, x->rec_exec, NULL)) {
+      /* the bytes come with each launch (rp_graph_launch_payloads) */
+      rp_hostbuf *n = realloc(x->hb, (x->nhb + 1) * sizeof *n);
+      if (!n || !(b = rg_keep_buf(R, total))) {
+        if (n)
+          x->hb = n;
+        return "graph: memcpy node from host memory (out of memory)";
+      }
+      x->hb = n;
+      memset(&x->hb[x->nhb], 0, sizeof *x->hb);
+      x->hb[x->nhb].src = src + cucap_fb_copy_geometry_src_x_bytes(g) +
+                          cucap_fb_copy_geometry_src_y(g) * cucap_fb_copy_geometry_src_pitch(g) +
+                          cucap_fb_copy_geometry_src_z(g) * cucap_fb_copy_geometry_src_pitch(g) *
+                              cucap_fb_copy_geometry_src_height(g);
+      x->hb[x->nhb].size = total;
+      x->hb[x->nhb].dst = dt == CU_MEMORYTYPE_HOST ? 0 : dst;
+      x->hb[x->nhb].buf = b;
+      x->nhb++;
+    } else {
       return "graph: memcpy node from host, bytes not recorded";
-    void *b = rg_keep_buf(R, sp->size);
-    if (!b || cucap_reader_blob_read(R->r, sp->data, b, sp->size) != CUCAP_OK)
-      return "graph: memcpy node from host memory (payload missing)";
-    if (dt != CU_MEMORYTYPE_HOST)
-      rp_patch_payload(R, b, total, dst, NULL);
+    }
     p->srcMemoryType = CU_MEMORYTYPE_HOST;
     p->srcHost = b;
     p->srcPitch = w;
@@ -377,7 +399,9 @@ static const char *rg_check(rg_ctx *c, const cucap_fb_graph *g, int depth) {
       unsigned dt = cucap_fb_copy_geometry_dst_memory_type(geo);
       if (st == CU_MEMORYTYPE_ARRAY || dt == CU_MEMORYTYPE_ARRAY)
         return "graph: memcpy node with a CUDA array (not rebuilt)";
-      if (st == CU_MEMORYTYPE_HOST) {
+      rp_gx *x = c->R->gs ? c->R->gs->building : NULL;
+      if (st == CU_MEMORYTYPE_HOST &&
+          !(x && rp_map_get(&c->R->gs->exec_payloads, x->rec_exec, NULL))) {
         uint64_t w = cucap_fb_copy_geometry_width_bytes(geo);
         uint64_t h = cucap_fb_copy_geometry_height(geo) ? cucap_fb_copy_geometry_height(geo) : 1;
         uint64_t d = cucap_fb_copy_geometry_depth(geo) ? cucap_fb_copy_geometry_depth(geo) : 1;

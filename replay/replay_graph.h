@@ -44,8 +44,18 @@ typedef struct rg_fns {
   PFN_cuGraphUpload_v11010_ptsz UploadPt;
 } rg_fns;
 
+typedef struct rp_hostbuf {    /* a copy node's host source, refilled at launch */
+  uint64_t src, size;          /* recorded first byte read, packed size */
+  uint64_t dst;                /* recorded device destination (pointer patching) */
+  void *buf;                   /* the node's source here (in R->keep) */
+  cucap_hash128 last;          /* payload it holds */
+  int filled;
+} rp_hostbuf;
+
 typedef struct rp_gx {         /* one replayed CUgraphExec */
   uint64_t rec_exec;
+  rp_hostbuf *hb;
+  size_t nhb;
   CUgraph graph;               /* the live graph it was instantiated from */
   int own_graph;               /* 1: rebuilt here, destroyed with the exec */
   rp_map nodes;                /* recorded node -> live node of `graph` */
@@ -74,6 +84,8 @@ typedef struct rp_graphs {
   rp_map scan_open;            /* recorded stream -> record index of its BeginCapture */
   rp_map scan_added;           /* recorded graph -> record index of a node added by hand */
   rp_map scan_rebuild;         /* recording tid -> 1: its last captured topology needs a rebuild */
+  rp_map exec_payloads;        /* recorded exec -> 1: its launches carry host payloads */
+  rp_gx *building;             /* the exec whose graph is being rebuilt (host sources) */
 } rp_graphs;
 
 rp_graphs *rp_graphs_get(rp_state *R);   /* allocated on first use; NULL on OOM */
@@ -118,6 +130,9 @@ uint64_t rp_graph_signature(const cucap_fb_graph *g);
  * Upload, ExecUpdate, ExecSetParams and the seq-0 topology of a capture. */
 void rp_graph_op(rp_state *R, const cucap_fb_record *rec, const cucap_fb_graph *g);
 void rp_graph_exec_destroyed(rp_state *R, uint64_t rec_exec); /* before cuGraphExecDestroy */
+/* Before cuGraphLaunch: the host memory the exec's copy nodes read, as it
+ * was when the program launched (Graph.payloads), put in their sources. */
+void rp_graph_launch_payloads(rp_state *R, const cucap_fb_graph *g);
 /* Between passes and at the end: exec bookkeeping and per-pass state freed
  * (the live execs themselves are destroyed by the caller); all = 1 also
  * frees what the scan found. */

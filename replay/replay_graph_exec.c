@@ -36,6 +36,7 @@ static void gx_clear(rp_state *R, rp_gx *x) {
     R->d.df.GraphDestroy(x->graph);
   rp_map_free(&x->nodes);
   rp_map_free(&x->handles);
+  free(x->hb); /* the buffers themselves are in R->keep */
   memset(x, 0, sizeof *x);
 }
 
@@ -101,6 +102,7 @@ void rp_graphs_reset(rp_state *R, int all) {
   rp_map_free(&gs->scan_open);
   rp_map_free(&gs->scan_added);
   rp_map_free(&gs->scan_rebuild);
+  rp_map_free(&gs->exec_payloads);
   free(gs);
   R->gs = NULL;
 }
@@ -170,7 +172,9 @@ static void gx_instantiate(rp_state *R, const cucap_fb_record *rec, const cucap_
     gx_pair(R, x, g);
   } else {
     CUgraph rebuilt = NULL;
+    R->gs->building = x;
     const char *why = rp_graph_rebuild(R, g, &rebuilt, &x->nodes, &x->handles);
+    R->gs->building = NULL;
     if (!rebuilt) {
       rp_graph_exec_destroyed(R, cucap_fb_graph_exec(g));
       if (why)
@@ -206,7 +210,9 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
   }
   rp_map nodes = {0}, handles = {0};
   CUgraph ng = NULL;
+  R->gs->building = x; /* the new graph's host sources are the exec's */
   const char *why = rp_graph_rebuild(R, g, &ng, &nodes, &handles);
+  R->gs->building = NULL;
   if (!ng) {
     rp_map_free(&nodes);
     rp_map_free(&handles);
@@ -322,7 +328,9 @@ static void gx_set(rp_state *R, const cucap_fb_graph *g) {
   case CUCAP_FB_GRAPHNODETYPE_MEMCPY: {
     CUDA_MEMCPY3D p;
     const cucap_fb_memcpy *c = cucap_fb_graph_node_memcpy(n);
+    R->gs->building = x;
     const char *why = c ? rg_memcpy_params(R, c, &p) : "cuGraphExecMemcpyNodeSetParams without parameters";
+    R->gs->building = NULL;
     if (why) {
       rp_skip(R, why);
       return;
@@ -373,6 +381,34 @@ static void gx_set(rp_state *R, const cucap_fb_graph *g) {
   }
   if (rp_cu(R, r, what))
     R->rep->executed++;
+}
+
+void rp_graph_launch_payloads(rp_state *R, const cucap_fb_graph *g) {
+  size_t np = cucap_fb_graph_payloads_len(g);
+  rp_gx *x = np ? gx_find(R, cucap_fb_graph_exec(g)) : NULL;
+  int synced = 0;
+  for (size_t i = 0; x && i < np; i++) {
+    const cucap_fb_mem_region *m = cucap_fb_graph_payloads_at(g, i);
+    cucap_hash128 h = rp_h(cucap_fb_mem_region_data(m));
+    uint64_t a = cucap_fb_mem_region_address(m), size = cucap_fb_mem_region_size(m);
+    for (size_t k = 0; k < x->nhb; k++) {
+      rp_hostbuf *b = &x->hb[k];
+      if (b->src != a || b->size != size)
+        continue;
+      if (b->filled && b->last.lo == h.lo && b->last.hi == h.hi)
+        continue; /* the same bytes as last time: nothing to wait for */
+      if (b->filled && !synced++) /* an earlier launch may still read it */
+        rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (graph host source)");
+      if (cucap_reader_blob_read(R->r, h, b->buf, size) != CUCAP_OK) {
+        rp_skip(R, "graph launch host payload missing");
+        continue;
+      }
+      if (b->dst)
+        rp_patch_payload(R, b->buf, size, b->dst, NULL);
+      b->last = h;
+      b->filled = 1;
+    }
+  }
 }
 
 void rp_graph_op(rp_state *R, const cucap_fb_record *rec, const cucap_fb_graph *g) {

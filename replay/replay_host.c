@@ -110,7 +110,8 @@ static void rp_host_group(rp_host_pins *p) {
   if (p->grouped)
     return;
   uint64_t pg = rp_page();
-  qsort(p->v, p->n, sizeof *p->v, rp_host_cmp);
+  if (p->n)
+    qsort(p->v, p->n, sizeof *p->v, rp_host_cmp);
   for (size_t i = 0; i < p->n;) {
     uint64_t s = p->v[i].host & ~(pg - 1);
     uint64_t e = (p->v[i].host + p->v[i].size + pg - 1) & ~(pg - 1);

@@ -651,8 +651,9 @@ static const cucap_fb_field_desc cucap_fb__fields_graph[] = {
   {"nodes", 5, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_graph_node, NULL},
   {"cond_handle", 6, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"cond_default", 7, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"payloads", 8, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_mem_region, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_graph = {"Graph", 8, 8, cucap_fb__fields_graph};
+const cucap_fb_table_desc cucap_fb_table_desc_graph = {"Graph", 9, 9, cucap_fb__fields_graph};
 cucap_status cucap_fb_graph_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_graph);
 }

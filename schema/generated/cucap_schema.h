@@ -1191,7 +1191,7 @@ void cucap_fb_graph_node_to_json(const cucap_fb_graph_node *t, cucap_json *w, un
 
 /* ---- table Graph ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_graph;
-static inline void cucap_fb_graph_start(cucap_fbb *b) { cucap_fbb_table_start(b, 8); }
+static inline void cucap_fb_graph_start(cucap_fbb *b) { cucap_fbb_table_start(b, 9); }
 static inline cucap_fb_ref cucap_fb_graph_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_graph_add_op(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
 static inline uint8_t cucap_fb_graph_op(const cucap_fb_graph *t) { return cucap_fb__read_u8(t, 0, 0); }
@@ -1220,6 +1220,12 @@ static inline int cucap_fb_graph_cond_handle_is_present(const cucap_fb_graph *t)
 static inline void cucap_fb_graph_add_cond_default(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 7, v); }
 static inline uint32_t cucap_fb_graph_cond_default(const cucap_fb_graph *t) { return cucap_fb__read_u32(t, 7, 0); }
 static inline int cucap_fb_graph_cond_default_is_present(const cucap_fb_graph *t) { return cucap_fb__field(t, 7) != NULL; }
+static inline void cucap_fb_graph_add_payloads(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 8, v); }
+static inline size_t cucap_fb_graph_payloads_len(const cucap_fb_graph *t) { size_t c; cucap_fb__vec(t, 8, &c); return c; }
+static inline const cucap_fb_mem_region *cucap_fb_graph_payloads_at(const cucap_fb_graph *t, size_t i) {
+  return (const cucap_fb_mem_region *)cucap_fb__vec_ref_at(t, 8, i);
+}
+static inline int cucap_fb_graph_payloads_is_present(const cucap_fb_graph *t) { return cucap_fb__field(t, 8) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_graph *cucap_fb_graph_root(const void *buf) {
   return (const cucap_fb_graph *)cucap_fb__root(buf);

@@ -15,6 +15,8 @@
  *     node; cuEventSynchronize after the launch
  *  7. H: host node (sets a flag in this process) -> scale(out2, 3)
  *  8. stream capture with cuMemAllocAsync / cuMemFreeAsync inside it
+ *  9. a copy node from page-locked host memory whose contents change
+ *     between launches (the graph reads them at each launch)
  * Kernels from drv_kernels.cu (scale, fill). Exact small numbers: identical on
  * the mock and on a GPU (the host node's own effect is printed separately:
  * a replay runs an empty node in its place). */
@@ -251,6 +253,39 @@ int main(void) {
     run(x, s, "captured alloc/free again");
     CK(cuGraphExecDestroy(x));
     CK(cuGraphDestroy(cg));
+  }
+  /* 9 */
+  {
+    float *hp = NULL;
+    CK(cuMemAllocHost((void **)&hp, N * sizeof(float)));
+    CUgraph hg;
+    CK(cuGraphCreate(&hg, 0));
+    CUDA_MEMCPY3D cp;
+    memset(&cp, 0, sizeof cp);
+    cp.srcMemoryType = CU_MEMORYTYPE_HOST;
+    cp.srcHost = hp;
+    cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp.dstDevice = dout;
+    cp.WidthInBytes = N * sizeof(float);
+    cp.Height = 1;
+    cp.Depth = 1;
+    CUgraphNode cn, kn;
+    CK(cuGraphAddMemcpyNode(&cn, hg, NULL, 0, &cp, ctx));
+    float two = 2.0f;
+    void *ka[] = {&dout, &two, &n};
+    CUDA_KERNEL_NODE_PARAMS k = kparams(f_scale, ka);
+    CK(cuGraphAddKernelNode(&kn, hg, &cn, 1, &k));
+    CK(cuGraphInstantiate(&x, hg, 0));
+    for (int round = 1; round <= 3; round++) {
+      for (int i = 0; i < N; i++) hp[i] = (float)(round * (i % 5));
+      CK(cuGraphLaunch(x, s));
+      CK(cuStreamSynchronize(s));
+      printf("host source round %d: ", round);
+      show("x2", dout);
+    }
+    CK(cuGraphExecDestroy(x));
+    CK(cuGraphDestroy(hg));
+    CK(cuMemFreeHost(hp));
   }
   printf("host node ran %d time(s)\n", host_ran);
   CK(cuMemFree(dout));
