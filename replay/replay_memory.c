@@ -24,6 +24,7 @@
 
 #include "cucap_log.h"
 #include "replay_internal.h"
+#include "replay_state.h"
 
 #define RP_MIN_ALIGN ((uint64_t)2 << 20)
 
@@ -540,4 +541,31 @@ void rp_mem_release(rp_mem *m, rp_driver *d) {
   free(m->chunks);
   free(m->reloc);
   memset(m, 0, sizeof *m);
+}
+
+void rp_patch_payload(rp_state *R, void *hb, uint64_t size, uint64_t dst,
+                      const cucap_fb_copy_geometry *g) {
+  if (!R->mem.nreloc || !hb)
+    return;
+  uint8_t *b = hb;
+  if (!g) {
+    R->rep->patched_pointers += rp_mem_patch_row(&R->mem, b, size, dst);
+    return;
+  }
+  /* packed rows of width bytes; row (y, z) lands at its pitched address */
+  uint64_t w = cucap_fb_copy_geometry_width_bytes(g);
+  uint64_t h = cucap_fb_copy_geometry_height(g) ? cucap_fb_copy_geometry_height(g) : 1;
+  uint64_t dd = cucap_fb_copy_geometry_depth(g) ? cucap_fb_copy_geometry_depth(g) : 1;
+  uint64_t pitch = cucap_fb_copy_geometry_dst_pitch(g);
+  uint64_t dh = cucap_fb_copy_geometry_dst_height(g);
+  uint64_t x0 = cucap_fb_copy_geometry_dst_x_bytes(g), y0 = cucap_fb_copy_geometry_dst_y(g);
+  uint64_t z0 = cucap_fb_copy_geometry_dst_z(g);
+  for (uint64_t z = 0; z < dd; z++)
+    for (uint64_t y = 0; y < h; y++) {
+      uint64_t off = (z * h + y) * w;
+      if (off + w > size)
+        return;
+      uint64_t dev = dst + x0 + (y0 + y) * pitch + (z0 + z) * pitch * dh;
+      R->rep->patched_pointers += rp_mem_patch_row(&R->mem, b + off, w, dev);
+    }
 }
