@@ -187,6 +187,8 @@ int rp_capture_swallow(rp_state *R, const cucap_fb_record *rec) {
     if (!rp_map_get(&gs->dry, st, &origin))
       return 0;
     cap_stash(R, c);
+    if (cucap_fb_memcpy_kind(c) == CUCAP_FB_MEMCPYKIND_DTOH)
+      R->rep->copies_unverifiable++; /* runs inside the graph */
     return 1;
   }
   case CUCAP_FB_BODY_MEMSET:
