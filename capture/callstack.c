@@ -17,6 +17,7 @@
 
 #include "cucap_hash.h"
 #include "cucap_log.h"
+#include "cucap_rec_stats.h"
 #include "cucap_recorder.h"
 #include "cucap_schema.h"
 
@@ -296,9 +297,19 @@ static cucap_status emit_map_locked(void) {
   return st;
 }
 
+/* g_mu held: a module-map (re)scan, timed for --stats */
+static cucap_status emit_map_timed_locked(void) {
+  if (__builtin_expect(!cucap_rec_stats_on, 1))
+    return emit_map_locked();
+  uint64_t t0 = cucap_rec_stats_clock();
+  cucap_status st = emit_map_locked();
+  cucap_rec_stats_add(CUCAP_STATS_MODMAP_SCAN, cucap_rec_stats_clock() - t0);
+  return st;
+}
+
 cucap_status cucap_callstack_emit_module_map(void) {
   pthread_mutex_lock(&g_mu);
-  cucap_status st = emit_map_locked();
+  cucap_status st = emit_map_timed_locked();
   pthread_mutex_unlock(&g_mu);
   return st;
 }
@@ -357,7 +368,18 @@ static uint32_t intern_locked(uint64_t h, int *is_new) {
   return g_ids[j].id;
 }
 
+static uint32_t stack_id(void);
+
 uint32_t cucap_rec_stack_id(void) {
+  if (__builtin_expect(!cucap_rec_stats_on, 1))
+    return stack_id();
+  uint64_t t0 = cucap_rec_stats_clock();
+  uint32_t id = stack_id();
+  cucap_rec_stats_add(CUCAP_STATS_STACK_WALK, cucap_rec_stats_clock() - t0);
+  return id;
+}
+
+static uint32_t stack_id(void) {
   if (!cucap_rec_active())
     return 0;
   const cucap_rec_options *o = cucap_rec_opts();
@@ -390,7 +412,7 @@ uint32_t cucap_rec_stack_id(void) {
     if (unknown) {
       /* a frame outside every known object and the loader's set changed:
        * something was dlopen'ed */
-      if (emit_map_locked() != CUCAP_OK)
+      if (emit_map_timed_locked() != CUCAP_OK)
         CUCAP_DEBUG("callstack: module map not recorded");
     }
     cucap_fbb *b = cucap_fbb_create(64 + n * 8);

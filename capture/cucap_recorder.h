@@ -57,7 +57,7 @@ typedef enum cucap_rec_stack_mode {
  *   snapshot=none|exit|launch:N   hash_launches   audit
  *   stack=off|fp|unwind           stack_depth=N   level=N (zstd)
  *   no_dtoh_payload               workers=N       flush_ms=N
- *   sync_writes
+ *   sync_writes                   stats (cucap_rec_stats.h)
  * Unknown keys are logged (warn) and ignored. */
 typedef struct cucap_rec_options {
   cucap_rec_snapshot_mode snapshot;
@@ -71,6 +71,7 @@ typedef struct cucap_rec_options {
   int workers;                   /* zstd worker threads */
   unsigned flush_ms;             /* writer flush interval; 0 = default */
   int sync_writes;
+  int stats;                     /* per-entry-point cost counters */
 } cucap_rec_options;
 
 /* Fills defaults (snapshot none, stack fp, depth 32, everything else 0). */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cucap_log.h"
+#include "cucap_rec_stats.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
 
@@ -94,6 +95,8 @@ cucap_status cucap_rec_options_parse(const char *s, cucap_rec_options *o) {
       o->no_dtoh_payload = 1;
     } else if (tok_eq(s, klen, "sync_writes")) {
       o->sync_writes = 1;
+    } else if (tok_eq(s, klen, "stats")) {
+      o->stats = 1;
     } else if (tok_eq(s, klen, "stack")) {
       if (v && tok_eq(v, vlen, "off"))
         o->stack = CUCAP_REC_STACK_OFF;
@@ -324,7 +327,13 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
   CUCAP_RETURN_IF(off == 0, CUCAP_ERR_INVALID_ARG);
   cucap_status st = CUCAP_ERR_STATE;
   uint64_t seq = 0;
-  pthread_mutex_lock(&g_lock);
+  if (__builtin_expect(cucap_rec_stats_on, 0)) {
+    uint64_t t0 = cucap_rec_stats_clock();
+    pthread_mutex_lock(&g_lock);
+    cucap_rec_stats_add(CUCAP_STATS_APPEND_LOCK, cucap_rec_stats_clock() - t0);
+  } else {
+    pthread_mutex_lock(&g_lock);
+  }
   if (g_writer) {
     seq = ++g_seq;
     memcpy(buf + off, &seq, 8);

@@ -55,6 +55,17 @@ cucap_fb_ref cx_jit_options(cucap_fbb *b, unsigned n, const int *opts,
   return cucap_fbb_vector_refs(b, refs, n);
 }
 
+void cx_guarded(void (*fn)(void)) {
+  cucap_rec_thread *th = cucap_rec_thread_get();
+  if (th) {
+    th->depth++;
+    th->audit_expect = 0;
+  }
+  fn();
+  if (th)
+    th->depth--;
+}
+
 uint64_t cx_current_ctx(void) {
   CUcontext ctx = NULL;
   if (cucap_real.cuCtxGetCurrent && cucap_real.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS)
@@ -98,6 +109,8 @@ const cucap_tracked_fn *cx_function_learn(uint64_t handle, uint64_t module,
   uint32_t total = 0;
   uint8_t source = CUCAP_FB_PARAMSOURCE_NONE;
   int driver_ok = 0;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   for (size_t i = 0; i < CX_MAX_PARAMS; i++) {
     size_t off = 0, sz = 0;
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
@@ -118,6 +131,7 @@ const cucap_tracked_fn *cx_function_learn(uint64_t handle, uint64_t module,
       total = (uint32_t)(off + sz);
     n++;
   }
+  cx_relax_end(&rx);
   if (driver_ok) {
     source = CUCAP_FB_PARAMSOURCE_DRIVER;
   } else {
@@ -175,6 +189,8 @@ const cucap_tracked_fn *cx_function_for_launch(uint64_t handle) {
   uint64_t module = 0;
   uint8_t kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
   CUmodule mod = NULL;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   if (cucap_real.cuFuncGetName &&
       cucap_real.cuFuncGetName(&name, (CUfunction)(uintptr_t)handle) == CUDA_SUCCESS) {
     if (cucap_real.cuFuncGetModule &&
@@ -184,6 +200,7 @@ const cucap_tracked_fn *cx_function_for_launch(uint64_t handle) {
              cucap_real.cuKernelGetName(&name, (CUkernel)(uintptr_t)handle) == CUDA_SUCCESS) {
     kind = CUCAP_FB_FUNCTIONKIND_KERNEL;
   }
+  cx_relax_end(&rx);
   f = cx_function_learn(handle, module, kind, name);
   if (!f)
     return NULL;

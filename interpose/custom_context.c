@@ -34,20 +34,24 @@ static uint64_t primary_ctx_of(CUdevice dev) {
   CUcontext ctx = NULL;
   unsigned int flags = 0;
   int active = 0;
+  uint64_t out = 0;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   /* never create a primary context just to learn its handle */
-  if (!cucap_real.cuDevicePrimaryCtxGetState ||
-      cucap_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active)
-    return 0;
-  if (cucap_real.cuDevicePrimaryCtxRetain &&
+  if (cucap_real.cuDevicePrimaryCtxGetState &&
+      cucap_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active &&
+      cucap_real.cuDevicePrimaryCtxRetain &&
       cucap_real.cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS) {
     if (cucap_real.cuDevicePrimaryCtxRelease_v2)
       (void)cucap_real.cuDevicePrimaryCtxRelease_v2(dev);
-    return CX_U64(ctx);
+    out = CX_U64(ctx);
   }
-  return 0;
+  cx_relax_end(&rx);
+  return out;
 }
 
 static void snapshot_before_context_loss(uint64_t ctx) {
+  cx_deferred_context_loss(ctx);
   if (cucap_rec_opts()->snapshot == CUCAP_REC_SNAPSHOT_EXIT)
     cx_snapshot_context_loss(ctx);
   if (ctx)
@@ -143,11 +147,13 @@ void custom_ctx_pop(cucap_call *c, CUresult r, CUcontext *pctx) {
 }
 
 void custom_ctx_synchronize(cucap_call *c, CUresult r) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_sync_point(CX_SYNC_CTX, 0, c->variant);
   ctx_emit(c, CUCAP_FB_CONTEXTOP_SYNCHRONIZE, 0, 0, 0, 0, 0);
 }
 
 void custom_ctx_synchronize_v2(cucap_call *c, CUresult r, CUcontext ctx) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_sync_point(CX_SYNC_CTX, 0, c->variant);
   ctx_emit(c, CUCAP_FB_CONTEXTOP_SYNCHRONIZE, CX_U64(ctx), 0, 0, 0, 0);
 }

@@ -214,10 +214,15 @@ typedef struct graph_desc {
 } graph_desc;
 
 static cucap_fb_ref graph_body(cucap_fbb *b, const graph_desc *d) {
-  cucap_fb_ref nodes = d->walk ? cx_graph_nodes(b, (CUgraph)(uintptr_t)d->graph, 0) : 0;
-  cucap_fb_ref payloads = 0;
-  if (d->op == CUCAP_FB_GRAPHOP_INSTANTIATE && d->walk && d->exec)
-    cx_graph_exec_sources(d->exec, (CUgraph)(uintptr_t)d->graph);
+  cucap_fb_ref nodes = 0, payloads = 0;
+  if (d->walk) { /* queries only, in RELAXED mode: other streams may capture */
+    cx_relaxed rx;
+    cx_relax_begin(&rx);
+    nodes = cx_graph_nodes(b, (CUgraph)(uintptr_t)d->graph, 0);
+    if (d->op == CUCAP_FB_GRAPHOP_INSTANTIATE && d->exec)
+      cx_graph_exec_sources(d->exec, (CUgraph)(uintptr_t)d->graph);
+    cx_relax_end(&rx);
+  }
   if (d->op == CUCAP_FB_GRAPHOP_LAUNCH) /* host bytes its copy nodes read */
     payloads = cx_graph_launch_payloads(b, d->exec);
   cucap_fb_graph_start(b);
@@ -260,13 +265,15 @@ static void capture_emit(cucap_call *c, uint8_t op, CUstream s, int mode, uint64
 }
 
 void custom_stream_begin_capture(cucap_call *c, CUresult r, CUstream s) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_capture_begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
   capture_emit(c, CUCAP_FB_STREAMOP_BEGINCAPTURE, s, CU_STREAM_CAPTURE_MODE_GLOBAL, 0);
 }
 
 void custom_stream_begin_capture_v2(cucap_call *c, CUresult r, CUstream s,
                                     CUstreamCaptureMode mode) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_capture_begin(s, (int)mode);
   capture_emit(c, CUCAP_FB_STREAMOP_BEGINCAPTURE, s, (int)mode, 0);
 }
 
@@ -283,6 +290,9 @@ void custom_stream_end_capture(cucap_call *c, CUresult r, CUstream s, CUgraph *p
     }
   }
   capture_emit(c, CUCAP_FB_STREAMOP_ENDCAPTURE, s, 0, g);
+  /* ended (also when it failed: an invalidated capture ends here) */
+  cx_capture_end(s, c->variant);
+  cx_deferred_graph_end_capture(CX_U64(s), g);
 }
 
 /* ---- graphs ---- */
@@ -298,6 +308,8 @@ static void instantiated(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
   graph_desc d = {CUCAP_FB_GRAPHOP_INSTANTIATE, CX_U64(g),
                   r == CUDA_SUCCESS && pe ? CX_U64(*pe) : 0, 0, flags, r == CUDA_SUCCESS};
   graph_emit(c, &d);
+  if (d.exec)
+    cx_deferred_graph_instantiate(d.graph, d.exec);
 }
 
 void custom_graph_instantiate(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
@@ -321,10 +333,19 @@ void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *pe,
   graph_emit(c, &d);
 }
 
+/* A graph's managed-memory accesses are unknown (custom_managed.c). */
+void custom_graph_launch_pre(cucap_call *c, CUgraphExec e, CUstream s) {
+  (void)e;
+  if (cx_managed_any())
+    cx_managed_before_unknown(s, c->variant);
+}
+
 void custom_graph_launch(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
-  (void)r;
   graph_desc d = {CUCAP_FB_GRAPHOP_LAUNCH, 0, CX_U64(e), CX_U64(s), 0, 0};
   graph_emit(c, &d);
+  /* host results of DtoH copies captured into the graph (custom_deferred.c) */
+  if (r == CUDA_SUCCESS)
+    cx_deferred_graph_launch(c, CX_U64(e), s);
 }
 
 void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
@@ -334,15 +355,19 @@ void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
 }
 
 void custom_graph_exec_destroy(cucap_call *c, CUresult r, CUgraphExec e) {
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     cx_graph_exec_forget(CX_U64(e));
+    cx_deferred_graph_forget(0, CX_U64(e));
+  }
   graph_desc d = {CUCAP_FB_GRAPHOP_EXECDESTROY, 0, CX_U64(e), 0, 0, 0};
   graph_emit(c, &d);
 }
 
 void custom_graph_destroy(cucap_call *c, CUresult r, CUgraph g) {
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     cx_graph_forget(CX_U64(g)); /* its conditional nodes' bookkeeping */
+    cx_deferred_graph_forget(CX_U64(g), 0);
+  }
   graph_desc d = {CUCAP_FB_GRAPHOP_DESTROY, CX_U64(g), 0, 0, 0, 0};
   graph_emit(c, &d);
 }
@@ -351,6 +376,9 @@ void custom_graph_destroy(cucap_call *c, CUresult r, CUgraph g) {
  * generator treats as a different parameter list */
 void custom_graph_launch_ptsz(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
   custom_graph_launch(c, r, e, s);
+}
+void custom_graph_launch_ptsz_pre(cucap_call *c, CUgraphExec e, CUstream s) {
+  custom_graph_launch_pre(c, e, s);
 }
 void custom_graph_upload_ptsz(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
   custom_graph_upload(c, r, e, s);

@@ -9,8 +9,9 @@
  * their parameters: cuGraphExec*SetParams / cuGraphExecNodeSetParams /
  * cuGraphNodeSetEnabled as Graph{ExecSetParams, exec, nodes: [the node]},
  * cuGraphExecUpdate as Graph{ExecUpdate, exec, graph, nodes: the new graph's
- * topology}. cuStreamBeginCaptureToGraph is a Stream{BeginCapture} that
- * names the graph captured into. The replayer rebuilds from these
+ * topology}. cuStreamBeginCaptureToGraph (custom_capture.c) is a
+ * Stream{BeginCapture} that names the graph captured into. The replayer
+ * rebuilds from these
  * (replay/replay_graph*.c). */
 #include <pthread.h>
 #include <stdlib.h>
@@ -426,7 +427,10 @@ void custom_graph_add_node(cucap_call *c, CUresult r, CUgraphNode *pn, CUgraph g
     cond_node_put(CX_U64(*pn), CX_U64(g), &p->conditional);
   /* the node as the walk sees it (informational: graphs are rebuilt from
    * the topology recorded at instantiate) */
+  cx_relaxed rx; /* queries only, in RELAXED mode: other streams may capture */
+  cx_relax_begin(&rx);
   cucap_fb_ref node = cx_graph_node(c->b, g, *pn, CX_GRAPH_MAX_DEPTH);
+  cx_relax_end(&rx);
   graph_record(c, CUCAP_FB_GRAPHOP_ADDNODE, CX_U64(g), 0, cucap_fbb_vector_refs(c->b, &node, 1));
 }
 
@@ -435,37 +439,18 @@ void custom_graph_add_node_v1(cucap_call *c, CUresult r, CUgraphNode *pn, CUgrap
   custom_graph_add_node(c, r, pn, g, deps, NULL, nd, p);
 }
 
-static void begin_to_graph(cucap_call *c, CUresult r, CUstream s, CUgraph g, int mode) {
-  (void)r;
-  c->stack = cucap_rec_stack_id();
-  cucap_fb_stream_start(c->b);
-  cucap_fb_stream_add_op(c->b, CUCAP_FB_STREAMOP_BEGINCAPTURE);
-  cucap_fb_stream_add_handle(c->b, CX_U64(s));
-  cucap_fb_stream_add_capture_mode(c->b, mode);
-  cucap_fb_stream_add_graph(c->b, CX_U64(g)); /* captured into this graph */
-  c->body = cucap_fb_stream_end(c->b);
-  c->body_type = CUCAP_FB_BODY_STREAM;
-}
-
-void custom_stream_begin_capture_to_graph(cucap_call *c, CUresult r, CUstream s, CUgraph g,
-                                          const CUgraphNode *deps, const CUgraphEdgeData *edges,
-                                          size_t nd, CUstreamCaptureMode mode) {
-  (void)deps, (void)edges, (void)nd;
-  begin_to_graph(c, r, s, g, (int)mode);
-}
-
-void custom_stream_begin_capture_to_graph_ptsz(cucap_call *c, CUresult r, CUstream s, CUgraph g,
-                                               const CUgraphNode *deps, const CUgraphEdgeData *edges,
-                                               size_t nd, CUstreamCaptureMode mode) {
-  custom_stream_begin_capture_to_graph(c, r, s, g, deps, edges, nd, mode);
-}
-
 static void exec_update(cucap_call *c, CUresult r, CUgraphExec x, CUgraph g) {
   if (r != CUDA_SUCCESS)
     return;
+  cx_relaxed rx; /* queries only, in RELAXED mode: other streams may capture */
+  cx_relax_begin(&rx);
   cucap_fb_ref nodes = cx_graph_nodes(c->b, g, 0);
   graph_record(c, CUCAP_FB_GRAPHOP_EXECUPDATE, CX_U64(g), CX_U64(x), nodes);
   cx_graph_exec_sources(CX_U64(x), g); /* the new graph's copy sources */
+  cx_relax_end(&rx);
+  /* the instance now runs g's copies to the host (custom_deferred.c) */
+  cx_deferred_graph_forget(0, CX_U64(x));
+  cx_deferred_graph_instantiate(CX_U64(g), CX_U64(x));
 }
 
 void custom_graph_exec_update(cucap_call *c, CUresult r, CUgraphExec x, CUgraph g,
@@ -567,7 +552,10 @@ void custom_graph_exec_child(cucap_call *c, CUresult r, CUgraphExec x, CUgraphNo
   if (r != CUDA_SUCCESS)
     return;
   set_desc d = {.type = CUCAP_FB_GRAPHNODETYPE_GRAPH, .child = CX_U64(child)};
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   cucap_fb_ref g = body_graph(c->b, CX_U64(child), 0);
+  cx_relax_end(&rx);
   d.bodies = cucap_fbb_vector_refs(c->b, &g, 1);
   exec_set(c, r, x, node, &d);
 }
@@ -588,8 +576,11 @@ void custom_graph_exec_enable(cucap_call *c, CUresult r, CUgraphExec x, CUgraphN
                               unsigned int on) {
   /* the node's type as the driver reports it (for the replay's mapping) */
   CUgraphNodeType t = (CUgraphNodeType)255;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   if (cucap_real.cuGraphNodeGetType)
     (void)cucap_real.cuGraphNodeGetType(node, &t);
+  cx_relax_end(&rx);
   set_desc d = {.type = (unsigned)t <= 13 ? (uint8_t)t : CUCAP_FB_GRAPHNODETYPE_UNKNOWN,
                 .set_enabled = on ? 1 : 2};
   exec_set(c, r, x, node, &d);

@@ -127,4 +127,103 @@ void cx_snapshot_before_launch(uint64_t launch_index);
 /* Registers the at-exit snapshot once (idempotent, cheap). */
 void cx_snapshot_init(void);
 
+/* Runs fn (an exit handler of ours, called outside any wrapper) with this
+ * thread's re-entrancy guard held, so that its driver calls are neither
+ * recorded nor counted by --audit as the app's (custom_common.c). */
+void cx_guarded(void (*fn)(void));
+
+/* ---- stream capture (custom_capture.c) ----
+ * The recorder's own driver calls must never break a program's capture: run
+ * them between cx_relax_begin/end (RELAXED interaction mode, swapped in with
+ * the real cuThreadExchangeStreamCaptureMode and restored), and never
+ * synchronise, query or enqueue into a stream for which cx_stream_capturing
+ * is 1. */
+typedef struct cx_relaxed {
+  int swapped;
+  CUstreamCaptureMode old;
+} cx_relaxed;
+void cx_relax_begin(cx_relaxed *r);
+void cx_relax_end(cx_relaxed *r);
+/* 1 while any capture sequence is active in the process (one atomic load). */
+int cx_capture_any(void);
+/* 1 while a capture in GLOBAL mode is active. */
+int cx_capture_global_any(void);
+/* 1 if stream s (as the app named it, with the call's variant) is capturing
+ * or its state cannot be asked safely; 0 when no capture is active. */
+int cx_stream_capturing(CUstream s, int variant);
+/* The calling thread's interaction mode as the app set it
+ * (cuThreadExchangeStreamCaptureMode; GLOBAL by default). */
+int cx_thread_capture_mode(void);
+void cx_capture_begin(CUstream s, int mode);
+/* After cuStreamEndCapture / cuStreamDestroy: forgets s once the driver
+ * says it no longer captures. */
+void cx_capture_end(CUstream s, int variant);
+
+/* ---- asynchronous host-side results (custom_deferred.c) ----
+ * Host memory written by an asynchronous copy: rows of `width` bytes, `height`
+ * rows `pitch` apart per slice, `depth` slices `slice` apart (1D: height =
+ * depth = 1). */
+typedef struct cx_rows {
+  const uint8_t *base;
+  size_t width, height, depth, pitch, slice;
+} cx_rows;
+/* An asynchronous copy into host memory (DtoH, AtoH, 2D/3D with a host
+ * destination) on stream s returned CUDA_SUCCESS in the call c. Returns 1
+ * when its bytes may be read now (the copy has completed: pageable
+ * destinations, whose copies the driver completes before returning); 0 when
+ * they are read later - at the program's own next synchronisation that
+ * covers the copy, from a recorder event recorded after it (never by
+ * synchronising), and written as a Snapshot{CopyResult, copy_seq} - or never
+ * (a capturing stream: the copy runs when the graph runs, see
+ * cx_deferred_graph_launch). */
+int cx_deferred_copy(cucap_call *c, CUstream s, const cx_rows *rows);
+/* Reads the deferred copies known complete (recorder events that have
+ * fired), without waiting. Called after the program's synchronisations
+ * (stream/event/context sync, successful stream/event queries, synchronous
+ * copies); cheap when nothing is pending. */
+void cx_deferred_poll(void);
+/* Context ctx is about to be destroyed or reset: waits for its pending
+ * reads (the destroy waits for the context's work anyway) and forgets its
+ * events. ctx 0: every context. */
+void cx_deferred_context_loss(uint64_t ctx);
+/* Host memory [p, p+size) is about to be freed/unregistered: reads what has
+ * completed there; copies still in flight into it are dropped (unverified). */
+void cx_deferred_host_free(uint64_t p, uint64_t size);
+/* Graph bookkeeping for DtoH copies captured into graphs: at the end of a
+ * capture (graph g), at instantiation (g -> exec) and at launch of exec on
+ * a stream that is not capturing (reads the host results once the launch
+ * has completed, as CopyResult snapshots naming the captured copies). */
+void cx_deferred_graph_end_capture(uint64_t stream, uint64_t graph /* 0: failed */);
+void cx_deferred_graph_instantiate(uint64_t graph, uint64_t exec);
+void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s);
+/* cuGraphDestroy(graph) (exec 0) / cuGraphExecDestroy(exec) (graph 0). */
+void cx_deferred_graph_forget(uint64_t graph, uint64_t exec);
+
+/* The program synchronised (cuCtxSynchronize, cuStreamSynchronize,
+ * cuEventSynchronize, successful queries): reads deferred copies and
+ * snapshots managed memory that the synchronisation covers. kind:
+ * CX_SYNC_*; handle: the stream or event (0 for the context). */
+enum { CX_SYNC_CTX = 0, CX_SYNC_STREAM = 1, CX_SYNC_EVENT = 2 };
+void cx_sync_point(int kind, uint64_t handle, int variant);
+
+/* ---- managed memory (custom_managed.c) ---- */
+void cx_managed_add(uint64_t addr, uint64_t size);
+void cx_managed_remove(uint64_t addr);
+/* 1 when managed allocations exist (one atomic load). */
+int cx_managed_any(void);
+/* Before a launch of f on stream s with its parameters: uploads (HostWrite
+ * snapshots) managed ranges the host changed since the program last
+ * synchronised with them, then marks the ranges the launch references as
+ * written by stream s. */
+void cx_managed_before_launch(uint64_t f, CUstream s, int variant, void **params,
+                              void **extra);
+/* Before a graph launch / other GPU work whose managed accesses are unknown. */
+void cx_managed_before_unknown(CUstream s, int variant);
+/* A recorded copy/memset wrote [dst, dst+size) (async: enqueued on s). */
+void cx_managed_written(uint64_t dst, uint64_t size, CUstream s, int async);
+void cx_managed_event_record(uint64_t event, CUstream s);
+void cx_managed_sync(int kind, uint64_t handle);
+/* At exit: final SyncPoint snapshot of every managed range. */
+void cx_managed_exit(void);
+
 #endif

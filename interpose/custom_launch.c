@@ -14,9 +14,15 @@
  * real launch), consumed by the post hook of the same call on this thread. */
 static __thread uint64_t t_launch_index;
 
-static void launch_pre(void) {
+/* Snapshots and launch hashes synchronise the device: never while a
+ * capture is active (custom_capture.c); managed memory the host wrote is
+ * stored before the kernel can change it (custom_managed.c). */
+static void launch_pre(cucap_call *c, CUfunction f, CUstream s, void **kp, void **extra) {
   t_launch_index = cucap_rec_next_launch_index();
-  cx_snapshot_before_launch(t_launch_index);
+  if (!cx_capture_any())
+    cx_snapshot_before_launch(t_launch_index);
+  if (cx_managed_any())
+    cx_managed_before_launch(CX_U64(f), s, c->variant, kp, extra);
 }
 
 typedef struct launch_desc {
@@ -225,7 +231,7 @@ static void launch_post(cucap_call *c, CUresult r, const launch_desc *d) {
   c->body = cucap_fb_launch_end(b);
   c->body_type = CUCAP_FB_BODY_LAUNCH;
   if (r == CUDA_SUCCESS && cucap_rec_opts()->hash_launches &&
-      d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC)
+      d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC && !cx_capture_any())
     cx_launch_hash(t_launch_index);
 }
 
@@ -235,9 +241,8 @@ void custom_launch_kernel_pre(cucap_call *c, CUfunction f, unsigned int gx,
                               unsigned int gy, unsigned int gz, unsigned int bx,
                               unsigned int by, unsigned int bz, unsigned int shm,
                               CUstream s, void **kp, void **extra) {
-  (void)c, (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
-  (void)shm, (void)s, (void)kp, (void)extra;
-  launch_pre();
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shm;
+  launch_pre(c, f, s, kp, extra);
 }
 
 void custom_launch_kernel(cucap_call *c, CUresult r, CUfunction f, unsigned int gx,
@@ -255,9 +260,8 @@ void custom_launch_coop_pre(cucap_call *c, CUfunction f, unsigned int gx,
                             unsigned int gy, unsigned int gz, unsigned int bx,
                             unsigned int by, unsigned int bz, unsigned int shm,
                             CUstream s, void **kp) {
-  (void)c, (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
-  (void)shm, (void)s, (void)kp;
-  launch_pre();
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shm;
+  launch_pre(c, f, s, kp, NULL);
 }
 
 void custom_launch_coop(cucap_call *c, CUresult r, CUfunction f, unsigned int gx,
@@ -273,8 +277,7 @@ void custom_launch_coop(cucap_call *c, CUresult r, CUfunction f, unsigned int gx
 
 void custom_launch_ex_pre(cucap_call *c, const CUlaunchConfig *config, CUfunction f,
                           void **kp, void **extra) {
-  (void)c, (void)config, (void)f, (void)kp, (void)extra;
-  launch_pre();
+  launch_pre(c, f, config ? config->hStream : NULL, kp, extra);
 }
 
 void custom_launch_ex(cucap_call *c, CUresult r, const CUlaunchConfig *config,

@@ -1,11 +1,17 @@
 /* custom_memory.c - allocation, free, memcpy and memset hooks.
  *
  * Payloads: HtoD (and HtoH) copies store the source bytes as a blob; DtoH
- * copies store the bytes the app received. An async DtoH has not landed when
- * the call returns, so the hook synchronizes the stream first (unless
- * CUCAP_OPTIONS has no_dtoh_payload): this changes the app's timing (the
- * copy becomes synchronous), never its results. 2D/3D payloads are packed
- * row by row (width_bytes per row, rows in y then z order). */
+ * copies store the bytes the app received (unless CUCAP_OPTIONS has
+ * no_dtoh_payload). An async DtoH has not landed when the call returns and
+ * the recorder never synchronises the program's stream for it: its bytes are
+ * read once the copy has completed (custom_deferred.c) and stored in the
+ * Memcpy record when that is already the case at return (pageable
+ * destinations), else in a later Snapshot{CopyResult}. Nothing is read for
+ * work enqueued into a capturing stream. 2D/3D payloads are packed row by
+ * row (width_bytes per row, rows in y then z order).
+ *
+ * Stream-ordered allocations and frees enqueued into a capturing stream are
+ * graph memory nodes, not allocations now: the tracker does not see them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +45,13 @@ static void alloc_post(cucap_call *c, CUresult r, const alloc_desc *d, int track
   if (r != CUDA_SUCCESS)
     return;
   c->stack = cucap_rec_stack_id();
+  /* cuMemAllocAsync into a capturing stream: a graph mem-alloc node, whose
+   * memory exists only while an instance of the graph runs */
+  if (track && (d->kind == CUCAP_FB_ALLOCKIND_ASYNC || d->kind == CUCAP_FB_ALLOCKIND_FROMPOOL) &&
+      cx_stream_capturing((CUstream)(uintptr_t)d->stream, c->variant))
+    track = 0;
+  if (track && d->kind == CUCAP_FB_ALLOCKIND_MANAGED)
+    cx_managed_add(d->address, d->size);
   if (track) {
     cucap_tracked_alloc a = {d->address, d->size, d->flags, d->kind,
                              (uint8_t)kind_is_device(d->kind), cx_current_ctx()};
@@ -226,6 +239,13 @@ static void free_post(cucap_call *c, CUresult r, uint8_t kind, uint64_t address,
   if (r != CUDA_SUCCESS)
     return;
   c->stack = cucap_rec_stack_id();
+  /* cuMemFreeAsync into a capturing stream: a graph mem-free node; the
+   * memory stays live until an instance of the graph frees it */
+  if (untrack && kind == CUCAP_FB_ALLOCKIND_ASYNC &&
+      cx_stream_capturing((CUstream)(uintptr_t)stream, c->variant))
+    untrack = 0;
+  if (untrack && cx_managed_any())
+    cx_managed_remove(address);
   if (untrack) {
     cucap_tracked_alloc a;
     if (cucap_tracker_alloc_remove(cx_tracker(), address, &a)) {
@@ -250,6 +270,21 @@ static void free_post(cucap_call *c, CUresult r, uint8_t kind, uint64_t address,
 
 void custom_mem_free(cucap_call *c, CUresult r, CUdeviceptr p) {
   free_post(c, r, CUCAP_FB_ALLOCKIND_DEVICE, p, 0, 0, 0, 1);
+}
+/* pre hooks: copy results still to be read into this memory (see
+ * custom_deferred.c) */
+static void host_free_pre(void *p) {
+  cucap_tracked_alloc a;
+  uint64_t size = cucap_tracker_alloc_find(cx_tracker(), CX_U64(p), &a) ? a.size : 1;
+  cx_deferred_host_free(CX_U64(p), size);
+}
+void custom_mem_free_host_pre(cucap_call *c, void *p) {
+  (void)c;
+  host_free_pre(p);
+}
+void custom_mem_host_unregister_pre(cucap_call *c, void *p) {
+  (void)c;
+  host_free_pre(p);
 }
 void custom_mem_free_host(cucap_call *c, CUresult r, void *p) {
   free_post(c, r, CUCAP_FB_ALLOCKIND_HOST, CX_U64(p), 0, 0, 0, 1);
@@ -285,19 +320,22 @@ static int ptr_is_device(uint64_t p) {
   if (cucap_tracker_alloc_find(cx_tracker(), p, &a))
     return a.device_memory;
   unsigned int mt = 0;
+  int dev = 0;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   if (cucap_real.cuPointerGetAttribute &&
       cucap_real.cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) ==
           CUDA_SUCCESS)
-    return mt == CU_MEMORYTYPE_DEVICE || mt == CU_MEMORYTYPE_UNIFIED;
-  return 0; /* unknown to the driver: pageable host memory */
+    dev = mt == CU_MEMORYTYPE_DEVICE || mt == CU_MEMORYTYPE_UNIFIED;
+  cx_relax_end(&rx);
+  return dev; /* 0: unknown to the driver, pageable host memory */
 }
 
-static void sync_for_payload(cucap_call *c, CUstream s) {
-  CUresult (*sync)(CUstream) = cucap_real.cuStreamSynchronize;
-  if (c->variant == CUCAP_FB_CALLVARIANT_PTSZ && cucap_real.cuStreamSynchronize_ptsz)
-    sync = cucap_real.cuStreamSynchronize_ptsz;
-  if (sync)
-    (void)sync(s);
+/* An asynchronous copy into host memory returned: 1 if its bytes may be
+ * read now (see custom_deferred.c). */
+static int dtoh_ready(cucap_call *c, CUstream s, const void *dst, size_t n) {
+  cx_rows rows = {(const uint8_t *)dst, n, 1, 1, n, n};
+  return cx_deferred_copy(c, s, &rows);
 }
 
 typedef struct copy_desc {
@@ -353,13 +391,18 @@ static void copy1d(cucap_call *c, CUresult r, uint8_t kind, uint64_t dst, uint64
       d.payload = (const void *)(uintptr_t)src;
       d.payload_size = n;
     } else if (kind == CUCAP_FB_MEMCPYKIND_DTOH && want_dtoh()) {
-      if (async)
-        sync_for_payload(c, s);
-      d.payload = (const void *)(uintptr_t)dst;
-      d.payload_size = n;
+      if (!async || dtoh_ready(c, s, (const void *)(uintptr_t)dst, n)) {
+        d.payload = (const void *)(uintptr_t)dst;
+        d.payload_size = n;
+      }
     }
   }
   memcpy_emit(c, &d);
+  if (!async && r == CUDA_SUCCESS)
+    cx_deferred_poll(); /* a synchronous copy: earlier work may have completed */
+  if (r == CUDA_SUCCESS && cx_managed_any() &&
+      (kind == CUCAP_FB_MEMCPYKIND_HTOD || kind == CUCAP_FB_MEMCPYKIND_DTOD))
+    cx_managed_written(dst, n, async ? s : NULL, async);
 }
 
 void custom_memcpy_htod(cucap_call *c, CUresult r, CUdeviceptr dst, const void *src, size_t n) {
@@ -522,12 +565,18 @@ static void copy_geom(cucap_call *c, CUresult r, const geom *g, int async, CUstr
       packed = pack_rows((const uint8_t *)(uintptr_t)d.src, g->sx, g->sy, g->sz, g->spitch,
                          g->sheight, g, &psize);
     } else if (dh && want_dtoh()) {
-      if (async)
-        sync_for_payload(c, s);
-      packed = pack_rows((const uint8_t *)(uintptr_t)d.dst, g->dx, g->dy, g->dz, g->dpitch,
-                         g->dheight, g, &psize);
+      size_t pitch = g->dpitch ? g->dpitch : g->width;
+      size_t h_eff = g->dheight ? g->dheight : g->height;
+      cx_rows rows = {(const uint8_t *)(uintptr_t)d.dst +
+                          (g->dz * h_eff + g->dy) * pitch + g->dx,
+                      g->width, g->height, g->depth, pitch, pitch * h_eff};
+      if (!async || cx_deferred_copy(c, s, &rows))
+        packed = pack_rows((const uint8_t *)(uintptr_t)d.dst, g->dx, g->dy, g->dz, g->dpitch,
+                           g->dheight, g, &psize);
     }
   }
+  if (!async && r == CUDA_SUCCESS)
+    cx_deferred_poll();
   if (packed) {
     d.has_payload_hash = cx_blob(packed, psize, &d.payload_hash);
     free(packed);
@@ -606,6 +655,9 @@ void custom_memcpy_3d_async(cucap_call *c, CUresult r, const CUDA_MEMCPY3D *p, C
 static void memset_post(cucap_call *c, uint64_t dst, uint32_t value, uint8_t elem,
                         size_t count, size_t height, size_t pitch, int async, CUstream s) {
   c->stack = cucap_rec_stack_id();
+  if (cx_managed_any())
+    cx_managed_written(dst, (height > 1 ? pitch * (height - 1) : 0) + count * elem,
+                       async ? s : NULL, async);
   cucap_fbb *b = c->b;
   cucap_fb_memset_start(b);
   cucap_fb_memset_add_dst(b, dst);
@@ -712,12 +764,14 @@ static void copy_array(cucap_call *c, CUresult r, uint8_t kind, uint64_t dst, si
       d.payload = (const void *)(uintptr_t)src;
       d.payload_size = n;
     } else if (kind == CUCAP_FB_MEMCPYKIND_ATOH && want_dtoh()) {
-      if (async)
-        sync_for_payload(c, s);
-      d.payload = (const void *)(uintptr_t)dst;
-      d.payload_size = n;
+      if (!async || dtoh_ready(c, s, (const void *)(uintptr_t)dst, n)) {
+        d.payload = (const void *)(uintptr_t)dst;
+        d.payload_size = n;
+      }
     }
   }
+  if (!async && r == CUDA_SUCCESS)
+    cx_deferred_poll();
   geom g;
   memset(&g, 0, sizeof g);
   g.width = n;

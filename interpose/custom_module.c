@@ -293,8 +293,11 @@ static void global_post(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t *by
     else if (cucap_real.cuMemGetAddressRange_v2 && addr) {
       CUdeviceptr base;
       size_t sz = 0;
+      cx_relaxed rx;
+      cx_relax_begin(&rx);
       if (cucap_real.cuMemGetAddressRange_v2(&base, &sz, addr) == CUDA_SUCCESS)
         size = sz;
+      cx_relax_end(&rx);
     }
     if (addr && size) {
       cucap_tracked_alloc a = {addr, size, 0, CUCAP_FB_ALLOCKIND_DEVICE, 1, cx_current_ctx()};
@@ -368,8 +371,11 @@ void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pf, CUker
     function_post(c, r, h, CX_U64(k), CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION, NULL, kf);
   } else {
     const char *name = NULL;
+    cx_relaxed rx;
+    cx_relax_begin(&rx);
     if (cucap_real.cuKernelGetName)
       (void)cucap_real.cuKernelGetName(&name, k);
+    cx_relax_end(&rx);
     function_post(c, r, h, CX_U64(k), CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION, name, NULL);
   }
 }

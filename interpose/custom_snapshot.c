@@ -37,7 +37,16 @@ static const cucap_snapshot_ops g_ops = {NULL, op_alloc_host, op_free_host, op_c
 static int g_exit_taken;
 
 void cx_snapshot_take(uint8_t reason, uint64_t launch_index) {
+  /* a snapshot synchronises the context and copies on the legacy stream:
+   * both would break (invalidate) an active stream capture */
+  if (cx_capture_any()) {
+    CUCAP_WARN("snapshot skipped: a stream capture is active");
+    return;
+  }
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   cucap_status st = cucap_snapshot_take(cx_tracker(), &g_ops, reason, launch_index);
+  cx_relax_end(&rx);
   if (st != CUCAP_OK)
     CUCAP_WARN("snapshot failed: %s", cucap_status_str(st));
   else if (reason == CUCAP_FB_SNAPSHOTREASON_EXIT)
@@ -59,7 +68,10 @@ void cx_snapshot_context_loss(uint64_t ctx) {
 }
 
 void cx_launch_hash(uint64_t launch_index) {
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
   cucap_status st = cucap_snapshot_hash_launch(cx_tracker(), &g_ops, launch_index);
+  cx_relax_end(&rx);
   if (st != CUCAP_OK)
     CUCAP_DEBUG("launch hash failed: %s", cucap_status_str(st));
 }

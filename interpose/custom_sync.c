@@ -48,18 +48,25 @@ void custom_stream_create_prio(cucap_call *c, CUresult r, CUstream *ps, unsigned
 void custom_stream_destroy(cucap_call *c, CUresult r, CUstream s) {
   if (r == CUDA_SUCCESS)
     cucap_tracker_stream_remove(cx_tracker(), CX_U64(s));
+  if (r == CUDA_SUCCESS && cx_capture_any())
+    cx_capture_end(s, c->variant);
   stream_desc d = {CUCAP_FB_STREAMOP_DESTROY, CX_U64(s), 0, 0, 0, 0};
   stream_emit(c, &d);
 }
 
+/* A successful synchronisation or query is where the program may read what
+ * the covered work produced: deferred copy results and managed memory are
+ * read there (cx_sync_point), never by synchronising ourselves. */
 void custom_stream_synchronize(cucap_call *c, CUresult r, CUstream s) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_sync_point(CX_SYNC_STREAM, CX_U64(s), c->variant);
   stream_desc d = {CUCAP_FB_STREAMOP_SYNCHRONIZE, CX_U64(s), 0, 0, 0, 0};
   stream_emit(c, &d);
 }
 
 void custom_stream_query(cucap_call *c, CUresult r, CUstream s) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_sync_point(CX_SYNC_STREAM, CX_U64(s), c->variant);
   stream_desc d = {CUCAP_FB_STREAMOP_QUERY, CX_U64(s), 0, 0, 0, 0};
   stream_emit(c, &d);
 }
@@ -119,7 +126,8 @@ void custom_event_destroy(cucap_call *c, CUresult r, CUevent e) {
 }
 
 void custom_event_record(cucap_call *c, CUresult r, CUevent e, CUstream s) {
-  (void)r;
+  if (r == CUDA_SUCCESS && cx_managed_any())
+    cx_managed_event_record(CX_U64(e), s);
   event_desc d = {.op = CUCAP_FB_EVENTOP_RECORD, .handle = CX_U64(e), .stream = CX_U64(s),
                   .has_stream = 1};
   event_emit(c, &d);
@@ -127,20 +135,23 @@ void custom_event_record(cucap_call *c, CUresult r, CUevent e, CUstream s) {
 
 void custom_event_record_flags(cucap_call *c, CUresult r, CUevent e, CUstream s,
                                unsigned int flags) {
-  (void)r;
+  if (r == CUDA_SUCCESS && cx_managed_any())
+    cx_managed_event_record(CX_U64(e), s);
   event_desc d = {.op = CUCAP_FB_EVENTOP_RECORD, .handle = CX_U64(e), .flags = flags,
                   .stream = CX_U64(s), .has_stream = 1};
   event_emit(c, &d);
 }
 
 void custom_event_synchronize(cucap_call *c, CUresult r, CUevent e) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_sync_point(CX_SYNC_EVENT, CX_U64(e), c->variant);
   event_desc d = {.op = CUCAP_FB_EVENTOP_SYNCHRONIZE, .handle = CX_U64(e)};
   event_emit(c, &d);
 }
 
 void custom_event_query(cucap_call *c, CUresult r, CUevent e) {
-  (void)r;
+  if (r == CUDA_SUCCESS)
+    cx_sync_point(CX_SYNC_EVENT, CX_U64(e), c->variant);
   event_desc d = {.op = CUCAP_FB_EVENTOP_QUERY, .handle = CX_U64(e)};
   event_emit(c, &d);
 }

@@ -567,7 +567,9 @@ def write_wrappers(out, apis, hooks):
         o.append("    return cucap_real.%s ? %s : CUDA_ERROR_NOT_FOUND;\n" % (s, call))
         if "pre" in h:
             o.append("  if (%s)\n    %s(&c%s);\n" % (h["pre"], h["pre"], "".join(", " + n for n in names)))
+        o.append("  CUCAP_REAL_BEGIN(&c);\n")
         o.append("  CUresult r = cucap_real.%s ? %s : CUDA_ERROR_NOT_FOUND;\n" % (s, call))
+        o.append("  CUCAP_REAL_END(&c);\n")
         if names:
             o.append("  " + " ".join(arg_store(i, n, k) for i, (n, k) in
                                      enumerate(zip(names, x["kinds"]))) + "\n")

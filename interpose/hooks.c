@@ -200,6 +200,11 @@ void *cucap_wrapper_lookup(const char *symbol) {
 /* ------------------------------------------------------------ per call */
 
 int cucap_call_enter(cucap_call *c, uint32_t api) {
+  c->stats = cucap_rec_stats_on;
+  if (__builtin_expect(c->stats, 0)) {
+    c->st0 = cucap_rec_stats_clock();
+    c->st_real0 = c->st_real1 = 0;
+  }
   if (__builtin_expect(!atomic_load_explicit(&g_real_ready, memory_order_acquire), 0))
     cucap_real_init();
   /* The first intercepted call of the process opens the capture. */
@@ -220,6 +225,7 @@ int cucap_call_enter(cucap_call *c, uint32_t api) {
   c->body = 0;
   c->stack = 0;
   c->drop = 0;
+  c->after_append = NULL;
   th->audit_expect = c->cbid;
   c->t_enter = cucap_rec_now();
   return 1;
@@ -378,6 +384,8 @@ static size_t fast_record(uint8_t *buf, const cucap_call *c, uint64_t t_exit,
 
 void cucap_call_exit(cucap_call *c, CUresult r) {
   uint64_t t_exit = cucap_rec_now();
+  uint64_t seq = 0;
+  int slow = 0;
   if (!c->drop) {
     /* Record.context: the thread's current context after the call (for
      * cuCtxSetCurrent/Push/Pop/Create: the new one). A TLS read in the
@@ -389,12 +397,15 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
     if (!(c->body_type && c->body) && !g_slow_records) {
       _Alignas(8) uint8_t fbuf[FR_MAX];
       size_t fsize = fast_record(fbuf, c, t_exit, r, (uint64_t)(uintptr_t)ctx);
-      cucap_status st = cucap_rec_append_call(fbuf, fsize, c->cbid, NULL);
+      cucap_status st = cucap_rec_append_call(fbuf, fsize, c->cbid, &seq);
       if (st != CUCAP_OK && st != CUCAP_ERR_STATE && atomic_fetch_add(&g_build_errors, 1) < 3)
         CUCAP_ERROR("recording %s failed: %s", cucap_api_table[c->api].symbol,
                     cucap_status_str(st));
+      if (st != CUCAP_OK)
+        seq = 0;
       goto done;
     }
+    slow = 1;
     cucap_fbb *b = c->b;
     uint32_t n = c->nargs > CUCAP_MAX_ARGS ? CUCAP_MAX_ARGS : c->nargs;
     cucap_fb_ref args = n ? cucap_fbb_vector(b, c->args, n, 8, 8) : 0;
@@ -418,15 +429,24 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
     cucap_fb_ref rec = cucap_fb_record_end(b);
     size_t size = 0;
     uint8_t *buf = (uint8_t *)cucap_fbb_finish(b, rec, 1, &size);
-    cucap_status st = buf ? cucap_rec_append_call(buf, size, c->cbid, NULL) : CUCAP_ERR_NOMEM;
+    cucap_status st = buf ? cucap_rec_append_call(buf, size, c->cbid, &seq) : CUCAP_ERR_NOMEM;
+    if (st != CUCAP_OK)
+      seq = 0;
     if (st != CUCAP_OK && st != CUCAP_ERR_STATE && atomic_fetch_add(&g_build_errors, 1) < 3)
       CUCAP_ERROR("recording %s failed: %s", cucap_api_table[c->api].symbol,
                   cucap_status_str(st));
   }
 done:
+  if (c->after_append)
+    c->after_append(c->after_arg, seq);
   /* after the cuInit Record, so the Devices record follows it in the file */
   if (__builtin_expect(c->api == CUCAP_API_cuInit, 0) && r == CUDA_SUCCESS)
     emit_devices();
+  if (__builtin_expect(c->stats, 0)) {
+    uint64_t total = cucap_rec_stats_clock() - c->st0;
+    uint64_t real = c->st_real1 > c->st_real0 ? c->st_real1 - c->st_real0 : 0;
+    cucap_rec_stats_call(c->api, total > real ? total - real : 0, slow);
+  }
   c->th->depth = 0;
 }
 
@@ -529,6 +549,10 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable,
 
 /* ------------------------------------------------------------ lifetime */
 
+static const char *api_name(size_t i) {
+  return i < CUCAP_API_COUNT ? cucap_api_table[i].symbol : NULL;
+}
+
 __attribute__((constructor)) static void cucap_interpose_init(void) {
   init_real_dlsym();
   /* Arms only: the capture (and, with --audit, the CUPTI subscription) is
@@ -539,6 +563,11 @@ __attribute__((constructor)) static void cucap_interpose_init(void) {
   cucap_rec_start("libcucap", CUDA_VERSION);
   if (cucap_rec_opts()->audit)
     cucap_rec_on_activate(cucap_audit_start);
+  const char *st = getenv("CUCAP_STATS");
+  if (getenv("CUCAP_OUTPUT") && (cucap_rec_opts()->stats || (st && *st == '1'))) {
+    cucap_rec_stats_init(1, CUCAP_API_COUNT, api_name);
+    cucap_rec_at_exit(cucap_rec_stats_report);
+  }
 }
 
 __attribute__((destructor)) static void cucap_interpose_fini(void) {

@@ -31,6 +31,7 @@
 #endif
 #include <cuda.h>
 
+#include "cucap_rec_stats.h"
 #include "cucap_recorder.h"
 #include "cucap_schema.h" /* generated FlatBuffers API (CUCAP_FB_*) */
 #include "fb_builder.h"
@@ -48,6 +49,15 @@ typedef struct cucap_call {
   cucap_fb_ref body;       /* the body table built with b */
   uint32_t stack;          /* callstack id, set by customs via cucap_rec_stack_id() */
   int drop;                /* custom sets 1 to suppress the Record (rare) */
+  /* Set by a custom post hook that must learn the Record's seq (deferred
+   * payload reads): cucap_call_exit calls it once, after the append, with
+   * the seq (0 when nothing was appended). */
+  void (*after_append)(void *arg, uint64_t seq);
+  void *after_arg;
+  /* --stats (cucap_rec_stats.h): clock at wrapper entry and around the real
+   * call (CUCAP_REAL_BEGIN/END in the generated wrappers) */
+  int stats;
+  uint64_t st0, st_real0, st_real1;
   /* --- framework-private (hooks.c) --- */
   cucap_rec_thread *th;
 } cucap_call;
@@ -59,6 +69,19 @@ typedef struct cucap_call {
  * already inside a wrapper (re-entered from a hook or from the driver), or
  * the recorder failed: then the wrapper calls the real function only. */
 int cucap_call_enter(cucap_call *c, uint32_t api);
+
+/* Around the real call in each generated wrapper: --stats measures the time
+ * spent in the wrapper outside it (one untaken branch each when off). */
+#define CUCAP_REAL_BEGIN(c)                                                    \
+  do {                                                                         \
+    if (__builtin_expect((c)->stats, 0))                                       \
+      (c)->st_real0 = cucap_rec_stats_clock();                                 \
+  } while (0)
+#define CUCAP_REAL_END(c)                                                      \
+  do {                                                                         \
+    if (__builtin_expect((c)->stats, 0))                                       \
+      (c)->st_real1 = cucap_rec_stats_clock();                                 \
+  } while (0)
 
 /* Builds the Record {seq, tid, t_enter, t_exit, call=cbid, variant, result,
  * args, stack, body, context}, appends it (unless c->drop) and releases the

@@ -43,6 +43,16 @@ typedef enum cucap_replay_verify_mode {
 
 typedef struct cucap_replay_options {
   cucap_replay_verify_mode verify;
+  /* --verify-passes N: how many replays verification compares to tell
+   * nondeterministic bytes (they differ between replays: clock values,
+   * atomics order, floating-point atomics) from real differences.
+   * 0 (default): one pass when it matches the recording; when it does not,
+   * a second pass, then up to CUCAP_REPLAY_VERIFY_MAX_EXTRA more while some
+   * differing byte has agreed in every pass, then one diagnostic pass that
+   * names the kernels writing the nondeterministic bytes. 1: a single pass,
+   * every difference is a mismatch. N >= 2: at least N passes, then as for 0.
+   * Every pass (--loop included) is compared. */
+  unsigned verify_passes;
   unsigned loops;        /* --loop N; 0 or 1 = once */
   int sync_each;         /* --sync: synchronize after every op */
   int device;            /* --device N */
@@ -59,6 +69,9 @@ typedef struct cucap_replay_options {
 void cucap_replay_options_init(cucap_replay_options *o);
 
 #define CUCAP_REPLAY_MAX_SKIP_NAMES 16
+/* passes verification may add, beyond the planned ones, while bytes that
+ * differ from the recording have agreed in every pass */
+#define CUCAP_REPLAY_VERIFY_MAX_EXTRA 4
 
 typedef struct cucap_replay_report {
   /* what was done */
@@ -81,7 +94,10 @@ typedef struct cucap_replay_report {
   uint64_t fixed_ranges, fixed_bytes;  /* super-ranges reserved, bytes
                                           mapped at fixed VAs */
   uint64_t relocated_allocs;           /* allocations replayed elsewhere */
-  uint64_t patched_params;             /* kernel params rewritten (relocation) */
+  uint64_t patched_params;             /* kernel params rewritten (relocation,
+                                          texture/surface handles) */
+  uint64_t patched_handles;            /* texture/surface handle values
+                                          rewritten in uploaded host data */
   uint64_t pinned_host_ranges;         /* page-locked host ranges re-created at
                                           their recorded addresses */
   uint64_t pinned_host_failed;         /* ... that could not be */
@@ -110,6 +126,14 @@ typedef struct cucap_replay_report {
   uint64_t launch_hashes_checked;
   uint64_t mismatches;
   char first_mismatch[512];  /* "" if none */
+  /* nondeterminism (--verify with more than one pass compared): bytes that
+   * differed between replays of this run, counted once per recorded copy /
+   * region; not mismatches. bytes_matched excludes them. */
+  unsigned verify_passes;        /* passes compared (0: no verification ran) */
+  uint64_t nondet_bytes;
+  uint64_t nondet_copies, nondet_regions; /* copies / snapshot or hash regions holding them */
+  char nondet_kernels[256];      /* "k1, k2": kernels that wrote them ("" if none) */
+  char nondet_detail[1024];      /* one line per copy/region ("  nondeterministic: ...\n") */
   /* failure */
   cucap_status status;
   int exit_code;             /* CUCAP_REPLAY_EXIT_* */

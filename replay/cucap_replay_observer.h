@@ -12,10 +12,13 @@
  *   begin       the primary context exists and current, recorded memory is
  *               placed, nothing of the capture executed yet
  *   pass_begin  start of a pass: every record of the capture (or of the
- *               replayed range) is executed once per pass; a pass after the
- *               first starts from the initial state again (live objects of
- *               the previous pass destroyed, memory re-initialised by
- *               re-executing the capture's own uploads)
+ *               replayed range) is executed once per pass; every pass starts
+ *               from the same state: recorded device ranges zero-filled (in
+ *               the first pass too; relocated allocations when made),
+ *               re-created pinned host ranges zero-filled, and for a pass
+ *               after the first the live objects of the previous pass
+ *               destroyed and the BeforeLaunch snapshot restored; memory is
+ *               then re-initialised by re-executing the capture's uploads
  *   op_before / op_after
  *               around every executed record; for a kernel launch exactly
  *               around the driver's launch call, with the live function and
@@ -36,13 +39,18 @@
  * cucap_replay_session_mismatch (exit 1, the replay goes on).
  *
  * Passes: the number of passes is the largest of --loop and what observers
- * ask for through pass_end (at most CUCAP_REPLAY_MAX_PASSES). */
+ * ask for through pass_end (at most CUCAP_REPLAY_MAX_PASSES). --verify is
+ * itself an observer (replay/verify_observer.c), called before the caller's
+ * observers when cucap_replay_options.verify is set; it may ask for passes
+ * (see cucap_replay_options.verify_passes), one of them a diagnostic pass
+ * that synchronises after every op that writes device memory. */
 #ifndef CUCAP_REPLAY_OBSERVER_H
 #define CUCAP_REPLAY_OBSERVER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cucap_hash.h"
 #include "cucap_status.h"
 
 #ifdef __cplusplus
@@ -69,18 +77,25 @@ typedef struct cucap_replay_op {
   unsigned pass;          /* 0-based pass */
   int body_type;          /* CUCAP_FB_BODY_* of the record */
   int capturing;          /* a stream of the replay is in stream capture:
-                             work is being recorded into a graph, not run */
+                             work is being recorded into a graph, not run
+                             (also set for an operation of a capture the
+                             replay does not redo because it rebuilds the
+                             graph from the recorded topology: op_before and
+                             op_after then come together, nothing executed) */
   /* kernel launches (body Launch), else launch_index is
    * CUCAP_REPLAY_NO_LAUNCH and the rest is zero/NULL */
   uint64_t launch_index;  /* recorded 0-based launch number */
-  const char *kernel;     /* mangled kernel name */
+  const char *kernel;     /* full mangled kernel name (never truncated) */
   uint64_t function;      /* live CUfunction */
   uint64_t stream;        /* live CUstream (0: the NULL stream) */
   uint64_t context;       /* live CUcontext current at the launch */
   uint32_t callstack;     /* recorded host callstack id (0: none) */
   /* copies to the host (DtoH, AtoH): where the replayed bytes are after the
-   * copy completed (op_after only; NULL when not such a copy or when the
-   * copy is asynchronous and not yet complete) */
+   * copy completed (op_after only; NULL when not such a copy). The buffer is
+   * the replayer's scratch buffer, which cucap_replay_session_read reuses:
+   * read host_data first. A copy captured into a graph (op->capturing) has
+   * not run yet: host_data is the buffer it will fill each time its graph
+   * runs, valid until the end of the pass. */
   const void *host_data;
   uint64_t host_size;
   /* op_after only: 0 executed, 1 skipped (not replayable), -1 failed */
@@ -124,6 +139,21 @@ cucap_replay_report *cucap_replay_session_report(cucap_replay_session *s);
 uint64_t cucap_replay_session_translate(cucap_replay_session *s, uint64_t addr);
 /* Live CUstream for a recorded stream handle (0 = NULL stream). */
 uint64_t cucap_replay_session_stream(cucap_replay_session *s, uint64_t recorded);
+/* The recorded result of a copy to the host: the bytes the program got.
+ * They are in the copy's Memcpy record, or (asynchronous copies of a
+ * recorder that never synchronises, format 1.2) in a CopyResult snapshot
+ * read after the call; this finds the latter by the copy's seq. Returns 1
+ * and the blob's hash and size if there is one, else 0. */
+int cucap_replay_session_copy_result(cucap_replay_session *s, uint64_t copy_seq,
+                                     cucap_hash128 *blob, uint64_t *size);
+/* Recorded bytes may hold handles of objects (texture/surface objects) that
+ * the replay re-created under other numbers. In `want`, the recorded bytes
+ * of `size` bytes at recorded device address `addr`, this rewrites every
+ * aligned 8-byte word equal to such a recorded handle whose live number is
+ * at the same place in `got` (the replayed bytes), so that comparing them
+ * flags no renumbered handle. Nothing to do (and fast) when no handle moved. */
+void cucap_replay_session_fix_expected(cucap_replay_session *s, const void *got,
+                                       void *want, uint64_t size, uint64_t addr);
 /* Copies `size` bytes of device memory at a recorded address into dst,
  * synchronously (the NULL stream of the current context). Must not be
  * called while op->capturing. */

@@ -146,33 +146,76 @@ void rp_capture_closed(rp_state *R, uint64_t rec_stream) {
     rp_map_del(&R->gs->capturing, rec_stream, NULL);
 }
 
-static void cap_stash(rp_state *R, const cucap_fb_memcpy *c) {
-  rp_graphs *gs = R->gs;
-  if (!cucap_fb_memcpy_has_payload(c))
-    return;
+static rp_stash *cap_stash_new(rp_graphs *gs) {
   if (gs->nstash == gs->capstash) {
     size_t nc = gs->capstash ? gs->capstash * 2 : 16;
     rp_stash *n = realloc(gs->stash, nc * sizeof *n);
     if (!n)
-      return;
+      return NULL;
     gs->stash = n;
     gs->capstash = nc;
   }
   rp_stash *e = &gs->stash[gs->nstash++];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+static void cap_stash(rp_state *R, const cucap_fb_memcpy *c) {
+  if (!cucap_fb_memcpy_has_payload(c))
+    return;
+  rp_stash *e = cap_stash_new(R->gs);
+  if (!e)
+    return;
   e->src = cucap_fb_memcpy_src(c);
   e->size = cucap_fb_memcpy_size(c);
   e->data = rp_h(cucap_fb_memcpy_payload(c));
 }
 
+/* A copy to the host: a 1D one gets the page-locked buffer (kept to the end
+ * of the pass) that the rebuilt graph's node will write; returned for the
+ * observers. Copies with a geometry are only noted (the node's layout is
+ * not matched: not verified). */
+static void *cap_stash_dtoh(rp_state *R, const cucap_fb_memcpy *c) {
+  rp_stash *e = cap_stash_new(R->gs);
+  if (!e)
+    return NULL;
+  e->dtoh = 1;
+  e->src = cucap_fb_memcpy_src(c);
+  e->dst = cucap_fb_memcpy_dst(c);
+  e->size = cucap_fb_memcpy_size(c);
+  if (!cucap_fb_memcpy_geometry(c) && e->size && e->size <= ((uint64_t)1 << 34))
+    e->host = rp_capture_host_buffer(R, e->size);
+  return e->host;
+}
+
 const rp_stash *rp_capture_stash_find(rp_state *R, uint64_t src, uint64_t size) {
   rp_graphs *gs = R->gs;
   for (size_t i = gs ? gs->nstash : 0; i-- > 0;) /* the latest copy from there */
-    if (gs->stash[i].src == src && gs->stash[i].size >= size)
+    if (!gs->stash[i].dtoh && gs->stash[i].src == src && gs->stash[i].size >= size)
       return &gs->stash[i];
   return NULL;
 }
 
+const rp_stash *rp_capture_dtoh_find(rp_state *R, uint64_t src, uint64_t dst, uint64_t size) {
+  rp_graphs *gs = R->gs;
+  for (size_t i = gs ? gs->nstash : 0; i-- > 0;)
+    if (gs->stash[i].dtoh && gs->stash[i].src == src && gs->stash[i].dst == dst &&
+        gs->stash[i].size == size)
+      return &gs->stash[i];
+  return NULL;
+}
+
+static int cap_swallow(rp_state *R, const cucap_fb_record *rec, void **host);
+
 int rp_capture_swallow(rp_state *R, const cucap_fb_record *rec) {
+  void *host = NULL;
+  if (!cap_swallow(R, rec, &host))
+    return 0;
+  rp_obs_captured_dry(R, rec, host);
+  return 1;
+}
+
+static int cap_swallow(rp_state *R, const cucap_fb_record *rec, void **host) {
   rp_graphs *gs = R->gs;
   if (!gs || !gs->dry.count || cucap_fb_record_result(rec) != 0)
     return 0;
@@ -186,9 +229,10 @@ int rp_capture_swallow(rp_state *R, const cucap_fb_record *rec) {
     st = cucap_fb_memcpy_stream(c);
     if (!rp_map_get(&gs->dry, st, &origin))
       return 0;
-    cap_stash(R, c);
     if (cucap_fb_memcpy_kind(c) == CUCAP_FB_MEMCPYKIND_DTOH)
-      R->rep->copies_unverifiable++; /* runs inside the graph */
+      *host = cap_stash_dtoh(R, c); /* runs inside the rebuilt graph */
+    else
+      cap_stash(R, c);
     return 1;
   }
   case CUCAP_FB_BODY_MEMSET:

@@ -5,7 +5,8 @@
  * runs on its replayed stream with the recorded variant (legacy or
  * per-thread default stream); device addresses go through the relocation
  * table (identity at fixed addresses). The driver of the whole run is
- * replay_run.c; verification lives in replay_verify.c. */
+ * replay_run.c; verification is an observer (verify_observer.c), which sees
+ * the bytes of every copy to the host through op->host_data. */
 #include <cupti_driver_cbid.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -48,19 +49,6 @@ int rp_cu(rp_state *R, CUresult r, const char *call) {
                "record %" PRIu64 " (seq %" PRIu64 "): %s failed: %s (%d)",
                R->rec_index, R->cur_seq, call, rp_cu_err(&R->d, r), (int)r);
   return 0;
-}
-
-static int rp_keep(rp_state *R, void *p) {
-  if (R->nkeep == R->capkeep) {
-    size_t nc = R->capkeep ? R->capkeep * 2 : 16;
-    void **n = realloc(R->keep, nc * sizeof *n);
-    if (!n)
-      return 0;
-    R->keep = n;
-    R->capkeep = nc;
-  }
-  R->keep[R->nkeep++] = p;
-  return 1;
 }
 
 /* Grows a host buffer, pinned when possible (DMA at full speed). */
@@ -133,7 +121,7 @@ static int rp_ctx_switch(rp_state *R, CUcontext live) {
 /* The context an op of this record runs in: Record.context when the
  * recorder set it, else the current context of the recording thread as
  * replayed so far (SetCurrent/Push/Pop/Create per tid). */
-static int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
+int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
   uint64_t c = cucap_fb_record_context(rec), live;
   if (c)
     return rp_ctx_use(R, c);
@@ -147,7 +135,7 @@ static void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec,
   rp_map_put(&R->tid_ctx, cucap_fb_record_tid(rec), (uint64_t)(uintptr_t)live);
 }
 
-static CUstream rp_stream(rp_state *R, uint64_t h) {
+CUstream rp_stream(rp_state *R, uint64_t h) {
   if (h <= 2) /* NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD */
     return (CUstream)(uintptr_t)h;
   uint64_t v;
@@ -164,10 +152,6 @@ static CUstream rp_stream(rp_state *R, uint64_t h) {
   return NULL;
 }
 
-CUstream rp_stream_live(rp_state *R, uint64_t recorded) {
-  return rp_stream(R, recorded);
-}
-
 static CUevent rp_event(rp_state *R, uint64_t h) {
   uint64_t v = 0;
   if (!rp_map_get(&R->event, h, &v))
@@ -175,7 +159,7 @@ static CUevent rp_event(rp_state *R, uint64_t h) {
   return (CUevent)(uintptr_t)v;
 }
 
-static const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec) {
+const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec) {
   return cucap_fb_record_variant(rec) != CUCAP_FB_CALLVARIANT_DEFAULT
              ? &R->d.pt
              : &R->d.df;
@@ -246,16 +230,9 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
       return "cuLaunchCooperativeKernelMultiDevice";
     return NULL;
   }
-  case CUCAP_FB_BODY_MEMCPY: {
-    int k = cucap_fb_memcpy_kind(cucap_fb_record_body_as_memcpy(rec));
-    if (k >= CUCAP_FB_MEMCPYKIND_HTOA && k <= CUCAP_FB_MEMCPYKIND_ATOA)
-      return "memcpy to/from CUDA array";
-    return NULL;
-  }
+  case CUCAP_FB_BODY_MEMCPY: /* array copies: replay_array.c */
   case CUCAP_FB_BODY_ALLOC:
-    if (cucap_fb_alloc_kind(cucap_fb_record_body_as_alloc(rec)) ==
-        CUCAP_FB_ALLOCKIND_ARRAY)
-      return "cuArrayCreate";
+  case CUCAP_FB_BODY_OBJECT: /* format 1.2: replay_object.c */
     return NULL;
   case CUCAP_FB_BODY_STREAM: {
     int op = cucap_fb_stream_op(cucap_fb_record_body_as_stream(rec));
@@ -276,8 +253,10 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
       return "unsupported call (recorder note)";
     return NULL;
   }
-  case CUCAP_FB_BODY_NONE:
-    return rp_unhooked_work(rec);
+  case CUCAP_FB_BODY_NONE: {
+    const char *w = rp_unhooked_work(rec);
+    return w ? w : rp_attr_unreplayable(rec);
+  }
   default:
     /* Devices (format 1.1): informational, read by the scan */
     if (cucap_fb_record_body_type(rec) > CUCAP_FB_BODY_DEVICES)
@@ -340,7 +319,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
         if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
           R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
-      rp_ctx_dying(R, (CUcontext)(uintptr_t)live);
+      rp_ctx_dying(R, (CUcontext)(uintptr_t)live); /* and its arrays, textures */
       if (R->d.df.CtxDestroy)
         R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
     }
@@ -576,14 +555,25 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
     return;
   }
   rp_func *fi;
+  const char *inherit = NULL;
+  if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION && !name &&
+      rp_map_get(&R->func, mh, &idx))
+    inherit = R->funcs[idx].name; /* the CUkernel's name */
+  char *nm = strdup(name ? name : inherit ? inherit : "?");
+  if (!nm) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    return;
+  }
   if (rp_map_get(&R->func, h, &idx)) {
     fi = &R->funcs[idx];
     free(fi->params);
+    free(fi->name);
   } else {
     if (R->nfuncs == R->capfuncs) {
       size_t nc = R->capfuncs ? R->capfuncs * 2 : 32;
       rp_func *n = realloc(R->funcs, nc * sizeof *n);
       if (!n) {
+        free(nm);
         rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED,
                      "out of memory");
         return;
@@ -602,13 +592,7 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
     rp_owned(R, fi->live);
   fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
   fi->kind = kind;
-  if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION &&
-      rp_map_get(&R->func, mh, &idx)) {
-    /* inherit name/params from the kernel if not given */
-    snprintf(fi->name, sizeof fi->name, "%s", name ? name : R->funcs[idx].name);
-  } else {
-    snprintf(fi->name, sizeof fi->name, "%s", name ? name : "?");
-  }
+  fi->name = nm;
   size_t np = 0;
   const cucap_fb_param_info *pp = cucap_fb_function_params(f, &np);
   if (pp && np) {
@@ -645,6 +629,12 @@ static void rp_op_alloc(rp_state *R, const cucap_fb_record *rec,
   rp_ctx_rec(R, rec);
   CUdeviceptr p = 0;
   if (!rp_cu(R, R->d.df.MemAlloc(&p, size ? size : 1), "cuMemAlloc"))
+    return;
+  /* zero-filled like the fixed-address ranges at each pass start
+   * (replay_run.c): a pass must not see what an earlier one left there */
+  if (!R->capturing && size &&
+      (!rp_cu(R, R->d.df.MemsetD8Async(p, 0, size, NULL), "cuMemsetD8 (new allocation)") ||
+       !rp_cu(R, R->d.df.StreamSynchronize(NULL), "cuStreamSynchronize")))
     return;
   if (!rp_mem_add_reloc(&R->mem, addr, size, p, 1)) {
     R->d.df.MemFree(p);
@@ -691,8 +681,8 @@ static void *rp_stage(rp_state *R, size_t size, unsigned *slot) {
   return R->stage[s];
 }
 
-static void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
-                          const rp_fns *fn) {
+void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
+                   const rp_fns *fn) {
   if (R->stage_ev[slot] && R->stage_ev_ctx[slot] != R->cur) {
     /* events are per context: this one (idle, rp_stage waited) goes */
     R->d.df.EventDestroy(R->stage_ev[slot]);
@@ -708,8 +698,8 @@ static void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
 }
 
 /* Host buffer holding the payload; *owned: caller must keep/free it. */
-static void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
-                        unsigned *slot, int *kept) {
+void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
+                 unsigned *slot, int *kept) {
   cucap_hash128 h = rp_h(cucap_fb_memcpy_payload(c));
   uint64_t bsz = 0;
   if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK || bsz < size)
@@ -840,11 +830,6 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     return;
   }
   const cucap_fb_copy_geometry *g = cucap_fb_memcpy_geometry(c);
-  if (g && (cucap_fb_copy_geometry_src_memory_type(g) == CU_MEMORYTYPE_ARRAY ||
-            cucap_fb_copy_geometry_dst_memory_type(g) == CU_MEMORYTYPE_ARRAY)) {
-    rp_skip(R, "memcpy to/from CUDA array");
-    return;
-  }
   if (!rp_ctx_rec(R, rec))
     return;
   CUstream st = rp_stream(R, cucap_fb_memcpy_stream(c));
@@ -863,6 +848,9 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     }
     rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
     uint64_t d = rp_tr(R, dst);
+    if (R->obj) /* texture/surface handles stored in device memory */
+      rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
+                             g ? cucap_fb_copy_geometry_width_bytes(g) : 0);
     if (g)
       rp_copy2d(g, 0, d, hb, st, fn, &res);
     else
@@ -876,9 +864,8 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
   } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
     void *hb;
     if (R->capturing) {
-      hb = malloc(size ? size : 1);
-      if (!hb || !rp_keep(R, hb)) {
-        free(hb);
+      hb = rp_capture_host_buffer(R, size);
+      if (!hb) {
         rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
         return;
       }
@@ -897,29 +884,15 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     if (!rp_cu(R, res, "cuMemcpyDtoH"))
       return;
     if (R->capturing) {
-      R->rep->copies_unverifiable++;
+      /* runs at graph launch: the bytes land in hb then (kept until the end
+       * of the pass); its CopyResult snapshot follows the graph launch */
+      R->op.host_data = hb;
+      R->op.host_size = size;
     } else {
       if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
         return;
-      if (R->o->verify != CUCAP_REPLAY_VERIFY_NONE) {
-        if (!cucap_fb_memcpy_has_payload(c)) {
-          R->rep->copies_unverifiable++;
-        } else {
-          cucap_hash128 h = rp_h(cucap_fb_memcpy_payload(c));
-          uint64_t bsz = 0;
-          if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK || bsz != size ||
-              !rp_grow(&R->expect, &R->expect_cap, size, &R->expect_pinned, R) ||
-              cucap_reader_blob_read(R->r, h, R->expect, size) != CUCAP_OK) {
-            R->rep->copies_unverifiable++;
-          } else {
-            char what[96];
-            snprintf(what, sizeof what, "DtoH copy (record %" PRIu64 ", seq %" PRIu64 ")",
-                     R->rec_index, R->cur_seq);
-            R->rep->copies_checked++;
-            rp_verify_bytes(R, what, hb, R->expect, size, src);
-          }
-        }
-      }
+      R->op.host_data = hb; /* for observers (verify) */
+      R->op.host_size = size;
     }
   } else { /* DtoD */
     uint64_t d = rp_tr(R, dst), s = rp_tr(R, src);
@@ -1071,6 +1044,8 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
       }
     }
   }
+  if (R->obj)
+    rp_object_patch_params(R, fi, args, n);
   void *kp[RP_MAX_PARAMS];
   void **kparams = NULL, **extra = NULL;
   size_t argsize = n;
@@ -1096,6 +1071,8 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   CUstream st = rp_stream(R, cucap_fb_launch_stream(l));
   CUfunction f = (CUfunction)(uintptr_t)fi->live_fn;
   unsigned shm = cucap_fb_launch_shared_mem(l);
+  if (R->attr) /* attributes set before the function was known */
+    rp_attr_before_launch(R, fi);
   CUresult r;
   if (R->o->nobservers) { /* observers see the launch exactly around the call */
     R->op.launch_index = cucap_fb_launch_launch_index(l);
@@ -1109,18 +1086,7 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   int k = cucap_fb_launch_kind(l);
   if (k == CUCAP_FB_LAUNCHKIND_KERNELEX && fn->LaunchKernelEx) {
     CUlaunchAttribute at[RP_MAX_ATTRS];
-    unsigned na = 0;
-    for (size_t i = 0; i < cucap_fb_launch_attrs_len(l) && na < RP_MAX_ATTRS; i++) {
-      const cucap_fb_launch_attr *a = cucap_fb_launch_attrs_at(l, i);
-      memset(&at[na], 0, sizeof at[na]);
-      at[na].id = (CUlaunchAttributeID)cucap_fb_launch_attr_id(a);
-      size_t vl = 0;
-      const uint8_t *v = cucap_fb_launch_attr_value(a, &vl);
-      if (v)
-        memcpy(&at[na].value, v, vl < sizeof at[na].value ? vl : sizeof at[na].value);
-      if (rp_launch_attr_fix(R, &at[na]))
-        na++;
-    }
+    unsigned na = rp_attr_launch_attrs(R, l, at, RP_MAX_ATTRS);
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = gd->x;
@@ -1155,12 +1121,6 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   if (!R->capturing) /* captured: runs (and counts) at cuGraphLaunch */
     R->rep->launches++;
   R->rep->executed++;
-  if (R->o->verify == CUCAP_REPLAY_VERIFY_LAUNCH) { /* names in reports */
-    uint64_t li = cucap_fb_launch_launch_index(l);
-    rp_map_put(&R->launch_fn, li, idx + 1);
-    if (R->npending)
-      rp_verify_launch_done(R, li);
-  }
 }
 
 static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
@@ -1339,18 +1299,8 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   uint64_t before = R->rep->executed, skipped = R->rep->skipped;
   int body = cucap_fb_record_body_type(rec);
   int watched = R->o->nobservers != 0;
-  if (watched) {
-    memset(&R->op, 0, sizeof R->op);
-    R->op.record = rec;
-    R->op.rec_index = R->rec_index;
-    R->op.seq = R->cur_seq;
-    R->op.pass = R->pass;
-    R->op.body_type = body;
-    R->op.launch_index = CUCAP_REPLAY_NO_LAUNCH;
-    R->op_announced = 0;
-    if (body != CUCAP_FB_BODY_LAUNCH) /* launches: in rp_op_launch */
-      rp_obs_op_before(R);
-  }
+  if (watched)
+    rp_obs_op_start(R, rec); /* launches: announced in rp_op_launch */
   switch (body) {
   case CUCAP_FB_BODY_CONTEXT:
     rp_op_context(R, rec, cucap_fb_record_body_as_context(rec));
@@ -1364,17 +1314,32 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_FUNCTION:
     rp_op_function(R, rec, cucap_fb_record_body_as_function(rec));
     break;
-  case CUCAP_FB_BODY_ALLOC:
-    if (rp_unreplayable(rec))
-      rp_skip(R, rp_unreplayable(rec));
+  case CUCAP_FB_BODY_ALLOC: {
+    const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
+    if (cucap_fb_alloc_kind(a) == CUCAP_FB_ALLOCKIND_ARRAY)
+      rp_array_alloc(R, rec, a);
     else
-      rp_op_alloc(R, rec, cucap_fb_record_body_as_alloc(rec));
+      rp_op_alloc(R, rec, a);
     break;
-  case CUCAP_FB_BODY_FREE:
-    rp_op_free(R, rec, cucap_fb_record_body_as_free(rec));
+  }
+  case CUCAP_FB_BODY_FREE: {
+    const cucap_fb_free *f = cucap_fb_record_body_as_free(rec);
+    if (cucap_fb_free_kind(f) == CUCAP_FB_ALLOCKIND_ARRAY)
+      rp_array_free(R, rec, f);
+    else
+      rp_op_free(R, rec, f);
     break;
-  case CUCAP_FB_BODY_MEMCPY:
-    rp_op_memcpy(R, rec, cucap_fb_record_body_as_memcpy(rec));
+  }
+  case CUCAP_FB_BODY_MEMCPY: {
+    const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
+    if (rp_array_is_copy(c))
+      rp_array_memcpy(R, rec, c);
+    else
+      rp_op_memcpy(R, rec, c);
+    break;
+  }
+  case CUCAP_FB_BODY_OBJECT:
+    rp_object_execute(R, rec, cucap_fb_record_body_as_object(rec));
     break;
   case CUCAP_FB_BODY_MEMSET:
     rp_op_memset(R, rec, cucap_fb_record_body_as_memset(rec));
@@ -1391,21 +1356,22 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_GRAPH:
     rp_op_graph(R, rec, cucap_fb_record_body_as_graph(rec));
     break;
-  case CUCAP_FB_BODY_SNAPSHOT:
-    if (R->o->verify != CUCAP_REPLAY_VERIFY_NONE &&
-        cucap_fb_snapshot_reason(cucap_fb_record_body_as_snapshot(rec)) ==
-            CUCAP_FB_SNAPSHOTREASON_EXIT)
-      rp_verify_snapshot(R, cucap_fb_record_body_as_snapshot(rec));
+  case CUCAP_FB_BODY_SNAPSHOT: {
+    /* replay input: managed memory the program wrote on the host; every
+     * other reason is checked by the verify observer */
+    const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
+    if (cucap_fb_snapshot_reason(sn) == CUCAP_FB_SNAPSHOTREASON_HOSTWRITE)
+      rp_host_write(R, sn);
     else
       R->rep->ignored++;
     break;
+  }
   case CUCAP_FB_BODY_LAUNCHHASH:
-    if (R->o->verify == CUCAP_REPLAY_VERIFY_LAUNCH)
-      rp_verify_launch_hash(R, cucap_fb_record_body_as_launch_hash(rec));
-    else
-      R->rep->ignored++;
+    R->rep->ignored++;
     break;
   default: {
+    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE && rp_attr_execute(R, rec))
+      break; /* attribute/limit calls, replayed from Record.args */
     const char *bad = rp_unreplayable(rec);
     if (bad) {
       if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NOTE) {

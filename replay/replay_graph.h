@@ -62,9 +62,13 @@ typedef struct rp_gx {         /* one replayed CUgraphExec */
   rp_map handles;              /* recorded conditional handle -> live one */
 } rp_gx;
 
-typedef struct rp_stash {      /* an HtoD payload swallowed by a dry capture */
+typedef struct rp_stash {      /* a copy swallowed by a dry capture */
   uint64_t src, size;
-  cucap_hash128 data;
+  cucap_hash128 data;          /* HtoD: its payload */
+  int dtoh;                    /* 1: a copy to the host (no payload) */
+  uint64_t dst;                /* DtoH: recorded host destination */
+  void *host;                  /* DtoH: the buffer the rebuilt node writes
+                                  (given to observers), NULL if none */
 } rp_stash;
 
 typedef struct rp_graphs {
@@ -151,12 +155,18 @@ void rp_capture_open(rp_state *R, uint64_t rec_stream, CUstream live);
 int rp_capture_end_dry(rp_state *R, const cucap_fb_stream *s);
 void rp_capture_closed(rp_state *R, uint64_t rec_stream);
 /* Before any record: 1 if it is an operation on a stream in a dry capture
- * (swallowed; HtoD payloads are kept for the rebuilt graph's copy nodes). */
+ * (swallowed; HtoD payloads are kept for the rebuilt graph's copy nodes, a
+ * 1D copy to the host gets the buffer its rebuilt node will write). The
+ * observers see a swallowed record as captured (rp_obs_captured_dry, with
+ * that buffer as op->host_data), so verify checks it at its CopyResult. */
 int rp_capture_swallow(rp_state *R, const cucap_fb_record *rec);
 /* End of a pass: captures the program left open are ended (their graphs
  * dropped) so that the final synchronisation is legal; returns how many. */
 size_t rp_captures_close(rp_state *R);
 /* Payload stashed for a host source at src (size bytes), or NULL. */
 const rp_stash *rp_capture_stash_find(rp_state *R, uint64_t src, uint64_t size);
+/* The copy to the host from device address src to host address dst of size
+ * bytes that a dry capture swallowed (the latest), or NULL. */
+const rp_stash *rp_capture_dtoh_find(rp_state *R, uint64_t src, uint64_t dst, uint64_t size);
 
 #endif

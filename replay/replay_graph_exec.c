@@ -138,7 +138,7 @@ static void gx_pair(rp_state *R, rp_gx *x, const cucap_fb_graph *g) {
 static void gx_upload(rp_state *R, const cucap_fb_record *rec, CUgraphExec ex, uint64_t rec_stream) {
   const rg_fns *f = rp_graph_fns(R);
   int pt = cucap_fb_record_variant(rec) != CUCAP_FB_CALLVARIANT_DEFAULT;
-  CUstream st = rp_stream_live(R, rec_stream);
+  CUstream st = rp_stream(R, rec_stream);
   if (!f || !(pt ? f->UploadPt : f->Upload)) {
     R->rep->ignored++; /* an optimisation only */
     return;

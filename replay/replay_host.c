@@ -258,6 +258,12 @@ size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d, const rp_mem *m) 
   return p->placed;
 }
 
+void rp_host_pins_zero(rp_host_pins *p) {
+  for (size_t i = 0; p && i < p->n; i++)
+    if (p->v[i].map_size)
+      memset((void *)(uintptr_t)p->v[i].map_addr, 0, p->v[i].map_size);
+}
+
 void rp_host_pins_release(rp_host_pins *p, const rp_driver *d) {
   if (!p)
     return;

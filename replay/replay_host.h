@@ -63,6 +63,10 @@ size_t rp_host_pins_premap(rp_host_pins *p, rp_mem *m);
  * m may be NULL. */
 size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d, const rp_mem *m);
 
+/* Zero-fills what rp_host_pins_place mapped (between replay passes, with no
+ * GPU work in flight: each pass starts as the first found them). */
+void rp_host_pins_zero(rp_host_pins *p);
+
 /* Unregisters and unmaps what rp_host_pins_place made, frees p's arrays
  * and zeroes it. d may be NULL (or have no lib) when the driver was never
  * loaded: then only the mappings go. Accepts a zeroed p. */

@@ -78,10 +78,38 @@
   X(EventRecord, "cuEventRecord", 2000, PFN_cuEventRecord_v2000, "cuEventRecord", 1)     \
   X(EventSynchronize, "cuEventSynchronize", 2000, PFN_cuEventSynchronize_v2000, "cuEventSynchronize", 0) \
   X(EventElapsedTime, "cuEventElapsedTime", 2000, PFN_cuEventElapsedTime_v2000, "cuEventElapsedTime", 0) \
+  X(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", 10010, PFN_cuThreadExchangeStreamCaptureMode_v10010, "cuThreadExchangeStreamCaptureMode", 0) \
   X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040, PFN_cuGraphInstantiateWithFlags_v11040, "cuGraphInstantiateWithFlags", 0) \
   X(GraphLaunch, "cuGraphLaunch", 10000, PFN_cuGraphLaunch_v10000, "cuGraphLaunch", 1) \
   X(GraphDestroy, "cuGraphDestroy", 10000, PFN_cuGraphDestroy_v10000, "cuGraphDestroy", 0) \
-  X(GraphExecDestroy, "cuGraphExecDestroy", 10000, PFN_cuGraphExecDestroy_v10000, "cuGraphExecDestroy", 0)
+  X(GraphExecDestroy, "cuGraphExecDestroy", 10000, PFN_cuGraphExecDestroy_v10000, "cuGraphExecDestroy", 0) \
+  CUCAP_REPLAY_DRIVER_FNS_OBJECTS(X)
+
+/* Attributes, limits, CUDA arrays, texture/surface objects (replay_attr.c,
+ * replay_array.c, replay_object.c). All optional: a missing one skips the op. */
+#define CUCAP_REPLAY_DRIVER_FNS_OBJECTS(X)                                               \
+  X(FuncSetAttribute, "cuFuncSetAttribute", 9000, PFN_cuFuncSetAttribute_v9000, "cuFuncSetAttribute", 0) \
+  X(FuncSetCacheConfig, "cuFuncSetCacheConfig", 3000, PFN_cuFuncSetCacheConfig_v3000, "cuFuncSetCacheConfig", 0) \
+  X(FuncSetSharedMemConfig, "cuFuncSetSharedMemConfig", 4020, PFN_cuFuncSetSharedMemConfig_v4020, "cuFuncSetSharedMemConfig", 0) \
+  X(KernelSetAttribute, "cuKernelSetAttribute", 12000, PFN_cuKernelSetAttribute_v12000, "cuKernelSetAttribute", 0) \
+  X(KernelSetCacheConfig, "cuKernelSetCacheConfig", 12000, PFN_cuKernelSetCacheConfig_v12000, "cuKernelSetCacheConfig", 0) \
+  X(CtxSetLimit, "cuCtxSetLimit", 3010, PFN_cuCtxSetLimit_v3010, "cuCtxSetLimit", 0)     \
+  X(CtxSetCacheConfig, "cuCtxSetCacheConfig", 3020, PFN_cuCtxSetCacheConfig_v3020, "cuCtxSetCacheConfig", 0) \
+  X(CtxSetSharedMemConfig, "cuCtxSetSharedMemConfig", 4020, PFN_cuCtxSetSharedMemConfig_v4020, "cuCtxSetSharedMemConfig", 0) \
+  X(Array3DCreate, "cuArray3DCreate", 3020, PFN_cuArray3DCreate_v3020, "cuArray3DCreate_v2", 0) \
+  X(ArrayDestroy, "cuArrayDestroy", 2000, PFN_cuArrayDestroy_v2000, "cuArrayDestroy", 0) \
+  X(MipmappedArrayCreate, "cuMipmappedArrayCreate", 5000, PFN_cuMipmappedArrayCreate_v5000, "cuMipmappedArrayCreate", 0) \
+  X(MipmappedArrayGetLevel, "cuMipmappedArrayGetLevel", 5000, PFN_cuMipmappedArrayGetLevel_v5000, "cuMipmappedArrayGetLevel", 0) \
+  X(MipmappedArrayDestroy, "cuMipmappedArrayDestroy", 5000, PFN_cuMipmappedArrayDestroy_v5000, "cuMipmappedArrayDestroy", 0) \
+  X(TexObjectCreate, "cuTexObjectCreate", 5000, PFN_cuTexObjectCreate_v5000, "cuTexObjectCreate", 0) \
+  X(TexObjectDestroy, "cuTexObjectDestroy", 5000, PFN_cuTexObjectDestroy_v5000, "cuTexObjectDestroy", 0) \
+  X(SurfObjectCreate, "cuSurfObjectCreate", 5000, PFN_cuSurfObjectCreate_v5000, "cuSurfObjectCreate", 0) \
+  X(SurfObjectDestroy, "cuSurfObjectDestroy", 5000, PFN_cuSurfObjectDestroy_v5000, "cuSurfObjectDestroy", 0) \
+  X(MemcpyHtoAAsync, "cuMemcpyHtoAAsync", 3020, PFN_cuMemcpyHtoAAsync_v3020, "cuMemcpyHtoAAsync_v2", 1) \
+  X(MemcpyAtoHAsync, "cuMemcpyAtoHAsync", 3020, PFN_cuMemcpyAtoHAsync_v3020, "cuMemcpyAtoHAsync_v2", 1) \
+  X(MemcpyDtoA, "cuMemcpyDtoA", 3020, PFN_cuMemcpyDtoA_v3020, "cuMemcpyDtoA_v2", 1)     \
+  X(MemcpyAtoD, "cuMemcpyAtoD", 3020, PFN_cuMemcpyAtoD_v3020, "cuMemcpyAtoD_v2", 1)     \
+  X(MemcpyAtoA, "cuMemcpyAtoA", 3020, PFN_cuMemcpyAtoA_v3020, "cuMemcpyAtoA_v2", 1)
 
 typedef struct rp_fns {
 #define RP_X_FIELD(f, n, v, t, e, p) t f;
@@ -210,11 +238,16 @@ static inline uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr,
     *relocated = 0;
   return addr;
 }
+
 /* Relocation inside uploaded data: rewrites each 8-byte value of buf (n
  * bytes about to be copied to recorded device address dev) that lies at an
  * 8-aligned device address and points into a relocated recorded range.
  * Returns how many were rewritten. */
 size_t rp_mem_patch_row(const rp_mem *m, uint8_t *buf, uint64_t n, uint64_t dev);
+
+/* Zero-fills every mapped piece (the start of each replay pass; the NULL
+ * stream, synchronised). Returns the first failure. */
+CUresult rp_mem_zero(const rp_mem *m, const rp_driver *d);
 void rp_mem_release(rp_mem *m, rp_driver *d);
 
 #endif

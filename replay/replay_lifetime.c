@@ -13,12 +13,19 @@
  *    relocated allocations made in it;
  *  - the replayer's own staging events live in the context they were created
  *    in and are destroyed here while it still exists;
+ *    CUDA arrays, mipmapped arrays and texture/surface objects are noted
+ *    with their context by replay_object.c and dropped there
+ *    (rp_object_context_gone);
  *  - the replayer's own host buffers are allocated in the primary context,
- *    which the replayer retains for the whole run (rp_host_buf_alloc);
+ *    which the replayer retains for the whole run (rp_host_buf_alloc), the
+ *    page-locked buffers of copies captured into graphs included
+ *    (rp_capture_host_buffer): the verify observer compares them after the
+ *    graph ran, maybe after the program destroyed the capture's context;
  *  - a CUfunction obtained for a CUkernel is per context: rp_func_fn gets it
  *    again when the current context changed. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cucap_log.h"
@@ -69,7 +76,7 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
       R->d.df.CtxSetCurrent(prev);
   }
   /* the program's objects in it: the driver frees them with the context */
-  size_t n = 0;
+  size_t n = rp_object_context_gone(R, c); /* arrays, textures, surfaces */
   rp_map *maps[] = {&R->stream, &R->event, &R->module, &R->gexec};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++)
     n += rp_forget_owned(R, maps[m], c);
@@ -129,9 +136,10 @@ CUfunction rp_func_fn(rp_state *R, rp_func *fi) {
   return f;
 }
 
-void *rp_host_buf_alloc(rp_state *R, size_t size) {
+/* Page-locked, portable, allocated in the primary context. NULL on failure. */
+static void *host_buf_alloc(rp_state *R, size_t size) {
   void *p = NULL;
-  if (!R->primary || R->capturing || (!R->d.df.MemHostAlloc && !R->d.df.MemAllocHost))
+  if (!R->primary || (!R->d.df.MemHostAlloc && !R->d.df.MemAllocHost))
     return NULL;
   CUcontext prev = R->cur;
   if (prev != R->primary && R->d.df.CtxSetCurrent(R->primary) != CUDA_SUCCESS)
@@ -143,6 +151,71 @@ void *rp_host_buf_alloc(rp_state *R, size_t size) {
   if (prev != R->primary)
     R->d.df.CtxSetCurrent(prev);
   return r == CUDA_SUCCESS ? p : NULL;
+}
+
+void *rp_host_buf_alloc(rp_state *R, size_t size) {
+  if (R->capturing) /* see rp_grow: it would invalidate the capture */
+    return NULL;
+  return host_buf_alloc(R, size);
+}
+
+/* A host buffer for a copy to the host captured into a graph: the driver
+ * only takes page-locked memory for memcpy nodes, and allocating it during a
+ * global-mode capture would invalidate the capture, so the allocation runs
+ * with this thread's capture mode relaxed (restored after). Like every
+ * replayer buffer it lives in the primary context, so a program context
+ * destroyed before the graph's results are compared (the verify observer
+ * keeps the pointer until the CopyResult snapshot) does not take it along.
+ * Kept until the end of the pass (the graph may run many times). NULL on
+ * failure. */
+void *rp_capture_host_buffer(rp_state *R, size_t size) {
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int exchanged = R->d.df.ThreadExchangeStreamCaptureMode &&
+                  R->d.df.ThreadExchangeStreamCaptureMode(&m) == CUDA_SUCCESS;
+  void *p = host_buf_alloc(R, size ? size : 1);
+  if (exchanged)
+    R->d.df.ThreadExchangeStreamCaptureMode(&m);
+  int pinned = p != NULL;
+  if (!p)
+    p = malloc(size ? size : 1); /* the driver may still take it */
+  if (p && !rp_keep_as(R, p, pinned)) {
+    if (pinned)
+      rp_host_buf_free(R, p);
+    else
+      free(p);
+    p = NULL;
+  }
+  return p;
+}
+
+int rp_keep_as(rp_state *R, void *p, int pinned) {
+  if (R->nkeep == R->capkeep) {
+    size_t nc = R->capkeep ? R->capkeep * 2 : 16;
+    void **n = realloc(R->keep, nc * sizeof *n);
+    if (!n)
+      return 0;
+    R->keep = n;
+    unsigned char *np = realloc(R->keep_pinned, nc);
+    if (!np)
+      return 0;
+    R->keep_pinned = np;
+    R->capkeep = nc;
+  }
+  R->keep_pinned[R->nkeep] = (unsigned char)pinned;
+  R->keep[R->nkeep++] = p;
+  return 1;
+}
+
+int rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
+
+void rp_keep_free(rp_state *R) {
+  for (size_t i = 0; i < R->nkeep; i++) {
+    if (R->keep_pinned[i])
+      rp_host_buf_free(R, R->keep[i]);
+    else
+      free(R->keep[i]);
+  }
+  R->nkeep = 0;
 }
 
 void rp_host_buf_free(rp_state *R, void *p) {
@@ -163,28 +236,4 @@ int rp_lib_option_safe(int opt) {
   return opt != CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE &&
          opt != CU_LIBRARY_BINARY_IS_PRESERVED && opt >= 0 &&
          opt < CU_LIBRARY_NUM_OPTIONS;
-}
-
-int rp_launch_attr_fix(rp_state *R, CUlaunchAttribute *a) {
-  switch ((int)a->id) {
-  case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
-  case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: {
-    /* a recorded CUevent: the live one, or the attribute is dropped */
-    uint64_t live = 0;
-    if (!a->value.programmaticEvent.event ||
-        !rp_map_get(&R->event, (uint64_t)(uintptr_t)a->value.programmaticEvent.event,
-                    &live))
-      return 0;
-    a->value.programmaticEvent.event = (CUevent)(uintptr_t)live;
-    return 1;
-  }
-  case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
-    a->value.accessPolicyWindow.base_ptr = (void *)(uintptr_t)rp_tr(
-        R, (uint64_t)(uintptr_t)a->value.accessPolicyWindow.base_ptr);
-    return 1;
-  case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
-    return 0; /* graph nodes only; carries a device-node out-value */
-  default:
-    return 1;
-  }
 }

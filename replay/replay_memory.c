@@ -523,6 +523,16 @@ size_t rp_mem_patch_row(const rp_mem *m, uint8_t *buf, uint64_t n,
   return patched;
 }
 
+CUresult rp_mem_zero(const rp_mem *m, const rp_driver *d) {
+  CUresult r = CUDA_SUCCESS;
+  for (size_t i = 0; i < m->nchunks && r == CUDA_SUCCESS; i++)
+    if (m->chunks[i].mapped)
+      r = d->df.MemsetD8Async(m->chunks[i].addr, 0, m->chunks[i].size, NULL);
+  if (m->nchunks && r == CUDA_SUCCESS)
+    r = d->df.StreamSynchronize(NULL);
+  return r;
+}
+
 void rp_mem_release(rp_mem *m, rp_driver *d) {
   for (size_t i = 0; i < m->nreloc; i++)
     if (m->reloc[i].owned && d->df.MemFree)

@@ -7,7 +7,11 @@
  * compare the environment with the FileHeader; retain the primary context;
  * place memory (replay_memory.c) and the recorded pinned host allocations
  * (replay_host.c); then execute all records on this thread
- * (replay_exec.c), N times for --loop, timing the whole with events. */
+ * (replay_exec.c), N times for --loop, timing the whole with events.
+ * Every pass starts from the same state: the recorded device ranges and the
+ * pinned host ranges zero-filled, then (passes after the first) the
+ * BeforeLaunch snapshot restored, then the capture's own uploads. --verify
+ * is an observer (verify_observer.c), run before the caller's observers. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@
 #include "replay_graph.h"
 #include "replay_host.h"
 #include "replay_state.h"
+#include "verify_internal.h"
 
 static double rp_now(void) {
   struct timespec ts;
@@ -88,6 +93,8 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
     }
     case CUCAP_FB_BODY_SNAPSHOT: {
       const cucap_fb_snapshot *s = cucap_fb_record_body_as_snapshot(rec);
+      if (!rp_deferred_scan(R, s)) /* CopyResult: found at its copy */
+        return CUCAP_ERR_NOMEM;
       if (cucap_fb_snapshot_reason(s) == CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH &&
           !R->restore) {
         size_t k = cucap_fb_snapshot_regions_len(s);
@@ -262,6 +269,8 @@ static void rp_restore(rp_state *R) {
 
 static void rp_destroy_live(rp_state *R) {
   /* objects the program left alive: destroy between loops and at the end */
+  rp_object_destroy_live(R); /* texture/surface objects, arrays */
+  rp_attr_reset(R);
   rp_map *maps[] = {&R->gexec, &R->graph, &R->event, &R->stream, &R->library,
                     &R->module};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
@@ -292,13 +301,13 @@ static void rp_destroy_live(rp_state *R) {
     rp_map_free(mp);
   }
   rp_graphs_reset(R, 0); /* graphs rebuilt for the execs just destroyed */
-  for (size_t i = 0; i < R->nfuncs; i++)
+  for (size_t i = 0; i < R->nfuncs; i++) {
     free(R->funcs[i].params);
+    free(R->funcs[i].name);
+  }
   R->nfuncs = 0;
   rp_map_free(&R->func);
-  rp_map_free(&R->launch_fn);
   R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
-  rp_verify_pending_free(R);
   /* created contexts */
   for (size_t i = 0; i < R->ctx_created.cap; i++)
     if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy) {
@@ -322,9 +331,7 @@ static void rp_destroy_live(rp_state *R) {
     if (R->mem.reloc[i].owned)
       R->d.df.MemFree(R->mem.reloc[i].live);
   R->mem.nreloc = 0;
-  for (size_t i = 0; i < R->nkeep; i++)
-    free(R->keep[i]);
-  R->nkeep = 0;
+  rp_keep_free(R); /* pinned ones live in the primary context */
   R->capturing = 0;
 }
 
@@ -353,6 +360,28 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   memset(rep, 0, sizeof *rep);
   rep->gpu_time_s = -1;
   rep->verify_mode = opts->verify;
+  /* the observers of this run: verify (if asked) first, then the caller's */
+  cucap_replay_options eff = *opts;
+  vo_verifier *verifier = NULL;
+  const cucap_replay_observer **obs = NULL;
+  if (opts->verify != CUCAP_REPLAY_VERIFY_NONE) {
+    verifier = rp_verify_create(&eff);
+    obs = calloc(opts->nobservers + 1, sizeof *obs);
+    if (!verifier || !obs) {
+      rp_verify_destroy(verifier);
+      free(obs);
+      rep->status = CUCAP_ERR_NOMEM;
+      rep->exit_code = CUCAP_REPLAY_EXIT_FAILED;
+      snprintf(rep->error, sizeof rep->error, "out of memory");
+      return rep->status;
+    }
+    obs[0] = rp_verify_observer(verifier);
+    for (size_t i = 0; i < opts->nobservers; i++)
+      obs[i + 1] = opts->observers[i];
+    eff.observers = obs;
+    eff.nobservers = opts->nobservers + 1;
+  }
+  opts = &eff;
   if (!path) {
     snprintf(rep->error, sizeof rep->error, "no capture given");
     rep->status = CUCAP_ERR_INVALID_ARG;
@@ -361,6 +390,8 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   rp_state *R = calloc(1, sizeof *R);
   if (!R) {
+    rp_verify_destroy(verifier);
+    free(obs);
     rep->status = CUCAP_ERR_NOMEM;
     rep->exit_code = CUCAP_REPLAY_EXIT_FAILED;
     snprintf(rep->error, sizeof rep->error, "out of memory");
@@ -503,6 +534,8 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     goto out;
   }
+  if (rp_obs_begin(R) != CUCAP_OK) /* before the events: nothing to undo */
+    goto out;
   CUevent ev0 = NULL, ev1 = NULL;
   if (R->d.df.EventCreate) {
     R->d.df.EventCreate(&ev0, CU_EVENT_DEFAULT);
@@ -510,8 +543,6 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   double gpu_ms_total = 0;
   int gpu_ok = ev0 && ev1;
-  if (rp_obs_begin(R) != CUCAP_OK)
-    goto out;
   double t0 = rp_now();
   int more = 0; /* an observer asked for another pass */
   for (unsigned loop = 0; (loop < loops || more) && !R->failed &&
@@ -520,8 +551,15 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     R->pass = loop;
     if (loop > 0) {
       rp_destroy_live(R);
-      rp_restore(R);
+      rp_host_pins_zero(&pins);
     }
+    /* zeroed in every pass, the first included: whatever the driver hands
+     * out, a byte no recorded operation wrote reads 0 in every pass (a
+     * replay that missed a write differs from the recording the same way
+     * each time, never "nondeterministically") */
+    rp_cu(R, rp_mem_zero(&R->mem, &R->d), "cuMemsetD8 (pass start)");
+    if (loop > 0)
+      rp_restore(R);
     rp_obs_pass_begin(R);
     if (cucap_reader_rewind(R->r) != CUCAP_OK) {
       rp_set_error(R, CUCAP_ERR_IO, CUCAP_REPLAY_EXIT_FAILED,
@@ -597,10 +635,11 @@ out:
   if (!R->expect_pinned)
     free(R->expect);
   free(R->keep);
+  free(R->keep_pinned);
   free(R->images);
   free(R->restore);
   free(R->funcs);
-  free(R->pending);
+  rp_deferred_free(R);
   rp_map_free(&R->ctx);
   rp_map_free(&R->tid_ctx);
   if (!rep->error[0] && rep->mismatches) {
@@ -610,5 +649,7 @@ out:
   cucap_reader_destroy(R->r);
   rp_driver_unload(&R->d);
   free(R);
+  rp_verify_destroy(verifier);
+  free(obs);
   return rep->status;
 }

@@ -1,5 +1,5 @@
-/* replay_state.h - the replayer's run state, shared by replay_exec.c and
- * replay_verify.c. Internal. */
+/* replay_state.h - the replayer's run state, shared by replay_exec.c,
+ * replay_run.c, replay_graph.c and replay_observer.c. Internal. */
 #ifndef CUCAP_REPLAY_STATE_H
 #define CUCAP_REPLAY_STATE_H
 
@@ -13,7 +13,7 @@ typedef struct rp_func {
   uint64_t live_fn;     /* CUfunction for a CUkernel (lazily) */
   uint64_t live_fn_ctx; /* the context live_fn was obtained in (CUkernel) */
   int kind;             /* cucap.fb.FunctionKind */
-  char name[128];
+  char *name;           /* full (mangled) name, owned; freed with funcs[] */
   cucap_fb_param_info *params;
   size_t nparams;
   uint32_t param_bytes;
@@ -25,18 +25,16 @@ typedef struct rp_region {   /* a snapshot region kept beyond its record */
   cucap_hash128 data;
 } rp_region;
 
-typedef struct rp_pending_hash { /* LaunchHash seen before its launch ran */
-  uint64_t launch_index, seq, rec_index;
-  rp_region *regions;        /* data = the content hash */
-  size_t n;
-} rp_pending_hash;
-
 typedef struct rp_image_ref { /* module image to check against this GPU */
   uint64_t rec_index, seq;
   cucap_hash128 image;
 } rp_image_ref;
 
 #define RP_STAGING_SLOTS 2
+
+struct rp_objects; /* replay_object.c: arrays, mipmapped arrays, texture and
+                      surface objects, recorded -> live handles */
+struct rp_attrs;   /* replay_attr.c: attribute calls waiting for their function */
 
 typedef struct rp_state {
   const cucap_replay_options *o;
@@ -54,7 +52,6 @@ typedef struct rp_state {
 #define RP_CTX_STACK 64
   uint64_t ctx_stack[RP_CTX_STACK]; /* cuCtxPush/Pop */
   size_t nctx_stack;
-  rp_map launch_fn;           /* launch_index -> func index + 1 */
   rp_func *funcs;
   size_t nfuncs, capfuncs;
   rp_mem mem;
@@ -75,11 +72,10 @@ typedef struct rp_state {
   int expect_pinned;
   /* buffers that must outlive the op (graph capture, PTX copies) */
   void **keep;
+  unsigned char *keep_pinned; /* 1: page-locked (rp_host_buf_free) */
   size_t nkeep, capkeep;
   int capturing;              /* streams currently in capture */
   struct rp_graphs *gs;       /* graphs, execs, dry captures (replay_graph.h) */
-  rp_pending_hash *pending;   /* --verify=launch */
-  size_t npending, cappending;
   rp_image_ref *images;       /* module loads seen by the scan */
   size_t nimages, capimages;
   rp_region *restore;         /* first Snapshot(BeforeLaunch) */
@@ -96,6 +92,9 @@ typedef struct rp_state {
   unsigned pass;              /* 0-based pass being executed */
   cucap_replay_op op;         /* the record being executed */
   int op_announced;           /* op_before was called for it */
+  struct rp_deferred *deferred; /* replay_deferred.c (format 1.2 snapshots) */
+  struct rp_objects *obj;     /* NULL until the first array/object (replay_object.c) */
+  struct rp_attrs *attr;      /* NULL until an attribute waits (replay_attr.c) */
 } rp_state;
 
 /* replay_exec.c */
@@ -104,6 +103,7 @@ void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
 int rp_cu(rp_state *R, CUresult r, const char *call); /* 0 + error if failed */
 cucap_hash128 rp_h(const cucap_fb_hash128 *h);
 const char *rp_unreplayable(const cucap_fb_record *rec); /* NULL: replayable */
+/* replay_skips.c; with --strict the first one stops the replay (exit 3) */
 void rp_skip(rp_state *R, const char *name);       /* counted by name */
 void rp_substitute(rp_state *R, const char *name); /* replayed with a stand-in */
 /* Relocation of pointers inside an HtoD payload (host copy hb of `size`
@@ -121,27 +121,91 @@ void rp_copy2d_dst_dev(CUDA_MEMCPY2D *p, const cucap_fb_copy_geometry *g, uint64
 void rp_copy3d_src_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_execute(rp_state *R, const cucap_fb_record *rec);
+/* Helpers of the executor shared with the files of its subsystems
+ * (replay_array.c, replay_object.c, replay_attr.c, replay_graph*.c). */
+int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec); /* 0 + error if failed */
+CUstream rp_stream(rp_state *R, uint64_t recorded);
+const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec); /* variant table */
+/* The payload of an HtoD-like copy in a staging slot (or, while capturing, a
+ * buffer kept to the end of the replay: *kept = 1); NULL if missing. After
+ * issuing the copy from a slot, rp_stage_done(slot) guards it with an event. */
+void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
+                 unsigned *slot, int *kept);
+void rp_stage_done(rp_state *R, unsigned slot, CUstream st, const rp_fns *fn);
 
-CUstream rp_stream_live(rp_state *R, uint64_t recorded);
+/* replay_attr.c: cuFuncSetAttribute, cuKernelSetAttribute, cache/shared
+ * memory configs and cuCtxSetLimit, replayed from Record.args. */
+int rp_attr_execute(rp_state *R, const cucap_fb_record *rec); /* 1: handled */
+const char *rp_attr_unreplayable(const cucap_fb_record *rec); /* legacy texrefs */
+/* Before a launch of fi: attributes recorded before fi's handle was known. */
+void rp_attr_before_launch(rp_state *R, const rp_func *fi);
+/* The launch attributes of a KernelEx launch, handles (events) and pointers
+ * (access policy window) mapped to live ones; returns the count (<= max). */
+unsigned rp_attr_launch_attrs(rp_state *R, const cucap_fb_launch *l,
+                              CUlaunchAttribute *at, unsigned max);
+void rp_attr_reset(rp_state *R); /* between loops and at the end */
+
+/* replay_array.c: CUDA arrays (Alloc/Free kind Array) and copies to and from
+ * them (1D cuMemcpy*A*, 2D/3D with srcArray/dstArray). */
+void rp_array_alloc(rp_state *R, const cucap_fb_record *rec, const cucap_fb_alloc *a);
+void rp_array_free(rp_state *R, const cucap_fb_record *rec, const cucap_fb_free *f);
+int rp_array_is_copy(const cucap_fb_memcpy *c); /* a copy with an array side */
+void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memcpy *c);
+
+/* replay_object.c: the one recorded -> live map of arrays, mipmapped arrays
+ * and texture/surface objects, and the rewriting of recorded texture/surface
+ * handles where a program passes or stores them. */
+void rp_object_execute(rp_state *R, const cucap_fb_record *rec, const cucap_fb_object *o);
+/* Live CUarray / CUmipmappedArray of a recorded one (0 if unknown). */
+uint64_t rp_object_array(rp_state *R, uint64_t recorded);
+uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded);
+/* Array bookkeeping for replay_array.c (owned = destroyed with the replay). */
+int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned);
+uint64_t rp_object_array_del(rp_state *R, uint64_t recorded); /* live if owned */
+/* 8-byte, 8-aligned parameters of fi that hold a recorded texture/surface
+ * handle whose live value differs: rewritten (counted in patched_params). */
+void rp_object_patch_params(rp_state *R, const rp_func *fi, uint8_t *args, size_t n);
+/* The same for 8-aligned words of host data uploaded to device memory or an
+ * array (first_addr: where buf[0] lands; row: bytes per packed row or 0). */
+void rp_object_patch_upload(rp_state *R, void *buf, uint64_t size,
+                            uint64_t first_addr, uint64_t row);
+/* Before comparing `want` (recorded bytes read back at addr) with `got`:
+ * 8-aligned words where want holds a recorded handle and got its live value
+ * are made equal in want. */
+void rp_object_fix_expected(rp_state *R, const void *got, void *want,
+                            uint64_t size, uint64_t addr);
+/* The program destroys live context ctx (called by rp_ctx_dying): its
+ * arrays/objects are forgotten (the driver frees them). Returns how many. */
+size_t rp_object_context_gone(rp_state *R, uint64_t ctx);
+/* Destroys every live array/object and frees the maps (loops, end). */
+void rp_object_destroy_live(rp_state *R);
 
 /* replay_lifetime.c: objects that die with their context */
 void rp_owned(rp_state *R, uint64_t live);       /* made in R->cur */
 CUcontext rp_owner_of(rp_state *R, uint64_t live); /* NULL: unknown */
 /* Before cuCtxDestroy(live): our staging events in it are destroyed, the
- * program's streams/events/modules/execs/relocated allocations in it are
- * forgotten (the driver frees them), functions of its modules marked dead. */
+ * program's streams/events/modules/execs/relocated allocations and its
+ * arrays/texture objects (rp_object_context_gone) are forgotten (the driver
+ * frees them), functions of its modules marked dead. */
 void rp_ctx_dying(rp_state *R, CUcontext live);
 /* The CUfunction to launch fi with in the current context (a CUkernel's is
  * per context); NULL if its module died (or a driver error, R->failed). */
 CUfunction rp_func_fn(rp_state *R, rp_func *fi);
 /* Our own page-locked buffers: allocated portable in the primary context
  * (which lives for the whole run); NULL if not possible (use malloc). */
-void *rp_host_buf_alloc(rp_state *R, size_t size);
+void *rp_host_buf_alloc(rp_state *R, size_t size); /* NULL while capturing */
 void rp_host_buf_free(rp_state *R, void *p);
+/* The page-locked host buffer a copy to the host captured into a graph
+ * writes into (allocated in relaxed capture mode, primary context), kept
+ * until the end of the pass; malloc'ed when it cannot be. NULL: OOM. */
+void *rp_capture_host_buffer(rp_state *R, size_t size);
+/* Buffers that must outlive their op (graph capture, PTX copies, rebuilt
+ * graph nodes): freed by rp_keep_free between passes and at the end. */
+int rp_keep(rp_state *R, void *p);                 /* malloc'ed; 0: OOM */
+int rp_keep_as(rp_state *R, void *p, int pinned);  /* pinned: rp_host_buf_alloc'ed */
+void rp_keep_free(rp_state *R);
 /* 1 if a recorded cuLibraryLoadData option may be passed again. */
 int rp_lib_option_safe(int opt);
-/* Maps handles/addresses inside a recorded launch attribute; 0: drop it. */
-int rp_launch_attr_fix(rp_state *R, CUlaunchAttribute *a);
 
 /* replay_observer.c: dispatch to cucap_replay_options.observers */
 cucap_status rp_obs_attach(rp_state *R);
@@ -149,19 +213,31 @@ cucap_status rp_obs_begin(rp_state *R);
 void rp_obs_pass_begin(rp_state *R);
 int rp_obs_pass_end(rp_state *R);     /* 1: an observer wants another pass */
 void rp_obs_end(rp_state *R);
+/* Fills R->op for rec and announces it (launches announce themselves in
+ * rp_op_launch, exactly around the driver call). */
+void rp_obs_op_start(rp_state *R, const cucap_fb_record *rec);
 void rp_obs_op_before(rp_state *R);   /* R->op describes the op */
 void rp_obs_op_after(rp_state *R, int status);
+/* A record captured into a graph that is rebuilt from its recorded
+ * topology instead (replay_capture.c): observers see it as captured
+ * (op->capturing, status 0), before and after at once; host_data: for a
+ * copy to the host, the buffer the rebuilt graph's node writes (or NULL). */
+void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_data);
 
-/* replay_verify.c */
-void rp_verify_bytes(rp_state *R, const char *what, const void *got,
-                     const void *want, uint64_t size, uint64_t addr);
+/* replay_observer.c: device bytes at a live address -> R->scratch */
 cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
                             void **out);
-void rp_verify_snapshot(rp_state *R, const cucap_fb_snapshot *s);
-void rp_verify_launch_hash(rp_state *R, const cucap_fb_launch_hash *h);
-/* After launch `li` executed: checks LaunchHash records that came first. */
-void rp_verify_launch_done(rp_state *R, uint64_t li);
-void rp_verify_pending_free(rp_state *R);
+/* replay_exec.c: grows a host buffer, pinned when possible */
 int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
+
+/* replay_deferred.c: Snapshot{CopyResult, HostWrite} of a recorder that
+ * never synchronises the program (format 1.2). */
+int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
+/* The recorded result of the copy to the host with seq copy_seq, read by
+ * the recorder after the call; 0 if there is none. */
+int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
+                            cucap_hash128 *h, uint64_t *size);
+void rp_host_write(rp_state *R, const cucap_fb_snapshot *s); /* uploads */
+void rp_deferred_free(rp_state *R);
 
 #endif

@@ -35,7 +35,7 @@ echo "== 4. libFuzzer smoke (${FUZZ_SECONDS}s per target)"
 CC=clang CXX=clang++ cmake -S . -B "$BUILD/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCUCAP_FUZZ=ON >/dev/null
 # Only the fuzz targets: each compiles its parser with -fsanitize=fuzzer,address,undefined.
-cmake --build "$BUILD/fuzz" -j2 --target fuzz_verify fuzz_reader fuzz_fatbin
+cmake --build "$BUILD/fuzz" -j2 --target fuzz_verify fuzz_reader fuzz_fatbin fuzz_profile
 nfuzz=0
 for f in "$BUILD"/fuzz/tests/fuzz/fuzz_*; do
   [ -x "$f" ] || continue
@@ -46,6 +46,10 @@ for f in "$BUILD"/fuzz/tests/fuzz/fuzz_*; do
   # Seed the capture reader with a real (synthetic) capture so it starts past the magic.
   if [ "$name" = fuzz_reader ] && [ -x "$BUILD/rel/tests/testgen/cucap-testgen" ]; then
     "$BUILD/rel/tests/testgen/cucap-testgen" "$corpus/seed.fb" --records 40 >/dev/null 2>&1 || true
+  fi
+  # Seed the profile reader with a real profile file.
+  if [ "$name" = fuzz_profile ] && [ -x "$BUILD/rel/tests/test_profile" ]; then
+    CUCAP_PROFILE_SEED="$corpus/seed.prof" "$BUILD/rel/tests/test_profile" >/dev/null 2>&1 || true
   fi
   echo "-- $name"
   "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -3

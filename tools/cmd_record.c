@@ -20,6 +20,7 @@
 #include "cucap_cli.h"
 #include "cucap_reader.h"
 #include "cucap_recorder.h"
+#include "cucap_schema.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -31,6 +32,9 @@ static void usage(FILE *f) {
           "      --audit             count driver calls with CUPTI and compare\n"
           "      --stack=off|fp|unwind  host callstacks (default fp)\n"
           "      --level N           zstd level (default 1)\n"
+          "      --stats             count the recorder's own cost per driver entry point\n"
+          "                          (printed here after PROGRAM exits; kept in the capture\n"
+          "                          as a Note \"stats\")\n"
           "\n"
           "  The capture file is created at PROGRAM's first CUDA call. Child\n"
           "  processes inherit the recorder: one that never calls CUDA (shells,\n"
@@ -78,6 +82,28 @@ static int append_opt(char *buf, size_t cap, const char *item) {
   return w < 0 || (size_t)w >= cap - n ? -1 : 0;
 }
 
+static int g_print_stats;
+
+/* The recorder's --stats table (a Note {kind "stats"}), to stderr. */
+static void print_stats(cucap_reader *r) {
+  const void *t, *b;
+  size_t sz;
+  int found = 0;
+  while (cucap_reader_next(r, &t, &b, &sz) == CUCAP_OK) {
+    const cucap_fb_record *rec = t;
+    if (cucap_fb_record_body_type(rec) != CUCAP_FB_BODY_NOTE)
+      continue;
+    const cucap_fb_note *n = cucap_fb_record_body_as_note(rec);
+    const char *k = cucap_fb_note_kind(n), *text = cucap_fb_note_text(n);
+    if (k && text && !strcmp(k, "stats")) {
+      fprintf(stderr, "%s", text);
+      found = 1;
+    }
+  }
+  if (!found)
+    fprintf(stderr, "cucap record: no stats in the capture (did the program exit normally?)\n");
+}
+
 static void print_summary(const char *path) {
   cucap_reader *r = NULL;
   char msg[256] = "";
@@ -101,6 +127,8 @@ static void print_summary(const char *path) {
   long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
   fprintf(stderr, "cucap record: %s: %llu records, %lld bytes%s\n", path,
           (unsigned long long)records, size, rec.complete ? "" : " (incomplete)");
+  if (g_print_stats && cucap_reader_rewind(r) == CUCAP_OK)
+    print_stats(r);
   cucap_reader_destroy(r);
 }
 
@@ -160,6 +188,7 @@ int cucap_cmd_record(int argc, char **argv) {
       {"audit", no_argument, NULL, 'a'},
       {"stack", required_argument, NULL, 'S'},
       {"level", required_argument, NULL, 'l'},
+      {"stats", no_argument, NULL, 'T'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *output = "capture.fb";
@@ -187,6 +216,10 @@ int cucap_cmd_record(int argc, char **argv) {
       break;
     case 'a':
       append_opt(opts, sizeof opts, "audit");
+      break;
+    case 'T':
+      append_opt(opts, sizeof opts, "stats");
+      g_print_stats = 1;
       break;
     case 'S':
       snprintf(item, sizeof item, "stack=%s", optarg);

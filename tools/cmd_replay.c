@@ -15,6 +15,12 @@ static const char replay_usage[] =
     "  --verify=launch   also hash memory after each launch and compare with\n"
     "                    the LaunchHash records (cucap record --hash-launches);\n"
     "                    reports the first divergent kernel\n"
+    "  --verify-passes N compare N replays to tell nondeterministic bytes (they\n"
+    "                    differ between replays: clocks, atomics order, device\n"
+    "                    malloc, floating-point atomics) from real differences;\n"
+    "                    default: 1 when everything matches, else 2, and up to\n"
+    "                    4 more while differing bytes stay the same; 1 = every\n"
+    "                    difference is a mismatch. Implies --verify\n"
     "  --loop N          replay N times (re-uploading the initial state)\n"
     "  --sync            synchronize after every operation (debugging)\n"
     "  --device N        replay on device N (default 0)\n"
@@ -24,15 +30,32 @@ static const char replay_usage[] =
     "  --allow-partial   replay what a damaged/truncated capture still holds\n"
     "  --quiet           print nothing but errors\n"
     "  --json            print the report as one JSON object\n"
+    "profiling (docs/design.md \"Profiling\"):\n"
+    "  --profile         profile the replay: kernel timeline, hardware metrics,\n"
+    "                    bottleneck class per kernel, program findings\n"
+    "  --metrics=SET     sol (default), full, none, or metric names a,b,c\n"
+    "  --cache=MODE      flush (default: L2 flushed before each profiled kernel)\n"
+    "                    or keep\n"
+    "  --range SPEC      profile launch:A-B (launch indices) or kernel:REGEX only\n"
+    "  --loop N          also: N timing passes (per-launch median and spread)\n"
+    "  --pc-sampling     instruction-level stacks (PC sampling + SASS + source)\n"
+    "  --sass-metrics    per-instruction SASS metrics\n"
+    "  --profile-out F   write the profile file F (cucap export/diff read it)\n"
+    "  --folded F        write folded stacks (flamegraph.pl, speedscope) to F\n"
+    "  --top N           kernels in the report table (default 20)\n"
+    "  --cupti PATH      libcupti to use (default: searched, see cucap doctor)\n"
+    "  with --json: {\"replay\": report, \"profile\": profile}\n"
     "exit status: 0 ok, 1 verification mismatch, 2 usage, 3 bad capture /\n"
     "environment refused (no code for this GPU, no driver, --strict),\n"
     "4 a driver call failed during replay\n";
 
 int cucap_cmd_replay(int argc, char **argv) {
   enum { O_VERIFY = 256, O_LOOP, O_SYNC, O_DEVICE, O_RELOCATE, O_STRICT,
-         O_PARTIAL, O_QUIET, O_JSON, O_LIBCUDA };
+         O_PARTIAL, O_QUIET, O_JSON, O_LIBCUDA, O_VPASSES, O_PROFILE, O_METRICS, O_CACHE,
+         O_RANGE, O_PROFILE_OUT, O_FOLDED, O_TOP, O_CUPTI, O_PCSAMP, O_SASS };
   static const struct option lo[] = {
       {"verify", optional_argument, NULL, O_VERIFY},
+      {"verify-passes", required_argument, NULL, O_VPASSES},
       {"loop", required_argument, NULL, O_LOOP},
       {"sync", no_argument, NULL, O_SYNC},
       {"device", required_argument, NULL, O_DEVICE},
@@ -42,11 +65,23 @@ int cucap_cmd_replay(int argc, char **argv) {
       {"quiet", no_argument, NULL, O_QUIET},
       {"json", no_argument, NULL, O_JSON},
       {"libcuda", required_argument, NULL, O_LIBCUDA},
+      {"profile", no_argument, NULL, O_PROFILE},
+      {"metrics", required_argument, NULL, O_METRICS},
+      {"cache", required_argument, NULL, O_CACHE},
+      {"range", required_argument, NULL, O_RANGE},
+      {"profile-out", required_argument, NULL, O_PROFILE_OUT},
+      {"folded", required_argument, NULL, O_FOLDED},
+      {"top", required_argument, NULL, O_TOP},
+      {"cupti", required_argument, NULL, O_CUPTI},
+      {"pc-sampling", no_argument, NULL, O_PCSAMP},
+      {"sass-metrics", no_argument, NULL, O_SASS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   cucap_replay_options o;
   cucap_replay_options_init(&o);
-  int quiet = 0, json = 0, c;
+  int quiet = 0, json = 0, profile = 0, profile_only = 0, c;
+  cucap_cli_profile_args pa;
+  memset(&pa, 0, sizeof pa);
   uint64_t v;
   optind = 1;
   while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
@@ -60,6 +95,13 @@ int cucap_cmd_replay(int argc, char **argv) {
         cucap_cli_error("replay", NULL, "--verify=%s: expected 'launch'", optarg);
         return CUCAP_EXIT_USAGE;
       }
+      break;
+    case O_VPASSES:
+      if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 64) {
+        cucap_cli_error("replay", NULL, "--verify-passes %s: expected 1..64", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      o.verify_passes = (unsigned)v;
       break;
     case O_LOOP:
       if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 1000000) {
@@ -83,6 +125,30 @@ int cucap_cmd_replay(int argc, char **argv) {
     case O_QUIET: quiet = 1; break;
     case O_JSON: json = 1; break;
     case O_LIBCUDA: o.libcuda = optarg; break;
+    case O_PROFILE: profile = 1; break;
+    case O_METRICS: pa.metrics = optarg; profile_only = 1; break;
+    case O_CACHE:
+      if (strcmp(optarg, "flush") && strcmp(optarg, "keep")) {
+        cucap_cli_error("replay", NULL, "--cache=%s: expected flush or keep", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      pa.cache_keep = !strcmp(optarg, "keep");
+      profile_only = 1;
+      break;
+    case O_RANGE: pa.range = optarg; profile_only = 1; break;
+    case O_PROFILE_OUT: pa.out = optarg; profile_only = 1; break;
+    case O_FOLDED: pa.folded = optarg; profile_only = 1; break;
+    case O_CUPTI: pa.cupti = optarg; profile_only = 1; break;
+    case O_PCSAMP: pa.pc_sampling = 1; profile_only = 1; break;
+    case O_SASS: pa.sass_metrics = 1; profile_only = 1; break;
+    case O_TOP:
+      if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 100000) {
+        cucap_cli_error("replay", NULL, "--top %s: expected 1..100000", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      pa.top = (unsigned)v;
+      profile_only = 1;
+      break;
     case 'h':
       fputs(replay_usage, stdout);
       return CUCAP_EXIT_OK;
@@ -96,9 +162,20 @@ int cucap_cmd_replay(int argc, char **argv) {
     fputs(replay_usage, stderr);
     return CUCAP_EXIT_USAGE;
   }
+  if (o.verify_passes && o.verify == CUCAP_REPLAY_VERIFY_NONE)
+    o.verify = CUCAP_REPLAY_VERIFY_COPIES;
   const char *path = argv[optind];
+  if (profile_only && !profile) {
+    cucap_cli_error("replay", NULL, "profiling options need --profile");
+    return CUCAP_EXIT_USAGE;
+  }
   if (quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
     cucap_log_set_level(CUCAP_LOG_ERROR);
+  if (profile) {
+    pa.json = json;
+    pa.quiet = quiet;
+    return cucap_cli_replay_profile(path, &o, &pa);
+  }
   cucap_replay_report rep;
   cucap_replay_run(path, &o, &rep);
   if (json)

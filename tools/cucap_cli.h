@@ -36,6 +36,25 @@ int cucap_cmd_dump(int argc, char **argv);
 int cucap_cmd_compress(int argc, char **argv);
 int cucap_cmd_record(int argc, char **argv);  /* tools/cmd_record.c */
 int cucap_cmd_replay(int argc, char **argv);  /* tools/cmd_replay.c */
+int cucap_cmd_analyze(int argc, char **argv); /* tools/cmd_analyze.c */
+int cucap_cmd_doctor(int argc, char **argv);  /* tools/cmd_doctor.c */
+
+/* `cucap replay --profile` (tools/cmd_replay_profile.c): the profile options
+ * parsed by cmd_replay.c. Strings point into argv. */
+typedef struct cucap_cli_profile_args {
+  const char *metrics;   /* --metrics=sol|full|none|a,b,c (NULL: sol) */
+  int cache_keep;        /* --cache=keep */
+  const char *range;     /* --range launch:A-B | kernel:REGEX */
+  const char *out;       /* --profile-out FILE */
+  const char *folded;    /* --folded FILE */
+  const char *cupti;     /* --cupti PATH */
+  int pc_sampling, sass_metrics;
+  unsigned top;          /* --top N kernels in the report */
+  int json, quiet;
+} cucap_cli_profile_args;
+struct cucap_replay_options;
+int cucap_cli_replay_profile(const char *path, struct cucap_replay_options *ro,
+                             const cucap_cli_profile_args *pa);
 
 /* Maps a status to an exit code (IO -> 4, NOMEM/INTERNAL -> 4, format
  * problems -> 3, MISMATCH -> 1, INVALID_ARG -> 2). */

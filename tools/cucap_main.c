@@ -22,6 +22,8 @@ static const char usage_text[] =
     "commands:\n"
     "  record [options] -- PROGRAM [ARGS...]   record PROGRAM's CUDA driver calls\n"
     "  replay [options] CAPTURE                re-execute a capture's GPU work\n"
+    "  analyze CAPTURE [--json]                diagnose the program from its capture\n"
+    "  doctor [--json]                         what replay/--profile need here, what to change\n"
     "  info CAPTURE [--json]                   summary of a capture\n"
     "  dump CAPTURE [--json] [--body TYPE] [--limit N] [--no-hex]\n"
     "                                          print records (JSON Lines with --json)\n"
@@ -33,11 +35,12 @@ static const char usage_text[] =
     "\n"
     "exit status:\n"
     "  0  success (info/dump: the capture is complete and undamaged)\n"
-    "  1  verification mismatch / problems found by a check\n"
+    "  1  verification mismatch / problems found by a check (analyze --fail-on,\n"
+    "     doctor: replay works but --profile would lack sections)\n"
     "  2  usage error (bad option or command; also: command not yet implemented)\n"
     "  3  bad input: not a capture, unsupported format version, corrupt or\n"
     "     truncated capture (info/dump still print everything they recovered,\n"
-    "     then one error line on stderr)\n"
+    "     then one error line on stderr); doctor: no driver/GPU here\n"
     "  4  I/O error (missing file, unreadable, disk full)\n"
     "\n"
     "environment: CUCAP_LOG_LEVEL=error|warn|info|debug|trace, CUCAP_LOG_FILE=path\n";
@@ -54,7 +57,8 @@ static const struct {
 } commands[] = {
     {"record", cucap_cmd_record},     {"replay", cucap_cmd_replay},
     {"info", cucap_cmd_info},         {"dump", cucap_cmd_dump},
-    {"compress", cucap_cmd_compress},
+    {"compress", cucap_cmd_compress}, {"analyze", cucap_cmd_analyze},
+    {"doctor", cucap_cmd_doctor},
 };
 
 static cmd_fn find_command(const char *name) {
@@ -84,7 +88,8 @@ int main(int argc, char **argv) {
   /* The read-only commands report problems as their own one-line errors;
    * library warnings would only repeat them. CUCAP_LOG_LEVEL brings them back. */
   if (!getenv("CUCAP_LOG_LEVEL") &&
-      (!strcmp(cmd, "info") || !strcmp(cmd, "dump") || !strcmp(cmd, "compress")))
+      (!strcmp(cmd, "info") || !strcmp(cmd, "dump") || !strcmp(cmd, "compress") ||
+       !strcmp(cmd, "analyze")))
     cucap_log_set_level(CUCAP_LOG_OFF);
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
     fputs(usage_text, stdout);

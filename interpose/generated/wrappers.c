@@ -37,6 +37,14 @@ extern void custom_event_query(cucap_call *c, CUresult r, CUevent hEvent) __attr
 extern void custom_event_record(cucap_call *c, CUresult r, CUevent hEvent, CUstream hStream) __attribute__((weak));
 extern void custom_event_record_flags(cucap_call *c, CUresult r, CUevent hEvent, CUstream hStream, unsigned int flags) __attribute__((weak));
 extern void custom_event_synchronize(cucap_call *c, CUresult r, CUevent hEvent) __attribute__((weak));
+extern void custom_exchange_mode(cucap_call *c, CUresult r, CUstreamCaptureMode *mode) __attribute__((weak));
+extern void custom_exchange_mode_pre(cucap_call *c, CUstreamCaptureMode *mode) __attribute__((weak));
+extern void custom_func_set_attribute(cucap_call *c, CUresult r, CUfunction hfunc, CUfunction_attribute attrib, int value) __attribute__((weak));
+extern void custom_func_set_cache_config(cucap_call *c, CUresult r, CUfunction hfunc, CUfunc_cache config) __attribute__((weak));
+extern void custom_func_set_shmem_config(cucap_call *c, CUresult r, CUfunction hfunc, CUsharedconfig config) __attribute__((weak));
+extern void custom_get_capture_info(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out) __attribute__((weak));
+extern void custom_get_capture_info_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out) __attribute__((weak));
+extern void custom_get_capture_info_v3(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out) __attribute__((weak));
 extern void custom_graph_add_node(cucap_call *c, CUresult r, CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams) __attribute__((weak));
 extern void custom_graph_add_node_v1(cucap_call *c, CUresult r, CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams) __attribute__((weak));
 extern void custom_graph_clone(cucap_call *c, CUresult r, CUgraph *phGraphClone, CUgraph originalGraph) __attribute__((weak));
@@ -59,10 +67,14 @@ extern void custom_graph_instantiate(cucap_call *c, CUresult r, CUgraphExec *phG
 extern void custom_graph_instantiate_flags(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags) __attribute__((weak));
 extern void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) __attribute__((weak));
 extern void custom_graph_launch(cucap_call *c, CUresult r, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
+extern void custom_graph_launch_pre(cucap_call *c, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
 extern void custom_graph_launch_ptsz(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
+extern void custom_graph_launch_ptsz_pre(cucap_call *c, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
 extern void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec hGraph, CUstream hStream) __attribute__((weak));
 extern void custom_graph_upload_ptsz(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUstream hStream) __attribute__((weak));
 extern void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pFunc, CUkernel kernel) __attribute__((weak));
+extern void custom_kernel_set_attribute(cucap_call *c, CUresult r, CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev) __attribute__((weak));
+extern void custom_kernel_set_cache_config(cucap_call *c, CUresult r, CUkernel kernel, CUfunc_cache config, CUdevice dev) __attribute__((weak));
 extern void custom_launch_coop(cucap_call *c, CUresult r, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams) __attribute__((weak));
 extern void custom_launch_coop_pre(cucap_call *c, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams) __attribute__((weak));
 extern void custom_launch_ex(cucap_call *c, CUresult r, const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) __attribute__((weak));
@@ -92,9 +104,11 @@ extern void custom_mem_create(cucap_call *c, CUresult r, CUmemGenericAllocationH
 extern void custom_mem_free(cucap_call *c, CUresult r, CUdeviceptr dptr) __attribute__((weak));
 extern void custom_mem_free_async(cucap_call *c, CUresult r, CUdeviceptr dptr, CUstream hStream) __attribute__((weak));
 extern void custom_mem_free_host(cucap_call *c, CUresult r, void *p) __attribute__((weak));
+extern void custom_mem_free_host_pre(cucap_call *c, void *p) __attribute__((weak));
 extern void custom_mem_host_alloc(cucap_call *c, CUresult r, void **pp, size_t bytesize, unsigned int Flags) __attribute__((weak));
 extern void custom_mem_host_register(cucap_call *c, CUresult r, void *p, size_t bytesize, unsigned int Flags) __attribute__((weak));
 extern void custom_mem_host_unregister(cucap_call *c, CUresult r, void *p) __attribute__((weak));
+extern void custom_mem_host_unregister_pre(cucap_call *c, void *p) __attribute__((weak));
 extern void custom_mem_map(cucap_call *c, CUresult r, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags) __attribute__((weak));
 extern void custom_mem_pool_create(cucap_call *c, CUresult r, CUmemoryPool *pool, const CUmemPoolProps *poolProps) __attribute__((weak));
 extern void custom_mem_pool_destroy(cucap_call *c, CUresult r, CUmemoryPool pool) __attribute__((weak));
@@ -135,6 +149,9 @@ extern void custom_memset_d32(cucap_call *c, CUresult r, CUdeviceptr dstDevice, 
 extern void custom_memset_d32_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) __attribute__((weak));
 extern void custom_memset_d8(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned char uc, size_t N) __attribute__((weak));
 extern void custom_memset_d8_async(cucap_call *c, CUresult r, CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) __attribute__((weak));
+extern void custom_mipmap_create(cucap_call *c, CUresult r, CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels) __attribute__((weak));
+extern void custom_mipmap_destroy(cucap_call *c, CUresult r, CUmipmappedArray hMipmappedArray) __attribute__((weak));
+extern void custom_mipmap_get_level(cucap_call *c, CUresult r, CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level) __attribute__((weak));
 extern void custom_module_get_function(cucap_call *c, CUresult r, CUfunction *hfunc, CUmodule hmod, const char *name) __attribute__((weak));
 extern void custom_module_get_global(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name) __attribute__((weak));
 extern void custom_module_load(cucap_call *c, CUresult r, CUmodule *module, const char *fname) __attribute__((weak));
@@ -150,12 +167,12 @@ extern void custom_primary_retain(cucap_call *c, CUresult r, CUcontext *pctx, CU
 extern void custom_primary_set_flags(cucap_call *c, CUresult r, CUdevice dev, unsigned int flags) __attribute__((weak));
 extern void custom_stream_begin_capture(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_begin_capture_to_graph(cucap_call *c, CUresult r, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode) __attribute__((weak));
-extern void custom_stream_begin_capture_to_graph_ptsz(cucap_call *c, CUresult r, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode) __attribute__((weak));
 extern void custom_stream_begin_capture_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureMode mode) __attribute__((weak));
 extern void custom_stream_create(cucap_call *c, CUresult r, CUstream *phStream, unsigned int Flags) __attribute__((weak));
 extern void custom_stream_create_prio(cucap_call *c, CUresult r, CUstream *phStream, unsigned int flags, int priority) __attribute__((weak));
 extern void custom_stream_destroy(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_end_capture(cucap_call *c, CUresult r, CUstream hStream, CUgraph *phGraph) __attribute__((weak));
+extern void custom_stream_is_capturing(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus) __attribute__((weak));
 extern void custom_stream_query(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_synchronize(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_wait_event(cucap_call *c, CUresult r, CUstream hStream, CUevent hEvent, unsigned int Flags) __attribute__((weak));
@@ -163,12 +180,18 @@ extern void custom_stream_wait_value32(cucap_call *c, CUresult r, CUstream strea
 extern void custom_stream_wait_value64(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) __attribute__((weak));
 extern void custom_stream_write_value32(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) __attribute__((weak));
 extern void custom_stream_write_value64(cucap_call *c, CUresult r, CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) __attribute__((weak));
+extern void custom_surf_object_create(cucap_call *c, CUresult r, CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc) __attribute__((weak));
+extern void custom_surf_object_destroy(cucap_call *c, CUresult r, CUsurfObject surfObject) __attribute__((weak));
+extern void custom_tex_object_create(cucap_call *c, CUresult r, CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc) __attribute__((weak));
+extern void custom_tex_object_destroy(cucap_call *c, CUresult r, CUtexObject texObject) __attribute__((weak));
 
 CUCAP_EXPORT CUresult CUDAAPI cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArray3DCreate))
     return cucap_real.cuArray3DCreate ? cucap_real.cuArray3DCreate(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArray3DCreate ? cucap_real.cuArray3DCreate(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)(uintptr_t)pAllocateArray;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -179,7 +202,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(CUarray *pHandle, const CUDA_AR
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArray3DCreate_v2))
     return cucap_real.cuArray3DCreate_v2 ? cucap_real.cuArray3DCreate_v2(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArray3DCreate_v2 ? cucap_real.cuArray3DCreate_v2(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)(uintptr_t)pAllocateArray;
   c.nargs = 2;
   if (custom_array3d_create)
@@ -192,7 +217,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArray3DGetDescriptor))
     return cucap_real.cuArray3DGetDescriptor ? cucap_real.cuArray3DGetDescriptor(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArray3DGetDescriptor ? cucap_real.cuArray3DGetDescriptor(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pArrayDescriptor; c.args[1] = (uint64_t)hArray;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -203,7 +230,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArray3DGetDescriptor_v2))
     return cucap_real.cuArray3DGetDescriptor_v2 ? cucap_real.cuArray3DGetDescriptor_v2(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArray3DGetDescriptor_v2 ? cucap_real.cuArray3DGetDescriptor_v2(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pArrayDescriptor; c.args[1] = (uint64_t)hArray;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -214,7 +243,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_D
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArrayCreate))
     return cucap_real.cuArrayCreate ? cucap_real.cuArrayCreate(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayCreate ? cucap_real.cuArrayCreate(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)(uintptr_t)pAllocateArray;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -225,7 +256,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRA
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArrayCreate_v2))
     return cucap_real.cuArrayCreate_v2 ? cucap_real.cuArrayCreate_v2(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayCreate_v2 ? cucap_real.cuArrayCreate_v2(pHandle, pAllocateArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)(uintptr_t)pAllocateArray;
   c.nargs = 2;
   if (custom_array_create)
@@ -238,7 +271,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray hArray) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArrayDestroy))
     return cucap_real.cuArrayDestroy ? cucap_real.cuArrayDestroy(hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayDestroy ? cucap_real.cuArrayDestroy(hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hArray;
   c.nargs = 1;
   if (custom_array_destroy)
@@ -251,7 +286,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1 *pAr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArrayGetDescriptor))
     return cucap_real.cuArrayGetDescriptor ? cucap_real.cuArrayGetDescriptor(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetDescriptor ? cucap_real.cuArrayGetDescriptor(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pArrayDescriptor; c.args[1] = (uint64_t)hArray;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -262,7 +299,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pAr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArrayGetDescriptor_v2))
     return cucap_real.cuArrayGetDescriptor_v2 ? cucap_real.cuArrayGetDescriptor_v2(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetDescriptor_v2 ? cucap_real.cuArrayGetDescriptor_v2(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pArrayDescriptor; c.args[1] = (uint64_t)hArray;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -273,7 +312,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQ
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArrayGetMemoryRequirements))
     return cucap_real.cuArrayGetMemoryRequirements ? cucap_real.cuArrayGetMemoryRequirements(memoryRequirements, array, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetMemoryRequirements ? cucap_real.cuArrayGetMemoryRequirements(memoryRequirements, array, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)memoryRequirements; c.args[1] = (uint64_t)array; c.args[2] = (uint64_t)device;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -284,7 +325,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayGetPlane(CUarray *pPlaneArray, CUarray hArr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArrayGetPlane))
     return cucap_real.cuArrayGetPlane ? cucap_real.cuArrayGetPlane(pPlaneArray, hArray, planeIdx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetPlane ? cucap_real.cuArrayGetPlane(pPlaneArray, hArray, planeIdx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pPlaneArray; c.args[1] = (uint64_t)hArray; c.args[2] = (uint64_t)planeIdx;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -295,7 +338,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPE
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuArrayGetSparseProperties))
     return cucap_real.cuArrayGetSparseProperties ? cucap_real.cuArrayGetSparseProperties(sparseProperties, array) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetSparseProperties ? cucap_real.cuArrayGetSparseProperties(sparseProperties, array) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)sparseProperties; c.args[1] = (uint64_t)array;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -306,7 +351,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessCheckpoint(int pid, CUcheckpoin
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCheckpointProcessCheckpoint))
     return cucap_real.cuCheckpointProcessCheckpoint ? cucap_real.cuCheckpointProcessCheckpoint(pid, args) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCheckpointProcessCheckpoint ? cucap_real.cuCheckpointProcessCheckpoint(pid, args) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pid; c.args[1] = (uint64_t)(uintptr_t)args;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -317,7 +364,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessGetRestoreThreadId(int pid, int
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCheckpointProcessGetRestoreThreadId))
     return cucap_real.cuCheckpointProcessGetRestoreThreadId ? cucap_real.cuCheckpointProcessGetRestoreThreadId(pid, tid) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCheckpointProcessGetRestoreThreadId ? cucap_real.cuCheckpointProcessGetRestoreThreadId(pid, tid) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pid; c.args[1] = (uint64_t)(uintptr_t)tid;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -328,7 +377,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessGetState(int pid, CUprocessStat
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCheckpointProcessGetState))
     return cucap_real.cuCheckpointProcessGetState ? cucap_real.cuCheckpointProcessGetState(pid, state) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCheckpointProcessGetState ? cucap_real.cuCheckpointProcessGetState(pid, state) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pid; c.args[1] = (uint64_t)(uintptr_t)state;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -339,7 +390,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessLock(int pid, CUcheckpointLockA
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCheckpointProcessLock))
     return cucap_real.cuCheckpointProcessLock ? cucap_real.cuCheckpointProcessLock(pid, args) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCheckpointProcessLock ? cucap_real.cuCheckpointProcessLock(pid, args) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pid; c.args[1] = (uint64_t)(uintptr_t)args;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -350,7 +403,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessRestore(int pid, CUcheckpointRe
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCheckpointProcessRestore))
     return cucap_real.cuCheckpointProcessRestore ? cucap_real.cuCheckpointProcessRestore(pid, args) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCheckpointProcessRestore ? cucap_real.cuCheckpointProcessRestore(pid, args) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pid; c.args[1] = (uint64_t)(uintptr_t)args;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -361,7 +416,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessUnlock(int pid, CUcheckpointUnl
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCheckpointProcessUnlock))
     return cucap_real.cuCheckpointProcessUnlock ? cucap_real.cuCheckpointProcessUnlock(pid, args) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCheckpointProcessUnlock ? cucap_real.cuCheckpointProcessUnlock(pid, args) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pid; c.args[1] = (uint64_t)(uintptr_t)args;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -372,7 +429,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCoredumpGetAttribute(CUcoredumpSettings attrib, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCoredumpGetAttribute))
     return cucap_real.cuCoredumpGetAttribute ? cucap_real.cuCoredumpGetAttribute(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCoredumpGetAttribute ? cucap_real.cuCoredumpGetAttribute(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)attrib; c.args[1] = (uint64_t)(uintptr_t)value; c.args[2] = (uint64_t)(uintptr_t)size;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -383,7 +442,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCoredumpGetAttributeGlobal(CUcoredumpSettings at
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCoredumpGetAttributeGlobal))
     return cucap_real.cuCoredumpGetAttributeGlobal ? cucap_real.cuCoredumpGetAttributeGlobal(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCoredumpGetAttributeGlobal ? cucap_real.cuCoredumpGetAttributeGlobal(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)attrib; c.args[1] = (uint64_t)(uintptr_t)value; c.args[2] = (uint64_t)(uintptr_t)size;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -394,7 +455,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCoredumpSetAttribute(CUcoredumpSettings attrib, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCoredumpSetAttribute))
     return cucap_real.cuCoredumpSetAttribute ? cucap_real.cuCoredumpSetAttribute(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCoredumpSetAttribute ? cucap_real.cuCoredumpSetAttribute(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)attrib; c.args[1] = (uint64_t)(uintptr_t)value; c.args[2] = (uint64_t)(uintptr_t)size;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -405,7 +468,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCoredumpSetAttributeGlobal(CUcoredumpSettings at
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCoredumpSetAttributeGlobal))
     return cucap_real.cuCoredumpSetAttributeGlobal ? cucap_real.cuCoredumpSetAttributeGlobal(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCoredumpSetAttributeGlobal ? cucap_real.cuCoredumpSetAttributeGlobal(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)attrib; c.args[1] = (uint64_t)(uintptr_t)value; c.args[2] = (uint64_t)(uintptr_t)size;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -416,7 +481,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxAttach(CUcontext *pctx, unsigned int flags) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxAttach))
     return cucap_real.cuCtxAttach ? cucap_real.cuCtxAttach(pctx, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxAttach ? cucap_real.cuCtxAttach(pctx, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -427,7 +494,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxCreate))
     return cucap_real.cuCtxCreate ? cucap_real.cuCtxCreate(pctx, flags, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxCreate ? cucap_real.cuCtxCreate(pctx, flags, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)flags; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
   if (custom_ctx_create)
@@ -440,7 +509,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxCreate_v2))
     return cucap_real.cuCtxCreate_v2 ? cucap_real.cuCtxCreate_v2(pctx, flags, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxCreate_v2 ? cucap_real.cuCtxCreate_v2(pctx, flags, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)flags; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
   if (custom_ctx_create)
@@ -453,7 +524,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityPara
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxCreate_v3))
     return cucap_real.cuCtxCreate_v3 ? cucap_real.cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxCreate_v3 ? cucap_real.cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)(uintptr_t)paramsArray; c.args[2] = (uint64_t)numParams; c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)dev;
   c.nargs = 5;
   if (custom_ctx_create_v3)
@@ -466,7 +539,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxCreate_v4))
     return cucap_real.cuCtxCreate_v4 ? cucap_real.cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxCreate_v4 ? cucap_real.cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)(uintptr_t)ctxCreateParams; c.args[2] = (uint64_t)flags; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
   if (custom_ctx_create_v4)
@@ -481,7 +556,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
     return cucap_real.cuCtxDestroy ? cucap_real.cuCtxDestroy(ctx) : CUDA_ERROR_NOT_FOUND;
   if (custom_ctx_destroy_pre)
     custom_ctx_destroy_pre(&c, ctx);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxDestroy ? cucap_real.cuCtxDestroy(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
   if (custom_ctx_destroy)
@@ -496,7 +573,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     return cucap_real.cuCtxDestroy_v2 ? cucap_real.cuCtxDestroy_v2(ctx) : CUDA_ERROR_NOT_FOUND;
   if (custom_ctx_destroy_pre)
     custom_ctx_destroy_pre(&c, ctx);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxDestroy_v2 ? cucap_real.cuCtxDestroy_v2(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
   if (custom_ctx_destroy)
@@ -509,7 +588,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxDetach(CUcontext ctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxDetach))
     return cucap_real.cuCtxDetach ? cucap_real.cuCtxDetach(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxDetach ? cucap_real.cuCtxDetach(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -520,7 +601,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxDisablePeerAccess))
     return cucap_real.cuCtxDisablePeerAccess ? cucap_real.cuCtxDisablePeerAccess(peerContext) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxDisablePeerAccess ? cucap_real.cuCtxDisablePeerAccess(peerContext) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)peerContext;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -531,7 +614,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsig
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxEnablePeerAccess))
     return cucap_real.cuCtxEnablePeerAccess ? cucap_real.cuCtxEnablePeerAccess(peerContext, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxEnablePeerAccess ? cucap_real.cuCtxEnablePeerAccess(peerContext, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)peerContext; c.args[1] = (uint64_t)Flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -542,7 +627,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxFromGreenCtx))
     return cucap_real.cuCtxFromGreenCtx ? cucap_real.cuCtxFromGreenCtx(pContext, hCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxFromGreenCtx ? cucap_real.cuCtxFromGreenCtx(pContext, hCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pContext; c.args[1] = (uint64_t)hCtx;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -553,7 +640,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *ve
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetApiVersion))
     return cucap_real.cuCtxGetApiVersion ? cucap_real.cuCtxGetApiVersion(ctx, version) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetApiVersion ? cucap_real.cuCtxGetApiVersion(ctx, version) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx; c.args[1] = (uint64_t)(uintptr_t)version;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -564,7 +653,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache *pconfig) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetCacheConfig))
     return cucap_real.cuCtxGetCacheConfig ? cucap_real.cuCtxGetCacheConfig(pconfig) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetCacheConfig ? cucap_real.cuCtxGetCacheConfig(pconfig) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pconfig;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -575,7 +666,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetCurrent))
     return cucap_real.cuCtxGetCurrent ? cucap_real.cuCtxGetCurrent(pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetCurrent ? cucap_real.cuCtxGetCurrent(pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -586,7 +679,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevResource(CUcontext hCtx, CUdevResource*
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetDevResource))
     return cucap_real.cuCtxGetDevResource ? cucap_real.cuCtxGetDevResource(hCtx, resource, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetDevResource ? cucap_real.cuCtxGetDevResource(hCtx, resource, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hCtx; c.args[1] = (uint64_t)(uintptr_t)resource; c.args[2] = (uint64_t)type;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -597,7 +692,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetDevice))
     return cucap_real.cuCtxGetDevice ? cucap_real.cuCtxGetDevice(device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetDevice ? cucap_real.cuCtxGetDevice(device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)device;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -608,7 +705,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetDevice_v2))
     return cucap_real.cuCtxGetDevice_v2 ? cucap_real.cuCtxGetDevice_v2(device, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetDevice_v2 ? cucap_real.cuCtxGetDevice_v2(device, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)device; c.args[1] = (uint64_t)ctx;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -619,7 +718,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetExecAffinity(CUexecAffinityParam *pExecAff
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetExecAffinity))
     return cucap_real.cuCtxGetExecAffinity ? cucap_real.cuCtxGetExecAffinity(pExecAffinity, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetExecAffinity ? cucap_real.cuCtxGetExecAffinity(pExecAffinity, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pExecAffinity; c.args[1] = (uint64_t)type;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -630,7 +731,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetFlags))
     return cucap_real.cuCtxGetFlags ? cucap_real.cuCtxGetFlags(flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetFlags ? cucap_real.cuCtxGetFlags(flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)flags;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -641,7 +744,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxI
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetId))
     return cucap_real.cuCtxGetId ? cucap_real.cuCtxGetId(ctx, ctxId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetId ? cucap_real.cuCtxGetId(ctx, ctxId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx; c.args[1] = (uint64_t)(uintptr_t)ctxId;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -652,7 +757,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetLimit))
     return cucap_real.cuCtxGetLimit ? cucap_real.cuCtxGetLimit(pvalue, limit) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetLimit ? cucap_real.cuCtxGetLimit(pvalue, limit) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pvalue; c.args[1] = (uint64_t)limit;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -663,7 +770,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig *pConfig) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetSharedMemConfig))
     return cucap_real.cuCtxGetSharedMemConfig ? cucap_real.cuCtxGetSharedMemConfig(pConfig) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetSharedMemConfig ? cucap_real.cuCtxGetSharedMemConfig(pConfig) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pConfig;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -674,7 +783,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *leastPriority, in
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxGetStreamPriorityRange))
     return cucap_real.cuCtxGetStreamPriorityRange ? cucap_real.cuCtxGetStreamPriorityRange(leastPriority, greatestPriority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetStreamPriorityRange ? cucap_real.cuCtxGetStreamPriorityRange(leastPriority, greatestPriority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)leastPriority; c.args[1] = (uint64_t)(uintptr_t)greatestPriority;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -685,7 +796,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxPopCurrent))
     return cucap_real.cuCtxPopCurrent ? cucap_real.cuCtxPopCurrent(pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxPopCurrent ? cucap_real.cuCtxPopCurrent(pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 1;
   if (custom_ctx_pop)
@@ -698,7 +811,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxPopCurrent_v2))
     return cucap_real.cuCtxPopCurrent_v2 ? cucap_real.cuCtxPopCurrent_v2(pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxPopCurrent_v2 ? cucap_real.cuCtxPopCurrent_v2(pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 1;
   if (custom_ctx_pop)
@@ -711,7 +826,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxPushCurrent))
     return cucap_real.cuCtxPushCurrent ? cucap_real.cuCtxPushCurrent(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxPushCurrent ? cucap_real.cuCtxPushCurrent(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
   if (custom_ctx_push)
@@ -724,7 +841,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxPushCurrent_v2))
     return cucap_real.cuCtxPushCurrent_v2 ? cucap_real.cuCtxPushCurrent_v2(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxPushCurrent_v2 ? cucap_real.cuCtxPushCurrent_v2(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
   if (custom_ctx_push)
@@ -737,7 +856,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxRecordEvent))
     return cucap_real.cuCtxRecordEvent ? cucap_real.cuCtxRecordEvent(hCtx, hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxRecordEvent ? cucap_real.cuCtxRecordEvent(hCtx, hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hCtx; c.args[1] = (uint64_t)hEvent;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -748,7 +869,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxResetPersistingL2Cache))
     return cucap_real.cuCtxResetPersistingL2Cache ? cucap_real.cuCtxResetPersistingL2Cache() : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxResetPersistingL2Cache ? cucap_real.cuCtxResetPersistingL2Cache() : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.nargs = 0;
   cucap_call_exit(&c, r);
   return r;
@@ -758,7 +881,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxSetCacheConfig))
     return cucap_real.cuCtxSetCacheConfig ? cucap_real.cuCtxSetCacheConfig(config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxSetCacheConfig ? cucap_real.cuCtxSetCacheConfig(config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)config;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -769,7 +894,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxSetCurrent))
     return cucap_real.cuCtxSetCurrent ? cucap_real.cuCtxSetCurrent(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxSetCurrent ? cucap_real.cuCtxSetCurrent(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
   if (custom_ctx_set_current)
@@ -782,7 +909,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSetFlags(unsigned int flags) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxSetFlags))
     return cucap_real.cuCtxSetFlags ? cucap_real.cuCtxSetFlags(flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxSetFlags ? cucap_real.cuCtxSetFlags(flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)flags;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -793,7 +922,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxSetLimit))
     return cucap_real.cuCtxSetLimit ? cucap_real.cuCtxSetLimit(limit, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxSetLimit ? cucap_real.cuCtxSetLimit(limit, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)limit; c.args[1] = (uint64_t)value;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -804,7 +935,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSetSharedMemConfig(CUsharedconfig config) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxSetSharedMemConfig))
     return cucap_real.cuCtxSetSharedMemConfig ? cucap_real.cuCtxSetSharedMemConfig(config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxSetSharedMemConfig ? cucap_real.cuCtxSetSharedMemConfig(config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)config;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -815,7 +948,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxSynchronize))
     return cucap_real.cuCtxSynchronize ? cucap_real.cuCtxSynchronize() : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxSynchronize ? cucap_real.cuCtxSynchronize() : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.nargs = 0;
   if (custom_ctx_synchronize)
     custom_ctx_synchronize(&c, r);
@@ -827,7 +962,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxSynchronize_v2))
     return cucap_real.cuCtxSynchronize_v2 ? cucap_real.cuCtxSynchronize_v2(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxSynchronize_v2 ? cucap_real.cuCtxSynchronize_v2(ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ctx;
   c.nargs = 1;
   if (custom_ctx_synchronize_v2)
@@ -840,7 +977,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuCtxWaitEvent))
     return cucap_real.cuCtxWaitEvent ? cucap_real.cuCtxWaitEvent(hCtx, hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxWaitEvent ? cucap_real.cuCtxWaitEvent(hCtx, hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hCtx; c.args[1] = (uint64_t)hEvent;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -851,7 +990,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDestroyExternalMemory(CUexternalMemory extMem) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDestroyExternalMemory))
     return cucap_real.cuDestroyExternalMemory ? cucap_real.cuDestroyExternalMemory(extMem) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDestroyExternalMemory ? cucap_real.cuDestroyExternalMemory(extMem) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)extMem;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -862,7 +1003,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDestroyExternalSemaphore(CUexternalSemaphore ext
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDestroyExternalSemaphore))
     return cucap_real.cuDestroyExternalSemaphore ? cucap_real.cuDestroyExternalSemaphore(extSem) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDestroyExternalSemaphore ? cucap_real.cuDestroyExternalSemaphore(extSem) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)extSem;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -873,7 +1016,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevResourceGenerateDesc(CUdevResourceDesc *phDes
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevResourceGenerateDesc))
     return cucap_real.cuDevResourceGenerateDesc ? cucap_real.cuDevResourceGenerateDesc(phDesc, resources, nbResources) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevResourceGenerateDesc ? cucap_real.cuDevResourceGenerateDesc(phDesc, resources, nbResources) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phDesc; c.args[1] = (uint64_t)(uintptr_t)resources; c.args[2] = (uint64_t)nbResources;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -884,7 +1029,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevSmResourceSplitByCount(CUdevResource* result,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevSmResourceSplitByCount))
     return cucap_real.cuDevSmResourceSplitByCount ? cucap_real.cuDevSmResourceSplitByCount(result, nbGroups, input, remaining, useFlags, minCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevSmResourceSplitByCount ? cucap_real.cuDevSmResourceSplitByCount(result, nbGroups, input, remaining, useFlags, minCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)result; c.args[1] = (uint64_t)(uintptr_t)nbGroups; c.args[2] = (uint64_t)(uintptr_t)input; c.args[3] = (uint64_t)(uintptr_t)remaining; c.args[4] = (uint64_t)useFlags; c.args[5] = (uint64_t)minCount;
   c.nargs = 6;
   cucap_call_exit(&c, r);
@@ -895,7 +1042,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceCanAccessPeer))
     return cucap_real.cuDeviceCanAccessPeer ? cucap_real.cuDeviceCanAccessPeer(canAccessPeer, dev, peerDev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceCanAccessPeer ? cucap_real.cuDeviceCanAccessPeer(canAccessPeer, dev, peerDev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)canAccessPeer; c.args[1] = (uint64_t)dev; c.args[2] = (uint64_t)peerDev;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -906,7 +1055,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int *major, int *minor, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceComputeCapability))
     return cucap_real.cuDeviceComputeCapability ? cucap_real.cuDeviceComputeCapability(major, minor, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceComputeCapability ? cucap_real.cuDeviceComputeCapability(major, minor, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)major; c.args[1] = (uint64_t)(uintptr_t)minor; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -917,7 +1068,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGet))
     return cucap_real.cuDeviceGet ? cucap_real.cuDeviceGet(device, ordinal) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGet ? cucap_real.cuDeviceGet(device, ordinal) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)device; c.args[1] = (uint64_t)ordinal;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -928,7 +1081,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute a
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetAttribute))
     return cucap_real.cuDeviceGetAttribute ? cucap_real.cuDeviceGetAttribute(pi, attrib, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetAttribute ? cucap_real.cuDeviceGetAttribute(pi, attrib, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pi; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -939,7 +1094,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *p
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetByPCIBusId))
     return cucap_real.cuDeviceGetByPCIBusId ? cucap_real.cuDeviceGetByPCIBusId(dev, pciBusId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetByPCIBusId ? cucap_real.cuDeviceGetByPCIBusId(dev, pciBusId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dev; c.args[1] = (uint64_t)(uintptr_t)pciBusId;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -950,7 +1107,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetCount))
     return cucap_real.cuDeviceGetCount ? cucap_real.cuDeviceGetCount(count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetCount ? cucap_real.cuDeviceGetCount(count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)count;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -961,7 +1120,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetDefaultMemPool))
     return cucap_real.cuDeviceGetDefaultMemPool ? cucap_real.cuDeviceGetDefaultMemPool(pool_out, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetDefaultMemPool ? cucap_real.cuDeviceGetDefaultMemPool(pool_out, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pool_out; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -972,7 +1133,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetDevResource(CUdevice device, CUdevResou
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetDevResource))
     return cucap_real.cuDeviceGetDevResource ? cucap_real.cuDeviceGetDevResource(device, resource, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetDevResource ? cucap_real.cuDeviceGetDevResource(device, resource, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)device; c.args[1] = (uint64_t)(uintptr_t)resource; c.args[2] = (uint64_t)type;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -983,7 +1146,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetExecAffinitySupport(int *pi, CUexecAffi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetExecAffinitySupport))
     return cucap_real.cuDeviceGetExecAffinitySupport ? cucap_real.cuDeviceGetExecAffinitySupport(pi, type, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetExecAffinitySupport ? cucap_real.cuDeviceGetExecAffinitySupport(pi, type, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pi; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -994,7 +1159,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetGraphMemAttribute(CUdevice device, CUgr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetGraphMemAttribute))
     return cucap_real.cuDeviceGetGraphMemAttribute ? cucap_real.cuDeviceGetGraphMemAttribute(device, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetGraphMemAttribute ? cucap_real.cuDeviceGetGraphMemAttribute(device, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)device; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1005,7 +1172,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetHostAtomicCapabilities(unsigned int* ca
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetHostAtomicCapabilities))
     return cucap_real.cuDeviceGetHostAtomicCapabilities ? cucap_real.cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetHostAtomicCapabilities ? cucap_real.cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)capabilities; c.args[1] = (uint64_t)(uintptr_t)operations; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -1016,7 +1185,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetLuid(char *luid, unsigned int *deviceNo
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetLuid))
     return cucap_real.cuDeviceGetLuid ? cucap_real.cuDeviceGetLuid(luid, deviceNodeMask, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetLuid ? cucap_real.cuDeviceGetLuid(luid, deviceNodeMask, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)luid; c.args[1] = (uint64_t)(uintptr_t)deviceNodeMask; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1027,7 +1198,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice de
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetMemPool))
     return cucap_real.cuDeviceGetMemPool ? cucap_real.cuDeviceGetMemPool(pool, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetMemPool ? cucap_real.cuDeviceGetMemPool(pool, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pool; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1038,7 +1211,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetName))
     return cucap_real.cuDeviceGetName ? cucap_real.cuDeviceGetName(name, len, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetName ? cucap_real.cuDeviceGetName(name, len, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)name; c.args[1] = (uint64_t)len; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1049,7 +1224,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetNvSciSyncAttributes(void *nvSciSyncAttr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetNvSciSyncAttributes))
     return cucap_real.cuDeviceGetNvSciSyncAttributes ? cucap_real.cuDeviceGetNvSciSyncAttributes(nvSciSyncAttrList, dev, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetNvSciSyncAttributes ? cucap_real.cuDeviceGetNvSciSyncAttributes(nvSciSyncAttrList, dev, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)nvSciSyncAttrList; c.args[1] = (uint64_t)dev; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1060,7 +1237,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetP2PAtomicCapabilities(unsigned int* cap
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetP2PAtomicCapabilities))
     return cucap_real.cuDeviceGetP2PAtomicCapabilities ? cucap_real.cuDeviceGetP2PAtomicCapabilities(capabilities, operations, count, srcDevice, dstDevice) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetP2PAtomicCapabilities ? cucap_real.cuDeviceGetP2PAtomicCapabilities(capabilities, operations, count, srcDevice, dstDevice) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)capabilities; c.args[1] = (uint64_t)(uintptr_t)operations; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)srcDevice; c.args[4] = (uint64_t)dstDevice;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1071,7 +1250,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetP2PAttribute))
     return cucap_real.cuDeviceGetP2PAttribute ? cucap_real.cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetP2PAttribute ? cucap_real.cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)value; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)dstDevice;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -1082,7 +1263,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdev
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetPCIBusId))
     return cucap_real.cuDeviceGetPCIBusId ? cucap_real.cuDeviceGetPCIBusId(pciBusId, len, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetPCIBusId ? cucap_real.cuDeviceGetPCIBusId(pciBusId, len, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pciBusId; c.args[1] = (uint64_t)len; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1093,7 +1276,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetProperties(CUdevprop *prop, CUdevice de
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetProperties))
     return cucap_real.cuDeviceGetProperties ? cucap_real.cuDeviceGetProperties(prop, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetProperties ? cucap_real.cuDeviceGetProperties(prop, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)prop; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1104,7 +1289,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetTexture1DLinearMaxWidth))
     return cucap_real.cuDeviceGetTexture1DLinearMaxWidth ? cucap_real.cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, format, numChannels, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetTexture1DLinearMaxWidth ? cucap_real.cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, format, numChannels, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)maxWidthInElements; c.args[1] = (uint64_t)format; c.args[2] = (uint64_t)numChannels; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -1115,7 +1302,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetUuid))
     return cucap_real.cuDeviceGetUuid ? cucap_real.cuDeviceGetUuid(uuid, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetUuid ? cucap_real.cuDeviceGetUuid(uuid, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)uuid; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1126,7 +1315,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGetUuid_v2))
     return cucap_real.cuDeviceGetUuid_v2 ? cucap_real.cuDeviceGetUuid_v2(uuid, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetUuid_v2 ? cucap_real.cuDeviceGetUuid_v2(uuid, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)uuid; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1137,7 +1328,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGraphMemTrim(CUdevice device) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceGraphMemTrim))
     return cucap_real.cuDeviceGraphMemTrim ? cucap_real.cuDeviceGraphMemTrim(device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGraphMemTrim ? cucap_real.cuDeviceGraphMemTrim(device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)device;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -1148,7 +1341,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevicePrimaryCtxGetState))
     return cucap_real.cuDevicePrimaryCtxGetState ? cucap_real.cuDevicePrimaryCtxGetState(dev, flags, active) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxGetState ? cucap_real.cuDevicePrimaryCtxGetState(dev, flags, active) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dev; c.args[1] = (uint64_t)(uintptr_t)flags; c.args[2] = (uint64_t)(uintptr_t)active;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1161,7 +1356,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
     return cucap_real.cuDevicePrimaryCtxRelease ? cucap_real.cuDevicePrimaryCtxRelease(dev) : CUDA_ERROR_NOT_FOUND;
   if (custom_primary_release_pre)
     custom_primary_release_pre(&c, dev);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxRelease ? cucap_real.cuDevicePrimaryCtxRelease(dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dev;
   c.nargs = 1;
   if (custom_primary_release)
@@ -1176,7 +1373,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     return cucap_real.cuDevicePrimaryCtxRelease_v2 ? cucap_real.cuDevicePrimaryCtxRelease_v2(dev) : CUDA_ERROR_NOT_FOUND;
   if (custom_primary_release_pre)
     custom_primary_release_pre(&c, dev);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxRelease_v2 ? cucap_real.cuDevicePrimaryCtxRelease_v2(dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dev;
   c.nargs = 1;
   if (custom_primary_release)
@@ -1191,7 +1390,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
     return cucap_real.cuDevicePrimaryCtxReset ? cucap_real.cuDevicePrimaryCtxReset(dev) : CUDA_ERROR_NOT_FOUND;
   if (custom_primary_reset_pre)
     custom_primary_reset_pre(&c, dev);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxReset ? cucap_real.cuDevicePrimaryCtxReset(dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dev;
   c.nargs = 1;
   if (custom_primary_reset)
@@ -1206,7 +1407,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     return cucap_real.cuDevicePrimaryCtxReset_v2 ? cucap_real.cuDevicePrimaryCtxReset_v2(dev) : CUDA_ERROR_NOT_FOUND;
   if (custom_primary_reset_pre)
     custom_primary_reset_pre(&c, dev);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxReset_v2 ? cucap_real.cuDevicePrimaryCtxReset_v2(dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dev;
   c.nargs = 1;
   if (custom_primary_reset)
@@ -1219,7 +1422,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevicePrimaryCtxRetain))
     return cucap_real.cuDevicePrimaryCtxRetain ? cucap_real.cuDevicePrimaryCtxRetain(pctx, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxRetain ? cucap_real.cuDevicePrimaryCtxRetain(pctx, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pctx; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   if (custom_primary_retain)
@@ -1232,7 +1437,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevicePrimaryCtxSetFlags))
     return cucap_real.cuDevicePrimaryCtxSetFlags ? cucap_real.cuDevicePrimaryCtxSetFlags(dev, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxSetFlags ? cucap_real.cuDevicePrimaryCtxSetFlags(dev, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dev; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
   if (custom_primary_set_flags)
@@ -1245,7 +1452,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsign
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDevicePrimaryCtxSetFlags_v2))
     return cucap_real.cuDevicePrimaryCtxSetFlags_v2 ? cucap_real.cuDevicePrimaryCtxSetFlags_v2(dev, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxSetFlags_v2 ? cucap_real.cuDevicePrimaryCtxSetFlags_v2(dev, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dev; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
   if (custom_primary_set_flags)
@@ -1258,7 +1467,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceRegisterAsyncNotification(CUdevice device,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceRegisterAsyncNotification))
     return cucap_real.cuDeviceRegisterAsyncNotification ? cucap_real.cuDeviceRegisterAsyncNotification(device, callbackFunc, userData, callback) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceRegisterAsyncNotification ? cucap_real.cuDeviceRegisterAsyncNotification(device, callbackFunc, userData, callback) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)device; c.args[1] = (uint64_t)callbackFunc; c.args[2] = (uint64_t)(uintptr_t)userData; c.args[3] = (uint64_t)(uintptr_t)callback;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -1269,7 +1480,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceSetGraphMemAttribute(CUdevice device, CUgr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceSetGraphMemAttribute))
     return cucap_real.cuDeviceSetGraphMemAttribute ? cucap_real.cuDeviceSetGraphMemAttribute(device, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceSetGraphMemAttribute ? cucap_real.cuDeviceSetGraphMemAttribute(device, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)device; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1280,7 +1493,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceSetMemPool))
     return cucap_real.cuDeviceSetMemPool ? cucap_real.cuDeviceSetMemPool(dev, pool) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceSetMemPool ? cucap_real.cuDeviceSetMemPool(dev, pool) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dev; c.args[1] = (uint64_t)pool;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1291,7 +1506,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceTotalMem(unsigned int *bytes, CUdevice dev
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceTotalMem))
     return cucap_real.cuDeviceTotalMem ? cucap_real.cuDeviceTotalMem(bytes, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceTotalMem ? cucap_real.cuDeviceTotalMem(bytes, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)bytes; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1302,7 +1519,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceTotalMem_v2))
     return cucap_real.cuDeviceTotalMem_v2 ? cucap_real.cuDeviceTotalMem_v2(bytes, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceTotalMem_v2 ? cucap_real.cuDeviceTotalMem_v2(bytes, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)bytes; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1313,7 +1532,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceUnregisterAsyncNotification(CUdevice devic
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDeviceUnregisterAsyncNotification))
     return cucap_real.cuDeviceUnregisterAsyncNotification ? cucap_real.cuDeviceUnregisterAsyncNotification(device, callback) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceUnregisterAsyncNotification ? cucap_real.cuDeviceUnregisterAsyncNotification(device, callback) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)device; c.args[1] = (uint64_t)callback;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1324,7 +1545,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuDriverGetVersion))
     return cucap_real.cuDriverGetVersion ? cucap_real.cuDriverGetVersion(driverVersion) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDriverGetVersion ? cucap_real.cuDriverGetVersion(driverVersion) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)driverVersion;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -1335,7 +1558,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventCreate))
     return cucap_real.cuEventCreate ? cucap_real.cuEventCreate(phEvent, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventCreate ? cucap_real.cuEventCreate(phEvent, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phEvent; c.args[1] = (uint64_t)Flags;
   c.nargs = 2;
   if (custom_event_create)
@@ -1348,7 +1573,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventDestroy))
     return cucap_real.cuEventDestroy ? cucap_real.cuEventDestroy(hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventDestroy ? cucap_real.cuEventDestroy(hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hEvent;
   c.nargs = 1;
   if (custom_event_destroy)
@@ -1361,7 +1588,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventDestroy_v2))
     return cucap_real.cuEventDestroy_v2 ? cucap_real.cuEventDestroy_v2(hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventDestroy_v2 ? cucap_real.cuEventDestroy_v2(hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hEvent;
   c.nargs = 1;
   if (custom_event_destroy)
@@ -1374,7 +1603,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent h
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventElapsedTime))
     return cucap_real.cuEventElapsedTime ? cucap_real.cuEventElapsedTime(pMilliseconds, hStart, hEnd) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventElapsedTime ? cucap_real.cuEventElapsedTime(pMilliseconds, hStart, hEnd) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pMilliseconds; c.args[1] = (uint64_t)hStart; c.args[2] = (uint64_t)hEnd;
   c.nargs = 3;
   if (custom_event_elapsed)
@@ -1387,7 +1618,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUeven
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventElapsedTime_v2))
     return cucap_real.cuEventElapsedTime_v2 ? cucap_real.cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventElapsedTime_v2 ? cucap_real.cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pMilliseconds; c.args[1] = (uint64_t)hStart; c.args[2] = (uint64_t)hEnd;
   c.nargs = 3;
   if (custom_event_elapsed)
@@ -1400,7 +1633,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventQuery))
     return cucap_real.cuEventQuery ? cucap_real.cuEventQuery(hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventQuery ? cucap_real.cuEventQuery(hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hEvent;
   c.nargs = 1;
   if (custom_event_query)
@@ -1413,7 +1648,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventRecord))
     return cucap_real.cuEventRecord ? cucap_real.cuEventRecord(hEvent, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventRecord ? cucap_real.cuEventRecord(hEvent, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hEvent; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_event_record)
@@ -1426,7 +1663,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream hS
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventRecordWithFlags))
     return cucap_real.cuEventRecordWithFlags ? cucap_real.cuEventRecordWithFlags(hEvent, hStream, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventRecordWithFlags ? cucap_real.cuEventRecordWithFlags(hEvent, hStream, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hEvent; c.args[1] = (uint64_t)hStream; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
   if (custom_event_record_flags)
@@ -1439,7 +1678,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstre
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventRecordWithFlags_ptsz))
     return cucap_real.cuEventRecordWithFlags_ptsz ? cucap_real.cuEventRecordWithFlags_ptsz(hEvent, hStream, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventRecordWithFlags_ptsz ? cucap_real.cuEventRecordWithFlags_ptsz(hEvent, hStream, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hEvent; c.args[1] = (uint64_t)hStream; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
   if (custom_event_record_flags)
@@ -1452,7 +1693,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStrea
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventRecord_ptsz))
     return cucap_real.cuEventRecord_ptsz ? cucap_real.cuEventRecord_ptsz(hEvent, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventRecord_ptsz ? cucap_real.cuEventRecord_ptsz(hEvent, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hEvent; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_event_record)
@@ -1465,7 +1708,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuEventSynchronize))
     return cucap_real.cuEventSynchronize ? cucap_real.cuEventSynchronize(hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuEventSynchronize ? cucap_real.cuEventSynchronize(hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hEvent;
   c.nargs = 1;
   if (custom_event_synchronize)
@@ -1478,7 +1723,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuExternalMemoryGetMappedBuffer(CUdeviceptr *devPt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuExternalMemoryGetMappedBuffer))
     return cucap_real.cuExternalMemoryGetMappedBuffer ? cucap_real.cuExternalMemoryGetMappedBuffer(devPtr, extMem, bufferDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuExternalMemoryGetMappedBuffer ? cucap_real.cuExternalMemoryGetMappedBuffer(devPtr, extMem, bufferDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)devPtr; c.args[1] = (uint64_t)extMem; c.args[2] = (uint64_t)(uintptr_t)bufferDesc;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1489,7 +1736,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuExternalMemoryGetMappedMipmappedArray(CUmipmappe
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuExternalMemoryGetMappedMipmappedArray))
     return cucap_real.cuExternalMemoryGetMappedMipmappedArray ? cucap_real.cuExternalMemoryGetMappedMipmappedArray(mipmap, extMem, mipmapDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuExternalMemoryGetMappedMipmappedArray ? cucap_real.cuExternalMemoryGetMappedMipmappedArray(mipmap, extMem, mipmapDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)mipmap; c.args[1] = (uint64_t)extMem; c.args[2] = (uint64_t)(uintptr_t)mipmapDesc;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1500,7 +1749,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWri
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFlushGPUDirectRDMAWrites))
     return cucap_real.cuFlushGPUDirectRDMAWrites ? cucap_real.cuFlushGPUDirectRDMAWrites(target, scope) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFlushGPUDirectRDMAWrites ? cucap_real.cuFlushGPUDirectRDMAWrites(target, scope) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)target; c.args[1] = (uint64_t)scope;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1511,7 +1762,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute a
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncGetAttribute))
     return cucap_real.cuFuncGetAttribute ? cucap_real.cuFuncGetAttribute(pi, attrib, hfunc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncGetAttribute ? cucap_real.cuFuncGetAttribute(pi, attrib, hfunc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pi; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)hfunc;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1522,7 +1775,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc) 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncGetModule))
     return cucap_real.cuFuncGetModule ? cucap_real.cuFuncGetModule(hmod, hfunc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncGetModule ? cucap_real.cuFuncGetModule(hmod, hfunc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)hmod; c.args[1] = (uint64_t)hfunc;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1533,7 +1788,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncGetName))
     return cucap_real.cuFuncGetName ? cucap_real.cuFuncGetName(name, hfunc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncGetName ? cucap_real.cuFuncGetName(name, hfunc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)name; c.args[1] = (uint64_t)hfunc;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1544,7 +1801,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIn
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncGetParamInfo))
     return cucap_real.cuFuncGetParamInfo ? cucap_real.cuFuncGetParamInfo(func, paramIndex, paramOffset, paramSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncGetParamInfo ? cucap_real.cuFuncGetParamInfo(func, paramIndex, paramOffset, paramSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)func; c.args[1] = (uint64_t)paramIndex; c.args[2] = (uint64_t)(uintptr_t)paramOffset; c.args[3] = (uint64_t)(uintptr_t)paramSize;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -1555,7 +1814,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState *state, CUfu
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncIsLoaded))
     return cucap_real.cuFuncIsLoaded ? cucap_real.cuFuncIsLoaded(state, function) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncIsLoaded ? cucap_real.cuFuncIsLoaded(state, function) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)state; c.args[1] = (uint64_t)function;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1566,7 +1827,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncLoad(CUfunction function) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncLoad))
     return cucap_real.cuFuncLoad ? cucap_real.cuFuncLoad(function) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncLoad ? cucap_real.cuFuncLoad(function) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)function;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -1577,9 +1840,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_at
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncSetAttribute))
     return cucap_real.cuFuncSetAttribute ? cucap_real.cuFuncSetAttribute(hfunc, attrib, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncSetAttribute ? cucap_real.cuFuncSetAttribute(hfunc, attrib, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)value;
   c.nargs = 3;
+  if (custom_func_set_attribute)
+    custom_func_set_attribute(&c, r, hfunc, attrib, value);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1588,7 +1855,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetBlockShape(CUfunction hfunc, int x, int y
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncSetBlockShape))
     return cucap_real.cuFuncSetBlockShape ? cucap_real.cuFuncSetBlockShape(hfunc, x, y, z) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncSetBlockShape ? cucap_real.cuFuncSetBlockShape(hfunc, x, y, z) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)x; c.args[2] = (uint64_t)y; c.args[3] = (uint64_t)z;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -1599,9 +1868,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cach
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncSetCacheConfig))
     return cucap_real.cuFuncSetCacheConfig ? cucap_real.cuFuncSetCacheConfig(hfunc, config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncSetCacheConfig ? cucap_real.cuFuncSetCacheConfig(hfunc, config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)config;
   c.nargs = 2;
+  if (custom_func_set_cache_config)
+    custom_func_set_cache_config(&c, r, hfunc, config);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1610,9 +1883,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetSharedMemConfig(CUfunction hfunc, CUshare
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncSetSharedMemConfig))
     return cucap_real.cuFuncSetSharedMemConfig ? cucap_real.cuFuncSetSharedMemConfig(hfunc, config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncSetSharedMemConfig ? cucap_real.cuFuncSetSharedMemConfig(hfunc, config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)config;
   c.nargs = 2;
+  if (custom_func_set_shmem_config)
+    custom_func_set_shmem_config(&c, r, hfunc, config);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -1621,7 +1898,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetSharedSize(CUfunction hfunc, unsigned int
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuFuncSetSharedSize))
     return cucap_real.cuFuncSetSharedSize ? cucap_real.cuFuncSetSharedSize(hfunc, bytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncSetSharedSize ? cucap_real.cuFuncSetSharedSize(hfunc, bytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)bytes;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1632,7 +1911,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGetErrorName))
     return cucap_real.cuGetErrorName ? cucap_real.cuGetErrorName(error, pStr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGetErrorName ? cucap_real.cuGetErrorName(error, pStr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)error; c.args[1] = (uint64_t)(uintptr_t)pStr;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1643,7 +1924,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGetErrorString))
     return cucap_real.cuGetErrorString ? cucap_real.cuGetErrorString(error, pStr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGetErrorString ? cucap_real.cuGetErrorString(error, pStr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)error; c.args[1] = (uint64_t)(uintptr_t)pStr;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1654,7 +1937,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddBatchMemOpNode))
     return cucap_real.cuGraphAddBatchMemOpNode ? cucap_real.cuGraphAddBatchMemOpNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddBatchMemOpNode ? cucap_real.cuGraphAddBatchMemOpNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1665,7 +1950,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode *phGraphNode,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddChildGraphNode))
     return cucap_real.cuGraphAddChildGraphNode ? cucap_real.cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies, numDependencies, childGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddChildGraphNode ? cucap_real.cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies, numDependencies, childGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)childGraph;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1676,7 +1963,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddDependencies))
     return cucap_real.cuGraphAddDependencies ? cucap_real.cuGraphAddDependencies(hGraph, from, to, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddDependencies ? cucap_real.cuGraphAddDependencies(hGraph, from, to, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)from; c.args[2] = (uint64_t)(uintptr_t)to; c.args[3] = (uint64_t)numDependencies;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -1687,7 +1976,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph hGraph, const CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddDependencies_v2))
     return cucap_real.cuGraphAddDependencies_v2 ? cucap_real.cuGraphAddDependencies_v2(hGraph, from, to, edgeData, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddDependencies_v2 ? cucap_real.cuGraphAddDependencies_v2(hGraph, from, to, edgeData, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)from; c.args[2] = (uint64_t)(uintptr_t)to; c.args[3] = (uint64_t)(uintptr_t)edgeData; c.args[4] = (uint64_t)numDependencies;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1698,7 +1989,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddEmptyNode))
     return cucap_real.cuGraphAddEmptyNode ? cucap_real.cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddEmptyNode ? cucap_real.cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -1709,7 +2002,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode *phGraphNode
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddEventRecordNode))
     return cucap_real.cuGraphAddEventRecordNode ? cucap_real.cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddEventRecordNode ? cucap_real.cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)event;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1720,7 +2015,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddEventWaitNode))
     return cucap_real.cuGraphAddEventWaitNode ? cucap_real.cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddEventWaitNode ? cucap_real.cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)event;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1731,7 +2028,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddExternalSemaphoresSignalNode(CUgraphNode
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddExternalSemaphoresSignalNode))
     return cucap_real.cuGraphAddExternalSemaphoresSignalNode ? cucap_real.cuGraphAddExternalSemaphoresSignalNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddExternalSemaphoresSignalNode ? cucap_real.cuGraphAddExternalSemaphoresSignalNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1742,7 +2041,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddExternalSemaphoresWaitNode(CUgraphNode *
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddExternalSemaphoresWaitNode))
     return cucap_real.cuGraphAddExternalSemaphoresWaitNode ? cucap_real.cuGraphAddExternalSemaphoresWaitNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddExternalSemaphoresWaitNode ? cucap_real.cuGraphAddExternalSemaphoresWaitNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1753,7 +2054,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddHostNode))
     return cucap_real.cuGraphAddHostNode ? cucap_real.cuGraphAddHostNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddHostNode ? cucap_real.cuGraphAddHostNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1764,7 +2067,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUg
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddKernelNode))
     return cucap_real.cuGraphAddKernelNode ? cucap_real.cuGraphAddKernelNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddKernelNode ? cucap_real.cuGraphAddKernelNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1775,7 +2080,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddKernelNode_v2))
     return cucap_real.cuGraphAddKernelNode_v2 ? cucap_real.cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddKernelNode_v2 ? cucap_real.cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1786,7 +2093,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddMemAllocNode))
     return cucap_real.cuGraphAddMemAllocNode ? cucap_real.cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddMemAllocNode ? cucap_real.cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1797,7 +2106,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddMemFreeNode))
     return cucap_real.cuGraphAddMemFreeNode ? cucap_real.cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddMemFreeNode ? cucap_real.cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)dptr;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -1808,7 +2119,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUg
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddMemcpyNode))
     return cucap_real.cuGraphAddMemcpyNode ? cucap_real.cuGraphAddMemcpyNode(phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddMemcpyNode ? cucap_real.cuGraphAddMemcpyNode(phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)copyParams; c.args[5] = (uint64_t)ctx;
   c.nargs = 6;
   cucap_call_exit(&c, r);
@@ -1819,7 +2132,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUg
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddMemsetNode))
     return cucap_real.cuGraphAddMemsetNode ? cucap_real.cuGraphAddMemsetNode(phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddMemsetNode ? cucap_real.cuGraphAddMemsetNode(phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)memsetParams; c.args[5] = (uint64_t)ctx;
   c.nargs = 6;
   cucap_call_exit(&c, r);
@@ -1830,7 +2145,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph h
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddNode))
     return cucap_real.cuGraphAddNode ? cucap_real.cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddNode ? cucap_real.cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
   if (custom_graph_add_node_v1)
@@ -1843,7 +2160,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgrap
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphAddNode_v2))
     return cucap_real.cuGraphAddNode_v2 ? cucap_real.cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphAddNode_v2 ? cucap_real.cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 6;
   if (custom_graph_add_node)
@@ -1856,7 +2175,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphBatchMemOpNodeGetParams))
     return cucap_real.cuGraphBatchMemOpNodeGetParams ? cucap_real.cuGraphBatchMemOpNodeGetParams(hNode, nodeParams_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphBatchMemOpNodeGetParams ? cucap_real.cuGraphBatchMemOpNodeGetParams(hNode, nodeParams_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams_out;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1867,7 +2188,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphBatchMemOpNodeSetParams))
     return cucap_real.cuGraphBatchMemOpNodeSetParams ? cucap_real.cuGraphBatchMemOpNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphBatchMemOpNodeSetParams ? cucap_real.cuGraphBatchMemOpNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1878,7 +2201,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphChildGraphNodeGetGraph))
     return cucap_real.cuGraphChildGraphNodeGetGraph ? cucap_real.cuGraphChildGraphNodeGetGraph(hNode, phGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphChildGraphNodeGetGraph ? cucap_real.cuGraphChildGraphNodeGetGraph(hNode, phGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)phGraph;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1889,7 +2214,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph origin
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphClone))
     return cucap_real.cuGraphClone ? cucap_real.cuGraphClone(phGraphClone, originalGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphClone ? cucap_real.cuGraphClone(phGraphClone, originalGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphClone; c.args[1] = (uint64_t)originalGraph;
   c.nargs = 2;
   if (custom_graph_clone)
@@ -1902,7 +2229,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalH
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphConditionalHandleCreate))
     return cucap_real.cuGraphConditionalHandleCreate ? cucap_real.cuGraphConditionalHandleCreate(pHandle_out, hGraph, ctx, defaultLaunchValue, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphConditionalHandleCreate ? cucap_real.cuGraphConditionalHandleCreate(pHandle_out, hGraph, ctx, defaultLaunchValue, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle_out; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)ctx; c.args[3] = (uint64_t)defaultLaunchValue; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   if (custom_graph_cond_handle)
@@ -1915,7 +2244,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphCreate))
     return cucap_real.cuGraphCreate ? cucap_real.cuGraphCreate(phGraph, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphCreate ? cucap_real.cuGraphCreate(phGraph, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraph; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
   if (custom_graph_create)
@@ -1928,7 +2259,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *p
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphDebugDotPrint))
     return cucap_real.cuGraphDebugDotPrint ? cucap_real.cuGraphDebugDotPrint(hGraph, path, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphDebugDotPrint ? cucap_real.cuGraphDebugDotPrint(hGraph, path, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)path; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -1939,7 +2272,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphDestroy))
     return cucap_real.cuGraphDestroy ? cucap_real.cuGraphDestroy(hGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphDestroy ? cucap_real.cuGraphDestroy(hGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph;
   c.nargs = 1;
   if (custom_graph_destroy)
@@ -1952,7 +2287,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode hNode) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphDestroyNode))
     return cucap_real.cuGraphDestroyNode ? cucap_real.cuGraphDestroyNode(hNode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphDestroyNode ? cucap_real.cuGraphDestroyNode(hNode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -1963,7 +2300,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphEventRecordNodeGetEvent))
     return cucap_real.cuGraphEventRecordNodeGetEvent ? cucap_real.cuGraphEventRecordNodeGetEvent(hNode, event_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphEventRecordNodeGetEvent ? cucap_real.cuGraphEventRecordNodeGetEvent(hNode, event_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)event_out;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1974,7 +2313,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphEventRecordNodeSetEvent))
     return cucap_real.cuGraphEventRecordNodeSetEvent ? cucap_real.cuGraphEventRecordNodeSetEvent(hNode, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphEventRecordNodeSetEvent ? cucap_real.cuGraphEventRecordNodeSetEvent(hNode, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)event;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1985,7 +2326,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphEventWaitNodeGetEvent))
     return cucap_real.cuGraphEventWaitNodeGetEvent ? cucap_real.cuGraphEventWaitNodeGetEvent(hNode, event_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphEventWaitNodeGetEvent ? cucap_real.cuGraphEventWaitNodeGetEvent(hNode, event_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)event_out;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -1996,7 +2339,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphEventWaitNodeSetEvent))
     return cucap_real.cuGraphEventWaitNodeSetEvent ? cucap_real.cuGraphEventWaitNodeSetEvent(hNode, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphEventWaitNodeSetEvent ? cucap_real.cuGraphEventWaitNodeSetEvent(hNode, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)event;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2007,7 +2352,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecBatchMemOpNodeSetParams(CUgraphExec hGr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecBatchMemOpNodeSetParams))
     return cucap_real.cuGraphExecBatchMemOpNodeSetParams ? cucap_real.cuGraphExecBatchMemOpNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecBatchMemOpNodeSetParams ? cucap_real.cuGraphExecBatchMemOpNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2018,7 +2365,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hGr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecChildGraphNodeSetParams))
     return cucap_real.cuGraphExecChildGraphNodeSetParams ? cucap_real.cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecChildGraphNodeSetParams ? cucap_real.cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)childGraph;
   c.nargs = 3;
   if (custom_graph_exec_child)
@@ -2031,7 +2380,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecDestroy))
     return cucap_real.cuGraphExecDestroy ? cucap_real.cuGraphExecDestroy(hGraphExec) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecDestroy ? cucap_real.cuGraphExecDestroy(hGraphExec) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec;
   c.nargs = 1;
   if (custom_graph_exec_destroy)
@@ -2044,7 +2395,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecEventRecordNodeSetEvent))
     return cucap_real.cuGraphExecEventRecordNodeSetEvent ? cucap_real.cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecEventRecordNodeSetEvent ? cucap_real.cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)event;
   c.nargs = 3;
   if (custom_graph_exec_event_record)
@@ -2057,7 +2410,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGrap
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecEventWaitNodeSetEvent))
     return cucap_real.cuGraphExecEventWaitNodeSetEvent ? cucap_real.cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecEventWaitNodeSetEvent ? cucap_real.cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)event;
   c.nargs = 3;
   if (custom_graph_exec_event_wait)
@@ -2070,7 +2425,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecExternalSemaphoresSignalNodeSetParams(C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecExternalSemaphoresSignalNodeSetParams))
     return cucap_real.cuGraphExecExternalSemaphoresSignalNodeSetParams ? cucap_real.cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecExternalSemaphoresSignalNodeSetParams ? cucap_real.cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2081,7 +2438,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecExternalSemaphoresWaitNodeSetParams(CUg
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecExternalSemaphoresWaitNodeSetParams))
     return cucap_real.cuGraphExecExternalSemaphoresWaitNodeSetParams ? cucap_real.cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecExternalSemaphoresWaitNodeSetParams ? cucap_real.cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2092,7 +2451,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecGetFlags))
     return cucap_real.cuGraphExecGetFlags ? cucap_real.cuGraphExecGetFlags(hGraphExec, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecGetFlags ? cucap_real.cuGraphExecGetFlags(hGraphExec, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)(uintptr_t)flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2103,7 +2464,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec hGraphExe
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecHostNodeSetParams))
     return cucap_real.cuGraphExecHostNodeSetParams ? cucap_real.cuGraphExecHostNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecHostNodeSetParams ? cucap_real.cuGraphExecHostNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2114,7 +2477,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphE
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecKernelNodeSetParams))
     return cucap_real.cuGraphExecKernelNodeSetParams ? cucap_real.cuGraphExecKernelNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecKernelNodeSetParams ? cucap_real.cuGraphExecKernelNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
   if (custom_graph_exec_kernel_v1)
@@ -2127,7 +2492,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecKernelNodeSetParams_v2))
     return cucap_real.cuGraphExecKernelNodeSetParams_v2 ? cucap_real.cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecKernelNodeSetParams_v2 ? cucap_real.cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
   if (custom_graph_exec_kernel)
@@ -2140,7 +2507,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphE
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecMemcpyNodeSetParams))
     return cucap_real.cuGraphExecMemcpyNodeSetParams ? cucap_real.cuGraphExecMemcpyNodeSetParams(hGraphExec, hNode, copyParams, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecMemcpyNodeSetParams ? cucap_real.cuGraphExecMemcpyNodeSetParams(hGraphExec, hNode, copyParams, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)copyParams; c.args[3] = (uint64_t)ctx;
   c.nargs = 4;
   if (custom_graph_exec_memcpy)
@@ -2153,7 +2522,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphE
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecMemsetNodeSetParams))
     return cucap_real.cuGraphExecMemsetNodeSetParams ? cucap_real.cuGraphExecMemsetNodeSetParams(hGraphExec, hNode, memsetParams, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecMemsetNodeSetParams ? cucap_real.cuGraphExecMemsetNodeSetParams(hGraphExec, hNode, memsetParams, ctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)memsetParams; c.args[3] = (uint64_t)ctx;
   c.nargs = 4;
   if (custom_graph_exec_memset)
@@ -2166,7 +2537,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec hGraphExec, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecNodeSetParams))
     return cucap_real.cuGraphExecNodeSetParams ? cucap_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecNodeSetParams ? cucap_real.cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
   if (custom_graph_exec_node)
@@ -2179,7 +2552,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecUpdate))
     return cucap_real.cuGraphExecUpdate ? cucap_real.cuGraphExecUpdate(hGraphExec, hGraph, hErrorNode_out, updateResult_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecUpdate ? cucap_real.cuGraphExecUpdate(hGraphExec, hGraph, hErrorNode_out, updateResult_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)hErrorNode_out; c.args[3] = (uint64_t)(uintptr_t)updateResult_out;
   c.nargs = 4;
   if (custom_graph_exec_update_v1)
@@ -2192,7 +2567,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExecUpdate_v2))
     return cucap_real.cuGraphExecUpdate_v2 ? cucap_real.cuGraphExecUpdate_v2(hGraphExec, hGraph, resultInfo) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecUpdate_v2 ? cucap_real.cuGraphExecUpdate_v2(hGraphExec, hGraph, resultInfo) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)resultInfo;
   c.nargs = 3;
   if (custom_graph_exec_update)
@@ -2205,7 +2582,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeGetParams(CUgra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExternalSemaphoresSignalNodeGetParams))
     return cucap_real.cuGraphExternalSemaphoresSignalNodeGetParams ? cucap_real.cuGraphExternalSemaphoresSignalNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExternalSemaphoresSignalNodeGetParams ? cucap_real.cuGraphExternalSemaphoresSignalNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)params_out;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2216,7 +2595,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeSetParams(CUgra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExternalSemaphoresSignalNodeSetParams))
     return cucap_real.cuGraphExternalSemaphoresSignalNodeSetParams ? cucap_real.cuGraphExternalSemaphoresSignalNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExternalSemaphoresSignalNodeSetParams ? cucap_real.cuGraphExternalSemaphoresSignalNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2227,7 +2608,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeGetParams(CUgraph
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExternalSemaphoresWaitNodeGetParams))
     return cucap_real.cuGraphExternalSemaphoresWaitNodeGetParams ? cucap_real.cuGraphExternalSemaphoresWaitNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExternalSemaphoresWaitNodeGetParams ? cucap_real.cuGraphExternalSemaphoresWaitNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)params_out;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2238,7 +2621,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeSetParams(CUgraph
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphExternalSemaphoresWaitNodeSetParams))
     return cucap_real.cuGraphExternalSemaphoresWaitNodeSetParams ? cucap_real.cuGraphExternalSemaphoresWaitNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExternalSemaphoresWaitNodeSetParams ? cucap_real.cuGraphExternalSemaphoresWaitNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2249,7 +2634,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphGetEdges))
     return cucap_real.cuGraphGetEdges ? cucap_real.cuGraphGetEdges(hGraph, from, to, numEdges) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphGetEdges ? cucap_real.cuGraphGetEdges(hGraph, from, to, numEdges) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)from; c.args[2] = (uint64_t)(uintptr_t)to; c.args[3] = (uint64_t)(uintptr_t)numEdges;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -2260,7 +2647,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *fr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphGetEdges_v2))
     return cucap_real.cuGraphGetEdges_v2 ? cucap_real.cuGraphGetEdges_v2(hGraph, from, to, edgeData, numEdges) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphGetEdges_v2 ? cucap_real.cuGraphGetEdges_v2(hGraph, from, to, edgeData, numEdges) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)from; c.args[2] = (uint64_t)(uintptr_t)to; c.args[3] = (uint64_t)(uintptr_t)edgeData; c.args[4] = (uint64_t)(uintptr_t)numEdges;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -2271,7 +2660,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphGetNodes))
     return cucap_real.cuGraphGetNodes ? cucap_real.cuGraphGetNodes(hGraph, nodes, numNodes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphGetNodes ? cucap_real.cuGraphGetNodes(hGraph, nodes, numNodes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)nodes; c.args[2] = (uint64_t)(uintptr_t)numNodes;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2282,7 +2673,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *r
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphGetRootNodes))
     return cucap_real.cuGraphGetRootNodes ? cucap_real.cuGraphGetRootNodes(hGraph, rootNodes, numRootNodes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphGetRootNodes ? cucap_real.cuGraphGetRootNodes(hGraph, rootNodes, numRootNodes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)rootNodes; c.args[2] = (uint64_t)(uintptr_t)numRootNodes;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2293,7 +2686,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_H
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphHostNodeGetParams))
     return cucap_real.cuGraphHostNodeGetParams ? cucap_real.cuGraphHostNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphHostNodeGetParams ? cucap_real.cuGraphHostNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2304,7 +2699,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode hNode, const 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphHostNodeSetParams))
     return cucap_real.cuGraphHostNodeSetParams ? cucap_real.cuGraphHostNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphHostNodeSetParams ? cucap_real.cuGraphHostNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2315,7 +2712,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphInstantiate))
     return cucap_real.cuGraphInstantiate ? cucap_real.cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphInstantiate ? cucap_real.cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)phErrorNode; c.args[3] = (uint64_t)(uintptr_t)logBuffer; c.args[4] = (uint64_t)bufferSize;
   c.nargs = 5;
   if (custom_graph_instantiate)
@@ -2328,7 +2727,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphEx
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphInstantiateWithFlags))
     return cucap_real.cuGraphInstantiateWithFlags ? cucap_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphInstantiateWithFlags ? cucap_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
   if (custom_graph_instantiate_flags)
@@ -2341,7 +2742,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *phGraphE
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphInstantiateWithParams))
     return cucap_real.cuGraphInstantiateWithParams ? cucap_real.cuGraphInstantiateWithParams(phGraphExec, hGraph, instantiateParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphInstantiateWithParams ? cucap_real.cuGraphInstantiateWithParams(phGraphExec, hGraph, instantiateParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)instantiateParams;
   c.nargs = 3;
   if (custom_graph_instantiate_params)
@@ -2354,7 +2757,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *phG
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphInstantiateWithParams_ptsz))
     return cucap_real.cuGraphInstantiateWithParams_ptsz ? cucap_real.cuGraphInstantiateWithParams_ptsz(phGraphExec, hGraph, instantiateParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphInstantiateWithParams_ptsz ? cucap_real.cuGraphInstantiateWithParams_ptsz(phGraphExec, hGraph, instantiateParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)instantiateParams;
   c.nargs = 3;
   if (custom_graph_instantiate_params)
@@ -2367,7 +2772,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphInstantiate_v2))
     return cucap_real.cuGraphInstantiate_v2 ? cucap_real.cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphInstantiate_v2 ? cucap_real.cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)phErrorNode; c.args[3] = (uint64_t)(uintptr_t)logBuffer; c.args[4] = (uint64_t)bufferSize;
   c.nargs = 5;
   if (custom_graph_instantiate)
@@ -2380,7 +2787,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeCopyAttributes(CUgraphNode dst, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphKernelNodeCopyAttributes))
     return cucap_real.cuGraphKernelNodeCopyAttributes ? cucap_real.cuGraphKernelNodeCopyAttributes(dst, src) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeCopyAttributes ? cucap_real.cuGraphKernelNodeCopyAttributes(dst, src) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2391,7 +2800,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode hNode, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphKernelNodeGetAttribute))
     return cucap_real.cuGraphKernelNodeGetAttribute ? cucap_real.cuGraphKernelNodeGetAttribute(hNode, attr, value_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeGetAttribute ? cucap_real.cuGraphKernelNodeGetAttribute(hNode, attr, value_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value_out;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2402,7 +2813,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphKernelNodeGetParams))
     return cucap_real.cuGraphKernelNodeGetParams ? cucap_real.cuGraphKernelNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeGetParams ? cucap_real.cuGraphKernelNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2413,7 +2826,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphKernelNodeGetParams_v2))
     return cucap_real.cuGraphKernelNodeGetParams_v2 ? cucap_real.cuGraphKernelNodeGetParams_v2(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeGetParams_v2 ? cucap_real.cuGraphKernelNodeGetParams_v2(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2424,7 +2839,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode hNode, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphKernelNodeSetAttribute))
     return cucap_real.cuGraphKernelNodeSetAttribute ? cucap_real.cuGraphKernelNodeSetAttribute(hNode, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeSetAttribute ? cucap_real.cuGraphKernelNodeSetAttribute(hNode, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2435,7 +2852,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode, cons
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphKernelNodeSetParams))
     return cucap_real.cuGraphKernelNodeSetParams ? cucap_real.cuGraphKernelNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeSetParams ? cucap_real.cuGraphKernelNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2446,7 +2865,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, c
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphKernelNodeSetParams_v2))
     return cucap_real.cuGraphKernelNodeSetParams_v2 ? cucap_real.cuGraphKernelNodeSetParams_v2(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeSetParams_v2 ? cucap_real.cuGraphKernelNodeSetParams_v2(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2457,7 +2878,11 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraph, CUstream hStream
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphLaunch))
     return cucap_real.cuGraphLaunch ? cucap_real.cuGraphLaunch(hGraph, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_graph_launch_pre)
+    custom_graph_launch_pre(&c, hGraph, hStream);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphLaunch ? cucap_real.cuGraphLaunch(hGraph, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_graph_launch)
@@ -2470,7 +2895,11 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstrea
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphLaunch_ptsz))
     return cucap_real.cuGraphLaunch_ptsz ? cucap_real.cuGraphLaunch_ptsz(hGraphExec, hStream) : CUDA_ERROR_NOT_FOUND;
+  if (custom_graph_launch_ptsz_pre)
+    custom_graph_launch_ptsz_pre(&c, hGraphExec, hStream);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphLaunch_ptsz ? cucap_real.cuGraphLaunch_ptsz(hGraphExec, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_graph_launch_ptsz)
@@ -2483,7 +2912,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphMemAllocNodeGetParams))
     return cucap_real.cuGraphMemAllocNodeGetParams ? cucap_real.cuGraphMemAllocNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemAllocNodeGetParams ? cucap_real.cuGraphMemAllocNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)params_out;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2494,7 +2925,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUd
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphMemFreeNodeGetParams))
     return cucap_real.cuGraphMemFreeNodeGetParams ? cucap_real.cuGraphMemFreeNodeGetParams(hNode, dptr_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemFreeNodeGetParams ? cucap_real.cuGraphMemFreeNodeGetParams(hNode, dptr_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dptr_out;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2505,7 +2938,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphMemcpyNodeGetParams))
     return cucap_real.cuGraphMemcpyNodeGetParams ? cucap_real.cuGraphMemcpyNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemcpyNodeGetParams ? cucap_real.cuGraphMemcpyNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2516,7 +2951,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode hNode, cons
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphMemcpyNodeSetParams))
     return cucap_real.cuGraphMemcpyNodeSetParams ? cucap_real.cuGraphMemcpyNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemcpyNodeSetParams ? cucap_real.cuGraphMemcpyNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2527,7 +2964,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphMemsetNodeGetParams))
     return cucap_real.cuGraphMemsetNodeGetParams ? cucap_real.cuGraphMemsetNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemsetNodeGetParams ? cucap_real.cuGraphMemsetNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2538,7 +2977,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode hNode, cons
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphMemsetNodeSetParams))
     return cucap_real.cuGraphMemsetNodeSetParams ? cucap_real.cuGraphMemsetNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemsetNodeSetParams ? cucap_real.cuGraphMemsetNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2549,7 +2990,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode *phNode, CUgrap
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeFindInClone))
     return cucap_real.cuGraphNodeFindInClone ? cucap_real.cuGraphNodeFindInClone(phNode, hOriginalNode, hClonedGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeFindInClone ? cucap_real.cuGraphNodeFindInClone(phNode, hOriginalNode, hClonedGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phNode; c.args[1] = (uint64_t)hOriginalNode; c.args[2] = (uint64_t)hClonedGraph;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2560,7 +3003,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeGetDependencies))
     return cucap_real.cuGraphNodeGetDependencies ? cucap_real.cuGraphNodeGetDependencies(hNode, dependencies, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetDependencies ? cucap_real.cuGraphNodeGetDependencies(hNode, dependencies, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dependencies; c.args[2] = (uint64_t)(uintptr_t)numDependencies;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2571,7 +3016,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode hNode, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeGetDependencies_v2))
     return cucap_real.cuGraphNodeGetDependencies_v2 ? cucap_real.cuGraphNodeGetDependencies_v2(hNode, dependencies, edgeData, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetDependencies_v2 ? cucap_real.cuGraphNodeGetDependencies_v2(hNode, dependencies, edgeData, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dependencies; c.args[2] = (uint64_t)(uintptr_t)edgeData; c.args[3] = (uint64_t)(uintptr_t)numDependencies;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -2582,7 +3029,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode hNode, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeGetDependentNodes))
     return cucap_real.cuGraphNodeGetDependentNodes ? cucap_real.cuGraphNodeGetDependentNodes(hNode, dependentNodes, numDependentNodes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetDependentNodes ? cucap_real.cuGraphNodeGetDependentNodes(hNode, dependentNodes, numDependentNodes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dependentNodes; c.args[2] = (uint64_t)(uintptr_t)numDependentNodes;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2593,7 +3042,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeGetDependentNodes_v2))
     return cucap_real.cuGraphNodeGetDependentNodes_v2 ? cucap_real.cuGraphNodeGetDependentNodes_v2(hNode, dependentNodes, edgeData, numDependentNodes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetDependentNodes_v2 ? cucap_real.cuGraphNodeGetDependentNodes_v2(hNode, dependentNodes, edgeData, numDependentNodes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dependentNodes; c.args[2] = (uint64_t)(uintptr_t)edgeData; c.args[3] = (uint64_t)(uintptr_t)numDependentNodes;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -2604,7 +3055,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeGetEnabled))
     return cucap_real.cuGraphNodeGetEnabled ? cucap_real.cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetEnabled ? cucap_real.cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)isEnabled;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2615,7 +3068,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeT
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeGetType))
     return cucap_real.cuGraphNodeGetType ? cucap_real.cuGraphNodeGetType(hNode, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetType ? cucap_real.cuGraphNodeGetType(hNode, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)type;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2626,7 +3081,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeSetEnabled))
     return cucap_real.cuGraphNodeSetEnabled ? cucap_real.cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeSetEnabled ? cucap_real.cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)isEnabled;
   c.nargs = 3;
   if (custom_graph_exec_enable)
@@ -2639,7 +3096,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNod
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphNodeSetParams))
     return cucap_real.cuGraphNodeSetParams ? cucap_real.cuGraphNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeSetParams ? cucap_real.cuGraphNodeSetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2650,7 +3109,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphReleaseUserObject(CUgraph graph, CUuserObje
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphReleaseUserObject))
     return cucap_real.cuGraphReleaseUserObject ? cucap_real.cuGraphReleaseUserObject(graph, object, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphReleaseUserObject ? cucap_real.cuGraphReleaseUserObject(graph, object, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)graph; c.args[1] = (uint64_t)object; c.args[2] = (uint64_t)count;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2661,7 +3122,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies(CUgraph hGraph, const CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphRemoveDependencies))
     return cucap_real.cuGraphRemoveDependencies ? cucap_real.cuGraphRemoveDependencies(hGraph, from, to, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphRemoveDependencies ? cucap_real.cuGraphRemoveDependencies(hGraph, from, to, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)from; c.args[2] = (uint64_t)(uintptr_t)to; c.args[3] = (uint64_t)numDependencies;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -2672,7 +3135,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph hGraph, const
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphRemoveDependencies_v2))
     return cucap_real.cuGraphRemoveDependencies_v2 ? cucap_real.cuGraphRemoveDependencies_v2(hGraph, from, to, edgeData, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphRemoveDependencies_v2 ? cucap_real.cuGraphRemoveDependencies_v2(hGraph, from, to, edgeData, numDependencies) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)from; c.args[2] = (uint64_t)(uintptr_t)to; c.args[3] = (uint64_t)(uintptr_t)edgeData; c.args[4] = (uint64_t)numDependencies;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -2683,7 +3148,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphRetainUserObject(CUgraph graph, CUuserObjec
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphRetainUserObject))
     return cucap_real.cuGraphRetainUserObject ? cucap_real.cuGraphRetainUserObject(graph, object, count, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphRetainUserObject ? cucap_real.cuGraphRetainUserObject(graph, object, count, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)graph; c.args[1] = (uint64_t)object; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -2694,7 +3161,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraph, CUstream hStream
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphUpload))
     return cucap_real.cuGraphUpload ? cucap_real.cuGraphUpload(hGraph, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphUpload ? cucap_real.cuGraphUpload(hGraph, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_graph_upload)
@@ -2707,7 +3176,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstrea
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphUpload_ptsz))
     return cucap_real.cuGraphUpload_ptsz ? cucap_real.cuGraphUpload_ptsz(hGraphExec, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphUpload_ptsz ? cucap_real.cuGraphUpload_ptsz(hGraphExec, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_graph_upload_ptsz)
@@ -2720,7 +3191,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsMapResources(unsigned int count, CUgraph
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsMapResources))
     return cucap_real.cuGraphicsMapResources ? cucap_real.cuGraphicsMapResources(count, resources, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsMapResources ? cucap_real.cuGraphicsMapResources(count, resources, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)count; c.args[1] = (uint64_t)(uintptr_t)resources; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2731,7 +3204,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsMapResources_ptsz(unsigned int count, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsMapResources_ptsz))
     return cucap_real.cuGraphicsMapResources_ptsz ? cucap_real.cuGraphicsMapResources_ptsz(count, resources, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsMapResources_ptsz ? cucap_real.cuGraphicsMapResources_ptsz(count, resources, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)count; c.args[1] = (uint64_t)(uintptr_t)resources; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2742,7 +3217,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsResourceGetMappedMipmappedArray(CUmipmap
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsResourceGetMappedMipmappedArray))
     return cucap_real.cuGraphicsResourceGetMappedMipmappedArray ? cucap_real.cuGraphicsResourceGetMappedMipmappedArray(pMipmappedArray, resource) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsResourceGetMappedMipmappedArray ? cucap_real.cuGraphicsResourceGetMappedMipmappedArray(pMipmappedArray, resource) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pMipmappedArray; c.args[1] = (uint64_t)resource;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2753,7 +3230,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsResourceGetMappedPointer(CUdeviceptr_v1 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsResourceGetMappedPointer))
     return cucap_real.cuGraphicsResourceGetMappedPointer ? cucap_real.cuGraphicsResourceGetMappedPointer(pDevPtr, pSize, resource) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsResourceGetMappedPointer ? cucap_real.cuGraphicsResourceGetMappedPointer(pDevPtr, pSize, resource) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pDevPtr; c.args[1] = (uint64_t)(uintptr_t)pSize; c.args[2] = (uint64_t)resource;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2764,7 +3243,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsResourceGetMappedPointer_v2(CUdeviceptr 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsResourceGetMappedPointer_v2))
     return cucap_real.cuGraphicsResourceGetMappedPointer_v2 ? cucap_real.cuGraphicsResourceGetMappedPointer_v2(pDevPtr, pSize, resource) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsResourceGetMappedPointer_v2 ? cucap_real.cuGraphicsResourceGetMappedPointer_v2(pDevPtr, pSize, resource) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pDevPtr; c.args[1] = (uint64_t)(uintptr_t)pSize; c.args[2] = (uint64_t)resource;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2775,7 +3256,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsResourceSetMapFlags(CUgraphicsResource r
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsResourceSetMapFlags))
     return cucap_real.cuGraphicsResourceSetMapFlags ? cucap_real.cuGraphicsResourceSetMapFlags(resource, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsResourceSetMapFlags ? cucap_real.cuGraphicsResourceSetMapFlags(resource, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)resource; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2786,7 +3269,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsResourceSetMapFlags_v2(CUgraphicsResourc
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsResourceSetMapFlags_v2))
     return cucap_real.cuGraphicsResourceSetMapFlags_v2 ? cucap_real.cuGraphicsResourceSetMapFlags_v2(resource, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsResourceSetMapFlags_v2 ? cucap_real.cuGraphicsResourceSetMapFlags_v2(resource, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)resource; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2797,7 +3282,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsSubResourceGetMappedArray(CUarray *pArra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsSubResourceGetMappedArray))
     return cucap_real.cuGraphicsSubResourceGetMappedArray ? cucap_real.cuGraphicsSubResourceGetMappedArray(pArray, resource, arrayIndex, mipLevel) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsSubResourceGetMappedArray ? cucap_real.cuGraphicsSubResourceGetMappedArray(pArray, resource, arrayIndex, mipLevel) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pArray; c.args[1] = (uint64_t)resource; c.args[2] = (uint64_t)arrayIndex; c.args[3] = (uint64_t)mipLevel;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -2808,7 +3295,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsUnmapResources(unsigned int count, CUgra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsUnmapResources))
     return cucap_real.cuGraphicsUnmapResources ? cucap_real.cuGraphicsUnmapResources(count, resources, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsUnmapResources ? cucap_real.cuGraphicsUnmapResources(count, resources, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)count; c.args[1] = (uint64_t)(uintptr_t)resources; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2819,7 +3308,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsUnmapResources_ptsz(unsigned int count, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsUnmapResources_ptsz))
     return cucap_real.cuGraphicsUnmapResources_ptsz ? cucap_real.cuGraphicsUnmapResources_ptsz(count, resources, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsUnmapResources_ptsz ? cucap_real.cuGraphicsUnmapResources_ptsz(count, resources, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)count; c.args[1] = (uint64_t)(uintptr_t)resources; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2830,7 +3321,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphicsUnregisterResource(CUgraphicsResource re
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGraphicsUnregisterResource))
     return cucap_real.cuGraphicsUnregisterResource ? cucap_real.cuGraphicsUnregisterResource(resource) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphicsUnregisterResource ? cucap_real.cuGraphicsUnregisterResource(resource) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)resource;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -2841,7 +3334,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceD
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGreenCtxCreate))
     return cucap_real.cuGreenCtxCreate ? cucap_real.cuGreenCtxCreate(phCtx, desc, dev, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxCreate ? cucap_real.cuGreenCtxCreate(phCtx, desc, dev, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phCtx; c.args[1] = (uint64_t)desc; c.args[2] = (uint64_t)dev; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -2852,7 +3347,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxDestroy(CUgreenCtx hCtx) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGreenCtxDestroy))
     return cucap_real.cuGreenCtxDestroy ? cucap_real.cuGreenCtxDestroy(hCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxDestroy ? cucap_real.cuGreenCtxDestroy(hCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hCtx;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -2863,7 +3360,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevRes
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGreenCtxGetDevResource))
     return cucap_real.cuGreenCtxGetDevResource ? cucap_real.cuGreenCtxGetDevResource(hCtx, resource, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxGetDevResource ? cucap_real.cuGreenCtxGetDevResource(hCtx, resource, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hCtx; c.args[1] = (uint64_t)(uintptr_t)resource; c.args[2] = (uint64_t)type;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -2874,7 +3373,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGreenCtxGetId))
     return cucap_real.cuGreenCtxGetId ? cucap_real.cuGreenCtxGetId(greenCtx, greenCtxId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxGetId ? cucap_real.cuGreenCtxGetId(greenCtx, greenCtxId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)greenCtx; c.args[1] = (uint64_t)(uintptr_t)greenCtxId;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2885,7 +3386,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxRecordEvent(CUgreenCtx hCtx, CUevent hEv
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGreenCtxRecordEvent))
     return cucap_real.cuGreenCtxRecordEvent ? cucap_real.cuGreenCtxRecordEvent(hCtx, hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxRecordEvent ? cucap_real.cuGreenCtxRecordEvent(hCtx, hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hCtx; c.args[1] = (uint64_t)hEvent;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2896,7 +3399,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxStreamCreate(CUstream* phStream, CUgreen
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGreenCtxStreamCreate))
     return cucap_real.cuGreenCtxStreamCreate ? cucap_real.cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxStreamCreate ? cucap_real.cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phStream; c.args[1] = (uint64_t)greenCtx; c.args[2] = (uint64_t)flags; c.args[3] = (uint64_t)priority;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -2907,7 +3412,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxWaitEvent(CUgreenCtx hCtx, CUevent hEven
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuGreenCtxWaitEvent))
     return cucap_real.cuGreenCtxWaitEvent ? cucap_real.cuGreenCtxWaitEvent(hCtx, hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxWaitEvent ? cucap_real.cuGreenCtxWaitEvent(hCtx, hEvent) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hCtx; c.args[1] = (uint64_t)hEvent;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2918,7 +3425,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuImportExternalMemory(CUexternalMemory *extMem_ou
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuImportExternalMemory))
     return cucap_real.cuImportExternalMemory ? cucap_real.cuImportExternalMemory(extMem_out, memHandleDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuImportExternalMemory ? cucap_real.cuImportExternalMemory(extMem_out, memHandleDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)extMem_out; c.args[1] = (uint64_t)(uintptr_t)memHandleDesc;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2929,7 +3438,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuImportExternalSemaphore(CUexternalSemaphore *ext
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuImportExternalSemaphore))
     return cucap_real.cuImportExternalSemaphore ? cucap_real.cuImportExternalSemaphore(extSem_out, semHandleDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuImportExternalSemaphore ? cucap_real.cuImportExternalSemaphore(extSem_out, semHandleDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)extSem_out; c.args[1] = (uint64_t)(uintptr_t)semHandleDesc;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2940,7 +3451,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuInit))
     return cucap_real.cuInit ? cucap_real.cuInit(Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuInit ? cucap_real.cuInit(Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)Flags;
   c.nargs = 1;
   if (cucap_fw_init_post)
@@ -2953,7 +3466,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuIpcCloseMemHandle))
     return cucap_real.cuIpcCloseMemHandle ? cucap_real.cuIpcCloseMemHandle(dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuIpcCloseMemHandle ? cucap_real.cuIpcCloseMemHandle(dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dptr;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -2964,7 +3479,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUe
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuIpcGetEventHandle))
     return cucap_real.cuIpcGetEventHandle ? cucap_real.cuIpcGetEventHandle(pHandle, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuIpcGetEventHandle ? cucap_real.cuIpcGetEventHandle(pHandle, event) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)event;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2975,7 +3492,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdevic
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuIpcGetMemHandle))
     return cucap_real.cuIpcGetMemHandle ? cucap_real.cuIpcGetMemHandle(pHandle, dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuIpcGetMemHandle ? cucap_real.cuIpcGetMemHandle(pHandle, dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)dptr;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2986,7 +3505,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventH
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuIpcOpenEventHandle))
     return cucap_real.cuIpcOpenEventHandle ? cucap_real.cuIpcOpenEventHandle(phEvent, handle) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuIpcOpenEventHandle ? cucap_real.cuIpcOpenEventHandle(phEvent, handle) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phEvent; c.args[1] = cucap_arg_bits(&handle, sizeof handle);
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -2997,7 +3518,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHan
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuIpcOpenMemHandle))
     return cucap_real.cuIpcOpenMemHandle ? cucap_real.cuIpcOpenMemHandle(pdptr, handle, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuIpcOpenMemHandle ? cucap_real.cuIpcOpenMemHandle(pdptr, handle, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = cucap_arg_bits(&handle, sizeof handle); c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3008,7 +3531,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMem
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuIpcOpenMemHandle_v2))
     return cucap_real.cuIpcOpenMemHandle_v2 ? cucap_real.cuIpcOpenMemHandle_v2(pdptr, handle, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuIpcOpenMemHandle_v2 ? cucap_real.cuIpcOpenMemHandle_v2(pdptr, handle, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = cucap_arg_bits(&handle, sizeof handle); c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3019,7 +3544,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuKernelGetAttribute))
     return cucap_real.cuKernelGetAttribute ? cucap_real.cuKernelGetAttribute(pi, attrib, kernel, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetAttribute ? cucap_real.cuKernelGetAttribute(pi, attrib, kernel, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pi; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)kernel; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3030,7 +3557,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel ke
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuKernelGetFunction))
     return cucap_real.cuKernelGetFunction ? cucap_real.cuKernelGetFunction(pFunc, kernel) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetFunction ? cucap_real.cuKernelGetFunction(pFunc, kernel) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pFunc; c.args[1] = (uint64_t)kernel;
   c.nargs = 2;
   if (custom_kernel_get_function)
@@ -3043,7 +3572,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *pLib, CUkernel kerne
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuKernelGetLibrary))
     return cucap_real.cuKernelGetLibrary ? cucap_real.cuKernelGetLibrary(pLib, kernel) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetLibrary ? cucap_real.cuKernelGetLibrary(pLib, kernel) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pLib; c.args[1] = (uint64_t)kernel;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3054,7 +3585,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuKernelGetName))
     return cucap_real.cuKernelGetName ? cucap_real.cuKernelGetName(name, hfunc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetName ? cucap_real.cuKernelGetName(name, hfunc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)name; c.args[1] = (uint64_t)hfunc;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3065,7 +3598,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t param
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuKernelGetParamInfo))
     return cucap_real.cuKernelGetParamInfo ? cucap_real.cuKernelGetParamInfo(kernel, paramIndex, paramOffset, paramSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetParamInfo ? cucap_real.cuKernelGetParamInfo(kernel, paramIndex, paramOffset, paramSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)kernel; c.args[1] = (uint64_t)paramIndex; c.args[2] = (uint64_t)(uintptr_t)paramOffset; c.args[3] = (uint64_t)(uintptr_t)paramSize;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3076,9 +3611,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuKernelSetAttribute))
     return cucap_real.cuKernelSetAttribute ? cucap_real.cuKernelSetAttribute(attrib, val, kernel, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelSetAttribute ? cucap_real.cuKernelSetAttribute(attrib, val, kernel, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)attrib; c.args[1] = (uint64_t)val; c.args[2] = (uint64_t)kernel; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
+  if (custom_kernel_set_attribute)
+    custom_kernel_set_attribute(&c, r, attrib, val, kernel, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3087,9 +3626,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cac
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuKernelSetCacheConfig))
     return cucap_real.cuKernelSetCacheConfig ? cucap_real.cuKernelSetCacheConfig(kernel, config, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelSetCacheConfig ? cucap_real.cuKernelSetCacheConfig(kernel, config, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)kernel; c.args[1] = (uint64_t)config; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
+  if (custom_kernel_set_cache_config)
+    custom_kernel_set_cache_config(&c, r, kernel, config, dev);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3098,7 +3641,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunch(CUfunction f) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunch))
     return cucap_real.cuLaunch ? cucap_real.cuLaunch(f) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunch ? cucap_real.cuLaunch(f) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)f;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -3111,7 +3656,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned i
     return cucap_real.cuLaunchCooperativeKernel ? cucap_real.cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) : CUDA_ERROR_NOT_FOUND;
   if (custom_launch_coop_pre)
     custom_launch_coop_pre(&c, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchCooperativeKernel ? cucap_real.cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)gridDimX; c.args[2] = (uint64_t)gridDimY; c.args[3] = (uint64_t)gridDimZ; c.args[4] = (uint64_t)blockDimX; c.args[5] = (uint64_t)blockDimY; c.args[6] = (uint64_t)blockDimZ; c.args[7] = (uint64_t)sharedMemBytes; c.args[8] = (uint64_t)hStream; c.args[9] = (uint64_t)(uintptr_t)kernelParams;
   c.nargs = 10;
   if (custom_launch_coop)
@@ -3124,7 +3671,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_P
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchCooperativeKernelMultiDevice))
     return cucap_real.cuLaunchCooperativeKernelMultiDevice ? cucap_real.cuLaunchCooperativeKernelMultiDevice(launchParamsList, numDevices, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchCooperativeKernelMultiDevice ? cucap_real.cuLaunchCooperativeKernelMultiDevice(launchParamsList, numDevices, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)launchParamsList; c.args[1] = (uint64_t)numDevices; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3137,7 +3686,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsig
     return cucap_real.cuLaunchCooperativeKernel_ptsz ? cucap_real.cuLaunchCooperativeKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) : CUDA_ERROR_NOT_FOUND;
   if (custom_launch_coop_pre)
     custom_launch_coop_pre(&c, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchCooperativeKernel_ptsz ? cucap_real.cuLaunchCooperativeKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)gridDimX; c.args[2] = (uint64_t)gridDimY; c.args[3] = (uint64_t)gridDimZ; c.args[4] = (uint64_t)blockDimX; c.args[5] = (uint64_t)blockDimY; c.args[6] = (uint64_t)blockDimZ; c.args[7] = (uint64_t)sharedMemBytes; c.args[8] = (uint64_t)hStream; c.args[9] = (uint64_t)(uintptr_t)kernelParams;
   c.nargs = 10;
   if (custom_launch_coop)
@@ -3150,7 +3701,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchGrid(CUfunction f, int grid_width, int gri
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchGrid))
     return cucap_real.cuLaunchGrid ? cucap_real.cuLaunchGrid(f, grid_width, grid_height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchGrid ? cucap_real.cuLaunchGrid(f, grid_width, grid_height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)grid_width; c.args[2] = (uint64_t)grid_height;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3161,7 +3714,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchGridAsync(CUfunction f, int grid_width, in
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchGridAsync))
     return cucap_real.cuLaunchGridAsync ? cucap_real.cuLaunchGridAsync(f, grid_width, grid_height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchGridAsync ? cucap_real.cuLaunchGridAsync(f, grid_width, grid_height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)grid_width; c.args[2] = (uint64_t)grid_height; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3172,7 +3727,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, vo
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchHostFunc))
     return cucap_real.cuLaunchHostFunc ? cucap_real.cuLaunchHostFunc(hStream, fn, userData) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchHostFunc ? cucap_real.cuLaunchHostFunc(hStream, fn, userData) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)fn; c.args[2] = (uint64_t)(uintptr_t)userData;
   c.nargs = 3;
   if (custom_launch_host_func)
@@ -3185,7 +3742,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn f
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLaunchHostFunc_ptsz))
     return cucap_real.cuLaunchHostFunc_ptsz ? cucap_real.cuLaunchHostFunc_ptsz(hStream, fn, userData) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchHostFunc_ptsz ? cucap_real.cuLaunchHostFunc_ptsz(hStream, fn, userData) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)fn; c.args[2] = (uint64_t)(uintptr_t)userData;
   c.nargs = 3;
   if (custom_launch_host_func)
@@ -3200,7 +3759,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX
     return cucap_real.cuLaunchKernel ? cucap_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
   if (custom_launch_kernel_pre)
     custom_launch_kernel_pre(&c, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchKernel ? cucap_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)gridDimX; c.args[2] = (uint64_t)gridDimY; c.args[3] = (uint64_t)gridDimZ; c.args[4] = (uint64_t)blockDimX; c.args[5] = (uint64_t)blockDimY; c.args[6] = (uint64_t)blockDimZ; c.args[7] = (uint64_t)sharedMemBytes; c.args[8] = (uint64_t)hStream; c.args[9] = (uint64_t)(uintptr_t)kernelParams; c.args[10] = (uint64_t)(uintptr_t)extra;
   c.nargs = 11;
   if (custom_launch_kernel)
@@ -3215,7 +3776,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUf
     return cucap_real.cuLaunchKernelEx ? cucap_real.cuLaunchKernelEx(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
   if (custom_launch_ex_pre)
     custom_launch_ex_pre(&c, config, f, kernelParams, extra);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchKernelEx ? cucap_real.cuLaunchKernelEx(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)config; c.args[1] = (uint64_t)f; c.args[2] = (uint64_t)(uintptr_t)kernelParams; c.args[3] = (uint64_t)(uintptr_t)extra;
   c.nargs = 4;
   if (custom_launch_ex)
@@ -3230,7 +3793,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config
     return cucap_real.cuLaunchKernelEx_ptsz ? cucap_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
   if (custom_launch_ex_pre)
     custom_launch_ex_pre(&c, config, f, kernelParams, extra);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchKernelEx_ptsz ? cucap_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)config; c.args[1] = (uint64_t)f; c.args[2] = (uint64_t)(uintptr_t)kernelParams; c.args[3] = (uint64_t)(uintptr_t)extra;
   c.nargs = 4;
   if (custom_launch_ex)
@@ -3245,7 +3810,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gri
     return cucap_real.cuLaunchKernel_ptsz ? cucap_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
   if (custom_launch_kernel_pre)
     custom_launch_kernel_pre(&c, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLaunchKernel_ptsz ? cucap_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)f; c.args[1] = (uint64_t)gridDimX; c.args[2] = (uint64_t)gridDimY; c.args[3] = (uint64_t)gridDimZ; c.args[4] = (uint64_t)blockDimX; c.args[5] = (uint64_t)blockDimY; c.args[6] = (uint64_t)blockDimZ; c.args[7] = (uint64_t)sharedMemBytes; c.args[8] = (uint64_t)hStream; c.args[9] = (uint64_t)(uintptr_t)kernelParams; c.args[10] = (uint64_t)(uintptr_t)extra;
   c.nargs = 11;
   if (custom_launch_kernel)
@@ -3258,7 +3825,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel *kernels, unsig
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryEnumerateKernels))
     return cucap_real.cuLibraryEnumerateKernels ? cucap_real.cuLibraryEnumerateKernels(kernels, numKernels, lib) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryEnumerateKernels ? cucap_real.cuLibraryEnumerateKernels(kernels, numKernels, lib) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)kernels; c.args[1] = (uint64_t)numKernels; c.args[2] = (uint64_t)lib;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3269,7 +3838,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *byte
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryGetGlobal))
     return cucap_real.cuLibraryGetGlobal ? cucap_real.cuLibraryGetGlobal(dptr, bytes, library, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetGlobal ? cucap_real.cuLibraryGetGlobal(dptr, bytes, library, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)bytes; c.args[2] = (uint64_t)library; c.args[3] = (uint64_t)(uintptr_t)name;
   c.nargs = 4;
   if (custom_library_get_global)
@@ -3282,7 +3853,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary li
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryGetKernel))
     return cucap_real.cuLibraryGetKernel ? cucap_real.cuLibraryGetKernel(pKernel, library, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetKernel ? cucap_real.cuLibraryGetKernel(pKernel, library, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pKernel; c.args[1] = (uint64_t)library; c.args[2] = (uint64_t)(uintptr_t)name;
   c.nargs = 3;
   if (custom_library_get_kernel)
@@ -3295,7 +3868,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlib
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryGetKernelCount))
     return cucap_real.cuLibraryGetKernelCount ? cucap_real.cuLibraryGetKernelCount(count, lib) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetKernelCount ? cucap_real.cuLibraryGetKernelCount(count, lib) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)count; c.args[1] = (uint64_t)lib;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3306,7 +3881,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *byt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryGetManaged))
     return cucap_real.cuLibraryGetManaged ? cucap_real.cuLibraryGetManaged(dptr, bytes, library, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetManaged ? cucap_real.cuLibraryGetManaged(dptr, bytes, library, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)bytes; c.args[2] = (uint64_t)library; c.args[3] = (uint64_t)(uintptr_t)name;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3317,7 +3894,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary libra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryGetModule))
     return cucap_real.cuLibraryGetModule ? cucap_real.cuLibraryGetModule(pMod, library) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetModule ? cucap_real.cuLibraryGetModule(pMod, library) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pMod; c.args[1] = (uint64_t)library;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3328,7 +3907,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetUnifiedFunction(void **fptr, CUlibrary
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryGetUnifiedFunction))
     return cucap_real.cuLibraryGetUnifiedFunction ? cucap_real.cuLibraryGetUnifiedFunction(fptr, library, symbol) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetUnifiedFunction ? cucap_real.cuLibraryGetUnifiedFunction(fptr, library, symbol) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)fptr; c.args[1] = (uint64_t)library; c.args[2] = (uint64_t)(uintptr_t)symbol;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3339,7 +3920,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryLoadData))
     return cucap_real.cuLibraryLoadData ? cucap_real.cuLibraryLoadData(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryLoadData ? cucap_real.cuLibraryLoadData(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)library; c.args[1] = (uint64_t)(uintptr_t)code; c.args[2] = (uint64_t)(uintptr_t)jitOptions; c.args[3] = (uint64_t)(uintptr_t)jitOptionsValues; c.args[4] = (uint64_t)numJitOptions; c.args[5] = (uint64_t)(uintptr_t)libraryOptions; c.args[6] = (uint64_t)(uintptr_t)libraryOptionValues; c.args[7] = (uint64_t)numLibraryOptions;
   c.nargs = 8;
   if (custom_library_load_data)
@@ -3352,7 +3935,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const ch
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryLoadFromFile))
     return cucap_real.cuLibraryLoadFromFile ? cucap_real.cuLibraryLoadFromFile(library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryLoadFromFile ? cucap_real.cuLibraryLoadFromFile(library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)library; c.args[1] = (uint64_t)(uintptr_t)fileName; c.args[2] = (uint64_t)(uintptr_t)jitOptions; c.args[3] = (uint64_t)(uintptr_t)jitOptionsValues; c.args[4] = (uint64_t)numJitOptions; c.args[5] = (uint64_t)(uintptr_t)libraryOptions; c.args[6] = (uint64_t)(uintptr_t)libraryOptionValues; c.args[7] = (uint64_t)numLibraryOptions;
   c.nargs = 8;
   if (custom_library_load_file)
@@ -3365,7 +3950,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLibraryUnload))
     return cucap_real.cuLibraryUnload ? cucap_real.cuLibraryUnload(library) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryUnload ? cucap_real.cuLibraryUnload(library) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)library;
   c.nargs = 1;
   if (custom_library_unload)
@@ -3378,7 +3965,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkAddData(CUlinkState state, CUjitInputType ty
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLinkAddData))
     return cucap_real.cuLinkAddData ? cucap_real.cuLinkAddData(state, type, data, size, name, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLinkAddData ? cucap_real.cuLinkAddData(state, type, data, size, name, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)state; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)(uintptr_t)data; c.args[3] = (uint64_t)size; c.args[4] = (uint64_t)(uintptr_t)name; c.args[5] = (uint64_t)numOptions; c.args[6] = (uint64_t)(uintptr_t)options; c.args[7] = (uint64_t)(uintptr_t)optionValues;
   c.nargs = 8;
   cucap_call_exit(&c, r);
@@ -3389,7 +3978,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkAddData_v2(CUlinkState state, CUjitInputType
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLinkAddData_v2))
     return cucap_real.cuLinkAddData_v2 ? cucap_real.cuLinkAddData_v2(state, type, data, size, name, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLinkAddData_v2 ? cucap_real.cuLinkAddData_v2(state, type, data, size, name, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)state; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)(uintptr_t)data; c.args[3] = (uint64_t)size; c.args[4] = (uint64_t)(uintptr_t)name; c.args[5] = (uint64_t)numOptions; c.args[6] = (uint64_t)(uintptr_t)options; c.args[7] = (uint64_t)(uintptr_t)optionValues;
   c.nargs = 8;
   if (custom_link_add_data)
@@ -3402,7 +3993,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkAddFile(CUlinkState state, CUjitInputType ty
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLinkAddFile))
     return cucap_real.cuLinkAddFile ? cucap_real.cuLinkAddFile(state, type, path, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLinkAddFile ? cucap_real.cuLinkAddFile(state, type, path, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)state; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)(uintptr_t)path; c.args[3] = (uint64_t)numOptions; c.args[4] = (uint64_t)(uintptr_t)options; c.args[5] = (uint64_t)(uintptr_t)optionValues;
   c.nargs = 6;
   cucap_call_exit(&c, r);
@@ -3413,7 +4006,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkAddFile_v2(CUlinkState state, CUjitInputType
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLinkAddFile_v2))
     return cucap_real.cuLinkAddFile_v2 ? cucap_real.cuLinkAddFile_v2(state, type, path, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLinkAddFile_v2 ? cucap_real.cuLinkAddFile_v2(state, type, path, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)state; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)(uintptr_t)path; c.args[3] = (uint64_t)numOptions; c.args[4] = (uint64_t)(uintptr_t)options; c.args[5] = (uint64_t)(uintptr_t)optionValues;
   c.nargs = 6;
   if (custom_link_add_file)
@@ -3426,7 +4021,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkComplete(CUlinkState state, void **cubinOut,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLinkComplete))
     return cucap_real.cuLinkComplete ? cucap_real.cuLinkComplete(state, cubinOut, sizeOut) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLinkComplete ? cucap_real.cuLinkComplete(state, cubinOut, sizeOut) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)state; c.args[1] = (uint64_t)(uintptr_t)cubinOut; c.args[2] = (uint64_t)(uintptr_t)sizeOut;
   c.nargs = 3;
   if (custom_link_complete)
@@ -3439,7 +4036,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkCreate(unsigned int numOptions, CUjit_option
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLinkCreate))
     return cucap_real.cuLinkCreate ? cucap_real.cuLinkCreate(numOptions, options, optionValues, stateOut) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLinkCreate ? cucap_real.cuLinkCreate(numOptions, options, optionValues, stateOut) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)numOptions; c.args[1] = (uint64_t)(uintptr_t)options; c.args[2] = (uint64_t)(uintptr_t)optionValues; c.args[3] = (uint64_t)(uintptr_t)stateOut;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3450,7 +4049,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkCreate_v2(unsigned int numOptions, CUjit_opt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLinkCreate_v2))
     return cucap_real.cuLinkCreate_v2 ? cucap_real.cuLinkCreate_v2(numOptions, options, optionValues, stateOut) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLinkCreate_v2 ? cucap_real.cuLinkCreate_v2(numOptions, options, optionValues, stateOut) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)numOptions; c.args[1] = (uint64_t)(uintptr_t)options; c.args[2] = (uint64_t)(uintptr_t)optionValues; c.args[3] = (uint64_t)(uintptr_t)stateOut;
   c.nargs = 4;
   if (custom_link_create)
@@ -3463,7 +4064,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLinkDestroy(CUlinkState state) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLinkDestroy))
     return cucap_real.cuLinkDestroy ? cucap_real.cuLinkDestroy(state) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLinkDestroy ? cucap_real.cuLinkDestroy(state) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)state;
   c.nargs = 1;
   if (custom_link_destroy)
@@ -3476,7 +4079,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLogsCurrent(CUlogIterator *iterator_out, unsigne
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLogsCurrent))
     return cucap_real.cuLogsCurrent ? cucap_real.cuLogsCurrent(iterator_out, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLogsCurrent ? cucap_real.cuLogsCurrent(iterator_out, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)iterator_out; c.args[1] = (uint64_t)flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3487,7 +4092,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLogsDumpToFile(CUlogIterator *iterator, const ch
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLogsDumpToFile))
     return cucap_real.cuLogsDumpToFile ? cucap_real.cuLogsDumpToFile(iterator, pathToFile, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLogsDumpToFile ? cucap_real.cuLogsDumpToFile(iterator, pathToFile, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)iterator; c.args[1] = (uint64_t)(uintptr_t)pathToFile; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3498,7 +4105,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLogsDumpToMemory(CUlogIterator *iterator, char *
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLogsDumpToMemory))
     return cucap_real.cuLogsDumpToMemory ? cucap_real.cuLogsDumpToMemory(iterator, buffer, size, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLogsDumpToMemory ? cucap_real.cuLogsDumpToMemory(iterator, buffer, size, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)iterator; c.args[1] = (uint64_t)(uintptr_t)buffer; c.args[2] = (uint64_t)(uintptr_t)size; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3509,7 +4118,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLogsRegisterCallback(CUlogsCallback callbackFunc
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLogsRegisterCallback))
     return cucap_real.cuLogsRegisterCallback ? cucap_real.cuLogsRegisterCallback(callbackFunc, userData, callback_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLogsRegisterCallback ? cucap_real.cuLogsRegisterCallback(callbackFunc, userData, callback_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)callbackFunc; c.args[1] = (uint64_t)(uintptr_t)userData; c.args[2] = (uint64_t)(uintptr_t)callback_out;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3520,7 +4131,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuLogsUnregisterCallback(CUlogsCallbackHandle call
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuLogsUnregisterCallback))
     return cucap_real.cuLogsUnregisterCallback ? cucap_real.cuLogsUnregisterCallback(callback) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLogsUnregisterCallback ? cucap_real.cuLogsUnregisterCallback(callback) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)callback;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -3531,7 +4144,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAddressFree))
     return cucap_real.cuMemAddressFree ? cucap_real.cuMemAddressFree(ptr, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAddressFree ? cucap_real.cuMemAddressFree(ptr, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ptr; c.args[1] = (uint64_t)size;
   c.nargs = 2;
   if (custom_mem_address_free)
@@ -3544,7 +4159,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAddressReserve))
     return cucap_real.cuMemAddressReserve ? cucap_real.cuMemAddressReserve(ptr, size, alignment, addr, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAddressReserve ? cucap_real.cuMemAddressReserve(ptr, size, alignment, addr, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)ptr; c.args[1] = (uint64_t)size; c.args[2] = (uint64_t)alignment; c.args[3] = (uint64_t)addr; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   if (custom_mem_address_reserve)
@@ -3557,7 +4174,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count, CUme
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAdvise))
     return cucap_real.cuMemAdvise ? cucap_real.cuMemAdvise(devPtr, count, advice, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAdvise ? cucap_real.cuMemAdvise(devPtr, count, advice, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)devPtr; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)advice; c.args[3] = (uint64_t)device;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3568,7 +4187,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAdvise_v2))
     return cucap_real.cuMemAdvise_v2 ? cucap_real.cuMemAdvise_v2(devPtr, count, advice, location) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAdvise_v2 ? cucap_real.cuMemAdvise_v2(devPtr, count, advice, location) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)devPtr; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)advice; c.args[3] = cucap_arg_bits(&location, sizeof location);
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3579,7 +4200,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int byte
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAlloc))
     return cucap_real.cuMemAlloc ? cucap_real.cuMemAlloc(dptr, bytesize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAlloc ? cucap_real.cuMemAlloc(dptr, bytesize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3590,7 +4213,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocAsync))
     return cucap_real.cuMemAllocAsync ? cucap_real.cuMemAllocAsync(dptr, bytesize, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocAsync ? cucap_real.cuMemAllocAsync(dptr, bytesize, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
   if (custom_mem_alloc_async)
@@ -3603,7 +4228,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t byt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocAsync_ptsz))
     return cucap_real.cuMemAllocAsync_ptsz ? cucap_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocAsync_ptsz ? cucap_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
   if (custom_mem_alloc_async)
@@ -3616,7 +4243,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocFromPoolAsync))
     return cucap_real.cuMemAllocFromPoolAsync ? cucap_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocFromPoolAsync ? cucap_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)pool; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_mem_alloc_from_pool)
@@ -3629,7 +4258,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, si
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocFromPoolAsync_ptsz))
     return cucap_real.cuMemAllocFromPoolAsync_ptsz ? cucap_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocFromPoolAsync_ptsz ? cucap_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)pool; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_mem_alloc_from_pool)
@@ -3642,7 +4273,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocHost(void **pp, unsigned int bytesize) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocHost))
     return cucap_real.cuMemAllocHost ? cucap_real.cuMemAllocHost(pp, bytesize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocHost ? cucap_real.cuMemAllocHost(pp, bytesize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pp; c.args[1] = (uint64_t)bytesize;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3653,7 +4286,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocHost_v2))
     return cucap_real.cuMemAllocHost_v2 ? cucap_real.cuMemAllocHost_v2(pp, bytesize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocHost_v2 ? cucap_real.cuMemAllocHost_v2(pp, bytesize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pp; c.args[1] = (uint64_t)bytesize;
   c.nargs = 2;
   if (custom_mem_alloc_host)
@@ -3666,7 +4301,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocManaged))
     return cucap_real.cuMemAllocManaged ? cucap_real.cuMemAllocManaged(dptr, bytesize, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocManaged ? cucap_real.cuMemAllocManaged(dptr, bytesize, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
   if (custom_mem_alloc_managed)
@@ -3679,7 +4316,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocPitch))
     return cucap_real.cuMemAllocPitch ? cucap_real.cuMemAllocPitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocPitch ? cucap_real.cuMemAllocPitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)pPitch; c.args[2] = (uint64_t)WidthInBytes; c.args[3] = (uint64_t)Height; c.args[4] = (uint64_t)ElementSizeBytes;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -3690,7 +4329,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPit
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAllocPitch_v2))
     return cucap_real.cuMemAllocPitch_v2 ? cucap_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAllocPitch_v2 ? cucap_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)pPitch; c.args[2] = (uint64_t)WidthInBytes; c.args[3] = (uint64_t)Height; c.args[4] = (uint64_t)ElementSizeBytes;
   c.nargs = 5;
   if (custom_mem_alloc_pitch)
@@ -3703,7 +4344,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemAlloc_v2))
     return cucap_real.cuMemAlloc_v2 ? cucap_real.cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemAlloc_v2 ? cucap_real.cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)bytesize;
   c.nargs = 2;
   if (custom_mem_alloc)
@@ -3716,7 +4359,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemBatchDecompressAsync(CUmemDecompressParams *p
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemBatchDecompressAsync))
     return cucap_real.cuMemBatchDecompressAsync ? cucap_real.cuMemBatchDecompressAsync(paramsArray, count, flags, errorIndex, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemBatchDecompressAsync ? cucap_real.cuMemBatchDecompressAsync(paramsArray, count, flags, errorIndex, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)paramsArray; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)flags; c.args[3] = (uint64_t)(uintptr_t)errorIndex; c.args[4] = (uint64_t)stream;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -3727,7 +4372,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemBatchDecompressAsync_ptsz(CUmemDecompressPara
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemBatchDecompressAsync_ptsz))
     return cucap_real.cuMemBatchDecompressAsync_ptsz ? cucap_real.cuMemBatchDecompressAsync_ptsz(paramsArray, count, flags, errorIndex, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemBatchDecompressAsync_ptsz ? cucap_real.cuMemBatchDecompressAsync_ptsz(paramsArray, count, flags, errorIndex, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)paramsArray; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)flags; c.args[3] = (uint64_t)(uintptr_t)errorIndex; c.args[4] = (uint64_t)stream;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -3738,7 +4385,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemCreate))
     return cucap_real.cuMemCreate ? cucap_real.cuMemCreate(handle, size, prop, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemCreate ? cucap_real.cuMemCreate(handle, size, prop, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)handle; c.args[1] = (uint64_t)size; c.args[2] = (uint64_t)(uintptr_t)prop; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_mem_create)
@@ -3751,7 +4400,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dpt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemDiscardAndPrefetchBatchAsync))
     return cucap_real.cuMemDiscardAndPrefetchBatchAsync ? cucap_real.cuMemDiscardAndPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemDiscardAndPrefetchBatchAsync ? cucap_real.cuMemDiscardAndPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptrs; c.args[1] = (uint64_t)(uintptr_t)sizes; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)(uintptr_t)prefetchLocs; c.args[4] = (uint64_t)(uintptr_t)prefetchLocIdxs; c.args[5] = (uint64_t)numPrefetchLocs; c.args[6] = (uint64_t)flags; c.args[7] = (uint64_t)hStream;
   c.nargs = 8;
   cucap_call_exit(&c, r);
@@ -3762,7 +4413,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemDiscardAndPrefetchBatchAsync_ptsz))
     return cucap_real.cuMemDiscardAndPrefetchBatchAsync_ptsz ? cucap_real.cuMemDiscardAndPrefetchBatchAsync_ptsz(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemDiscardAndPrefetchBatchAsync_ptsz ? cucap_real.cuMemDiscardAndPrefetchBatchAsync_ptsz(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptrs; c.args[1] = (uint64_t)(uintptr_t)sizes; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)(uintptr_t)prefetchLocs; c.args[4] = (uint64_t)(uintptr_t)prefetchLocIdxs; c.args[5] = (uint64_t)numPrefetchLocs; c.args[6] = (uint64_t)flags; c.args[7] = (uint64_t)hStream;
   c.nargs = 8;
   cucap_call_exit(&c, r);
@@ -3773,7 +4426,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemDiscardBatchAsync))
     return cucap_real.cuMemDiscardBatchAsync ? cucap_real.cuMemDiscardBatchAsync(dptrs, sizes, count, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemDiscardBatchAsync ? cucap_real.cuMemDiscardBatchAsync(dptrs, sizes, count, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptrs; c.args[1] = (uint64_t)(uintptr_t)sizes; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -3784,7 +4439,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync_ptsz(CUdeviceptr *dptrs, si
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemDiscardBatchAsync_ptsz))
     return cucap_real.cuMemDiscardBatchAsync_ptsz ? cucap_real.cuMemDiscardBatchAsync_ptsz(dptrs, sizes, count, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemDiscardBatchAsync_ptsz ? cucap_real.cuMemDiscardBatchAsync_ptsz(dptrs, sizes, count, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptrs; c.args[1] = (uint64_t)(uintptr_t)sizes; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -3795,7 +4452,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHandle
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemExportToShareableHandle))
     return cucap_real.cuMemExportToShareableHandle ? cucap_real.cuMemExportToShareableHandle(shareableHandle, handle, handleType, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemExportToShareableHandle ? cucap_real.cuMemExportToShareableHandle(shareableHandle, handle, handleType, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)shareableHandle; c.args[1] = (uint64_t)handle; c.args[2] = (uint64_t)handleType; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -3806,7 +4465,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemFree))
     return cucap_real.cuMemFree ? cucap_real.cuMemFree(dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemFree ? cucap_real.cuMemFree(dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dptr;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -3817,7 +4478,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemFreeAsync))
     return cucap_real.cuMemFreeAsync ? cucap_real.cuMemFreeAsync(dptr, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemFreeAsync ? cucap_real.cuMemFreeAsync(dptr, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dptr; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_mem_free_async)
@@ -3830,7 +4493,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hSt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemFreeAsync_ptsz))
     return cucap_real.cuMemFreeAsync_ptsz ? cucap_real.cuMemFreeAsync_ptsz(dptr, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemFreeAsync_ptsz ? cucap_real.cuMemFreeAsync_ptsz(dptr, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dptr; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_mem_free_async)
@@ -3843,7 +4508,11 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemFreeHost))
     return cucap_real.cuMemFreeHost ? cucap_real.cuMemFreeHost(p) : CUDA_ERROR_NOT_FOUND;
+  if (custom_mem_free_host_pre)
+    custom_mem_free_host_pre(&c, p);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemFreeHost ? cucap_real.cuMemFreeHost(p) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)p;
   c.nargs = 1;
   if (custom_mem_free_host)
@@ -3856,7 +4525,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemFree_v2))
     return cucap_real.cuMemFree_v2 ? cucap_real.cuMemFree_v2(dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemFree_v2 ? cucap_real.cuMemFree_v2(dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dptr;
   c.nargs = 1;
   if (custom_mem_free)
@@ -3869,7 +4540,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetAccess))
     return cucap_real.cuMemGetAccess ? cucap_real.cuMemGetAccess(flags, location, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAccess ? cucap_real.cuMemGetAccess(flags, location, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)flags; c.args[1] = (uint64_t)(uintptr_t)location; c.args[2] = (uint64_t)ptr;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3880,7 +4553,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsign
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetAddressRange))
     return cucap_real.cuMemGetAddressRange ? cucap_real.cuMemGetAddressRange(pbase, psize, dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAddressRange ? cucap_real.cuMemGetAddressRange(pbase, psize, dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pbase; c.args[1] = (uint64_t)(uintptr_t)psize; c.args[2] = (uint64_t)dptr;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3891,7 +4566,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetAddressRange_v2))
     return cucap_real.cuMemGetAddressRange_v2 ? cucap_real.cuMemGetAddressRange_v2(pbase, psize, dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAddressRange_v2 ? cucap_real.cuMemGetAddressRange_v2(pbase, psize, dptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pbase; c.args[1] = (uint64_t)(uintptr_t)psize; c.args[2] = (uint64_t)dptr;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3902,7 +4579,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetAllocationGranularity))
     return cucap_real.cuMemGetAllocationGranularity ? cucap_real.cuMemGetAllocationGranularity(granularity, prop, option) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAllocationGranularity ? cucap_real.cuMemGetAllocationGranularity(granularity, prop, option) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)granularity; c.args[1] = (uint64_t)(uintptr_t)prop; c.args[2] = (uint64_t)option;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3913,7 +4592,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAlloca
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetAllocationPropertiesFromHandle))
     return cucap_real.cuMemGetAllocationPropertiesFromHandle ? cucap_real.cuMemGetAllocationPropertiesFromHandle(prop, handle) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAllocationPropertiesFromHandle ? cucap_real.cuMemGetAllocationPropertiesFromHandle(prop, handle) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)prop; c.args[1] = (uint64_t)handle;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3924,7 +4605,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUm
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetDefaultMemPool))
     return cucap_real.cuMemGetDefaultMemPool ? cucap_real.cuMemGetDefaultMemPool(pool_out, location, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetDefaultMemPool ? cucap_real.cuMemGetDefaultMemPool(pool_out, location, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pool_out; c.args[1] = (uint64_t)(uintptr_t)location; c.args[2] = (uint64_t)type;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3935,7 +4618,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetHandleForAddressRange(void *handle, CUdevi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetHandleForAddressRange))
     return cucap_real.cuMemGetHandleForAddressRange ? cucap_real.cuMemGetHandleForAddressRange(handle, dptr, size, handleType, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetHandleForAddressRange ? cucap_real.cuMemGetHandleForAddressRange(handle, dptr, size, handleType, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)handle; c.args[1] = (uint64_t)dptr; c.args[2] = (uint64_t)size; c.args[3] = (uint64_t)handleType; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -3946,7 +4631,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int *free, unsigned int *tot
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetInfo))
     return cucap_real.cuMemGetInfo ? cucap_real.cuMemGetInfo(free, total) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetInfo ? cucap_real.cuMemGetInfo(free, total) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)free; c.args[1] = (uint64_t)(uintptr_t)total;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3957,7 +4644,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetInfo_v2))
     return cucap_real.cuMemGetInfo_v2 ? cucap_real.cuMemGetInfo_v2(free, total) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetInfo_v2 ? cucap_real.cuMemGetInfo_v2(free, total) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)free; c.args[1] = (uint64_t)(uintptr_t)total;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -3968,7 +4657,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemGetMemPool))
     return cucap_real.cuMemGetMemPool ? cucap_real.cuMemGetMemPool(pool, location, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetMemPool ? cucap_real.cuMemGetMemPool(pool, location, type) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pool; c.args[1] = (uint64_t)(uintptr_t)location; c.args[2] = (uint64_t)type;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -3979,7 +4670,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigne
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemHostAlloc))
     return cucap_real.cuMemHostAlloc ? cucap_real.cuMemHostAlloc(pp, bytesize, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostAlloc ? cucap_real.cuMemHostAlloc(pp, bytesize, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pp; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   if (custom_mem_host_alloc)
@@ -3992,7 +4685,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, v
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemHostGetDevicePointer))
     return cucap_real.cuMemHostGetDevicePointer ? cucap_real.cuMemHostGetDevicePointer(pdptr, p, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostGetDevicePointer ? cucap_real.cuMemHostGetDevicePointer(pdptr, p, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = (uint64_t)(uintptr_t)p; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4003,7 +4698,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, v
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemHostGetDevicePointer_v2))
     return cucap_real.cuMemHostGetDevicePointer_v2 ? cucap_real.cuMemHostGetDevicePointer_v2(pdptr, p, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostGetDevicePointer_v2 ? cucap_real.cuMemHostGetDevicePointer_v2(pdptr, p, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = (uint64_t)(uintptr_t)p; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4014,7 +4711,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemHostGetFlags))
     return cucap_real.cuMemHostGetFlags ? cucap_real.cuMemHostGetFlags(pFlags, p) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostGetFlags ? cucap_real.cuMemHostGetFlags(pFlags, p) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pFlags; c.args[1] = (uint64_t)(uintptr_t)p;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -4025,7 +4724,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsign
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemHostRegister))
     return cucap_real.cuMemHostRegister ? cucap_real.cuMemHostRegister(p, bytesize, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostRegister ? cucap_real.cuMemHostRegister(p, bytesize, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)p; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4036,7 +4737,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, uns
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemHostRegister_v2))
     return cucap_real.cuMemHostRegister_v2 ? cucap_real.cuMemHostRegister_v2(p, bytesize, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostRegister_v2 ? cucap_real.cuMemHostRegister_v2(p, bytesize, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)p; c.args[1] = (uint64_t)bytesize; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   if (custom_mem_host_register)
@@ -4049,7 +4752,11 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemHostUnregister))
     return cucap_real.cuMemHostUnregister ? cucap_real.cuMemHostUnregister(p) : CUDA_ERROR_NOT_FOUND;
+  if (custom_mem_host_unregister_pre)
+    custom_mem_host_unregister_pre(&c, p);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostUnregister ? cucap_real.cuMemHostUnregister(p) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)p;
   c.nargs = 1;
   if (custom_mem_host_unregister)
@@ -4062,7 +4769,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemImportFromShareableHandle(CUmemGenericAllocat
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemImportFromShareableHandle))
     return cucap_real.cuMemImportFromShareableHandle ? cucap_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemImportFromShareableHandle ? cucap_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)handle; c.args[1] = (uint64_t)(uintptr_t)osHandle; c.args[2] = (uint64_t)shHandleType;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4073,7 +4782,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offs
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemMap))
     return cucap_real.cuMemMap ? cucap_real.cuMemMap(ptr, size, offset, handle, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemMap ? cucap_real.cuMemMap(ptr, size, offset, handle, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ptr; c.args[1] = (uint64_t)size; c.args[2] = (uint64_t)offset; c.args[3] = (uint64_t)handle; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   if (custom_mem_map)
@@ -4086,7 +4797,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, un
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemMapArrayAsync))
     return cucap_real.cuMemMapArrayAsync ? cucap_real.cuMemMapArrayAsync(mapInfoList, count, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemMapArrayAsync ? cucap_real.cuMemMapArrayAsync(mapInfoList, count, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)mapInfoList; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4097,7 +4810,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoLis
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemMapArrayAsync_ptsz))
     return cucap_real.cuMemMapArrayAsync_ptsz ? cucap_real.cuMemMapArrayAsync_ptsz(mapInfoList, count, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemMapArrayAsync_ptsz ? cucap_real.cuMemMapArrayAsync_ptsz(mapInfoList, count, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)mapInfoList; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)hStream;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4108,7 +4823,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoo
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolCreate))
     return cucap_real.cuMemPoolCreate ? cucap_real.cuMemPoolCreate(pool, poolProps) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolCreate ? cucap_real.cuMemPoolCreate(pool, poolProps) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pool; c.args[1] = (uint64_t)(uintptr_t)poolProps;
   c.nargs = 2;
   if (custom_mem_pool_create)
@@ -4121,7 +4838,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolDestroy))
     return cucap_real.cuMemPoolDestroy ? cucap_real.cuMemPoolDestroy(pool) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolDestroy ? cucap_real.cuMemPoolDestroy(pool) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pool;
   c.nargs = 1;
   if (custom_mem_pool_destroy)
@@ -4134,7 +4853,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolExportPointer(CUmemPoolPtrExportData *sha
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolExportPointer))
     return cucap_real.cuMemPoolExportPointer ? cucap_real.cuMemPoolExportPointer(shareData_out, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolExportPointer ? cucap_real.cuMemPoolExportPointer(shareData_out, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)shareData_out; c.args[1] = (uint64_t)ptr;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -4145,7 +4866,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolExportToShareableHandle(void *handle_out,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolExportToShareableHandle))
     return cucap_real.cuMemPoolExportToShareableHandle ? cucap_real.cuMemPoolExportToShareableHandle(handle_out, pool, handleType, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolExportToShareableHandle ? cucap_real.cuMemPoolExportToShareableHandle(handle_out, pool, handleType, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)handle_out; c.args[1] = (uint64_t)pool; c.args[2] = (uint64_t)handleType; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4156,7 +4879,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmem
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolGetAccess))
     return cucap_real.cuMemPoolGetAccess ? cucap_real.cuMemPoolGetAccess(flags, memPool, location) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolGetAccess ? cucap_real.cuMemPoolGetAccess(flags, memPool, location) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)flags; c.args[1] = (uint64_t)memPool; c.args[2] = (uint64_t)(uintptr_t)location;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4167,7 +4892,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolGetAttribute))
     return cucap_real.cuMemPoolGetAttribute ? cucap_real.cuMemPoolGetAttribute(pool, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolGetAttribute ? cucap_real.cuMemPoolGetAttribute(pool, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pool; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4178,7 +4905,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolImportFromShareableHandle(CUmemoryPool *p
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolImportFromShareableHandle))
     return cucap_real.cuMemPoolImportFromShareableHandle ? cucap_real.cuMemPoolImportFromShareableHandle(pool_out, handle, handleType, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolImportFromShareableHandle ? cucap_real.cuMemPoolImportFromShareableHandle(pool_out, handle, handleType, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pool_out; c.args[1] = (uint64_t)(uintptr_t)handle; c.args[2] = (uint64_t)handleType; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4189,7 +4918,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmem
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolImportPointer))
     return cucap_real.cuMemPoolImportPointer ? cucap_real.cuMemPoolImportPointer(ptr_out, pool, shareData) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolImportPointer ? cucap_real.cuMemPoolImportPointer(ptr_out, pool, shareData) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)ptr_out; c.args[1] = (uint64_t)pool; c.args[2] = (uint64_t)(uintptr_t)shareData;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4200,7 +4931,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemA
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolSetAccess))
     return cucap_real.cuMemPoolSetAccess ? cucap_real.cuMemPoolSetAccess(pool, map, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolSetAccess ? cucap_real.cuMemPoolSetAccess(pool, map, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pool; c.args[1] = (uint64_t)(uintptr_t)map; c.args[2] = (uint64_t)count;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4211,7 +4944,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolSetAttribute))
     return cucap_real.cuMemPoolSetAttribute ? cucap_real.cuMemPoolSetAttribute(pool, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolSetAttribute ? cucap_real.cuMemPoolSetAttribute(pool, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pool; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4222,7 +4957,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytes
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPoolTrimTo))
     return cucap_real.cuMemPoolTrimTo ? cucap_real.cuMemPoolTrimTo(pool, minBytesToKeep) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolTrimTo ? cucap_real.cuMemPoolTrimTo(pool, minBytesToKeep) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)pool; c.args[1] = (uint64_t)minBytesToKeep;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -4233,7 +4970,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr, size_t coun
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPrefetchAsync))
     return cucap_real.cuMemPrefetchAsync ? cucap_real.cuMemPrefetchAsync(devPtr, count, dstDevice, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPrefetchAsync ? cucap_real.cuMemPrefetchAsync(devPtr, count, dstDevice, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)devPtr; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)dstDevice; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4244,7 +4983,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPrefetchAsync_ptsz))
     return cucap_real.cuMemPrefetchAsync_ptsz ? cucap_real.cuMemPrefetchAsync_ptsz(devPtr, count, dstDevice, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPrefetchAsync_ptsz ? cucap_real.cuMemPrefetchAsync_ptsz(devPtr, count, dstDevice, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)devPtr; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)dstDevice; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4255,7 +4996,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t c
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPrefetchAsync_v2))
     return cucap_real.cuMemPrefetchAsync_v2 ? cucap_real.cuMemPrefetchAsync_v2(devPtr, count, location, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPrefetchAsync_v2 ? cucap_real.cuMemPrefetchAsync_v2(devPtr, count, location, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)devPtr; c.args[1] = (uint64_t)count; c.args[2] = cucap_arg_bits(&location, sizeof location); c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   if (custom_mem_prefetch_v2)
@@ -4268,7 +5011,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, siz
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPrefetchAsync_v2_ptsz))
     return cucap_real.cuMemPrefetchAsync_v2_ptsz ? cucap_real.cuMemPrefetchAsync_v2_ptsz(devPtr, count, location, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPrefetchAsync_v2_ptsz ? cucap_real.cuMemPrefetchAsync_v2_ptsz(devPtr, count, location, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)devPtr; c.args[1] = (uint64_t)count; c.args[2] = cucap_arg_bits(&location, sizeof location); c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   if (custom_mem_prefetch_v2)
@@ -4281,7 +5026,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPrefetchBatchAsync))
     return cucap_real.cuMemPrefetchBatchAsync ? cucap_real.cuMemPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPrefetchBatchAsync ? cucap_real.cuMemPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptrs; c.args[1] = (uint64_t)(uintptr_t)sizes; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)(uintptr_t)prefetchLocs; c.args[4] = (uint64_t)(uintptr_t)prefetchLocIdxs; c.args[5] = (uint64_t)numPrefetchLocs; c.args[6] = (uint64_t)flags; c.args[7] = (uint64_t)hStream;
   c.nargs = 8;
   cucap_call_exit(&c, r);
@@ -4292,7 +5039,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, s
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemPrefetchBatchAsync_ptsz))
     return cucap_real.cuMemPrefetchBatchAsync_ptsz ? cucap_real.cuMemPrefetchBatchAsync_ptsz(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPrefetchBatchAsync_ptsz ? cucap_real.cuMemPrefetchBatchAsync_ptsz(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptrs; c.args[1] = (uint64_t)(uintptr_t)sizes; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)(uintptr_t)prefetchLocs; c.args[4] = (uint64_t)(uintptr_t)prefetchLocIdxs; c.args[5] = (uint64_t)numPrefetchLocs; c.args[6] = (uint64_t)flags; c.args[7] = (uint64_t)hStream;
   c.nargs = 8;
   cucap_call_exit(&c, r);
@@ -4303,7 +5052,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemRangeGetAttribute(void *data, size_t dataSize
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemRangeGetAttribute))
     return cucap_real.cuMemRangeGetAttribute ? cucap_real.cuMemRangeGetAttribute(data, dataSize, attribute, devPtr, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemRangeGetAttribute ? cucap_real.cuMemRangeGetAttribute(data, dataSize, attribute, devPtr, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)data; c.args[1] = (uint64_t)dataSize; c.args[2] = (uint64_t)attribute; c.args[3] = (uint64_t)devPtr; c.args[4] = (uint64_t)count;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -4314,7 +5065,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemRangeGetAttributes(void **data, size_t *dataS
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemRangeGetAttributes))
     return cucap_real.cuMemRangeGetAttributes ? cucap_real.cuMemRangeGetAttributes(data, dataSizes, attributes, numAttributes, devPtr, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemRangeGetAttributes ? cucap_real.cuMemRangeGetAttributes(data, dataSizes, attributes, numAttributes, devPtr, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)data; c.args[1] = (uint64_t)(uintptr_t)dataSizes; c.args[2] = (uint64_t)(uintptr_t)attributes; c.args[3] = (uint64_t)numAttributes; c.args[4] = (uint64_t)devPtr; c.args[5] = (uint64_t)count;
   c.nargs = 6;
   cucap_call_exit(&c, r);
@@ -4325,7 +5078,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemRelease))
     return cucap_real.cuMemRelease ? cucap_real.cuMemRelease(handle) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemRelease ? cucap_real.cuMemRelease(handle) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)handle;
   c.nargs = 1;
   if (custom_mem_release)
@@ -4338,7 +5093,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocation
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemRetainAllocationHandle))
     return cucap_real.cuMemRetainAllocationHandle ? cucap_real.cuMemRetainAllocationHandle(handle, addr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemRetainAllocationHandle ? cucap_real.cuMemRetainAllocationHandle(handle, addr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)handle; c.args[1] = (uint64_t)(uintptr_t)addr;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -4349,7 +5106,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemSetAccess))
     return cucap_real.cuMemSetAccess ? cucap_real.cuMemSetAccess(ptr, size, desc, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemSetAccess ? cucap_real.cuMemSetAccess(ptr, size, desc, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ptr; c.args[1] = (uint64_t)size; c.args[2] = (uint64_t)(uintptr_t)desc; c.args[3] = (uint64_t)count;
   c.nargs = 4;
   if (custom_mem_set_access)
@@ -4362,7 +5121,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemSetMemPool(CUmemLocation *location, CUmemAllo
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemSetMemPool))
     return cucap_real.cuMemSetMemPool ? cucap_real.cuMemSetMemPool(location, type, pool) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemSetMemPool ? cucap_real.cuMemSetMemPool(location, type, pool) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)location; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)pool;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4373,7 +5134,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemUnmap))
     return cucap_real.cuMemUnmap ? cucap_real.cuMemUnmap(ptr, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemUnmap ? cucap_real.cuMemUnmap(ptr, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)ptr; c.args[1] = (uint64_t)size;
   c.nargs = 2;
   if (custom_mem_unmap)
@@ -4386,7 +5149,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy))
     return cucap_real.cuMemcpy ? cucap_real.cuMemcpy(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy ? cucap_real.cuMemcpy(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   if (custom_memcpy_unified)
@@ -4399,7 +5164,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D_v1 *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2D))
     return cucap_real.cuMemcpy2D ? cucap_real.cuMemcpy2D(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2D ? cucap_real.cuMemcpy2D(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -4410,7 +5177,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1 *pCopy, CUs
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DAsync))
     return cucap_real.cuMemcpy2DAsync ? cucap_real.cuMemcpy2DAsync(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DAsync ? cucap_real.cuMemcpy2DAsync(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -4421,7 +5190,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUs
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DAsync_v2))
     return cucap_real.cuMemcpy2DAsync_v2 ? cucap_real.cuMemcpy2DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DAsync_v2 ? cucap_real.cuMemcpy2DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_memcpy_2d_async)
@@ -4434,7 +5205,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DAsync_v2_ptsz))
     return cucap_real.cuMemcpy2DAsync_v2_ptsz ? cucap_real.cuMemcpy2DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DAsync_v2_ptsz ? cucap_real.cuMemcpy2DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_memcpy_2d_async)
@@ -4447,7 +5220,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1 *pCopy)
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DUnaligned))
     return cucap_real.cuMemcpy2DUnaligned ? cucap_real.cuMemcpy2DUnaligned(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DUnaligned ? cucap_real.cuMemcpy2DUnaligned(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -4458,7 +5233,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DUnaligned_v2))
     return cucap_real.cuMemcpy2DUnaligned_v2 ? cucap_real.cuMemcpy2DUnaligned_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DUnaligned_v2 ? cucap_real.cuMemcpy2DUnaligned_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   if (custom_memcpy_2d)
@@ -4471,7 +5248,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2DUnaligned_v2_ptds))
     return cucap_real.cuMemcpy2DUnaligned_v2_ptds ? cucap_real.cuMemcpy2DUnaligned_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2DUnaligned_v2_ptds ? cucap_real.cuMemcpy2DUnaligned_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   if (custom_memcpy_2d)
@@ -4484,7 +5263,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2D_v2))
     return cucap_real.cuMemcpy2D_v2 ? cucap_real.cuMemcpy2D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2D_v2 ? cucap_real.cuMemcpy2D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   if (custom_memcpy_2d)
@@ -4497,7 +5278,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy2D_v2_ptds))
     return cucap_real.cuMemcpy2D_v2_ptds ? cucap_real.cuMemcpy2D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy2D_v2_ptds ? cucap_real.cuMemcpy2D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   if (custom_memcpy_2d)
@@ -4510,7 +5293,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3D(const CUDA_MEMCPY3D_v1 *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3D))
     return cucap_real.cuMemcpy3D ? cucap_real.cuMemcpy3D(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3D ? cucap_real.cuMemcpy3D(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -4521,7 +5306,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D_v1 *pCopy, CUs
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DAsync))
     return cucap_real.cuMemcpy3DAsync ? cucap_real.cuMemcpy3DAsync(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DAsync ? cucap_real.cuMemcpy3DAsync(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -4532,7 +5319,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUs
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DAsync_v2))
     return cucap_real.cuMemcpy3DAsync_v2 ? cucap_real.cuMemcpy3DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DAsync_v2 ? cucap_real.cuMemcpy3DAsync_v2(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_memcpy_3d_async)
@@ -4545,7 +5334,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DAsync_v2_ptsz))
     return cucap_real.cuMemcpy3DAsync_v2_ptsz ? cucap_real.cuMemcpy3DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DAsync_v2_ptsz ? cucap_real.cuMemcpy3DAsync_v2_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   if (custom_memcpy_3d_async)
@@ -4558,7 +5349,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DBatchAsync))
     return cucap_real.cuMemcpy3DBatchAsync ? cucap_real.cuMemcpy3DBatchAsync(numOps, opList, failIdx, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DBatchAsync ? cucap_real.cuMemcpy3DBatchAsync(numOps, opList, failIdx, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)numOps; c.args[1] = (uint64_t)(uintptr_t)opList; c.args[2] = (uint64_t)(uintptr_t)failIdx; c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -4569,7 +5362,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMC
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DBatchAsync_ptsz))
     return cucap_real.cuMemcpy3DBatchAsync_ptsz ? cucap_real.cuMemcpy3DBatchAsync_ptsz(numOps, opList, failIdx, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DBatchAsync_ptsz ? cucap_real.cuMemcpy3DBatchAsync_ptsz(numOps, opList, failIdx, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)numOps; c.args[1] = (uint64_t)(uintptr_t)opList; c.args[2] = (uint64_t)(uintptr_t)failIdx; c.args[3] = (uint64_t)flags; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -4580,7 +5375,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DBatchAsync_v2))
     return cucap_real.cuMemcpy3DBatchAsync_v2 ? cucap_real.cuMemcpy3DBatchAsync_v2(numOps, opList, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DBatchAsync_v2 ? cucap_real.cuMemcpy3DBatchAsync_v2(numOps, opList, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)numOps; c.args[1] = (uint64_t)(uintptr_t)opList; c.args[2] = (uint64_t)flags; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4591,7 +5388,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_M
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DBatchAsync_v2_ptsz))
     return cucap_real.cuMemcpy3DBatchAsync_v2_ptsz ? cucap_real.cuMemcpy3DBatchAsync_v2_ptsz(numOps, opList, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DBatchAsync_v2_ptsz ? cucap_real.cuMemcpy3DBatchAsync_v2_ptsz(numOps, opList, flags, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)numOps; c.args[1] = (uint64_t)(uintptr_t)opList; c.args[2] = (uint64_t)flags; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4602,7 +5401,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DPeer))
     return cucap_real.cuMemcpy3DPeer ? cucap_real.cuMemcpy3DPeer(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DPeer ? cucap_real.cuMemcpy3DPeer(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -4613,7 +5414,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCop
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DPeerAsync))
     return cucap_real.cuMemcpy3DPeerAsync ? cucap_real.cuMemcpy3DPeerAsync(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DPeerAsync ? cucap_real.cuMemcpy3DPeerAsync(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -4624,7 +5427,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DPeerAsync_ptsz))
     return cucap_real.cuMemcpy3DPeerAsync_ptsz ? cucap_real.cuMemcpy3DPeerAsync_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DPeerAsync_ptsz ? cucap_real.cuMemcpy3DPeerAsync_ptsz(pCopy, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy; c.args[1] = (uint64_t)hStream;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -4635,7 +5440,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCop
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3DPeer_ptds))
     return cucap_real.cuMemcpy3DPeer_ptds ? cucap_real.cuMemcpy3DPeer_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3DPeer_ptds ? cucap_real.cuMemcpy3DPeer_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -4646,7 +5453,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3D_v2))
     return cucap_real.cuMemcpy3D_v2 ? cucap_real.cuMemcpy3D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3D_v2 ? cucap_real.cuMemcpy3D_v2(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   if (custom_memcpy_3d)
@@ -4659,7 +5468,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy3D_v2_ptds))
     return cucap_real.cuMemcpy3D_v2_ptds ? cucap_real.cuMemcpy3D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy3D_v2_ptds ? cucap_real.cuMemcpy3D_v2_ptds(pCopy) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pCopy;
   c.nargs = 1;
   if (custom_memcpy_3d)
@@ -4672,7 +5483,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, si
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAsync))
     return cucap_real.cuMemcpyAsync ? cucap_real.cuMemcpyAsync(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAsync ? cucap_real.cuMemcpyAsync(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memcpy_unified_async)
@@ -4685,7 +5498,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr sr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAsync_ptsz))
     return cucap_real.cuMemcpyAsync_ptsz ? cucap_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAsync_ptsz ? cucap_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memcpy_unified_async)
@@ -4698,7 +5513,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoA(CUarray dstArray, unsigned int dstOff
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoA))
     return cucap_real.cuMemcpyAtoA ? cucap_real.cuMemcpyAtoA(dstArray, dstOffset, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoA ? cucap_real.cuMemcpyAtoA(dstArray, dstOffset, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcArray; c.args[3] = (uint64_t)srcOffset; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -4709,7 +5526,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoA_v2))
     return cucap_real.cuMemcpyAtoA_v2 ? cucap_real.cuMemcpyAtoA_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoA_v2 ? cucap_real.cuMemcpyAtoA_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcArray; c.args[3] = (uint64_t)srcOffset; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
   if (custom_memcpy_atoa)
@@ -4722,7 +5541,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstO
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoA_v2_ptds))
     return cucap_real.cuMemcpyAtoA_v2_ptds ? cucap_real.cuMemcpyAtoA_v2_ptds(dstArray, dstOffset, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoA_v2_ptds ? cucap_real.cuMemcpyAtoA_v2_ptds(dstArray, dstOffset, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcArray; c.args[3] = (uint64_t)srcOffset; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
   if (custom_memcpy_atoa)
@@ -4735,7 +5556,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoD(CUdeviceptr_v1 dstDevice, CUarray src
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoD))
     return cucap_real.cuMemcpyAtoD ? cucap_real.cuMemcpyAtoD(dstDevice, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoD ? cucap_real.cuMemcpyAtoD(dstDevice, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4746,7 +5569,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray src
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoD_v2))
     return cucap_real.cuMemcpyAtoD_v2 ? cucap_real.cuMemcpyAtoD_v2(dstDevice, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoD_v2 ? cucap_real.cuMemcpyAtoD_v2(dstDevice, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   if (custom_memcpy_atod)
@@ -4759,7 +5584,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarra
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoD_v2_ptds))
     return cucap_real.cuMemcpyAtoD_v2_ptds ? cucap_real.cuMemcpyAtoD_v2_ptds(dstDevice, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoD_v2_ptds ? cucap_real.cuMemcpyAtoD_v2_ptds(dstDevice, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   if (custom_memcpy_atod)
@@ -4772,7 +5599,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoH(void *dstHost, CUarray srcArray, unsi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoH))
     return cucap_real.cuMemcpyAtoH ? cucap_real.cuMemcpyAtoH(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoH ? cucap_real.cuMemcpyAtoH(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4783,7 +5612,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync(void *dstHost, CUarray srcArray,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoHAsync))
     return cucap_real.cuMemcpyAtoHAsync ? cucap_real.cuMemcpyAtoHAsync(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoHAsync ? cucap_real.cuMemcpyAtoHAsync(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -4794,7 +5625,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoHAsync_v2))
     return cucap_real.cuMemcpyAtoHAsync_v2 ? cucap_real.cuMemcpyAtoHAsync_v2(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoHAsync_v2 ? cucap_real.cuMemcpyAtoHAsync_v2(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   if (custom_memcpy_atoh_async)
@@ -4807,7 +5640,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray s
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoHAsync_v2_ptsz))
     return cucap_real.cuMemcpyAtoHAsync_v2_ptsz ? cucap_real.cuMemcpyAtoHAsync_v2_ptsz(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoHAsync_v2_ptsz ? cucap_real.cuMemcpyAtoHAsync_v2_ptsz(dstHost, srcArray, srcOffset, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   if (custom_memcpy_atoh_async)
@@ -4820,7 +5655,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, s
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoH_v2))
     return cucap_real.cuMemcpyAtoH_v2 ? cucap_real.cuMemcpyAtoH_v2(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoH_v2 ? cucap_real.cuMemcpyAtoH_v2(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   if (custom_memcpy_atoh)
@@ -4833,7 +5670,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyAtoH_v2_ptds))
     return cucap_real.cuMemcpyAtoH_v2_ptds ? cucap_real.cuMemcpyAtoH_v2_ptds(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyAtoH_v2_ptds ? cucap_real.cuMemcpyAtoH_v2_ptds(dstHost, srcArray, srcOffset, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcArray; c.args[2] = (uint64_t)srcOffset; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   if (custom_memcpy_atoh)
@@ -4846,7 +5685,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyBatchAsync))
     return cucap_real.cuMemcpyBatchAsync ? cucap_real.cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyBatchAsync ? cucap_real.cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dsts; c.args[1] = (uint64_t)(uintptr_t)srcs; c.args[2] = (uint64_t)(uintptr_t)sizes; c.args[3] = (uint64_t)count; c.args[4] = (uint64_t)(uintptr_t)attrs; c.args[5] = (uint64_t)(uintptr_t)attrsIdxs; c.args[6] = (uint64_t)numAttrs; c.args[7] = (uint64_t)(uintptr_t)failIdx; c.args[8] = (uint64_t)hStream;
   c.nargs = 9;
   cucap_call_exit(&c, r);
@@ -4857,7 +5698,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdevic
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyBatchAsync_ptsz))
     return cucap_real.cuMemcpyBatchAsync_ptsz ? cucap_real.cuMemcpyBatchAsync_ptsz(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyBatchAsync_ptsz ? cucap_real.cuMemcpyBatchAsync_ptsz(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dsts; c.args[1] = (uint64_t)(uintptr_t)srcs; c.args[2] = (uint64_t)(uintptr_t)sizes; c.args[3] = (uint64_t)count; c.args[4] = (uint64_t)(uintptr_t)attrs; c.args[5] = (uint64_t)(uintptr_t)attrsIdxs; c.args[6] = (uint64_t)numAttrs; c.args[7] = (uint64_t)(uintptr_t)failIdx; c.args[8] = (uint64_t)hStream;
   c.nargs = 9;
   cucap_call_exit(&c, r);
@@ -4868,7 +5711,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdevicep
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyBatchAsync_v2))
     return cucap_real.cuMemcpyBatchAsync_v2 ? cucap_real.cuMemcpyBatchAsync_v2(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyBatchAsync_v2 ? cucap_real.cuMemcpyBatchAsync_v2(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dsts; c.args[1] = (uint64_t)(uintptr_t)srcs; c.args[2] = (uint64_t)(uintptr_t)sizes; c.args[3] = (uint64_t)count; c.args[4] = (uint64_t)(uintptr_t)attrs; c.args[5] = (uint64_t)(uintptr_t)attrsIdxs; c.args[6] = (uint64_t)numAttrs; c.args[7] = (uint64_t)hStream;
   c.nargs = 8;
   cucap_call_exit(&c, r);
@@ -4879,7 +5724,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUde
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyBatchAsync_v2_ptsz))
     return cucap_real.cuMemcpyBatchAsync_v2_ptsz ? cucap_real.cuMemcpyBatchAsync_v2_ptsz(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyBatchAsync_v2_ptsz ? cucap_real.cuMemcpyBatchAsync_v2_ptsz(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dsts; c.args[1] = (uint64_t)(uintptr_t)srcs; c.args[2] = (uint64_t)(uintptr_t)sizes; c.args[3] = (uint64_t)count; c.args[4] = (uint64_t)(uintptr_t)attrs; c.args[5] = (uint64_t)(uintptr_t)attrsIdxs; c.args[6] = (uint64_t)numAttrs; c.args[7] = (uint64_t)hStream;
   c.nargs = 8;
   cucap_call_exit(&c, r);
@@ -4890,7 +5737,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoA(CUarray dstArray, unsigned int dstOff
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoA))
     return cucap_real.cuMemcpyDtoA ? cucap_real.cuMemcpyDtoA(dstArray, dstOffset, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoA ? cucap_real.cuMemcpyDtoA(dstArray, dstOffset, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4901,7 +5750,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoA_v2))
     return cucap_real.cuMemcpyDtoA_v2 ? cucap_real.cuMemcpyDtoA_v2(dstArray, dstOffset, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoA_v2 ? cucap_real.cuMemcpyDtoA_v2(dstArray, dstOffset, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   if (custom_memcpy_dtoa)
@@ -4914,7 +5765,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstO
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoA_v2_ptds))
     return cucap_real.cuMemcpyDtoA_v2_ptds ? cucap_real.cuMemcpyDtoA_v2_ptds(dstArray, dstOffset, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoA_v2_ptds ? cucap_real.cuMemcpyDtoA_v2_ptds(dstArray, dstOffset, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   if (custom_memcpy_dtoa)
@@ -4927,7 +5780,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoD))
     return cucap_real.cuMemcpyDtoD ? cucap_real.cuMemcpyDtoD(dstDevice, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoD ? cucap_real.cuMemcpyDtoD(dstDevice, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -4938,7 +5793,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr_v1 dstDevice, CUdevi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoDAsync))
     return cucap_real.cuMemcpyDtoDAsync ? cucap_real.cuMemcpyDtoDAsync(dstDevice, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoDAsync ? cucap_real.cuMemcpyDtoDAsync(dstDevice, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -4949,7 +5806,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdevi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoDAsync_v2))
     return cucap_real.cuMemcpyDtoDAsync_v2 ? cucap_real.cuMemcpyDtoDAsync_v2(dstDevice, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoDAsync_v2 ? cucap_real.cuMemcpyDtoDAsync_v2(dstDevice, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memcpy_dtod_async)
@@ -4962,7 +5821,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoDAsync_v2_ptsz))
     return cucap_real.cuMemcpyDtoDAsync_v2_ptsz ? cucap_real.cuMemcpyDtoDAsync_v2_ptsz(dstDevice, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoDAsync_v2_ptsz ? cucap_real.cuMemcpyDtoDAsync_v2_ptsz(dstDevice, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memcpy_dtod_async)
@@ -4975,7 +5836,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoD_v2))
     return cucap_real.cuMemcpyDtoD_v2 ? cucap_real.cuMemcpyDtoD_v2(dstDevice, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoD_v2 ? cucap_real.cuMemcpyDtoD_v2(dstDevice, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   if (custom_memcpy_dtod)
@@ -4988,7 +5851,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdevi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoD_v2_ptds))
     return cucap_real.cuMemcpyDtoD_v2_ptds ? cucap_real.cuMemcpyDtoD_v2_ptds(dstDevice, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoD_v2_ptds ? cucap_real.cuMemcpyDtoD_v2_ptds(dstDevice, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   if (custom_memcpy_dtod)
@@ -5001,7 +5866,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoH))
     return cucap_real.cuMemcpyDtoH ? cucap_real.cuMemcpyDtoH(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoH ? cucap_real.cuMemcpyDtoH(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5012,7 +5879,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v1 sr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoHAsync))
     return cucap_real.cuMemcpyDtoHAsync ? cucap_real.cuMemcpyDtoHAsync(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoHAsync ? cucap_real.cuMemcpyDtoHAsync(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -5023,7 +5892,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr sr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoHAsync_v2))
     return cucap_real.cuMemcpyDtoHAsync_v2 ? cucap_real.cuMemcpyDtoHAsync_v2(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoHAsync_v2 ? cucap_real.cuMemcpyDtoHAsync_v2(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memcpy_dtoh_async)
@@ -5036,7 +5907,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdevicep
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoHAsync_v2_ptsz))
     return cucap_real.cuMemcpyDtoHAsync_v2_ptsz ? cucap_real.cuMemcpyDtoHAsync_v2_ptsz(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoHAsync_v2_ptsz ? cucap_real.cuMemcpyDtoHAsync_v2_ptsz(dstHost, srcDevice, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memcpy_dtoh_async)
@@ -5049,7 +5922,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoH_v2))
     return cucap_real.cuMemcpyDtoH_v2 ? cucap_real.cuMemcpyDtoH_v2(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoH_v2 ? cucap_real.cuMemcpyDtoH_v2(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   if (custom_memcpy_dtoh)
@@ -5062,7 +5937,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr sr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyDtoH_v2_ptds))
     return cucap_real.cuMemcpyDtoH_v2_ptds ? cucap_real.cuMemcpyDtoH_v2_ptds(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyDtoH_v2_ptds ? cucap_real.cuMemcpyDtoH_v2_ptds(dstHost, srcDevice, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dstHost; c.args[1] = (uint64_t)srcDevice; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   if (custom_memcpy_dtoh)
@@ -5075,7 +5952,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoA(CUarray dstArray, unsigned int dstOff
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoA))
     return cucap_real.cuMemcpyHtoA ? cucap_real.cuMemcpyHtoA(dstArray, dstOffset, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoA ? cucap_real.cuMemcpyHtoA(dstArray, dstOffset, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -5086,7 +5965,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync(CUarray dstArray, unsigned int d
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoAAsync))
     return cucap_real.cuMemcpyHtoAAsync ? cucap_real.cuMemcpyHtoAAsync(dstArray, dstOffset, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoAAsync ? cucap_real.cuMemcpyHtoAAsync(dstArray, dstOffset, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -5097,7 +5978,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstO
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoAAsync_v2))
     return cucap_real.cuMemcpyHtoAAsync_v2 ? cucap_real.cuMemcpyHtoAAsync_v2(dstArray, dstOffset, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoAAsync_v2 ? cucap_real.cuMemcpyHtoAAsync_v2(dstArray, dstOffset, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   if (custom_memcpy_htoa_async)
@@ -5110,7 +5993,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoAAsync_v2_ptsz))
     return cucap_real.cuMemcpyHtoAAsync_v2_ptsz ? cucap_real.cuMemcpyHtoAAsync_v2_ptsz(dstArray, dstOffset, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoAAsync_v2_ptsz ? cucap_real.cuMemcpyHtoAAsync_v2_ptsz(dstArray, dstOffset, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount; c.args[4] = (uint64_t)hStream;
   c.nargs = 5;
   if (custom_memcpy_htoa_async)
@@ -5123,7 +6008,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoA_v2))
     return cucap_real.cuMemcpyHtoA_v2 ? cucap_real.cuMemcpyHtoA_v2(dstArray, dstOffset, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoA_v2 ? cucap_real.cuMemcpyHtoA_v2(dstArray, dstOffset, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   if (custom_memcpy_htoa)
@@ -5136,7 +6023,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstO
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoA_v2_ptds))
     return cucap_real.cuMemcpyHtoA_v2_ptds ? cucap_real.cuMemcpyHtoA_v2_ptds(dstArray, dstOffset, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoA_v2_ptds ? cucap_real.cuMemcpyHtoA_v2_ptds(dstArray, dstOffset, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstArray; c.args[1] = (uint64_t)dstOffset; c.args[2] = (uint64_t)(uintptr_t)srcHost; c.args[3] = (uint64_t)ByteCount;
   c.nargs = 4;
   if (custom_memcpy_htoa)
@@ -5149,7 +6038,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoD))
     return cucap_real.cuMemcpyHtoD ? cucap_real.cuMemcpyHtoD(dstDevice, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoD ? cucap_real.cuMemcpyHtoD(dstDevice, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5160,7 +6051,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr_v1 dstDevice, const 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoDAsync))
     return cucap_real.cuMemcpyHtoDAsync ? cucap_real.cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoDAsync ? cucap_real.cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -5171,7 +6064,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoDAsync_v2))
     return cucap_real.cuMemcpyHtoDAsync_v2 ? cucap_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoDAsync_v2 ? cucap_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memcpy_htod_async)
@@ -5184,7 +6079,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, c
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoDAsync_v2_ptsz))
     return cucap_real.cuMemcpyHtoDAsync_v2_ptsz ? cucap_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoDAsync_v2_ptsz ? cucap_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memcpy_htod_async)
@@ -5197,7 +6094,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoD_v2))
     return cucap_real.cuMemcpyHtoD_v2 ? cucap_real.cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoD_v2 ? cucap_real.cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   if (custom_memcpy_htod)
@@ -5210,7 +6109,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyHtoD_v2_ptds))
     return cucap_real.cuMemcpyHtoD_v2_ptds ? cucap_real.cuMemcpyHtoD_v2_ptds(dstDevice, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyHtoD_v2_ptds ? cucap_real.cuMemcpyHtoD_v2_ptds(dstDevice, srcHost, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)(uintptr_t)srcHost; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   if (custom_memcpy_htod)
@@ -5223,7 +6124,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstC
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyPeer))
     return cucap_real.cuMemcpyPeer ? cucap_real.cuMemcpyPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyPeer ? cucap_real.cuMemcpyPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstContext; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)srcContext; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
   if (custom_memcpy_peer)
@@ -5236,7 +6139,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyPeerAsync))
     return cucap_real.cuMemcpyPeerAsync ? cucap_real.cuMemcpyPeerAsync(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyPeerAsync ? cucap_real.cuMemcpyPeerAsync(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstContext; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)srcContext; c.args[4] = (uint64_t)ByteCount; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
   if (custom_memcpy_peer_async)
@@ -5249,7 +6154,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUco
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyPeerAsync_ptsz))
     return cucap_real.cuMemcpyPeerAsync_ptsz ? cucap_real.cuMemcpyPeerAsync_ptsz(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyPeerAsync_ptsz ? cucap_real.cuMemcpyPeerAsync_ptsz(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstContext; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)srcContext; c.args[4] = (uint64_t)ByteCount; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
   if (custom_memcpy_peer_async)
@@ -5262,7 +6169,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpyPeer_ptds))
     return cucap_real.cuMemcpyPeer_ptds ? cucap_real.cuMemcpyPeer_ptds(dstDevice, dstContext, srcDevice, srcContext, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpyPeer_ptds ? cucap_real.cuMemcpyPeer_ptds(dstDevice, dstContext, srcDevice, srcContext, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstContext; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)srcContext; c.args[4] = (uint64_t)ByteCount;
   c.nargs = 5;
   if (custom_memcpy_peer)
@@ -5275,7 +6184,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, si
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemcpy_ptds))
     return cucap_real.cuMemcpy_ptds ? cucap_real.cuMemcpy_ptds(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemcpy_ptds ? cucap_real.cuMemcpy_ptds(dst, src, ByteCount) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src; c.args[2] = (uint64_t)ByteCount;
   c.nargs = 3;
   if (custom_memcpy_unified)
@@ -5288,7 +6199,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16(CUdeviceptr_v1 dstDevice, unsigned sho
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD16))
     return cucap_real.cuMemsetD16 ? cucap_real.cuMemsetD16(dstDevice, us, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD16 ? cucap_real.cuMemsetD16(dstDevice, us, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5299,7 +6212,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned s
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD16Async))
     return cucap_real.cuMemsetD16Async ? cucap_real.cuMemsetD16Async(dstDevice, us, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD16Async ? cucap_real.cuMemsetD16Async(dstDevice, us, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memset_d16_async)
@@ -5312,7 +6227,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsig
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD16Async_ptsz))
     return cucap_real.cuMemsetD16Async_ptsz ? cucap_real.cuMemsetD16Async_ptsz(dstDevice, us, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD16Async_ptsz ? cucap_real.cuMemsetD16Async_ptsz(dstDevice, us, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memset_d16_async)
@@ -5325,7 +6242,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned sho
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD16_v2))
     return cucap_real.cuMemsetD16_v2 ? cucap_real.cuMemsetD16_v2(dstDevice, us, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD16_v2 ? cucap_real.cuMemsetD16_v2(dstDevice, us, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   if (custom_memset_d16)
@@ -5338,7 +6257,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigne
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD16_v2_ptds))
     return cucap_real.cuMemsetD16_v2_ptds ? cucap_real.cuMemsetD16_v2_ptds(dstDevice, us, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD16_v2_ptds ? cucap_real.cuMemsetD16_v2_ptds(dstDevice, us, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)us; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   if (custom_memset_d16)
@@ -5351,7 +6272,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16(CUdeviceptr_v1 dstDevice, unsigned i
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D16))
     return cucap_real.cuMemsetD2D16 ? cucap_real.cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D16 ? cucap_real.cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -5362,7 +6285,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t d
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D16Async))
     return cucap_real.cuMemsetD2D16Async ? cucap_real.cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D16Async ? cucap_real.cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
   if (custom_memset_d2d16_async)
@@ -5375,7 +6300,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, siz
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D16Async_ptsz))
     return cucap_real.cuMemsetD2D16Async_ptsz ? cucap_real.cuMemsetD2D16Async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D16Async_ptsz ? cucap_real.cuMemsetD2D16Async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
   if (custom_memset_d2d16_async)
@@ -5388,7 +6315,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dst
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D16_v2))
     return cucap_real.cuMemsetD2D16_v2 ? cucap_real.cuMemsetD2D16_v2(dstDevice, dstPitch, us, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D16_v2 ? cucap_real.cuMemsetD2D16_v2(dstDevice, dstPitch, us, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   if (custom_memset_d2d16)
@@ -5401,7 +6330,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D16_v2_ptds))
     return cucap_real.cuMemsetD2D16_v2_ptds ? cucap_real.cuMemsetD2D16_v2_ptds(dstDevice, dstPitch, us, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D16_v2_ptds ? cucap_real.cuMemsetD2D16_v2_ptds(dstDevice, dstPitch, us, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)us; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   if (custom_memset_d2d16)
@@ -5414,7 +6345,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32(CUdeviceptr_v1 dstDevice, unsigned i
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D32))
     return cucap_real.cuMemsetD2D32 ? cucap_real.cuMemsetD2D32(dstDevice, dstPitch, ui, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D32 ? cucap_real.cuMemsetD2D32(dstDevice, dstPitch, ui, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -5425,7 +6358,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t d
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D32Async))
     return cucap_real.cuMemsetD2D32Async ? cucap_real.cuMemsetD2D32Async(dstDevice, dstPitch, ui, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D32Async ? cucap_real.cuMemsetD2D32Async(dstDevice, dstPitch, ui, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
   if (custom_memset_d2d32_async)
@@ -5438,7 +6373,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, siz
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D32Async_ptsz))
     return cucap_real.cuMemsetD2D32Async_ptsz ? cucap_real.cuMemsetD2D32Async_ptsz(dstDevice, dstPitch, ui, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D32Async_ptsz ? cucap_real.cuMemsetD2D32Async_ptsz(dstDevice, dstPitch, ui, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
   if (custom_memset_d2d32_async)
@@ -5451,7 +6388,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dst
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D32_v2))
     return cucap_real.cuMemsetD2D32_v2 ? cucap_real.cuMemsetD2D32_v2(dstDevice, dstPitch, ui, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D32_v2 ? cucap_real.cuMemsetD2D32_v2(dstDevice, dstPitch, ui, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   if (custom_memset_d2d32)
@@ -5464,7 +6403,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D32_v2_ptds))
     return cucap_real.cuMemsetD2D32_v2_ptds ? cucap_real.cuMemsetD2D32_v2_ptds(dstDevice, dstPitch, ui, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D32_v2_ptds ? cucap_real.cuMemsetD2D32_v2_ptds(dstDevice, dstPitch, ui, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)ui; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   if (custom_memset_d2d32)
@@ -5477,7 +6418,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8(CUdeviceptr_v1 dstDevice, unsigned in
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D8))
     return cucap_real.cuMemsetD2D8 ? cucap_real.cuMemsetD2D8(dstDevice, dstPitch, uc, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D8 ? cucap_real.cuMemsetD2D8(dstDevice, dstPitch, uc, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -5488,7 +6431,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t ds
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D8Async))
     return cucap_real.cuMemsetD2D8Async ? cucap_real.cuMemsetD2D8Async(dstDevice, dstPitch, uc, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D8Async ? cucap_real.cuMemsetD2D8Async(dstDevice, dstPitch, uc, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
   if (custom_memset_d2d8_async)
@@ -5501,7 +6446,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D8Async_ptsz))
     return cucap_real.cuMemsetD2D8Async_ptsz ? cucap_real.cuMemsetD2D8Async_ptsz(dstDevice, dstPitch, uc, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D8Async_ptsz ? cucap_real.cuMemsetD2D8Async_ptsz(dstDevice, dstPitch, uc, Width, Height, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height; c.args[5] = (uint64_t)hStream;
   c.nargs = 6;
   if (custom_memset_d2d8_async)
@@ -5514,7 +6461,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstP
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D8_v2))
     return cucap_real.cuMemsetD2D8_v2 ? cucap_real.cuMemsetD2D8_v2(dstDevice, dstPitch, uc, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D8_v2 ? cucap_real.cuMemsetD2D8_v2(dstDevice, dstPitch, uc, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   if (custom_memset_d2d8)
@@ -5527,7 +6476,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD2D8_v2_ptds))
     return cucap_real.cuMemsetD2D8_v2_ptds ? cucap_real.cuMemsetD2D8_v2_ptds(dstDevice, dstPitch, uc, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD2D8_v2_ptds ? cucap_real.cuMemsetD2D8_v2_ptds(dstDevice, dstPitch, uc, Width, Height) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)dstPitch; c.args[2] = (uint64_t)uc; c.args[3] = (uint64_t)Width; c.args[4] = (uint64_t)Height;
   c.nargs = 5;
   if (custom_memset_d2d8)
@@ -5540,7 +6491,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD32))
     return cucap_real.cuMemsetD32 ? cucap_real.cuMemsetD32(dstDevice, ui, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD32 ? cucap_real.cuMemsetD32(dstDevice, ui, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5551,7 +6504,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned i
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD32Async))
     return cucap_real.cuMemsetD32Async ? cucap_real.cuMemsetD32Async(dstDevice, ui, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD32Async ? cucap_real.cuMemsetD32Async(dstDevice, ui, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memset_d32_async)
@@ -5564,7 +6519,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsig
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD32Async_ptsz))
     return cucap_real.cuMemsetD32Async_ptsz ? cucap_real.cuMemsetD32Async_ptsz(dstDevice, ui, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD32Async_ptsz ? cucap_real.cuMemsetD32Async_ptsz(dstDevice, ui, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memset_d32_async)
@@ -5577,7 +6534,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD32_v2))
     return cucap_real.cuMemsetD32_v2 ? cucap_real.cuMemsetD32_v2(dstDevice, ui, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD32_v2 ? cucap_real.cuMemsetD32_v2(dstDevice, ui, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   if (custom_memset_d32)
@@ -5590,7 +6549,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigne
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD32_v2_ptds))
     return cucap_real.cuMemsetD32_v2_ptds ? cucap_real.cuMemsetD32_v2_ptds(dstDevice, ui, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD32_v2_ptds ? cucap_real.cuMemsetD32_v2_ptds(dstDevice, ui, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)ui; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   if (custom_memset_d32)
@@ -5603,7 +6564,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD8))
     return cucap_real.cuMemsetD8 ? cucap_real.cuMemsetD8(dstDevice, uc, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD8 ? cucap_real.cuMemsetD8(dstDevice, uc, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5614,7 +6577,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned ch
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD8Async))
     return cucap_real.cuMemsetD8Async ? cucap_real.cuMemsetD8Async(dstDevice, uc, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD8Async ? cucap_real.cuMemsetD8Async(dstDevice, uc, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memset_d8_async)
@@ -5627,7 +6592,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsign
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD8Async_ptsz))
     return cucap_real.cuMemsetD8Async_ptsz ? cucap_real.cuMemsetD8Async_ptsz(dstDevice, uc, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD8Async_ptsz ? cucap_real.cuMemsetD8Async_ptsz(dstDevice, uc, N, hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N; c.args[3] = (uint64_t)hStream;
   c.nargs = 4;
   if (custom_memset_d8_async)
@@ -5640,7 +6607,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD8_v2))
     return cucap_real.cuMemsetD8_v2 ? cucap_real.cuMemsetD8_v2(dstDevice, uc, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD8_v2 ? cucap_real.cuMemsetD8_v2(dstDevice, uc, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   if (custom_memset_d8)
@@ -5653,7 +6622,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMemsetD8_v2_ptds))
     return cucap_real.cuMemsetD8_v2_ptds ? cucap_real.cuMemsetD8_v2_ptds(dstDevice, uc, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemsetD8_v2_ptds ? cucap_real.cuMemsetD8_v2_ptds(dstDevice, uc, N) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstDevice; c.args[1] = (uint64_t)uc; c.args[2] = (uint64_t)N;
   c.nargs = 3;
   if (custom_memset_d8)
@@ -5666,9 +6637,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray *pHandle, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMipmappedArrayCreate))
     return cucap_real.cuMipmappedArrayCreate ? cucap_real.cuMipmappedArrayCreate(pHandle, pMipmappedArrayDesc, numMipmapLevels) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMipmappedArrayCreate ? cucap_real.cuMipmappedArrayCreate(pHandle, pMipmappedArrayDesc, numMipmapLevels) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle; c.args[1] = (uint64_t)(uintptr_t)pMipmappedArrayDesc; c.args[2] = (uint64_t)numMipmapLevels;
   c.nargs = 3;
+  if (custom_mipmap_create)
+    custom_mipmap_create(&c, r, pHandle, pMipmappedArrayDesc, numMipmapLevels);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5677,9 +6652,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray hMipmappe
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMipmappedArrayDestroy))
     return cucap_real.cuMipmappedArrayDestroy ? cucap_real.cuMipmappedArrayDestroy(hMipmappedArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMipmappedArrayDestroy ? cucap_real.cuMipmappedArrayDestroy(hMipmappedArray) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hMipmappedArray;
   c.nargs = 1;
+  if (custom_mipmap_destroy)
+    custom_mipmap_destroy(&c, r, hMipmappedArray);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5688,9 +6667,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUm
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMipmappedArrayGetLevel))
     return cucap_real.cuMipmappedArrayGetLevel ? cucap_real.cuMipmappedArrayGetLevel(pLevelArray, hMipmappedArray, level) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMipmappedArrayGetLevel ? cucap_real.cuMipmappedArrayGetLevel(pLevelArray, hMipmappedArray, level) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pLevelArray; c.args[1] = (uint64_t)hMipmappedArray; c.args[2] = (uint64_t)level;
   c.nargs = 3;
+  if (custom_mipmap_get_level)
+    custom_mipmap_get_level(&c, r, pLevelArray, hMipmappedArray, level);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -5699,7 +6682,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_M
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMipmappedArrayGetMemoryRequirements))
     return cucap_real.cuMipmappedArrayGetMemoryRequirements ? cucap_real.cuMipmappedArrayGetMemoryRequirements(memoryRequirements, mipmap, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMipmappedArrayGetMemoryRequirements ? cucap_real.cuMipmappedArrayGetMemoryRequirements(memoryRequirements, mipmap, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)memoryRequirements; c.args[1] = (uint64_t)mipmap; c.args[2] = (uint64_t)device;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5710,7 +6695,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayGetSparseProperties(CUDA_ARRAY_SPA
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMipmappedArrayGetSparseProperties))
     return cucap_real.cuMipmappedArrayGetSparseProperties ? cucap_real.cuMipmappedArrayGetSparseProperties(sparseProperties, mipmap) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMipmappedArrayGetSparseProperties ? cucap_real.cuMipmappedArrayGetSparseProperties(sparseProperties, mipmap) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)sparseProperties; c.args[1] = (uint64_t)mipmap;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -5721,7 +6708,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *functions, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleEnumerateFunctions))
     return cucap_real.cuModuleEnumerateFunctions ? cucap_real.cuModuleEnumerateFunctions(functions, numFunctions, mod) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleEnumerateFunctions ? cucap_real.cuModuleEnumerateFunctions(functions, numFunctions, mod) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)functions; c.args[1] = (uint64_t)numFunctions; c.args[2] = (uint64_t)mod;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5732,7 +6721,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hm
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleGetFunction))
     return cucap_real.cuModuleGetFunction ? cucap_real.cuModuleGetFunction(hfunc, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetFunction ? cucap_real.cuModuleGetFunction(hfunc, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)hfunc; c.args[1] = (uint64_t)hmod; c.args[2] = (uint64_t)(uintptr_t)name;
   c.nargs = 3;
   if (custom_module_get_function)
@@ -5745,7 +6736,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmo
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleGetFunctionCount))
     return cucap_real.cuModuleGetFunctionCount ? cucap_real.cuModuleGetFunctionCount(count, mod) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetFunctionCount ? cucap_real.cuModuleGetFunctionCount(count, mod) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)count; c.args[1] = (uint64_t)mod;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -5756,7 +6749,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned i
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleGetGlobal))
     return cucap_real.cuModuleGetGlobal ? cucap_real.cuModuleGetGlobal(dptr, bytes, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetGlobal ? cucap_real.cuModuleGetGlobal(dptr, bytes, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)bytes; c.args[2] = (uint64_t)hmod; c.args[3] = (uint64_t)(uintptr_t)name;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -5767,7 +6762,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *by
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleGetGlobal_v2))
     return cucap_real.cuModuleGetGlobal_v2 ? cucap_real.cuModuleGetGlobal_v2(dptr, bytes, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetGlobal_v2 ? cucap_real.cuModuleGetGlobal_v2(dptr, bytes, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)bytes; c.args[2] = (uint64_t)hmod; c.args[3] = (uint64_t)(uintptr_t)name;
   c.nargs = 4;
   if (custom_module_get_global)
@@ -5780,7 +6777,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleGetLoadingMode))
     return cucap_real.cuModuleGetLoadingMode ? cucap_real.cuModuleGetLoadingMode(mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetLoadingMode ? cucap_real.cuModuleGetLoadingMode(mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)mode;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -5791,7 +6790,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetSurfRef(CUsurfref *pSurfRef, CUmodule h
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleGetSurfRef))
     return cucap_real.cuModuleGetSurfRef ? cucap_real.cuModuleGetSurfRef(pSurfRef, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetSurfRef ? cucap_real.cuModuleGetSurfRef(pSurfRef, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pSurfRef; c.args[1] = (uint64_t)hmod; c.args[2] = (uint64_t)(uintptr_t)name;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5802,7 +6803,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleGetTexRef))
     return cucap_real.cuModuleGetTexRef ? cucap_real.cuModuleGetTexRef(pTexRef, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetTexRef ? cucap_real.cuModuleGetTexRef(pTexRef, hmod, name) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pTexRef; c.args[1] = (uint64_t)hmod; c.args[2] = (uint64_t)(uintptr_t)name;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5813,7 +6816,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname) 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleLoad))
     return cucap_real.cuModuleLoad ? cucap_real.cuModuleLoad(module, fname) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleLoad ? cucap_real.cuModuleLoad(module, fname) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)module; c.args[1] = (uint64_t)(uintptr_t)fname;
   c.nargs = 2;
   if (custom_module_load)
@@ -5826,7 +6831,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *ima
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleLoadData))
     return cucap_real.cuModuleLoadData ? cucap_real.cuModuleLoadData(module, image) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleLoadData ? cucap_real.cuModuleLoadData(module, image) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)module; c.args[1] = (uint64_t)(uintptr_t)image;
   c.nargs = 2;
   if (custom_module_load_data)
@@ -5839,7 +6846,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *i
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleLoadDataEx))
     return cucap_real.cuModuleLoadDataEx ? cucap_real.cuModuleLoadDataEx(module, image, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleLoadDataEx ? cucap_real.cuModuleLoadDataEx(module, image, numOptions, options, optionValues) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)module; c.args[1] = (uint64_t)(uintptr_t)image; c.args[2] = (uint64_t)numOptions; c.args[3] = (uint64_t)(uintptr_t)options; c.args[4] = (uint64_t)(uintptr_t)optionValues;
   c.nargs = 5;
   if (custom_module_load_data_ex)
@@ -5852,7 +6861,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *module, const void
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleLoadFatBinary))
     return cucap_real.cuModuleLoadFatBinary ? cucap_real.cuModuleLoadFatBinary(module, fatCubin) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleLoadFatBinary ? cucap_real.cuModuleLoadFatBinary(module, fatCubin) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)module; c.args[1] = (uint64_t)(uintptr_t)fatCubin;
   c.nargs = 2;
   if (custom_module_load_fat_binary)
@@ -5865,7 +6876,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuModuleUnload))
     return cucap_real.cuModuleUnload ? cucap_real.cuModuleUnload(hmod) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleUnload ? cucap_real.cuModuleUnload(hmod) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hmod;
   c.nargs = 1;
   if (custom_module_unload)
@@ -5878,7 +6891,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMulticastAddDevice(CUmemGenericAllocationHandle 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMulticastAddDevice))
     return cucap_real.cuMulticastAddDevice ? cucap_real.cuMulticastAddDevice(mcHandle, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMulticastAddDevice ? cucap_real.cuMulticastAddDevice(mcHandle, dev) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)mcHandle; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -5889,7 +6904,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMulticastBindAddr(CUmemGenericAllocationHandle m
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMulticastBindAddr))
     return cucap_real.cuMulticastBindAddr ? cucap_real.cuMulticastBindAddr(mcHandle, mcOffset, memptr, size, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMulticastBindAddr ? cucap_real.cuMulticastBindAddr(mcHandle, mcOffset, memptr, size, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)mcHandle; c.args[1] = (uint64_t)mcOffset; c.args[2] = (uint64_t)memptr; c.args[3] = (uint64_t)size; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -5900,7 +6917,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMulticastBindMem(CUmemGenericAllocationHandle mc
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMulticastBindMem))
     return cucap_real.cuMulticastBindMem ? cucap_real.cuMulticastBindMem(mcHandle, mcOffset, memHandle, memOffset, size, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMulticastBindMem ? cucap_real.cuMulticastBindMem(mcHandle, mcOffset, memHandle, memOffset, size, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)mcHandle; c.args[1] = (uint64_t)mcOffset; c.args[2] = (uint64_t)memHandle; c.args[3] = (uint64_t)memOffset; c.args[4] = (uint64_t)size; c.args[5] = (uint64_t)flags;
   c.nargs = 6;
   cucap_call_exit(&c, r);
@@ -5911,7 +6930,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle *mc
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMulticastCreate))
     return cucap_real.cuMulticastCreate ? cucap_real.cuMulticastCreate(mcHandle, prop) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMulticastCreate ? cucap_real.cuMulticastCreate(mcHandle, prop) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)mcHandle; c.args[1] = (uint64_t)(uintptr_t)prop;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -5922,7 +6943,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMulticastGetGranularity(size_t *granularity, con
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMulticastGetGranularity))
     return cucap_real.cuMulticastGetGranularity ? cucap_real.cuMulticastGetGranularity(granularity, prop, option) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMulticastGetGranularity ? cucap_real.cuMulticastGetGranularity(granularity, prop, option) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)granularity; c.args[1] = (uint64_t)(uintptr_t)prop; c.args[2] = (uint64_t)option;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5933,7 +6956,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuMulticastUnbind(CUmemGenericAllocationHandle mcH
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuMulticastUnbind))
     return cucap_real.cuMulticastUnbind ? cucap_real.cuMulticastUnbind(mcHandle, dev, mcOffset, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMulticastUnbind ? cucap_real.cuMulticastUnbind(mcHandle, dev, mcOffset, size) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)mcHandle; c.args[1] = (uint64_t)dev; c.args[2] = (uint64_t)mcOffset; c.args[3] = (uint64_t)size;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -5944,7 +6969,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dy
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuOccupancyAvailableDynamicSMemPerBlock))
     return cucap_real.cuOccupancyAvailableDynamicSMemPerBlock ? cucap_real.cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, func, numBlocks, blockSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyAvailableDynamicSMemPerBlock ? cucap_real.cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, func, numBlocks, blockSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)dynamicSmemSize; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)numBlocks; c.args[3] = (uint64_t)blockSize;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -5955,7 +6982,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuOccupancyMaxActiveBlocksPerMultiprocessor))
     return cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessor ? cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessor ? cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)numBlocks; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)blockSize; c.args[3] = (uint64_t)dynamicSMemSize;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -5966,7 +6995,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFla
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags))
     return cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags ? cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags ? cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)numBlocks; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)blockSize; c.args[3] = (uint64_t)dynamicSMemSize; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -5977,7 +7008,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUf
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuOccupancyMaxActiveClusters))
     return cucap_real.cuOccupancyMaxActiveClusters ? cucap_real.cuOccupancyMaxActiveClusters(numClusters, func, config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxActiveClusters ? cucap_real.cuOccupancyMaxActiveClusters(numClusters, func, config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)numClusters; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)(uintptr_t)config;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -5988,7 +7021,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuOccupancyMaxPotentialBlockSize))
     return cucap_real.cuOccupancyMaxPotentialBlockSize ? cucap_real.cuOccupancyMaxPotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxPotentialBlockSize ? cucap_real.cuOccupancyMaxPotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)minGridSize; c.args[1] = (uint64_t)(uintptr_t)blockSize; c.args[2] = (uint64_t)func; c.args[3] = (uint64_t)blockSizeToDynamicSMemSize; c.args[4] = (uint64_t)dynamicSMemSize; c.args[5] = (uint64_t)blockSizeLimit;
   c.nargs = 6;
   cucap_call_exit(&c, r);
@@ -5999,7 +7034,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int *min
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuOccupancyMaxPotentialBlockSizeWithFlags))
     return cucap_real.cuOccupancyMaxPotentialBlockSizeWithFlags ? cucap_real.cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxPotentialBlockSizeWithFlags ? cucap_real.cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)minGridSize; c.args[1] = (uint64_t)(uintptr_t)blockSize; c.args[2] = (uint64_t)func; c.args[3] = (uint64_t)blockSizeToDynamicSMemSize; c.args[4] = (uint64_t)dynamicSMemSize; c.args[5] = (uint64_t)blockSizeLimit; c.args[6] = (uint64_t)flags;
   c.nargs = 7;
   cucap_call_exit(&c, r);
@@ -6010,7 +7047,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int *clusterSiz
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuOccupancyMaxPotentialClusterSize))
     return cucap_real.cuOccupancyMaxPotentialClusterSize ? cucap_real.cuOccupancyMaxPotentialClusterSize(clusterSize, func, config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxPotentialClusterSize ? cucap_real.cuOccupancyMaxPotentialClusterSize(clusterSize, func, config) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)clusterSize; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)(uintptr_t)config;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6021,7 +7060,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuParamSetSize(CUfunction hfunc, unsigned int numb
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuParamSetSize))
     return cucap_real.cuParamSetSize ? cucap_real.cuParamSetSize(hfunc, numbytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuParamSetSize ? cucap_real.cuParamSetSize(hfunc, numbytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)numbytes;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6032,7 +7073,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuParamSetTexRef(CUfunction hfunc, int texunit, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuParamSetTexRef))
     return cucap_real.cuParamSetTexRef ? cucap_real.cuParamSetTexRef(hfunc, texunit, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuParamSetTexRef ? cucap_real.cuParamSetTexRef(hfunc, texunit, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)texunit; c.args[2] = (uint64_t)hTexRef;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6043,7 +7086,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuParamSetf(CUfunction hfunc, int offset, float va
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuParamSetf))
     return cucap_real.cuParamSetf ? cucap_real.cuParamSetf(hfunc, offset, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuParamSetf ? cucap_real.cuParamSetf(hfunc, offset, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)offset; c.args[2] = cucap_arg_bits(&value, sizeof value);
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6054,7 +7099,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuParamSeti(CUfunction hfunc, int offset, unsigned
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuParamSeti))
     return cucap_real.cuParamSeti ? cucap_real.cuParamSeti(hfunc, offset, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuParamSeti ? cucap_real.cuParamSeti(hfunc, offset, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)offset; c.args[2] = (uint64_t)value;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6065,7 +7112,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuParamSetv(CUfunction hfunc, int offset, void *pt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuParamSetv))
     return cucap_real.cuParamSetv ? cucap_real.cuParamSetv(hfunc, offset, ptr, numbytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuParamSetv ? cucap_real.cuParamSetv(hfunc, offset, ptr, numbytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hfunc; c.args[1] = (uint64_t)offset; c.args[2] = (uint64_t)(uintptr_t)ptr; c.args[3] = (uint64_t)numbytes;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6076,7 +7125,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attrib
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuPointerGetAttribute))
     return cucap_real.cuPointerGetAttribute ? cucap_real.cuPointerGetAttribute(data, attribute, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuPointerGetAttribute ? cucap_real.cuPointerGetAttribute(data, attribute, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)data; c.args[1] = (uint64_t)attribute; c.args[2] = (uint64_t)ptr;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6087,7 +7138,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuPointerGetAttributes))
     return cucap_real.cuPointerGetAttributes ? cucap_real.cuPointerGetAttributes(numAttributes, attributes, data, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuPointerGetAttributes ? cucap_real.cuPointerGetAttributes(numAttributes, attributes, data, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)numAttributes; c.args[1] = (uint64_t)(uintptr_t)attributes; c.args[2] = (uint64_t)(uintptr_t)data; c.args[3] = (uint64_t)ptr;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6098,7 +7151,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuPointerSetAttribute(const void *value, CUpointer
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuPointerSetAttribute))
     return cucap_real.cuPointerSetAttribute ? cucap_real.cuPointerSetAttribute(value, attribute, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuPointerSetAttribute ? cucap_real.cuPointerSetAttribute(value, attribute, ptr) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)value; c.args[1] = (uint64_t)attribute; c.args[2] = (uint64_t)ptr;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6109,7 +7164,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuProfilerInitialize(const char *configFile, const
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuProfilerInitialize))
     return cucap_real.cuProfilerInitialize ? cucap_real.cuProfilerInitialize(configFile, outputFile, outputMode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuProfilerInitialize ? cucap_real.cuProfilerInitialize(configFile, outputFile, outputMode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)configFile; c.args[1] = (uint64_t)(uintptr_t)outputFile; c.args[2] = (uint64_t)outputMode;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6120,7 +7177,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuProfilerStart(void) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuProfilerStart))
     return cucap_real.cuProfilerStart ? cucap_real.cuProfilerStart() : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuProfilerStart ? cucap_real.cuProfilerStart() : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.nargs = 0;
   cucap_call_exit(&c, r);
   return r;
@@ -6130,7 +7189,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuProfilerStop(void) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuProfilerStop))
     return cucap_real.cuProfilerStop ? cucap_real.cuProfilerStop() : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuProfilerStop ? cucap_real.cuProfilerStop() : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.nargs = 0;
   cucap_call_exit(&c, r);
   return r;
@@ -6140,7 +7201,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuSignalExternalSemaphoresAsync(const CUexternalSe
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuSignalExternalSemaphoresAsync))
     return cucap_real.cuSignalExternalSemaphoresAsync ? cucap_real.cuSignalExternalSemaphoresAsync(extSemArray, paramsArray, numExtSems, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSignalExternalSemaphoresAsync ? cucap_real.cuSignalExternalSemaphoresAsync(extSemArray, paramsArray, numExtSems, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)extSemArray; c.args[1] = (uint64_t)(uintptr_t)paramsArray; c.args[2] = (uint64_t)numExtSems; c.args[3] = (uint64_t)stream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6151,7 +7214,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuSignalExternalSemaphoresAsync_ptsz(const CUexter
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuSignalExternalSemaphoresAsync_ptsz))
     return cucap_real.cuSignalExternalSemaphoresAsync_ptsz ? cucap_real.cuSignalExternalSemaphoresAsync_ptsz(extSemArray, paramsArray, numExtSems, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSignalExternalSemaphoresAsync_ptsz ? cucap_real.cuSignalExternalSemaphoresAsync_ptsz(extSemArray, paramsArray, numExtSems, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)extSemArray; c.args[1] = (uint64_t)(uintptr_t)paramsArray; c.args[2] = (uint64_t)numExtSems; c.args[3] = (uint64_t)stream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6162,7 +7227,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream hStream, CUstreamCall
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamAddCallback))
     return cucap_real.cuStreamAddCallback ? cucap_real.cuStreamAddCallback(hStream, callback, userData, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamAddCallback ? cucap_real.cuStreamAddCallback(hStream, callback, userData, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)callback; c.args[2] = (uint64_t)(uintptr_t)userData; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6173,7 +7240,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream hStream, CUstrea
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamAddCallback_ptsz))
     return cucap_real.cuStreamAddCallback_ptsz ? cucap_real.cuStreamAddCallback_ptsz(hStream, callback, userData, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamAddCallback_ptsz ? cucap_real.cuStreamAddCallback_ptsz(hStream, callback, userData, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)callback; c.args[2] = (uint64_t)(uintptr_t)userData; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6184,7 +7253,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream hStream, CUdevicep
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamAttachMemAsync))
     return cucap_real.cuStreamAttachMemAsync ? cucap_real.cuStreamAttachMemAsync(hStream, dptr, length, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamAttachMemAsync ? cucap_real.cuStreamAttachMemAsync(hStream, dptr, length, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)dptr; c.args[2] = (uint64_t)length; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6195,7 +7266,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream hStream, CUde
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamAttachMemAsync_ptsz))
     return cucap_real.cuStreamAttachMemAsync_ptsz ? cucap_real.cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamAttachMemAsync_ptsz ? cucap_real.cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)dptr; c.args[2] = (uint64_t)length; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6206,7 +7279,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream, unsigned int c
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBatchMemOp))
     return cucap_real.cuStreamBatchMemOp ? cucap_real.cuStreamBatchMemOp(stream, count, paramArray, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBatchMemOp ? cucap_real.cuStreamBatchMemOp(stream, count, paramArray, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)(uintptr_t)paramArray; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6217,7 +7292,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBatchMemOp_ptsz(CUstream stream, unsigned 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBatchMemOp_ptsz))
     return cucap_real.cuStreamBatchMemOp_ptsz ? cucap_real.cuStreamBatchMemOp_ptsz(stream, count, paramArray, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBatchMemOp_ptsz ? cucap_real.cuStreamBatchMemOp_ptsz(stream, count, paramArray, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)(uintptr_t)paramArray; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6228,7 +7305,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBatchMemOp_v2(CUstream stream, unsigned in
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBatchMemOp_v2))
     return cucap_real.cuStreamBatchMemOp_v2 ? cucap_real.cuStreamBatchMemOp_v2(stream, count, paramArray, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBatchMemOp_v2 ? cucap_real.cuStreamBatchMemOp_v2(stream, count, paramArray, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)(uintptr_t)paramArray; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6239,7 +7318,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsign
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBatchMemOp_v2_ptsz))
     return cucap_real.cuStreamBatchMemOp_v2_ptsz ? cucap_real.cuStreamBatchMemOp_v2_ptsz(stream, count, paramArray, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBatchMemOp_v2_ptsz ? cucap_real.cuStreamBatchMemOp_v2_ptsz(stream, count, paramArray, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)count; c.args[2] = (uint64_t)(uintptr_t)paramArray; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6250,7 +7331,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBeginCapture))
     return cucap_real.cuStreamBeginCapture ? cucap_real.cuStreamBeginCapture(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBeginCapture ? cucap_real.cuStreamBeginCapture(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
   if (custom_stream_begin_capture)
@@ -6263,7 +7346,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBeginCaptureToGraph))
     return cucap_real.cuStreamBeginCaptureToGraph ? cucap_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBeginCaptureToGraph ? cucap_real.cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)mode;
   c.nargs = 6;
   if (custom_stream_begin_capture_to_graph)
@@ -6276,11 +7361,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBeginCaptureToGraph_ptsz))
     return cucap_real.cuStreamBeginCaptureToGraph_ptsz ? cucap_real.cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBeginCaptureToGraph_ptsz ? cucap_real.cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)mode;
   c.nargs = 6;
-  if (custom_stream_begin_capture_to_graph_ptsz)
-    custom_stream_begin_capture_to_graph_ptsz(&c, r, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
+  if (custom_stream_begin_capture_to_graph)
+    custom_stream_begin_capture_to_graph(&c, r, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6289,7 +7376,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBeginCapture_ptsz))
     return cucap_real.cuStreamBeginCapture_ptsz ? cucap_real.cuStreamBeginCapture_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBeginCapture_ptsz ? cucap_real.cuStreamBeginCapture_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
   if (custom_stream_begin_capture)
@@ -6302,7 +7391,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstream
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBeginCapture_v2))
     return cucap_real.cuStreamBeginCapture_v2 ? cucap_real.cuStreamBeginCapture_v2(hStream, mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBeginCapture_v2 ? cucap_real.cuStreamBeginCapture_v2(hStream, mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)mode;
   c.nargs = 2;
   if (custom_stream_begin_capture_v2)
@@ -6315,7 +7406,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUs
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamBeginCapture_v2_ptsz))
     return cucap_real.cuStreamBeginCapture_v2_ptsz ? cucap_real.cuStreamBeginCapture_v2_ptsz(hStream, mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamBeginCapture_v2_ptsz ? cucap_real.cuStreamBeginCapture_v2_ptsz(hStream, mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)mode;
   c.nargs = 2;
   if (custom_stream_begin_capture_v2)
@@ -6328,7 +7421,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamCopyAttributes(CUstream dstStream, CUstrea
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamCopyAttributes))
     return cucap_real.cuStreamCopyAttributes ? cucap_real.cuStreamCopyAttributes(dstStream, srcStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamCopyAttributes ? cucap_real.cuStreamCopyAttributes(dstStream, srcStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dstStream; c.args[1] = (uint64_t)srcStream;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6339,7 +7434,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamCopyAttributes_ptsz(CUstream dst, CUstream
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamCopyAttributes_ptsz))
     return cucap_real.cuStreamCopyAttributes_ptsz ? cucap_real.cuStreamCopyAttributes_ptsz(dst, src) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamCopyAttributes_ptsz ? cucap_real.cuStreamCopyAttributes_ptsz(dst, src) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)dst; c.args[1] = (uint64_t)src;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6350,7 +7447,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Fl
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamCreate))
     return cucap_real.cuStreamCreate ? cucap_real.cuStreamCreate(phStream, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamCreate ? cucap_real.cuStreamCreate(phStream, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phStream; c.args[1] = (uint64_t)Flags;
   c.nargs = 2;
   if (custom_stream_create)
@@ -6363,7 +7462,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, uns
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamCreateWithPriority))
     return cucap_real.cuStreamCreateWithPriority ? cucap_real.cuStreamCreateWithPriority(phStream, flags, priority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamCreateWithPriority ? cucap_real.cuStreamCreateWithPriority(phStream, flags, priority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phStream; c.args[1] = (uint64_t)flags; c.args[2] = (uint64_t)priority;
   c.nargs = 3;
   if (custom_stream_create_prio)
@@ -6376,7 +7477,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamDestroy))
     return cucap_real.cuStreamDestroy ? cucap_real.cuStreamDestroy(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamDestroy ? cucap_real.cuStreamDestroy(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
   if (custom_stream_destroy)
@@ -6389,7 +7492,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamDestroy_v2))
     return cucap_real.cuStreamDestroy_v2 ? cucap_real.cuStreamDestroy_v2(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamDestroy_v2 ? cucap_real.cuStreamDestroy_v2(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
   if (custom_stream_destroy)
@@ -6402,7 +7507,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamEndCapture))
     return cucap_real.cuStreamEndCapture ? cucap_real.cuStreamEndCapture(hStream, phGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamEndCapture ? cucap_real.cuStreamEndCapture(hStream, phGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)phGraph;
   c.nargs = 2;
   if (custom_stream_end_capture)
@@ -6415,7 +7522,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamEndCapture_ptsz))
     return cucap_real.cuStreamEndCapture_ptsz ? cucap_real.cuStreamEndCapture_ptsz(hStream, phGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamEndCapture_ptsz ? cucap_real.cuStreamEndCapture_ptsz(hStream, phGraph) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)phGraph;
   c.nargs = 2;
   if (custom_stream_end_capture)
@@ -6428,7 +7537,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetAttribute(CUstream hStream, CUstreamAtt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetAttribute))
     return cucap_real.cuStreamGetAttribute ? cucap_real.cuStreamGetAttribute(hStream, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetAttribute ? cucap_real.cuStreamGetAttribute(hStream, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6439,7 +7550,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetAttribute_ptsz(CUstream hStream, CUstre
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetAttribute_ptsz))
     return cucap_real.cuStreamGetAttribute_ptsz ? cucap_real.cuStreamGetAttribute_ptsz(hStream, attr, value_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetAttribute_ptsz ? cucap_real.cuStreamGetAttribute_ptsz(hStream, attr, value_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value_out;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6450,9 +7563,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamC
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCaptureInfo))
     return cucap_real.cuStreamGetCaptureInfo ? cucap_real.cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCaptureInfo ? cucap_real.cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out;
   c.nargs = 3;
+  if (custom_get_capture_info)
+    custom_get_capture_info(&c, r, hStream, captureStatus_out, id_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6461,9 +7578,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUst
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCaptureInfo_ptsz))
     return cucap_real.cuStreamGetCaptureInfo_ptsz ? cucap_real.cuStreamGetCaptureInfo_ptsz(hStream, captureStatus_out, id_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCaptureInfo_ptsz ? cucap_real.cuStreamGetCaptureInfo_ptsz(hStream, captureStatus_out, id_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out;
   c.nargs = 3;
+  if (custom_get_capture_info)
+    custom_get_capture_info(&c, r, hStream, captureStatus_out, id_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6472,9 +7593,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream, CUstre
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCaptureInfo_v2))
     return cucap_real.cuStreamGetCaptureInfo_v2 ? cucap_real.cuStreamGetCaptureInfo_v2(hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCaptureInfo_v2 ? cucap_real.cuStreamGetCaptureInfo_v2(hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out; c.args[3] = (uint64_t)(uintptr_t)graph_out; c.args[4] = (uint64_t)(uintptr_t)dependencies_out; c.args[5] = (uint64_t)(uintptr_t)numDependencies_out;
   c.nargs = 6;
+  if (custom_get_capture_info_v2)
+    custom_get_capture_info_v2(&c, r, hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6483,9 +7608,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCaptureInfo_v2_ptsz))
     return cucap_real.cuStreamGetCaptureInfo_v2_ptsz ? cucap_real.cuStreamGetCaptureInfo_v2_ptsz(hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCaptureInfo_v2_ptsz ? cucap_real.cuStreamGetCaptureInfo_v2_ptsz(hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out; c.args[3] = (uint64_t)(uintptr_t)graph_out; c.args[4] = (uint64_t)(uintptr_t)dependencies_out; c.args[5] = (uint64_t)(uintptr_t)numDependencies_out;
   c.nargs = 6;
+  if (custom_get_capture_info_v2)
+    custom_get_capture_info_v2(&c, r, hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6494,9 +7623,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream hStream, CUstre
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCaptureInfo_v3))
     return cucap_real.cuStreamGetCaptureInfo_v3 ? cucap_real.cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCaptureInfo_v3 ? cucap_real.cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out; c.args[3] = (uint64_t)(uintptr_t)graph_out; c.args[4] = (uint64_t)(uintptr_t)dependencies_out; c.args[5] = (uint64_t)(uintptr_t)edgeData_out; c.args[6] = (uint64_t)(uintptr_t)numDependencies_out;
   c.nargs = 7;
+  if (custom_get_capture_info_v3)
+    custom_get_capture_info_v3(&c, r, hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6505,9 +7638,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCaptureInfo_v3_ptsz))
     return cucap_real.cuStreamGetCaptureInfo_v3_ptsz ? cucap_real.cuStreamGetCaptureInfo_v3_ptsz(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCaptureInfo_v3_ptsz ? cucap_real.cuStreamGetCaptureInfo_v3_ptsz(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus_out; c.args[2] = (uint64_t)(uintptr_t)id_out; c.args[3] = (uint64_t)(uintptr_t)graph_out; c.args[4] = (uint64_t)(uintptr_t)dependencies_out; c.args[5] = (uint64_t)(uintptr_t)edgeData_out; c.args[6] = (uint64_t)(uintptr_t)numDependencies_out;
   c.nargs = 7;
+  if (custom_get_capture_info_v3)
+    custom_get_capture_info_v3(&c, r, hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6516,7 +7653,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx) 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCtx))
     return cucap_real.cuStreamGetCtx ? cucap_real.cuStreamGetCtx(hStream, pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCtx ? cucap_real.cuStreamGetCtx(hStream, pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6527,7 +7666,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *p
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCtx_ptsz))
     return cucap_real.cuStreamGetCtx_ptsz ? cucap_real.cuStreamGetCtx_ptsz(hStream, pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCtx_ptsz ? cucap_real.cuStreamGetCtx_ptsz(hStream, pctx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6538,7 +7679,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCtx_v2))
     return cucap_real.cuStreamGetCtx_v2 ? cucap_real.cuStreamGetCtx_v2(hStream, pCtx, pGreenCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCtx_v2 ? cucap_real.cuStreamGetCtx_v2(hStream, pCtx, pGreenCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)pCtx; c.args[2] = (uint64_t)(uintptr_t)pGreenCtx;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6549,7 +7692,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetCtx_v2_ptsz))
     return cucap_real.cuStreamGetCtx_v2_ptsz ? cucap_real.cuStreamGetCtx_v2_ptsz(hStream, pCtx, pGreenCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCtx_v2_ptsz ? cucap_real.cuStreamGetCtx_v2_ptsz(hStream, pCtx, pGreenCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)pCtx; c.args[2] = (uint64_t)(uintptr_t)pGreenCtx;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6560,7 +7705,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream hStream, CUdevice *devi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetDevice))
     return cucap_real.cuStreamGetDevice ? cucap_real.cuStreamGetDevice(hStream, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetDevice ? cucap_real.cuStreamGetDevice(hStream, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)device;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6571,7 +7718,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream hStream, CUdevice 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetDevice_ptsz))
     return cucap_real.cuStreamGetDevice_ptsz ? cucap_real.cuStreamGetDevice_ptsz(hStream, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetDevice_ptsz ? cucap_real.cuStreamGetDevice_ptsz(hStream, device) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)device;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6582,7 +7731,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *f
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetFlags))
     return cucap_real.cuStreamGetFlags ? cucap_real.cuStreamGetFlags(hStream, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetFlags ? cucap_real.cuStreamGetFlags(hStream, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6593,7 +7744,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream hStream, unsigned i
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetFlags_ptsz))
     return cucap_real.cuStreamGetFlags_ptsz ? cucap_real.cuStreamGetFlags_ptsz(hStream, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetFlags_ptsz ? cucap_real.cuStreamGetFlags_ptsz(hStream, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6604,7 +7757,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetGreenCtx))
     return cucap_real.cuStreamGetGreenCtx ? cucap_real.cuStreamGetGreenCtx(hStream, phCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetGreenCtx ? cucap_real.cuStreamGetGreenCtx(hStream, phCtx) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)phCtx;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6615,7 +7770,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream hStream, unsigned long long
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetId))
     return cucap_real.cuStreamGetId ? cucap_real.cuStreamGetId(hStream, streamId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetId ? cucap_real.cuStreamGetId(hStream, streamId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)streamId;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6626,7 +7783,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream hStream, unsigned long
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetId_ptsz))
     return cucap_real.cuStreamGetId_ptsz ? cucap_real.cuStreamGetId_ptsz(hStream, streamId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetId_ptsz ? cucap_real.cuStreamGetId_ptsz(hStream, streamId) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)streamId;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6637,7 +7796,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int *priorit
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetPriority))
     return cucap_real.cuStreamGetPriority ? cucap_real.cuStreamGetPriority(hStream, priority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetPriority ? cucap_real.cuStreamGetPriority(hStream, priority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)priority;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6648,7 +7809,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream hStream, int *pr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamGetPriority_ptsz))
     return cucap_real.cuStreamGetPriority_ptsz ? cucap_real.cuStreamGetPriority_ptsz(hStream, priority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetPriority_ptsz ? cucap_real.cuStreamGetPriority_ptsz(hStream, priority) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)priority;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -6659,9 +7822,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCapt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamIsCapturing))
     return cucap_real.cuStreamIsCapturing ? cucap_real.cuStreamIsCapturing(hStream, captureStatus) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamIsCapturing ? cucap_real.cuStreamIsCapturing(hStream, captureStatus) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus;
   c.nargs = 2;
+  if (custom_stream_is_capturing)
+    custom_stream_is_capturing(&c, r, hStream, captureStatus);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6670,9 +7837,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstrea
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamIsCapturing_ptsz))
     return cucap_real.cuStreamIsCapturing_ptsz ? cucap_real.cuStreamIsCapturing_ptsz(hStream, captureStatus) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamIsCapturing_ptsz ? cucap_real.cuStreamIsCapturing_ptsz(hStream, captureStatus) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)captureStatus;
   c.nargs = 2;
+  if (custom_stream_is_capturing)
+    custom_stream_is_capturing(&c, r, hStream, captureStatus);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -6681,7 +7852,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamQuery))
     return cucap_real.cuStreamQuery ? cucap_real.cuStreamQuery(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamQuery ? cucap_real.cuStreamQuery(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
   if (custom_stream_query)
@@ -6694,7 +7867,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamQuery_ptsz))
     return cucap_real.cuStreamQuery_ptsz ? cucap_real.cuStreamQuery_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamQuery_ptsz ? cucap_real.cuStreamQuery_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
   if (custom_stream_query)
@@ -6707,7 +7882,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamSetAttribute(CUstream hStream, CUstreamAtt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamSetAttribute))
     return cucap_real.cuStreamSetAttribute ? cucap_real.cuStreamSetAttribute(hStream, attr, param) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamSetAttribute ? cucap_real.cuStreamSetAttribute(hStream, attr, param) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)param;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6718,7 +7895,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamSetAttribute_ptsz(CUstream hStream, CUstre
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamSetAttribute_ptsz))
     return cucap_real.cuStreamSetAttribute_ptsz ? cucap_real.cuStreamSetAttribute_ptsz(hStream, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamSetAttribute_ptsz ? cucap_real.cuStreamSetAttribute_ptsz(hStream, attr, value) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -6729,7 +7908,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamSynchronize))
     return cucap_real.cuStreamSynchronize ? cucap_real.cuStreamSynchronize(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamSynchronize ? cucap_real.cuStreamSynchronize(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
   if (custom_stream_synchronize)
@@ -6742,7 +7923,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamSynchronize_ptsz))
     return cucap_real.cuStreamSynchronize_ptsz ? cucap_real.cuStreamSynchronize_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamSynchronize_ptsz ? cucap_real.cuStreamSynchronize_ptsz(hStream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream;
   c.nargs = 1;
   if (custom_stream_synchronize)
@@ -6755,7 +7938,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream hStream
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamUpdateCaptureDependencies))
     return cucap_real.cuStreamUpdateCaptureDependencies ? cucap_real.cuStreamUpdateCaptureDependencies(hStream, dependencies, numDependencies, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamUpdateCaptureDependencies ? cucap_real.cuStreamUpdateCaptureDependencies(hStream, dependencies, numDependencies, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)dependencies; c.args[2] = (uint64_t)numDependencies; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6766,7 +7951,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_ptsz(CUstream hS
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamUpdateCaptureDependencies_ptsz))
     return cucap_real.cuStreamUpdateCaptureDependencies_ptsz ? cucap_real.cuStreamUpdateCaptureDependencies_ptsz(hStream, dependencies, numDependencies, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamUpdateCaptureDependencies_ptsz ? cucap_real.cuStreamUpdateCaptureDependencies_ptsz(hStream, dependencies, numDependencies, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)dependencies; c.args[2] = (uint64_t)numDependencies; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6777,7 +7964,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2(CUstream hStr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamUpdateCaptureDependencies_v2))
     return cucap_real.cuStreamUpdateCaptureDependencies_v2 ? cucap_real.cuStreamUpdateCaptureDependencies_v2(hStream, dependencies, dependencyData, numDependencies, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamUpdateCaptureDependencies_v2 ? cucap_real.cuStreamUpdateCaptureDependencies_v2(hStream, dependencies, dependencyData, numDependencies, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)dependencies; c.args[2] = (uint64_t)(uintptr_t)dependencyData; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -6788,7 +7977,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamUpdateCaptureDependencies_v2_ptsz))
     return cucap_real.cuStreamUpdateCaptureDependencies_v2_ptsz ? cucap_real.cuStreamUpdateCaptureDependencies_v2_ptsz(hStream, dependencies, dependencyData, numDependencies, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamUpdateCaptureDependencies_v2_ptsz ? cucap_real.cuStreamUpdateCaptureDependencies_v2_ptsz(hStream, dependencies, dependencyData, numDependencies, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)dependencies; c.args[2] = (uint64_t)(uintptr_t)dependencyData; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -6799,7 +7990,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitEvent))
     return cucap_real.cuStreamWaitEvent ? cucap_real.cuStreamWaitEvent(hStream, hEvent, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitEvent ? cucap_real.cuStreamWaitEvent(hStream, hEvent, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hEvent; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   if (custom_stream_wait_event)
@@ -6812,7 +8005,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent h
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitEvent_ptsz))
     return cucap_real.cuStreamWaitEvent_ptsz ? cucap_real.cuStreamWaitEvent_ptsz(hStream, hEvent, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitEvent_ptsz ? cucap_real.cuStreamWaitEvent_ptsz(hStream, hEvent, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)hEvent; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   if (custom_stream_wait_event)
@@ -6825,7 +8020,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue32(CUstream stream, CUdeviceptr a
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitValue32))
     return cucap_real.cuStreamWaitValue32 ? cucap_real.cuStreamWaitValue32(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitValue32 ? cucap_real.cuStreamWaitValue32(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6836,7 +8033,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue32_ptsz(CUstream stream, CUdevice
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitValue32_ptsz))
     return cucap_real.cuStreamWaitValue32_ptsz ? cucap_real.cuStreamWaitValue32_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitValue32_ptsz ? cucap_real.cuStreamWaitValue32_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6847,7 +8046,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue32_v2(CUstream stream, CUdevicept
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitValue32_v2))
     return cucap_real.cuStreamWaitValue32_v2 ? cucap_real.cuStreamWaitValue32_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitValue32_v2 ? cucap_real.cuStreamWaitValue32_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_stream_wait_value32)
@@ -6860,7 +8061,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue32_v2_ptsz(CUstream stream, CUdev
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitValue32_v2_ptsz))
     return cucap_real.cuStreamWaitValue32_v2_ptsz ? cucap_real.cuStreamWaitValue32_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitValue32_v2_ptsz ? cucap_real.cuStreamWaitValue32_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_stream_wait_value32)
@@ -6873,7 +8076,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue64(CUstream stream, CUdeviceptr a
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitValue64))
     return cucap_real.cuStreamWaitValue64 ? cucap_real.cuStreamWaitValue64(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitValue64 ? cucap_real.cuStreamWaitValue64(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6884,7 +8089,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue64_ptsz(CUstream stream, CUdevice
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitValue64_ptsz))
     return cucap_real.cuStreamWaitValue64_ptsz ? cucap_real.cuStreamWaitValue64_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitValue64_ptsz ? cucap_real.cuStreamWaitValue64_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6895,7 +8102,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue64_v2(CUstream stream, CUdevicept
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitValue64_v2))
     return cucap_real.cuStreamWaitValue64_v2 ? cucap_real.cuStreamWaitValue64_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitValue64_v2 ? cucap_real.cuStreamWaitValue64_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_stream_wait_value64)
@@ -6908,7 +8117,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWaitValue64_v2_ptsz(CUstream stream, CUdev
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWaitValue64_v2_ptsz))
     return cucap_real.cuStreamWaitValue64_v2_ptsz ? cucap_real.cuStreamWaitValue64_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWaitValue64_v2_ptsz ? cucap_real.cuStreamWaitValue64_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_stream_wait_value64)
@@ -6921,7 +8132,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue32(CUstream stream, CUdeviceptr 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWriteValue32))
     return cucap_real.cuStreamWriteValue32 ? cucap_real.cuStreamWriteValue32(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWriteValue32 ? cucap_real.cuStreamWriteValue32(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6932,7 +8145,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue32_ptsz(CUstream stream, CUdevic
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWriteValue32_ptsz))
     return cucap_real.cuStreamWriteValue32_ptsz ? cucap_real.cuStreamWriteValue32_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWriteValue32_ptsz ? cucap_real.cuStreamWriteValue32_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6943,7 +8158,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2(CUstream stream, CUdevicep
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWriteValue32_v2))
     return cucap_real.cuStreamWriteValue32_v2 ? cucap_real.cuStreamWriteValue32_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWriteValue32_v2 ? cucap_real.cuStreamWriteValue32_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_stream_write_value32)
@@ -6956,7 +8173,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2_ptsz(CUstream stream, CUde
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWriteValue32_v2_ptsz))
     return cucap_real.cuStreamWriteValue32_v2_ptsz ? cucap_real.cuStreamWriteValue32_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWriteValue32_v2_ptsz ? cucap_real.cuStreamWriteValue32_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_stream_write_value32)
@@ -6969,7 +8188,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue64(CUstream stream, CUdeviceptr 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWriteValue64))
     return cucap_real.cuStreamWriteValue64 ? cucap_real.cuStreamWriteValue64(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWriteValue64 ? cucap_real.cuStreamWriteValue64(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6980,7 +8201,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue64_ptsz(CUstream stream, CUdevic
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWriteValue64_ptsz))
     return cucap_real.cuStreamWriteValue64_ptsz ? cucap_real.cuStreamWriteValue64_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWriteValue64_ptsz ? cucap_real.cuStreamWriteValue64_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -6991,7 +8214,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue64_v2(CUstream stream, CUdevicep
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWriteValue64_v2))
     return cucap_real.cuStreamWriteValue64_v2 ? cucap_real.cuStreamWriteValue64_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWriteValue64_v2 ? cucap_real.cuStreamWriteValue64_v2(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_stream_write_value64)
@@ -7004,7 +8229,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamWriteValue64_v2_ptsz(CUstream stream, CUde
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuStreamWriteValue64_v2_ptsz))
     return cucap_real.cuStreamWriteValue64_v2_ptsz ? cucap_real.cuStreamWriteValue64_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamWriteValue64_v2_ptsz ? cucap_real.cuStreamWriteValue64_v2_ptsz(stream, addr, value, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)stream; c.args[1] = (uint64_t)addr; c.args[2] = (uint64_t)value; c.args[3] = (uint64_t)flags;
   c.nargs = 4;
   if (custom_stream_write_value64)
@@ -7017,9 +8244,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfObjectCreate(CUsurfObject *pSurfObject, cons
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuSurfObjectCreate))
     return cucap_real.cuSurfObjectCreate ? cucap_real.cuSurfObjectCreate(pSurfObject, pResDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSurfObjectCreate ? cucap_real.cuSurfObjectCreate(pSurfObject, pResDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pSurfObject; c.args[1] = (uint64_t)(uintptr_t)pResDesc;
   c.nargs = 2;
+  if (custom_surf_object_create)
+    custom_surf_object_create(&c, r, pSurfObject, pResDesc);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -7028,9 +8259,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfObjectDestroy(CUsurfObject surfObject) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuSurfObjectDestroy))
     return cucap_real.cuSurfObjectDestroy ? cucap_real.cuSurfObjectDestroy(surfObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSurfObjectDestroy ? cucap_real.cuSurfObjectDestroy(surfObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)surfObject;
   c.nargs = 1;
+  if (custom_surf_object_destroy)
+    custom_surf_object_destroy(&c, r, surfObject);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -7039,7 +8274,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *pR
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuSurfObjectGetResourceDesc))
     return cucap_real.cuSurfObjectGetResourceDesc ? cucap_real.cuSurfObjectGetResourceDesc(pResDesc, surfObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSurfObjectGetResourceDesc ? cucap_real.cuSurfObjectGetResourceDesc(pResDesc, surfObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pResDesc; c.args[1] = (uint64_t)surfObject;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7050,7 +8287,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfRefGetArray(CUarray *phArray, CUsurfref hSur
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuSurfRefGetArray))
     return cucap_real.cuSurfRefGetArray ? cucap_real.cuSurfRefGetArray(phArray, hSurfRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSurfRefGetArray ? cucap_real.cuSurfRefGetArray(phArray, hSurfRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phArray; c.args[1] = (uint64_t)hSurfRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7061,7 +8300,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfRefSetArray(CUsurfref hSurfRef, CUarray hArr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuSurfRefSetArray))
     return cucap_real.cuSurfRefSetArray ? cucap_real.cuSurfRefSetArray(hSurfRef, hArray, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSurfRefSetArray ? cucap_real.cuSurfRefSetArray(hSurfRef, hArray, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hSurfRef; c.args[1] = (uint64_t)hArray; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7072,7 +8313,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTensorMapEncodeIm2col))
     return cucap_real.cuTensorMapEncodeIm2col ? cucap_real.cuTensorMapEncodeIm2col(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCorner, pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, swizzle, l2Promotion, oobFill) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTensorMapEncodeIm2col ? cucap_real.cuTensorMapEncodeIm2col(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCorner, pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, swizzle, l2Promotion, oobFill) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)tensorMap; c.args[1] = (uint64_t)tensorDataType; c.args[2] = (uint64_t)tensorRank; c.args[3] = (uint64_t)(uintptr_t)globalAddress; c.args[4] = (uint64_t)(uintptr_t)globalDim; c.args[5] = (uint64_t)(uintptr_t)globalStrides; c.args[6] = (uint64_t)(uintptr_t)pixelBoxLowerCorner; c.args[7] = (uint64_t)(uintptr_t)pixelBoxUpperCorner; c.args[8] = (uint64_t)channelsPerPixel; c.args[9] = (uint64_t)pixelsPerColumn; c.args[10] = (uint64_t)(uintptr_t)elementStrides; c.args[11] = (uint64_t)interleave; c.args[12] = (uint64_t)swizzle; c.args[13] = (uint64_t)l2Promotion; c.args[14] = (uint64_t)oobFill;
   c.nargs = 15;
   cucap_call_exit(&c, r);
@@ -7083,7 +8326,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTensorMapEncodeIm2colWide))
     return cucap_real.cuTensorMapEncodeIm2colWide ? cucap_real.cuTensorMapEncodeIm2colWide(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, mode, swizzle, l2Promotion, oobFill) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTensorMapEncodeIm2colWide ? cucap_real.cuTensorMapEncodeIm2colWide(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, mode, swizzle, l2Promotion, oobFill) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)tensorMap; c.args[1] = (uint64_t)tensorDataType; c.args[2] = (uint64_t)tensorRank; c.args[3] = (uint64_t)(uintptr_t)globalAddress; c.args[4] = (uint64_t)(uintptr_t)globalDim; c.args[5] = (uint64_t)(uintptr_t)globalStrides; c.args[6] = (uint64_t)pixelBoxLowerCornerWidth; c.args[7] = (uint64_t)pixelBoxUpperCornerWidth; c.args[8] = (uint64_t)channelsPerPixel; c.args[9] = (uint64_t)pixelsPerColumn; c.args[10] = (uint64_t)(uintptr_t)elementStrides; c.args[11] = (uint64_t)interleave; c.args[12] = (uint64_t)mode; c.args[13] = (uint64_t)swizzle; c.args[14] = (uint64_t)l2Promotion; c.args[15] = (uint64_t)oobFill;
   c.nargs = 16;
   cucap_call_exit(&c, r);
@@ -7094,7 +8339,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUt
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTensorMapEncodeTiled))
     return cucap_real.cuTensorMapEncodeTiled ? cucap_real.cuTensorMapEncodeTiled(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTensorMapEncodeTiled ? cucap_real.cuTensorMapEncodeTiled(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)tensorMap; c.args[1] = (uint64_t)tensorDataType; c.args[2] = (uint64_t)tensorRank; c.args[3] = (uint64_t)(uintptr_t)globalAddress; c.args[4] = (uint64_t)(uintptr_t)globalDim; c.args[5] = (uint64_t)(uintptr_t)globalStrides; c.args[6] = (uint64_t)(uintptr_t)boxDim; c.args[7] = (uint64_t)(uintptr_t)elementStrides; c.args[8] = (uint64_t)interleave; c.args[9] = (uint64_t)swizzle; c.args[10] = (uint64_t)l2Promotion; c.args[11] = (uint64_t)oobFill;
   c.nargs = 12;
   cucap_call_exit(&c, r);
@@ -7105,7 +8352,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTensorMapReplaceAddress(CUtensorMap *tensorMap, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTensorMapReplaceAddress))
     return cucap_real.cuTensorMapReplaceAddress ? cucap_real.cuTensorMapReplaceAddress(tensorMap, globalAddress) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTensorMapReplaceAddress ? cucap_real.cuTensorMapReplaceAddress(tensorMap, globalAddress) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)tensorMap; c.args[1] = (uint64_t)(uintptr_t)globalAddress;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7116,9 +8365,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectCreate(CUtexObject *pTexObject, const C
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexObjectCreate))
     return cucap_real.cuTexObjectCreate ? cucap_real.cuTexObjectCreate(pTexObject, pResDesc, pTexDesc, pResViewDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexObjectCreate ? cucap_real.cuTexObjectCreate(pTexObject, pResDesc, pTexDesc, pResViewDesc) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pTexObject; c.args[1] = (uint64_t)(uintptr_t)pResDesc; c.args[2] = (uint64_t)(uintptr_t)pTexDesc; c.args[3] = (uint64_t)(uintptr_t)pResViewDesc;
   c.nargs = 4;
+  if (custom_tex_object_create)
+    custom_tex_object_create(&c, r, pTexObject, pResDesc, pTexDesc, pResViewDesc);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -7127,9 +8380,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectDestroy(CUtexObject texObject) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexObjectDestroy))
     return cucap_real.cuTexObjectDestroy ? cucap_real.cuTexObjectDestroy(texObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexObjectDestroy ? cucap_real.cuTexObjectDestroy(texObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)texObject;
   c.nargs = 1;
+  if (custom_tex_object_destroy)
+    custom_tex_object_destroy(&c, r, texObject);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -7138,7 +8395,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pRe
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexObjectGetResourceDesc))
     return cucap_real.cuTexObjectGetResourceDesc ? cucap_real.cuTexObjectGetResourceDesc(pResDesc, texObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexObjectGetResourceDesc ? cucap_real.cuTexObjectGetResourceDesc(pResDesc, texObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pResDesc; c.args[1] = (uint64_t)texObject;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7149,7 +8408,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexObjectGetResourceViewDesc))
     return cucap_real.cuTexObjectGetResourceViewDesc ? cucap_real.cuTexObjectGetResourceViewDesc(pResViewDesc, texObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexObjectGetResourceViewDesc ? cucap_real.cuTexObjectGetResourceViewDesc(pResViewDesc, texObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pResViewDesc; c.args[1] = (uint64_t)texObject;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7160,7 +8421,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC *pTexD
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexObjectGetTextureDesc))
     return cucap_real.cuTexObjectGetTextureDesc ? cucap_real.cuTexObjectGetTextureDesc(pTexDesc, texObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexObjectGetTextureDesc ? cucap_real.cuTexObjectGetTextureDesc(pTexDesc, texObject) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pTexDesc; c.args[1] = (uint64_t)texObject;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7171,7 +8434,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefCreate(CUtexref *pTexRef) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefCreate))
     return cucap_real.cuTexRefCreate ? cucap_real.cuTexRefCreate(pTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefCreate ? cucap_real.cuTexRefCreate(pTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pTexRef;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -7182,7 +8447,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefDestroy(CUtexref hTexRef) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefDestroy))
     return cucap_real.cuTexRefDestroy ? cucap_real.cuTexRefDestroy(hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefDestroy ? cucap_real.cuTexRefDestroy(hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef;
   c.nargs = 1;
   cucap_call_exit(&c, r);
@@ -7193,7 +8460,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddress(CUdeviceptr_v1 *pdptr, CUtexref
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetAddress))
     return cucap_real.cuTexRefGetAddress ? cucap_real.cuTexRefGetAddress(pdptr, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetAddress ? cucap_real.cuTexRefGetAddress(pdptr, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7204,7 +8473,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetAddressMode))
     return cucap_real.cuTexRefGetAddressMode ? cucap_real.cuTexRefGetAddressMode(pam, hTexRef, dim) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetAddressMode ? cucap_real.cuTexRefGetAddressMode(pam, hTexRef, dim) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pam; c.args[1] = (uint64_t)hTexRef; c.args[2] = (uint64_t)dim;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7215,7 +8486,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddress_v2(CUdeviceptr *pdptr, CUtexref
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetAddress_v2))
     return cucap_real.cuTexRefGetAddress_v2 ? cucap_real.cuTexRefGetAddress_v2(pdptr, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetAddress_v2 ? cucap_real.cuTexRefGetAddress_v2(pdptr, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7226,7 +8499,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetArray(CUarray *phArray, CUtexref hTexRe
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetArray))
     return cucap_real.cuTexRefGetArray ? cucap_real.cuTexRefGetArray(phArray, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetArray ? cucap_real.cuTexRefGetArray(phArray, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phArray; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7237,7 +8512,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetBorderColor(float *pBorderColor, CUtexr
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetBorderColor))
     return cucap_real.cuTexRefGetBorderColor ? cucap_real.cuTexRefGetBorderColor(pBorderColor, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetBorderColor ? cucap_real.cuTexRefGetBorderColor(pBorderColor, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pBorderColor; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7248,7 +8525,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetFilterMode))
     return cucap_real.cuTexRefGetFilterMode ? cucap_real.cuTexRefGetFilterMode(pfm, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetFilterMode ? cucap_real.cuTexRefGetFilterMode(pfm, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pfm; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7259,7 +8538,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFlags(unsigned int *pFlags, CUtexref hT
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetFlags))
     return cucap_real.cuTexRefGetFlags ? cucap_real.cuTexRefGetFlags(pFlags, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetFlags ? cucap_real.cuTexRefGetFlags(pFlags, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pFlags; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7270,7 +8551,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFormat(CUarray_format *pFormat, int *pN
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetFormat))
     return cucap_real.cuTexRefGetFormat ? cucap_real.cuTexRefGetFormat(pFormat, pNumChannels, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetFormat ? cucap_real.cuTexRefGetFormat(pFormat, pNumChannels, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pFormat; c.args[1] = (uint64_t)(uintptr_t)pNumChannels; c.args[2] = (uint64_t)hTexRef;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7281,7 +8564,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetMaxAnisotropy))
     return cucap_real.cuTexRefGetMaxAnisotropy ? cucap_real.cuTexRefGetMaxAnisotropy(pmaxAniso, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMaxAnisotropy ? cucap_real.cuTexRefGetMaxAnisotropy(pmaxAniso, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pmaxAniso; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7292,7 +8577,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetMipmapFilterMode))
     return cucap_real.cuTexRefGetMipmapFilterMode ? cucap_real.cuTexRefGetMipmapFilterMode(pfm, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMipmapFilterMode ? cucap_real.cuTexRefGetMipmapFilterMode(pfm, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pfm; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7303,7 +8590,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapLevelBias(float *pbias, CUtexref 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetMipmapLevelBias))
     return cucap_real.cuTexRefGetMipmapLevelBias ? cucap_real.cuTexRefGetMipmapLevelBias(pbias, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMipmapLevelBias ? cucap_real.cuTexRefGetMipmapLevelBias(pbias, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pbias; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7314,7 +8603,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapLevelClamp(float *pminMipmapLevel
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetMipmapLevelClamp))
     return cucap_real.cuTexRefGetMipmapLevelClamp ? cucap_real.cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMipmapLevelClamp ? cucap_real.cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pminMipmapLevelClamp; c.args[1] = (uint64_t)(uintptr_t)pmaxMipmapLevelClamp; c.args[2] = (uint64_t)hTexRef;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7325,7 +8616,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmappedArray(CUmipmappedArray *phMipm
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefGetMipmappedArray))
     return cucap_real.cuTexRefGetMipmappedArray ? cucap_real.cuTexRefGetMipmappedArray(phMipmappedArray, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMipmappedArray ? cucap_real.cuTexRefGetMipmappedArray(phMipmappedArray, hTexRef) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phMipmappedArray; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7336,7 +8629,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetAddress(unsigned int *ByteOffset, CUtex
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetAddress))
     return cucap_real.cuTexRefSetAddress ? cucap_real.cuTexRefSetAddress(ByteOffset, hTexRef, dptr, bytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetAddress ? cucap_real.cuTexRefSetAddress(ByteOffset, hTexRef, dptr, bytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)ByteOffset; c.args[1] = (uint64_t)hTexRef; c.args[2] = (uint64_t)dptr; c.args[3] = (uint64_t)bytes;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -7347,7 +8642,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetAddress2D(CUtexref hTexRef, const CUDA_
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetAddress2D))
     return cucap_real.cuTexRefSetAddress2D ? cucap_real.cuTexRefSetAddress2D(hTexRef, desc, dptr, Pitch) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetAddress2D ? cucap_real.cuTexRefSetAddress2D(hTexRef, desc, dptr, Pitch) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)(uintptr_t)desc; c.args[2] = (uint64_t)dptr; c.args[3] = (uint64_t)Pitch;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -7358,7 +8655,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetAddress2D_v2(CUtexref hTexRef, const CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetAddress2D_v2))
     return cucap_real.cuTexRefSetAddress2D_v2 ? cucap_real.cuTexRefSetAddress2D_v2(hTexRef, desc, dptr, Pitch) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetAddress2D_v2 ? cucap_real.cuTexRefSetAddress2D_v2(hTexRef, desc, dptr, Pitch) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)(uintptr_t)desc; c.args[2] = (uint64_t)dptr; c.args[3] = (uint64_t)Pitch;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -7369,7 +8668,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetAddress2D_v3(CUtexref hTexRef, const CU
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetAddress2D_v3))
     return cucap_real.cuTexRefSetAddress2D_v3 ? cucap_real.cuTexRefSetAddress2D_v3(hTexRef, desc, dptr, Pitch) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetAddress2D_v3 ? cucap_real.cuTexRefSetAddress2D_v3(hTexRef, desc, dptr, Pitch) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)(uintptr_t)desc; c.args[2] = (uint64_t)dptr; c.args[3] = (uint64_t)Pitch;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -7380,7 +8681,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetAddressMode(CUtexref hTexRef, int dim, 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetAddressMode))
     return cucap_real.cuTexRefSetAddressMode ? cucap_real.cuTexRefSetAddressMode(hTexRef, dim, am) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetAddressMode ? cucap_real.cuTexRefSetAddressMode(hTexRef, dim, am) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)dim; c.args[2] = (uint64_t)am;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7391,7 +8694,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetAddress_v2(size_t *ByteOffset, CUtexref
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetAddress_v2))
     return cucap_real.cuTexRefSetAddress_v2 ? cucap_real.cuTexRefSetAddress_v2(ByteOffset, hTexRef, dptr, bytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetAddress_v2 ? cucap_real.cuTexRefSetAddress_v2(ByteOffset, hTexRef, dptr, bytes) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)ByteOffset; c.args[1] = (uint64_t)hTexRef; c.args[2] = (uint64_t)dptr; c.args[3] = (uint64_t)bytes;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -7402,7 +8707,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetArray(CUtexref hTexRef, CUarray hArray,
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetArray))
     return cucap_real.cuTexRefSetArray ? cucap_real.cuTexRefSetArray(hTexRef, hArray, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetArray ? cucap_real.cuTexRefSetArray(hTexRef, hArray, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)hArray; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7413,7 +8720,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetBorderColor(CUtexref hTexRef, float *pB
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetBorderColor))
     return cucap_real.cuTexRefSetBorderColor ? cucap_real.cuTexRefSetBorderColor(hTexRef, pBorderColor) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetBorderColor ? cucap_real.cuTexRefSetBorderColor(hTexRef, pBorderColor) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)(uintptr_t)pBorderColor;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7424,7 +8733,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_m
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetFilterMode))
     return cucap_real.cuTexRefSetFilterMode ? cucap_real.cuTexRefSetFilterMode(hTexRef, fm) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetFilterMode ? cucap_real.cuTexRefSetFilterMode(hTexRef, fm) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)fm;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7435,7 +8746,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetFlags(CUtexref hTexRef, unsigned int Fl
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetFlags))
     return cucap_real.cuTexRefSetFlags ? cucap_real.cuTexRefSetFlags(hTexRef, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetFlags ? cucap_real.cuTexRefSetFlags(hTexRef, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)Flags;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7446,7 +8759,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetFormat(CUtexref hTexRef, CUarray_format
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetFormat))
     return cucap_real.cuTexRefSetFormat ? cucap_real.cuTexRefSetFormat(hTexRef, fmt, NumPackedComponents) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetFormat ? cucap_real.cuTexRefSetFormat(hTexRef, fmt, NumPackedComponents) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)fmt; c.args[2] = (uint64_t)NumPackedComponents;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7457,7 +8772,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigne
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetMaxAnisotropy))
     return cucap_real.cuTexRefSetMaxAnisotropy ? cucap_real.cuTexRefSetMaxAnisotropy(hTexRef, maxAniso) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetMaxAnisotropy ? cucap_real.cuTexRefSetMaxAnisotropy(hTexRef, maxAniso) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)maxAniso;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7468,7 +8785,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfi
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetMipmapFilterMode))
     return cucap_real.cuTexRefSetMipmapFilterMode ? cucap_real.cuTexRefSetMipmapFilterMode(hTexRef, fm) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetMipmapFilterMode ? cucap_real.cuTexRefSetMipmapFilterMode(hTexRef, fm) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)fm;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7479,7 +8798,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetMipmapLevelBias))
     return cucap_real.cuTexRefSetMipmapLevelBias ? cucap_real.cuTexRefSetMipmapLevelBias(hTexRef, bias) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetMipmapLevelBias ? cucap_real.cuTexRefSetMipmapLevelBias(hTexRef, bias) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = cucap_arg_bits(&bias, sizeof bias);
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7490,7 +8811,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetMipmapLevelClamp(CUtexref hTexRef, floa
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetMipmapLevelClamp))
     return cucap_real.cuTexRefSetMipmapLevelClamp ? cucap_real.cuTexRefSetMipmapLevelClamp(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetMipmapLevelClamp ? cucap_real.cuTexRefSetMipmapLevelClamp(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = cucap_arg_bits(&minMipmapLevelClamp, sizeof minMipmapLevelClamp); c.args[2] = cucap_arg_bits(&maxMipmapLevelClamp, sizeof maxMipmapLevelClamp);
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7501,7 +8824,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefSetMipmappedArray(CUtexref hTexRef, CUmipm
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuTexRefSetMipmappedArray))
     return cucap_real.cuTexRefSetMipmappedArray ? cucap_real.cuTexRefSetMipmappedArray(hTexRef, hMipmappedArray, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefSetMipmappedArray ? cucap_real.cuTexRefSetMipmappedArray(hTexRef, hMipmappedArray, Flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hTexRef; c.args[1] = (uint64_t)hMipmappedArray; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
   cucap_call_exit(&c, r);
@@ -7512,9 +8837,15 @@ CUCAP_EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureM
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuThreadExchangeStreamCaptureMode))
     return cucap_real.cuThreadExchangeStreamCaptureMode ? cucap_real.cuThreadExchangeStreamCaptureMode(mode) : CUDA_ERROR_NOT_FOUND;
+  if (custom_exchange_mode_pre)
+    custom_exchange_mode_pre(&c, mode);
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuThreadExchangeStreamCaptureMode ? cucap_real.cuThreadExchangeStreamCaptureMode(mode) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)mode;
   c.nargs = 1;
+  if (custom_exchange_mode)
+    custom_exchange_mode(&c, r, mode);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -7523,7 +8854,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuUserObjectCreate(CUuserObject *object_out, void 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuUserObjectCreate))
     return cucap_real.cuUserObjectCreate ? cucap_real.cuUserObjectCreate(object_out, ptr, destroy, initialRefcount, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuUserObjectCreate ? cucap_real.cuUserObjectCreate(object_out, ptr, destroy, initialRefcount, flags) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)object_out; c.args[1] = (uint64_t)(uintptr_t)ptr; c.args[2] = (uint64_t)destroy; c.args[3] = (uint64_t)initialRefcount; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
   cucap_call_exit(&c, r);
@@ -7534,7 +8867,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuUserObjectRelease(CUuserObject object, unsigned 
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuUserObjectRelease))
     return cucap_real.cuUserObjectRelease ? cucap_real.cuUserObjectRelease(object, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuUserObjectRelease ? cucap_real.cuUserObjectRelease(object, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)object; c.args[1] = (uint64_t)count;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7545,7 +8880,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuUserObjectRetain(CUuserObject object, unsigned i
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuUserObjectRetain))
     return cucap_real.cuUserObjectRetain ? cucap_real.cuUserObjectRetain(object, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuUserObjectRetain ? cucap_real.cuUserObjectRetain(object, count) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)object; c.args[1] = (uint64_t)count;
   c.nargs = 2;
   cucap_call_exit(&c, r);
@@ -7556,7 +8893,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync(const CUexternalSema
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuWaitExternalSemaphoresAsync))
     return cucap_real.cuWaitExternalSemaphoresAsync ? cucap_real.cuWaitExternalSemaphoresAsync(extSemArray, paramsArray, numExtSems, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuWaitExternalSemaphoresAsync ? cucap_real.cuWaitExternalSemaphoresAsync(extSemArray, paramsArray, numExtSems, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)extSemArray; c.args[1] = (uint64_t)(uintptr_t)paramsArray; c.args[2] = (uint64_t)numExtSems; c.args[3] = (uint64_t)stream;
   c.nargs = 4;
   cucap_call_exit(&c, r);
@@ -7567,7 +8906,9 @@ CUCAP_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync_ptsz(const CUexterna
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuWaitExternalSemaphoresAsync_ptsz))
     return cucap_real.cuWaitExternalSemaphoresAsync_ptsz ? cucap_real.cuWaitExternalSemaphoresAsync_ptsz(extSemArray, paramsArray, numExtSems, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuWaitExternalSemaphoresAsync_ptsz ? cucap_real.cuWaitExternalSemaphoresAsync_ptsz(extSemArray, paramsArray, numExtSems, stream) : CUDA_ERROR_NOT_FOUND;
+  CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)extSemArray; c.args[1] = (uint64_t)(uintptr_t)paramsArray; c.args[2] = (uint64_t)numExtSems; c.args[3] = (uint64_t)stream;
   c.nargs = 4;
   cucap_call_exit(&c, r);

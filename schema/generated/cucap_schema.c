@@ -218,10 +218,46 @@ static const cucap_fb_enum_val cucap_fb__vals_snapshot_reason[] = {
   {1, "BeforeLaunch"},
   {2, "AfterLaunch"},
   {3, "Manual"},
+  {4, "SyncPoint"},
+  {5, "HostWrite"},
+  {6, "CopyResult"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason = {"SnapshotReason", 4, cucap_fb__vals_snapshot_reason};
+const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason = {"SnapshotReason", 7, cucap_fb__vals_snapshot_reason};
 const char *cucap_fb_snapshot_reason_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_snapshot_reason, v);
+}
+
+static const cucap_fb_enum_val cucap_fb__vals_object_kind[] = {
+  {0, "TexObject"},
+  {1, "SurfObject"},
+  {2, "MipmappedArray"},
+  {3, "MipmappedLevel"},
+};
+const cucap_fb_enum_desc cucap_fb_enum_desc_object_kind = {"ObjectKind", 4, cucap_fb__vals_object_kind};
+const char *cucap_fb_object_kind_name(int v) {
+  return cucap_fb_enum_name(&cucap_fb_enum_desc_object_kind, v);
+}
+
+static const cucap_fb_enum_val cucap_fb__vals_profile_state[] = {
+  {0, "NotRequested"},
+  {1, "Ok"},
+  {2, "Partial"},
+  {3, "Unavailable"},
+};
+const cucap_fb_enum_desc cucap_fb_enum_desc_profile_state = {"ProfileState", 4, cucap_fb__vals_profile_state};
+const char *cucap_fb_profile_state_name(int v) {
+  return cucap_fb_enum_name(&cucap_fb_enum_desc_profile_state, v);
+}
+
+static const cucap_fb_enum_val cucap_fb__vals_profile_activity_kind[] = {
+  {0, "None"},
+  {1, "Memcpy"},
+  {2, "Memset"},
+  {3, "Graph"},
+};
+const cucap_fb_enum_desc cucap_fb_enum_desc_profile_activity_kind = {"ProfileActivityKind", 4, cucap_fb__vals_profile_activity_kind};
+const char *cucap_fb_profile_activity_kind_name(int v) {
+  return cucap_fb_enum_name(&cucap_fb_enum_desc_profile_activity_kind, v);
 }
 
 static const cucap_fb_enum_val cucap_fb__vals_body[] = {
@@ -248,12 +284,13 @@ static const cucap_fb_enum_val cucap_fb__vals_body[] = {
   {20, "Audit"},
   {21, "BlobPiece"},
   {22, "Devices"},
+  {23, "Object"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 23, cucap_fb__vals_body};
+const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 24, cucap_fb__vals_body};
 const char *cucap_fb_body_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_body, v);
 }
-static const cucap_fb_table_desc *const cucap_fb__members_body[23] = {
+static const cucap_fb_table_desc *const cucap_fb__members_body[24] = {
   [1] = &cucap_fb_table_desc_context,
   [2] = &cucap_fb_table_desc_module,
   [3] = &cucap_fb_table_desc_global,
@@ -276,8 +313,9 @@ static const cucap_fb_table_desc *const cucap_fb__members_body[23] = {
   [20] = &cucap_fb_table_desc_audit,
   [21] = &cucap_fb_table_desc_blob_piece,
   [22] = &cucap_fb_table_desc_devices,
+  [23] = &cucap_fb_table_desc_object,
 };
-const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 23, cucap_fb__members_body};
+const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 24, cucap_fb__members_body};
 
 static const cucap_fb_enum_val cucap_fb__vals_chunk_kind[] = {
   {0, "Records"},
@@ -717,8 +755,9 @@ static const cucap_fb_field_desc cucap_fb__fields_snapshot[] = {
   {"reason", 0, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_snapshot_reason, NULL, NULL, NULL},
   {"launch_index", 1, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"regions", 2, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_mem_region, NULL},
+  {"copy_seq", 3, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_snapshot = {"Snapshot", 3, 3, cucap_fb__fields_snapshot};
+const cucap_fb_table_desc cucap_fb_table_desc_snapshot = {"Snapshot", 4, 4, cucap_fb__fields_snapshot};
 cucap_status cucap_fb_snapshot_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_snapshot);
 }
@@ -850,6 +889,188 @@ void cucap_fb_devices_to_json(const cucap_fb_devices *t, cucap_json *w, unsigned
   cucap_fb_table_to_json(t, &cucap_fb_table_desc_devices, w, flags);
 }
 
+static const cucap_fb_field_desc cucap_fb__fields_object[] = {
+  {"kind", 0, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_object_kind, NULL, NULL, NULL},
+  {"destroyed", 1, CUCAP_FB_K_BOOL, 0, NULL, NULL, NULL, NULL},
+  {"handle", 2, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"parent", 3, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"level", 4, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"resource", 5, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U8, NULL, NULL, NULL, NULL},
+  {"texture", 6, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U8, NULL, NULL, NULL, NULL},
+  {"view", 7, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U8, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_object = {"Object", 8, 8, cucap_fb__fields_object};
+cucap_status cucap_fb_object_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_object);
+}
+void cucap_fb_object_to_json(const cucap_fb_object *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_object, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_profile_section[] = {
+  {"section", 0, CUCAP_FB_K_U8, 0, NULL, NULL, NULL, NULL},
+  {"state", 1, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_profile_state, NULL, NULL, NULL},
+  {"source", 2, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"message", 3, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_profile_section = {"ProfileSection", 4, 4, cucap_fb__fields_profile_section};
+cucap_status cucap_fb_profile_section_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_profile_section);
+}
+void cucap_fb_profile_section_to_json(const cucap_fb_profile_section *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_section, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_profile_stack[] = {
+  {"id", 0, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"first_app", 1, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"frames", 2, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U32, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_profile_stack = {"ProfileStack", 3, 3, cucap_fb__fields_profile_stack};
+cucap_status cucap_fb_profile_stack_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_profile_stack);
+}
+void cucap_fb_profile_stack_to_json(const cucap_fb_profile_stack *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_stack, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_profile_launch[] = {
+  {"key", 0, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"seq", 1, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"kernel", 2, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"grid", 3, CUCAP_FB_K_STRUCT, 0, NULL, &cucap_fb_struct_desc_dim3, NULL, NULL},
+  {"block", 4, CUCAP_FB_K_STRUCT, 0, NULL, &cucap_fb_struct_desc_dim3, NULL, NULL},
+  {"shared_mem", 5, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"stream", 6, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"callstack", 7, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"pass", 8, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U32, NULL, NULL, NULL, NULL},
+  {"start_ns", 9, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U64, NULL, NULL, NULL, NULL},
+  {"end_ns", 10, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U64, NULL, NULL, NULL, NULL},
+  {"metric", 11, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U32, NULL, NULL, NULL, NULL},
+  {"value", 12, CUCAP_FB_K_VECTOR, CUCAP_FB_K_F64, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_profile_launch = {"ProfileLaunch", 13, 13, cucap_fb__fields_profile_launch};
+cucap_status cucap_fb_profile_launch_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_profile_launch);
+}
+void cucap_fb_profile_launch_to_json(const cucap_fb_profile_launch *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_launch, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_profile_activity[] = {
+  {"kind", 0, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_profile_activity_kind, NULL, NULL, NULL},
+  {"seq", 1, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"rec_index", 2, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"pass", 3, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"start_ns", 4, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"end_ns", 5, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"bytes", 6, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"copy_kind", 7, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"stream", 8, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_profile_activity = {"ProfileActivity", 9, 9, cucap_fb__fields_profile_activity};
+cucap_status cucap_fb_profile_activity_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_profile_activity);
+}
+void cucap_fb_profile_activity_to_json(const cucap_fb_profile_activity *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_activity, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_profile_pc[] = {
+  {"function", 0, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"module_id", 1, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"pc_offset", 2, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"sass", 3, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"file", 4, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"line", 5, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"inlined", 6, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_profile_pc = {"ProfilePc", 7, 7, cucap_fb__fields_profile_pc};
+cucap_status cucap_fb_profile_pc_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_profile_pc);
+}
+void cucap_fb_profile_pc_to_json(const cucap_fb_profile_pc *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_pc, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_profile_rows[] = {
+  {"key", 0, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U64, NULL, NULL, NULL, NULL},
+  {"pc", 1, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U32, NULL, NULL, NULL, NULL},
+  {"what", 2, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U32, NULL, NULL, NULL, NULL},
+  {"count", 3, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U64, NULL, NULL, NULL, NULL},
+  {"value", 4, CUCAP_FB_K_VECTOR, CUCAP_FB_K_F64, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_profile_rows = {"ProfileRows", 5, 5, cucap_fb__fields_profile_rows};
+cucap_status cucap_fb_profile_rows_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_profile_rows);
+}
+void cucap_fb_profile_rows_to_json(const cucap_fb_profile_rows *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_rows, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_profile_finding[] = {
+  {"id", 0, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"title", 1, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"severity", 2, CUCAP_FB_K_U8, 0, NULL, NULL, NULL, NULL},
+  {"estimated", 3, CUCAP_FB_K_BOOL, 0, NULL, NULL, NULL, NULL},
+  {"recoverable_ns", 4, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"recoverable_pct", 5, CUCAP_FB_K_F64, 0, NULL, NULL, NULL, NULL},
+  {"estimate", 6, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"advice", 7, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"number_names", 8, CUCAP_FB_K_VECTOR, CUCAP_FB_K_STRING, NULL, NULL, NULL, NULL},
+  {"number_units", 9, CUCAP_FB_K_VECTOR, CUCAP_FB_K_STRING, NULL, NULL, NULL, NULL},
+  {"number_values", 10, CUCAP_FB_K_VECTOR, CUCAP_FB_K_F64, NULL, NULL, NULL, NULL},
+  {"site_stacks", 11, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U32, NULL, NULL, NULL, NULL},
+  {"site_counts", 12, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U64, NULL, NULL, NULL, NULL},
+  {"site_times", 13, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U64, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_profile_finding = {"ProfileFinding", 14, 14, cucap_fb__fields_profile_finding};
+cucap_status cucap_fb_profile_finding_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_profile_finding);
+}
+void cucap_fb_profile_finding_to_json(const cucap_fb_profile_finding *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_finding, w, flags);
+}
+
+static const cucap_fb_field_desc cucap_fb__fields_profile_file[] = {
+  {"format_major", 0, CUCAP_FB_K_U16, 0, NULL, NULL, NULL, NULL},
+  {"format_minor", 1, CUCAP_FB_K_U16, 0, NULL, NULL, NULL, NULL},
+  {"cucap_version", 2, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"capture_path", 3, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"capture_id", 4, CUCAP_FB_K_STRUCT, 0, NULL, &cucap_fb_struct_desc_hash128, NULL, NULL},
+  {"capture_records", 5, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"capture_launches", 6, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"device", 7, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"cc_major", 8, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"cc_minor", 9, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"sm_count", 10, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"driver_version", 11, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"backend", 12, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"cupti_version", 13, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"metric_set", 14, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"cache_mode", 15, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"range", 16, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"loops", 17, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"passes", 18, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"created_ns", 19, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"strings", 20, CUCAP_FB_K_VECTOR, CUCAP_FB_K_STRING, NULL, NULL, NULL, NULL},
+  {"sections", 21, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_profile_section, NULL},
+  {"stacks", 22, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_profile_stack, NULL},
+  {"launches", 23, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_profile_launch, NULL},
+  {"activities", 24, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_profile_activity, NULL},
+  {"pcs", 25, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_profile_pc, NULL},
+  {"samples", 26, CUCAP_FB_K_TABLE, 0, NULL, NULL, &cucap_fb_table_desc_profile_rows, NULL},
+  {"sass", 27, CUCAP_FB_K_TABLE, 0, NULL, NULL, &cucap_fb_table_desc_profile_rows, NULL},
+  {"findings", 28, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_profile_finding, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_profile_file = {"ProfileFile", 29, 29, cucap_fb__fields_profile_file};
+cucap_status cucap_fb_profile_file_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_profile_file);
+}
+void cucap_fb_profile_file_to_json(const cucap_fb_profile_file *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_file, w, flags);
+}
+
 static const cucap_fb_field_desc cucap_fb__fields_record[] = {
   {"seq", 0, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"tid", 1, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
@@ -951,6 +1172,15 @@ const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES]
   &cucap_fb_table_desc_audit,
   &cucap_fb_table_desc_blob_piece,
   &cucap_fb_table_desc_devices,
+  &cucap_fb_table_desc_object,
+  &cucap_fb_table_desc_profile_section,
+  &cucap_fb_table_desc_profile_stack,
+  &cucap_fb_table_desc_profile_launch,
+  &cucap_fb_table_desc_profile_activity,
+  &cucap_fb_table_desc_profile_pc,
+  &cucap_fb_table_desc_profile_rows,
+  &cucap_fb_table_desc_profile_finding,
+  &cucap_fb_table_desc_profile_file,
   &cucap_fb_table_desc_record,
   &cucap_fb_table_desc_chunk_entry,
   &cucap_fb_table_desc_blob_entry,

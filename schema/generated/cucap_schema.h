@@ -237,9 +237,39 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_graph_node_type;
 #define CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH 1
 #define CUCAP_FB_SNAPSHOTREASON_AFTERLAUNCH 2
 #define CUCAP_FB_SNAPSHOTREASON_MANUAL 3
+#define CUCAP_FB_SNAPSHOTREASON_SYNCPOINT 4
+#define CUCAP_FB_SNAPSHOTREASON_HOSTWRITE 5
+#define CUCAP_FB_SNAPSHOTREASON_COPYRESULT 6
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_snapshot_reason_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason;
+
+/* enum ObjectKind : ubyte */
+#define CUCAP_FB_OBJECTKIND_TEXOBJECT 0
+#define CUCAP_FB_OBJECTKIND_SURFOBJECT 1
+#define CUCAP_FB_OBJECTKIND_MIPMAPPEDARRAY 2
+#define CUCAP_FB_OBJECTKIND_MIPMAPPEDLEVEL 3
+/* Name of value v ("Launch"), or NULL if v has no name. Static. */
+const char *cucap_fb_object_kind_name(int v);
+extern const cucap_fb_enum_desc cucap_fb_enum_desc_object_kind;
+
+/* enum ProfileState : ubyte */
+#define CUCAP_FB_PROFILESTATE_NOTREQUESTED 0
+#define CUCAP_FB_PROFILESTATE_OK 1
+#define CUCAP_FB_PROFILESTATE_PARTIAL 2
+#define CUCAP_FB_PROFILESTATE_UNAVAILABLE 3
+/* Name of value v ("Launch"), or NULL if v has no name. Static. */
+const char *cucap_fb_profile_state_name(int v);
+extern const cucap_fb_enum_desc cucap_fb_enum_desc_profile_state;
+
+/* enum ProfileActivityKind : ubyte */
+#define CUCAP_FB_PROFILEACTIVITYKIND_NONE 0
+#define CUCAP_FB_PROFILEACTIVITYKIND_MEMCPY 1
+#define CUCAP_FB_PROFILEACTIVITYKIND_MEMSET 2
+#define CUCAP_FB_PROFILEACTIVITYKIND_GRAPH 3
+/* Name of value v ("Launch"), or NULL if v has no name. Static. */
+const char *cucap_fb_profile_activity_kind_name(int v);
+extern const cucap_fb_enum_desc cucap_fb_enum_desc_profile_activity_kind;
 
 /* union Body */
 #define CUCAP_FB_BODY_NONE 0
@@ -265,6 +295,7 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason;
 #define CUCAP_FB_BODY_AUDIT 20
 #define CUCAP_FB_BODY_BLOBPIECE 21
 #define CUCAP_FB_BODY_DEVICES 22
+#define CUCAP_FB_BODY_OBJECT 23
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_body_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_body;
@@ -312,6 +343,15 @@ typedef struct cucap_fb_audit_entry cucap_fb_audit_entry;
 typedef struct cucap_fb_audit cucap_fb_audit;
 typedef struct cucap_fb_blob_piece cucap_fb_blob_piece;
 typedef struct cucap_fb_devices cucap_fb_devices;
+typedef struct cucap_fb_object cucap_fb_object;
+typedef struct cucap_fb_profile_section cucap_fb_profile_section;
+typedef struct cucap_fb_profile_stack cucap_fb_profile_stack;
+typedef struct cucap_fb_profile_launch cucap_fb_profile_launch;
+typedef struct cucap_fb_profile_activity cucap_fb_profile_activity;
+typedef struct cucap_fb_profile_pc cucap_fb_profile_pc;
+typedef struct cucap_fb_profile_rows cucap_fb_profile_rows;
+typedef struct cucap_fb_profile_finding cucap_fb_profile_finding;
+typedef struct cucap_fb_profile_file cucap_fb_profile_file;
 typedef struct cucap_fb_record cucap_fb_record;
 typedef struct cucap_fb_chunk_entry cucap_fb_chunk_entry;
 typedef struct cucap_fb_blob_entry cucap_fb_blob_entry;
@@ -1357,7 +1397,7 @@ void cucap_fb_mem_region_to_json(const cucap_fb_mem_region *t, cucap_json *w, un
 
 /* ---- table Snapshot ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_snapshot;
-static inline void cucap_fb_snapshot_start(cucap_fbb *b) { cucap_fbb_table_start(b, 3); }
+static inline void cucap_fb_snapshot_start(cucap_fbb *b) { cucap_fbb_table_start(b, 4); }
 static inline cucap_fb_ref cucap_fb_snapshot_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_snapshot_add_reason(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
 static inline uint8_t cucap_fb_snapshot_reason(const cucap_fb_snapshot *t) { return cucap_fb__read_u8(t, 0, 0); }
@@ -1371,6 +1411,9 @@ static inline const cucap_fb_mem_region *cucap_fb_snapshot_regions_at(const cuca
   return (const cucap_fb_mem_region *)cucap_fb__vec_ref_at(t, 2, i);
 }
 static inline int cucap_fb_snapshot_regions_is_present(const cucap_fb_snapshot *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_snapshot_add_copy_seq(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 3, v); }
+static inline uint64_t cucap_fb_snapshot_copy_seq(const cucap_fb_snapshot *t) { return cucap_fb__read_u64(t, 3, 0); }
+static inline int cucap_fb_snapshot_copy_seq_is_present(const cucap_fb_snapshot *t) { return cucap_fb__field(t, 3) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_snapshot *cucap_fb_snapshot_root(const void *buf) {
   return (const cucap_fb_snapshot *)cucap_fb__root(buf);
@@ -1685,6 +1728,658 @@ static inline const cucap_fb_devices *cucap_fb_devices_root_sp(const void *buf) 
 cucap_status cucap_fb_devices_verify(const void *buf, size_t len, int size_prefixed);
 void cucap_fb_devices_to_json(const cucap_fb_devices *t, cucap_json *w, unsigned flags);
 
+/* ---- table Object ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_object;
+static inline void cucap_fb_object_start(cucap_fbb *b) { cucap_fbb_table_start(b, 8); }
+static inline cucap_fb_ref cucap_fb_object_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_object_add_kind(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
+static inline uint8_t cucap_fb_object_kind(const cucap_fb_object *t) { return cucap_fb__read_u8(t, 0, 0); }
+static inline int cucap_fb_object_kind_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_object_add_destroyed(cucap_fbb *b, bool v) { cucap_fbb_add_u8(b, 1, v ? 1 : 0); }
+static inline bool cucap_fb_object_destroyed(const cucap_fb_object *t) { return cucap_fb__read_u8(t, 1, 0) != 0; }
+static inline int cucap_fb_object_destroyed_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_object_add_handle(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 2, v); }
+static inline uint64_t cucap_fb_object_handle(const cucap_fb_object *t) { return cucap_fb__read_u64(t, 2, 0); }
+static inline int cucap_fb_object_handle_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_object_add_parent(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 3, v); }
+static inline uint64_t cucap_fb_object_parent(const cucap_fb_object *t) { return cucap_fb__read_u64(t, 3, 0); }
+static inline int cucap_fb_object_parent_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_object_add_level(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 4, v); }
+static inline uint32_t cucap_fb_object_level(const cucap_fb_object *t) { return cucap_fb__read_u32(t, 4, 0); }
+static inline int cucap_fb_object_level_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_object_add_resource(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 5, v); }
+static inline size_t cucap_fb_object_resource_len(const cucap_fb_object *t) { size_t c; cucap_fb__vec(t, 5, &c); return c; }
+static inline cucap_fb_ref cucap_fb_object_create_resource(cucap_fbb *b, const uint8_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 1, 1);
+}
+static inline const uint8_t *cucap_fb_object_resource(const cucap_fb_object *t, size_t *count) {
+  return (const uint8_t *)cucap_fb__vec(t, 5, count);
+}
+static inline int cucap_fb_object_resource_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_object_add_texture(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 6, v); }
+static inline size_t cucap_fb_object_texture_len(const cucap_fb_object *t) { size_t c; cucap_fb__vec(t, 6, &c); return c; }
+static inline cucap_fb_ref cucap_fb_object_create_texture(cucap_fbb *b, const uint8_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 1, 1);
+}
+static inline const uint8_t *cucap_fb_object_texture(const cucap_fb_object *t, size_t *count) {
+  return (const uint8_t *)cucap_fb__vec(t, 6, count);
+}
+static inline int cucap_fb_object_texture_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_object_add_view(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 7, v); }
+static inline size_t cucap_fb_object_view_len(const cucap_fb_object *t) { size_t c; cucap_fb__vec(t, 7, &c); return c; }
+static inline cucap_fb_ref cucap_fb_object_create_view(cucap_fbb *b, const uint8_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 1, 1);
+}
+static inline const uint8_t *cucap_fb_object_view(const cucap_fb_object *t, size_t *count) {
+  return (const uint8_t *)cucap_fb__vec(t, 7, count);
+}
+static inline int cucap_fb_object_view_is_present(const cucap_fb_object *t) { return cucap_fb__field(t, 7) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_object *cucap_fb_object_root(const void *buf) {
+  return (const cucap_fb_object *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_object *cucap_fb_object_root_sp(const void *buf) {
+  return (const cucap_fb_object *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a Object root. */
+cucap_status cucap_fb_object_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_object_to_json(const cucap_fb_object *t, cucap_json *w, unsigned flags);
+
+/* ---- table ProfileSection ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_profile_section;
+static inline void cucap_fb_profile_section_start(cucap_fbb *b) { cucap_fbb_table_start(b, 4); }
+static inline cucap_fb_ref cucap_fb_profile_section_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_profile_section_add_section(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
+static inline uint8_t cucap_fb_profile_section_section(const cucap_fb_profile_section *t) { return cucap_fb__read_u8(t, 0, 0); }
+static inline int cucap_fb_profile_section_section_is_present(const cucap_fb_profile_section *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_profile_section_add_state(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 1, v); }
+static inline uint8_t cucap_fb_profile_section_state(const cucap_fb_profile_section *t) { return cucap_fb__read_u8(t, 1, 0); }
+static inline int cucap_fb_profile_section_state_is_present(const cucap_fb_profile_section *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_profile_section_add_source(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 2, v); }
+static inline const char *cucap_fb_profile_section_source(const cucap_fb_profile_section *t) {
+  const uint8_t *s = cucap_fb__ref(t, 2);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_section_source_len(const cucap_fb_profile_section *t) {
+  const uint8_t *s = cucap_fb__ref(t, 2);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_section_source_is_present(const cucap_fb_profile_section *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_profile_section_add_message(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 3, v); }
+static inline const char *cucap_fb_profile_section_message(const cucap_fb_profile_section *t) {
+  const uint8_t *s = cucap_fb__ref(t, 3);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_section_message_len(const cucap_fb_profile_section *t) {
+  const uint8_t *s = cucap_fb__ref(t, 3);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_section_message_is_present(const cucap_fb_profile_section *t) { return cucap_fb__field(t, 3) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_profile_section *cucap_fb_profile_section_root(const void *buf) {
+  return (const cucap_fb_profile_section *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_profile_section *cucap_fb_profile_section_root_sp(const void *buf) {
+  return (const cucap_fb_profile_section *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a ProfileSection root. */
+cucap_status cucap_fb_profile_section_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_profile_section_to_json(const cucap_fb_profile_section *t, cucap_json *w, unsigned flags);
+
+/* ---- table ProfileStack ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_profile_stack;
+static inline void cucap_fb_profile_stack_start(cucap_fbb *b) { cucap_fbb_table_start(b, 3); }
+static inline cucap_fb_ref cucap_fb_profile_stack_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_profile_stack_add_id(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 0, v); }
+static inline uint32_t cucap_fb_profile_stack_id(const cucap_fb_profile_stack *t) { return cucap_fb__read_u32(t, 0, 0); }
+static inline int cucap_fb_profile_stack_id_is_present(const cucap_fb_profile_stack *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_profile_stack_add_first_app(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 1, v); }
+static inline uint32_t cucap_fb_profile_stack_first_app(const cucap_fb_profile_stack *t) { return cucap_fb__read_u32(t, 1, 0); }
+static inline int cucap_fb_profile_stack_first_app_is_present(const cucap_fb_profile_stack *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_profile_stack_add_frames(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 2, v); }
+static inline size_t cucap_fb_profile_stack_frames_len(const cucap_fb_profile_stack *t) { size_t c; cucap_fb__vec(t, 2, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_stack_create_frames(cucap_fbb *b, const uint32_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 4, 4);
+}
+static inline const uint32_t *cucap_fb_profile_stack_frames(const cucap_fb_profile_stack *t, size_t *count) {
+  return (const uint32_t *)cucap_fb__vec(t, 2, count);
+}
+static inline int cucap_fb_profile_stack_frames_is_present(const cucap_fb_profile_stack *t) { return cucap_fb__field(t, 2) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_profile_stack *cucap_fb_profile_stack_root(const void *buf) {
+  return (const cucap_fb_profile_stack *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_profile_stack *cucap_fb_profile_stack_root_sp(const void *buf) {
+  return (const cucap_fb_profile_stack *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a ProfileStack root. */
+cucap_status cucap_fb_profile_stack_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_profile_stack_to_json(const cucap_fb_profile_stack *t, cucap_json *w, unsigned flags);
+
+/* ---- table ProfileLaunch ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_profile_launch;
+static inline void cucap_fb_profile_launch_start(cucap_fbb *b) { cucap_fbb_table_start(b, 13); }
+static inline cucap_fb_ref cucap_fb_profile_launch_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_profile_launch_add_key(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 0, v); }
+static inline uint64_t cucap_fb_profile_launch_key(const cucap_fb_profile_launch *t) { return cucap_fb__read_u64(t, 0, 0); }
+static inline int cucap_fb_profile_launch_key_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_profile_launch_add_seq(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 1, v); }
+static inline uint64_t cucap_fb_profile_launch_seq(const cucap_fb_profile_launch *t) { return cucap_fb__read_u64(t, 1, 0); }
+static inline int cucap_fb_profile_launch_seq_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_profile_launch_add_kernel(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 2, v); }
+static inline uint32_t cucap_fb_profile_launch_kernel(const cucap_fb_profile_launch *t) { return cucap_fb__read_u32(t, 2, 0); }
+static inline int cucap_fb_profile_launch_kernel_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_profile_launch_add_grid(cucap_fbb *b, const cucap_fb_dim3 *v) { cucap_fbb_add_struct(b, 3, v, 12, 4); }
+static inline const cucap_fb_dim3 *cucap_fb_profile_launch_grid(const cucap_fb_profile_launch *t) { return (const cucap_fb_dim3 *)cucap_fb__field(t, 3); }
+static inline int cucap_fb_profile_launch_grid_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_profile_launch_add_block(cucap_fbb *b, const cucap_fb_dim3 *v) { cucap_fbb_add_struct(b, 4, v, 12, 4); }
+static inline const cucap_fb_dim3 *cucap_fb_profile_launch_block(const cucap_fb_profile_launch *t) { return (const cucap_fb_dim3 *)cucap_fb__field(t, 4); }
+static inline int cucap_fb_profile_launch_block_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_profile_launch_add_shared_mem(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 5, v); }
+static inline uint32_t cucap_fb_profile_launch_shared_mem(const cucap_fb_profile_launch *t) { return cucap_fb__read_u32(t, 5, 0); }
+static inline int cucap_fb_profile_launch_shared_mem_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_profile_launch_add_stream(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 6, v); }
+static inline uint64_t cucap_fb_profile_launch_stream(const cucap_fb_profile_launch *t) { return cucap_fb__read_u64(t, 6, 0); }
+static inline int cucap_fb_profile_launch_stream_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_profile_launch_add_callstack(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 7, v); }
+static inline uint32_t cucap_fb_profile_launch_callstack(const cucap_fb_profile_launch *t) { return cucap_fb__read_u32(t, 7, 0); }
+static inline int cucap_fb_profile_launch_callstack_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 7) != NULL; }
+static inline void cucap_fb_profile_launch_add_pass(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 8, v); }
+static inline size_t cucap_fb_profile_launch_pass_len(const cucap_fb_profile_launch *t) { size_t c; cucap_fb__vec(t, 8, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_launch_create_pass(cucap_fbb *b, const uint32_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 4, 4);
+}
+static inline const uint32_t *cucap_fb_profile_launch_pass(const cucap_fb_profile_launch *t, size_t *count) {
+  return (const uint32_t *)cucap_fb__vec(t, 8, count);
+}
+static inline int cucap_fb_profile_launch_pass_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 8) != NULL; }
+static inline void cucap_fb_profile_launch_add_start_ns(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 9, v); }
+static inline size_t cucap_fb_profile_launch_start_ns_len(const cucap_fb_profile_launch *t) { size_t c; cucap_fb__vec(t, 9, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_launch_create_start_ns(cucap_fbb *b, const uint64_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const uint64_t *cucap_fb_profile_launch_start_ns(const cucap_fb_profile_launch *t, size_t *count) {
+  return (const uint64_t *)cucap_fb__vec(t, 9, count);
+}
+static inline int cucap_fb_profile_launch_start_ns_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 9) != NULL; }
+static inline void cucap_fb_profile_launch_add_end_ns(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 10, v); }
+static inline size_t cucap_fb_profile_launch_end_ns_len(const cucap_fb_profile_launch *t) { size_t c; cucap_fb__vec(t, 10, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_launch_create_end_ns(cucap_fbb *b, const uint64_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const uint64_t *cucap_fb_profile_launch_end_ns(const cucap_fb_profile_launch *t, size_t *count) {
+  return (const uint64_t *)cucap_fb__vec(t, 10, count);
+}
+static inline int cucap_fb_profile_launch_end_ns_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 10) != NULL; }
+static inline void cucap_fb_profile_launch_add_metric(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 11, v); }
+static inline size_t cucap_fb_profile_launch_metric_len(const cucap_fb_profile_launch *t) { size_t c; cucap_fb__vec(t, 11, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_launch_create_metric(cucap_fbb *b, const uint32_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 4, 4);
+}
+static inline const uint32_t *cucap_fb_profile_launch_metric(const cucap_fb_profile_launch *t, size_t *count) {
+  return (const uint32_t *)cucap_fb__vec(t, 11, count);
+}
+static inline int cucap_fb_profile_launch_metric_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 11) != NULL; }
+static inline void cucap_fb_profile_launch_add_value(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 12, v); }
+static inline size_t cucap_fb_profile_launch_value_len(const cucap_fb_profile_launch *t) { size_t c; cucap_fb__vec(t, 12, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_launch_create_value(cucap_fbb *b, const double *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const double *cucap_fb_profile_launch_value(const cucap_fb_profile_launch *t, size_t *count) {
+  return (const double *)cucap_fb__vec(t, 12, count);
+}
+static inline int cucap_fb_profile_launch_value_is_present(const cucap_fb_profile_launch *t) { return cucap_fb__field(t, 12) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_profile_launch *cucap_fb_profile_launch_root(const void *buf) {
+  return (const cucap_fb_profile_launch *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_profile_launch *cucap_fb_profile_launch_root_sp(const void *buf) {
+  return (const cucap_fb_profile_launch *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a ProfileLaunch root. */
+cucap_status cucap_fb_profile_launch_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_profile_launch_to_json(const cucap_fb_profile_launch *t, cucap_json *w, unsigned flags);
+
+/* ---- table ProfileActivity ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_profile_activity;
+static inline void cucap_fb_profile_activity_start(cucap_fbb *b) { cucap_fbb_table_start(b, 9); }
+static inline cucap_fb_ref cucap_fb_profile_activity_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_profile_activity_add_kind(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
+static inline uint8_t cucap_fb_profile_activity_kind(const cucap_fb_profile_activity *t) { return cucap_fb__read_u8(t, 0, 0); }
+static inline int cucap_fb_profile_activity_kind_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_profile_activity_add_seq(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 1, v); }
+static inline uint64_t cucap_fb_profile_activity_seq(const cucap_fb_profile_activity *t) { return cucap_fb__read_u64(t, 1, 0); }
+static inline int cucap_fb_profile_activity_seq_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_profile_activity_add_rec_index(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 2, v); }
+static inline uint64_t cucap_fb_profile_activity_rec_index(const cucap_fb_profile_activity *t) { return cucap_fb__read_u64(t, 2, 0); }
+static inline int cucap_fb_profile_activity_rec_index_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_profile_activity_add_pass(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 3, v); }
+static inline uint32_t cucap_fb_profile_activity_pass(const cucap_fb_profile_activity *t) { return cucap_fb__read_u32(t, 3, 0); }
+static inline int cucap_fb_profile_activity_pass_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_profile_activity_add_start_ns(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 4, v); }
+static inline uint64_t cucap_fb_profile_activity_start_ns(const cucap_fb_profile_activity *t) { return cucap_fb__read_u64(t, 4, 0); }
+static inline int cucap_fb_profile_activity_start_ns_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_profile_activity_add_end_ns(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 5, v); }
+static inline uint64_t cucap_fb_profile_activity_end_ns(const cucap_fb_profile_activity *t) { return cucap_fb__read_u64(t, 5, 0); }
+static inline int cucap_fb_profile_activity_end_ns_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_profile_activity_add_bytes(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 6, v); }
+static inline uint64_t cucap_fb_profile_activity_bytes(const cucap_fb_profile_activity *t) { return cucap_fb__read_u64(t, 6, 0); }
+static inline int cucap_fb_profile_activity_bytes_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_profile_activity_add_copy_kind(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 7, (uint32_t)v); }
+static inline int32_t cucap_fb_profile_activity_copy_kind(const cucap_fb_profile_activity *t) { return cucap_fb__read_i32(t, 7, 0); }
+static inline int cucap_fb_profile_activity_copy_kind_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 7) != NULL; }
+static inline void cucap_fb_profile_activity_add_stream(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 8, v); }
+static inline uint64_t cucap_fb_profile_activity_stream(const cucap_fb_profile_activity *t) { return cucap_fb__read_u64(t, 8, 0); }
+static inline int cucap_fb_profile_activity_stream_is_present(const cucap_fb_profile_activity *t) { return cucap_fb__field(t, 8) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_profile_activity *cucap_fb_profile_activity_root(const void *buf) {
+  return (const cucap_fb_profile_activity *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_profile_activity *cucap_fb_profile_activity_root_sp(const void *buf) {
+  return (const cucap_fb_profile_activity *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a ProfileActivity root. */
+cucap_status cucap_fb_profile_activity_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_profile_activity_to_json(const cucap_fb_profile_activity *t, cucap_json *w, unsigned flags);
+
+/* ---- table ProfilePc ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_profile_pc;
+static inline void cucap_fb_profile_pc_start(cucap_fbb *b) { cucap_fbb_table_start(b, 7); }
+static inline cucap_fb_ref cucap_fb_profile_pc_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_profile_pc_add_function(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 0, v); }
+static inline uint32_t cucap_fb_profile_pc_function(const cucap_fb_profile_pc *t) { return cucap_fb__read_u32(t, 0, 0); }
+static inline int cucap_fb_profile_pc_function_is_present(const cucap_fb_profile_pc *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_profile_pc_add_module_id(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 1, v); }
+static inline uint64_t cucap_fb_profile_pc_module_id(const cucap_fb_profile_pc *t) { return cucap_fb__read_u64(t, 1, 0); }
+static inline int cucap_fb_profile_pc_module_id_is_present(const cucap_fb_profile_pc *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_profile_pc_add_pc_offset(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 2, v); }
+static inline uint64_t cucap_fb_profile_pc_pc_offset(const cucap_fb_profile_pc *t) { return cucap_fb__read_u64(t, 2, 0); }
+static inline int cucap_fb_profile_pc_pc_offset_is_present(const cucap_fb_profile_pc *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_profile_pc_add_sass(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 3, v); }
+static inline uint32_t cucap_fb_profile_pc_sass(const cucap_fb_profile_pc *t) { return cucap_fb__read_u32(t, 3, 0); }
+static inline int cucap_fb_profile_pc_sass_is_present(const cucap_fb_profile_pc *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_profile_pc_add_file(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 4, v); }
+static inline uint32_t cucap_fb_profile_pc_file(const cucap_fb_profile_pc *t) { return cucap_fb__read_u32(t, 4, 0); }
+static inline int cucap_fb_profile_pc_file_is_present(const cucap_fb_profile_pc *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_profile_pc_add_line(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 5, v); }
+static inline uint32_t cucap_fb_profile_pc_line(const cucap_fb_profile_pc *t) { return cucap_fb__read_u32(t, 5, 0); }
+static inline int cucap_fb_profile_pc_line_is_present(const cucap_fb_profile_pc *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_profile_pc_add_inlined(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 6, v); }
+static inline uint32_t cucap_fb_profile_pc_inlined(const cucap_fb_profile_pc *t) { return cucap_fb__read_u32(t, 6, 0); }
+static inline int cucap_fb_profile_pc_inlined_is_present(const cucap_fb_profile_pc *t) { return cucap_fb__field(t, 6) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_profile_pc *cucap_fb_profile_pc_root(const void *buf) {
+  return (const cucap_fb_profile_pc *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_profile_pc *cucap_fb_profile_pc_root_sp(const void *buf) {
+  return (const cucap_fb_profile_pc *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a ProfilePc root. */
+cucap_status cucap_fb_profile_pc_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_profile_pc_to_json(const cucap_fb_profile_pc *t, cucap_json *w, unsigned flags);
+
+/* ---- table ProfileRows ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_profile_rows;
+static inline void cucap_fb_profile_rows_start(cucap_fbb *b) { cucap_fbb_table_start(b, 5); }
+static inline cucap_fb_ref cucap_fb_profile_rows_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_profile_rows_add_key(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 0, v); }
+static inline size_t cucap_fb_profile_rows_key_len(const cucap_fb_profile_rows *t) { size_t c; cucap_fb__vec(t, 0, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_rows_create_key(cucap_fbb *b, const uint64_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const uint64_t *cucap_fb_profile_rows_key(const cucap_fb_profile_rows *t, size_t *count) {
+  return (const uint64_t *)cucap_fb__vec(t, 0, count);
+}
+static inline int cucap_fb_profile_rows_key_is_present(const cucap_fb_profile_rows *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_profile_rows_add_pc(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 1, v); }
+static inline size_t cucap_fb_profile_rows_pc_len(const cucap_fb_profile_rows *t) { size_t c; cucap_fb__vec(t, 1, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_rows_create_pc(cucap_fbb *b, const uint32_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 4, 4);
+}
+static inline const uint32_t *cucap_fb_profile_rows_pc(const cucap_fb_profile_rows *t, size_t *count) {
+  return (const uint32_t *)cucap_fb__vec(t, 1, count);
+}
+static inline int cucap_fb_profile_rows_pc_is_present(const cucap_fb_profile_rows *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_profile_rows_add_what(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 2, v); }
+static inline size_t cucap_fb_profile_rows_what_len(const cucap_fb_profile_rows *t) { size_t c; cucap_fb__vec(t, 2, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_rows_create_what(cucap_fbb *b, const uint32_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 4, 4);
+}
+static inline const uint32_t *cucap_fb_profile_rows_what(const cucap_fb_profile_rows *t, size_t *count) {
+  return (const uint32_t *)cucap_fb__vec(t, 2, count);
+}
+static inline int cucap_fb_profile_rows_what_is_present(const cucap_fb_profile_rows *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_profile_rows_add_count(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 3, v); }
+static inline size_t cucap_fb_profile_rows_count_len(const cucap_fb_profile_rows *t) { size_t c; cucap_fb__vec(t, 3, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_rows_create_count(cucap_fbb *b, const uint64_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const uint64_t *cucap_fb_profile_rows_count(const cucap_fb_profile_rows *t, size_t *count) {
+  return (const uint64_t *)cucap_fb__vec(t, 3, count);
+}
+static inline int cucap_fb_profile_rows_count_is_present(const cucap_fb_profile_rows *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_profile_rows_add_value(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 4, v); }
+static inline size_t cucap_fb_profile_rows_value_len(const cucap_fb_profile_rows *t) { size_t c; cucap_fb__vec(t, 4, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_rows_create_value(cucap_fbb *b, const double *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const double *cucap_fb_profile_rows_value(const cucap_fb_profile_rows *t, size_t *count) {
+  return (const double *)cucap_fb__vec(t, 4, count);
+}
+static inline int cucap_fb_profile_rows_value_is_present(const cucap_fb_profile_rows *t) { return cucap_fb__field(t, 4) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_profile_rows *cucap_fb_profile_rows_root(const void *buf) {
+  return (const cucap_fb_profile_rows *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_profile_rows *cucap_fb_profile_rows_root_sp(const void *buf) {
+  return (const cucap_fb_profile_rows *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a ProfileRows root. */
+cucap_status cucap_fb_profile_rows_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_profile_rows_to_json(const cucap_fb_profile_rows *t, cucap_json *w, unsigned flags);
+
+/* ---- table ProfileFinding ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_profile_finding;
+static inline void cucap_fb_profile_finding_start(cucap_fbb *b) { cucap_fbb_table_start(b, 14); }
+static inline cucap_fb_ref cucap_fb_profile_finding_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_profile_finding_add_id(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 0, v); }
+static inline const char *cucap_fb_profile_finding_id(const cucap_fb_profile_finding *t) {
+  const uint8_t *s = cucap_fb__ref(t, 0);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_finding_id_len(const cucap_fb_profile_finding *t) {
+  const uint8_t *s = cucap_fb__ref(t, 0);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_finding_id_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_profile_finding_add_title(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 1, v); }
+static inline const char *cucap_fb_profile_finding_title(const cucap_fb_profile_finding *t) {
+  const uint8_t *s = cucap_fb__ref(t, 1);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_finding_title_len(const cucap_fb_profile_finding *t) {
+  const uint8_t *s = cucap_fb__ref(t, 1);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_finding_title_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_profile_finding_add_severity(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 2, v); }
+static inline uint8_t cucap_fb_profile_finding_severity(const cucap_fb_profile_finding *t) { return cucap_fb__read_u8(t, 2, 0); }
+static inline int cucap_fb_profile_finding_severity_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_profile_finding_add_estimated(cucap_fbb *b, bool v) { cucap_fbb_add_u8(b, 3, v ? 1 : 0); }
+static inline bool cucap_fb_profile_finding_estimated(const cucap_fb_profile_finding *t) { return cucap_fb__read_u8(t, 3, 0) != 0; }
+static inline int cucap_fb_profile_finding_estimated_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_profile_finding_add_recoverable_ns(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 4, v); }
+static inline uint64_t cucap_fb_profile_finding_recoverable_ns(const cucap_fb_profile_finding *t) { return cucap_fb__read_u64(t, 4, 0); }
+static inline int cucap_fb_profile_finding_recoverable_ns_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_profile_finding_add_recoverable_pct(cucap_fbb *b, double v) { cucap_fbb_add_f64(b, 5, v); }
+static inline double cucap_fb_profile_finding_recoverable_pct(const cucap_fb_profile_finding *t) { return cucap_fb__read_f64(t, 5, 0.0); }
+static inline int cucap_fb_profile_finding_recoverable_pct_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_profile_finding_add_estimate(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 6, v); }
+static inline const char *cucap_fb_profile_finding_estimate(const cucap_fb_profile_finding *t) {
+  const uint8_t *s = cucap_fb__ref(t, 6);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_finding_estimate_len(const cucap_fb_profile_finding *t) {
+  const uint8_t *s = cucap_fb__ref(t, 6);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_finding_estimate_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_profile_finding_add_advice(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 7, v); }
+static inline const char *cucap_fb_profile_finding_advice(const cucap_fb_profile_finding *t) {
+  const uint8_t *s = cucap_fb__ref(t, 7);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_finding_advice_len(const cucap_fb_profile_finding *t) {
+  const uint8_t *s = cucap_fb__ref(t, 7);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_finding_advice_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 7) != NULL; }
+static inline void cucap_fb_profile_finding_add_number_names(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 8, v); }
+static inline size_t cucap_fb_profile_finding_number_names_len(const cucap_fb_profile_finding *t) { size_t c; cucap_fb__vec(t, 8, &c); return c; }
+static inline const char *cucap_fb_profile_finding_number_names_at(const cucap_fb_profile_finding *t, size_t i) {
+  const uint8_t *s = cucap_fb__vec_ref_at(t, 8, i);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_finding_number_names_at_len(const cucap_fb_profile_finding *t, size_t i) {
+  const uint8_t *s = cucap_fb__vec_ref_at(t, 8, i);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_finding_number_names_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 8) != NULL; }
+static inline void cucap_fb_profile_finding_add_number_units(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 9, v); }
+static inline size_t cucap_fb_profile_finding_number_units_len(const cucap_fb_profile_finding *t) { size_t c; cucap_fb__vec(t, 9, &c); return c; }
+static inline const char *cucap_fb_profile_finding_number_units_at(const cucap_fb_profile_finding *t, size_t i) {
+  const uint8_t *s = cucap_fb__vec_ref_at(t, 9, i);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_finding_number_units_at_len(const cucap_fb_profile_finding *t, size_t i) {
+  const uint8_t *s = cucap_fb__vec_ref_at(t, 9, i);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_finding_number_units_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 9) != NULL; }
+static inline void cucap_fb_profile_finding_add_number_values(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 10, v); }
+static inline size_t cucap_fb_profile_finding_number_values_len(const cucap_fb_profile_finding *t) { size_t c; cucap_fb__vec(t, 10, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_finding_create_number_values(cucap_fbb *b, const double *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const double *cucap_fb_profile_finding_number_values(const cucap_fb_profile_finding *t, size_t *count) {
+  return (const double *)cucap_fb__vec(t, 10, count);
+}
+static inline int cucap_fb_profile_finding_number_values_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 10) != NULL; }
+static inline void cucap_fb_profile_finding_add_site_stacks(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 11, v); }
+static inline size_t cucap_fb_profile_finding_site_stacks_len(const cucap_fb_profile_finding *t) { size_t c; cucap_fb__vec(t, 11, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_finding_create_site_stacks(cucap_fbb *b, const uint32_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 4, 4);
+}
+static inline const uint32_t *cucap_fb_profile_finding_site_stacks(const cucap_fb_profile_finding *t, size_t *count) {
+  return (const uint32_t *)cucap_fb__vec(t, 11, count);
+}
+static inline int cucap_fb_profile_finding_site_stacks_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 11) != NULL; }
+static inline void cucap_fb_profile_finding_add_site_counts(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 12, v); }
+static inline size_t cucap_fb_profile_finding_site_counts_len(const cucap_fb_profile_finding *t) { size_t c; cucap_fb__vec(t, 12, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_finding_create_site_counts(cucap_fbb *b, const uint64_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const uint64_t *cucap_fb_profile_finding_site_counts(const cucap_fb_profile_finding *t, size_t *count) {
+  return (const uint64_t *)cucap_fb__vec(t, 12, count);
+}
+static inline int cucap_fb_profile_finding_site_counts_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 12) != NULL; }
+static inline void cucap_fb_profile_finding_add_site_times(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 13, v); }
+static inline size_t cucap_fb_profile_finding_site_times_len(const cucap_fb_profile_finding *t) { size_t c; cucap_fb__vec(t, 13, &c); return c; }
+static inline cucap_fb_ref cucap_fb_profile_finding_create_site_times(cucap_fbb *b, const uint64_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 8, 8);
+}
+static inline const uint64_t *cucap_fb_profile_finding_site_times(const cucap_fb_profile_finding *t, size_t *count) {
+  return (const uint64_t *)cucap_fb__vec(t, 13, count);
+}
+static inline int cucap_fb_profile_finding_site_times_is_present(const cucap_fb_profile_finding *t) { return cucap_fb__field(t, 13) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_profile_finding *cucap_fb_profile_finding_root(const void *buf) {
+  return (const cucap_fb_profile_finding *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_profile_finding *cucap_fb_profile_finding_root_sp(const void *buf) {
+  return (const cucap_fb_profile_finding *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a ProfileFinding root. */
+cucap_status cucap_fb_profile_finding_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_profile_finding_to_json(const cucap_fb_profile_finding *t, cucap_json *w, unsigned flags);
+
+/* ---- table ProfileFile ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_profile_file;
+static inline void cucap_fb_profile_file_start(cucap_fbb *b) { cucap_fbb_table_start(b, 29); }
+static inline cucap_fb_ref cucap_fb_profile_file_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_profile_file_add_format_major(cucap_fbb *b, uint16_t v) { cucap_fbb_add_u16(b, 0, v); }
+static inline uint16_t cucap_fb_profile_file_format_major(const cucap_fb_profile_file *t) { return cucap_fb__read_u16(t, 0, 0); }
+static inline int cucap_fb_profile_file_format_major_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_profile_file_add_format_minor(cucap_fbb *b, uint16_t v) { cucap_fbb_add_u16(b, 1, v); }
+static inline uint16_t cucap_fb_profile_file_format_minor(const cucap_fb_profile_file *t) { return cucap_fb__read_u16(t, 1, 0); }
+static inline int cucap_fb_profile_file_format_minor_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_profile_file_add_cucap_version(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 2, v); }
+static inline const char *cucap_fb_profile_file_cucap_version(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 2);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_file_cucap_version_len(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 2);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_file_cucap_version_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_profile_file_add_capture_path(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 3, v); }
+static inline const char *cucap_fb_profile_file_capture_path(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 3);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_file_capture_path_len(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 3);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_file_capture_path_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_profile_file_add_capture_id(cucap_fbb *b, const cucap_fb_hash128 *v) { cucap_fbb_add_struct(b, 4, v, 16, 8); }
+static inline const cucap_fb_hash128 *cucap_fb_profile_file_capture_id(const cucap_fb_profile_file *t) { return (const cucap_fb_hash128 *)cucap_fb__field(t, 4); }
+static inline int cucap_fb_profile_file_capture_id_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_profile_file_add_capture_records(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 5, v); }
+static inline uint64_t cucap_fb_profile_file_capture_records(const cucap_fb_profile_file *t) { return cucap_fb__read_u64(t, 5, 0); }
+static inline int cucap_fb_profile_file_capture_records_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_profile_file_add_capture_launches(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 6, v); }
+static inline uint64_t cucap_fb_profile_file_capture_launches(const cucap_fb_profile_file *t) { return cucap_fb__read_u64(t, 6, 0); }
+static inline int cucap_fb_profile_file_capture_launches_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_profile_file_add_device(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 7, v); }
+static inline const char *cucap_fb_profile_file_device(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 7);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_file_device_len(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 7);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_file_device_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 7) != NULL; }
+static inline void cucap_fb_profile_file_add_cc_major(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 8, (uint32_t)v); }
+static inline int32_t cucap_fb_profile_file_cc_major(const cucap_fb_profile_file *t) { return cucap_fb__read_i32(t, 8, 0); }
+static inline int cucap_fb_profile_file_cc_major_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 8) != NULL; }
+static inline void cucap_fb_profile_file_add_cc_minor(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 9, (uint32_t)v); }
+static inline int32_t cucap_fb_profile_file_cc_minor(const cucap_fb_profile_file *t) { return cucap_fb__read_i32(t, 9, 0); }
+static inline int cucap_fb_profile_file_cc_minor_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 9) != NULL; }
+static inline void cucap_fb_profile_file_add_sm_count(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 10, (uint32_t)v); }
+static inline int32_t cucap_fb_profile_file_sm_count(const cucap_fb_profile_file *t) { return cucap_fb__read_i32(t, 10, 0); }
+static inline int cucap_fb_profile_file_sm_count_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 10) != NULL; }
+static inline void cucap_fb_profile_file_add_driver_version(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 11, (uint32_t)v); }
+static inline int32_t cucap_fb_profile_file_driver_version(const cucap_fb_profile_file *t) { return cucap_fb__read_i32(t, 11, 0); }
+static inline int cucap_fb_profile_file_driver_version_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 11) != NULL; }
+static inline void cucap_fb_profile_file_add_backend(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 12, v); }
+static inline const char *cucap_fb_profile_file_backend(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 12);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_file_backend_len(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 12);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_file_backend_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 12) != NULL; }
+static inline void cucap_fb_profile_file_add_cupti_version(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 13, v); }
+static inline uint32_t cucap_fb_profile_file_cupti_version(const cucap_fb_profile_file *t) { return cucap_fb__read_u32(t, 13, 0); }
+static inline int cucap_fb_profile_file_cupti_version_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 13) != NULL; }
+static inline void cucap_fb_profile_file_add_metric_set(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 14, v); }
+static inline const char *cucap_fb_profile_file_metric_set(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 14);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_file_metric_set_len(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 14);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_file_metric_set_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 14) != NULL; }
+static inline void cucap_fb_profile_file_add_cache_mode(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 15, v); }
+static inline const char *cucap_fb_profile_file_cache_mode(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 15);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_file_cache_mode_len(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 15);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_file_cache_mode_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 15) != NULL; }
+static inline void cucap_fb_profile_file_add_range(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 16, v); }
+static inline const char *cucap_fb_profile_file_range(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 16);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_file_range_len(const cucap_fb_profile_file *t) {
+  const uint8_t *s = cucap_fb__ref(t, 16);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_file_range_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 16) != NULL; }
+static inline void cucap_fb_profile_file_add_loops(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 17, v); }
+static inline uint32_t cucap_fb_profile_file_loops(const cucap_fb_profile_file *t) { return cucap_fb__read_u32(t, 17, 0); }
+static inline int cucap_fb_profile_file_loops_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 17) != NULL; }
+static inline void cucap_fb_profile_file_add_passes(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 18, v); }
+static inline uint32_t cucap_fb_profile_file_passes(const cucap_fb_profile_file *t) { return cucap_fb__read_u32(t, 18, 0); }
+static inline int cucap_fb_profile_file_passes_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 18) != NULL; }
+static inline void cucap_fb_profile_file_add_created_ns(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 19, v); }
+static inline uint64_t cucap_fb_profile_file_created_ns(const cucap_fb_profile_file *t) { return cucap_fb__read_u64(t, 19, 0); }
+static inline int cucap_fb_profile_file_created_ns_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 19) != NULL; }
+static inline void cucap_fb_profile_file_add_strings(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 20, v); }
+static inline size_t cucap_fb_profile_file_strings_len(const cucap_fb_profile_file *t) { size_t c; cucap_fb__vec(t, 20, &c); return c; }
+static inline const char *cucap_fb_profile_file_strings_at(const cucap_fb_profile_file *t, size_t i) {
+  const uint8_t *s = cucap_fb__vec_ref_at(t, 20, i);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_profile_file_strings_at_len(const cucap_fb_profile_file *t, size_t i) {
+  const uint8_t *s = cucap_fb__vec_ref_at(t, 20, i);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_profile_file_strings_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 20) != NULL; }
+static inline void cucap_fb_profile_file_add_sections(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 21, v); }
+static inline size_t cucap_fb_profile_file_sections_len(const cucap_fb_profile_file *t) { size_t c; cucap_fb__vec(t, 21, &c); return c; }
+static inline const cucap_fb_profile_section *cucap_fb_profile_file_sections_at(const cucap_fb_profile_file *t, size_t i) {
+  return (const cucap_fb_profile_section *)cucap_fb__vec_ref_at(t, 21, i);
+}
+static inline int cucap_fb_profile_file_sections_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 21) != NULL; }
+static inline void cucap_fb_profile_file_add_stacks(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 22, v); }
+static inline size_t cucap_fb_profile_file_stacks_len(const cucap_fb_profile_file *t) { size_t c; cucap_fb__vec(t, 22, &c); return c; }
+static inline const cucap_fb_profile_stack *cucap_fb_profile_file_stacks_at(const cucap_fb_profile_file *t, size_t i) {
+  return (const cucap_fb_profile_stack *)cucap_fb__vec_ref_at(t, 22, i);
+}
+static inline int cucap_fb_profile_file_stacks_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 22) != NULL; }
+static inline void cucap_fb_profile_file_add_launches(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 23, v); }
+static inline size_t cucap_fb_profile_file_launches_len(const cucap_fb_profile_file *t) { size_t c; cucap_fb__vec(t, 23, &c); return c; }
+static inline const cucap_fb_profile_launch *cucap_fb_profile_file_launches_at(const cucap_fb_profile_file *t, size_t i) {
+  return (const cucap_fb_profile_launch *)cucap_fb__vec_ref_at(t, 23, i);
+}
+static inline int cucap_fb_profile_file_launches_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 23) != NULL; }
+static inline void cucap_fb_profile_file_add_activities(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 24, v); }
+static inline size_t cucap_fb_profile_file_activities_len(const cucap_fb_profile_file *t) { size_t c; cucap_fb__vec(t, 24, &c); return c; }
+static inline const cucap_fb_profile_activity *cucap_fb_profile_file_activities_at(const cucap_fb_profile_file *t, size_t i) {
+  return (const cucap_fb_profile_activity *)cucap_fb__vec_ref_at(t, 24, i);
+}
+static inline int cucap_fb_profile_file_activities_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 24) != NULL; }
+static inline void cucap_fb_profile_file_add_pcs(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 25, v); }
+static inline size_t cucap_fb_profile_file_pcs_len(const cucap_fb_profile_file *t) { size_t c; cucap_fb__vec(t, 25, &c); return c; }
+static inline const cucap_fb_profile_pc *cucap_fb_profile_file_pcs_at(const cucap_fb_profile_file *t, size_t i) {
+  return (const cucap_fb_profile_pc *)cucap_fb__vec_ref_at(t, 25, i);
+}
+static inline int cucap_fb_profile_file_pcs_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 25) != NULL; }
+static inline void cucap_fb_profile_file_add_samples(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 26, v); }
+static inline const cucap_fb_profile_rows *cucap_fb_profile_file_samples(const cucap_fb_profile_file *t) { return (const cucap_fb_profile_rows *)cucap_fb__ref(t, 26); }
+static inline int cucap_fb_profile_file_samples_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 26) != NULL; }
+static inline void cucap_fb_profile_file_add_sass(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 27, v); }
+static inline const cucap_fb_profile_rows *cucap_fb_profile_file_sass(const cucap_fb_profile_file *t) { return (const cucap_fb_profile_rows *)cucap_fb__ref(t, 27); }
+static inline int cucap_fb_profile_file_sass_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 27) != NULL; }
+static inline void cucap_fb_profile_file_add_findings(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 28, v); }
+static inline size_t cucap_fb_profile_file_findings_len(const cucap_fb_profile_file *t) { size_t c; cucap_fb__vec(t, 28, &c); return c; }
+static inline const cucap_fb_profile_finding *cucap_fb_profile_file_findings_at(const cucap_fb_profile_file *t, size_t i) {
+  return (const cucap_fb_profile_finding *)cucap_fb__vec_ref_at(t, 28, i);
+}
+static inline int cucap_fb_profile_file_findings_is_present(const cucap_fb_profile_file *t) { return cucap_fb__field(t, 28) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_profile_file *cucap_fb_profile_file_root(const void *buf) {
+  return (const cucap_fb_profile_file *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_profile_file *cucap_fb_profile_file_root_sp(const void *buf) {
+  return (const cucap_fb_profile_file *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a ProfileFile root. */
+cucap_status cucap_fb_profile_file_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_profile_file_to_json(const cucap_fb_profile_file *t, cucap_json *w, unsigned flags);
+
 /* ---- table Record ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_record;
 static inline void cucap_fb_record_start(cucap_fbb *b) { cucap_fbb_table_start(b, 12); }
@@ -1793,6 +2488,9 @@ static inline const cucap_fb_blob_piece *cucap_fb_record_body_as_blob_piece(cons
 }
 static inline const cucap_fb_devices *cucap_fb_record_body_as_devices(const cucap_fb_record *t) {
   return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_DEVICES ? (const cucap_fb_devices *)cucap_fb__ref(t, 10) : NULL;
+}
+static inline const cucap_fb_object *cucap_fb_record_body_as_object(const cucap_fb_record *t) {
+  return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_OBJECT ? (const cucap_fb_object *)cucap_fb__ref(t, 10) : NULL;
 }
 static inline int cucap_fb_record_body_is_present(const cucap_fb_record *t) { return cucap_fb__field(t, 10) != NULL; }
 static inline void cucap_fb_record_add_context(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 11, v); }
@@ -1909,7 +2607,7 @@ cucap_status cucap_fb_chunk_index_verify(const void *buf, size_t len, int size_p
 void cucap_fb_chunk_index_to_json(const cucap_fb_chunk_index *t, cucap_json *w, unsigned flags);
 
 /* Every table descriptor, in schema order (tests, tools). */
-#define CUCAP_FB_SCHEMA_NTABLES 37
+#define CUCAP_FB_SCHEMA_NTABLES 46
 extern const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES];
 
 #ifdef __cplusplus

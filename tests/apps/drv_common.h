@@ -12,6 +12,8 @@
 
 extern const unsigned char drv_fatbin[]; /* nvcc -fatbin, sm_90 + compute_90 */
 extern const unsigned char drv_ptx[];    /* nvcc -ptx, NUL-terminated */
+/* drv_attrs, drv_texture only (drv_embed_objects.c): drv_kernels_objects.cu */
+extern const unsigned char drv_obj_fatbin[];
 
 /* Checks a CUresult; on failure prints the call and the error name, exits 1. */
 #define CK(call)                                                                  \

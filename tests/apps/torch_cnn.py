@@ -3,10 +3,14 @@
 autocast and channels_last (GPU machine).
 
 Batch 32 of 3x128x128 images, 10 classes, SGD with momentum. Parameters and
-data are created on the GPU. cudnn.benchmark is on by default, as in real
-training scripts (the autotuner's trial launches are part of the capture).
+data are created on the GPU. By default cuDNN runs deterministic algorithms
+(cudnn.deterministic), so the printed losses are the same in every run;
+--benchmark turns on the autotuner as many training scripts do: it times
+candidate algorithms and keeps the fastest, so which algorithm (and which
+rounding) a run gets depends on timing, and the losses can differ in the
+last digit between two native runs, and between a native and a recorded one.
 
-Usage: torch_cnn.py [--steps N] [--no-benchmark]
+Usage: torch_cnn.py [--steps N] [--benchmark]
 stdout: per-step loss (3 decimals) and a parameter checksum; stderr: timing.
 """
 import argparse
@@ -22,7 +26,7 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--size", type=int, default=128)
-    ap.add_argument("--no-benchmark", action="store_true")
+    ap.add_argument("--benchmark", action="store_true")
     a = ap.parse_args()
     torch = need("torch")
     tv = need("torchvision")
@@ -30,7 +34,8 @@ def main():
         print("torch_cnn: no CUDA device", file=sys.stderr)
         return SKIP
     torch.manual_seed(1234)
-    torch.backends.cudnn.benchmark = not a.no_benchmark
+    torch.backends.cudnn.benchmark = a.benchmark
+    torch.backends.cudnn.deterministic = not a.benchmark
     dev = torch.device("cuda")
     with torch.device(dev):
         model = tv.models.resnet18(num_classes=10)

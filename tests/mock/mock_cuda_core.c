@@ -248,6 +248,8 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext c) {
   /* everything created in c goes with it, as on the real driver */
   ctx_release_objects(c);
   mock_modules_ctx_destroyed(c);
+  mock_arrays_ctx_destroyed(c);
+  mock_graphs_ctx_destroyed(c);
   c->magic = 0;
   free(c);
   return CUDA_SUCCESS;
@@ -288,7 +290,16 @@ CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pc) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxSynchronize(void) { return mock_need_ctx(); }
+CUresult CUDAAPI cuCtxSynchronize(void) {
+  mock_count_sync(MOCK_SYNC_CTX);
+  MOCK_TRY(mock_need_ctx());
+  if (mock_capture_any()) { /* would wait for capturing streams: conflicts in every mode */
+    mock_capture_invalidate(NULL);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  mock_drain_all(0);
+  return CUDA_SUCCESS;
+}
 
 CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) {
   MOCK_TRY(mock_need_ctx());
@@ -324,9 +335,11 @@ static size_t ctx_limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20, 2, 2048, 0, 0,
 CUresult CUDAAPI cuCtxSetLimit(CUlimit l, size_t v) {
   MOCK_TRY(mock_need_ctx());
   if ((unsigned)l >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  if (l == CU_LIMIT_SHMEM_SIZE || l == CU_LIMIT_CIG_ENABLED) return CUDA_ERROR_INVALID_VALUE; /* query only */
   ctx_limits[l] = v;
   return CUDA_SUCCESS;
 }
+size_t mock_ctx_limit(CUlimit l) { return (unsigned)l < CU_LIMIT_MAX ? ctx_limits[l] : 0; }
 CUresult CUDAAPI cuCtxGetLimit(size_t *v, CUlimit l) {
   MOCK_TRY(mock_need_ctx());
   if (!v || (unsigned)l >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
@@ -339,13 +352,7 @@ CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest) {
   if (greatest) *greatest = -5;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache *c) {
-  MOCK_TRY(mock_need_ctx());
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
-  *c = CU_FUNC_CACHE_PREFER_NONE;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache c) { (void)c; return mock_need_ctx(); }
+/* cuCtx{Get,Set}CacheConfig / SharedMemConfig: mock_cuda_attr.c */
 
 /* ---- memory registry ---------------------------------------------------- */
 typedef enum { REG_DEVICE, REG_HOST, REG_RESERVE, REG_MAPPED } reg_kind;
@@ -356,6 +363,7 @@ typedef struct reg_entry {
   reg_kind kind;
   unsigned long long id;
   CUcontext owner; /* cuMemAlloc* / cuMemAllocHost: freed with the context */
+  int managed;      /* cuMemAllocManaged */
 } reg_entry;
 static reg_entry *regs;
 static size_t nregs, capregs;
@@ -377,7 +385,7 @@ static int reg_add(uintptr_t start, size_t size, size_t mapped, reg_kind kind) {
     regs = n;
     capregs = nc;
   }
-  regs[nregs++] = (reg_entry){start, size, mapped, kind, next_id++, NULL};
+  regs[nregs++] = (reg_entry){start, size, mapped, kind, next_id++, NULL, 0};
   return 0;
 }
 
@@ -464,11 +472,26 @@ CUresult mock_free_device(CUdeviceptr p) {
   return rc;
 }
 
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) { return mock_alloc_device(p, n); }
-CUresult CUDAAPI cuMemFree(CUdeviceptr p) { return mock_free_device(p); }
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
+  MOCK_TRY(mock_unsafe());
+  return mock_alloc_device(p, n);
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
+  MOCK_TRY(mock_unsafe());
+  mock_drain_all(0); /* cuMemFree waits for the device */
+  return mock_free_device(p);
+}
+/* Managed memory is mock device memory (host memory anyway), flagged for
+ * CU_POINTER_ATTRIBUTE_IS_MANAGED. */
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags) {
   (void)flags;
-  return mock_alloc_device(p, n);
+  MOCK_TRY(mock_unsafe());
+  MOCK_TRY(mock_alloc_device(p, n));
+  pthread_mutex_lock(&mock_lock);
+  reg_entry *r = reg_find((uintptr_t)*p, REG_DEVICE);
+  if (r) r->managed = 1;
+  pthread_mutex_unlock(&mock_lock);
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned int esize) {
@@ -482,9 +505,19 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t width, si
 
 /* Page-locked host memory: its own mapping, so that the memory of a
  * destroyed context is really gone (a later access faults, as it would on the
- * real driver). */
+ * real driver). Its address is remembered (dead_host) until mapped again, so
+ * that freeing it afterwards aborts (mock_dead_use). */
+static uintptr_t *dead_host;
+static size_t ndead_host, capdead_host;
+
+static void dead_host_forget(uintptr_t p) { /* under mock_lock */
+  for (size_t i = 0; i < ndead_host; i++)
+    if (dead_host[i] == p) dead_host[i--] = dead_host[--ndead_host];
+}
+
 static CUresult host_alloc(void **pp, size_t n) {
   MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(mock_unsafe());
   if (!pp || n == 0) return CUDA_ERROR_INVALID_VALUE;
   size_t map = round_up(n, (size_t)sysconf(_SC_PAGESIZE));
   void *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -492,6 +525,7 @@ static CUresult host_alloc(void **pp, size_t n) {
   pthread_mutex_lock(&mock_lock);
   int bad = reg_add((uintptr_t)p, n, 0, REG_HOST);
   if (!bad) regs[nregs - 1].owner = current_ctx();
+  dead_host_forget((uintptr_t)p);
   pthread_mutex_unlock(&mock_lock);
   if (bad) { munmap(p, map); return CUDA_ERROR_OUT_OF_MEMORY; }
   *pp = p;
@@ -506,10 +540,14 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
 
 CUresult CUDAAPI cuMemFreeHost(void *p) {
   MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(mock_unsafe());
+  mock_drain_all(0);
   CUresult rc = CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
   reg_entry *r = reg_find((uintptr_t)p, REG_HOST);
   size_t map = 0;
+  for (size_t i = 0; !r && i < ndead_host; i++)
+    if (dead_host[i] == (uintptr_t)p) mock_dead_use("page-locked host memory", p);
   if (r && r->start == (uintptr_t)p && r->mapped == 0) {
     map = round_up(r->size, (size_t)sysconf(_SC_PAGESIZE));
     reg_remove(r);
@@ -581,7 +619,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
   if (!data) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
   reg_entry *r = reg_find((uintptr_t)p, -1);
-  reg_entry e = r ? *r : (reg_entry){0, 0, 0, REG_HOST, 0, NULL};
+  reg_entry e = r ? *r : (reg_entry){0, 0, 0, REG_HOST, 0, NULL, 0};
   pthread_mutex_unlock(&mock_lock);
   int dev = r && e.kind != REG_HOST;
   switch (a) {
@@ -606,7 +644,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
     *(int *)data = 0;
     return CUDA_SUCCESS;
   case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    *(unsigned int *)data = 0;
+    *(unsigned int *)data = (unsigned)e.managed;
     return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   case CU_POINTER_ATTRIBUTE_MAPPED:
     *(unsigned int *)data = r != NULL;
@@ -632,13 +670,17 @@ static CUresult pointer_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
   }
 }
 
+/* Pointer queries count as potentially unsafe during capture here (stricter
+ * than needed for some drivers: a recorder must issue them relaxed). */
 CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p) {
   NEED_INIT();
+  MOCK_TRY(mock_unsafe());
   return pointer_attr(data, a, p);
 }
 
 CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs, void **data, CUdeviceptr p) {
   NEED_INIT();
+  MOCK_TRY(mock_unsafe());
   if (!attrs || !data) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < n; i++) {
     CUresult rc = pointer_attr(data[i], attrs[i], p);
@@ -837,7 +879,7 @@ CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
 }
 
 /* ---- streams and events ------------------------------------------------- */
-static struct CUstream_st *all_streams;
+struct CUstream_st *mock_all_streams; /* also read by mock_cuda_capture.c */
 static struct CUevent_st *all_events;
 /* dead handles (their context was destroyed): kept reachable for the
  * use-after-destroy check, never freed */
@@ -849,8 +891,15 @@ static unsigned long long next_stream_id = 16;
  * so a later use aborts in mock_dead_use), its device and page-locked host
  * allocations are unmapped. */
 static void ctx_release_objects(CUcontext c) {
+  /* asynchronous mode: their queued work runs first (it may use the
+   * context's memory); captures on them end */
+  for (CUstream s = mock_all_streams; s; s = s->next)
+    if (s->owner == c) {
+      mock_stream_gone(s);
+      if (s->capture && s->capture_origin) mock_capture_unregister(s->capture);
+    }
   pthread_mutex_lock(&mock_lock);
-  for (CUstream *pp = &all_streams; *pp;) {
+  for (CUstream *pp = &mock_all_streams; *pp;) {
     CUstream s = *pp;
     if (s->owner == c) {
       *pp = s->next;
@@ -883,6 +932,12 @@ static void ctx_release_objects(CUcontext c) {
       dev_in_use -= r->size;
     } else {
       munmap((void *)r->start, round_up(r->size, (size_t)sysconf(_SC_PAGESIZE)));
+      if (ndead_host == capdead_host) {
+        size_t nc = capdead_host ? capdead_host * 2 : 16;
+        uintptr_t *nd = realloc(dead_host, nc * sizeof *nd);
+        if (nd) { dead_host = nd; capdead_host = nc; }
+      }
+      if (ndead_host < capdead_host) dead_host[ndead_host++] = r->start;
     }
     reg_remove(r); /* the last entry moved to i: look at it next */
   }
@@ -902,6 +957,7 @@ static int is_real_stream(CUstream s) {
 
 CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority) {
   MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(mock_unsafe());
   if (!ps || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
   CUstream s = calloc(1, sizeof *s);
   if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -911,8 +967,8 @@ CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, in
   pthread_mutex_lock(&mock_lock);
   s->id = next_stream_id++;
   s->owner = current_ctx();
-  s->next = all_streams;
-  all_streams = s;
+  s->next = mock_all_streams;
+  mock_all_streams = s;
   pthread_mutex_unlock(&mock_lock);
   *ps = s;
   return CUDA_SUCCESS;
@@ -924,8 +980,12 @@ CUresult CUDAAPI cuStreamDestroy(CUstream s) {
   MOCK_TRY(mock_need_ctx());
   if (is_real_stream(s) && s->magic == MOCK_MAGIC_DEAD) mock_dead_use("stream", s);
   if (!is_real_stream(s) || s->magic != MOCK_MAGIC_STREAM) return CUDA_ERROR_INVALID_HANDLE;
+  mock_stream_gone(s); /* its queued work still runs */
+  if (s->capture && s->capture_origin) { /* destroyed while capturing: the capture ends */
+    mock_capture_unregister(s->capture);
+  }
   pthread_mutex_lock(&mock_lock);
-  for (CUstream *pp = &all_streams; *pp; pp = &(*pp)->next)
+  for (CUstream *pp = &mock_all_streams; *pp; pp = &(*pp)->next)
     if (*pp == s) { *pp = s->next; break; }
   pthread_mutex_unlock(&mock_lock);
   s->magic = 0;
@@ -935,6 +995,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream s) {
 
 CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags) {
   MOCK_TRY(mock_need_ctx());
+  MOCK_TRY(mock_unsafe());
   if (!pe) return CUDA_ERROR_INVALID_VALUE;
   CUevent e = calloc(1, sizeof *e);
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -966,14 +1027,33 @@ CUresult CUDAAPI cuEventDestroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 
+/* An event last recorded inside a capture that is still active cannot be
+ * waited for or queried (in every mode). */
+static CUresult captured_event_check(CUevent e) {
+  if (e->capture && mock_capture_active(e->capture)) {
+    mock_capture_invalidate(e->capture);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+  mock_count_sync(MOCK_SYNC_EVENT);
   MOCK_TRY(mock_need_ctx());
-  return event_ok(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  MOCK_TRY(captured_event_check(e));
+  MOCK_TRY(mock_unsafe());
+  mock_drain_event(e);
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent e) {
   MOCK_TRY(mock_need_ctx());
-  return event_ok(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  MOCK_TRY(captured_event_check(e));
+  MOCK_TRY(mock_unsafe());
+  /* asynchronous mode: pending work runs now, but this query still saw it pending */
+  return mock_drain_event(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
@@ -994,10 +1074,20 @@ CUresult mock_event_record(CUevent e, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   if (is_real_stream(s) && s->capture) {
+    if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     e->capture = s->capture;
     return CUDA_SUCCESS;
   }
   e->capture = NULL;
+  if (mock_async() && is_real_stream(s)) { /* fires when the stream gets there */
+    mock_op op = {0};
+    op.kind = MOCK_OP_MARK;
+    op.event = e;
+    op.gen = ++e->rec_gen;
+    e->rec_stream = s;
+    return mock_enqueue(s, &op);
+  }
+  e->done_gen = e->rec_gen;
   e->time_ms = mock_now_ms();
   e->recorded = 1;
   return CUDA_SUCCESS;
@@ -1007,56 +1097,54 @@ CUresult mock_stream_wait_event(CUstream s, CUevent e) {
   MOCK_TRY(mock_check_stream(s));
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   if (e->capture && is_real_stream(s) && !s->capture) s->capture = e->capture; /* joins the capture */
+  if (!e->capture) mock_drain_event(e); /* asynchronous mode: run what s waits for now */
   return CUDA_SUCCESS;
 }
 
 /* ---- stream capture ------------------------------------------------------ */
 CUresult mock_submit(CUstream s, mock_op *op) {
   if (is_real_stream(s) && s->capture) {
+    if (s->capture->invalidated) {
+      free(op->argbuf);
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
     CUresult rc = mock_graph_append(s->capture, op);
     if (rc != CUDA_SUCCESS) free(op->argbuf);
     return rc;
   }
+  if (mock_async() && is_real_stream(s)) return mock_enqueue(s, op);
+  if (mock_async() && s != CU_STREAM_PER_THREAD) mock_drain_all(1); /* legacy: after blocking streams */
   CUresult rc = mock_run_op(op);
   free(op->argbuf);
   return rc;
 }
 
 CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode) {
-  (void)mode;
   MOCK_TRY(mock_check_stream(s));
   if (!is_real_stream(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  mock_drain_stream(s);
   struct mock_graph *g = calloc(1, sizeof *g);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
   g->magic = MOCK_MAGIC_GRAPH;
   s->capture = g;
   s->capture_origin = 1;
+  mock_capture_register(g, s, mode);
   return CUDA_SUCCESS;
 }
 
 CUresult mock_begin_capture_to(CUstream s, struct mock_graph *g, CUstreamCaptureMode mode) {
-  (void)mode;
   MOCK_TRY(mock_check_stream(s));
   if (!is_real_stream(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
   if (!g) return CUDA_ERROR_INVALID_VALUE;
+  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  mock_drain_stream(s);
   g->cap_tail = NULL; /* the caller sets the dependencies (mock_capture_set_deps) */
   s->capture = g;
   s->capture_origin = 1;
-  return CUDA_SUCCESS;
-}
-
-CUresult mock_capture_info(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
-                           const CUgraphNode **deps, size_t *nd) {
-  MOCK_TRY(mock_check_stream(s));
-  struct mock_graph *cg = is_real_stream(s) ? s->capture : NULL;
-  if (st) *st = cg ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-  if (id) *id = cg ? (cuuint64_t)(uintptr_t)cg : 0;
-  if (g) *g = (CUgraph)cg;
-  /* the mock's captures are a chain: the one dependency is the tail */
-  if (deps) *deps = cg && cg->cap_tail ? (const CUgraphNode *)&cg->cap_tail : NULL;
-  if (nd) *nd = cg && cg->cap_tail ? 1 : 0;
+  mock_capture_register(g, s, mode); /* capture rules as for cuStreamBeginCapture */
   return CUDA_SUCCESS;
 }
 
@@ -1077,10 +1165,19 @@ CUresult mock_end_capture(CUstream s, CUgraph *out) {
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (!is_real_stream(s) || !s->capture || !s->capture_origin) return CUDA_ERROR_ILLEGAL_STATE;
   struct mock_graph *g = s->capture;
+  /* a capture not begun RELAXED is ended by the thread that began it */
+  if (g->cap_mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(g->owner, pthread_self()))
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   pthread_mutex_lock(&mock_lock);
-  for (CUstream t = all_streams; t; t = t->next)
+  for (CUstream t = mock_all_streams; t; t = t->next)
     if (t->capture == g) { t->capture = NULL; t->capture_origin = 0; }
   pthread_mutex_unlock(&mock_lock);
+  mock_capture_unregister(g);
+  if (g->invalidated) { /* the graph is gone; events recorded in it forget it lazily */
+    *out = NULL;
+    g->magic = 0; /* leaked on purpose: events may still point at it */
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
   *out = (CUgraph)g;
   return CUDA_SUCCESS;
 }
@@ -1129,8 +1226,7 @@ static const mock_proc core_procs[] = {
   P(cuCtxCreate, 12050), P(cuCtxDestroy, 4000), P(cuCtxSetCurrent, 4000), P(cuCtxGetCurrent, 4000),
   P(cuCtxPushCurrent, 4000), P(cuCtxPopCurrent, 4000), P(cuCtxSynchronize, 2000), P(cuCtxGetDevice, 2000),
   P(cuCtxGetFlags, 7000), P(cuCtxGetApiVersion, 3020), P(cuCtxGetId, 12000), P(cuCtxSetLimit, 3010),
-  P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050), P(cuCtxGetCacheConfig, 3020),
-  P(cuCtxSetCacheConfig, 3020),
+  P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050),
   P(cuMemAlloc, 3020), P(cuMemFree, 3020), P(cuMemAllocManaged, 6000), P(cuMemAllocPitch, 3020),
   P(cuMemAllocHost, 3020), P(cuMemHostAlloc, 2020), P(cuMemFreeHost, 2000), P(cuMemHostRegister, 6050),
   P(cuMemHostUnregister, 4000), P(cuMemHostGetDevicePointer, 3020), P(cuMemGetInfo, 3020),
@@ -1173,6 +1269,8 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version
   if (!f) f = lookup(mock_procs_module, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_graph, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_graph_ext, symbol, version, &seen);
+  if (!f) f = lookup(mock_procs_attr, symbol, version, &seen);
+  if (!f) f = lookup(mock_procs_array, symbol, version, &seen);
   if (!f) f = lookup(core_procs, symbol, version, &seen);
   *pfn = f;
   if (status)

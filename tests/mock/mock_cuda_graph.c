@@ -12,9 +12,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* top-level execs (not the bodies inside them), under mock_lock; dead ones
+ * keep their shell for the use check */
+static struct mock_graph *all_execs, *dead_execs;
+
 static struct mock_graph *graph_of(void *h, uint32_t magic) {
   struct mock_graph *g = h;
+  if (g && g->magic == MOCK_MAGIC_DEAD) mock_dead_use("graph exec", g);
   return g && g->magic == magic ? g : NULL;
+}
+
+struct mock_graph *mock_exec_of(void *h) { return graph_of(h, MOCK_MAGIC_GEXEC); }
+
+void mock_graphs_ctx_destroyed(CUcontext c) {
+  pthread_mutex_lock(&mock_lock);
+  for (struct mock_graph **pp = &all_execs; *pp;) {
+    struct mock_graph *x = *pp;
+    if (x->exec_owner != c) { pp = &x->next_exec; continue; }
+    *pp = x->next_exec;
+    for (size_t i = 0; i < x->nops; i++) { /* what graph_free frees, but the shell */
+      free(x->ops[i].argbuf);
+      for (unsigned k = 0; k < x->ops[i].nsubs; k++) mock_graph_free(x->ops[i].subs[k]);
+      free(x->ops[i].subs);
+    }
+    free(x->ops);
+    x->ops = NULL;
+    x->nops = 0;
+    x->magic = MOCK_MAGIC_DEAD;
+    x->next_exec = dead_execs;
+    dead_execs = x;
+  }
+  pthread_mutex_unlock(&mock_lock);
 }
 
 struct mock_graph *mock_graph_of(void *h) { return graph_of(h, MOCK_MAGIC_GRAPH); }
@@ -118,7 +146,7 @@ static CUgraphNodeType type_of(mock_op_kind k) {
   case MOCK_OP_COND: return CU_GRAPH_NODE_TYPE_CONDITIONAL;
   case MOCK_OP_CHILD: return CU_GRAPH_NODE_TYPE_GRAPH;
   case MOCK_OP_EVENT: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
-  case MOCK_OP_EMPTY: break;
+  case MOCK_OP_EMPTY: case MOCK_OP_MARK: break;
   }
   return CU_GRAPH_NODE_TYPE_EMPTY;
 }
@@ -450,6 +478,11 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long lo
   if (!g || !pe) return CUDA_ERROR_INVALID_VALUE;
   struct mock_graph *x = NULL;
   MOCK_TRY(mock_graph_instantiate(g, &x));
+  x->exec_owner = mock_current_ctx();
+  pthread_mutex_lock(&mock_lock);
+  x->next_exec = all_execs;
+  all_execs = x;
+  pthread_mutex_unlock(&mock_lock);
   *pe = (CUgraphExec)x;
   return CUDA_SUCCESS;
 }
@@ -458,6 +491,10 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec h) {
   MOCK_TRY(mock_need_ctx());
   struct mock_graph *x = graph_of(h, MOCK_MAGIC_GEXEC);
   if (!x) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mock_lock);
+  for (struct mock_graph **pp = &all_execs; *pp; pp = &(*pp)->next_exec)
+    if (*pp == x) { *pp = x->next_exec; break; }
+  pthread_mutex_unlock(&mock_lock);
   graph_free(x);
   return CUDA_SUCCESS;
 }
@@ -474,6 +511,7 @@ CUresult mock_graph_launch(CUgraphExec h, CUstream s) {
   if (!x) return CUDA_ERROR_INVALID_VALUE;
   if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* graph-in-graph capture: not in the mock */
+  if (mock_async() && (!s || s == CU_STREAM_LEGACY)) mock_drain_all(1);
   mock_cond_reset(x);
   return mock_graph_run(x);
 }

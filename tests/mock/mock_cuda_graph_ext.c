@@ -6,7 +6,8 @@
  * cuGraphNodeSetEnabled and cuGraphKernelNodeSetParams, and capture into an
  * existing graph (cuStreamBeginCaptureToGraph, cuStreamGetCaptureInfo_v3,
  * cuStreamUpdateCaptureDependencies_v2 live in mock_cuda_stream_api.c on top
- * of mock_begin_capture_to / mock_capture_info here). See mock_cuda.md. */
+ * of mock_begin_capture_to / mock_capture_set_deps in mock_cuda_core.c). See
+ * mock_cuda.md. */
 #include "mock_cuda_internal.h"
 
 #include <stdlib.h>
@@ -385,9 +386,9 @@ static mock_op *exec_op(struct mock_graph *x, const struct mock_node *n) {
 
 static CUresult exec_lookup(CUgraphExec hx, CUgraphNode hn, struct mock_graph **px, mock_op **pop) {
   MOCK_TRY(mock_need_ctx());
-  struct mock_graph *x = (struct mock_graph *)hx;
+  struct mock_graph *x = mock_exec_of(hx);
   struct mock_node *n = mock_node_of(hn);
-  if (!x || x->magic != MOCK_MAGIC_GEXEC || !n) return CUDA_ERROR_INVALID_VALUE;
+  if (!x || !n) return CUDA_ERROR_INVALID_VALUE;
   mock_op *op = exec_op(x, n);
   if (!op) return CUDA_ERROR_INVALID_VALUE;
   *px = x;
@@ -515,9 +516,9 @@ CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec hx, CUgraphNode hn, CUgrap
  * the new graph's parameters; else CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED. */
 CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hx, CUgraph h, CUgraphExecUpdateResultInfo *info) {
   MOCK_TRY(mock_need_ctx());
-  struct mock_graph *x = (struct mock_graph *)hx, *g = mock_graph_of(h);
+  struct mock_graph *x = mock_exec_of(hx), *g = mock_graph_of(h);
   if (info) memset(info, 0, sizeof *info);
-  if (!x || x->magic != MOCK_MAGIC_GEXEC || !g) return CUDA_ERROR_INVALID_VALUE;
+  if (!x || !g) return CUDA_ERROR_INVALID_VALUE;
   struct mock_graph *nx = NULL;
   int same = g->nnodes == x->nops;
   for (size_t i = 0; same && i < g->nnodes; i++) {

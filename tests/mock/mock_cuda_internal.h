@@ -46,6 +46,7 @@ struct CUctx_st {
 };
 
 struct mock_graph;
+struct mock_queue;
 
 struct CUstream_st {
   uint32_t magic;
@@ -56,6 +57,7 @@ struct CUstream_st {
   int capture_origin;         /* 1 on the stream that began the capture */
   struct CUstream_st *next;   /* global list, under mock_lock */
   CUcontext owner;            /* context current at creation */
+  struct mock_queue *q;       /* CUCAP_MOCK_ASYNC=1: work not run yet (mock_cuda_capture.c) */
 };
 
 struct CUevent_st {
@@ -66,6 +68,9 @@ struct CUevent_st {
   struct mock_graph *capture; /* recorded inside a capture */
   CUcontext owner;            /* context current at creation */
   struct CUevent_st *next;    /* global list, under mock_lock */
+  /* CUCAP_MOCK_ASYNC=1: the event has fired when done_gen == rec_gen */
+  unsigned long rec_gen, done_gen;
+  struct CUstream_st *rec_stream;
 };
 
 /* Parameter layout of a kernel, from EIATTR_KPARAM_INFO or the PTX .entry. */
@@ -80,6 +85,8 @@ typedef struct mock_dim3 {
 } mock_dim3;
 typedef struct mock_thread {
   mock_dim3 blockIdx, threadIdx, blockDim, gridDim;
+  mock_dim3 clusterDim;          /* 1,1,1 unless launched in clusters */
+  const struct CUfunc_st *func;  /* the kernel (attribute probes read it) */
 } mock_thread;
 
 /* Host implementation of a kernel, called once per CUDA thread. args[i]
@@ -99,7 +106,25 @@ struct CUfunc_st {
   uint32_t param_bytes;
   mock_host_kernel impl; /* NULL: launches are no-ops */
   struct CUfunc_st *next;
+  /* attributes (mock_cuda_attr.c): set through cuFuncSetAttribute (attr,
+   * bit i of attr_set) or cuKernelSetAttribute (kattr, kattr_set); the
+   * function's own setting wins, as with the real driver */
+  int attr[CU_FUNC_ATTRIBUTE_MAX], kattr[CU_FUNC_ATTRIBUTE_MAX];
+  unsigned attr_set, kattr_set;
+  int cache_config, kcache_config, kcache_set, shmem_config;
 };
+
+/* Effective value of a function attribute (mock_cuda_attr.c). */
+int mock_func_attr(const struct CUfunc_st *f, CUfunction_attribute a);
+int mock_func_cache_config(const struct CUfunc_st *f);
+int mock_ctx_cache_config(void);
+int mock_ctx_shmem_config(void);
+size_t mock_ctx_limit(CUlimit l); /* mock_cuda_core.c */
+/* Cluster dims of a launch: `want` from CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+ * (0,0,0: none given), checked against the grid and the function's
+ * REQUIRED_CLUSTER_* / NON_PORTABLE_CLUSTER_SIZE_ALLOWED attributes. */
+CUresult mock_cluster_dims(const struct CUfunc_st *f, mock_dim3 grid, mock_dim3 want,
+                           mock_dim3 *out);
 
 /* One global variable of a loaded module (backed by mock device memory). */
 typedef struct mock_global {
@@ -162,8 +187,12 @@ CUcontext mock_current_ctx(void);
 /* A handle whose context was destroyed was passed to the driver: on the real
  * driver that is a use after free. Prints what and aborts. */
 void mock_dead_use(const char *what, const void *handle) __attribute__((noreturn));
-/* cuCtxDestroy: modules loaded in c die with it (mock_cuda_module.c). */
+/* cuCtxDestroy: modules loaded in c die with it (mock_cuda_module.c), so do
+ * its arrays, mipmapped arrays and texture/surface objects
+ * (mock_cuda_array.c). */
 void mock_modules_ctx_destroyed(CUcontext c);
+void mock_arrays_ctx_destroyed(CUcontext c);
+void mock_graphs_ctx_destroyed(CUcontext c); /* its graph execs (mock_cuda_graph.c) */
 /* Resolves NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD; checks magic. */
 CUresult mock_check_stream(CUstream s);
 double mock_now_ms(void);
@@ -178,19 +207,22 @@ typedef enum mock_op_kind {
   MOCK_OP_KERNEL, MOCK_OP_COPY, MOCK_OP_SET, MOCK_OP_HOST, MOCK_OP_EMPTY,
   MOCK_OP_COND,   /* conditional node: runs subs[] by the handle's value */
   MOCK_OP_CHILD,  /* child graph node: runs subs[0] */
-  MOCK_OP_EVENT   /* event record node */
+  MOCK_OP_EVENT,  /* event record node */
+  MOCK_OP_MARK    /* CUCAP_MOCK_ASYNC: an event fires (queues only) */
 } mock_op_kind;
 typedef struct mock_op {
   mock_op_kind kind;
   /* kernel */
   struct CUfunc_st *func;
-  mock_dim3 grid, block;
+  mock_dim3 grid, block, cluster;
   unsigned shmem;
   uint8_t *argbuf; /* owned, func->param_bytes */
-  /* copy (2D: width bytes x height rows) / set */
+  /* copy (2D: width bytes x height rows; 3D: depth slices of dslice/sslice
+   * bytes, depth 0 = 1) / set */
   void *dst;
   const void *src;
   size_t width, height, dpitch, spitch;
+  size_t depth, dslice, sslice;
   uint32_t value;
   unsigned elem; /* memset element size */
   /* host function */
@@ -201,15 +233,41 @@ typedef struct mock_op {
   int cond_type;                /* COND: CUgraphConditionalNodeType */
   struct mock_graph **subs;     /* exec op: COND bodies / CHILD graph, as execs (owned) */
   unsigned nsubs;
-  CUevent event;                /* EVENT */
+  CUevent event;                /* EVENT; MARK: the event that fires */
   int disabled;                 /* exec op: cuGraphNodeSetEnabled(0) */
   const struct mock_node *node; /* exec op: the graph node it was made from */
+  unsigned long gen;            /* MARK: the event's record generation */
 } mock_op;
 
-/* Checks a 2D copy and fills *op for it (pointers resolved, device ranges
- * checked); *empty = 1 for a zero-width/height copy (op not filled).
- * Shared by cuMemcpy2D* and graph memcpy nodes. */
+/* Checks a 2D copy and fills *op for it (pointers resolved, device and
+ * array ranges checked); *empty = 1 for a zero-width/height copy (op not
+ * filled). Shared by cuMemcpy2D* and graph memcpy nodes. */
 CUresult mock_copy2d_op(const CUDA_MEMCPY2D *c, mock_op *op, int *empty);
+/* The same for a 3D copy (mock_cuda_array.c). */
+CUresult mock_copy3d_op(const CUDA_MEMCPY3D *c, mock_op *op, int *empty);
+
+/* ---- CUDA arrays, texture and surface objects (mock_cuda_array.c) -------
+ * Arrays are host memory: elements of width x max(height,1) x max(depth,1),
+ * rows packed (pitch = width * element size). Texture/surface handles come
+ * from a counter starting at CUCAP_MOCK_OBJ_BASE (default 0x100), so a
+ * replay can be given other numbers than the recording saw. */
+#define MOCK_MAGIC_ARRAY 0x6d417272u
+#define MOCK_MAGIC_MIPMAP 0x6d4d6970u
+/* Address of byte x of row y, slice z of array a, checking that a box of
+ * width bytes x height x depth starting there fits; NULL if not. *pitch and
+ * *slice receive the array's row and slice strides. */
+uint8_t *mock_array_at(CUarray a, size_t x, size_t y, size_t z, size_t width, size_t height,
+                       size_t depth, size_t *pitch, size_t *slice);
+/* 1D array copies (offset in bytes into the array's data). */
+CUresult mock_array_copy1d(void *dst, CUarray da, size_t doff, const void *src, CUarray sa,
+                           size_t soff, size_t n, int dst_dev, int src_dev, CUstream s);
+/* Point-sampled texture read (host kernels): element bytes of the texel at
+ * (x, y, z) (unnormalized unless the texture says so) and mipmap level lod
+ * into out (up to out_size bytes); 0 and zeros for an invalid handle. */
+int mock_tex_fetch(unsigned long long tex, float x, float y, float z, float lod, void *out,
+                   size_t out_size);
+/* Surface store of `size` bytes at byte x, row y, slice z. */
+int mock_surf_write(unsigned long long surf, const void *val, size_t size, int x, int y, int z);
 
 #define MOCK_MAGIC_NODE 0x6d4e6f64u
 
@@ -239,11 +297,20 @@ struct mock_node {
  * ops, a private copy in topological order). */
 struct mock_graph {
   uint32_t magic;
+  /* while capturing into it (mock_cuda_capture.c) */
+  int cap_mode;               /* CUstreamCaptureMode of cuStreamBeginCapture */
+  int invalidated;            /* a prohibited call happened: EndCapture fails */
+  pthread_t owner;            /* thread that began the capture */
+  unsigned long long cap_id;
   mock_op *ops;
   size_t nops, cap;
   struct mock_node **nodes;
   size_t nnodes, capnodes;
   struct mock_node *cap_tail; /* while captured into: what the next captured node depends on */
+  /* an exec made by cuGraphInstantiate*: the context it was made in (it dies
+   * with it: MOCK_MAGIC_DEAD, a later use aborts) and the list of them */
+  CUcontext exec_owner;
+  struct mock_graph *next_exec;
 };
 
 /* Appends a captured op to graph g as a node that depends on the node
@@ -264,6 +331,7 @@ CUresult mock_graph_run(const struct mock_graph *x);
 /* Deep copy of a graph (nodes, edges, bodies); NULL on out of memory. */
 struct mock_graph *mock_graph_clone(const struct mock_graph *g);
 struct mock_graph *mock_graph_of(void *h); /* a CUgraph handle, or NULL */
+struct mock_graph *mock_exec_of(void *h);  /* a CUgraphExec handle, or NULL */
 struct mock_node *mock_node_of(CUgraphNode h);
 /* Conditional handles (mock_cuda_graph_ext.c): the value kernels set with
  * cudaGraphSetConditional (mock kernels call mock_cond_set). */
@@ -285,6 +353,8 @@ CUresult mock_run_op(const mock_op *op);
 /* Launch path shared by cuLaunchKernel/Ex/Cooperative. */
 CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem,
                      CUstream s, void **params, void **extra);
+/* cuLaunchKernelEx: checks every launch attribute (mock_cuda_attr.c). */
+CUresult mock_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra);
 
 /* Stream-variant entry points: name, minimal version, pointer. */
 typedef struct mock_proc {
@@ -297,6 +367,8 @@ extern const mock_proc mock_procs_pt[];
 extern const mock_proc mock_procs_module[];
 extern const mock_proc mock_procs_graph[]; /* mock_cuda_graph.c */
 extern const mock_proc mock_procs_graph_ext[]; /* mock_cuda_graph_ext.c */
+extern const mock_proc mock_procs_attr[];  /* mock_cuda_attr.c */
+extern const mock_proc mock_procs_array[]; /* mock_cuda_array.c */
 
 CUresult mock_alloc_device(CUdeviceptr *out, size_t size);
 CUresult mock_free_device(CUdeviceptr p);
@@ -305,15 +377,48 @@ CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode);
 /* cuStreamBeginCaptureToGraph: capture into the existing graph g (appended
  * after deps, or after its last node when nd = 0). */
 CUresult mock_begin_capture_to(CUstream s, struct mock_graph *g, CUstreamCaptureMode mode);
-/* cuStreamGetCaptureInfo_v3 / cuStreamUpdateCaptureDependencies_v2. */
-CUresult mock_capture_info(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
-                           const CUgraphNode **deps, size_t *nd);
+/* cuStreamUpdateCaptureDependencies_v2 (cuStreamGetCaptureInfo reports
+ * the same tail: mock_cuda_stream_api.c). */
 CUresult mock_capture_set_deps(CUstream s, CUgraphNode *deps, size_t nd, unsigned flags);
 /* The graph s is capturing into, or NULL. */
 struct mock_graph *mock_stream_capture_graph(CUstream s);
 CUresult mock_end_capture(CUstream s, CUgraph *out);
 CUresult mock_event_record(CUevent e, CUstream s);
 CUresult mock_stream_wait_event(CUstream s, CUevent e);
+
+/* ---- capture rules, asynchronous execution, sync counts ------------------
+ * (mock_cuda_capture.c; see mock_cuda.md "Capture rules" / "Asynchronous
+ * mode"). */
+int mock_async(void); /* CUCAP_MOCK_ASYNC=1 */
+extern struct CUstream_st *mock_all_streams; /* mock_cuda_core.c, under mock_lock */
+/* A potentially unsafe call (allocation, synchronisation, query, ...):
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the captures that
+ * prohibit it, when the calling thread's interaction mode and the active
+ * captures forbid it (cuThreadExchangeStreamCaptureMode rules). */
+CUresult mock_unsafe(void);
+/* Work on the legacy stream (s NULL in the legacy build, or
+ * CU_STREAM_LEGACY) while a blocking stream captures:
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, invalidating those captures. */
+CUresult mock_legacy_check(CUstream s, int per_thread_build);
+/* 1 when some capture is active; 1 when g is an active capture. */
+int mock_capture_any(void);
+int mock_capture_active(const struct mock_graph *g);
+void mock_capture_register(struct mock_graph *g, CUstream s, CUstreamCaptureMode mode);
+void mock_capture_unregister(const struct mock_graph *g);
+/* Invalidates g (or every active capture when g is NULL). */
+void mock_capture_invalidate(struct mock_graph *g);
+/* Asynchronous mode: queue op on s (argbuf ownership passes). */
+CUresult mock_enqueue(CUstream s, mock_op *op);
+void mock_drain_stream(CUstream s);
+int mock_stream_pending(CUstream s); /* work queued on s */
+/* Runs e's stream up to its latest record; 1 if that had not run yet. */
+int mock_drain_event(CUevent e);
+void mock_drain_all(int blocking_only);
+void mock_stream_gone(CUstream s); /* drains and frees the queue */
+/* CUCAP_MOCK_SYNC_LOG=file: calls of cuCtx/cuStream/cuEventSynchronize are
+ * counted and appended to file at exit. */
+enum { MOCK_SYNC_CTX, MOCK_SYNC_STREAM, MOCK_SYNC_EVENT };
+void mock_count_sync(int kind);
 
 #define MOCK_TRY(expr)                 \
   do {                                 \

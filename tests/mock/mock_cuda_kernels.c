@@ -6,6 +6,7 @@
 #include "mock_cuda_internal.h"
 
 #include <string.h>
+#include <time.h>
 
 #define GID(t) ((long long)(t)->blockIdx.x * (t)->blockDim.x + (t)->threadIdx.x)
 #define ARG(type, i) (*(type *)args[i])
@@ -90,6 +91,138 @@ static void k_empty(const mock_thread *t, void **args) {
   (void)args;
 }
 
+/* stamp: like a GPU clock, a value that differs in every run and in every
+ * replay of the same work (nanoseconds of the monotonic clock) */
+static void k_stamp(const mock_thread *t, void **args) {
+  unsigned *out = ARG(unsigned *, 0);
+  long long i = GID(t);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  unsigned long long ns = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+  if (i < ARG(int, 1)) out[i] = (unsigned)ns ^ (unsigned)i;
+}
+
+/* ---- attributes and limits (drv_attrs) ---- */
+
+#define GID2(t) ((long long)(t)->blockIdx.y * (t)->blockDim.y + (t)->threadIdx.y)
+
+static void k_smem_big(const mock_thread *t, void **args) {
+  float *out = ARG(float *, 0);
+  int per = ARG(int, 1);
+  long long tid = t->threadIdx.x;
+  float acc = 0.f;
+  for (int j = per - 1; j >= 0; j--)
+    acc = acc * 0.5f + (float)(t->blockIdx.x * 1000 + tid * per + j);
+  out[GID(t)] = acc;
+}
+
+static void k_cluster_info(const mock_thread *t, void **args) {
+  int *out = ARG(int *, 0);
+  const mock_dim3 *c = &t->clusterDim, *b = &t->blockIdx, *g = &t->gridDim;
+  if (t->threadIdx.x) return;
+  int rank = (int)((b->x % c->x) + (b->y % c->y) * c->x + (b->z % c->z) * c->x * c->y);
+  out[b->x + g->x * (b->y + g->y * b->z)] = rank + 100 * (int)(c->x * c->y * c->z);
+}
+
+static void k_heap_probe(const mock_thread *t, void **args) {
+  if (t->threadIdx.x || t->blockIdx.x) return;
+  *ARG(int *, 0) = ARG(unsigned long long, 1) <= mock_ctx_limit(CU_LIMIT_MALLOC_HEAP_SIZE);
+}
+
+static void k_attr_probe(const mock_thread *t, void **args) {
+  if (t->threadIdx.x || t->blockIdx.x) return;
+  const struct CUfunc_st *f = t->func;
+  int ok = mock_func_cache_config(f) == ARG(int, 1) &&
+           mock_func_attr(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) == ARG(int, 2) &&
+           mock_func_attr(f, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE) == ARG(int, 3) &&
+           mock_func_attr(f, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH) == ARG(int, 4) &&
+           (int)t->clusterDim.x == ARG(int, 4) && f->shmem_config == ARG(int, 5) &&
+           mock_ctx_cache_config() == ARG(int, 6) && mock_ctx_shmem_config() == ARG(int, 7);
+  *ARG(int *, 0) = ok;
+}
+
+static void k_limit_probe(const mock_thread *t, void **args) {
+  if (t->threadIdx.x || t->blockIdx.x) return;
+  *ARG(int *, 0) = mock_ctx_limit(CU_LIMIT_STACK_SIZE) >= ARG(unsigned long long, 1) &&
+                   mock_ctx_limit(CU_LIMIT_PRINTF_FIFO_SIZE) >= ARG(unsigned long long, 2) &&
+                   mock_ctx_limit(CU_LIMIT_MALLOC_HEAP_SIZE) >= ARG(unsigned long long, 3) &&
+                   mock_ctx_limit(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) >= ARG(unsigned long long, 4);
+}
+
+/* ---- arrays, textures, surfaces (drv_texture) ---- */
+
+static float fetchf(unsigned long long tex, float x, float y, float z, float lod) {
+  float v = 0.f;
+  mock_tex_fetch(tex, x, y, z, lod, &v, sizeof v);
+  return v;
+}
+
+static void k_tex1d_read(const mock_thread *t, void **args) {
+  long long i = GID(t);
+  if (i < ARG(int, 2)) ARG(float *, 1)[i] = fetchf(ARG(unsigned long long, 0), (float)i + 0.5f, 0, 0, 0);
+}
+
+static void k_tex1d_fetch(const mock_thread *t, void **args) {
+  long long i = GID(t);
+  if (i < ARG(int, 2)) ARG(float *, 1)[i] = fetchf(ARG(unsigned long long, 0), (float)i, 0, 0, 0);
+}
+
+static void k_tex2d_read(const mock_thread *t, void **args) {
+  long long x = GID(t), y = GID2(t);
+  int w = ARG(int, 2), h = ARG(int, 3);
+  if (x < w && y < h)
+    ARG(float *, 1)[y * w + x] = fetchf(ARG(unsigned long long, 0), (float)x + 0.5f, (float)y + ARG(float, 4), 0, 0);
+}
+
+static void k_tex3d_read(const mock_thread *t, void **args) {
+  long long i = GID(t);
+  int w = ARG(int, 2), h = ARG(int, 3), d = ARG(int, 4);
+  if (i < (long long)w * h * d) {
+    long long x = i % w, y = (i / w) % h, z = i / ((long long)w * h);
+    ARG(float *, 1)[i] = fetchf(ARG(unsigned long long, 0), (float)x + 0.5f, (float)y + 0.5f, (float)z + 0.5f, 0);
+  }
+}
+
+static void k_tex_lod_read(const mock_thread *t, void **args) {
+  long long x = GID(t), y = GID2(t);
+  int w = ARG(int, 2), h = ARG(int, 3);
+  if (x < w && y < h)
+    ARG(float *, 1)[y * w + x] = fetchf(ARG(unsigned long long, 0), ((float)x + 0.5f) / (float)w,
+                                        ((float)y + 0.5f) / (float)h, 0, ARG(float, 4));
+}
+
+static void k_surf2d_write(const mock_thread *t, void **args) {
+  long long x = GID(t), y = GID2(t);
+  if (x < ARG(int, 1) && y < ARG(int, 2)) {
+    float v = ARG(float, 3) + (float)x + 1000.f * (float)y;
+    mock_surf_write(ARG(unsigned long long, 0), &v, sizeof v, (int)x * 4, (int)y, 0);
+  }
+}
+
+static void k_tex_bindless(const mock_thread *t, void **args) {
+  long long i = GID(t);
+  const unsigned long long *texs = ARG(const unsigned long long *, 0);
+  if (i < ARG(int, 3)) {
+    float s = 0.f;
+    for (int k = 0; k < ARG(int, 1); k++) s += (float)(k + 1) * fetchf(texs[k], (float)i + 0.5f, 0, 0, 0);
+    ARG(float *, 2)[i] = s;
+  }
+}
+
+static void k_tex_atlas(const mock_thread *t, void **args) {
+  long long i = GID(t);
+  if (i < ARG(int, 3)) {
+    float s = 0.f;
+    for (int k = 0; k < ARG(int, 1); k++) {
+      uint32_t c[2] = {0, 0};
+      mock_tex_fetch(ARG(unsigned long long, 0), (float)k + 0.5f, 0.5f, 0, 0, c, sizeof c);
+      unsigned long long h = (unsigned long long)c[0] | ((unsigned long long)c[1] << 32);
+      s += (float)(k + 1) * fetchf(h, (float)i + 0.5f, 0, 0, 0);
+    }
+    ARG(float *, 2)[i] = s;
+  }
+}
+
 static const struct {
   const char *name;
   mock_host_kernel fn;
@@ -97,6 +230,12 @@ static const struct {
   {"vec_add", k_vec_add}, {"scale", k_scale}, {"fill", k_fill}, {"saxpy", k_saxpy},
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
   {"gather_ptr", k_gather_ptr}, {"cond_set", k_cond_set}, {"cond_loop", k_cond_loop},
+  {"stamp", k_stamp},
+  {"smem_big", k_smem_big}, {"cluster_info", k_cluster_info}, {"heap_probe", k_heap_probe},
+  {"attr_probe", k_attr_probe}, {"limit_probe", k_limit_probe},
+  {"tex1d_read", k_tex1d_read}, {"tex1d_fetch", k_tex1d_fetch}, {"tex2d_read", k_tex2d_read},
+  {"tex3d_read", k_tex3d_read}, {"tex_lod_read", k_tex_lod_read}, {"surf2d_write", k_surf2d_write},
+  {"tex_bindless", k_tex_bindless}, {"tex_atlas", k_tex_atlas},
 };
 
 mock_host_kernel mock_kernel_lookup(const char *name) {

@@ -24,6 +24,10 @@ struct CUlinkState_st {
   uint32_t magic;
   link_input *in;
   size_t nin;
+  /* cuLinkCreate's options: the arrays stay the app's (as in the driver) */
+  unsigned nopt;
+  CUjit_option *opt;
+  void **val;
 };
 
 /* Loaded modules (not a library's): cuCtxDestroy kills those of its context.
@@ -61,6 +65,43 @@ void mock_modules_ctx_destroyed(CUcontext c) {
     m->image = NULL;
   }
   pthread_mutex_unlock(&mock_lock);
+}
+
+/* JIT options with out-values, as the driver documents them: the info/error
+ * log buffers receive a NUL-terminated message (at most *_SIZE_BYTES bytes)
+ * and the size option's value is overwritten with the bytes written;
+ * CU_JIT_WALL_TIME's value slot receives a float (ms). The mock's "wall
+ * time" is a constant so that outputs compare byte for byte. */
+static void jit_outputs(unsigned n, const CUjit_option *o, void **v, const char *info, const char *err) {
+  if (!o || !v) return;
+  size_t info_cap = 0, err_cap = 0;
+  int verbose = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (o[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES) info_cap = (size_t)(uintptr_t)v[i];
+    if (o[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) err_cap = (size_t)(uintptr_t)v[i];
+    if (o[i] == CU_JIT_LOG_VERBOSE) verbose = v[i] != NULL;
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s%s", info ? info : "",
+           info && verbose ? "mock-ptxas info    : verbose log requested\n" : "");
+  for (unsigned i = 0; i < n; i++) {
+    const char *text = NULL;
+    size_t cap = 0;
+    CUjit_option size_opt = 0;
+    if (o[i] == CU_JIT_INFO_LOG_BUFFER && info) { text = msg; cap = info_cap; size_opt = CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES; }
+    if (o[i] == CU_JIT_ERROR_LOG_BUFFER && err) { text = err; cap = err_cap; size_opt = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES; }
+    if (o[i] == CU_JIT_WALL_TIME) {
+      float ms = 0.125f;
+      memcpy(&v[i], &ms, sizeof ms);
+    }
+    if (!text || !v[i] || !cap) continue;
+    size_t len = strlen(text);
+    if (len >= cap) len = cap - 1;
+    memcpy(v[i], text, len);
+    ((char *)v[i])[len] = 0;
+    for (unsigned k = 0; k < n; k++)
+      if (o[k] == size_opt) v[k] = (void *)(uintptr_t)(len + 1);
+  }
 }
 
 static void module_free(CUmodule m) {
@@ -162,8 +203,13 @@ static int func_ok(CUfunction f) {
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) { return module_load(m, image, 0); }
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v) {
-  (void)n; (void)o; (void)v;
-  return module_load(m, image, 0);
+  if (n && (!o || !v)) return CUDA_ERROR_INVALID_VALUE;
+  CUresult rc = module_load(m, image, 0);
+  if (rc == CUDA_SUCCESS)
+    jit_outputs(n, o, v, "mock-ptxas info    : module loaded\n", NULL);
+  else
+    jit_outputs(n, o, v, NULL, "mock-ptxas error   : image rejected\n");
+  return rc;
 }
 CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *m, const void *fatbin) { return module_load(m, fatbin, 0); }
 
@@ -282,9 +328,13 @@ static void library_options_touch(CUlibraryOption *lo, void **lv, unsigned int n
 
 CUresult CUDAAPI cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
                                    CUlibraryOption *lo, void **lv, unsigned int nl) {
-  (void)jo; (void)jv; (void)nj;
   library_options_touch(lo, lv, nl);
-  return library_load(lib, code, 0);
+  CUresult rc = library_load(lib, code, 0);
+  if (rc == CUDA_SUCCESS)
+    jit_outputs(nj, jo, jv, "mock-ptxas info    : library loaded\n", NULL);
+  else
+    jit_outputs(nj, jo, jv, NULL, "mock-ptxas error   : image rejected\n");
+  return rc;
 }
 
 CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jo, void **jv,
@@ -384,40 +434,8 @@ CUresult CUDAAPI cuFuncGetModule(CUmodule *pm, CUfunction f) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute a, CUfunction f) {
-  if (!pi) return CUDA_ERROR_INVALID_VALUE;
-  if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
-  switch (a) {
-  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-  case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
-  case CU_FUNC_ATTRIBUTE_PTX_VERSION: case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
-  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 49152; break;
-  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
-  case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
-  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-    *pi = 0; break;
-  default:
-    if ((unsigned)a >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
-    *pi = 0;
-  }
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute a, CUkernel k, CUdevice d) {
-  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-  return cuFuncGetAttribute(pi, a, (CUfunction)k);
-}
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
-  (void)a; (void)v;
-  return func_ok(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d) {
-  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-  return cuFuncSetAttribute((CUfunction)k, a, v);
-}
-CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c) {
-  (void)c;
-  return func_ok(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
+/* cuFuncGetAttribute, cuFuncSetAttribute, cuKernel{Get,Set}Attribute and the
+ * cache/shared-memory configs live in mock_cuda_attr.c. */
 CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState *st, CUfunction f) {
   if (!st) return CUDA_ERROR_INVALID_VALUE;
   if (!func_ok(f)) return CUDA_ERROR_INVALID_HANDLE;
@@ -451,12 +469,14 @@ CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *mg, int *bs, CUfunction f
 
 /* ---- JIT linker ---------------------------------------------------------- */
 CUresult CUDAAPI cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkState *out) {
-  (void)n; (void)o; (void)v;
   MOCK_TRY(mock_need_ctx());
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (!out || (n && (!o || !v))) return CUDA_ERROR_INVALID_VALUE;
   CUlinkState l = calloc(1, sizeof *l);
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
   l->magic = MOCK_MAGIC_LINK;
+  l->nopt = n;
+  l->opt = o;
+  l->val = v;
   *out = l;
   return CUDA_SUCCESS;
 }
@@ -466,7 +486,11 @@ static CUresult link_add(CUlinkState l, CUjitInputType type, const void *data, s
   if (!data || size == 0) return CUDA_ERROR_INVALID_VALUE;
   /* Check it parses (PTX: has .entry / .version; cubin/fatbin: valid). */
   mock_image_info info;
-  MOCK_TRY(mock_image_parse(data, size, &info));
+  CUresult prc = mock_image_parse(data, size, &info);
+  if (prc != CUDA_SUCCESS) {
+    jit_outputs(l->nopt, l->opt, l->val, NULL, "mock-ptxas error   : input rejected\n");
+    return prc;
+  }
   mock_image_free(&info);
   link_input *n = realloc(l->in, (l->nin + 1) * sizeof *n);
   if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -504,6 +528,10 @@ CUresult CUDAAPI cuLinkComplete(CUlinkState l, void **cubin, size_t *size) {
   if (l->nin == 0) return CUDA_ERROR_INVALID_IMAGE;
   *cubin = l->in[0].data;
   *size = l->in[0].size;
+  char info[160];
+  snprintf(info, sizeof info, "mock-ptxas info    : linked %zu input(s), %zu bytes, first is %s\n", l->nin,
+           l->in[0].size, l->in[0].type == CU_JIT_INPUT_PTX ? "PTX" : "binary");
+  jit_outputs(l->nopt, l->opt, l->val, info, NULL);
   return CUDA_SUCCESS;
 }
 
@@ -533,6 +561,9 @@ CUresult mock_run_op(const mock_op *op) {
     mock_thread t;
     t.gridDim = op->grid;
     t.blockDim = op->block;
+    t.clusterDim = op->cluster;
+    if (!t.clusterDim.x) t.clusterDim = (mock_dim3){1, 1, 1};
+    t.func = f;
     for (t.blockIdx.z = 0; t.blockIdx.z < op->grid.z; t.blockIdx.z++)
       for (t.blockIdx.y = 0; t.blockIdx.y < op->grid.y; t.blockIdx.y++)
         for (t.blockIdx.x = 0; t.blockIdx.x < op->grid.x; t.blockIdx.x++)
@@ -542,8 +573,10 @@ CUresult mock_run_op(const mock_op *op) {
     return CUDA_SUCCESS;
   }
   case MOCK_OP_COPY:
-    for (size_t r = 0; r < op->height; r++)
-      memmove((uint8_t *)op->dst + r * op->dpitch, (const uint8_t *)op->src + r * op->spitch, op->width);
+    for (size_t z = 0; z < (op->depth ? op->depth : 1); z++)
+      for (size_t r = 0; r < op->height; r++)
+        memmove((uint8_t *)op->dst + z * op->dslice + r * op->dpitch,
+                (const uint8_t *)op->src + z * op->sslice + r * op->spitch, op->width);
     return CUDA_SUCCESS;
   case MOCK_OP_SET:
     for (size_t r = 0; r < op->height; r++) {
@@ -559,6 +592,7 @@ CUresult mock_run_op(const mock_op *op) {
     op->fn(op->user);
     return CUDA_SUCCESS;
   case MOCK_OP_EMPTY:
+  case MOCK_OP_MARK:
     return CUDA_SUCCESS;
   case MOCK_OP_COND: {
     /* CU_GRAPH_COND_TYPE_IF: body 0 when non-zero (body 1, if any, when
@@ -592,6 +626,13 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z || grid.y > 65535 || grid.z > 65535 ||
       block.z > 64 || (uint64_t)block.x * block.y * block.z > 1024 || shmem > 232448)
     return CUDA_ERROR_INVALID_VALUE;
+  /* above 48 KiB of dynamic shared memory the kernel must have opted in
+   * (cuFuncSetAttribute/cuKernelSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES),
+   * as on the real driver */
+  if (shmem > 49152 && (int)shmem > mock_func_attr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))
+    return CUDA_ERROR_INVALID_VALUE;
+  mock_dim3 cluster;
+  MOCK_TRY(mock_cluster_dims(f, grid, (mock_dim3){0, 0, 0}, &cluster));
   if (!f->impl && warn_unimplemented()) return CUDA_ERROR_NOT_SUPPORTED;
   if (f->nparams < 0) return CUDA_ERROR_INVALID_IMAGE;
   if (params && extra) return CUDA_ERROR_INVALID_VALUE;
@@ -601,6 +642,7 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
   op.func = f;
   op.grid = grid;
   op.block = block;
+  op.cluster = cluster;
   op.argbuf = calloc(1, f->param_bytes ? f->param_bytes : 1);
   if (!op.argbuf) return CUDA_ERROR_OUT_OF_MEMORY;
   if (f->nparams > 0) {
@@ -635,6 +677,7 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
 CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, CUstream s, void **params,
                      void **extra) {
   MOCK_TRY(mock_check_stream(s));
+  MOCK_TRY(mock_legacy_check(s, 0));
   mock_op op;
   MOCK_TRY(mock_kernel_op(f, grid, block, shmem, params, extra, &op));
   return mock_submit(s, &op);
@@ -649,9 +692,7 @@ const mock_proc mock_procs_module[] = {
   P(cuLibraryGetKernel, 12000), P(cuLibraryGetKernelCount, 12040), P(cuLibraryEnumerateKernels, 12040),
   P(cuLibraryGetModule, 12000), P(cuLibraryGetGlobal, 12000), P(cuKernelGetFunction, 12000),
   P(cuKernelGetLibrary, 12050), P(cuKernelGetParamInfo, 12040), P(cuKernelGetName, 12030),
-  P(cuKernelGetAttribute, 12000), P(cuKernelSetAttribute, 12000),
   P(cuFuncGetParamInfo, 12040), P(cuFuncGetName, 12030), P(cuFuncGetModule, 11000),
-  P(cuFuncGetAttribute, 2020), P(cuFuncSetAttribute, 9000), P(cuFuncSetCacheConfig, 3000),
   P(cuFuncIsLoaded, 12040), P(cuFuncLoad, 12040),
   P(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050),
   P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000), P(cuOccupancyMaxPotentialBlockSize, 6050),

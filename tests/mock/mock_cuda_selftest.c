@@ -1,6 +1,8 @@
 /* CTest mock.selftest: checks the mock libcuda.so.1 itself: VMM placement at
  * a fixed address, cuGetProcAddress variants, pointer attributes, module
- * globals, corrupt images and error names. Prints "N passed, M failed". */
+ * globals, corrupt images, error names, function attributes and launch
+ * attributes, CUDA arrays and texture/surface objects. Prints "N passed,
+ * M failed". */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -157,6 +159,94 @@ int main(void) {
     EXPECT(cuGraphExecDestroy(x) == CUDA_SUCCESS);
     EXPECT(cuGraphDestroy(g) == CUDA_SUCCESS && cuGraphDestroy(g2) == CUDA_SUCCESS);
     EXPECT(cuMemFree(d) == CUDA_SUCCESS);
+  }
+
+  /* function attributes: more than 48 KiB of dynamic shared memory needs
+   * MAX_DYNAMIC_SHARED_SIZE_BYTES (the function's setting beats the
+   * kernel's); clusters above 8 need NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
+  {
+    EXPECT(cuModuleLoadData(&m, "// PTX\n.version 9.0\n.target sm_90\n.visible .entry k0()\n{ ret; }\n") ==
+           CUDA_SUCCESS);
+    EXPECT(cuModuleGetFunction(&f, m, "k0") == CUDA_SUCCESS);
+    int v = 0;
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 65536, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 300000) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NUM_REGS, 8) == CUDA_ERROR_INVALID_VALUE); /* read-only */
+    EXPECT(cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 80000, (CUkernel)f, 0) == CUDA_SUCCESS);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 65536, NULL, NULL, NULL) == CUDA_SUCCESS);
+    EXPECT(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 60000) == CUDA_SUCCESS);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 65536, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS && v == 60000);
+    EXPECT(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (CUkernel)f, 0) ==
+           CUDA_SUCCESS && v == 80000);
+    CUlaunchAttribute at[2];
+    memset(at, 0, sizeof at);
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = 32, cfg.gridDimY = cfg.gridDimZ = 1, cfg.blockDimX = 32, cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.attrs = at, cfg.numAttrs = 1;
+    at[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    at[0].value.clusterDim.x = 16, at[0].value.clusterDim.y = at[0].value.clusterDim.z = 1;
+    EXPECT(cuLaunchKernelEx(&cfg, f, NULL, NULL) == CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    EXPECT(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1) == CUDA_SUCCESS);
+    EXPECT(cuLaunchKernelEx(&cfg, f, NULL, NULL) == CUDA_SUCCESS);
+    cfg.gridDimX = 24;
+    EXPECT(cuLaunchKernelEx(&cfg, f, NULL, NULL) == CUDA_ERROR_INVALID_CLUSTER_SIZE); /* 24 % 16 */
+    cfg.gridDimX = 32, cfg.numAttrs = 2;
+    at[1].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+    at[1].value.launchCompletionEvent.event = (CUevent)&v; /* not an event */
+    EXPECT(cuLaunchKernelEx(&cfg, f, NULL, NULL) == CUDA_ERROR_INVALID_HANDLE);
+    at[1].id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+    at[1].value.accessPolicyWindow.base_ptr = &v; /* host memory */
+    at[1].value.accessPolicyWindow.num_bytes = 4;
+    EXPECT(cuLaunchKernelEx(&cfg, f, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    at[1].id = CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY; /* streams only */
+    EXPECT(cuLaunchKernelEx(&cfg, f, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuModuleUnload(m) == CUDA_SUCCESS);
+  }
+
+  /* arrays (host-memory backed), 2D/3D copies with array sides, objects */
+  {
+    CUDA_ARRAY3D_DESCRIPTOR ad = {8, 4, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+    CUarray a, lvl;
+    float in[32], out[32];
+    for (int i = 0; i < 32; i++) in[i] = (float)i;
+    EXPECT(cuArray3DCreate(&a, &ad) == CUDA_SUCCESS);
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_HOST, c.srcHost = in, c.srcPitch = 8 * sizeof(float);
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY, c.dstArray = a;
+    c.WidthInBytes = 8 * sizeof(float), c.Height = 4, c.Depth = 1;
+    EXPECT(cuMemcpy3D(&c) == CUDA_SUCCESS);
+    c.Height = 5;
+    EXPECT(cuMemcpy3D(&c) == CUDA_ERROR_INVALID_VALUE); /* past the last row */
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_ARRAY, c.srcArray = a, c.srcXInBytes = 4, c.srcY = 1;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST, c.dstHost = out, c.dstPitch = 8;
+    c.WidthInBytes = 8, c.Height = 2, c.Depth = 1;
+    EXPECT(cuMemcpy3D(&c) == CUDA_SUCCESS && out[0] == 9.f && out[1] == 10.f && out[2] == 17.f);
+    EXPECT(cuMemcpyAtoH(out, a, 31 * sizeof(float), sizeof(float)) == CUDA_SUCCESS && out[0] == 31.f);
+    EXPECT(cuMemcpyAtoH(out, a, 31 * sizeof(float), 2 * sizeof(float)) == CUDA_ERROR_INVALID_VALUE);
+    CUDA_RESOURCE_DESC rd;
+    memset(&rd, 0, sizeof rd);
+    rd.resType = CU_RESOURCE_TYPE_ARRAY, rd.res.array.hArray = a;
+    CUDA_TEXTURE_DESC td;
+    memset(&td, 0, sizeof td);
+    CUtexObject t;
+    CUsurfObject sf;
+    EXPECT(cuTexObjectCreate(&t, &rd, &td, NULL) == CUDA_SUCCESS && t >= 1);
+    EXPECT(cuSurfObjectCreate(&sf, &rd) == CUDA_ERROR_INVALID_VALUE); /* no SURFACE_LDST */
+    EXPECT(cuTexObjectDestroy(t) == CUDA_SUCCESS && cuTexObjectDestroy(t) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuArrayDestroy(a) == CUDA_SUCCESS && cuArrayDestroy(a) == CUDA_ERROR_INVALID_HANDLE);
+    EXPECT(cuTexObjectCreate(&t, &rd, &td, NULL) == CUDA_ERROR_INVALID_VALUE); /* stale array */
+    CUmipmappedArray mm;
+    ad.Width = ad.Height = 16;
+    EXPECT(cuMipmappedArrayCreate(&mm, &ad, 6) == CUDA_ERROR_INVALID_VALUE); /* 16x16: 5 levels */
+    EXPECT(cuMipmappedArrayCreate(&mm, &ad, 5) == CUDA_SUCCESS);
+    EXPECT(cuMipmappedArrayGetLevel(&lvl, mm, 4) == CUDA_SUCCESS);
+    EXPECT(cuMipmappedArrayGetLevel(&lvl, mm, 5) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuArrayDestroy(lvl) == CUDA_ERROR_INVALID_HANDLE); /* owned by the mipmap */
+    EXPECT(cuMipmappedArrayDestroy(mm) == CUDA_SUCCESS);
   }
 
   EXPECT(cuDevicePrimaryCtxRelease(dev) == CUDA_SUCCESS);

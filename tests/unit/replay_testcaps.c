@@ -44,6 +44,21 @@ static void emit(uint8_t type, cucap_fb_ref body) {
   cucap_fbb_reset(B);
 }
 
+/* A call recorded without a body: Record.call and Record.args only. */
+static void emit_call(uint32_t cbid, const uint64_t *args, size_t n) {
+  cucap_fb_ref av = cucap_fbb_vector(B, args, n, 8, 8);
+  cucap_fb_record_start(B);
+  cucap_fb_record_add_seq(B, ++SEQ);
+  cucap_fb_record_add_call(B, cbid);
+  cucap_fb_record_add_args(B, av);
+  cucap_fb_record_add_context(B, CTX);
+  cucap_fb_ref r = cucap_fb_record_end(B);
+  size_t sz = 0;
+  const uint8_t *buf = cucap_fbb_finish(B, r, 1, &sz);
+  TU_REQUIRE(buf && cucap_writer_append(W, buf, sz, NULL) == CUCAP_OK);
+  cucap_fbb_reset(B);
+}
+
 static cucap_fb_hash128 blob(const void *p, size_t n) {
   cucap_hash128 h;
   TU_REQUIRE(cucap_writer_put_blob(W, p, n, &h) == CUCAP_OK);
@@ -133,6 +148,10 @@ void write_capture(const char *path, int flags) {
   cucap_fb_module_add_format(B, CUCAP_FB_IMAGEFORMAT_PTX);
   emit(CUCAP_FB_BODY_MODULE, cucap_fb_module_end(B));
 
+  if (flags & CAP_ATTR_LATE) {
+    uint64_t at[3] = {FN, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, SMEM_BIG};
+    emit_call(481 /* CUPTI_DRIVER_TRACE_CBID_cuFuncSetAttribute */, at, 3);
+  }
   cucap_fb_param_info pi[4] = {{0, 8}, {8, 8}, {16, 8}, {24, 4}};
   cucap_fb_ref pv = cucap_fbb_vector(B, pi, 4, sizeof pi[0], 4);
   cucap_fb_ref fname = cucap_fbb_string(B, "vec_add", 7);
@@ -199,6 +218,8 @@ void write_capture(const char *path, int flags) {
     cucap_fb_launch_add_block(B, &block);
     cucap_fb_launch_add_args(B, av);
     cucap_fb_launch_add_launch_index(B, (uint64_t)li);
+    if (flags & CAP_ATTR_LATE)
+      cucap_fb_launch_add_shared_mem(B, SMEM_BIG);
     if (flags & CAP_GRAPH)
       cucap_fb_launch_add_stream(B, GS);
     emit(CUCAP_FB_BODY_LAUNCH, cucap_fb_launch_end(B));
@@ -465,3 +486,172 @@ void write_capture2(const char *path) {
   B = NULL;
 }
 
+
+/* Capture 3 (write_capture_nondet): a PTX module with vec_add and stamp;
+ * c = a + b (launch 0), a Manual snapshot of b (checked there, before stamp
+ * overwrites b), stamp into b (launch 1: clock-like, different in every
+ * replay), DtoH of b (nondeterministic), DtoH of c, an AfterLaunch snapshot
+ * of c naming launch 2 that the file holds BEFORE launch 2 (as the recorder
+ * emits them from the launch's post hook): c = a + a there, not a + b;
+ * LaunchHash records of launches 0 (c) and 1 (b); exit snapshot of a. */
+#define FN2 0xF0F1000ULL
+static const char ptx3[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry vec_add(\n .param .u64 a,\n .param .u64 b,\n"
+    " .param .u64 c,\n .param .u32 n\n)\n{\n ret;\n}\n"
+    ".visible .entry stamp(\n .param .u64 out,\n .param .u32 n\n)\n{\n ret;\n}\n";
+
+static void nd_region_snapshot(int reason, uint64_t li, uint64_t addr,
+                               const void *data, size_t n) {
+  cucap_fb_hash128 h = blob(data, n);
+  cucap_fb_mem_region_start(B);
+  cucap_fb_mem_region_add_address(B, addr);
+  cucap_fb_mem_region_add_size(B, n);
+  cucap_fb_mem_region_add_data(B, &h);
+  cucap_fb_ref reg = cucap_fb_mem_region_end(B);
+  cucap_fb_ref regs = cucap_fbb_vector_refs(B, &reg, 1);
+  cucap_fb_snapshot_start(B);
+  cucap_fb_snapshot_add_reason(B, (uint8_t)reason);
+  cucap_fb_snapshot_add_launch_index(B, li);
+  cucap_fb_snapshot_add_regions(B, regs);
+  emit(CUCAP_FB_BODY_SNAPSHOT, cucap_fb_snapshot_end(B));
+}
+
+static void nd_launch_hash(uint64_t li, uint64_t addr, const void *data, size_t n) {
+  cucap_hash128 hh = cucap_hash128_of(data, n);
+  cucap_fb_hash128 fh = {hh.lo, hh.hi};
+  cucap_fb_mem_region_start(B);
+  cucap_fb_mem_region_add_address(B, addr);
+  cucap_fb_mem_region_add_size(B, n);
+  cucap_fb_mem_region_add_hash(B, &fh);
+  cucap_fb_ref lr = cucap_fb_mem_region_end(B);
+  cucap_fb_ref lrs = cucap_fbb_vector_refs(B, &lr, 1);
+  cucap_fb_launch_hash_start(B);
+  cucap_fb_launch_hash_add_launch_index(B, li);
+  cucap_fb_launch_hash_add_launch_seq(B, SEQ);
+  cucap_fb_launch_hash_add_regions(B, lrs);
+  emit(CUCAP_FB_BODY_LAUNCHHASH, cucap_fb_launch_hash_end(B));
+}
+
+static void nd_launch(uint64_t fn, uint64_t li, const void *args, size_t n) {
+  cucap_fb_ref av = cucap_fbb_vector(B, args, n, 1, 1);
+  cucap_fb_dim3 grid = {N / 64, 1, 1}, block = {64, 1, 1};
+  cucap_fb_launch_start(B);
+  cucap_fb_launch_add_kind(B, CUCAP_FB_LAUNCHKIND_KERNEL);
+  cucap_fb_launch_add_function(B, fn);
+  cucap_fb_launch_add_grid(B, &grid);
+  cucap_fb_launch_add_block(B, &block);
+  cucap_fb_launch_add_args(B, av);
+  cucap_fb_launch_add_launch_index(B, li);
+  emit(CUCAP_FB_BODY_LAUNCH, cucap_fb_launch_end(B));
+}
+
+static void nd_function(uint64_t h, const char *name, const cucap_fb_param_info *pi,
+                        size_t np, uint32_t bytes) {
+  cucap_fb_ref pv = cucap_fbb_vector(B, pi, np, sizeof pi[0], 4);
+  cucap_fb_ref fname = cucap_fbb_string(B, name, strlen(name));
+  cucap_fb_function_start(B);
+  cucap_fb_function_add_kind(B, CUCAP_FB_FUNCTIONKIND_FUNCTION);
+  cucap_fb_function_add_handle(B, h);
+  cucap_fb_function_add_module(B, MOD);
+  cucap_fb_function_add_name(B, fname);
+  cucap_fb_function_add_params(B, pv);
+  cucap_fb_function_add_param_bytes(B, bytes);
+  emit(CUCAP_FB_BODY_FUNCTION, cucap_fb_function_end(B));
+}
+
+static void nd_dtoh(uint64_t src, const void *data, size_t n) {
+  cucap_fb_hash128 h = blob(data, n);
+  cucap_fb_memcpy_start(B);
+  cucap_fb_memcpy_add_kind(B, CUCAP_FB_MEMCPYKIND_DTOH);
+  cucap_fb_memcpy_add_dst(B, 0x2000);
+  cucap_fb_memcpy_add_src(B, src);
+  cucap_fb_memcpy_add_size(B, n);
+  cucap_fb_memcpy_add_payload(B, &h);
+  cucap_fb_memcpy_add_has_payload(B, 1);
+  emit(CUCAP_FB_BODY_MEMCPY, cucap_fb_memcpy_end(B));
+}
+
+void write_capture_nondet(const char *path, int flags) {
+  B = cucap_fbb_create(0);
+  cucap_fb_file_header_start(B);
+  cucap_fb_file_header_add_format_major(B, CUCAP_FORMAT_MAJOR);
+  cucap_fb_ref hdr = cucap_fb_file_header_end(B);
+  size_t hsz = 0;
+  const uint8_t *hb = cucap_fbb_finish(B, hdr, 1, &hsz);
+  TU_REQUIRE(hb && cucap_writer_create(path, NULL, hb, hsz, &W) == CUCAP_OK);
+  cucap_fbb_reset(B);
+  SEQ = 0;
+
+  static float a[N], b[N], c[N], c2[N];
+  static uint32_t st[N];
+  for (int i = 0; i < N; i++) {
+    a[i] = (float)i;
+    b[i] = 0.5f * (float)i;
+    c[i] = a[i] + b[i];
+    c2[i] = a[i] + a[i];
+    st[i] = 0x5eed0000u ^ (uint32_t)i; /* what "the recorded run's clock" gave */
+  }
+  cucap_fb_context_start(B);
+  cucap_fb_context_add_op(B, CUCAP_FB_CONTEXTOP_PRIMARYRETAIN);
+  cucap_fb_context_add_handle(B, CTX);
+  emit(CUCAP_FB_BODY_CONTEXT, cucap_fb_context_end(B));
+  cucap_fb_hash128 img = blob(ptx3, sizeof ptx3);
+  cucap_fb_module_start(B);
+  cucap_fb_module_add_op(B, CUCAP_FB_MODULEOP_LOAD);
+  cucap_fb_module_add_kind(B, CUCAP_FB_MODULEKIND_MODULE);
+  cucap_fb_module_add_handle(B, MOD);
+  cucap_fb_module_add_image(B, &img);
+  cucap_fb_module_add_format(B, CUCAP_FB_IMAGEFORMAT_PTX);
+  emit(CUCAP_FB_BODY_MODULE, cucap_fb_module_end(B));
+  cucap_fb_param_info pi[4] = {{0, 8}, {8, 8}, {16, 8}, {24, 4}};
+  nd_function(FN, "vec_add", pi, 4, 28);
+  cucap_fb_param_info pi2[2] = {{0, 8}, {8, 4}};
+  nd_function(FN2, "stamp", pi2, 2, 12);
+  for (int i = 0; i < 3; i++) {
+    cucap_fb_alloc_start(B);
+    cucap_fb_alloc_add_kind(B, CUCAP_FB_ALLOCKIND_DEVICE);
+    cucap_fb_alloc_add_address(B, ADDR[i]);
+    cucap_fb_alloc_add_size(B, N * sizeof(float));
+    emit(CUCAP_FB_BODY_ALLOC, cucap_fb_alloc_end(B));
+  }
+  const float *src[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    cucap_fb_hash128 h = blob(src[i], sizeof a);
+    cucap_fb_memcpy_start(B);
+    cucap_fb_memcpy_add_kind(B, CUCAP_FB_MEMCPYKIND_HTOD);
+    cucap_fb_memcpy_add_dst(B, ADDR[i]);
+    cucap_fb_memcpy_add_src(B, 0x1000);
+    cucap_fb_memcpy_add_size(B, sizeof a);
+    cucap_fb_memcpy_add_payload(B, &h);
+    cucap_fb_memcpy_add_has_payload(B, 1);
+    emit(CUCAP_FB_BODY_MEMCPY, cucap_fb_memcpy_end(B));
+  }
+  int n = N;
+  uint8_t args[28];
+  memcpy(args, &ADDR[0], 8);
+  memcpy(args + 8, &ADDR[1], 8);
+  memcpy(args + 16, &ADDR[2], 8);
+  memcpy(args + 24, &n, 4);
+  nd_launch(FN, 0, args, sizeof args);                 /* c = a + b */
+  nd_launch_hash(0, ADDR[2], c, sizeof c);
+  nd_region_snapshot(CUCAP_FB_SNAPSHOTREASON_MANUAL, 0, ADDR[1], b, sizeof b);
+  uint8_t sargs[12];
+  memcpy(sargs, &ADDR[1], 8);
+  memcpy(sargs + 8, &n, 4);
+  nd_launch(FN2, 1, sargs, sizeof sargs);              /* b = clock stamps */
+  nd_launch_hash(1, ADDR[1], st, sizeof st);
+  nd_dtoh(ADDR[1], st, sizeof st);
+  if (flags & NONDET_FLIP)
+    ((uint8_t *)c)[1234] ^= 0x40;
+  nd_dtoh(ADDR[2], c, sizeof c);
+  nd_region_snapshot(CUCAP_FB_SNAPSHOTREASON_AFTERLAUNCH, 2, ADDR[2], c2, sizeof c2);
+  memcpy(args + 8, &ADDR[0], 8);
+  nd_launch(FN, 2, args, sizeof args);                 /* c = a + a */
+  nd_region_snapshot(CUCAP_FB_SNAPSHOTREASON_EXIT, 0, ADDR[0], a, sizeof a);
+  TU_REQUIRE(cucap_writer_close(W) == CUCAP_OK);
+  cucap_writer_destroy(W);
+  W = NULL;
+  cucap_fbb_destroy(B);
+  B = NULL;
+}

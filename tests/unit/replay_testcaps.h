@@ -11,7 +11,11 @@
 
 /* write_capture flags */
 enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8,
-       CAP_PINNED = 16 };
+       CAP_PINNED = 16, CAP_ATTR_LATE = 32 };
+/* CAP_ATTR_LATE: the launch uses 96 KiB of dynamic shared memory, and the
+ * cuFuncSetAttribute that allows it comes before the function's record (a
+ * handle the recorder learned late): the replay applies it at the launch */
+#define SMEM_BIG (96 * 1024)
 
 /* launches of vec_add in write_capture (default 1) */
 extern long NLAUNCH;
@@ -23,4 +27,11 @@ void write_capture(const char *path, int flags);
 /* A library kernel via cuLaunchKernelEx, streams/events, memset, 2D copies
  * on the per-thread stream, a Unified DtoH. */
 void write_capture2(const char *path);
+/* write_capture_nondet flags */
+enum { NONDET_FLIP = 1 };
+/* vec_add and a clock-like `stamp` kernel (the mock writes a monotonic
+ * clock), DtoH of its nondeterministic output and of deterministic data,
+ * Manual / AfterLaunch / Exit snapshots and LaunchHash records; NONDET_FLIP
+ * flips a recorded byte of the deterministic copy. */
+void write_capture_nondet(const char *path, int flags);
 #endif

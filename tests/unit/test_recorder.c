@@ -1,14 +1,18 @@
 /* test_recorder.c - unit tests of the in-app recorder runtime's pure parts: CUCAP_OPTIONS parsing and output-path
  * expansion (%p, %q{VAR}, %%), the per-process output path (.<pid> for
  * processes other than CUCAP_ROOT_PID) and the lazy start (armed, no file
- * before the first CUDA call). The recording path itself is exercised by
+ * before the first CUDA call) and the --stats counters (capture/rec_stats.c:
+ * table kept as a Note). The recording path itself is exercised by
  * tests/integration/test_record_basic.sh and test_record_fork.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cucap_reader.h"
+#include "cucap_rec_stats.h"
 #include "cucap_recorder.h"
+#include "cucap_schema.h"
 #include "testutil.h"
 
 static int checks;
@@ -29,8 +33,9 @@ static void test_options(void) {
   cucap_rec_options_init(&o);
   CHECK(cucap_rec_options_parse("snapshot=exit,hash_launches,audit,stack=unwind,"
                                 "stack_depth=16,level=3,workers=2,flush_ms=50,"
-                                "no_dtoh_payload,sync_writes",
+                                "no_dtoh_payload,sync_writes,stats",
                                 &o) == CUCAP_OK);
+  CHECK(o.stats == 1);
   CHECK(o.snapshot == CUCAP_REC_SNAPSHOT_EXIT);
   CHECK(o.hash_launches == 1 && o.audit == 1 && o.no_dtoh_payload == 1);
   CHECK(o.stack == CUCAP_REC_STACK_UNWIND && o.stack_depth == 16);
@@ -108,6 +113,33 @@ static void test_output_path(void) {
   CHECK(cucap_rec_output_path("x%", 8, 7, out, sizeof out) == CUCAP_ERR_INVALID_ARG);
 }
 
+static const char *stat_name(size_t i) {
+  static const char *const n[] = {"cuAlpha", "cuBeta", "cuGamma"};
+  return i < 3 ? n[i] : NULL;
+}
+
+/* The stats Note of the capture at path (malloc'ed text, NULL if none). */
+static char *stats_note(const char *path) {
+  cucap_reader *r = NULL;
+  char msg[128];
+  if (cucap_reader_open(path, NULL, &r, msg, sizeof msg) != CUCAP_OK)
+    return NULL;
+  const void *t, *b;
+  size_t sz;
+  char *out = NULL;
+  while (!out && cucap_reader_next(r, &t, &b, &sz) == CUCAP_OK) {
+    const cucap_fb_record *rec = t;
+    if (cucap_fb_record_body_type(rec) != CUCAP_FB_BODY_NOTE)
+      continue;
+    const cucap_fb_note *n = cucap_fb_record_body_as_note(rec);
+    const char *k = cucap_fb_note_kind(n), *x = cucap_fb_note_text(n);
+    if (k && x && !strcmp(k, "stats"))
+      out = strdup(x);
+  }
+  cucap_reader_destroy(r);
+  return out;
+}
+
 static void test_lazy(void) {
   /* Armed with CUCAP_OUTPUT set: no file until cucap_rec_activate. */
   char dir[] = "/tmp/cucap-test-recorder-XXXXXX";
@@ -123,7 +155,31 @@ static void test_lazy(void) {
   CHECK(cucap_rec_active() == 1 && access(path, F_OK) == 0);
   CHECK(cucap_rec_activate() == 1); /* idempotent */
   CHECK(cucap_rec_is_forked_child() == 0);
+  /* --stats: counters per entry point, the table written as a Note */
+  CHECK(cucap_rec_stats_on == 0);
+  cucap_rec_stats_init(1, 3, stat_name);
+  CHECK(cucap_rec_stats_on == 1);
+  for (int i = 0; i < 5; i++)
+    cucap_rec_stats_call(1, 1000, i < 2);
+  cucap_rec_stats_call(2, 10, 0);
+  cucap_rec_stats_call(7, 10, 0); /* out of range: ignored */
+  cucap_rec_stats_add(CUCAP_STATS_STACK_WALK, 50);
+  cucap_rec_stats_report();
+  cucap_rec_stats_report(); /* once */
   cucap_rec_shutdown();
+  char *note = stats_note(path);
+  CHECK(note != NULL);
+  if (note) {
+    char *beta = strstr(note, "cuBeta"), *gamma = strstr(note, "cuGamma");
+    CHECK(beta && gamma && beta < gamma); /* most expensive first */
+    CHECK(!strstr(note, "cuAlpha"));      /* never called: not listed */
+    unsigned long calls = 0, slow = 0;
+    double ms = 0, avg = 0;
+    CHECK(beta && sscanf(beta, "cuBeta %lu %lf %lf %lu", &calls, &ms, &avg, &slow) == 4 &&
+          calls == 5 && slow == 2);
+    CHECK(strstr(note, "callstack walks") != NULL);
+    free(note);
+  }
   CHECK(cucap_rec_active() == 0);
   CHECK(cucap_rec_activate() == 0); /* never reopened after shutdown */
   unlink(path);

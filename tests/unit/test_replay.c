@@ -43,25 +43,62 @@ static void opts(cucap_replay_options *o) {
   o->verify = CUCAP_REPLAY_VERIFY_COPIES;
 }
 
-/* Helper mode for tests/integration/test_replay_mock.sh:
+/* Helper modes for the integration tests (tests/integration/):
  *   test_replay --flip-dtoh IN OUT OFFSET
  * copies capture IN to OUT, flipping one byte (at OFFSET, clamped) of the
  * payload blob of the first DtoH copy that has one. The blob keeps its hash
  * (the reader does not re-hash blobs), so only --verify can notice. Prints
- * "flipped <offset> seq <seq>". */
-static int flip_dtoh(const char *in, const char *out, uint64_t off) {
+ * "flipped <offset> seq <seq>".
+ *   test_replay --flip-copy-results IN OUT OFFSET
+ * the same for the blob of every CopyResult snapshot region (the results of
+ * asynchronous copies to the host, captured ones included). Prints
+ * "flipped <n> copy result(s)".
+ *   test_replay --drop-calls IN OUT CBID[,CBID...]
+ * copies IN to OUT without the records of those driver calls (CUPTI cbids),
+ * as an older recorder or a replayer that ignores them would have it.
+ * Prints "dropped <n>". */
+static int in_list(const char *list, uint32_t cbid) {
+  for (const char *p = list; p && *p;) {
+    char *end;
+    unsigned long v = strtoul(p, &end, 0);
+    if (end == p)
+      return 0;
+    if (v == cbid)
+      return 1;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
+#define MAX_FLIPS 64
+static int copy_results; /* --flip-copy-results */
+
+static int rewrite(const char *in, const char *out, uint64_t off, const char *drop) {
   cucap_reader *r = NULL;
   char msg[256];
   if (cucap_reader_open(in, NULL, &r, msg, sizeof msg) != CUCAP_OK) {
-    fprintf(stderr, "flip: %s\n", msg);
+    fprintf(stderr, "rewrite: %s\n", msg);
     return 2;
   }
   const void *rec, *buf;
   size_t sz;
   cucap_hash128 target = {0, 0};
+  cucap_hash128 results[MAX_FLIPS];
+  size_t nresults = 0;
   uint64_t seq = 0;
   int found = 0;
-  while (!found && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
+  while (copy_results && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
+    const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
+    if (!sn || cucap_fb_snapshot_reason(sn) != CUCAP_FB_SNAPSHOTREASON_COPYRESULT)
+      continue;
+    for (size_t i = 0; i < cucap_fb_snapshot_regions_len(sn) && nresults < MAX_FLIPS; i++) {
+      const cucap_fb_hash128 *h = cucap_fb_mem_region_data(cucap_fb_snapshot_regions_at(sn, i));
+      if (h)
+        results[nresults++] = (cucap_hash128){h->lo, h->hi};
+    }
+    found = nresults > 0;
+  }
+  while (!drop && !found && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
     const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
     if (c && cucap_fb_memcpy_kind(c) == CUCAP_FB_MEMCPYKIND_DTOH &&
         cucap_fb_memcpy_has_payload(c) && cucap_fb_memcpy_payload(c) &&
@@ -72,7 +109,7 @@ static int flip_dtoh(const char *in, const char *out, uint64_t off) {
       found = 1;
     }
   }
-  if (!found) {
+  if (!drop && !found) {
     fprintf(stderr, "flip: no DtoH copy with a payload in %s\n", in);
     cucap_reader_destroy(r);
     return 2;
@@ -96,7 +133,13 @@ static int flip_dtoh(const char *in, const char *out, uint64_t off) {
       rc = 2;
       break;
     }
-    if (cucap_hash128_eq(h, target) && bs) {
+    int hit = 0;
+    for (size_t k = 0; copy_results && k < nresults && !hit; k++)
+      hit = cucap_hash128_eq(h, results[k]);
+    if (hit && bs) {
+      d[off < bs ? off : bs - 1] ^= 0x01;
+      found++;
+    } else if (!drop && !copy_results && cucap_hash128_eq(h, target) && bs) {
       if (off >= bs)
         off = bs - 1;
       d[off] ^= 0x01;
@@ -108,9 +151,19 @@ static int flip_dtoh(const char *in, const char *out, uint64_t off) {
     free(d);
   }
   cucap_reader_rewind(r);
-  while (!rc && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK)
+  unsigned long dropped = 0;
+  while (!rc && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
+    if (drop && in_list(drop, cucap_fb_record_call(rec))) {
+      dropped++;
+      continue;
+    }
     if (cucap_writer_append(w, buf, sz, NULL) != CUCAP_OK)
       rc = 2;
+  }
+  if (drop)
+    printf("dropped %lu\n", dropped);
+  if (copy_results)
+    printf("flipped %d copy result(s)\n", found - 1);
   if (cucap_writer_close(w) != CUCAP_OK)
     rc = 2;
   cucap_writer_destroy(w);
@@ -133,7 +186,13 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc == 5 && !strcmp(argv[1], "--flip-dtoh"))
-    return flip_dtoh(argv[2], argv[3], strtoull(argv[4], NULL, 0));
+    return rewrite(argv[2], argv[3], strtoull(argv[4], NULL, 0), NULL);
+  if (argc == 5 && !strcmp(argv[1], "--flip-copy-results")) {
+    copy_results = 1;
+    return rewrite(argv[2], argv[3], strtoull(argv[4], NULL, 0), NULL);
+  }
+  if (argc == 5 && !strcmp(argv[1], "--drop-calls"))
+    return rewrite(argv[2], argv[3], 0, argv[4]);
   const char *bd = getenv("CUCAP_BUILD_DIR");
   struct stat sb;
   snprintf(mock, sizeof mock, "%s/tests/mock/libcuda.so.1", bd ? bd : ".");
@@ -163,6 +222,23 @@ int main(int argc, char **argv) {
   TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
   if (rep.error[0])
     fprintf(stderr, "error: %s\n", rep.error);
+
+  /* 1a: an attribute set on a function before its record: applied at the
+   * first launch (the mock refuses 96 KiB of shared memory without it) */
+  {
+    char *ap = tu_tmp_path("replay_attr");
+    write_capture(ap, CAP_ATTR_LATE);
+    opts(&o);
+    TU_CHECK(cucap_replay_run(ap, &o, &rep) == CUCAP_OK);
+    checks += 3;
+    TU_CHECK(rep.exit_code == 0);
+    TU_CHECK(rep.launches == 1 && rep.skipped == 0);
+    TU_CHECK(rep.mismatches == 0 && rep.copies_checked == 1);
+    if (rep.error[0])
+      fprintf(stderr, "error: %s\n", rep.error);
+    remove(ap);
+    free(ap);
+  }
 
   /* 1b: stream capture -> graph -> 3 graph launches, with the mock ignoring
    * hints that are not 32 MiB-aligned like the real driver (placement from

@@ -8,7 +8,13 @@
  * libcuda in every mode (default, --verify, --verify=launch, --relocate,
  * --strict, --sync, 2 loops). Each run must return a report (a skip, an
  * error, exit 3 for --strict) - a crash fails the test (and ASan/UBSan in the
- * sanitizer build name the line). Skips (77) without the mock. */
+ * sanitizer build name the line). A capture that destroys a context still
+ * holding a CUDA array, a mipmapped array and a texture object, and one
+ * destroyed after a stream capture in it took a copy to the host (whose
+ * page-locked buffer the replay keeps to the end of the pass): the mock
+ * aborts if the replay touches any of them afterwards (its end-of-run
+ * teardown included). Skips (77) without the mock. */
+#include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +77,7 @@ static void close_capture(void) {
 static void write_hollow(const char *path) {
   open_capture(path);
   for (int pass = 0; pass < 2; pass++)
-    for (uint8_t t = 1; t <= CUCAP_FB_BODY_DEVICES + 1; t++) /* +1: a newer member */
+    for (uint8_t t = 1; t <= CUCAP_FB_BODY_OBJECT + 1; t++) /* +1: a newer member */
       emit(t, pass ? 0 : empty_table());
   close_capture();
 }
@@ -235,6 +241,99 @@ static void write_dangling(const char *path, int section) {
   close_capture();
 }
 
+static void emit_object(uint8_t kind, uint64_t handle, uint64_t parent, uint32_t level,
+                        const void *res, size_t nres, const void *tex, size_t ntex) {
+  cucap_fb_ref r = res ? cucap_fbb_vector(B, res, nres, 1, 1) : 0;
+  cucap_fb_ref t = tex ? cucap_fbb_vector(B, tex, ntex, 1, 1) : 0;
+  cucap_fb_object_start(B);
+  cucap_fb_object_add_kind(B, kind);
+  cucap_fb_object_add_handle(B, handle);
+  if (parent)
+    cucap_fb_object_add_parent(B, parent);
+  cucap_fb_object_add_level(B, level);
+  if (r)
+    cucap_fb_object_add_resource(B, r);
+  if (t)
+    cucap_fb_object_add_texture(B, t);
+  emit(CUCAP_FB_BODY_OBJECT, cucap_fb_object_end(B));
+}
+
+/* A created context with an array, a texture object on it and a mipmapped
+ * array (and one of its levels) in it, destroyed with them still alive (the
+ * driver frees them with the context). */
+static void write_ctx_objects(const char *path) {
+  open_capture(path);
+  const uint64_t C = 0xC100, A = 0xA100, T = 0x100, M = 0xB100, L = 0xA200;
+  cucap_fb_context_start(B);
+  cucap_fb_context_add_op(B, CUCAP_FB_CONTEXTOP_CREATE);
+  cucap_fb_context_add_handle(B, C);
+  emit(CUCAP_FB_BODY_CONTEXT, cucap_fb_context_end(B));
+  cucap_fb_alloc_start(B); /* cuArrayCreate: 16 x UNSIGNED_INT8 x 1 */
+  cucap_fb_alloc_add_kind(B, CUCAP_FB_ALLOCKIND_ARRAY);
+  cucap_fb_alloc_add_address(B, A);
+  cucap_fb_alloc_add_width(B, 16);
+  cucap_fb_alloc_add_flags(B, (uint64_t)CU_AD_FORMAT_UNSIGNED_INT8 << 8 | 1);
+  emit(CUCAP_FB_BODY_ALLOC, cucap_fb_alloc_end(B));
+  CUDA_RESOURCE_DESC rd;
+  memset(&rd, 0, sizeof rd);
+  rd.resType = CU_RESOURCE_TYPE_ARRAY;
+  rd.res.array.hArray = (CUarray)(uintptr_t)A;
+  CUDA_TEXTURE_DESC td;
+  memset(&td, 0, sizeof td);
+  emit_object(CUCAP_FB_OBJECTKIND_TEXOBJECT, T, 0, 0, &rd, sizeof rd, &td, sizeof td);
+  CUDA_ARRAY3D_DESCRIPTOR ad;
+  memset(&ad, 0, sizeof ad);
+  ad.Width = ad.Height = 16;
+  ad.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+  ad.NumChannels = 1;
+  emit_object(CUCAP_FB_OBJECTKIND_MIPMAPPEDARRAY, M, 0, 2, &ad, sizeof ad, NULL, 0);
+  emit_object(CUCAP_FB_OBJECTKIND_MIPMAPPEDLEVEL, L, M, 1, NULL, 0, NULL, 0);
+  /* a capture in it with a copy to the host, its graph instantiated and
+   * launched */
+  const uint64_t S = 0x5100, G = 0x6200, GX = 0x6100, D = 0x7e5500000000ull;
+  cucap_fb_alloc_start(B);
+  cucap_fb_alloc_add_address(B, D);
+  cucap_fb_alloc_add_size(B, 1 << 20);
+  emit(CUCAP_FB_BODY_ALLOC, cucap_fb_alloc_end(B));
+  cucap_fb_stream_start(B);
+  cucap_fb_stream_add_op(B, CUCAP_FB_STREAMOP_CREATE);
+  cucap_fb_stream_add_handle(B, S);
+  emit(CUCAP_FB_BODY_STREAM, cucap_fb_stream_end(B));
+  cucap_fb_stream_start(B);
+  cucap_fb_stream_add_op(B, CUCAP_FB_STREAMOP_BEGINCAPTURE);
+  cucap_fb_stream_add_handle(B, S);
+  cucap_fb_stream_add_capture_mode(B, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  emit(CUCAP_FB_BODY_STREAM, cucap_fb_stream_end(B));
+  cucap_fb_memcpy_start(B);
+  cucap_fb_memcpy_add_kind(B, CUCAP_FB_MEMCPYKIND_DTOH);
+  cucap_fb_memcpy_add_dst(B, 0x10000); /* the program's host buffer */
+  cucap_fb_memcpy_add_src(B, D);
+  cucap_fb_memcpy_add_size(B, 4096);
+  cucap_fb_memcpy_add_async(B, 1);
+  cucap_fb_memcpy_add_stream(B, S);
+  emit(CUCAP_FB_BODY_MEMCPY, cucap_fb_memcpy_end(B));
+  cucap_fb_stream_start(B);
+  cucap_fb_stream_add_op(B, CUCAP_FB_STREAMOP_ENDCAPTURE);
+  cucap_fb_stream_add_handle(B, S);
+  cucap_fb_stream_add_graph(B, G);
+  emit(CUCAP_FB_BODY_STREAM, cucap_fb_stream_end(B));
+  cucap_fb_graph_start(B);
+  cucap_fb_graph_add_op(B, CUCAP_FB_GRAPHOP_INSTANTIATE);
+  cucap_fb_graph_add_graph(B, G);
+  cucap_fb_graph_add_exec(B, GX);
+  emit(CUCAP_FB_BODY_GRAPH, cucap_fb_graph_end(B));
+  cucap_fb_graph_start(B);
+  cucap_fb_graph_add_op(B, CUCAP_FB_GRAPHOP_LAUNCH);
+  cucap_fb_graph_add_exec(B, GX);
+  cucap_fb_graph_add_stream(B, S);
+  emit(CUCAP_FB_BODY_GRAPH, cucap_fb_graph_end(B));
+  cucap_fb_context_start(B);
+  cucap_fb_context_add_op(B, CUCAP_FB_CONTEXTOP_DESTROY);
+  cucap_fb_context_add_handle(B, C);
+  emit(CUCAP_FB_BODY_CONTEXT, cucap_fb_context_end(B));
+  close_capture();
+}
+
 static void run_all(const char *path, const char *what) {
   for (int mode = 0; mode < 7; mode++) {
     cucap_replay_options o;
@@ -286,6 +385,19 @@ int main(void) {
     write_dangling(d, sec);
     run_all(d, what);
   }
+  /* objects that die with their context; the replay of this capture is
+   * exact, so it must succeed in every mode */
+  write_ctx_objects(d);
+  run_all(d, "context objects");
+  cucap_replay_options o;
+  cucap_replay_report rep;
+  cucap_replay_options_init(&o);
+  o.libcuda = mock;
+  o.strict = 1;
+  o.loops = 2;
+  checks++;
+  TU_CHECK(cucap_replay_run(d, &o, &rep) == CUCAP_OK && rep.exit_code == 0 &&
+           rep.skipped == 0 && rep.executed >= 2 * 12);
   unlink(h);
   unlink(d);
   free(h);

@@ -1,0 +1,114 @@
+/* replay_deferred.c - the replay side of the recorder's deferred reads
+ * (format 1.2 Snapshot reasons, written by a recorder that never
+ * synchronises the program; interpose/custom_deferred.c and
+ * custom_managed.c):
+ *
+ *  - CopyResult: the host bytes of an asynchronous copy to the host, read
+ *    by the recorder once the copy had completed, after its Memcpy record
+ *    (which then has no payload). The scan indexes copy_seq -> bytes, so
+ *    that observers find a copy's recorded result at the copy itself
+ *    (cucap_replay_session_copy_result). For a copy captured into a graph
+ *    the CopyResult follows the graph launch that ran it: the verify
+ *    observer checks it there.
+ *  - HostWrite: managed memory the program wrote on the host before GPU
+ *    work used it: replay input, uploaded at this point (rp_host_write),
+ *    with pointers and texture handles rewritten like any uploaded data.
+ *  - SyncPoint: managed memory the program may read after one of its own
+ *    synchronisations: checked by the verify observer like any snapshot.
+ * The index lives in rp_state.deferred (this file owns it). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_log.h"
+#include "replay_state.h"
+
+struct rp_deferred {
+  rp_map copy_result;         /* copy_seq -> index + 1 into hashes/sizes */
+  cucap_hash128 *hashes;
+  uint64_t *sizes;
+  size_t n, cap;
+};
+
+int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
+  if (cucap_fb_snapshot_reason(s) != CUCAP_FB_SNAPSHOTREASON_COPYRESULT ||
+      cucap_fb_snapshot_regions_len(s) != 1)
+    return 1;
+  const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(s, 0);
+  if (!cucap_fb_mem_region_data(g))
+    return 1;
+  if (!R->deferred && !(R->deferred = calloc(1, sizeof *R->deferred)))
+    return 0;
+  struct rp_deferred *v = R->deferred;
+  if (v->n == v->cap) {
+    size_t nc = v->cap ? v->cap * 2 : 64;
+    cucap_hash128 *nh = realloc(v->hashes, nc * sizeof *nh);
+    if (!nh)
+      return 0;
+    v->hashes = nh;
+    uint64_t *ns = realloc(v->sizes, nc * sizeof *ns);
+    if (!ns)
+      return 0;
+    v->sizes = ns;
+    v->cap = nc;
+  }
+  v->hashes[v->n] = rp_h(cucap_fb_mem_region_data(g));
+  v->sizes[v->n] = cucap_fb_mem_region_size(g);
+  v->n++;
+  return rp_map_put(&v->copy_result, cucap_fb_snapshot_copy_seq(s), v->n);
+}
+
+int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
+                            cucap_hash128 *h, uint64_t *size) {
+  uint64_t idx = 0;
+  if (!R->deferred || !rp_map_get(&R->deferred->copy_result, copy_seq, &idx) || !idx)
+    return 0;
+  *h = R->deferred->hashes[idx - 1];
+  *size = R->deferred->sizes[idx - 1];
+  return 1;
+}
+
+void rp_host_write(rp_state *R, const cucap_fb_snapshot *s) {
+  size_t n = cucap_fb_snapshot_regions_len(s);
+  if (R->capturing) {
+    CUCAP_WARN("replay: host writes to managed memory during a stream capture "
+               "not uploaded (record %" PRIu64 ")", R->rec_index);
+    R->rep->ignored++;
+    return;
+  }
+  R->d.df.CtxSynchronize(); /* the program's earlier GPU work comes first */
+  for (size_t i = 0; i < n && !R->failed; i++) {
+    const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(s, i);
+    uint64_t addr = cucap_fb_mem_region_address(g), size = cucap_fb_mem_region_size(g);
+    cucap_hash128 h = rp_h(cucap_fb_mem_region_data(g));
+    uint64_t bsz = 0;
+    if (!cucap_fb_mem_region_data(g) || cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK ||
+        bsz != size || !rp_grow(&R->expect, &R->expect_cap, size ? size : 1,
+                                &R->expect_pinned, R) ||
+        cucap_reader_blob_read(R->r, h, R->expect, size) != CUCAP_OK) {
+      CUCAP_WARN("replay: host write to managed memory at 0x%" PRIx64 " (%" PRIu64
+                 " bytes): contents missing from the capture", addr, size);
+      continue;
+    }
+    /* uploaded data like any other: pointers into moved ranges, texture
+     * handles that are other numbers here */
+    rp_patch_payload(R, R->expect, size, addr, NULL);
+    if (R->obj)
+      rp_object_patch_upload(R, R->expect, size, addr, 0);
+    rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, addr), R->expect, size, NULL),
+          "cuMemcpyHtoD (host write to managed memory)");
+    R->d.df.StreamSynchronize(NULL);
+  }
+  R->rep->executed++;
+}
+
+void rp_deferred_free(rp_state *R) {
+  if (!R->deferred)
+    return;
+  rp_map_free(&R->deferred->copy_result);
+  free(R->deferred->hashes);
+  free(R->deferred->sizes);
+  free(R->deferred);
+  R->deferred = NULL;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# tests/gpu/corpus.sh BUILD_DIR CORPUS_TGZ RUN_SH OUT_DIR [PARALLEL]
+# The real-program check on a GPU machine: unpacks NVIDIA's cuda-samples
+# corpus (../shared/corpus/cuda-samples-sm90.tgz, carried into the repo's
+# ignored .corpus/ folder), runs the corpus's own run.sh unchanged (native,
+# `cucap record`, same output, `cucap replay --verify`) and prints its
+# summary line. Then, for every program whose recorded output differed, it
+# runs the program natively twice more, a second apart, and says whether the
+# program's own output differs between native runs (digits and minus signs stripped and
+# lines sorted, as run.sh compares): that is the program's nondeterminism,
+# shown with the diff, not cucap's.
+set -uo pipefail
+BUILD=$(readlink -f "$1"); TGZ=$(readlink -f "$2"); RUN=$(readlink -f "$3")
+OUT=$(mkdir -p "$4" && readlink -f "$4"); P=${5:-6}
+SRC=$(mktemp -d); tar xzf "$TGZ" -C "$SRC"
+CS=$SRC/cuda-samples
+bash "$RUN" "$BUILD/tools/cucap" "$CS" "$OUT/runs" "$P" | tail -1 | tee "$OUT/corpus_summary.txt"
+cp "$OUT/runs/summary.txt" "$OUT/corpus_lines.txt" 2>/dev/null
+norm() { tr -d '0-9-' <"$1" | sort; }
+grep '^FAIL .* same=no ' "$OUT/corpus_lines.txt" 2>/dev/null | awk '{print $2}' | while read -r n; do
+  d=$CS/$n; w=$OUT/nondet/$n; mkdir -p "$w"
+  # a second apart: programs that seed from time(NULL) get another seed
+  (cd "$d" && sleep 1.1 && timeout 120 "./$n" >"$w/native2.out" 2>&1; sleep 1.1;
+   timeout 120 "./$n" >"$w/native3.out" 2>&1)
+  if ! diff <(norm "$OUT/runs/$n/native.out") <(norm "$w/native2.out") >"$w/diff12.txt" ||
+     ! diff <(norm "$w/native2.out") <(norm "$w/native3.out") >"$w/diff23.txt"; then
+    echo "NONDETERMINISTIC-NATIVELY $n: two native runs differ ($(head -4 "$w/diff12.txt" "$w/diff23.txt" 2>/dev/null | grep '^[<>]' | head -2 | tr '\n' ' ' | cut -c1-160))"
+  else
+    echo "DETERMINISTIC-NATIVELY $n: three native runs agree; the recorded output differs (see $OUT/runs/$n)"
+  fi
+done | tee "$OUT/nondet.txt"
+rm -rf "$SRC"

@@ -1,0 +1,270 @@
+/* cmd_replay_profile.c - `cucap replay --profile`: runs the replay with the
+ * profiling backend (replay/cucap_profiler.h) and writes the profile
+ * (replay/cucap_profile.h): terminal report, --json, --folded, --profile-out.
+ * The program diagnosis (cucap analyze) is part of every profile; without
+ * a backend the CUDA-event timeline stands in, and every section that
+ * could not be collected says why and what to change. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cucap_analyze.h"
+#include "cucap_cli.h"
+#include "cucap_json.h"
+#include "cucap_profile.h"
+#include "cucap_profiler.h"
+#include "cucap_replay.h"
+#include "cucap_replay_observer.h"
+
+typedef struct seq_dur {
+  uint64_t seq, d;
+} seq_dur;
+
+static int cmp_seq_dur(const void *x, const void *y) {
+  const seq_dur *a = x, *b = y;
+  if (a->seq != b->seq)
+    return a->seq < b->seq ? -1 : 1;
+  return a->d < b->d ? -1 : a->d > b->d;
+}
+
+/* median GPU duration per seq of the copies/memsets/graph launches */
+static void activity_times(cucap_profile *p, cucap_analysis *a) {
+  size_t n = cucap_profile_activity_count(p);
+  seq_dur *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    const cucap_profile_activity *x = cucap_profile_activity_at(p, i);
+    v[i] = (seq_dur){x->seq, x->end_ns - x->start_ns};
+  }
+  qsort(v, n, sizeof *v, cmp_seq_dur);
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && v[j].seq == v[i].seq)
+      j++;
+    cucap_analysis_set_gpu_time(a, v[i].seq, v[i + (j - i) / 2].d ? v[i + (j - i) / 2].d : 1);
+    i = j;
+  }
+  free(v);
+}
+
+/* the analysis again with the measured GPU durations, into the profile */
+static void reanalyse(cucap_profile *p, cucap_analysis *a) {
+  size_t nl = cucap_profile_launch_count(p);
+  for (size_t i = 0; i < nl; i++) {
+    const cucap_profile_launch *l = cucap_profile_launch_at(p, i);
+    if (l->ntimings && !CUCAP_PROFILE_KEY_IS_GRAPH(l->key))
+      cucap_analysis_set_gpu_time(a, l->seq, l->median_ns ? l->median_ns : 1);
+  }
+  activity_times(p, a);
+  if (cucap_analysis_summary_get(a)->gpu_times) {
+    cucap_analysis_run(a);
+    cucap_profile_clear_findings(p);
+    cucap_profile_add_analysis(p, a);
+  }
+}
+
+static int parse_metrics(const char *s, cucap_profiler_options *po, char ***owned) {
+  *owned = NULL;
+  if (!strcmp(s, "sol") || !strcmp(s, "full") || !strcmp(s, "none")) {
+    po->metric_set = !strcmp(s, "sol")    ? CUCAP_METRICS_SOL
+                     : !strcmp(s, "full") ? CUCAP_METRICS_FULL
+                                          : CUCAP_METRICS_NONE;
+    po->metrics = cucap_metric_set_names(po->metric_set, &po->nmetrics);
+    return 0;
+  }
+  size_t n = 1;
+  for (const char *c = s; *c; c++)
+    n += *c == ',';
+  char **v = calloc(n + 1, sizeof *v);
+  char *copy = strdup(s);
+  if (!v || !copy) {
+    free(v);
+    free(copy);
+    return -1;
+  }
+  size_t k = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    if (*t && !(v[k++] = strdup(t)))
+      break;
+  free(copy);
+  if (!k) {
+    free(v);
+    return -1;
+  }
+  po->metric_set = CUCAP_METRICS_LIST;
+  po->metrics = (const char *const *)v;
+  po->nmetrics = k;
+  *owned = v;
+  return 0;
+}
+
+int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
+                             const cucap_cli_profile_args *pa) {
+  /* 1. the capture: launches, callstacks, program findings */
+  cucap_reader *r = NULL;
+  int rc = cucap_cli_open("replay", path, &r);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
+  cucap_analyze_options ao;
+  cucap_analyze_options_init(&ao);
+  cucap_analysis *a = NULL;
+  cucap_profile *p = NULL;
+  cucap_profiler *prof = NULL;
+  cucap_evtimer *evt = NULL;
+  char **owned = NULL;
+  cucap_profile_range range;
+  memset(&range, 0, sizeof range);
+  cucap_status st = cucap_analysis_create(r, &ao, &a);
+  if (st == CUCAP_OK)
+    st = cucap_profile_create(&p);
+  if (st == CUCAP_OK)
+    st = cucap_profile_add_analysis(p, a);
+  if (st != CUCAP_OK) {
+    cucap_cli_error("replay", path, "profile: %s", cucap_status_str(st));
+    rc = cucap_cli_exit_code(st);
+    goto out;
+  }
+  cucap_profile_info in = *cucap_profile_info_get(p);
+  const cucap_analysis_summary *sm = cucap_analysis_summary_get(a);
+  snprintf(in.capture_path, sizeof in.capture_path, "%s", path);
+  cucap_profile_capture_id(r, in.capture_id);
+  in.capture_records = sm->records;
+  in.capture_launches = sm->launches;
+  in.loops = ro->loops ? ro->loops : 1;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  in.created_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  snprintf(in.cache_mode, sizeof in.cache_mode, "%s", pa->cache_keep ? "keep" : "flush");
+  snprintf(in.metric_set, sizeof in.metric_set, "%s", pa->metrics ? pa->metrics : "sol");
+  snprintf(in.range, sizeof in.range, "%s", pa->range ? pa->range : "");
+  cucap_profile_set_info(p, &in);
+  cucap_reader_destroy(r);
+  r = NULL;
+
+  /* 2. the backend */
+  cucap_profiler_options po;
+  cucap_profiler_options_init(&po);
+  char msg[300];
+  if (pa->metrics && parse_metrics(pa->metrics, &po, &owned) != 0) {
+    cucap_cli_error("replay", NULL, "--metrics=%s: expected sol, full, none or a,b,c",
+                    pa->metrics);
+    rc = CUCAP_EXIT_USAGE;
+    goto out;
+  }
+  if (cucap_profile_range_parse(pa->range, &range, msg, sizeof msg) != CUCAP_OK) {
+    cucap_cli_error("replay", NULL, "%s", msg);
+    rc = CUCAP_EXIT_USAGE;
+    goto out;
+  }
+  po.libcupti = pa->cupti;
+  po.cache_flush = !pa->cache_keep;
+  po.range = &range;
+  po.loops = in.loops;
+  po.pc_sampling = pa->pc_sampling;
+  po.sass_metrics = pa->sass_metrics;
+  po.device = ro->device;
+  po.launches = sm->launches;
+  if (po.metric_set == CUCAP_METRICS_NONE)
+    cucap_profile_set_section(p, CUCAP_PROFILE_METRICS, CUCAP_PROFILE_NOT_REQUESTED, "",
+                              "--metrics=none");
+  if (!po.pc_sampling && !po.sass_metrics)
+    cucap_profile_set_section(p, CUCAP_PROFILE_PCSAMPLING, CUCAP_PROFILE_NOT_REQUESTED, "",
+                              "add --pc-sampling for instruction-level stacks");
+  const cucap_replay_observer *obs[2];
+  size_t nobs = 0;
+  if (cucap_profiler_create(&po, p, &prof) == CUCAP_OK && prof)
+    obs[nobs++] = cucap_profiler_observer(prof);
+  cucap_profile_state tl;
+  cucap_profile_get_section(p, CUCAP_PROFILE_TIMELINE, &tl, NULL, NULL);
+  if (tl != CUCAP_PROFILE_OK) { /* no backend timeline: CUDA events */
+    const char *why;
+    cucap_profile_get_section(p, CUCAP_PROFILE_TIMELINE, NULL, NULL, &why);
+    if (why && *why)
+      fprintf(stderr, "cucap replay: profile: %s\n", why);
+    if (cucap_evtimer_create(p, &evt) == CUCAP_OK)
+      obs[nobs++] = cucap_evtimer_observer(evt);
+  }
+  ro->observers = obs;
+  ro->nobservers = nobs;
+  if (!ro->loops)
+    ro->loops = 1;
+
+  /* 3. the replay */
+  cucap_replay_report rep;
+  cucap_replay_run(path, ro, &rep);
+  if (prof)
+    cucap_profiler_finish(prof);
+  if (evt)
+    cucap_evtimer_finish(evt);
+  in = *cucap_profile_info_get(p);
+  if (!in.passes)
+    in.passes = rep.loops;
+  if (!strcmp(in.backend, "none") && evt)
+    snprintf(in.backend, sizeof in.backend, "%s", prof ? cucap_profiler_backend_name()
+                                                       : "cuda-events");
+  cucap_profile_set_info(p, &in);
+  reanalyse(p, a);
+
+  /* 4. outputs */
+  rc = rep.exit_code;
+  if (pa->json) {
+    fputs("{\"replay\":", stdout);
+    cucap_replay_report_print(&rep, stdout, 1);
+    fputs(",\"profile\":", stdout);
+    cucap_json *w = cucap_json_create_file(stdout, 0);
+    if (!w || cucap_profile_write_json(p, w) != CUCAP_OK)
+      rc = CUCAP_EXIT_IO;
+    cucap_json_destroy(w);
+    fputs("}\n", stdout);
+  } else if (!pa->quiet) {
+    if (rep.loops || !rep.error[0])
+      cucap_replay_report_print(&rep, stdout, 0);
+    fputc('\n', stdout);
+    cucap_profile_print_options popt;
+    cucap_profile_print_options_init(&popt);
+    if (pa->top)
+      popt.top_kernels = pa->top;
+    cucap_profile_print(p, stdout, &popt);
+  }
+  if (pa->folded) {
+    FILE *f = fopen(pa->folded, "w");
+    size_t lines = 0;
+    if (!f || cucap_profile_write_folded(p, f, &lines) != CUCAP_OK || fclose(f) != 0) {
+      cucap_cli_error("replay", pa->folded, "cannot write the folded stacks");
+      rc = CUCAP_EXIT_IO;
+    } else if (!pa->quiet && !pa->json) {
+      printf("folded stacks: %s (%zu lines)\n", pa->folded, lines);
+    }
+  }
+  if (pa->out) {
+    st = cucap_profile_save(p, pa->out);
+    if (st != CUCAP_OK) {
+      cucap_cli_error("replay", pa->out, "cannot write the profile: %s", cucap_status_str(st));
+      rc = CUCAP_EXIT_IO;
+    } else if (!pa->quiet && !pa->json) {
+      printf("profile: %s\n", pa->out);
+    }
+  }
+  if (fflush(stdout) != 0 || ferror(stdout))
+    rc = CUCAP_EXIT_IO;
+  if (rep.error[0])
+    cucap_cli_error("replay", path, "%s", rep.error);
+  else if (rep.mismatches)
+    cucap_cli_error("replay", path, "verification failed: %s", rep.first_mismatch);
+out:
+  cucap_profiler_destroy(prof);
+  cucap_evtimer_destroy(evt);
+  cucap_profile_range_free(&range);
+  if (owned) {
+    for (size_t i = 0; owned[i]; i++)
+      free(owned[i]);
+    free(owned);
+  }
+  cucap_profile_destroy(p);
+  cucap_analysis_destroy(a);
+  cucap_reader_destroy(r);
+  return rc;
+}
