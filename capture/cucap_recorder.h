@@ -44,7 +44,11 @@ extern "C" {
 typedef enum cucap_rec_snapshot_mode {
   CUCAP_REC_SNAPSHOT_NONE = 0,
   CUCAP_REC_SNAPSHOT_EXIT = 1,   /* snapshot device memory at exit */
-  CUCAP_REC_SNAPSHOT_LAUNCH = 2  /* around launch number snapshot_launch */
+  CUCAP_REC_SNAPSHOT_LAUNCH = 2, /* before and after launch number snapshot_launch */
+  CUCAP_REC_SNAPSHOT_RANGE = 3   /* at the start of the snapshot_nth occurrence
+                                    of range snapshot_range: an NVTX range
+                                    (push/start message) or, for the name
+                                    "cuProfilerStart", a profiler range */
 } cucap_rec_snapshot_mode;
 
 typedef enum cucap_rec_stack_mode {
@@ -54,7 +58,7 @@ typedef enum cucap_rec_stack_mode {
 } cucap_rec_stack_mode;
 
 /* Parsed CUCAP_OPTIONS: comma-separated `key` or `key=value` items:
- *   snapshot=none|exit|launch:N   hash_launches   audit
+ *   snapshot=none|exit|launch:N|range:NAME[@K]   hash_launches   audit
  *   stack=off|fp|unwind           stack_depth=N   level=N (zstd)
  *   no_dtoh_payload               workers=N       flush_ms=N
  *   sync_writes                   stats (cucap_rec_stats.h)
@@ -62,6 +66,8 @@ typedef enum cucap_rec_stack_mode {
 typedef struct cucap_rec_options {
   cucap_rec_snapshot_mode snapshot;
   uint64_t snapshot_launch;      /* N of snapshot=launch:N (0-based index) */
+  char snapshot_range[128];      /* NAME of snapshot=range:NAME[@K] */
+  uint64_t snapshot_nth;         /* K (0-based occurrence, default 0) */
   int hash_launches;
   int audit;
   cucap_rec_stack_mode stack;

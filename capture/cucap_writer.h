@@ -36,6 +36,11 @@ typedef struct cucap_writer_options {
                                  level is the default 1 (same size on launch
                                  records, less CPU), else the same as level.
                                  Blob and index chunks always use level. */
+  uint64_t end_mono_ns;       /* ChunkIndex.end_mono_ns written at close;
+                                 0 = CLOCK_MONOTONIC then. Files derived
+                                 from another capture (trim, extract) give
+                                 the end of what they kept, on the source's
+                                 clock. */
 } cucap_writer_options;
 
 /* Fills defaults. */

@@ -85,6 +85,26 @@ cucap_status cucap_rec_options_parse(const char *s, cucap_rec_options *o) {
                parse_num(v + 7, vlen - 7, &num) == 0) {
         o->snapshot = CUCAP_REC_SNAPSHOT_LAUNCH;
         o->snapshot_launch = num;
+      } else if (vlen > 6 && memcmp(v, "range:", 6) == 0) {
+        /* range:NAME[@K]; the last '@' followed by digits only is K */
+        const char *nm = v + 6;
+        size_t nl = vlen - 6, at = nl;
+        for (size_t i = nl; i-- > 0;)
+          if (nm[i] == '@') {
+            at = i;
+            break;
+          }
+        uint64_t k = 0;
+        if (at < nl && parse_num(nm + at + 1, nl - at - 1, &k) == 0)
+          nl = at;
+        else if (at < nl)
+          return CUCAP_ERR_INVALID_ARG;
+        if (nl == 0 || nl >= sizeof o->snapshot_range)
+          return CUCAP_ERR_INVALID_ARG;
+        memcpy(o->snapshot_range, nm, nl);
+        o->snapshot_range[nl] = 0;
+        o->snapshot_nth = k;
+        o->snapshot = CUCAP_REC_SNAPSHOT_RANGE;
       } else
         return CUCAP_ERR_INVALID_ARG;
     } else if (tok_eq(s, klen, "hash_launches")) {

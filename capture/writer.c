@@ -859,7 +859,7 @@ static cucap_status write_index(cucap_writer *w) {
   cucap_fb_chunk_index_add_chunks(b, chunks);
   cucap_fb_chunk_index_add_blobs(b, blobs);
   cucap_fb_chunk_index_add_records(b, w->rec_count);
-  cucap_fb_chunk_index_add_end_mono_ns(b, now_ns());
+  cucap_fb_chunk_index_add_end_mono_ns(b, w->o.end_mono_ns ? w->o.end_mono_ns : now_ns());
   cucap_fb_chunk_index_add_complete(b, 1);
   cucap_fb_ref root = cucap_fb_chunk_index_end(b);
   size_t isz = 0;

@@ -124,6 +124,11 @@ void cx_snapshot_context_loss(uint64_t ctx);
 void cx_launch_hash(uint64_t launch_index);
 /* Before each launch (pre hook): snapshot=launch:N. */
 void cx_snapshot_before_launch(uint64_t launch_index);
+/* After each successful launch (post hook): snapshot=launch:N. */
+void cx_snapshot_after_launch(uint64_t launch_index);
+/* At the start of every NVTX range (its message) and at cuProfilerStart
+ * ("cuProfilerStart"): snapshot=range:NAME[@K]. */
+void cx_snapshot_range_start(const char *name);
 /* Registers the at-exit snapshot once (idempotent, cheap). */
 void cx_snapshot_init(void);
 

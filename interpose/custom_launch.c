@@ -193,6 +193,8 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
 
 static void launch_post(cucap_call *c, CUresult r, const launch_desc *d) {
   cucap_fbb *b = c->b;
+  if (r == CUDA_SUCCESS && d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC)
+    cx_snapshot_after_launch(t_launch_index);
   c->stack = cucap_rec_stack_id();
   if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC && !d->attrs &&
       !cucap_rec_opts()->hash_launches && !slow_launch()) {

@@ -1,9 +1,13 @@
 /* custom_snapshot.c - wires capture/snapshot.c to the real driver: snapshot=exit (at exit and before a context dies, see
- * custom_context.c), snapshot=launch:N (before launch N), hash_launches
- * (after each launch: the device is synchronized, which serialises the app's
- * GPU work - timing changes, results do not). */
+ * custom_context.c), snapshot=launch:N (before and after launch N),
+ * snapshot=range:NAME[@K] (at the start of the K-th NVTX/profiler range
+ * NAME, see custom_nvtx.c), hash_launches (after each launch: the device is
+ * synchronized, which serialises the app's GPU work - timing changes,
+ * results do not). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cucap_snapshot.h"
 #include "custom_internal.h"
@@ -82,6 +86,60 @@ void cx_snapshot_before_launch(uint64_t launch_index) {
     cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH, launch_index);
 }
 
+void cx_snapshot_after_launch(uint64_t launch_index) {
+  const cucap_rec_options *o = cucap_rec_opts();
+  if (o->snapshot == CUCAP_REC_SNAPSHOT_LAUNCH && o->snapshot_launch == launch_index)
+    cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_AFTERLAUNCH, launch_index);
+}
+
+/* Makes an active primary context current when the thread has none (never
+ * creating one); *dev and the return value tell primary_leave what to undo. */
+static int primary_enter(CUdevice *dev) {
+  CUcontext cur = NULL;
+  int pushed = 0;
+  *dev = 0;
+  if (cucap_real.cuCtxGetCurrent && cucap_real.cuCtxGetCurrent(&cur) == CUDA_SUCCESS &&
+      !cur && cucap_real.cuDevicePrimaryCtxGetState && cucap_real.cuDeviceGet &&
+      cucap_real.cuDeviceGet(dev, 0) == CUDA_SUCCESS) {
+    unsigned flags = 0;
+    int active = 0;
+    CUcontext pctx = NULL;
+    if (cucap_real.cuDevicePrimaryCtxGetState(*dev, &flags, &active) == CUDA_SUCCESS &&
+        active && cucap_real.cuDevicePrimaryCtxRetain &&
+        cucap_real.cuDevicePrimaryCtxRetain(&pctx, *dev) == CUDA_SUCCESS) {
+      pushed = cucap_real.cuCtxPushCurrent_v2 &&
+               cucap_real.cuCtxPushCurrent_v2(pctx) == CUDA_SUCCESS;
+      if (!pushed && cucap_real.cuDevicePrimaryCtxRelease_v2)
+        (void)cucap_real.cuDevicePrimaryCtxRelease_v2(*dev);
+    }
+  }
+  return pushed;
+}
+
+static void primary_leave(int pushed, CUdevice dev) {
+  if (pushed) {
+    CUcontext old;
+    (void)cucap_real.cuCtxPopCurrent_v2(&old);
+    if (cucap_real.cuDevicePrimaryCtxRelease_v2)
+      (void)cucap_real.cuDevicePrimaryCtxRelease_v2(dev);
+  }
+}
+
+static atomic_uint_fast64_t g_range_seen;
+
+void cx_snapshot_range_start(const char *name) {
+  const cucap_rec_options *o = cucap_rec_opts();
+  if (o->snapshot != CUCAP_REC_SNAPSHOT_RANGE || !name || strcmp(name, o->snapshot_range) != 0)
+    return;
+  if (atomic_fetch_add(&g_range_seen, 1) != o->snapshot_nth)
+    return;
+  /* an NVTX range may start on a thread without a current context */
+  CUdevice dev;
+  int pushed = primary_enter(&dev);
+  cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_RANGESTART, 0);
+  primary_leave(pushed, dev);
+}
+
 static void at_exit_snapshot(void) {
   cucap_tracked_alloc *v = NULL;
   size_t n = 0;
@@ -95,31 +153,10 @@ static void at_exit_snapshot(void) {
    * unset it in their own exit handlers) although the primary context and its
    * memory still live: make an active primary context current for the copies,
    * never creating one. */
-  CUcontext cur = NULL;
-  int pushed = 0;
-  CUdevice dev = 0;
-  if (cucap_real.cuCtxGetCurrent && cucap_real.cuCtxGetCurrent(&cur) == CUDA_SUCCESS &&
-      !cur && cucap_real.cuDevicePrimaryCtxGetState && cucap_real.cuDeviceGet &&
-      cucap_real.cuDeviceGet(&dev, 0) == CUDA_SUCCESS) {
-    unsigned flags = 0;
-    int active = 0;
-    CUcontext pctx = NULL;
-    if (cucap_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS &&
-        active && cucap_real.cuDevicePrimaryCtxRetain &&
-        cucap_real.cuDevicePrimaryCtxRetain(&pctx, dev) == CUDA_SUCCESS) {
-      pushed = cucap_real.cuCtxPushCurrent_v2 &&
-               cucap_real.cuCtxPushCurrent_v2(pctx) == CUDA_SUCCESS;
-      if (!pushed && cucap_real.cuDevicePrimaryCtxRelease_v2)
-        (void)cucap_real.cuDevicePrimaryCtxRelease_v2(dev);
-    }
-  }
+  CUdevice dev;
+  int pushed = primary_enter(&dev);
   cx_snapshot_take(CUCAP_FB_SNAPSHOTREASON_EXIT, 0);
-  if (pushed) {
-    CUcontext old;
-    (void)cucap_real.cuCtxPopCurrent_v2(&old);
-    if (cucap_real.cuDevicePrimaryCtxRelease_v2)
-      (void)cucap_real.cuDevicePrimaryCtxRelease_v2(dev);
-  }
+  primary_leave(pushed, dev);
 }
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;

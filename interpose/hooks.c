@@ -485,6 +485,22 @@ static void *map_proc(const char *symbol, void *real) {
   return real;
 }
 
+/* The looked-up name as the call's body, Note {kind "proc", text = symbol,
+ * value = cudaVersion}, so that dumps can say what was asked for. */
+static void proc_note(cucap_call *c, const char *symbol, int version) {
+  if (!symbol)
+    return;
+  cucap_fbb *b = c->b;
+  cucap_fb_ref k = cucap_fbb_string(b, "proc", 4);
+  cucap_fb_ref t = cucap_fbb_string(b, symbol, strnlen(symbol, 256));
+  cucap_fb_note_start(b);
+  cucap_fb_note_add_kind(b, k);
+  cucap_fb_note_add_text(b, t);
+  cucap_fb_note_add_value(b, (uint64_t)(int64_t)version);
+  c->body = cucap_fb_note_end(b);
+  c->body_type = CUCAP_FB_BODY_NOTE;
+}
+
 CUCAP_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn,
                                                   int cudaVersion, cuuint64_t flags,
                                                   CUdriverProcAddressQueryResult *symbolStatus) {
@@ -502,6 +518,7 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn
     c.args[3] = (uint64_t)flags;
     c.args[4] = (uint64_t)(uintptr_t)symbolStatus;
     c.nargs = 5;
+    proc_note(&c, symbol, cudaVersion);
     cucap_call_exit(&c, r);
   }
   return r;
@@ -522,6 +539,7 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn,
     c.args[2] = (uint64_t)cudaVersion;
     c.args[3] = (uint64_t)flags;
     c.nargs = 4;
+    proc_note(&c, symbol, cudaVersion);
     cucap_call_exit(&c, r);
   }
   return r;

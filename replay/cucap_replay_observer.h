@@ -43,7 +43,9 @@
  * itself an observer (replay/verify_observer.c), called before the caller's
  * observers when cucap_replay_options.verify is set; it may ask for passes
  * (see cucap_replay_options.verify_passes), one of them a diagnostic pass
- * that synchronises after every op that writes device memory. */
+ * that synchronises after every op that writes device memory.
+ * An observer that only needs the beginning of the capture (a profiler working
+ * on a launch range) may end a pass early with cucap_replay_session_end_pass. */
 #ifndef CUCAP_REPLAY_OBSERVER_H
 #define CUCAP_REPLAY_OBSERVER_H
 
@@ -159,10 +161,23 @@ void cucap_replay_session_fix_expected(cucap_replay_session *s, const void *got,
  * called while op->capturing. */
 cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,
                                        void *dst, uint64_t size);
+/* Ends the current pass after the op being executed: the records after it
+ * are not executed in this pass; the context is synchronized and pass_end
+ * called as usual, and a next pass starts from the initial state as
+ * always. Call it from op_before/op_after. While a stream is being
+ * captured the pass goes on until the capture has ended. Every observer
+ * sees the shortened pass: with several observers, only one that owns the
+ * run should call it. */
+void cucap_replay_session_end_pass(cucap_replay_session *s);
 /* Reports a verification difference (counted in the report, first one kept
  * as first_mismatch, logged as an error); the replay goes on and exits 1. */
 void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Ends the replay early without an error: no record after the current one
+ * is executed, the pass ends as if the capture ended there (the context is
+ * synchronised; pass_end and end are called) and no further pass runs.
+ * For observers that only need a prefix of the capture (trim --replay). */
+void cucap_replay_session_stop(cucap_replay_session *s);
 /* Stops the replay with an error (exit code 4, or 3 for CUCAP_ERR_ENV /
  * CUCAP_ERR_UNSUPPORTED). */
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,

@@ -293,7 +293,11 @@ cucap_status cucap_doctor_run(const cucap_doctor_options *o, cucap_doctor_report
     set(pc, CUCAP_CHECK_OK, "", "works");
   else if (pr.pc_sampling == CUCAP_PROBE_UNKNOWN)
     set(pc, have_gpu && cupti[0] && built ? CUCAP_CHECK_WARN : CUCAP_CHECK_FAIL,
-        built ? "" : "needs the CUPTI profiling backend (see backend)", "%s", pr.pc_sampling_msg);
+        !built     ? "needs the CUPTI profiling backend (see backend)"
+        : !cupti[0] ? "needs libcupti (see cupti)"
+        : !have_gpu ? "needs a GPU and its driver (see driver, gpu)"
+                    : "",
+        "%s", pr.pc_sampling_msg);
   else
     set(pc, CUCAP_CHECK_FAIL, pr.pc_sampling_msg, "%s: %s",
         cucap_probe_state_name(pr.pc_sampling), pr.pc_sampling_msg);

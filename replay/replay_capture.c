@@ -280,6 +280,10 @@ static int cap_swallow(rp_state *R, const cucap_fb_record *rec, void **host) {
   return rp_map_get(&gs->dry, st, &origin);
 }
 
+int rp_capture_any(const rp_state *R) {
+  return R->capturing || (R->gs && R->gs->dry.count);
+}
+
 size_t rp_captures_close(rp_state *R) {
   rp_graphs *gs = R->gs;
   size_t n = 0;

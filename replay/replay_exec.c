@@ -258,8 +258,8 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
     return w ? w : rp_attr_unreplayable(rec);
   }
   default:
-    /* Devices (format 1.1): informational, read by the scan */
-    if (cucap_fb_record_body_type(rec) > CUCAP_FB_BODY_DEVICES)
+    /* Devices (format 1.1), Nvtx (1.2): informational */
+    if (cucap_fb_record_body_type(rec) > CUCAP_FB_BODY_NVTX)
       return "unknown record body";
     return NULL;
   }

@@ -160,6 +160,8 @@ void rp_capture_closed(rp_state *R, uint64_t rec_stream);
  * observers see a swallowed record as captured (rp_obs_captured_dry, with
  * that buffer as op->host_data), so verify checks it at its CopyResult. */
 int rp_capture_swallow(rp_state *R, const cucap_fb_record *rec);
+/* 1 while a capture is open: a real one (R->capturing) or one replayed dry. */
+int rp_capture_any(const rp_state *R);
 /* End of a pass: captures the program left open are ended (their graphs
  * dropped) so that the final synchronisation is legal; returns how many. */
 size_t rp_captures_close(rp_state *R);

@@ -203,6 +203,10 @@ cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,
   return st;
 }
 
+void cucap_replay_session_end_pass(cucap_replay_session *s) {
+  rp_of(s)->end_pass = 1;
+}
+
 void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...) {
   rp_state *R = rp_of(s);
   char msg[512];
@@ -215,6 +219,8 @@ void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...
     snprintf(R->rep->first_mismatch, sizeof R->rep->first_mismatch, "%s", msg);
   CUCAP_ERROR("replay: %s", msg);
 }
+
+void cucap_replay_session_stop(cucap_replay_session *s) { rp_of(s)->stop = 1; }
 
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,
                                const char *fmt, ...) {

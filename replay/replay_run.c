@@ -40,9 +40,21 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
   cucap_status st;
   uint64_t n = 0;
   int refused = 0;
+  /* a capture made by trim/extract: its recorded duration is that of the
+   * records after the state prefix */
+  const cucap_fb_file_header *fh0 = cucap_reader_header(R->r);
+  const cucap_fb_origin *org = fh0 ? cucap_fb_file_header_origin(fh0) : NULL;
+  uint64_t prefix = org ? cucap_fb_origin_state_records(org) : 0;
+  uint64_t kept_t0 = UINT64_MAX, kept_t1 = 0;
   while ((st = cucap_reader_next(R->r, &recp, &buf, &sz)) == CUCAP_OK) {
     const cucap_fb_record *rec = recp;
     n++;
+    if (org && n > prefix) {
+      if (cucap_fb_record_t_enter(rec) < kept_t0)
+        kept_t0 = cucap_fb_record_t_enter(rec);
+      if (cucap_fb_record_t_exit(rec) > kept_t1)
+        kept_t1 = cucap_fb_record_t_exit(rec);
+    }
     if (cucap_fb_record_result(rec) != 0)
       continue; /* failed in the program: not replayed */
     rp_capture_scan(R, rec, n - 1); /* captures that cannot be re-captured */
@@ -156,7 +168,10 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
     CUCAP_WARN("replay: capture is damaged (%s); replaying the %" PRIu64
                " records recovered", rep->partial_problem, n);
   }
-  if (rv.end_mono_ns) {
+  if (org) {
+    rep->recorded_wall_s = kept_t1 > kept_t0 && kept_t0 != UINT64_MAX
+                               ? (double)(kept_t1 - kept_t0) * 1e-9 : 0;
+  } else if (rv.end_mono_ns) {
     const cucap_fb_file_header *fh = cucap_reader_header(R->r);
     uint64_t s0 = fh ? cucap_fb_file_header_start_mono_ns(fh) : 0;
     if (rv.end_mono_ns > s0 && s0)
@@ -545,7 +560,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   int gpu_ok = ev0 && ev1;
   double t0 = rp_now();
   int more = 0; /* an observer asked for another pass */
-  for (unsigned loop = 0; (loop < loops || more) && !R->failed &&
+  for (unsigned loop = 0; (loop < loops || more) && !R->failed && !R->stop &&
                           loop < CUCAP_REPLAY_MAX_PASSES;
        loop++) {
     R->pass = loop;
@@ -571,10 +586,13 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     const void *recp, *buf;
     size_t sz;
     R->rec_index = 0;
-    while (!R->failed && R->rec_index < rep->records &&
+    R->end_pass = 0;
+    while (!R->failed && !R->stop && R->rec_index < rep->records &&
            cucap_reader_next(R->r, &recp, &buf, &sz) == CUCAP_OK) {
       rp_execute(R, recp);
       R->rec_index++;
+      if (R->end_pass && !rp_capture_any(R))
+        break; /* cucap_replay_session_end_pass (captures, dry ones too, end first) */
     }
     if (R->failed)
       break;

@@ -88,6 +88,7 @@ typedef struct rp_state {
   uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
   uint64_t last_ctx_rec, last_ctx_live;       /* rec 0 = empty */
   int failed;                 /* a driver call failed: stop */
+  int stop;                   /* an observer ended the replay early */
   /* observers (replay_observer.c) */
   unsigned pass;              /* 0-based pass being executed */
   cucap_replay_op op;         /* the record being executed */
@@ -95,6 +96,7 @@ typedef struct rp_state {
   struct rp_deferred *deferred; /* replay_deferred.c (format 1.2 snapshots) */
   struct rp_objects *obj;     /* NULL until the first array/object (replay_object.c) */
   struct rp_attrs *attr;      /* NULL until an attribute waits (replay_attr.c) */
+  int end_pass;               /* an observer ended the pass early */
 } rp_state;
 
 /* replay_exec.c */

@@ -35,7 +35,8 @@ echo "== 4. libFuzzer smoke (${FUZZ_SECONDS}s per target)"
 CC=clang CXX=clang++ cmake -S . -B "$BUILD/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCUCAP_FUZZ=ON >/dev/null
 # Only the fuzz targets: each compiles its parser with -fsanitize=fuzzer,address,undefined.
-cmake --build "$BUILD/fuzz" -j2 --target fuzz_verify fuzz_reader fuzz_fatbin fuzz_profile
+cmake --build "$BUILD/fuzz" -j2 --target fuzz_verify fuzz_reader fuzz_fatbin fuzz_profile fuzz_nvdisasm \
+  fuzz_range fuzz_profile_table fuzz_share
 nfuzz=0
 for f in "$BUILD"/fuzz/tests/fuzz/fuzz_*; do
   [ -x "$f" ] || continue
@@ -44,12 +45,19 @@ for f in "$BUILD"/fuzz/tests/fuzz/fuzz_*; do
   mkdir -p "$corpus"
   [ -d "tests/fuzz/corpus/$name" ] && cp tests/fuzz/corpus/$name/* "$corpus"/ 2>/dev/null || true
   # Seed the capture reader with a real (synthetic) capture so it starts past the magic.
-  if [ "$name" = fuzz_reader ] && [ -x "$BUILD/rel/tests/testgen/cucap-testgen" ]; then
+  if { [ "$name" = fuzz_reader ] || [ "$name" = fuzz_share ]; } &&
+     [ -x "$BUILD/rel/tests/testgen/cucap-testgen" ]; then
     "$BUILD/rel/tests/testgen/cucap-testgen" "$corpus/seed.fb" --records 40 >/dev/null 2>&1 || true
   fi
   # Seed the profile reader with a real profile file.
   if [ "$name" = fuzz_profile ] && [ -x "$BUILD/rel/tests/test_profile" ]; then
     CUCAP_PROFILE_SEED="$corpus/seed.prof" "$BUILD/rel/tests/test_profile" >/dev/null 2>&1 || true
+  fi
+  # trim/extract/export/diff get further from a real recording with NVTX
+  # ranges and launch snapshots (drv_train on the mock)
+  if [ "$name" = fuzz_share ] && [ -x "$BUILD/rel/tests/apps/drv_train" ]; then
+    LD_LIBRARY_PATH="$BUILD/rel/tests/mock" "$BUILD/rel/tools/cucap" record -o "$corpus/train.fb" \
+      --snapshot=launch:1 -- "$BUILD/rel/tests/apps/drv_train" 2 >/dev/null 2>&1 || true
   fi
   echo "-- $name"
   "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -3

@@ -1,5 +1,5 @@
 /* cmd_dump.c - `cucap dump FILE [--json] [--body TYPE] [--limit N] [--no-hex]
- *   [--no-symbols]`.
+ *   [--no-symbols] [--no-demangle]`.
  * Owner: tools/.
  *
  * --json: JSON Lines. Line 1 is {"header": <FileHeader>}; then one line per
@@ -12,13 +12,18 @@
  * "callstack": ["func+0x1a (libfoo.so+0x1234)", ...], innermost frame first,
  * built from the Callstack record of that id and the latest ModuleMap seen so
  * far (both come before their first use in a capture). Frames read
- * "function+0xOFF (object+0xOFF)", "object+0xOFF" (no symbol, or
- * "object+0xOFF (build-id mismatch)" when the file on this machine is not the
- * recorded one) or "0x..." (in no mapped object / no ModuleMap yet). The key
- * is left out when the Callstack record of the id was not seen. --no-symbols
- * leaves the key out altogether (the raw frames stay in the Callstack records)
- * and opens no object files.
+ * "function (file:line)" from the object's DWARF, else
+ * "function+0xOFF (object+0xOFF, no debug info)", "object+0xOFF (no debug
+ * info)" (no symbol), "object+0xOFF (build-id mismatch, no debug info)" (the
+ * file on this machine is not the recorded one) or "0x..." (in no mapped
+ * object / no ModuleMap yet); see cucap_cli_frames. The key is left out when
+ * the Callstack record of the id was not seen. --no-symbols leaves the key
+ * out altogether (the raw frames stay in the Callstack records) and opens no
+ * object files.
  * Without --json: "#seq tid call result body-summary", one line per record;
+ * kernels are named (demangled unless --no-demangle), cuGetProcAddress
+ * lookups name the entry point asked for and consecutive lookups share one
+ * line ("#3-#27 tid cuGetProcAddress_v2 x25: cuInit cuDeviceGet ...");
  * Launch and Memcpy lines are followed by "    at F0 <- F1 <- F2" (the
  * innermost 3 frames) when they have a callstack.
  * On a damaged file everything recovered is printed, then one error line on
@@ -38,7 +43,7 @@
 
 static const char dump_usage[] =
     "usage: cucap dump CAPTURE [--json] [--body TYPE] [--limit N] [--no-hex]\n"
-    "                          [--no-symbols]\n"
+    "                          [--no-symbols] [--no-demangle]\n"
     "  --json       JSON Lines: {\"header\":{...}} then {\"index\":N,...} per record\n"
     "  --body TYPE  only records whose body is TYPE (Launch, Memcpy, Alloc, ...;\n"
     "               case-insensitive; NONE for records without a body)\n"
@@ -47,6 +52,7 @@ static const char dump_usage[] =
     "               {lo,hi} objects (default: hex strings)\n"
     "  --no-symbols do not symbolize host callstacks (no \"callstack\" key,\n"
     "               no stack lines; object files are not opened)\n"
+    "  --no-demangle  print C++ kernel and function names as recorded (mangled)\n"
     "exit: 0 complete, 3 damaged/truncated/not a capture (what was recovered\n"
     "is still printed), 4 I/O error, 2 usage\n";
 
@@ -65,7 +71,20 @@ static int parse_body(const char *s) {
   return -1;
 }
 
-static void summary(const cucap_fb_record *rec, char *out, size_t n) {
+typedef struct dump_names {
+  cucap_cli_fnames *fn; /* kernel names by handle */
+  int demangle;
+} dump_names;
+
+static const char *kernel_text(const dump_names *dn, const char *mangled, char *buf,
+                               size_t n) {
+  if (!mangled)
+    return "?";
+  return dn->demangle ? cucap_cli_demangle(mangled, buf, n) : mangled;
+}
+
+static void summary(const dump_names *dn, const cucap_fb_record *rec, char *out, size_t n) {
+  char dem[1024];
   uint8_t bt = cucap_fb_record_body_type(rec);
   const char *bn = bt ? cucap_fb_body_name(bt) : "-";
   if (!bn)
@@ -82,10 +101,17 @@ static void summary(const cucap_fb_record *rec, char *out, size_t n) {
       break;
     const cucap_fb_dim3 *g = cucap_fb_launch_grid(l);
     const cucap_fb_dim3 *b = cucap_fb_launch_block(l);
+    if (cucap_fb_launch_kind(l) == CUCAP_FB_LAUNCHKIND_HOSTFUNC) {
+      snprintf(out, n, " host function 0x%" PRIx64 " stream=0x%" PRIx64,
+               cucap_fb_launch_host_fn(l), cucap_fb_launch_stream(l));
+      break;
+    }
     snprintf(out, n,
-             " #%" PRIu64 " fn=0x%" PRIx64 " grid=(%u,%u,%u) block=(%u,%u,%u)"
+             " #%" PRIu64 " %s grid=(%u,%u,%u) block=(%u,%u,%u)"
              " smem=%u stream=0x%" PRIx64,
-             cucap_fb_launch_launch_index(l), cucap_fb_launch_function(l),
+             cucap_fb_launch_launch_index(l),
+             kernel_text(dn, cucap_cli_fnames_get(dn->fn, cucap_fb_launch_function(l)), dem,
+                         sizeof dem),
              g ? g->x : 0, g ? g->y : 0, g ? g->z : 0, b ? b->x : 0,
              b ? b->y : 0, b ? b->z : 0, cucap_fb_launch_shared_mem(l),
              cucap_fb_launch_stream(l));
@@ -132,8 +158,10 @@ static void summary(const cucap_fb_record *rec, char *out, size_t n) {
     if (!f)
       break;
     const char *nm = cucap_fb_function_name(f);
+    if (!nm)
+      nm = cucap_cli_fnames_get(dn->fn, cucap_fb_function_handle(f));
     snprintf(out, n, " %s handle=0x%" PRIx64 " module=0x%" PRIx64,
-             nm ? nm : "?", cucap_fb_function_handle(f),
+             kernel_text(dn, nm, dem, sizeof dem), cucap_fb_function_handle(f),
              cucap_fb_function_module(f));
     break;
   }
@@ -170,7 +198,44 @@ static void summary(const cucap_fb_record *rec, char *out, size_t n) {
       break;
     const char *kd = cucap_fb_note_kind(no);
     const char *tx = cucap_fb_note_text(no);
+    if (kd && !strcmp(kd, "proc")) { /* cuGetProcAddress: what was asked for */
+      snprintf(out, n, " %s (%" PRId64 ")", tx ? tx : "?", (int64_t)cucap_fb_note_value(no));
+      break;
+    }
     snprintf(out, n, " %s: %s", kd ? kd : "?", tx ? tx : "");
+    break;
+  }
+  case CUCAP_FB_BODY_SNAPSHOT: {
+    const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
+    if (!sn)
+      break;
+    const char *rn = cucap_fb_snapshot_reason_name(cucap_fb_snapshot_reason(sn));
+    uint64_t bytes = 0;
+    size_t nr = cucap_fb_snapshot_regions_len(sn);
+    for (size_t i = 0; i < nr; i++)
+      bytes += cucap_fb_mem_region_size(cucap_fb_snapshot_regions_at(sn, i));
+    snprintf(out, n, " %s launch=%" PRIu64 " %zu regions, %" PRIu64 " bytes", rn ? rn : "?",
+             cucap_fb_snapshot_launch_index(sn), nr, bytes);
+    break;
+  }
+  case CUCAP_FB_BODY_NVTX: {
+    const cucap_fb_nvtx *nv = cucap_fb_record_body_as_nvtx(rec);
+    if (!nv)
+      break;
+    const char *on = cucap_fb_nvtx_op_name(cucap_fb_nvtx_op(nv));
+    const char *m = cucap_fb_nvtx_message(nv);
+    int k = snprintf(out, n, " %s", on ? on : "?");
+    if (k < 0 || (size_t)k >= n)
+      break;
+    if (m)
+      k += snprintf(out + k, n - (size_t)k, " \"%s\"", m);
+    if (k >= 0 && (size_t)k < n && cucap_fb_nvtx_domain(nv))
+      k += snprintf(out + k, n - (size_t)k, " domain=0x%" PRIx64, cucap_fb_nvtx_domain(nv));
+    if (k >= 0 && (size_t)k < n && cucap_fb_nvtx_range_id(nv))
+      k += snprintf(out + k, n - (size_t)k, " id=%" PRIu64, cucap_fb_nvtx_range_id(nv));
+    if (k >= 0 && (size_t)k < n &&
+        (cucap_fb_nvtx_op(nv) == CUCAP_FB_NVTXOP_PUSH || cucap_fb_nvtx_op(nv) == CUCAP_FB_NVTXOP_POP))
+      snprintf(out + k, n - (size_t)k, " level=%d", (int)cucap_fb_nvtx_level(nv));
     break;
   }
   default:
@@ -178,8 +243,10 @@ static void summary(const cucap_fb_record *rec, char *out, size_t n) {
   }
 }
 
-static void print_human(const cucap_fb_record *rec) {
-  char sum[512];
+/* "#seq tid call result summary" (no newline) into out. */
+static void format_human(const dump_names *dn, const cucap_fb_record *rec, char *out,
+                         size_t n) {
+  char sum[1536];
   char callbuf[32];
   uint32_t call = cucap_fb_record_call(rec);
   const char *cn = call ? cucap_cli_cbid_name(call) : "-";
@@ -187,7 +254,7 @@ static void print_human(const cucap_fb_record *rec) {
     snprintf(callbuf, sizeof callbuf, "cbid%u", (unsigned)call);
     cn = callbuf;
   }
-  summary(rec, sum, sizeof sum);
+  summary(dn, rec, sum, sizeof sum);
   /* Keep one record per line whatever the strings contain. */
   for (char *p = sum; *p; p++)
     if ((unsigned char)*p < 0x20)
@@ -196,13 +263,97 @@ static void print_human(const cucap_fb_record *rec) {
   char seqbuf[24] = "-";
   if (seq)
     snprintf(seqbuf, sizeof seqbuf, "%" PRIu64, seq);
-  printf("#%s %u %s %d %s\n", seqbuf,
-         (unsigned)cucap_fb_record_tid(rec), cn, (int)cucap_fb_record_result(rec),
-         sum);
+  snprintf(out, n, "#%s %u %s %d %s", seqbuf, (unsigned)cucap_fb_record_tid(rec), cn,
+           (int)cucap_fb_record_result(rec), sum);
+}
+
+static void print_human(const dump_names *dn, const cucap_fb_record *rec) {
+  char line[1700];
+  format_human(dn, rec, line, sizeof line);
+  puts(line);
+}
+
+/* Consecutive successful cuGetProcAddress lookups of one thread share a
+ * line: "#3-#27 1234 cuGetProcAddress_v2 x25: cuInit cuDeviceGet ...". */
+typedef struct proc_run {
+  unsigned n;
+  char single[1700]; /* the first record's own line */
+  uint64_t first_seq, last_seq;
+  uint32_t tid, call;
+  char names[1200];
+  size_t len;
+  int cut;
+  int named; /* at least one name was recorded */
+} proc_run;
+
+/* The entry point a successful lookup asked for; "?" when the capture
+ * predates format 1.3 (no name recorded); NULL when rec is no lookup. */
+static const char *lookup_name(const cucap_fb_record *rec) {
+  uint32_t call = cucap_fb_record_call(rec);
+  const char *cn = call ? cucap_cli_cbid_name(call) : NULL;
+  if (!cn || strncmp(cn, "cuGetProcAddress", 16) != 0 || cucap_fb_record_result(rec) != 0)
+    return NULL;
+  if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE)
+    return "?";
+  if (cucap_fb_record_body_type(rec) != CUCAP_FB_BODY_NOTE)
+    return NULL;
+  const cucap_fb_note *no = cucap_fb_record_body_as_note(rec);
+  const char *kd = cucap_fb_note_kind(no);
+  const char *tx = kd && !strcmp(kd, "proc") ? cucap_fb_note_text(no) : NULL;
+  return tx ? tx : NULL;
+}
+
+static void proc_flush(proc_run *pr) {
+  if (!pr->n)
+    return;
+  if (pr->n == 1) {
+    puts(pr->single);
+  } else {
+    const char *cn = cucap_cli_cbid_name(pr->call);
+    printf("#%" PRIu64 "-#%" PRIu64 " %u %s x%u:%s%s\n", pr->first_seq, pr->last_seq,
+           (unsigned)pr->tid, cn ? cn : "?", pr->n,
+           pr->named ? pr->names : " (names not recorded: capture older than format 1.3)",
+           pr->named && pr->cut ? " ..." : "");
+  }
+  pr->n = 0;
+  pr->len = 0;
+  pr->cut = 0;
+  pr->named = 0;
+  pr->names[0] = 0;
+}
+
+/* 1 when rec was taken into the run (printed later); 0: print it normally. */
+static int proc_add(proc_run *pr, const dump_names *dn, const cucap_fb_record *rec) {
+  const char *nm = lookup_name(rec);
+  if (!nm) {
+    proc_flush(pr);
+    return 0;
+  }
+  if (pr->n && (pr->tid != cucap_fb_record_tid(rec) || pr->call != cucap_fb_record_call(rec)))
+    proc_flush(pr);
+  if (!pr->n) {
+    format_human(dn, rec, pr->single, sizeof pr->single);
+    pr->first_seq = cucap_fb_record_seq(rec);
+    pr->tid = cucap_fb_record_tid(rec);
+    pr->call = cucap_fb_record_call(rec);
+  }
+  pr->last_seq = cucap_fb_record_seq(rec);
+  pr->n++;
+  pr->named |= strcmp(nm, "?") != 0;
+  size_t l = strnlen(nm, 200);
+  if (!pr->cut && pr->len + l + 2 < sizeof pr->names) {
+    pr->names[pr->len++] = ' ';
+    for (size_t i = 0; i < l; i++) /* one line whatever the name holds */
+      pr->names[pr->len++] = (unsigned char)nm[i] < 0x20 ? ' ' : nm[i];
+    pr->names[pr->len] = 0;
+  } else {
+    pr->cut = 1;
+  }
+  return 1;
 }
 
 /* ---------------------------------------------------------- callstacks
- * The Callstack records seen so far (id -> frames) and a symbolizer fed from
+ * The Callstack records seen so far (id -> frames) and the frame namer fed from
  * the latest ModuleMap. Formatted frames are cached per stack and rebuilt
  * only after a new ModuleMap (gen), so a million launches from one call site
  * cost one symbolization. Owned by cucap_cmd_dump; freed by stacks_free. */
@@ -219,7 +370,7 @@ typedef struct stack_ent {
 typedef struct stack_tab {
   stack_ent *slots; /* open addressing on id, power-of-two capacity */
   size_t cap, used;
-  cucap_symbolizer *sym;
+  cucap_cli_frames *sym;
   uint64_t gen; /* bumped by every ModuleMap */
 } stack_tab;
 
@@ -237,7 +388,7 @@ static void stacks_free(stack_tab *t) {
     free(t->slots[i].frames);
   }
   free(t->slots);
-  cucap_symbolizer_destroy(t->sym);
+  cucap_cli_frames_destroy(t->sym);
   memset(t, 0, sizeof *t);
 }
 
@@ -297,7 +448,7 @@ static void stack_add(stack_tab *t, const cucap_fb_callstack *cs) {
 
 /* A ModuleMap is the full list of loaded objects. */
 static void stacks_map(stack_tab *t, const cucap_fb_module_map *mm) {
-  cucap_symbolizer_clear(t->sym);
+  cucap_cli_frames_clear(t->sym);
   t->gen++;
   size_t n = cucap_fb_module_map_objects_len(mm);
   for (size_t i = 0; i < n; i++) {
@@ -308,7 +459,7 @@ static void stacks_map(stack_tab *t, const cucap_fb_module_map *mm) {
     size_t bl = 0;
     const uint8_t *bid = cucap_fb_loaded_object_build_id(o, &bl);
     /* ignore NOMEM: the frames of that object print as hex */
-    (void)cucap_symbolizer_add_object(t->sym, path, bid, bid ? bl : 0,
+    cucap_cli_frames_add(t->sym, path, bid, bid ? bl : 0,
                                       cucap_fb_loaded_object_base(o),
                                       cucap_fb_loaded_object_start_get(o),
                                       cucap_fb_loaded_object_end_get(o));
@@ -328,7 +479,7 @@ static const stack_ent *stack_text(stack_tab *t, uint32_t id) {
     return NULL;
   for (uint32_t i = 0; i < e->nframes; i++) {
     char buf[512];
-    int k = cucap_symbolizer_format(t->sym, e->frames[i], buf, sizeof buf);
+    int k = cucap_cli_frames_format(t->sym, e->frames[i], buf, sizeof buf);
     if (k < 0)
       k = snprintf(buf, sizeof buf, "0x%" PRIx64, e->frames[i]);
     char *s = malloc((size_t)k + 1);
@@ -339,7 +490,7 @@ static const stack_ent *stack_text(stack_tab *t, uint32_t id) {
     if ((size_t)k < sizeof buf)
       memcpy(s, buf, (size_t)k + 1);
     else /* a long (C++) name: format again at full length */
-      cucap_symbolizer_format(t->sym, e->frames[i], s, (size_t)k + 1);
+      cucap_cli_frames_format(t->sym, e->frames[i], s, (size_t)k + 1);
     e->text[i] = s;
   }
   e->gen = t->gen;
@@ -408,8 +559,9 @@ int cucap_cmd_dump(int argc, char **argv) {
       {"json", no_argument, NULL, 'j'},   {"body", required_argument, NULL, 'b'},
       {"limit", required_argument, NULL, 'n'}, {"no-hex", no_argument, NULL, 'x'},
       {"no-symbols", no_argument, NULL, 'S'},
+      {"no-demangle", no_argument, NULL, 'D'},
       {"help", no_argument, NULL, 'h'},   {NULL, 0, NULL, 0}};
-  int json = 0, nohex = 0, nosym = 0, body = -1, c;
+  int json = 0, nohex = 0, nosym = 0, nodem = 0, body = -1, c;
   uint64_t limit = UINT64_MAX;
   optind = 1;
   while ((c = getopt_long(argc, argv, "jb:n:xh", longopts, NULL)) != -1) {
@@ -422,6 +574,9 @@ int cucap_cmd_dump(int argc, char **argv) {
       break;
     case 'S':
       nosym = 1;
+      break;
+    case 'D':
+      nodem = 1;
       break;
     case 'b':
       body = parse_body(optarg);
@@ -457,7 +612,10 @@ int cucap_cmd_dump(int argc, char **argv) {
     return rc;
   stack_tab stacks;
   memset(&stacks, 0, sizeof stacks);
-  if (!nosym && cucap_symbolizer_create(&stacks.sym) != CUCAP_OK) {
+  dump_names dn = {cucap_cli_fnames_create(), !nodem};
+  if (!dn.fn || (!nosym && !(stacks.sym = cucap_cli_frames_create(!nodem)))) {
+    cucap_cli_fnames_destroy(dn.fn);
+    stacks_free(&stacks);
     cucap_reader_destroy(r);
     cucap_cli_error("dump", path, "out of memory");
     return CUCAP_EXIT_IO;
@@ -494,6 +652,8 @@ int cucap_cmd_dump(int argc, char **argv) {
 
   uint64_t index = 0, printed = 0;
   cucap_status s = CUCAP_OK;
+  proc_run pr;
+  memset(&pr, 0, sizeof pr);
   while (printed < limit) {
     const void *rv = NULL, *buf = NULL;
     size_t size = 0;
@@ -504,11 +664,16 @@ int cucap_cmd_dump(int argc, char **argv) {
     uint64_t my = index++;
     if (stacks.sym) /* before the filter: later records refer to these */
       stacks_feed(&stacks, rec);
+    cucap_cli_fnames_feed(dn.fn, rec);
     if (body >= 0 && cucap_fb_record_body_type(rec) != body)
       continue;
+    if (!json && body < 0 && proc_add(&pr, &dn, rec)) {
+      printed++;
+      continue;
+    }
     printed++;
     if (!json) {
-      print_human(rec);
+      print_human(&dn, rec);
       if (stacks.sym)
         print_stack_human(&stacks, rec);
       continue;
@@ -535,6 +700,9 @@ int cucap_cmd_dump(int argc, char **argv) {
   }
   if (s == CUCAP_END)
     s = CUCAP_OK;
+  if (!json)
+    proc_flush(&pr);
+  cucap_cli_fnames_destroy(dn.fn);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     cucap_json_destroy(w);
     stacks_free(&stacks);

@@ -1,6 +1,8 @@
-/* cmd_info.c - `cucap info FILE [--json]`: a summary of a capture (header,
- * record statistics, chunk/blob/size figures, the `record --audit` summary
- * when the capture has an Audit record, recovery status). Owner: tools/.
+/* cmd_info.c - `cucap info FILE [--json] [--no-demangle]`: a summary of a
+ * capture (header, where a trimmed/extracted file came from, record
+ * statistics, the top kernels by launch count, the device memory high-water
+ * mark, chunk/blob/size figures, the `record --audit` summary when the
+ * capture has an Audit record, recovery status). Owner: tools/.
  *
  * Exit: 0 complete capture; 3 damaged/truncated (everything recovered is still
  * printed, then one error line on stderr) or not a capture; 4 I/O error. */
@@ -15,8 +17,10 @@
 #include "cucap_format.h"
 #include "cucap_json.h"
 #include "cucap_reader.h"
+#include "info_parts.h"
 
 #define BODY_SLOTS 256   /* Body union type is a ubyte */
+
 #define MEMCPY_KINDS 256 /* MemcpyKind is a ubyte */
 #define CALL_SLOTS 4096  /* cbids above this are counted as "other" */
 
@@ -46,13 +50,23 @@ typedef struct info_stats {
    * private copy like devices_buf. NULL if none. */
   uint8_t *audit_buf;
   const cucap_fb_audit *audit;
+  /* kernels: launches per function handle, names from Function records */
+  cucap_cli_fnames *names;
+  u64map fn_launches;    /* function handle -> launches */
+  /* device memory: address -> size of live allocations */
+  u64map live;
+  uint64_t mem_in_use, mem_high;
+  uint64_t nvtx_ranges;
 } info_stats;
 
 static const char info_usage[] =
-    "usage: cucap info CAPTURE [--json]\n"
+    "usage: cucap info CAPTURE [--json] [--no-demangle]\n"
     "  Prints the capture's header, record counts per body type and per driver\n"
     "  call, launches, memcpy bytes by direction, modules, functions,\n"
-    "  allocations, blobs, chunks, raw vs compressed size, duration, the\n"
+    "  allocations, the top kernels by launch count (demangled unless\n"
+    "  --no-demangle), the device memory high-water mark, NVTX ranges,\n"
+    "  where a trimmed/extracted file came from, blobs, chunks, raw vs\n"
+    "  compressed size, duration, the\n"
     "  driver-call audit (captures made with `record --audit`) and whether\n"
     "  the file is complete.\n"
     "  --json   one JSON object instead of text\n"
@@ -114,6 +128,7 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
       return s;
     const cucap_fb_record *rec = rec_v;
     st->records++;
+    cucap_cli_fnames_feed(st->names, rec);
     uint8_t bt = cucap_fb_record_body_type(rec);
     st->by_body[bt]++;
     uint32_t call = cucap_fb_record_call(rec);
@@ -165,9 +180,20 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
         }
       }
       break;
-    case CUCAP_FB_BODY_LAUNCH:
+    case CUCAP_FB_BODY_LAUNCH: {
       st->launches++;
+      const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
+      uint64_t *c = l && cucap_fb_record_result(rec) == 0
+                        ? info_map_slot(&st->fn_launches, cucap_fb_launch_function(l), 1) : NULL;
+      if (c)
+        (*c)++;
       break;
+    }
+    case CUCAP_FB_BODY_NVTX: {
+      int op = cucap_fb_nvtx_op(cucap_fb_record_body_as_nvtx(rec));
+      st->nvtx_ranges += op == CUCAP_FB_NVTXOP_PUSH || op == CUCAP_FB_NVTXOP_RANGESTART;
+      break;
+    }
     case CUCAP_FB_BODY_MEMCPY: {
       const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
       if (m) {
@@ -191,12 +217,28 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
       if (a) {
         st->allocs++;
         st->alloc_bytes += cucap_fb_alloc_size(a);
+        uint64_t *sz = cucap_fb_record_result(rec) == 0 && info_is_device_kind(cucap_fb_alloc_kind(a))
+                           ? info_map_slot(&st->live, cucap_fb_alloc_address(a), 1) : NULL;
+        if (sz) {
+          st->mem_in_use += cucap_fb_alloc_size(a) - *sz; /* a reused address replaces */
+          *sz = cucap_fb_alloc_size(a);
+          if (st->mem_in_use > st->mem_high)
+            st->mem_high = st->mem_in_use;
+        }
       }
       break;
     }
-    case CUCAP_FB_BODY_FREE:
+    case CUCAP_FB_BODY_FREE: {
       st->frees++;
+      const cucap_fb_free *f = cucap_fb_record_body_as_free(rec);
+      uint64_t *sz = f && cucap_fb_record_result(rec) == 0
+                         ? info_map_slot(&st->live, cucap_fb_free_address(f), 0) : NULL;
+      if (sz) {
+        st->mem_in_use -= *sz;
+        *sz = 0;
+      }
       break;
+    }
     default:
       break;
     }
@@ -219,121 +261,46 @@ static int cmp_calls(const void *a, const void *b) {
   return x < y ? -1 : (x > y);
 }
 
-/* ------------------------------------------------------------- audit
- * An Audit record counts, per CUPTI driver cbid, the calls an independent
- * CUPTI subscriber saw (driver_seen) and the calls cucap recorded. recorded
- * may exceed driver_seen (the subscriber starts after the first calls and
- * CUPTI does not report some calls); only driver_seen > recorded is a miss. */
-typedef struct audit_sum {
-  uint64_t seen, recorded;
-  size_t nmiss;
-  const cucap_fb_audit_entry **miss; /* biggest miss first; NULL if none */
-} audit_sum;
+/* Kernels by launch count (handles of the same name added up). */
+typedef struct kcount {
+  const char *name;
+  uint64_t n;
+} kcount;
 
-static int cmp_miss(const void *a, const void *b) {
-  const cucap_fb_audit_entry *x = *(const cucap_fb_audit_entry *const *)a;
-  const cucap_fb_audit_entry *y = *(const cucap_fb_audit_entry *const *)b;
-  uint64_t mx = cucap_fb_audit_entry_driver_seen(x) - cucap_fb_audit_entry_recorded(x);
-  uint64_t my = cucap_fb_audit_entry_driver_seen(y) - cucap_fb_audit_entry_recorded(y);
-  if (mx != my)
-    return mx > my ? -1 : 1;
-  uint32_t cx = cucap_fb_audit_entry_cbid(x), cy = cucap_fb_audit_entry_cbid(y);
-  return cx < cy ? -1 : cx > cy;
+static int kcount_cmp(const void *a, const void *b) {
+  const kcount *x = a, *y = b;
+  if (x->n != y->n)
+    return x->n > y->n ? -1 : 1;
+  return strcmp(x->name, y->name);
 }
 
-/* Fills sum from a; sum->miss is malloc'ed (caller frees; NULL on OOM, then
- * nmiss is still right but the names are not listed). */
-static void audit_summarize(const cucap_fb_audit *a, audit_sum *sum) {
-  memset(sum, 0, sizeof *sum);
-  size_t n = cucap_fb_audit_entries_len(a);
-  for (size_t i = 0; i < n; i++) {
-    const cucap_fb_audit_entry *e = cucap_fb_audit_entries_at(a, i);
-    if (!e)
+/* malloc'ed array (caller frees), *n entries; NULL on OOM or none. */
+static kcount *top_kernels(const info_stats *st, size_t *n) {
+  *n = 0;
+  kcount *v = calloc(st->fn_launches.n + 1, sizeof *v);
+  if (!v)
+    return NULL;
+  for (size_t i = 0; i < st->fn_launches.cap; i++) {
+    if (!st->fn_launches.k[i])
       continue;
-    uint64_t sn = cucap_fb_audit_entry_driver_seen(e), rc = cucap_fb_audit_entry_recorded(e);
-    sum->seen += sn;
-    sum->recorded += rc;
-    if (sn > rc)
-      sum->nmiss++;
+    const char *nm = cucap_cli_fnames_get(st->names, st->fn_launches.k[i]);
+    if (!nm)
+      nm = "(unknown function)";
+    size_t j = 0;
+    while (j < *n && strcmp(v[j].name, nm))
+      j++;
+    if (j == *n)
+      v[(*n)++].name = nm;
+    v[j].n += st->fn_launches.v[i];
   }
-  if (!sum->nmiss)
-    return;
-  sum->miss = malloc(sum->nmiss * sizeof *sum->miss);
-  if (!sum->miss)
-    return;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    const cucap_fb_audit_entry *e = cucap_fb_audit_entries_at(a, i);
-    if (e && cucap_fb_audit_entry_driver_seen(e) > cucap_fb_audit_entry_recorded(e))
-      sum->miss[k++] = e;
-  }
-  qsort(sum->miss, k, sizeof *sum->miss, cmp_miss);
+  qsort(v, *n, sizeof *v, kcount_cmp);
+  return v;
 }
 
-/* The entry's name, else the cbid's name, else "cbid N" in tmp. */
-static const char *audit_name(const cucap_fb_audit_entry *e, char *tmp, size_t n) {
-  const char *nm = cucap_fb_audit_entry_name(e);
-  if (nm && *nm)
-    return nm;
-  unsigned cb = cucap_fb_audit_entry_cbid(e);
-  nm = cucap_cli_cbid_name(cb);
-  if (nm)
-    return nm;
-  snprintf(tmp, n, "cbid %u", cb);
-  return tmp;
-}
+static int g_demangle = 1;
 
-static void print_audit_text(const cucap_fb_audit *a) {
-  audit_sum sum;
-  audit_summarize(a, &sum);
-  printf("audit:           CUPTI saw %" PRIu64 " driver calls, cucap recorded %" PRIu64
-         "; %zu function%s with missed calls\n",
-         sum.seen, sum.recorded, sum.nmiss, sum.nmiss == 1 ? "" : "s");
-  char tmp[32];
-  for (size_t i = 0; sum.miss && i < sum.nmiss && i < 10; i++) {
-    const char *nm = audit_name(sum.miss[i], tmp, sizeof tmp);
-    printf("  ");
-    for (const char *p = nm; *p; p++) /* one line whatever the name holds */
-      putchar((unsigned char)*p < 0x20 ? ' ' : *p);
-    printf(": seen %" PRIu64 ", recorded %" PRIu64 "\n",
-           cucap_fb_audit_entry_driver_seen(sum.miss[i]),
-           cucap_fb_audit_entry_recorded(sum.miss[i]));
-  }
-  if (sum.miss && sum.nmiss > 10)
-    printf("  ... and %zu more\n", sum.nmiss - 10);
-  free(sum.miss);
-}
-
-static void print_audit_json(cucap_json *w, const cucap_fb_audit *a) {
-  audit_sum sum;
-  audit_summarize(a, &sum);
-  cucap_json_key(w, "audit");
-  cucap_json_object_begin(w);
-  cucap_json_key(w, "driver_seen");
-  cucap_json_uint(w, sum.seen);
-  cucap_json_key(w, "recorded");
-  cucap_json_uint(w, sum.recorded);
-  cucap_json_key(w, "missing_count");
-  cucap_json_uint(w, sum.nmiss);
-  cucap_json_key(w, "missing_functions"); /* all of them, biggest miss first */
-  cucap_json_array_begin(w);
-  char tmp[32];
-  for (size_t i = 0; sum.miss && i < sum.nmiss; i++) {
-    const cucap_fb_audit_entry *e = sum.miss[i];
-    cucap_json_object_begin(w);
-    cucap_json_key(w, "name");
-    cucap_json_string(w, audit_name(e, tmp, sizeof tmp));
-    cucap_json_key(w, "cbid");
-    cucap_json_uint(w, cucap_fb_audit_entry_cbid(e));
-    cucap_json_key(w, "driver_seen");
-    cucap_json_uint(w, cucap_fb_audit_entry_driver_seen(e));
-    cucap_json_key(w, "recorded");
-    cucap_json_uint(w, cucap_fb_audit_entry_recorded(e));
-    cucap_json_object_end(w);
-  }
-  cucap_json_array_end(w);
-  cucap_json_object_end(w);
-  free(sum.miss);
+static const char *shown_name(const char *nm, char *buf, size_t n) {
+  return g_demangle ? cucap_cli_demangle(nm, buf, n) : nm;
 }
 
 static void print_text(const cucap_fb_file_header *h, const info_stats *st,
@@ -363,6 +330,20 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("\n");
   if ((s = cucap_fb_file_header_options(h)) && *s)
     printf("record options:  %s\n", s);
+  const cucap_fb_origin *org = cucap_fb_file_header_origin(h);
+  if (org) {
+    const char *cmd = cucap_fb_origin_command(org), *src = cucap_fb_origin_source(org);
+    const char *sel = cucap_fb_origin_selection(org);
+    int state = cucap_fb_origin_state(org);
+    printf("made by:         cucap %s %s of %s (launches %" PRIu64 "..%" PRIu64 ")\n",
+           cmd ? cmd : "?", sel ? sel : "?", src ? src : "?",
+           cucap_fb_origin_launch_first(org), cucap_fb_origin_launch_last(org));
+    printf("state prefix:    %" PRIu64 " records; memory contents from %s\n",
+           cucap_fb_origin_state_records(org),
+           state == CUCAP_FB_STATESOURCE_RECORDEDSNAPSHOT ? "a snapshot recorded in the source"
+           : state == CUCAP_FB_STATESOURCE_REPLAY         ? "a replay of the source on a GPU"
+                                                          : "nowhere (no state)");
+  }
   /* Header first; libcucap captures have them in the Devices record. */
   int drv = cucap_fb_file_header_driver_version(h);
   if (drv <= 0 && st->devices)
@@ -438,6 +419,26 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   if (st->calls_other)
     printf("  %-32s %" PRIu64 "\n", "(cbid >= 4096)", st->calls_other);
   printf("launches:        %" PRIu64 "\n", st->launches);
+  size_t nk = 0;
+  kcount *kc = top_kernels(st, &nk);
+  if (kc && nk) {
+    printf("top kernels by launch count:\n");
+    char dem[2048];
+    for (size_t i = 0; i < nk && i < 10; i++) {
+      printf("  %8" PRIu64 "  ", kc[i].n);
+      for (const char *p = shown_name(kc[i].name, dem, sizeof dem); *p; p++)
+        putchar((unsigned char)*p < 0x20 ? ' ' : *p);
+      putchar('\n');
+    }
+    if (nk > 10)
+      printf("  ... and %zu more kernels\n", nk - 10);
+  }
+  free(kc);
+  human_bytes(st->mem_high, tmp2, sizeof tmp2);
+  printf("device memory:   high-water mark %" PRIu64 " bytes (%s) of allocations live at once\n",
+         st->mem_high, tmp2);
+  if (st->nvtx_ranges)
+    printf("NVTX ranges:     %" PRIu64 "\n", st->nvtx_ranges);
   printf("memcpy:\n");
   int any = 0;
   for (unsigned k = 0; k < MEMCPY_KINDS; k++) {
@@ -473,7 +474,7 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("duration:        %.6f s%s\n", (double)t->duration_ns / 1e9,
          t->duration_from_index ? "" : " (from last record; no end time)");
   if (st->audit)
-    print_audit_text(st->audit);
+    info_print_audit_text(st->audit);
   if (t->rec.complete && iter_status == CUCAP_OK)
     printf("status:          complete\n");
   else
@@ -543,6 +544,25 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_json_uint(w, st->calls_failed);
   cucap_json_key(w, "launches");
   cucap_json_uint(w, st->launches);
+  cucap_json_key(w, "top_kernels"); /* all of them, most launches first */
+  cucap_json_array_begin(w);
+  size_t nk = 0;
+  kcount *kc = top_kernels(st, &nk);
+  char dem[2048];
+  for (size_t i = 0; kc && i < nk; i++) {
+    cucap_json_object_begin(w);
+    cucap_json_key(w, "name");
+    cucap_json_string(w, shown_name(kc[i].name, dem, sizeof dem));
+    cucap_json_key(w, "launches");
+    cucap_json_uint(w, kc[i].n);
+    cucap_json_object_end(w);
+  }
+  free(kc);
+  cucap_json_array_end(w);
+  cucap_json_key(w, "memory_high_water_bytes");
+  cucap_json_uint(w, st->mem_high);
+  cucap_json_key(w, "nvtx_ranges");
+  cucap_json_uint(w, st->nvtx_ranges);
   cucap_json_key(w, "memcpy");
   cucap_json_object_begin(w);
   for (unsigned k = 0; k < MEMCPY_KINDS; k++) {
@@ -591,7 +611,7 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_json_key(w, "duration_ns");
   cucap_json_uint(w, t->duration_ns);
   if (st->audit)
-    print_audit_json(w, st->audit);
+    info_print_audit_json(w, st->audit);
   cucap_json_key(w, "complete");
   cucap_json_bool(w, t->rec.complete && iter_status == CUCAP_OK);
   cucap_json_key(w, "problem");
@@ -607,6 +627,7 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
 
 int cucap_cmd_info(int argc, char **argv) {
   static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                           {"no-demangle", no_argument, NULL, 'D'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   int json = 0, c;
@@ -615,6 +636,9 @@ int cucap_cmd_info(int argc, char **argv) {
     switch (c) {
     case 'j':
       json = 1;
+      break;
+    case 'D':
+      g_demangle = 0;
       break;
     case 'h':
       fputs(info_usage, stdout);
@@ -646,7 +670,8 @@ int cucap_cmd_info(int argc, char **argv) {
     return CUCAP_EXIT_IO;
   }
   st->by_call = calls;
-  cucap_status is = gather(r, st);
+  st->names = cucap_cli_fnames_create();
+  cucap_status is = st->names ? gather(r, st) : CUCAP_ERR_NOMEM;
 
   info_totals t;
   memset(&t, 0, sizeof t);
@@ -691,6 +716,9 @@ int cucap_cmd_info(int argc, char **argv) {
     rc = cucap_cli_report_recovery("info", path, r);
   }
   free(calls);
+  cucap_cli_fnames_destroy(st->names);
+  info_map_free(&st->fn_launches);
+  info_map_free(&st->live);
   free(st->devices_buf);
   free(st->audit_buf);
   free(st);

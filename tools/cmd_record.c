@@ -2,7 +2,9 @@
  *
  * Runs PROGRAM with libcucap.so preloaded (LD_PRELOAD, prepended to any
  * existing value) and CUCAP_OUTPUT / CUCAP_OPTIONS / CUCAP_ROOT_PID (= the
- * program's pid) set, waits for it and exits
+ * program's pid) set, NVTX_INJECTION64_PATH = libcucap.so unless the
+ * program's environment names another NVTX tool (NVTX ranges are then
+ * recorded), waits for it and exits
  * with its exit code (128+signal when it was killed), then prints a one-line
  * summary of the capture to stderr. */
 #include <errno.h>
@@ -27,7 +29,10 @@ static void usage(FILE *f) {
           "usage: cucap record [options] -- PROGRAM [ARGS...]\n"
           "  -o, --output PATH       capture file (default capture.fb; %%p = pid,\n"
           "                          %%q{VAR} = value of env VAR)\n"
-          "      --snapshot=exit|launch:N  snapshot device memory at exit / at launch N\n"
+          "      --snapshot=exit|launch:N|range:NAME[@K]\n"
+          "                          snapshot device memory at exit / before and after\n"
+          "                          launch N / at the start of the K-th (0-based)\n"
+          "                          NVTX range NAME (cuProfilerStart: profiler range)\n"
           "      --hash-launches     store content hashes of memory after each launch\n"
           "      --audit             count driver calls with CUPTI and compare\n"
           "      --stack=off|fp|unwind  host callstacks (default fp)\n"
@@ -193,7 +198,7 @@ int cucap_cmd_record(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   const char *output = "capture.fb";
   char opts[1024] = "";
-  char item[128];
+  char item[256];
   int c;
   optind = 1;
   /* "+": stop at the first non-option (the program). */
@@ -204,8 +209,10 @@ int cucap_cmd_record(int argc, char **argv) {
       break;
     case 's':
       snprintf(item, sizeof item, "snapshot=%s", optarg);
-      if (strcmp(optarg, "exit") != 0 && strncmp(optarg, "launch:", 7) != 0) {
-        cucap_cli_error("record", NULL, "--snapshot must be exit or launch:N, not '%s'", optarg);
+      if (strcmp(optarg, "exit") != 0 && strncmp(optarg, "launch:", 7) != 0 &&
+          strncmp(optarg, "range:", 6) != 0) {
+        cucap_cli_error("record", NULL,
+                        "--snapshot must be exit, launch:N or range:NAME[@K], not '%s'", optarg);
         return CUCAP_EXIT_USAGE;
       }
       if (append_opt(opts, sizeof opts, item) != 0)
@@ -294,6 +301,10 @@ int cucap_cmd_record(int argc, char **argv) {
     char rootpid[32];
     snprintf(rootpid, sizeof rootpid, "%ld", (long)getpid()); /* exec keeps it */
     setenv("CUCAP_ROOT_PID", rootpid, 1);
+    /* NVTX loads this tool at the program's first NVTX call (custom_nvtx.c) */
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (!nvtx || !*nvtx)
+      setenv("NVTX_INJECTION64_PATH", lib, 1);
     execvp(argv[optind], argv + optind);
     fprintf(stderr, "cucap record: %s: %s\n", argv[optind], strerror(errno));
     _exit(127);

@@ -36,6 +36,11 @@ int cucap_cmd_dump(int argc, char **argv);
 int cucap_cmd_compress(int argc, char **argv);
 int cucap_cmd_record(int argc, char **argv);  /* tools/cmd_record.c */
 int cucap_cmd_replay(int argc, char **argv);  /* tools/cmd_replay.c */
+int cucap_cmd_trim(int argc, char **argv);    /* tools/cmd_trim.c */
+int cucap_cmd_extract(int argc, char **argv); /* tools/cmd_extract.c */
+int cucap_cmd_export(int argc, char **argv);  /* tools/cmd_export.c */
+int cucap_cmd_diff(int argc, char **argv);    /* tools/cmd_diff.c */
+int cucap_cmd_cupti(int argc, char **argv);   /* tools/cmd_cupti.c */
 int cucap_cmd_analyze(int argc, char **argv); /* tools/cmd_analyze.c */
 int cucap_cmd_doctor(int argc, char **argv);  /* tools/cmd_doctor.c */
 
@@ -81,6 +86,43 @@ int cucap_cli_report_recovery(const char *cmd, const char *path,
 /* CUPTI driver callback id -> API name ("cuLaunchKernel"); NULL if unknown.
  * Static strings. Generated: tools/cbid_names.c (tools/gen_cbid_names.py). */
 const char *cucap_cli_cbid_name(unsigned cbid);
+
+/* ---- readable names (tools/cli_names.c) ---- */
+
+/* The demangled form of a C++ name into buf (size bytes), or `mangled`
+ * itself when it is not mangled or cannot be demangled. The result is buf
+ * or mangled (valid as long as they are). */
+const char *cucap_cli_demangle(const char *mangled, char *buf, size_t size);
+/* 1 when a kernel's mangled name matches what a user typed: the mangled
+ * name, the demangled name, or its bare identifier ("saxpy" matches
+ * "_Z5saxpyifPfS_" and "void ns::saxpy<4>(...)"). For
+ * cucap_launch_select.match. */
+int cucap_cli_kernel_match(void *user, const char *mangled, const char *pattern);
+
+/* Host frames as "function (file:line)" through the objects' DWARF (libdw),
+ * "function+0x1a (libfoo.so+0x11a3a, no debug info)" without it,
+ * "libfoo.so+0x11a3a (no debug info)" without a symbol,
+ * "obj+0x.. (build-id mismatch, no debug info)" when the file on this
+ * machine is not the recorded one, "0x..." outside every object. Objects are
+ * those of the latest ModuleMap (clear, then add each). The frames object
+ * owns everything; destroy accepts NULL. */
+typedef struct cucap_cli_frames cucap_cli_frames;
+cucap_cli_frames *cucap_cli_frames_create(int demangle);
+void cucap_cli_frames_destroy(cucap_cli_frames *f);
+void cucap_cli_frames_clear(cucap_cli_frames *f);
+void cucap_cli_frames_add(cucap_cli_frames *f, const char *path, const uint8_t *build_id,
+                          size_t build_id_len, uint64_t base, uint64_t start, uint64_t end);
+/* snprintf semantics (returns the full length). */
+int cucap_cli_frames_format(cucap_cli_frames *f, uint64_t addr, char *buf, size_t size);
+
+/* Kernel names by function handle, fed with the capture's Function records
+ * in file order (a CUfunction of a CUkernel gets the kernel's name).
+ * Returned names are mangled, owned by the table, valid until destroy. */
+typedef struct cucap_cli_fnames cucap_cli_fnames;
+cucap_cli_fnames *cucap_cli_fnames_create(void);
+void cucap_cli_fnames_destroy(cucap_cli_fnames *t);
+void cucap_cli_fnames_feed(cucap_cli_fnames *t, const void *record /* cucap_fb_record */);
+const char *cucap_cli_fnames_get(const cucap_cli_fnames *t, uint64_t handle);
 
 /* Parses a non-negative decimal integer option value; 0 on success. */
 int cucap_cli_parse_u64(const char *s, uint64_t *out);

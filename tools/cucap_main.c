@@ -29,6 +29,16 @@ static const char usage_text[] =
     "                                          print records (JSON Lines with --json)\n"
     "  compress CAPTURE -o OUT [--level N] [--workers N]\n"
     "                                          re-encode at a higher zstd level\n"
+    "  cupti probe|profile ...                 CUPTI on this machine; the\n"
+    "                                          profiling engine on a capture\n"
+    "  trim CAPTURE -o OUT --range=SPEC [--replay]\n"
+    "                                          a range (launches, NVTX, profiler,\n"
+    "                                          time) that replays on its own\n"
+    "  extract CAPTURE --launch N|--kernel NAME -o OUT [--minimal] [--emit-c DIR]\n"
+    "                                          one launch as a standalone repro\n"
+    "  export CAPTURE --format=perfetto|chrome-json -o OUT [--profile FILE]\n"
+    "                                          timeline for ui.perfetto.dev\n"
+    "  diff A B [--profile-a P --profile-b P]  where two captures differ (exit 1)\n"
     "  help [COMMAND]                          this text, or a command's help\n"
     "\n"
     "options: -h, --help   -V, --version\n"
@@ -58,7 +68,9 @@ static const struct {
     {"record", cucap_cmd_record},     {"replay", cucap_cmd_replay},
     {"info", cucap_cmd_info},         {"dump", cucap_cmd_dump},
     {"compress", cucap_cmd_compress}, {"analyze", cucap_cmd_analyze},
-    {"doctor", cucap_cmd_doctor},
+    {"doctor", cucap_cmd_doctor},     {"cupti", cucap_cmd_cupti},
+    {"trim", cucap_cmd_trim},         {"extract", cucap_cmd_extract},
+    {"export", cucap_cmd_export},     {"diff", cucap_cmd_diff},
 };
 
 static cmd_fn find_command(const char *name) {
@@ -89,7 +101,7 @@ int main(int argc, char **argv) {
    * library warnings would only repeat them. CUCAP_LOG_LEVEL brings them back. */
   if (!getenv("CUCAP_LOG_LEVEL") &&
       (!strcmp(cmd, "info") || !strcmp(cmd, "dump") || !strcmp(cmd, "compress") ||
-       !strcmp(cmd, "analyze")))
+       !strcmp(cmd, "analyze") || !strcmp(cmd, "export") || !strcmp(cmd, "diff")))
     cucap_log_set_level(CUCAP_LOG_OFF);
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
     fputs(usage_text, stdout);

@@ -2,8 +2,13 @@
 # Installs the Debian packages cucap needs to build and test (as root), and
 # checks for the CUDA toolkit. Used by tests/run.sh and examples/demo.sh.
 set -euo pipefail
+# libdw-dev/libelf-dev: libdw.a + libelf.a, linked statically into the cucap
+# tool for source lines of host frames, with the static libraries they need
+# (zlib, lzma, bzip2; zstd above); protobuf-compiler: CI decodes the Perfetto
+# export with protoc; binutils: strip (test_dump_symbols).
 pkgs=(cmake ninja-build gcc g++ clang libclang-rt-14-dev libzstd-dev libxxhash-dev
-      flatbuffers-compiler python3 xxd)
+      flatbuffers-compiler python3 xxd libdw-dev libelf-dev zlib1g-dev liblzma-dev
+      libbz2-dev protobuf-compiler binutils)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -165,6 +165,7 @@ extern void custom_primary_reset(cucap_call *c, CUresult r, CUdevice dev) __attr
 extern void custom_primary_reset_pre(cucap_call *c, CUdevice dev) __attribute__((weak));
 extern void custom_primary_retain(cucap_call *c, CUresult r, CUcontext *pctx, CUdevice dev) __attribute__((weak));
 extern void custom_primary_set_flags(cucap_call *c, CUresult r, CUdevice dev, unsigned int flags) __attribute__((weak));
+extern void custom_profiler_start_pre(cucap_call *c) __attribute__((weak));
 extern void custom_stream_begin_capture(cucap_call *c, CUresult r, CUstream hStream) __attribute__((weak));
 extern void custom_stream_begin_capture_to_graph(cucap_call *c, CUresult r, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode) __attribute__((weak));
 extern void custom_stream_begin_capture_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureMode mode) __attribute__((weak));
@@ -7177,6 +7178,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuProfilerStart(void) {
   cucap_call c;
   if (!cucap_call_enter(&c, CUCAP_API_cuProfilerStart))
     return cucap_real.cuProfilerStart ? cucap_real.cuProfilerStart() : CUDA_ERROR_NOT_FOUND;
+  if (custom_profiler_start_pre)
+    custom_profiler_start_pre(&c);
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuProfilerStart ? cucap_real.cuProfilerStart() : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);

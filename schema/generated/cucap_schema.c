@@ -15,6 +15,16 @@ const char *cucap_fb_call_variant_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_call_variant, v);
 }
 
+static const cucap_fb_enum_val cucap_fb__vals_state_source[] = {
+  {0, "None"},
+  {1, "RecordedSnapshot"},
+  {2, "Replay"},
+};
+const cucap_fb_enum_desc cucap_fb_enum_desc_state_source = {"StateSource", 3, cucap_fb__vals_state_source};
+const char *cucap_fb_state_source_name(int v) {
+  return cucap_fb_enum_name(&cucap_fb_enum_desc_state_source, v);
+}
+
 static const cucap_fb_enum_val cucap_fb__vals_context_op[] = {
   {0, "Create"},
   {1, "Destroy"},
@@ -221,8 +231,9 @@ static const cucap_fb_enum_val cucap_fb__vals_snapshot_reason[] = {
   {4, "SyncPoint"},
   {5, "HostWrite"},
   {6, "CopyResult"},
+  {7, "RangeStart"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason = {"SnapshotReason", 7, cucap_fb__vals_snapshot_reason};
+const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason = {"SnapshotReason", 8, cucap_fb__vals_snapshot_reason};
 const char *cucap_fb_snapshot_reason_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_snapshot_reason, v);
 }
@@ -260,6 +271,22 @@ const char *cucap_fb_profile_activity_kind_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_profile_activity_kind, v);
 }
 
+static const cucap_fb_enum_val cucap_fb__vals_nvtx_op[] = {
+  {0, "Push"},
+  {1, "Pop"},
+  {2, "RangeStart"},
+  {3, "RangeEnd"},
+  {4, "Mark"},
+  {5, "DomainCreate"},
+  {6, "DomainDestroy"},
+  {7, "NameThread"},
+  {8, "NameCategory"},
+};
+const cucap_fb_enum_desc cucap_fb_enum_desc_nvtx_op = {"NvtxOp", 9, cucap_fb__vals_nvtx_op};
+const char *cucap_fb_nvtx_op_name(int v) {
+  return cucap_fb_enum_name(&cucap_fb_enum_desc_nvtx_op, v);
+}
+
 static const cucap_fb_enum_val cucap_fb__vals_body[] = {
   {0, "NONE"},
   {1, "Context"},
@@ -285,12 +312,13 @@ static const cucap_fb_enum_val cucap_fb__vals_body[] = {
   {21, "BlobPiece"},
   {22, "Devices"},
   {23, "Object"},
+  {24, "Nvtx"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 24, cucap_fb__vals_body};
+const cucap_fb_enum_desc cucap_fb_enum_desc_body = {"Body", 25, cucap_fb__vals_body};
 const char *cucap_fb_body_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_body, v);
 }
-static const cucap_fb_table_desc *const cucap_fb__members_body[24] = {
+static const cucap_fb_table_desc *const cucap_fb__members_body[25] = {
   [1] = &cucap_fb_table_desc_context,
   [2] = &cucap_fb_table_desc_module,
   [3] = &cucap_fb_table_desc_global,
@@ -314,8 +342,9 @@ static const cucap_fb_table_desc *const cucap_fb__members_body[24] = {
   [21] = &cucap_fb_table_desc_blob_piece,
   [22] = &cucap_fb_table_desc_devices,
   [23] = &cucap_fb_table_desc_object,
+  [24] = &cucap_fb_table_desc_nvtx,
 };
-const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 24, cucap_fb__members_body};
+const cucap_fb_union_desc cucap_fb_union_desc_body = {"Body", &cucap_fb_enum_desc_body, 25, cucap_fb__members_body};
 
 static const cucap_fb_enum_val cucap_fb__vals_chunk_kind[] = {
   {0, "Records"},
@@ -377,6 +406,26 @@ void cucap_fb_device_props_to_json(const cucap_fb_device_props *t, cucap_json *w
   cucap_fb_table_to_json(t, &cucap_fb_table_desc_device_props, w, flags);
 }
 
+static const cucap_fb_field_desc cucap_fb__fields_origin[] = {
+  {"command", 0, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"source", 1, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"selection", 2, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"state", 3, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_state_source, NULL, NULL, NULL},
+  {"state_records", 4, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"first_seq", 5, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"last_seq", 6, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"launch_first", 7, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"launch_last", 8, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"source_records", 9, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_origin = {"Origin", 10, 10, cucap_fb__fields_origin};
+cucap_status cucap_fb_origin_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_origin);
+}
+void cucap_fb_origin_to_json(const cucap_fb_origin *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_origin, w, flags);
+}
+
 static const cucap_fb_field_desc cucap_fb__fields_file_header[] = {
   {"format_major", 0, CUCAP_FB_K_U16, 0, NULL, NULL, NULL, NULL},
   {"format_minor", 1, CUCAP_FB_K_U16, 0, NULL, NULL, NULL, NULL},
@@ -392,8 +441,9 @@ static const cucap_fb_field_desc cucap_fb__fields_file_header[] = {
   {"env", 11, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_env_var, NULL},
   {"options", 12, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
   {"producer", 13, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"origin", 14, CUCAP_FB_K_TABLE, 0, NULL, NULL, &cucap_fb_table_desc_origin, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_file_header = {"FileHeader", 14, 14, cucap_fb__fields_file_header};
+const cucap_fb_table_desc cucap_fb_table_desc_file_header = {"FileHeader", 15, 15, cucap_fb__fields_file_header};
 cucap_status cucap_fb_file_header_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_file_header);
 }
@@ -1071,6 +1121,24 @@ void cucap_fb_profile_file_to_json(const cucap_fb_profile_file *t, cucap_json *w
   cucap_fb_table_to_json(t, &cucap_fb_table_desc_profile_file, w, flags);
 }
 
+static const cucap_fb_field_desc cucap_fb__fields_nvtx[] = {
+  {"op", 0, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_nvtx_op, NULL, NULL, NULL},
+  {"domain", 1, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"message", 2, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+  {"range_id", 3, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"category", 4, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"color", 5, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"level", 6, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"value", 7, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_nvtx = {"Nvtx", 8, 8, cucap_fb__fields_nvtx};
+cucap_status cucap_fb_nvtx_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_nvtx);
+}
+void cucap_fb_nvtx_to_json(const cucap_fb_nvtx *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_nvtx, w, flags);
+}
+
 static const cucap_fb_field_desc cucap_fb__fields_record[] = {
   {"seq", 0, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"tid", 1, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
@@ -1141,6 +1209,7 @@ void cucap_fb_chunk_index_to_json(const cucap_fb_chunk_index *t, cucap_json *w, 
 const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES] = {
   &cucap_fb_table_desc_env_var,
   &cucap_fb_table_desc_device_props,
+  &cucap_fb_table_desc_origin,
   &cucap_fb_table_desc_file_header,
   &cucap_fb_table_desc_context,
   &cucap_fb_table_desc_jit_option,
@@ -1181,6 +1250,7 @@ const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES]
   &cucap_fb_table_desc_profile_rows,
   &cucap_fb_table_desc_profile_finding,
   &cucap_fb_table_desc_profile_file,
+  &cucap_fb_table_desc_nvtx,
   &cucap_fb_table_desc_record,
   &cucap_fb_table_desc_chunk_entry,
   &cucap_fb_table_desc_blob_entry,

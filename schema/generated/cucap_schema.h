@@ -60,6 +60,14 @@ extern const cucap_fb_struct_desc cucap_fb_struct_desc_param_info;
 const char *cucap_fb_call_variant_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_call_variant;
 
+/* enum StateSource : ubyte */
+#define CUCAP_FB_STATESOURCE_NONE 0
+#define CUCAP_FB_STATESOURCE_RECORDEDSNAPSHOT 1
+#define CUCAP_FB_STATESOURCE_REPLAY 2
+/* Name of value v ("Launch"), or NULL if v has no name. Static. */
+const char *cucap_fb_state_source_name(int v);
+extern const cucap_fb_enum_desc cucap_fb_enum_desc_state_source;
+
 /* enum ContextOp : ubyte */
 #define CUCAP_FB_CONTEXTOP_CREATE 0
 #define CUCAP_FB_CONTEXTOP_DESTROY 1
@@ -240,6 +248,7 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_graph_node_type;
 #define CUCAP_FB_SNAPSHOTREASON_SYNCPOINT 4
 #define CUCAP_FB_SNAPSHOTREASON_HOSTWRITE 5
 #define CUCAP_FB_SNAPSHOTREASON_COPYRESULT 6
+#define CUCAP_FB_SNAPSHOTREASON_RANGESTART 7
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_snapshot_reason_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_snapshot_reason;
@@ -271,6 +280,20 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_profile_state;
 const char *cucap_fb_profile_activity_kind_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_profile_activity_kind;
 
+/* enum NvtxOp : ubyte */
+#define CUCAP_FB_NVTXOP_PUSH 0
+#define CUCAP_FB_NVTXOP_POP 1
+#define CUCAP_FB_NVTXOP_RANGESTART 2
+#define CUCAP_FB_NVTXOP_RANGEEND 3
+#define CUCAP_FB_NVTXOP_MARK 4
+#define CUCAP_FB_NVTXOP_DOMAINCREATE 5
+#define CUCAP_FB_NVTXOP_DOMAINDESTROY 6
+#define CUCAP_FB_NVTXOP_NAMETHREAD 7
+#define CUCAP_FB_NVTXOP_NAMECATEGORY 8
+/* Name of value v ("Launch"), or NULL if v has no name. Static. */
+const char *cucap_fb_nvtx_op_name(int v);
+extern const cucap_fb_enum_desc cucap_fb_enum_desc_nvtx_op;
+
 /* union Body */
 #define CUCAP_FB_BODY_NONE 0
 #define CUCAP_FB_BODY_CONTEXT 1
@@ -296,6 +319,7 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_profile_activity_kind;
 #define CUCAP_FB_BODY_BLOBPIECE 21
 #define CUCAP_FB_BODY_DEVICES 22
 #define CUCAP_FB_BODY_OBJECT 23
+#define CUCAP_FB_BODY_NVTX 24
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_body_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_body;
@@ -312,6 +336,7 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_chunk_kind;
 /* ---- tables (opaque; point into a verified buffer) ---- */
 typedef struct cucap_fb_env_var cucap_fb_env_var;
 typedef struct cucap_fb_device_props cucap_fb_device_props;
+typedef struct cucap_fb_origin cucap_fb_origin;
 typedef struct cucap_fb_file_header cucap_fb_file_header;
 typedef struct cucap_fb_context cucap_fb_context;
 typedef struct cucap_fb_jit_option cucap_fb_jit_option;
@@ -352,6 +377,7 @@ typedef struct cucap_fb_profile_pc cucap_fb_profile_pc;
 typedef struct cucap_fb_profile_rows cucap_fb_profile_rows;
 typedef struct cucap_fb_profile_finding cucap_fb_profile_finding;
 typedef struct cucap_fb_profile_file cucap_fb_profile_file;
+typedef struct cucap_fb_nvtx cucap_fb_nvtx;
 typedef struct cucap_fb_record cucap_fb_record;
 typedef struct cucap_fb_chunk_entry cucap_fb_chunk_entry;
 typedef struct cucap_fb_blob_entry cucap_fb_blob_entry;
@@ -454,9 +480,75 @@ static inline const cucap_fb_device_props *cucap_fb_device_props_root_sp(const v
 cucap_status cucap_fb_device_props_verify(const void *buf, size_t len, int size_prefixed);
 void cucap_fb_device_props_to_json(const cucap_fb_device_props *t, cucap_json *w, unsigned flags);
 
+/* ---- table Origin ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_origin;
+static inline void cucap_fb_origin_start(cucap_fbb *b) { cucap_fbb_table_start(b, 10); }
+static inline cucap_fb_ref cucap_fb_origin_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_origin_add_command(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 0, v); }
+static inline const char *cucap_fb_origin_command(const cucap_fb_origin *t) {
+  const uint8_t *s = cucap_fb__ref(t, 0);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_origin_command_len(const cucap_fb_origin *t) {
+  const uint8_t *s = cucap_fb__ref(t, 0);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_origin_command_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_origin_add_source(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 1, v); }
+static inline const char *cucap_fb_origin_source(const cucap_fb_origin *t) {
+  const uint8_t *s = cucap_fb__ref(t, 1);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_origin_source_len(const cucap_fb_origin *t) {
+  const uint8_t *s = cucap_fb__ref(t, 1);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_origin_source_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_origin_add_selection(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 2, v); }
+static inline const char *cucap_fb_origin_selection(const cucap_fb_origin *t) {
+  const uint8_t *s = cucap_fb__ref(t, 2);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_origin_selection_len(const cucap_fb_origin *t) {
+  const uint8_t *s = cucap_fb__ref(t, 2);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_origin_selection_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_origin_add_state(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 3, v); }
+static inline uint8_t cucap_fb_origin_state(const cucap_fb_origin *t) { return cucap_fb__read_u8(t, 3, 0); }
+static inline int cucap_fb_origin_state_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_origin_add_state_records(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 4, v); }
+static inline uint64_t cucap_fb_origin_state_records(const cucap_fb_origin *t) { return cucap_fb__read_u64(t, 4, 0); }
+static inline int cucap_fb_origin_state_records_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_origin_add_first_seq(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 5, v); }
+static inline uint64_t cucap_fb_origin_first_seq(const cucap_fb_origin *t) { return cucap_fb__read_u64(t, 5, 0); }
+static inline int cucap_fb_origin_first_seq_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_origin_add_last_seq(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 6, v); }
+static inline uint64_t cucap_fb_origin_last_seq(const cucap_fb_origin *t) { return cucap_fb__read_u64(t, 6, 0); }
+static inline int cucap_fb_origin_last_seq_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_origin_add_launch_first(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 7, v); }
+static inline uint64_t cucap_fb_origin_launch_first(const cucap_fb_origin *t) { return cucap_fb__read_u64(t, 7, 0); }
+static inline int cucap_fb_origin_launch_first_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 7) != NULL; }
+static inline void cucap_fb_origin_add_launch_last(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 8, v); }
+static inline uint64_t cucap_fb_origin_launch_last(const cucap_fb_origin *t) { return cucap_fb__read_u64(t, 8, 0); }
+static inline int cucap_fb_origin_launch_last_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 8) != NULL; }
+static inline void cucap_fb_origin_add_source_records(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 9, v); }
+static inline uint64_t cucap_fb_origin_source_records(const cucap_fb_origin *t) { return cucap_fb__read_u64(t, 9, 0); }
+static inline int cucap_fb_origin_source_records_is_present(const cucap_fb_origin *t) { return cucap_fb__field(t, 9) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_origin *cucap_fb_origin_root(const void *buf) {
+  return (const cucap_fb_origin *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_origin *cucap_fb_origin_root_sp(const void *buf) {
+  return (const cucap_fb_origin *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a Origin root. */
+cucap_status cucap_fb_origin_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_origin_to_json(const cucap_fb_origin *t, cucap_json *w, unsigned flags);
+
 /* ---- table FileHeader ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_file_header;
-static inline void cucap_fb_file_header_start(cucap_fbb *b) { cucap_fbb_table_start(b, 14); }
+static inline void cucap_fb_file_header_start(cucap_fbb *b) { cucap_fbb_table_start(b, 15); }
 static inline cucap_fb_ref cucap_fb_file_header_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_file_header_add_format_major(cucap_fbb *b, uint16_t v) { cucap_fbb_add_u16(b, 0, v); }
 static inline uint16_t cucap_fb_file_header_format_major(const cucap_fb_file_header *t) { return cucap_fb__read_u16(t, 0, 0); }
@@ -542,6 +634,9 @@ static inline size_t cucap_fb_file_header_producer_len(const cucap_fb_file_heade
   return s ? cucap_fb__u32(s) : 0;
 }
 static inline int cucap_fb_file_header_producer_is_present(const cucap_fb_file_header *t) { return cucap_fb__field(t, 13) != NULL; }
+static inline void cucap_fb_file_header_add_origin(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 14, v); }
+static inline const cucap_fb_origin *cucap_fb_file_header_origin(const cucap_fb_file_header *t) { return (const cucap_fb_origin *)cucap_fb__ref(t, 14); }
+static inline int cucap_fb_file_header_origin_is_present(const cucap_fb_file_header *t) { return cucap_fb__field(t, 14) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_file_header *cucap_fb_file_header_root(const void *buf) {
   return (const cucap_fb_file_header *)cucap_fb__root(buf);
@@ -2380,6 +2475,52 @@ static inline const cucap_fb_profile_file *cucap_fb_profile_file_root_sp(const v
 cucap_status cucap_fb_profile_file_verify(const void *buf, size_t len, int size_prefixed);
 void cucap_fb_profile_file_to_json(const cucap_fb_profile_file *t, cucap_json *w, unsigned flags);
 
+/* ---- table Nvtx ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_nvtx;
+static inline void cucap_fb_nvtx_start(cucap_fbb *b) { cucap_fbb_table_start(b, 8); }
+static inline cucap_fb_ref cucap_fb_nvtx_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_nvtx_add_op(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
+static inline uint8_t cucap_fb_nvtx_op(const cucap_fb_nvtx *t) { return cucap_fb__read_u8(t, 0, 0); }
+static inline int cucap_fb_nvtx_op_is_present(const cucap_fb_nvtx *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_nvtx_add_domain(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 1, v); }
+static inline uint64_t cucap_fb_nvtx_domain(const cucap_fb_nvtx *t) { return cucap_fb__read_u64(t, 1, 0); }
+static inline int cucap_fb_nvtx_domain_is_present(const cucap_fb_nvtx *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_nvtx_add_message(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 2, v); }
+static inline const char *cucap_fb_nvtx_message(const cucap_fb_nvtx *t) {
+  const uint8_t *s = cucap_fb__ref(t, 2);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_nvtx_message_len(const cucap_fb_nvtx *t) {
+  const uint8_t *s = cucap_fb__ref(t, 2);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_nvtx_message_is_present(const cucap_fb_nvtx *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_nvtx_add_range_id(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 3, v); }
+static inline uint64_t cucap_fb_nvtx_range_id(const cucap_fb_nvtx *t) { return cucap_fb__read_u64(t, 3, 0); }
+static inline int cucap_fb_nvtx_range_id_is_present(const cucap_fb_nvtx *t) { return cucap_fb__field(t, 3) != NULL; }
+static inline void cucap_fb_nvtx_add_category(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 4, v); }
+static inline uint32_t cucap_fb_nvtx_category(const cucap_fb_nvtx *t) { return cucap_fb__read_u32(t, 4, 0); }
+static inline int cucap_fb_nvtx_category_is_present(const cucap_fb_nvtx *t) { return cucap_fb__field(t, 4) != NULL; }
+static inline void cucap_fb_nvtx_add_color(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 5, v); }
+static inline uint32_t cucap_fb_nvtx_color(const cucap_fb_nvtx *t) { return cucap_fb__read_u32(t, 5, 0); }
+static inline int cucap_fb_nvtx_color_is_present(const cucap_fb_nvtx *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_nvtx_add_level(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 6, (uint32_t)v); }
+static inline int32_t cucap_fb_nvtx_level(const cucap_fb_nvtx *t) { return cucap_fb__read_i32(t, 6, 0); }
+static inline int cucap_fb_nvtx_level_is_present(const cucap_fb_nvtx *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_nvtx_add_value(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 7, v); }
+static inline uint64_t cucap_fb_nvtx_value(const cucap_fb_nvtx *t) { return cucap_fb__read_u64(t, 7, 0); }
+static inline int cucap_fb_nvtx_value_is_present(const cucap_fb_nvtx *t) { return cucap_fb__field(t, 7) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_nvtx *cucap_fb_nvtx_root(const void *buf) {
+  return (const cucap_fb_nvtx *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_nvtx *cucap_fb_nvtx_root_sp(const void *buf) {
+  return (const cucap_fb_nvtx *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a Nvtx root. */
+cucap_status cucap_fb_nvtx_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_nvtx_to_json(const cucap_fb_nvtx *t, cucap_json *w, unsigned flags);
+
 /* ---- table Record ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_record;
 static inline void cucap_fb_record_start(cucap_fbb *b) { cucap_fbb_table_start(b, 12); }
@@ -2491,6 +2632,9 @@ static inline const cucap_fb_devices *cucap_fb_record_body_as_devices(const cuca
 }
 static inline const cucap_fb_object *cucap_fb_record_body_as_object(const cucap_fb_record *t) {
   return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_OBJECT ? (const cucap_fb_object *)cucap_fb__ref(t, 10) : NULL;
+}
+static inline const cucap_fb_nvtx *cucap_fb_record_body_as_nvtx(const cucap_fb_record *t) {
+  return cucap_fb_record_body_type(t) == CUCAP_FB_BODY_NVTX ? (const cucap_fb_nvtx *)cucap_fb__ref(t, 10) : NULL;
 }
 static inline int cucap_fb_record_body_is_present(const cucap_fb_record *t) { return cucap_fb__field(t, 10) != NULL; }
 static inline void cucap_fb_record_add_context(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 11, v); }
@@ -2607,7 +2751,7 @@ cucap_status cucap_fb_chunk_index_verify(const void *buf, size_t len, int size_p
 void cucap_fb_chunk_index_to_json(const cucap_fb_chunk_index *t, cucap_json *w, unsigned flags);
 
 /* Every table descriptor, in schema order (tests, tools). */
-#define CUCAP_FB_SCHEMA_NTABLES 46
+#define CUCAP_FB_SCHEMA_NTABLES 48
 extern const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES];
 
 #ifdef __cplusplus

@@ -223,6 +223,16 @@ if [ -f "$ROOT/examples/demo.sh" ]; then
   fi
 fi
 
+# --- 2b. sharing captures: trim, extract (+ C program), export, diff
+if [ -f "$ROOT/tests/gpu/share_check.sh" ]; then
+  bash "$ROOT/tests/gpu/share_check.sh" "$BUILD" "$OUT/share" >"$OUT/share.txt" 2>&1
+  while read -r st name; do
+    case $st in
+      PASS|FAIL|SKIP) res "$st" "share" "$(echo "$name" | cut -c1-160)";;
+    esac
+  done < <(grep -E '^(PASS|FAIL|SKIP) ' "$OUT/share.txt")
+fi
+
 # --- 3. benchmarks (ratios measured in this run)
 if [ "${CUCAP_GPU_BENCH:-1}" = 1 ] && [ -f "$ROOT/bench/gpu_bench.sh" ]; then
   bash "$ROOT/bench/gpu_bench.sh" "$BUILD" "$OUT/bench" 2>&1 | tee "$OUT/bench.txt"
@@ -235,6 +245,20 @@ if bash "$ROOT/tests/gpu/profile_smoke.sh" "$BUILD" "$OUT" > "$OUT/profile_smoke
   res PASS "profile smoke" "$(tail -1 "$OUT/profile_smoke.txt")"
 else
   res FAIL "profile smoke" "$(tail -1 "$OUT/profile_smoke.txt"); see $OUT/profile_smoke.txt"
+fi
+# --- 5. the CUPTI engine: every section on small programs, the transformer's
+#        instruction-level stacks (tests/gpu/profile_check.sh; its own lines
+#        are in $OUT/profile/profile_summary.txt); cucap vs Nsight Compute
+#        (bench/profile_vs_ncu.sh) with CUCAP_GPU_BENCH=1
+if CUCAP_LOG_LEVEL=${CUCAP_PROFILE_LOG_LEVEL:-debug} bash "$ROOT/tests/gpu/profile_check.sh" "$BUILD" "$OUT/profile" \
+     > "$OUT/profile_check.txt" 2>&1; then
+  res PASS "profile check (CUPTI)" "$(tail -1 "$OUT/profile_check.txt")"
+else
+  res FAIL "profile check (CUPTI)" "$(tail -1 "$OUT/profile_check.txt"); see $OUT/profile_check.txt"
+fi
+if [ "${CUCAP_GPU_BENCH:-1}" = 1 ] && command -v "${NCU:-ncu}" >/dev/null 2>&1; then
+  bash "$ROOT/bench/profile_vs_ncu.sh" "$BUILD" "$OUT/profile_bench" 2>&1 | tee "$OUT/profile_bench.txt"
+  grep '^BENCH' "$OUT/profile_bench.txt" >>"$SUMMARY" || true
 fi
 echo "== summary: $pass passed, $fail failed, $skip skipped (details in $OUT)"
 [ $fail -eq 0 ]

@@ -2,12 +2,13 @@
 # test_dump_symbols.sh - symbolized host callstacks in `cucap dump`.
 #  1. drv_basic (APPS_DIR, built with symbols) recorded on the mock libcuda:
 #     every Launch/Memcpy record of `dump --json` has a "callstack" whose
-#     frames include "main+0x.. (drv_basic+0x..)"; frames are strings.
-#  2. the human dump prints "    at main+0x.. (drv_basic+0x..)" lines.
+#     frames include "main (drv_basic.c:N)" (libdw, the app has DWARF).
+#  2. the human dump prints "    at main (drv_basic.c:N)" lines (DWARF).
 #  3. --no-symbols: no "callstack" key, no "at" lines, and otherwise the same
 #     output as with symbols.
 #  4. a copy of drv_basic with a different build-id at the recorded path:
-#     frames read "drv_basic+0x.. (build-id mismatch)", no "main".
+#     frames read "drv_basic+0x.. (build-id mismatch, no debug info)".
+#  6. the app without DWARF: "main+0x.. (drv_basic+0x.., no debug info)".
 #  5. --body Launch still symbolizes (Callstack/ModuleMap records are read
 #     even when filtered out).
 # Env (CTest): CUCAP, MOCK_LIBDIR, APPS_DIR, PYTHON. Exit 0 pass, 77 skip.
@@ -44,7 +45,7 @@ if dump "$T/sym.jsonl" --json "$T/basic.fb"; then
   if "$PY" - "$T/sym.jsonl" <<'PYEOF'; then ok "launch/memcpy callstacks name main in drv_basic"; else bad "JSON callstacks"; fi
 import json, re, sys
 recs = [json.loads(l) for l in open(sys.argv[1])][1:]
-main_re = re.compile(r"^main\+0x[0-9a-f]+ \(drv_basic\+0x[0-9a-f]+\)$")
+main_re = re.compile(r"^main \(drv_basic\.c:[0-9]+\)$")
 n = 0
 for r in recs:
     if r.get("body_type") not in ("Launch", "Memcpy"):
@@ -67,7 +68,7 @@ fi
 
 # ---- 2. human dump
 if dump "$T/sym.txt" "$T/basic.fb"; then
-  if grep -qE '^    at main\+0x[0-9a-f]+ \(drv_basic\+0x[0-9a-f]+\)' "$T/sym.txt" &&
+  if grep -qE '^    at main \(drv_basic\.c:[0-9]+\)' "$T/sym.txt" &&
      grep -B1 -E '^    at ' "$T/sym.txt" | grep -qE 'cuLaunchKernel 0 Launch'; then
     ok "human dump: $(grep -m1 -E '^    at ' "$T/sym.txt")"
   else bad "human dump has no 'at main' line after a launch"; head -40 "$T/sym.txt"; fi
@@ -92,9 +93,22 @@ fi
 
 # ---- 5. --body filter keeps the stack context
 if dump "$T/launch.jsonl" --json --body Launch "$T/basic.fb"; then
-  if grep -qE '"callstack":\["[^]]*main\+0x[0-9a-f]+ \(drv_basic\+' "$T/launch.jsonl"; then
+  if grep -qE '"callstack":\["[^]]*main \(drv_basic\.c:[0-9]+\)' "$T/launch.jsonl"; then
     ok "--body Launch still symbolized"
   else bad "--body Launch lost the callstacks"; head -3 "$T/launch.jsonl"; fi
+fi
+
+# ---- 6. the same binary without DWARF (strip --strip-debug keeps the
+#         build-id and .symtab): function+offset, "no debug info"
+if command -v strip >/dev/null 2>&1 && cp "$APPS_DIR/drv_basic" "$T/stripped" &&
+   strip --strip-debug "$T/stripped" && cp "$T/stripped" "$T/bin/drv_basic"; then
+  if dump "$T/strip.txt" "$T/basic.fb" &&
+     grep -qE '^    at main\+0x[0-9a-f]+ \(drv_basic\+0x[0-9a-f]+, no debug info\)' "$T/strip.txt"; then
+    ok "no DWARF: $(grep -m1 -E '^    at ' "$T/strip.txt")"
+  else bad "stripped binary: no 'main+0x.. (drv_basic+0x.., no debug info)' frame"; grep -m2 '^    at' "$T/strip.txt"; fi
+  cp "$APPS_DIR/drv_basic" "$T/bin/drv_basic"
+else
+  echo "skip: no strip for the no-debug-info case"
 fi
 
 # ---- 4. a different file at the recorded path: no symbols from it
@@ -110,13 +124,14 @@ cs = [r["callstack"] for r in recs if r.get("body_type") == "Launch"]
 assert cs, "no launch callstacks"
 for s in cs:
     assert not any(f.startswith("main+") for f in s), s
-    assert any(re.match(r"^drv_basic\+0x[0-9a-f]+ \(build-id mismatch\)$", f) for f in s), s
+    assert any(re.match(r"^drv_basic\+0x[0-9a-f]+ \(build-id mismatch, no debug info\)$", f)
+               for f in s), s
 print(cs[0])
 PYEOF
   fi
   rm -f "$T/bin/drv_basic"
   if dump "$T/gone.jsonl" --json "$T/basic.fb" &&
-     grep -qE '"callstack":\["drv_basic\+0x[0-9a-f]+"' "$T/gone.jsonl"; then
+     grep -qE '"callstack":\["drv_basic\+0x[0-9a-f]+ \(no debug info\)"' "$T/gone.jsonl"; then
     ok "object file gone: object+offset frames"
   else bad "object file gone"; grep -m1 callstack "$T/gone.jsonl"; fi
 else

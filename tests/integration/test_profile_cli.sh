@@ -18,6 +18,11 @@ if [ ! -e "$MOCK_LIBDIR/libcuda.so.1" ] || [ ! -x "$APPS_DIR/drv_streams" ]; the
   echo "SKIP: mock libcuda ($MOCK_LIBDIR) or drv_streams ($APPS_DIR) missing"; exit 77
 fi
 T="$(mktemp -d "${TMPDIR:-/tmp}/cucap-profile.XXXXXX")"; trap 'rm -rf "$T"' EXIT
+# The CUPTI backend would find the toolkit's libcupti, which cannot attach to
+# the mock driver (and trips LeakSanitizer's thread tracer at exit in ASan
+# builds): use the stand-in libcupti of the tests when it is built.
+MOCK_CUPTI="$(dirname "$MOCK_LIBDIR")/mock_cupti/libcupti.so.13"
+[ -e "$MOCK_CUPTI" ] && export CUCAP_CUPTI="$MOCK_CUPTI"
 export LD_LIBRARY_PATH="$MOCK_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 pass=0; fail=0
 ok() { echo "ok: $*"; pass=$((pass+1)); }
@@ -33,7 +38,7 @@ if [ $rc = 0 ] && grep -q "^sections:" "$T/r.out" && grep -Eq "^  timeline +(ok|
   ok "--profile report: sections, kernels, findings"
 else bad "--profile report rc=$rc"; cat "$T/r.out" "$T/r.err" | head -40; fi
 # a section that was not collected says why and what to do
-if grep -Eq "^  metrics +unavailable +- +.+(not built|restricted|not found)" "$T/r.out" \
+if grep -Eq "^  metrics +unavailable +- +.+(not built|restricted|not found|cannot attach)" "$T/r.out" \
    || grep -Eq "^  metrics +ok " "$T/r.out"; then ok "metrics section states why"
 else bad "metrics section"; grep metrics "$T/r.out"; fi
 grep -Eq "^ +1 .* (scale|saxpy)$" "$T/r.out" && ok "kernel table rows" || { bad "kernel table"; grep -A4 "top kernels" "$T/r.out"; }
@@ -43,7 +48,7 @@ grep -Eq "^ +1 .* (scale|saxpy)$" "$T/r.out" && ok "kernel table rows" || { bad 
 if [ $rc = 0 ] && "$PY" - "$T/r.json" <<'PYEOF'; then ok "--json: 3 timings per launch, sections, findings"; else bad "--json rc=$rc"; fi
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["replay"]["loops"] == 3, d["replay"]
+assert d["replay"]["loops"] >= 3, d["replay"]  # + the backend's counter passes
 p = d["profile"]
 assert len(p["launches"]) == 5, len(p["launches"])
 for l in p["launches"]:

@@ -257,12 +257,20 @@ if os.path.exists(os.path.join(T, "drv_basic.jsonl")):
             if not launches[1].get("from_extra") or pa != wantp:
                 err("drv_basic: poly extra args %s, want %s" % (pa.hex(), wantp.hex()))
 
-    # snapshot before launch 0: regions equal the uploaded data
+    # snapshot before launch 0: regions equal the uploaded data; after it:
+    # the same regions, the output (vec_add's c) changed
     srecs = load("basic_snap")
     snaps = bodies(srecs, "Snapshot")
-    if len(snaps) != 1 or snaps[0].get("reason") != "BeforeLaunch":
-        err("snapshot=launch:0: expected one BeforeLaunch snapshot, got %s" % snaps)
+    if len(snaps) != 2 or snaps[0].get("reason") != "BeforeLaunch" or \
+            snaps[1].get("reason") != "AfterLaunch" or snaps[1].get("launch_index") != 0:
+        err("snapshot=launch:0: expected a BeforeLaunch and an AfterLaunch snapshot, got %s" % snaps)
     else:
+        before = {r["address"]: r.get("data") for r in snaps[0].get("regions", [])}
+        after = {r["address"]: r.get("data") for r in snaps[1].get("regions", [])}
+        changed = [a for a in before if after.get(a) != before[a]]
+        if sorted(after) != sorted(before) or len(changed) != 1:
+            err("snapshot=launch:0: after the launch exactly one region (the output) "
+                "should differ: %d do" % len(changed))
         regs = {r["address"]: r for r in snaps[0].get("regions", [])}
         sallocs = [x for x in bodies(srecs, "Alloc") if x.get("kind") == "Device"]
         shtod = [x for x in bodies(srecs, "Memcpy") if x.get("kind") == "HtoD"]

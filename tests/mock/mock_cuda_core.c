@@ -4,6 +4,7 @@
  * stack is thread-local. Handles are malloc'd structs with a magic number so
  * stale or foreign handles are rejected with CUDA_ERROR_INVALID_HANDLE. */
 #include "mock_cuda_internal.h"
+#include "mock_tool.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -300,6 +301,9 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   mock_drain_all(0);
   return CUDA_SUCCESS;
 }
+/* Profiler ranges: markers only (nothing to start or stop here). */
+CUresult CUDAAPI cuProfilerStart(void) { return mock_need_ctx(); }
+CUresult CUDAAPI cuProfilerStop(void) { return mock_need_ctx(); }
 
 CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) {
   MOCK_TRY(mock_need_ctx());
@@ -1102,8 +1106,70 @@ CUresult mock_stream_wait_event(CUstream s, CUevent e) {
 }
 
 /* ---- stream capture ------------------------------------------------------ */
+/* ---- test-tool hook (mock_tool.h) ---------------------------------------- */
+static mock_tool_fn tool_fn;
+static void *tool_user;
+
+CUresult CUDAAPI cuMockToolHook(mock_tool_fn fn, void *user);
+CUresult CUDAAPI cuMockToolHook(mock_tool_fn fn, void *user) {
+  tool_user = user;
+  tool_fn = fn;
+  return CUDA_SUCCESS;
+}
+
+static uint64_t tool_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void mock_tool_submit(CUstream s, int capturing) {
+  if (!tool_fn) return;
+  mock_tool_event ev = {0};
+  ev.what = MOCK_TOOL_SUBMIT;
+  ev.stream = s;
+  ev.capturing = capturing;
+  tool_fn(tool_user, &ev);
+}
+
+void mock_tool_module(const void *image, size_t size) {
+  if (!tool_fn) return;
+  mock_tool_event ev = {0};
+  ev.what = MOCK_TOOL_MODULE;
+  ev.image = image;
+  ev.image_size = size;
+  tool_fn(tool_user, &ev);
+}
+
+CUresult mock_run_op_traced(const mock_op *op, CUstream s) {
+  if (!tool_fn) return mock_run_op(op);
+  mock_tool_event ev = {0};
+  ev.what = MOCK_TOOL_RUN;
+  ev.stream = s;
+  ev.start_ns = tool_ns();
+  CUresult rc = mock_run_op(op);
+  ev.end_ns = tool_ns();
+  if (op->kind == MOCK_OP_KERNEL) {
+    ev.kind = MOCK_TOOL_KERNEL;
+    ev.kernel = op->func->name;
+    ev.grid[0] = op->grid.x, ev.grid[1] = op->grid.y, ev.grid[2] = op->grid.z;
+    ev.block[0] = op->block.x, ev.block[1] = op->block.y, ev.block[2] = op->block.z;
+    ev.image = op->func->mod ? op->func->mod->image : NULL;
+    ev.image_size = op->func->mod ? op->func->mod->image_size : 0;
+  } else if (op->kind == MOCK_OP_COPY || op->kind == MOCK_OP_SET) {
+    ev.kind = op->kind == MOCK_OP_COPY ? MOCK_TOOL_COPY : MOCK_TOOL_SET;
+    ev.bytes = (uint64_t)op->width * op->height * (op->kind == MOCK_OP_SET ? op->elem : 1);
+  } else {
+    return rc; /* host functions and empty nodes are not GPU work */
+  }
+  tool_fn(tool_user, &ev);
+  return rc;
+}
+
 CUresult mock_submit(CUstream s, mock_op *op) {
-  if (is_real_stream(s) && s->capture) {
+  int capturing = is_real_stream(s) && s->capture;
+  mock_tool_submit(s, capturing);
+  if (capturing) {
     if (s->capture->invalidated) {
       free(op->argbuf);
       return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -1114,7 +1180,7 @@ CUresult mock_submit(CUstream s, mock_op *op) {
   }
   if (mock_async() && is_real_stream(s)) return mock_enqueue(s, op);
   if (mock_async() && s != CU_STREAM_PER_THREAD) mock_drain_all(1); /* legacy: after blocking streams */
-  CUresult rc = mock_run_op(op);
+  CUresult rc = mock_run_op_traced(op, s);
   free(op->argbuf);
   return rc;
 }
@@ -1226,7 +1292,8 @@ static const mock_proc core_procs[] = {
   P(cuCtxCreate, 12050), P(cuCtxDestroy, 4000), P(cuCtxSetCurrent, 4000), P(cuCtxGetCurrent, 4000),
   P(cuCtxPushCurrent, 4000), P(cuCtxPopCurrent, 4000), P(cuCtxSynchronize, 2000), P(cuCtxGetDevice, 2000),
   P(cuCtxGetFlags, 7000), P(cuCtxGetApiVersion, 3020), P(cuCtxGetId, 12000), P(cuCtxSetLimit, 3010),
-  P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050),
+  P(cuCtxGetLimit, 3010), P(cuCtxGetStreamPriorityRange, 5050), P(cuCtxGetCacheConfig, 3020),
+  P(cuCtxSetCacheConfig, 3020), P(cuProfilerStart, 4000), P(cuProfilerStop, 4000),
   P(cuMemAlloc, 3020), P(cuMemFree, 3020), P(cuMemAllocManaged, 6000), P(cuMemAllocPitch, 3020),
   P(cuMemAllocHost, 3020), P(cuMemHostAlloc, 2020), P(cuMemFreeHost, 2000), P(cuMemHostRegister, 6050),
   P(cuMemHostUnregister, 4000), P(cuMemHostGetDevicePointer, 3020), P(cuMemGetInfo, 3020),

@@ -349,6 +349,11 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
  * argbuf ownership passes to this function. */
 CUresult mock_submit(CUstream s, mock_op *op);
 CUresult mock_run_op(const mock_op *op);
+/* Test-tool hook (mock_tool.h): SUBMIT / MODULE events, and mock_run_op
+ * with a RUN event around it. */
+void mock_tool_submit(CUstream s, int capturing);
+void mock_tool_module(const void *image, size_t size);
+CUresult mock_run_op_traced(const mock_op *op, CUstream s);
 
 /* Launch path shared by cuLaunchKernel/Ex/Cooperative. */
 CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem,

@@ -185,6 +185,7 @@ static CUresult module_load(CUmodule *out, const void *image, size_t size) {
   all_modules = m;
   pthread_mutex_unlock(&mock_lock);
   *out = m;
+  mock_tool_module(m->image, m->image_size);
   return CUDA_SUCCESS;
 fail:
   mock_image_free(&info);

@@ -30,6 +30,8 @@ typedef struct watch {
   int read_ok;
   cucap_status begin_status;
   int report_mismatch;
+  int end_at_launch;        /* pass 0: end the pass after launch 0 */
+  int launches_pass[4];     /* launches seen per pass */
 } watch;
 
 static cucap_status w_attach(void *u, cucap_replay_session *s) {
@@ -80,13 +82,17 @@ static void w_before(void *u, cucap_replay_session *s, const cucap_replay_op *op
 
 static void w_after(void *u, cucap_replay_session *s, const cucap_replay_op *op) {
   watch *w = u;
-  (void)s;
   if (!w->in_op)
     w->order_ok = 0;
   w->in_op = 0;
   w->after++;
-  if (op->launch_index != CUCAP_REPLAY_NO_LAUNCH && op->status == 0)
+  if (op->launch_index != CUCAP_REPLAY_NO_LAUNCH && op->status == 0) {
     w->launches_after++;
+    if (op->pass < 4)
+      w->launches_pass[op->pass]++;
+    if (w->end_at_launch && op->pass == 0 && op->launch_index == 0)
+      cucap_replay_session_end_pass(s);
+  }
 }
 
 static int w_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
@@ -194,6 +200,18 @@ int main(void) {
   TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_ERR_ENV);
   TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_INPUT && strstr(rep.error, "test"));
   TU_CHECK(w.end == 1 && w.before == 0);
+
+  /* 5: an observer ends pass 0 after the first launch: pass 0 runs one
+   * launch (and still ends with pass_end), pass 1 starts over and runs all */
+  w_init(&w, &ob);
+  w.want_passes = 2;
+  w.end_at_launch = 1;
+  o.verify = CUCAP_REPLAY_VERIFY_NONE;
+  checks += 4;
+  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(rep.loops == 2 && w.passes_ended == 2);
+  TU_CHECK(w.launches_pass[0] == 1 && w.launches_pass[1] == 3);
+  TU_CHECK(w.order_ok && w.before == w.after);
 
   unlink(good);
   unlink(gp);

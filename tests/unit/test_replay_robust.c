@@ -77,7 +77,7 @@ static void close_capture(void) {
 static void write_hollow(const char *path) {
   open_capture(path);
   for (int pass = 0; pass < 2; pass++)
-    for (uint8_t t = 1; t <= CUCAP_FB_BODY_OBJECT + 1; t++) /* +1: a newer member */
+    for (uint8_t t = 1; t <= CUCAP_FB_BODY_NVTX + 1; t++) /* +1: a newer member */
       emit(t, pass ? 0 : empty_table());
   close_capture();
 }

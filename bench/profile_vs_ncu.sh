@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# bench/profile_vs_ncu.sh BUILD OUT - cucap's CUPTI profile against Nsight
+# Compute on the same GPU, in one run. Prints one line per figure:
+#   BENCH <name> <value> <unit> target=<...> PASS|FAIL
+# (a) accuracy: per-kernel duration and SOL metrics (SM %, DRAM %, achieved
+#     occupancy) from `cucap cupti profile` on a capture vs `ncu` run on the
+#     ORIGINAL program (--csv --page raw), kernels matched by mangled name and
+#     occurrence (launch order); a value agrees when within +-5 % relative or
+#     +-2 percentage points (percentages), +-5 % (durations). Target: >= 90 %
+#     of the kernels agree, per metric. Both sides flush caches before each
+#     kernel (ncu --cache-control all, cucap --cache=flush) and leave clocks
+#     alone (ncu --clock-control none; CUPTI's range profiler does not lock
+#     them unless asked).
+# (b) speed: wall time of `ncu --set full` on the original program vs
+#     `cucap cupti profile --metrics=full` on the capture (recording, done
+#     once, not counted), same first K kernels. Target: >= 20x.
+# (c) timeline overhead: `cucap cupti profile --metrics=none --no-pc --loop 5`
+#     vs `cucap replay --loop 5` on the same capture (replay wall time per
+#     pass, as both report it). Target: <= 1.25x.
+# Programs: tests/apps/torch_mlp.py --steps 5, torch_transformer.py --steps 3
+# (when torch has CUDA) and tests/apps/rt_profile. Knobs: K_ACC (kernels
+# compared, default 200), K_SPEED (default 30), NCU (default ncu), PROGRAMS
+# (space-separated subset of: torch_mlp transformer rt_profile).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${1:-${CUCAP_BUILD:-$ROOT/build}}
+OUT=${2:-${OUT:-$(mktemp -d)}}
+CUCAP=$BUILD/tools/cucap
+APPS=$BUILD/tests/apps
+PY=${PYTHON:-python3}
+NCU=${NCU:-ncu}
+K_ACC=${K_ACC:-200}
+K_SPEED=${K_SPEED:-30}
+mkdir -p "$OUT"
+export CUCAP_LOG_LEVEL=${CUCAP_LOG_LEVEL:-info}
+SOL=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active
+[ -x "$CUCAP" ] || { echo "no cucap at $CUCAP"; exit 2; }
+command -v "$NCU" >/dev/null 2>&1 || { echo "BENCH profile_vs_ncu 0 - target=ncu-present FAIL (no $NCU)"; exit 1; }
+now() { date +%s.%N; }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b-a}'; }
+
+declare -A CMD
+HAVE_TORCH=0
+$PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && HAVE_TORCH=1
+if [ $HAVE_TORCH = 1 ]; then
+  CMD[torch_mlp]="$PY $ROOT/tests/apps/torch_mlp.py --steps 5"
+  [ -f "$ROOT/tests/apps/torch_transformer.py" ] &&
+    CMD[transformer]="$PY $ROOT/tests/apps/torch_transformer.py --steps 3"
+fi
+[ -x "$APPS/rt_profile" ] && CMD[rt_profile]="$APPS/rt_profile"
+PROGRAMS=${PROGRAMS:-torch_mlp transformer rt_profile}
+
+# compare.py: matches ncu raw CSV rows to cucap kernels, prints BENCH lines
+cat >"$OUT/compare.py" <<'PYEOF'
+import csv, json, sys
+prog, ncu_csv, cucap_json = sys.argv[1:4]
+def num(s):
+    try:
+        return float(s.replace(",", ""))
+    except Exception:
+        return None
+rows = list(csv.reader(open(ncu_csv, errors="replace")))
+hdr = None
+data = []
+for i, r in enumerate(rows):
+    if hdr is None:
+        if "Kernel Name" in r and "ID" in r:
+            hdr = r
+            units = rows[i + 1] if i + 1 < len(rows) else []
+            start = i + 2
+            break
+if hdr is None:
+    print("BENCH accuracy_%s_parse 0 - target=ncu-csv FAIL (no header in %s)" % (prog, ncu_csv))
+    sys.exit(1)
+for r in rows[start:]:
+    if len(r) != len(hdr):
+        continue
+    data.append(dict(zip(hdr, r)))
+d = json.load(open(cucap_json))
+M = d["metric_names"]
+K = d["kernels"]
+def occ_key(seq, name_of):
+    seen = {}
+    out = []
+    for x in seq:
+        n = name_of(x)
+        seen[n] = seen.get(n, 0) + 1
+        out.append((n, seen[n]))
+    return out
+nk = occ_key(data, lambda r: r["Kernel Name"])
+ck = occ_key(K, lambda k: k["name"])
+cidx = {key: i for i, key in enumerate(ck)}
+pairs = [(data[i], K[cidx[key]]) for i, key in enumerate(nk) if key in cidx]
+unmatched = len(data) - len(pairs)
+print("INFO  %s: ncu %d kernels, cucap %d, matched %d (by mangled name and occurrence), unmatched %d"
+      % (prog, len(data), len(K), len(pairs), unmatched))
+def unit_scale(col):
+    u = units[hdr.index(col)] if col in hdr else ""
+    return {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}.get(u, 1.0)
+checks = [("duration", "gpu__time_duration.sum", "dur"),
+          ("sm_pct", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "pct"),
+          ("dram_pct", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "pct"),
+          ("occupancy_pct", "sm__warps_active.avg.pct_of_peak_sustained_active", "pct")]
+rc = 0
+worst = {}
+for label, metric, kind in checks:
+    if metric not in hdr or metric not in M:
+        print("BENCH accuracy_%s_%s 0 %% target=>=90 FAIL (metric missing: ncu %s, cucap %s)"
+              % (prog, label, metric in hdr, metric in M))
+        rc = 1
+        continue
+    j = M.index(metric)
+    scale = unit_scale(metric) if kind == "dur" else 1.0
+    agree = tot = 0
+    bad = []
+    for r, k in pairs:
+        a = num(r[metric])
+        b = k["metrics"][j] if k.get("metrics") else None
+        if a is None or b is None:
+            continue
+        a *= scale
+        tot += 1
+        diff = abs(a - b)
+        ok = diff <= 0.05 * abs(a) or (kind == "pct" and diff <= 2.0)
+        agree += ok
+        if not ok:
+            bad.append((diff / max(abs(a), 1e-9), r["Kernel Name"][:60], a, b))
+    pct = 100.0 * agree / tot if tot else 0.0
+    st = "PASS" if tot and pct >= 90.0 else "FAIL"
+    rc |= st == "FAIL"
+    print("BENCH accuracy_%s_%s %.1f %% target=>=90 %s (%d of %d kernels within 5%%%s)"
+          % (prog, label, pct, st, agree, tot, " or 2 points" if kind == "pct" else ""))
+    for rel, n, a, b in sorted(bad, reverse=True)[:3]:
+        print("INFO    worst %s: ncu %.3f cucap %.3f (%s)" % (label, a, b, n))
+# the timeline's own duration (CUPTI activity, median over passes) vs ncu
+tot = agree = 0
+for r, k in pairs:
+    a = num(r.get("gpu__time_duration.sum", ""))
+    b = k.get("dur_median_ns")
+    if a is None or not b:
+        continue
+    a *= unit_scale("gpu__time_duration.sum")
+    tot += 1
+    agree += abs(a - b) <= 0.05 * a
+print("INFO  %s: timeline median vs ncu duration: %d of %d within 5%%" % (prog, agree, tot))
+sys.exit(rc)
+PYEOF
+
+for P in $PROGRAMS; do
+  cmd=${CMD[$P]:-}
+  if [ -z "$cmd" ]; then echo "SKIP  $P (not available here)"; continue; fi
+  W=$OUT/$P; mkdir -p "$W"
+  # shellcheck disable=SC2086
+  if ! "$CUCAP" record -o "$W/cap.fb" -- $cmd >"$W/rec.out" 2>"$W/rec.err"; then
+    echo "BENCH record_$P 0 - target=ok FAIL ($(tail -1 "$W/rec.err"))"; continue
+  fi
+  # ---- (a) accuracy
+  t0=$(now)
+  # shellcheck disable=SC2086
+  "$NCU" --metrics "$SOL" --csv --page raw --print-units base --print-kernel-base mangled \
+    --clock-control none --cache-control all --launch-count "$K_ACC" --target-processes all \
+    $cmd >"$W/ncu_sol.csv" 2>"$W/ncu_sol.err"
+  t1=$(now)
+  "$CUCAP" cupti profile "$W/cap.fb" --metrics="$SOL" --range "0:$K_ACC" --cache=flush --no-pc \
+    --loop 3 --json "$W/cucap_sol.json" >"$W/cucap_sol.out" 2>"$W/cucap_sol.err"
+  t2=$(now)
+  echo "INFO  $P: ncu (4 metrics, $K_ACC kernels) $(sub "$t0" "$t1") s, cucap $(sub "$t1" "$t2") s"
+  "$PY" "$OUT/compare.py" "$P" "$W/ncu_sol.csv" "$W/cucap_sol.json" 2>&1 | tee "$W/accuracy.txt"
+  # ---- (b) speed: --set full vs --metrics=full, first K_SPEED kernels
+  if [ "$P" != rt_profile ]; then
+    t0=$(now)
+    # shellcheck disable=SC2086
+    "$NCU" --set full --launch-count "$K_SPEED" --target-processes all -f -o "$W/ncu_full" \
+      $cmd >"$W/ncu_full.out" 2>"$W/ncu_full.err"
+    nrc=$?
+    t1=$(now)
+    "$CUCAP" cupti profile "$W/cap.fb" --metrics=full --range "0:$K_SPEED" --cache=flush --no-pc \
+      --json "$W/cucap_full.json" >"$W/cucap_full.out" 2>"$W/cucap_full.err"
+    crc=$?
+    t2=$(now)
+    tn=$(sub "$t0" "$t1"); tc=$(sub "$t1" "$t2")
+    passes=$("$PY" -c 'import json,sys; s=json.load(open(sys.argv[1]))["sections"]["metrics"]; print(s["passes"], s["state"])' "$W/cucap_full.json" 2>/dev/null)
+    r=$(awk -v a="$tn" -v b="$tc" 'BEGIN{printf "%.1f", (b>0)?a/b:0}')
+    st=$(awk -v r="$r" 'BEGIN{print (r>=20)?"PASS":"FAIL"}')
+    [ $nrc -ne 0 ] || [ $crc -ne 0 ] && st=FAIL
+    echo "BENCH speed_${P}_full_vs_ncu $r x target=>=20 $st (ncu --set full ${tn} s exit $nrc, cucap --metrics=full ${tc} s exit $crc, metrics passes/state: $passes, first $K_SPEED kernels)"
+  fi
+  # ---- (c) timeline overhead
+  "$CUCAP" replay "$W/cap.fb" --loop 5 >"$W/plain.out" 2>"$W/plain.err"
+  "$CUCAP" cupti profile "$W/cap.fb" --metrics=none --no-pc --loop 5 --json "$W/tl.json" \
+    >"$W/tl.out" 2>"$W/tl.err"
+  a=$(sed -n 's/^time: replay \([0-9.]*\) s.*/\1/p' "$W/plain.out")
+  b=$(sed -n 's/^time: replay \([0-9.]*\) s.*/\1/p' "$W/tl.out")
+  if [ -n "$a" ] && [ -n "$b" ]; then
+    r=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", (a>0)?b/a:0}')
+    st=$(awk -v r="$r" 'BEGIN{print (r>0 && r<=1.25)?"PASS":"FAIL"}')
+    echo "BENCH timeline_overhead_$P $r x target=<=1.25 $st (replay --loop 5: $a s, timeline x5: $b s)"
+  else
+    echo "BENCH timeline_overhead_$P 0 x target=<=1.25 FAIL (no timing: $(tail -1 "$W/plain.err") / $(tail -1 "$W/tl.err"))"
+  fi
+done

@@ -1,0 +1,801 @@
+/* cupti_engine.c - the CUPTI engine as a replay observer: attaches CUPTI
+ * before cuInit, plans the passes (timeline x N, metrics windows x counter
+ * passes, PC sampling, SASS metrics), asks the replayer for each one from
+ * pass_end, and maps CUPTI correlation ids to the capture's ops.
+ *
+ * Correlation: a driver-API callback (CUPTI_CB_DOMAIN_DRIVER_API, API
+ * enter) fires on the replayer's thread inside every driver call the
+ * replayer makes; between op_before and op_after that call belongs to the
+ * op being executed, so (correlation id -> op) is recorded there. Activity
+ * records (kernels, copies, memsets of graph launches included) and
+ * KERNEL_SERIALIZED PC samples carry that correlation id. This needs no
+ * API activity records (EXTERNAL_CORRELATION would need DRIVER activity
+ * records for every call) and gives the op even for kernels the driver
+ * launches on its own behalf of one call (graph nodes). Calls the engine
+ * makes itself (L2 flush) are excluded (own_call). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cucap_log.h"
+#include "cucap_schema.h"
+#include "cupti_internal.h"
+
+static double ck_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+int ck_check(ck_engine *E, CUptiResult r, const char *fn) {
+  if (r == CUPTI_SUCCESS)
+    return 1;
+  E->last = r;
+  char buf[200];
+  ck_strerror(&E->api, r, buf, sizeof buf);
+  snprintf(E->last_msg, sizeof E->last_msg, "%.100s failed: %s", fn, buf);
+  cucap_log(E->quiet ? CUCAP_LOG_DEBUG : CUCAP_LOG_WARN, "cupti: %s",
+            E->last_msg);
+  return 0;
+}
+
+int ck_missing(ck_engine *E, const char *fn) {
+  E->last = CUPTI_ERROR_API_NOT_IMPLEMENTED;
+  snprintf(E->last_msg, sizeof E->last_msg, "%.100s is not exported by %.300s", fn,
+           E->api.path);
+  cucap_log(E->quiet ? CUCAP_LOG_DEBUG : CUCAP_LOG_WARN, "cupti: %s",
+            E->last_msg);
+  return 0;
+}
+
+int ck_grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return 1;
+  size_t nc = *cap ? *cap : 16;
+  while (nc < need)
+    nc *= 2;
+  void *np = realloc(*p, nc * elem);
+  if (!np)
+    return 0;
+  *p = np;
+  *cap = nc;
+  return 1;
+}
+
+void ck_section(ck_engine *E, cucap_cupti_section_id id, int state,
+                const char *fmt, ...) {
+  cucap_cupti_section *sc = &E->sec[id];
+  sc->state = state;
+  if (fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sc->note, sizeof sc->note, fmt, ap);
+    va_end(ap);
+  }
+  if (state == CUCAP_CUPTI_UNAVAILABLE || state == CUCAP_CUPTI_FAILED ||
+      state == CUCAP_CUPTI_PARTIAL)
+    CUCAP_WARN("profile: %s: %s", cucap_cupti_section_name(id), sc->note);
+}
+
+const char *cucap_cupti_section_name(cucap_cupti_section_id id) {
+  static const char *const n[] = {"timeline", "metrics", "pc-sampling",
+                                  "sass-metrics"};
+  return (unsigned)id < CUCAP_CUPTI_NSECTIONS ? n[id] : "?";
+}
+
+const cucap_cupti_section *cucap_cupti_section_get(const cucap_cupti *e,
+                                                   cucap_cupti_section_id id) {
+  return (unsigned)id < CUCAP_CUPTI_NSECTIONS ? &e->sec[id] : NULL;
+}
+
+const cucap_cupti_env *cucap_cupti_env_get(const cucap_cupti *e) {
+  return &e->env;
+}
+
+int ck_in_window(const ck_engine *E, uint64_t rec_index) {
+  return E->win_lo != UINT64_MAX && rec_index >= E->win_lo &&
+         rec_index <= E->win_hi;
+}
+
+static int ck_corr_cmp(const void *a, const void *b) {
+  const ck_corr *x = a, *y = b;
+  return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+int64_t ck_corr_op(ck_engine *E, uint32_t corr) {
+  if (!corr)
+    return -1; /* no id (continuous PC sampling, no API activity) */
+  if (E->corr_unsorted) {
+    qsort(E->corr, E->ncorr, sizeof *E->corr, ck_corr_cmp);
+    E->corr_unsorted = 0;
+  }
+  size_t lo = 0, hi = E->ncorr;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (E->corr[mid].corr < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < E->ncorr && E->corr[lo].corr == corr)
+    return E->corr[lo].op;
+  return -1;
+}
+
+int64_t ck_kernel_find(const ck_engine *E, uint64_t rec_index, uint32_t sub) {
+  size_t lo = 0, hi = E->nkern;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const cucap_cupti_kernel *k = &E->kern[mid];
+    if (k->rec_index < rec_index || (k->rec_index == rec_index && k->sub < sub))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < E->nkern && E->kern[lo].rec_index == rec_index &&
+      E->kern[lo].sub == sub)
+    return (int64_t)lo;
+  return -1;
+}
+
+int64_t ck_kernel_by_name(const ck_engine *E, uint64_t rec_index,
+                          const char *name) {
+  int64_t k = ck_kernel_find(E, rec_index, 0);
+  if (k < 0)
+    return -1;
+  for (size_t i = (size_t)k; i < E->nkern && E->kern[i].rec_index == rec_index;
+       i++)
+    if (name && E->kern[i].name && !strcmp(E->kern[i].name, name))
+      return (int64_t)i;
+  return -1;
+}
+
+/* ------------------------------------------------------------- callbacks */
+
+/* The recorded stream handle of a GPU-work record (0: NULL stream). */
+static uint64_t ck_rec_stream(const cucap_fb_record *rec, int body) {
+  if (!rec)
+    return 0;
+  switch (body) {
+  case CUCAP_FB_BODY_LAUNCH:
+    return cucap_fb_launch_stream(cucap_fb_record_body_as_launch(rec));
+  case CUCAP_FB_BODY_MEMCPY:
+    return cucap_fb_memcpy_stream(cucap_fb_record_body_as_memcpy(rec));
+  case CUCAP_FB_BODY_MEMSET:
+    return cucap_fb_memset_stream(cucap_fb_record_body_as_memset(rec));
+  case CUCAP_FB_BODY_GRAPH:
+    return cucap_fb_graph_stream(cucap_fb_record_body_as_graph(rec));
+  default:
+    return 0;
+  }
+}
+
+static void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
+                                 CUpti_CallbackId cbid, const void *data) {
+  ck_engine *E = user;
+  if (dom == CUPTI_CB_DOMAIN_DRIVER_API) {
+    const CUpti_CallbackData *cd = data;
+    /* correlation id 0 means "none" (no API activity kind enabled) */
+    if (!cd || cd->callbackSite != CUPTI_API_ENTER || !E->in_op || E->own_call ||
+        !E->cur || !cd->correlationId)
+      return;
+    if (E->cur_op < 0) {
+      if (!ck_grow((void **)&E->ops, &E->capops, E->nops + 1, sizeof *E->ops))
+        return;
+      ck_op *o = &E->ops[E->nops];
+      const cucap_fb_record *rec = E->cur->record;
+      o->rec_index = E->cur->rec_index;
+      o->seq = E->cur->seq;
+      o->launch_index = E->cur->launch_index;
+      /* every record carries its host callstack (graph launches too) */
+      o->callstack = E->cur->callstack ? E->cur->callstack
+                                       : (rec ? cucap_fb_record_stack(rec) : 0);
+      o->body = E->cur->body_type;
+      o->stream = ck_rec_stream(rec, o->body);
+      o->copy_kind = rec && o->body == CUCAP_FB_BODY_MEMCPY
+                         ? (int)cucap_fb_memcpy_kind(cucap_fb_record_body_as_memcpy(rec))
+                         : -1;
+      E->cur_op = (int64_t)E->nops++;
+    }
+    if (!ck_grow((void **)&E->corr, &E->capcorr, E->ncorr + 1, sizeof *E->corr))
+      return;
+    if (E->ncorr && E->corr[E->ncorr - 1].corr > cd->correlationId)
+      E->corr_unsorted = 1;
+    E->corr[E->ncorr].corr = cd->correlationId;
+    E->corr[E->ncorr].op = (uint32_t)E->cur_op;
+    E->ncorr++;
+  } else if (dom == CUPTI_CB_DOMAIN_RESOURCE &&
+             cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+    if (!E->o.pc_sampling && !E->o.sass_metrics)
+      return;
+    const CUpti_ResourceData *rd = data;
+    const CUpti_ModuleResourceData *md =
+        rd ? (const CUpti_ModuleResourceData *)rd->resourceDescriptor : NULL;
+    if (md && md->pCubin && md->cubinSize)
+      ck_cubin_add(E, md->pCubin, md->cubinSize);
+  }
+}
+
+/* ------------------------------------------------------------- observer */
+
+static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
+                                const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
+                                const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  int req[CUCAP_CUPTI_NSECTIONS] = {1, E->o.metrics && *E->o.metrics,
+                                    E->o.pc_sampling, E->o.sass_metrics};
+  for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++)
+    if (req[i]) { /* set quietly: the one message below says it */
+      E->sec[i].state = CUCAP_CUPTI_UNAVAILABLE;
+      snprintf(E->sec[i].note, sizeof E->sec[i].note, "%.511s", msg);
+    }
+  E->quiet = 1;
+  ck_timeline_disable(E); /* if activity was half set up */
+  if (E->sub) {
+    CK_CALL(E, cuptiUnsubscribe, E->sub);
+    E->sub = NULL;
+  }
+  E->quiet = 0;
+  E->phase = CK_PH_DONE;
+  if (E->o.soft_attach) { /* the replay goes on without the engine */
+    CUCAP_WARN("profile: %s", msg);
+    return CUCAP_OK;
+  }
+  cucap_replay_session_fail(s, CUCAP_ERR_ENV, "profile: %s", msg);
+  return CUCAP_ERR_ENV;
+}
+
+static cucap_status ck_attach(void *u, cucap_replay_session *s) {
+  ck_engine *E = u;
+  E->s = s;
+  char msg[512];
+  if (!E->api.lib && !ck_api_load(&E->api, E->o.library, msg, sizeof msg))
+    return ck_fail_env(E, s, "%s", msg);
+  snprintf(E->env.library, sizeof E->env.library, "%s", E->api.path);
+  uint32_t v = 0;
+  if (CK_CALL(E, cuptiGetVersion, &v))
+    E->env.version = v;
+  CUCAP_INFO("profile: CUPTI %s, API version %u (cucap built against %u)",
+             E->api.path, E->env.version, (unsigned)CUPTI_API_VERSION);
+  if (E->env.version && E->env.version < 120600)
+    CUCAP_WARN("profile: CUPTI API version %u predates the Range Profiler "
+               "API (12.6); metrics will be unavailable", E->env.version);
+  if (!CK_CALL(E, cuptiSubscribe, &E->sub, (CUpti_CallbackFunc)ck_callback, E)) {
+    E->sub = NULL;
+    if (E->last == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      return ck_fail_env(E, s, "another CUPTI client is already subscribed in "
+                         "this process (CUDA_INJECTION64_PATH, a profiler "
+                         "such as nsys/ncu): %s", E->last_msg);
+    return ck_fail_env(E, s, "CUPTI cannot attach to the CUDA driver (%s); "
+                       "check that libcupti (%s) matches the driver "
+                       "(`cucap doctor`)", E->last_msg, E->api.path);
+  }
+  if (!CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API) ||
+      !CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_RESOURCE))
+    return ck_fail_env(E, s, "CUPTI callbacks cannot be enabled: %s",
+                       E->last_msg);
+  if (!ck_timeline_attach(E))
+    return ck_fail_env(E, s, "CUPTI activity tracing cannot be enabled: %s",
+                       E->last_msg);
+  E->attached = 1;
+  return CUCAP_OK;
+}
+
+#define CK_PROC(E, s, field, name, ver)                                        \
+  ((E)->cu.field = (__typeof__((E)->cu.field))cucap_replay_session_proc(       \
+       (s), (name), (ver)))
+
+static cucap_status ck_begin(void *u, cucap_replay_session *s) {
+  ck_engine *E = u;
+  if (!E->attached)
+    return CUCAP_OK;
+  E->ctx = (CUcontext)cucap_replay_session_context(s);
+  E->device = cucap_replay_session_device(s);
+  CK_PROC(E, s, CtxSynchronize, "cuCtxSynchronize", 2000);
+  CK_PROC(E, s, StreamSynchronize, "cuStreamSynchronize", 2000);
+  CK_PROC(E, s, MemAlloc, "cuMemAlloc", 3020);
+  CK_PROC(E, s, MemFree, "cuMemFree", 3020);
+  CK_PROC(E, s, MemsetD8Async, "cuMemsetD8Async", 3020);
+  CK_PROC(E, s, DeviceGetAttribute, "cuDeviceGetAttribute", 2000);
+  uint32_t cid = 0;
+  if (E->ctx && E->api.cuptiGetContextId &&
+      CK_CALL(E, cuptiGetContextId, E->ctx, &cid))
+    E->ctx_id = cid;
+  int ma = 0, mi = 0;
+  if (E->cu.DeviceGetAttribute &&
+      E->cu.DeviceGetAttribute(&ma, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                               (CUdevice)E->device) == CUDA_SUCCESS &&
+      E->cu.DeviceGetAttribute(&mi, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                               (CUdevice)E->device) == CUDA_SUCCESS)
+    E->cc = ma * 10 + mi;
+  E->env.cc_major = ma;
+  E->env.cc_minor = mi;
+  int sms = 0;
+  if (E->cu.DeviceGetAttribute &&
+      E->cu.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                               (CUdevice)E->device) == CUDA_SUCCESS)
+    E->env.sm_count = sms;
+  CUresult (*get_name)(char *, int, CUdevice) = (CUresult(*)(char *, int, CUdevice))
+      cucap_replay_session_proc(s, "cuDeviceGetName", 2000);
+  if (get_name && get_name(E->env.device, (int)sizeof E->env.device,
+                           (CUdevice)E->device) != CUDA_SUCCESS)
+    E->env.device[0] = 0;
+  CUresult (*drv_ver)(int *) =
+      (CUresult(*)(int *))cucap_replay_session_proc(s, "cuDriverGetVersion", 2020);
+  if (drv_ver)
+    drv_ver(&E->env.driver_version);
+  int l2 = 0;
+  if (E->cu.DeviceGetAttribute &&
+      E->cu.DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                               (CUdevice)E->device) == CUDA_SUCCESS && l2 > 0)
+    E->env.l2_bytes = (uint64_t)l2;
+  if (E->o.metrics && *E->o.metrics) {
+    char msg[512] = "";
+    if (ck_metrics_begin(E, msg, sizeof msg) < 0) {
+      cucap_replay_session_fail(s, CUCAP_ERR_UNSUPPORTED, "profile: %s", msg);
+      return CUCAP_ERR_UNSUPPORTED;
+    }
+  }
+  E->phase = CK_PH_TIMELINE;
+  E->phase_pass = 0;
+  return CUCAP_OK;
+}
+
+static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
+  ck_engine *E = u;
+  (void)s;
+  if (!E->attached)
+    return;
+  E->pass = pass;
+  E->pass_t0 = ck_now();
+  E->nops = 0;
+  E->ncorr = 0;
+  E->corr_unsorted = 0;
+  E->flushes_this_pass = 0;
+  if (E->phase != CK_PH_DONE)
+    CUCAP_DEBUG("profile: pass %u: %s pass %u", pass,
+                cucap_cupti_section_name((cucap_cupti_section_id)E->phase),
+                E->phase_pass + 1);
+}
+
+static void ck_op_before(void *u, cucap_replay_session *s,
+                         const cucap_replay_op *op) {
+  ck_engine *E = u;
+  (void)s;
+  if (!E->attached)
+    return;
+  E->cur = op;
+  E->cur_op = -1;
+  E->in_op = 1;
+  if (op->pass == 0) {
+    if (op->body_type == CUCAP_FB_BODY_CALLSTACK ||
+        op->body_type == CUCAP_FB_BODY_MODULEMAP)
+      ck_stack_feed(E, op->record);
+    if (op->body_type == CUCAP_FB_BODY_MODULE &&
+        (E->o.pc_sampling || E->o.sass_metrics)) {
+      const cucap_fb_module *m =
+          cucap_fb_record_body_as_module((const cucap_fb_record *)op->record);
+      const cucap_fb_hash128 *h = m ? cucap_fb_module_image(m) : NULL;
+      if (h && cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD &&
+          ck_grow((void **)&E->images, &E->capimages, E->nimages + 1,
+                  sizeof *E->images)) {
+        E->images[E->nimages].lo = h->lo;
+        E->images[E->nimages].hi = h->hi;
+        E->nimages++;
+      }
+    }
+    /* a launch range: the window runs from the first to the last launch
+     * in it (graph launches and copies in between included) */
+    if (E->o.launch_count != CUCAP_CUPTI_ALL_LAUNCHES || E->o.first_launch) {
+      uint64_t first = E->o.first_launch, cnt = E->o.launch_count;
+      if (op->launch_index != CUCAP_REPLAY_NO_LAUNCH &&
+          op->launch_index >= first &&
+          (cnt == CUCAP_CUPTI_ALL_LAUNCHES || op->launch_index - first < cnt)) {
+        if (E->win_lo == UINT64_MAX)
+          E->win_lo = op->rec_index;
+        E->win_hi = op->rec_index;
+        E->launches_in_window++;
+      }
+    } else if (op->launch_index != CUCAP_REPLAY_NO_LAUNCH) {
+      E->launches_in_window++;
+    }
+  }
+  switch (E->phase) {
+  case CK_PH_METRICS: ck_metrics_op_before(E, op); break;
+  case CK_PH_PCSAMP: ck_pcs_op_before(E, op); break;
+  case CK_PH_SASS: ck_sass_op_before(E, op); break;
+  default: break;
+  }
+}
+
+/* Nothing after this op matters to the current pass: end it (the replayer
+ * does not cut a stream capture). With a launch range this saves replaying
+ * the rest of the capture in every pass. */
+static int ck_pass_done_after(ck_engine *E, const cucap_replay_op *op) {
+  if (op->capturing || E->win_lo == UINT64_MAX)
+    return 0;
+  int ranged = E->o.launch_count != CUCAP_CUPTI_ALL_LAUNCHES || E->o.first_launch;
+  switch (E->phase) {
+  case CK_PH_TIMELINE:
+    if (!ranged || E->o.timeline_all)
+      return 0;
+    if (op->pass == 0) /* the window's end is known once its last launch ran */
+      return E->o.launch_count != CUCAP_CUPTI_ALL_LAUNCHES &&
+             E->launches_in_window == E->o.launch_count &&
+             op->rec_index == E->win_hi;
+    return op->rec_index == E->win_hi;
+  case CK_PH_METRICS:
+    return ck_metrics_window_stopped(E);
+  case CK_PH_PCSAMP:
+  case CK_PH_SASS:
+    return ranged && op->rec_index == E->win_hi;
+  default:
+    return 0;
+  }
+}
+
+static void ck_op_after(void *u, cucap_replay_session *s,
+                        const cucap_replay_op *op) {
+  ck_engine *E = u;
+  if (!E->attached)
+    return;
+  switch (E->phase) {
+  case CK_PH_METRICS: ck_metrics_op_after(E, op); break;
+  case CK_PH_PCSAMP: ck_pcs_op_after(E, op); break;
+  case CK_PH_SASS: ck_sass_op_after(E, op); break;
+  default: break;
+  }
+  if (ck_pass_done_after(E, op))
+    cucap_replay_session_end_pass(s);
+  E->in_op = 0;
+  E->cur = NULL;
+  E->cur_op = -1;
+}
+
+/* Picks the phase after `from`; 1 if one needs a pass. */
+static int ck_next_phase(ck_engine *E, ck_phase from) {
+  for (int ph = (int)from + 1; ph < CK_PH_DONE; ph++) {
+    E->phase = (ck_phase)ph;
+    E->phase_pass = 0;
+    if (ph == CK_PH_METRICS && E->o.metrics && *E->o.metrics) {
+      if (E->sec[CUCAP_CUPTI_METRICS].state == CUCAP_CUPTI_NOT_REQUESTED &&
+          ck_metrics_plan(E))
+        return 1;
+      ck_metrics_done(E); /* whatever was set up goes before PC sampling */
+    }
+    if (ph == CK_PH_PCSAMP && E->o.pc_sampling &&
+        E->sec[CUCAP_CUPTI_PCSAMPLING].state == CUCAP_CUPTI_NOT_REQUESTED &&
+        ck_pcs_setup(E))
+      return 1;
+    if (ph == CK_PH_SASS && E->o.sass_metrics &&
+        E->sec[CUCAP_CUPTI_SASS].state == CUCAP_CUPTI_NOT_REQUESTED &&
+        ck_sass_setup(E))
+      return 1;
+  }
+  E->phase = CK_PH_DONE;
+  return 0;
+}
+
+static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
+  ck_engine *E = u;
+  (void)s;
+  (void)pass;
+  if (!E->attached || E->phase == CK_PH_DONE)
+    return 0;
+  cucap_cupti_section *sc = &E->sec[E->phase];
+  sc->passes++;
+  sc->wall_s += ck_now() - E->pass_t0;
+  ck_phase ph = E->phase;
+  E->phase_pass++;
+  switch (ph) {
+  case CK_PH_TIMELINE:
+    ck_timeline_pass_end(E, E->phase_pass - 1);
+    if (E->phase_pass < E->o.timeline_passes)
+      return 1;
+    ck_timeline_finish(E);
+    ck_timeline_disable(E);
+    break;
+  case CK_PH_METRICS:
+    if (ck_metrics_pass_end(E))
+      return 1;
+    break;
+  case CK_PH_PCSAMP:
+    ck_pcs_pass_end(E);
+    break;
+  case CK_PH_SASS:
+    ck_sass_pass_end(E);
+    break;
+  default:
+    break;
+  }
+  return ck_next_phase(E, ph);
+}
+
+static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
+  ck_engine *E = u;
+  (void)s;
+  /* the replay may have stopped early: say what is missing */
+  if (E->phase != CK_PH_DONE && E->attached) {
+    const char *why = rep && rep->error[0] ? rep->error : "the replay stopped";
+    for (int i = (int)E->phase; i < CUCAP_CUPTI_NSECTIONS; i++) {
+      int req = (i == CUCAP_CUPTI_TIMELINE) ||
+                (i == CUCAP_CUPTI_METRICS && E->o.metrics && *E->o.metrics) ||
+                (i == CUCAP_CUPTI_PCSAMPLING && E->o.pc_sampling) ||
+                (i == CUCAP_CUPTI_SASS && E->o.sass_metrics);
+      if (!req)
+        continue;
+      if (E->sec[i].state == CUCAP_CUPTI_NOT_REQUESTED ||
+          (i == (int)E->phase && E->sec[i].state == CUCAP_CUPTI_COLLECTED))
+        ck_section(E, (cucap_cupti_section_id)i,
+                   i == (int)E->phase && E->nkern ? CUCAP_CUPTI_PARTIAL
+                                                  : CUCAP_CUPTI_FAILED,
+                   "not completed: %s", why);
+    }
+    if (E->phase == CK_PH_TIMELINE && E->phase_pass > 0)
+      ck_timeline_finish(E);
+    E->phase = CK_PH_DONE;
+  }
+  if (E->attached) {
+    ck_metrics_free(E); /* range profiler object, host object */
+    ck_pcs_free(E);
+    if (E->sass_state >= 2) {
+      E->quiet = 1;
+      ck_sass_pass_end(E);
+      E->quiet = 0;
+    }
+    ck_prof_deinit(E);
+    if (E->flush_buf && E->cu.MemFree) {
+      E->own_call = 1;
+      E->cu.MemFree(E->flush_buf);
+      E->own_call = 0;
+      E->flush_buf = 0;
+    }
+    ck_timeline_disable(E);
+    if (E->sub) {
+      CK_CALL(E, cuptiEnableDomain, 0, E->sub, CUPTI_CB_DOMAIN_DRIVER_API);
+      CK_CALL(E, cuptiEnableDomain, 0, E->sub, CUPTI_CB_DOMAIN_RESOURCE);
+      CK_CALL(E, cuptiUnsubscribe, E->sub);
+      E->sub = NULL;
+    }
+    E->attached = 0;
+  }
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+void cucap_cupti_options_init(cucap_cupti_options *o) {
+  memset(o, 0, sizeof *o);
+  o->timeline_passes = 1;
+  o->launch_count = CUCAP_CUPTI_ALL_LAUNCHES;
+}
+
+static char *ck_strdup(const char *s) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+cucap_status cucap_cupti_create(const cucap_cupti_options *o, cucap_cupti **out,
+                                char *msg, size_t msg_size) {
+  *out = NULL;
+  if (msg && msg_size)
+    msg[0] = 0;
+  cucap_cupti_options d;
+  if (!o) {
+    cucap_cupti_options_init(&d);
+    o = &d;
+  }
+  if (o->pc_period && (o->pc_period < 5 || o->pc_period > 31)) {
+    snprintf(msg, msg_size, "PC sampling period %u: expected 5..31 (2^N cycles)",
+             o->pc_period);
+    return CUCAP_ERR_INVALID_ARG;
+  }
+  if (o->metrics && *o->metrics) {
+    /* names: [A-Za-z0-9_.] separated by commas, none empty */
+    const char *p = o->metrics;
+    size_t len = 0;
+    for (;; p++) {
+      if (*p == ',' || !*p) {
+        if (!len) {
+          snprintf(msg, msg_size, "--metrics=%s: empty metric name",
+                   o->metrics);
+          return CUCAP_ERR_INVALID_ARG;
+        }
+        len = 0;
+        if (!*p)
+          break;
+        continue;
+      }
+      if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+            (*p >= '0' && *p <= '9') || *p == '_' || *p == '.')) {
+        snprintf(msg, msg_size, "--metrics=%s: unexpected character '%c' "
+                 "(expected sol, full or metric names separated by commas)",
+                 o->metrics, *p);
+        return CUCAP_ERR_INVALID_ARG;
+      }
+      len++;
+    }
+  }
+  ck_engine *E = calloc(1, sizeof *E);
+  if (!E)
+    return CUCAP_ERR_NOMEM;
+  E->o = *o;
+  if (!E->o.timeline_passes)
+    E->o.timeline_passes = 1;
+  if (E->o.timeline_passes > CUCAP_REPLAY_MAX_PASSES / 2)
+    E->o.timeline_passes = CUCAP_REPLAY_MAX_PASSES / 2;
+  if (!E->o.launch_count)
+    E->o.launch_count = CUCAP_CUPTI_ALL_LAUNCHES;
+  if (!E->o.max_ranges)
+    E->o.max_ranges = 4096;
+  if (!E->o.pc_period)
+    E->o.pc_period = CUCAP_CUPTI_PC_PERIOD_DEFAULT;
+  E->metrics_opt = ck_strdup(o->metrics);
+  E->nvdisasm_opt = ck_strdup(o->nvdisasm);
+  E->o.metrics = E->metrics_opt;
+  E->o.nvdisasm = E->nvdisasm_opt;
+  E->o.library = NULL; /* the caller's string is used during attach only */
+  if (o->library && *o->library) {
+    E->o.library = ck_strdup(o->library);
+    if (!E->o.library) {
+      cucap_cupti_destroy(E);
+      return CUCAP_ERR_NOMEM;
+    }
+  }
+  if ((o->metrics && !E->metrics_opt) || (o->nvdisasm && !E->nvdisasm_opt)) {
+    cucap_cupti_destroy(E);
+    return CUCAP_ERR_NOMEM;
+  }
+  pthread_mutex_init(&E->mu, NULL);
+  pthread_mutex_init(&E->cubin_mu, NULL);
+  /* the whole capture unless a launch range was given */
+  if (E->o.launch_count == CUCAP_CUPTI_ALL_LAUNCHES && !E->o.first_launch) {
+    E->win_lo = 0;
+    E->win_hi = UINT64_MAX - 1;
+  } else {
+    E->win_lo = E->win_hi = UINT64_MAX;
+  }
+  E->cur_op = -1;
+  E->env.counters_allowed = -1;
+  E->obs.name = "profile";
+  E->obs.user = E;
+  E->obs.attach = ck_attach;
+  E->obs.begin = ck_begin;
+  E->obs.pass_begin = ck_pass_begin;
+  E->obs.op_before = ck_op_before;
+  E->obs.op_after = ck_op_after;
+  E->obs.pass_end = ck_pass_end;
+  E->obs.end = ck_end;
+  *out = E;
+  return CUCAP_OK;
+}
+
+const cucap_replay_observer *cucap_cupti_observer(cucap_cupti *e) {
+  return e ? &e->obs : NULL;
+}
+
+cucap_status cucap_cupti_load(cucap_cupti *e, char *msg, size_t msg_size) {
+  if (e->api.lib)
+    return CUCAP_OK;
+  char m[512];
+  if (!ck_api_load(&e->api, e->o.library, m, sizeof m)) {
+    if (msg && msg_size)
+      snprintf(msg, msg_size, "%s", m);
+    return CUCAP_ERR_ENV;
+  }
+  snprintf(e->env.library, sizeof e->env.library, "%s", e->api.path);
+  uint32_t v = 0;
+  if (e->api.cuptiGetVersion && e->api.cuptiGetVersion(&v) == CUPTI_SUCCESS)
+    e->env.version = v;
+  return CUCAP_OK;
+}
+
+int cucap_cupti_attached(const cucap_cupti *e) { return e && e->attached; }
+
+void cucap_cupti_destroy(cucap_cupti *E) {
+  if (!E)
+    return;
+  ck_timeline_forget(E); /* CUPTI's buffer callbacks must not find it */
+  ck_metrics_free(E);
+  ck_pcs_free(E);
+  ck_act_free(E);
+  for (size_t i = 0; i < E->nkern; i++) {
+    free(E->kx[i].durs);
+    free(E->kx[i].t);
+  }
+  for (size_t i = 0; i < E->ncopy; i++) {
+    free(E->cx[i].durs);
+    free(E->cx[i].t);
+  }
+  free(E->kern);
+  free(E->kx);
+  free(E->copy);
+  free(E->cx);
+  free(E->ops);
+  free(E->corr);
+  free(E->mnames);
+  free(E->mvals);
+  free(E->win);
+  free(E->stall);
+  free(E->site);
+  rp_map_free(&E->site_idx);
+  free(E->samp);
+  free(E->sass);
+  ck_cubin_free(E);
+  ck_report_free(E);
+  ck_strtab_free(&E->str);
+  ck_api_unload(&E->api);
+  pthread_mutex_destroy(&E->mu);
+  pthread_mutex_destroy(&E->cubin_mu);
+  free(E->metrics_opt);
+  free(E->nvdisasm_opt);
+  free((char *)E->o.library);
+  free(E);
+}
+
+/* ------------------------------------------------------------ strings */
+
+static uint64_t ck_fnv(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+const char *ck_intern_n(ck_strtab *t, const char *s, size_t len) {
+  if (!s)
+    return NULL;
+  uint64_t h = ck_fnv(s, len);
+  for (uint64_t probe = 0;; probe++) {
+    uint64_t v = 0;
+    if (!rp_map_get(&t->idx, h + probe, &v))
+      break;
+    const char *c = t->s[v - 1];
+    if (strlen(c) == len && !memcmp(c, s, len))
+      return c;
+  }
+  if (!ck_grow((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s))
+    return NULL;
+  char *d = malloc(len + 1);
+  if (!d)
+    return NULL;
+  memcpy(d, s, len);
+  d[len] = 0;
+  uint64_t probe = 0;
+  while (rp_map_get(&t->idx, h + probe, NULL))
+    probe++;
+  if (!rp_map_put(&t->idx, h + probe, t->n + 1)) {
+    free(d);
+    return NULL;
+  }
+  t->s[t->n++] = d;
+  return d;
+}
+
+const char *ck_intern(ck_strtab *t, const char *s) {
+  return s ? ck_intern_n(t, s, strlen(s)) : NULL;
+}
+
+void ck_strtab_free(ck_strtab *t) {
+  for (size_t i = 0; i < t->n; i++)
+    free(t->s[i]);
+  free(t->s);
+  rp_map_free(&t->idx);
+  memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,416 @@
+/* cupti_internal.h - state shared by the CUPTI engine's files (replay/cupti_*.c):
+ * the dlopen'ed CUPTI entry points, the pass plan, what each pass collected.
+ * Internal: only replay/cupti_*.c include it. The public side is
+ * cucap_cupti.h. */
+#ifndef CUCAP_CUPTI_INTERNAL_H
+#define CUCAP_CUPTI_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cupti.h>
+#include <cupti_pcsampling.h>
+#include <cupti_profiler_host.h> /* C++ <string> include: replay/cupti_shim */
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_sass_metrics.h>
+#include <cupti_target.h>
+
+#include "cucap_cupti.h"
+#include "cucap_hash.h"
+#include "cucap_symbolize.h"
+#include "cupti_disasm.h"
+#include "replay_internal.h" /* rp_map */
+
+/* ---- CUPTI entry points ------------------------------------------------ */
+
+/* X(name, group): group says which feature needs it. A missing CORE entry
+ * means the library is unusable; a missing entry of another group turns
+ * that section off with the name in its note. */
+enum { CK_CORE = 1, CK_PROF = 2, CK_PCS = 4, CK_SASS = 8, CK_OPT = 16 };
+#define CK_CUPTI_FNS(X)                                                        \
+  X(cuptiGetVersion, CK_CORE)                                                  \
+  X(cuptiGetResultString, CK_CORE)                                             \
+  X(cuptiGetErrorMessage, CK_OPT)                                              \
+  X(cuptiSubscribe, CK_CORE)                                                   \
+  X(cuptiUnsubscribe, CK_CORE)                                                 \
+  X(cuptiEnableDomain, CK_CORE)                                                \
+  X(cuptiEnableCallback, CK_OPT)                                               \
+  X(cuptiActivityRegisterCallbacks, CK_CORE)                                   \
+  X(cuptiActivityEnable, CK_CORE)                                              \
+  X(cuptiActivityDisable, CK_CORE)                                             \
+  X(cuptiActivityFlushAll, CK_CORE)                                            \
+  X(cuptiActivityGetNextRecord, CK_CORE)                                       \
+  X(cuptiActivityGetNumDroppedRecords, CK_OPT)                                 \
+  X(cuptiGetContextId, CK_OPT)                                                 \
+  X(cuptiProfilerInitialize, CK_PROF)                                          \
+  X(cuptiProfilerDeInitialize, CK_PROF)                                        \
+  X(cuptiDeviceGetChipName, CK_PROF)                                           \
+  X(cuptiProfilerGetCounterAvailability, CK_PROF)                              \
+  X(cuptiProfilerDeviceSupported, CK_OPT)                                      \
+  X(cuptiProfilerHostInitialize, CK_PROF)                                      \
+  X(cuptiProfilerHostDeinitialize, CK_PROF)                                    \
+  X(cuptiProfilerHostGetBaseMetrics, CK_OPT)                                   \
+  X(cuptiProfilerHostGetMetricProperties, CK_PROF)                             \
+  X(cuptiProfilerHostConfigAddMetrics, CK_PROF)                                \
+  X(cuptiProfilerHostGetConfigImageSize, CK_PROF)                              \
+  X(cuptiProfilerHostGetConfigImage, CK_PROF)                                  \
+  X(cuptiProfilerHostGetNumOfPasses, CK_PROF)                                  \
+  X(cuptiProfilerHostEvaluateToGpuValues, CK_PROF)                             \
+  X(cuptiProfilerHostGetMaxNumHardwareMetricsPerPass, CK_OPT)                  \
+  X(cuptiRangeProfilerEnable, CK_PROF)                                         \
+  X(cuptiRangeProfilerDisable, CK_PROF)                                        \
+  X(cuptiRangeProfilerStart, CK_PROF)                                          \
+  X(cuptiRangeProfilerStop, CK_PROF)                                           \
+  X(cuptiRangeProfilerSetConfig, CK_PROF)                                      \
+  X(cuptiRangeProfilerDecodeData, CK_PROF)                                     \
+  X(cuptiRangeProfilerGetCounterDataSize, CK_PROF)                             \
+  X(cuptiRangeProfilerCounterDataImageInitialize, CK_PROF)                     \
+  X(cuptiRangeProfilerGetCounterDataInfo, CK_PROF)                             \
+  X(cuptiRangeProfilerCounterDataGetRangeInfo, CK_OPT)                         \
+  X(cuptiPCSamplingEnable, CK_PCS)                                             \
+  X(cuptiPCSamplingDisable, CK_PCS)                                            \
+  X(cuptiPCSamplingStart, CK_PCS)                                              \
+  X(cuptiPCSamplingStop, CK_PCS)                                               \
+  X(cuptiPCSamplingGetData, CK_PCS)                                            \
+  X(cuptiPCSamplingSetConfigurationAttribute, CK_PCS)                          \
+  X(cuptiPCSamplingGetNumStallReasons, CK_PCS)                                 \
+  X(cuptiPCSamplingGetStallReasons, CK_PCS)                                    \
+  X(cuptiGetSassToSourceCorrelation, CK_OPT)                                   \
+  X(cuptiGetCubinCrc, CK_OPT)                                                  \
+  X(cuptiSassMetricsGetProperties, CK_SASS)                                    \
+  X(cuptiSassMetricsGetNumOfMetrics, CK_OPT)                                   \
+  X(cuptiSassMetricsGetMetrics, CK_OPT)                                        \
+  X(cuptiSassMetricsSetConfig, CK_SASS)                                        \
+  X(cuptiSassMetricsUnsetConfig, CK_SASS)                                      \
+  X(cuptiSassMetricsEnable, CK_SASS)                                           \
+  X(cuptiSassMetricsDisable, CK_SASS)                                          \
+  X(cuptiSassMetricsGetDataProperties, CK_SASS)                                \
+  X(cuptiSassMetricsFlushData, CK_SASS)
+
+typedef struct ck_api {
+  void *lib;
+  char path[512];
+  unsigned groups;           /* CK_* groups with every entry present */
+  char missing[256];         /* first missing entry per group, for notes */
+#define CK_X_FIELD(name, grp) __typeof__(&name) name;
+  CK_CUPTI_FNS(CK_X_FIELD)
+#undef CK_X_FIELD
+} ck_api;
+
+/* cupti_load.c: dlopen + dlsym (path NULL: search). Preloads libnvperf_host
+ * and libnvperf_target from CUPTI's directory so the Profiler Host API finds
+ * them. 0 with msg filled when no usable library was found. */
+int ck_api_load(ck_api *a, const char *path, char *msg, size_t msg_size);
+void ck_api_unload(ck_api *a);
+/* "CUPTI_ERROR_X (n): message" into buf (always terminated). */
+const char *ck_strerror(const ck_api *a, CUptiResult r, char *buf, size_t n);
+
+/* Checked calls: CK_CALL(E, fn, args...) evaluates to 1 when the call
+ * returned CUPTI_SUCCESS; else logs "cupti: fn failed: ..." (at the level
+ * E->quiet_level, warn by default), keeps the result in E->last and the
+ * message in E->last_msg, and evaluates to 0. A missing entry point is a
+ * failure with CUPTI_ERROR_API_NOT_IMPLEMENTED. */
+#define CK_CALL(E, fn, ...)                                                    \
+  ((E)->api.fn ? ck_check((E), (E)->api.fn(__VA_ARGS__), #fn)                  \
+               : ck_missing((E), #fn))
+
+/* ---- collected data ----------------------------------------------------- */
+
+/* An interned string table (strings owned by it). */
+typedef struct ck_strtab {
+  char **s;
+  size_t n, cap;
+  rp_map idx;                /* hash (+ probe) -> index + 1 */
+} ck_strtab;
+const char *ck_intern(ck_strtab *t, const char *s);
+const char *ck_intern_n(ck_strtab *t, const char *s, size_t len);
+void ck_strtab_free(ck_strtab *t);
+
+/* One GPU activity record copied out of a CUPTI buffer (worker thread). */
+typedef struct ck_act {
+  uint8_t kind;              /* CUPTI_ACTIVITY_KIND_* (kernel/memcpy/memset) */
+  uint8_t copy_kind;
+  uint32_t corr, stream, ctx;
+  uint64_t start, end, bytes;
+  int32_t grid[3], block[3];
+  uint32_t regs, ssmem, dsmem;
+  char *name;                /* malloc'ed copy (kernels) */
+} ck_act;
+
+/* A GPU-work op of the current pass, as driver-API callbacks saw it. */
+typedef struct ck_op {
+  uint64_t rec_index, seq, launch_index;
+  uint64_t stream;           /* recorded stream handle */
+  uint32_t callstack;
+  int body;
+  int copy_kind;             /* Memcpy records: cucap.fb.MemcpyKind; else -1 */
+} ck_op;
+
+typedef struct ck_corr {
+  uint32_t corr;
+  uint32_t op;               /* index into ops */
+} ck_corr;
+
+/* Internal side of a kernel entry (parallel to E->kern). */
+typedef struct ck_kx {
+  double *durs;              /* per timeline pass */
+  cucap_cupti_time *t;       /* the same measurements: pass, start, end */
+  unsigned ndurs;
+  uint32_t context_id;
+} ck_kx;
+
+typedef struct ck_cx {
+  double *durs;
+  cucap_cupti_time *t;
+  unsigned ndurs;
+} ck_cx;
+
+/* A cubin CUPTI loaded (module-loaded callback) or one extracted from the
+ * capture's images. */
+typedef struct ck_cubin {
+  void *data;
+  size_t size;
+  uint64_t crc;              /* cuptiGetCubinCrc; 0 until computed */
+  uint64_t hash;             /* content hash (dedupe) */
+  int disasm_done;
+} ck_cubin;
+
+/* A SASS metrics record kept until the sites are final. */
+typedef struct ck_sassrec {
+  uint32_t crc32;
+  const char *function;      /* interned */
+  uint32_t pc;
+  uint64_t v[3];
+} ck_sassrec;
+
+typedef struct ck_stack {
+  uint32_t id;
+  uint32_t n;
+  const char **frames;       /* interned formatted frames */
+} ck_stack;
+
+/* One profiled window of the metrics phase: kernels [k_lo, k_hi) of E->kern
+ * (sorted by record), submitted by records [rec_lo, rec_hi]. */
+typedef struct ck_window {
+  uint64_t rec_lo, rec_hi;
+  size_t k_lo, k_hi;
+} ck_window;
+
+typedef enum ck_phase {
+  CK_PH_TIMELINE = 0,
+  CK_PH_METRICS,
+  CK_PH_PCSAMP,
+  CK_PH_SASS,
+  CK_PH_DONE
+} ck_phase;
+
+typedef struct ck_metrics ck_metrics; /* cupti_metrics.c */
+typedef struct ck_pcs ck_pcs;         /* cupti_pcsamp.c */
+
+struct cucap_cupti {
+  cucap_replay_observer obs;
+  cucap_cupti_options o;
+  char *metrics_opt;         /* owned copy of o.metrics */
+  char *nvdisasm_opt;
+  ck_api api;
+  cucap_cupti_env env;
+  cucap_cupti_section sec[CUCAP_CUPTI_NSECTIONS];
+  CUptiResult last;
+  char last_msg[512];
+  int quiet;                 /* log CUPTI failures at debug level */
+
+  /* replay side */
+  cucap_replay_session *s;
+  CUcontext ctx;             /* the replay's primary context */
+  uint32_t ctx_id;           /* its CUPTI context id (0: unknown) */
+  int device;
+  int cc;                    /* compute capability, e.g. 90 */
+  int prof_init;             /* cuptiProfilerInitialize done */
+  int attached;              /* subscribed, activity callbacks registered */
+  CUpti_SubscriberHandle sub;
+  struct {
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  } cu;
+
+  /* pass plan */
+  ck_phase phase;
+  unsigned phase_pass;       /* passes done in this phase */
+  unsigned pass;             /* replay pass being executed */
+  double pass_t0;
+  int pass_has_window;       /* the window's records were seen this pass */
+
+  /* the profiled window (records), found in the first pass */
+  uint64_t win_lo, win_hi;   /* UINT64_MAX until seen */
+  uint64_t launches_in_window;
+
+  /* per-pass op and correlation tables (driver-API callbacks) */
+  int in_op;                 /* between op_before and op_after */
+  int own_call;              /* the engine itself calls the driver */
+  const cucap_replay_op *cur;
+  int64_t cur_op;            /* index into ops for the current op, -1 */
+  ck_op *ops;
+  size_t nops, capops;
+  ck_corr *corr;
+  size_t ncorr, capcorr;
+  int corr_unsorted;
+
+  /* activity records from CUPTI's buffers (any thread; under mu) */
+  pthread_mutex_t mu;
+  ck_act *pend;
+  size_t npend, cappend;
+  uint64_t act_dropped;      /* cuptiActivityGetNumDroppedRecords */
+  uint64_t unattributed;     /* records whose correlation id matched no op */
+
+  /* timeline results */
+  cucap_cupti_kernel *kern;
+  ck_kx *kx;
+  size_t nkern, capkern, capkx;
+  cucap_cupti_copy *copy;
+  ck_cx *cx;
+  size_t ncopy, capcopy, capcx;
+  uint64_t t_origin;         /* first record start of timeline pass 1 */
+  uint64_t timeline_mismatch;/* kernels a later pass saw differently */
+
+  /* metrics */
+  ck_metrics *m;
+  const char **mnames;       /* the metric names (interned) */
+  char mdropped[256];        /* names asked for that the chip lacks */
+  size_t nmnames;
+  double *mvals;             /* nkern x nmnames */
+  ck_window *win;
+  size_t nwin, capwin, cur_win;
+  int rp_started;
+  CUdeviceptr flush_buf;
+  size_t flush_bytes;
+  uint64_t flushes_this_pass;
+
+  /* PC sampling */
+  ck_pcs *pcs;
+  const char **stall;        /* stall reason names (interned) */
+  size_t nstall;
+  cucap_cupti_pc_site *site;
+  size_t nsite, capsite;
+  rp_map site_idx;
+  cucap_cupti_pc_sample *samp;
+  size_t nsamp, capsamp;
+
+  /* SASS metrics */
+  ck_sassrec *sass;
+  size_t nsass, capsass;
+  uint64_t sass_id[3];       /* metric ids (UINT64_MAX: not on this chip) */
+  int sass_state;            /* 0 off, 1 configured, 2 enabled, 3 collected,
+                                4 enable failed */
+  char sass_why[512];
+
+  /* cubins, and the capture's module images (first pass) as a fallback */
+  ck_cubin *cubin;
+  size_t ncubin, capcubin;
+  cucap_hash128 *images;
+  size_t nimages, capimages;
+  pthread_mutex_t cubin_mu;  /* the module callback may run on any thread */
+
+  /* host callstacks (first pass) */
+  cucap_symbolizer *sym;
+  ck_stack *stack;
+  size_t nstack, capstack;
+  rp_map stack_idx;          /* id -> index + 1 */
+
+  /* summaries (built lazily) */
+  cucap_cupti_kernel_summary *sum;
+  size_t nsum;
+
+  ck_strtab str;
+};
+
+typedef struct cucap_cupti ck_engine;
+
+/* cupti_engine.c */
+int ck_check(ck_engine *E, CUptiResult r, const char *fn);
+int ck_missing(ck_engine *E, const char *fn);
+int ck_grow(void **p, size_t *cap, size_t need, size_t elem);
+void ck_section(ck_engine *E, cucap_cupti_section_id id, int state,
+                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The op (ops index) that a correlation id of this pass belongs to, -1. */
+int64_t ck_corr_op(ck_engine *E, uint32_t corr);
+/* Kernel index for (rec_index, sub), -1. */
+int64_t ck_kernel_find(const ck_engine *E, uint64_t rec_index, uint32_t sub);
+/* Kernel of op rec_index whose name is `name` (graph launches), -1. */
+int64_t ck_kernel_by_name(const ck_engine *E, uint64_t rec_index,
+                          const char *name);
+int ck_in_window(const ck_engine *E, uint64_t rec_index);
+
+/* cupti_timeline.c */
+int ck_timeline_attach(ck_engine *E);        /* register buffers, enable kinds */
+void ck_timeline_disable(ck_engine *E);
+void ck_timeline_forget(ck_engine *E);       /* no CUPTI call: unhook only */
+void ck_api_records(ck_engine *E, int on);   /* DRIVER activity (corr ids) */
+/* After a timeline pass (context synchronized): flush, join, store. */
+void ck_timeline_pass_end(ck_engine *E, unsigned tpass);
+void ck_timeline_finish(ck_engine *E);       /* medians, spreads */
+void ck_act_free(ck_engine *E);
+
+/* cupti_sets.c: cuptiProfilerInitialize + chip name (env.chip), once; 0 on
+ * failure. */
+int ck_prof_init(ck_engine *E);
+void ck_prof_deinit(ck_engine *E);
+
+/* cupti_metrics.c */
+void ck_metrics_free(ck_engine *E);
+/* At begin: counters allowed? names valid? config image, pass count.
+ * Returns 0 when the metrics section is off (note set). Fatal user errors
+ * (unknown raw metric names) return -1 with msg filled. */
+int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size);
+/* Plans the windows after the timeline (E->kern final); 0: nothing to do. */
+int ck_metrics_plan(ck_engine *E);
+void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op);
+void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op);
+/* The current window's Stop ran in this pass (the rest of it is idle). */
+int ck_metrics_window_stopped(const ck_engine *E);
+/* Releases the range profiler, host object and flush buffer (values kept). */
+void ck_metrics_done(ck_engine *E);
+/* End of a metrics pass: 1 when another metrics pass is needed. */
+int ck_metrics_pass_end(ck_engine *E);
+/* Matches a window's ranges to its kernels: exposed for tests. Ranges
+ * n_ranges; seq lists, per range position, the kernel index or -1 for a
+ * flush memset range. Returns the number of kernels attributed, or -1 when
+ * the count does not fit either layout (note set). */
+long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
+                          int64_t *seq, size_t seq_cap);
+
+/* cupti_pcsamp.c */
+void ck_pcs_free(ck_engine *E);
+int ck_pcs_setup(ck_engine *E);              /* before the PC pass */
+void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op);
+void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op);
+void ck_pcs_pass_end(ck_engine *E);
+/* Adds samples of one PC record (exposed for tests). */
+void ck_pcs_add(ck_engine *E, int64_t kernel, uint64_t crc,
+                const char *function, uint64_t pc, uint32_t stall_index,
+                uint32_t count);
+int ck_stall_slot(ck_engine *E, uint32_t cupti_index);
+
+/* cupti_sass.c */
+void ck_cubin_add(ck_engine *E, const void *data, size_t size);
+void ck_cubins_from_image(ck_engine *E, const void *image, size_t size);
+void ck_cubin_free(ck_engine *E);
+/* Fills file/line/sass/inline chain of every site (after the PC pass). */
+void ck_sites_resolve(ck_engine *E);
+int ck_sass_setup(ck_engine *E);
+void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op);
+void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op);
+void ck_sass_pass_end(ck_engine *E);
+
+
+/* cupti_report.c */
+void ck_stack_feed(ck_engine *E, const void *record); /* Callstack/ModuleMap */
+void ck_report_free(ck_engine *E);
+
+#endif

@@ -1,0 +1,587 @@
+/* cupti_sass.c - the instruction side of the CUPTI engine: the cubins the
+ * driver loaded (CUPTI's module-loaded callback, or the ELF entries of the
+ * capture's own module images when the callback gave none), their CRCs
+ * (cuptiGetCubinCrc, the key of PC-sampling records), the source line of
+ * each sampled instruction (cuptiGetSassToSourceCorrelation), its text and
+ * inline chain from one `nvdisasm -c -gi` run per cubin, and the SASS
+ * metrics pass (cupti_sass_metrics.h: executed instructions, thread
+ * instructions, global-memory sectors per instruction, summed over the
+ * window).
+ *
+ * Locks: the module callback may come from any thread, so the cubin list is
+ * under cubin_mu; CUPTI is never called with it held (a CUPTI call may load
+ * a module and call back). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cucap_fatbin.h"
+#include "cucap_hash.h"
+#include "cucap_log.h"
+#include "cucap_reader.h"
+#include "cupti_internal.h"
+
+/* ------------------------------------------------------------ cubins */
+
+void ck_cubin_add(ck_engine *E, const void *data, size_t size) {
+  if (!data || !size || size > CUCAP_IMAGE_MAX_SIZE)
+    return;
+  uint64_t h = cucap_hash64_of(data, size);
+  pthread_mutex_lock(&E->cubin_mu);
+  for (size_t i = 0; i < E->ncubin; i++)
+    if (E->cubin[i].hash == h && E->cubin[i].size == size) {
+      pthread_mutex_unlock(&E->cubin_mu);
+      return;
+    }
+  void *copy = malloc(size);
+  if (copy &&
+      ck_grow((void **)&E->cubin, &E->capcubin, E->ncubin + 1, sizeof *E->cubin)) {
+    memcpy(copy, data, size);
+    E->cubin[E->ncubin++] = (ck_cubin){copy, size, 0, h, 0};
+    copy = NULL;
+  }
+  pthread_mutex_unlock(&E->cubin_mu);
+  free(copy);
+}
+
+typedef struct ck_img_ctx {
+  ck_engine *E;
+  unsigned cc;
+} ck_img_ctx;
+
+static int ck_img_entry(const cucap_fatbin_entry *e, void *user) {
+  ck_img_ctx *c = user;
+  /* the driver runs SASS of the same major at or below the device's */
+  if (e->kind != CUCAP_FATBIN_ENTRY_ELF || e->arch / 10 != c->cc / 10 ||
+      e->arch > c->cc)
+    return 0;
+  void *d = NULL;
+  size_t n = 0;
+  if (cucap_fatbin_entry_data(e, &d, &n) == CUCAP_OK)
+    ck_cubin_add(c->E, d, n);
+  free(d);
+  return 0;
+}
+
+void ck_cubins_from_image(ck_engine *E, const void *image, size_t size) {
+  cucap_image_info info;
+  if (cucap_image_detect(image, size, &info) != CUCAP_OK)
+    return;
+  ck_img_ctx c = {E, (unsigned)E->cc};
+  if (info.data_format == CUCAP_IMAGE_CUBIN)
+    ck_cubin_add(E, info.data, info.data_size);
+  else if (info.data_format == CUCAP_IMAGE_FATBIN && info.data)
+    cucap_fatbin_foreach(info.data, info.data_size, ck_img_entry, &c);
+}
+
+void ck_cubin_free(ck_engine *E) {
+  for (size_t i = 0; i < E->ncubin; i++)
+    free(E->cubin[i].data);
+  free(E->cubin);
+  E->cubin = NULL;
+  E->ncubin = E->capcubin = 0;
+  free(E->images);
+  E->images = NULL;
+  E->nimages = E->capimages = 0;
+}
+
+static void ck_cubin_crcs(ck_engine *E) {
+  pthread_mutex_lock(&E->cubin_mu);
+  size_t n = E->ncubin;
+  pthread_mutex_unlock(&E->cubin_mu);
+  for (size_t i = 0; i < n; i++) {
+    ck_cubin *c = &E->cubin[i]; /* entries below n never move while we run */
+    if (c->crc)
+      continue;
+    CUpti_GetCubinCrcParams p;
+    memset(&p, 0, sizeof p);
+    p.size = CUpti_GetCubinCrcParamsSize;
+    p.cubinSize = c->size;
+    p.cubin = c->data;
+    if (CK_CALL(E, cuptiGetCubinCrc, &p))
+      c->crc = p.cubinCrc;
+  }
+}
+
+static ck_cubin *ck_cubin_by_crc(ck_engine *E, uint64_t crc) {
+  for (size_t i = 0; i < E->ncubin; i++)
+    if (E->cubin[i].crc == crc)
+      return &E->cubin[i];
+  return NULL;
+}
+
+/* Module images the capture loaded, when CUPTI's callback did not give the
+ * cubin a PC record names. */
+static void ck_cubins_from_capture(ck_engine *E) {
+  cucap_reader *r = E->s ? cucap_replay_session_reader(E->s) : NULL;
+  if (!r)
+    return;
+  for (size_t i = 0; i < E->nimages; i++) {
+    const void *img = NULL;
+    uint64_t sz = 0;
+    if (cucap_reader_blob_map(r, E->images[i], &img, &sz) == CUCAP_OK)
+      ck_cubins_from_image(E, img, (size_t)sz);
+  }
+}
+
+/* ------------------------------------------------------------ nvdisasm */
+
+static const char *ck_nvdisasm_path(ck_engine *E, char *buf, size_t n) {
+  if (E->o.nvdisasm)
+    return *E->o.nvdisasm ? E->o.nvdisasm : NULL;
+  const char *home = getenv("CUDA_HOME");
+  const char *homes[] = {home, "/usr/local/cuda"};
+  for (int i = 0; i < 2; i++) {
+    if (!homes[i] || !*homes[i])
+      continue;
+    snprintf(buf, n, "%s/bin/nvdisasm", homes[i]);
+    if (access(buf, X_OK) == 0)
+      return buf;
+  }
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    const char *c = strchr(path, ':');
+    size_t l = c ? (size_t)(c - path) : strlen(path);
+    snprintf(buf, n, "%.*s/nvdisasm", (int)l, path);
+    if (l && access(buf, X_OK) == 0)
+      return buf;
+    path += l + (c ? 1 : 0);
+  }
+  return NULL;
+}
+
+/* Runs argv, returns its stdout (malloc'ed, NUL-terminated) or NULL. */
+static char *ck_run_capture(char *const argv[], size_t *len, int *status) {
+  int fd[2];
+  if (pipe(fd) != 0)
+    return NULL;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    return NULL;
+  }
+  if (pid == 0) {
+    dup2(fd[1], 1);
+    int dn = open("/dev/null", O_WRONLY);
+    if (dn >= 0)
+      dup2(dn, 2);
+    close(fd[0]);
+    close(fd[1]);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(fd[1]);
+  size_t cap = 1 << 16, n = 0;
+  char *out = malloc(cap);
+  for (;;) {
+    if (out && n + 4096 + 1 > cap) {
+      char *no = realloc(out, cap * 2);
+      if (!no) {
+        free(out);
+        out = NULL;
+      } else {
+        out = no;
+        cap *= 2;
+      }
+    }
+    char sink[4096];
+    ssize_t k = read(fd[0], out ? out + n : sink, 4096);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      break;
+    if (out)
+      n += (size_t)k;
+  }
+  close(fd[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  *status = st;
+  if (out)
+    out[n] = 0;
+  *len = n;
+  return out;
+}
+
+typedef struct ck_dis_ctx {
+  ck_engine *E;
+  uint64_t crc;
+  size_t *idx;   /* sites of this cubin, sorted by (function, pc) */
+  size_t n;
+  size_t filled;
+} ck_dis_ctx;
+
+static ck_engine *g_sort_engine;
+static int ck_site_cmp(const void *a, const void *b) {
+  const cucap_cupti_pc_site *x = &g_sort_engine->site[*(const size_t *)a];
+  const cucap_cupti_pc_site *y = &g_sort_engine->site[*(const size_t *)b];
+  if (x->function != y->function)
+    return (uintptr_t)x->function < (uintptr_t)y->function ? -1 : 1;
+  return x->pc_offset < y->pc_offset ? -1 : x->pc_offset > y->pc_offset;
+}
+
+static void ck_dis_cb(void *user, const char *function, uint64_t pc,
+                      const char *text, const char *file, uint32_t line,
+                      const char *chain) {
+  ck_dis_ctx *c = user;
+  ck_engine *E = c->E;
+  const char *fn = ck_intern(&E->str, function);
+  size_t lo = 0, hi = c->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const cucap_cupti_pc_site *s = &E->site[c->idx[mid]];
+    if ((uintptr_t)s->function < (uintptr_t)fn ||
+        (s->function == fn && s->pc_offset < pc))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo >= c->n)
+    return;
+  cucap_cupti_pc_site *s = &E->site[c->idx[lo]];
+  if (s->function != fn || s->pc_offset != pc)
+    return;
+  s->sass = ck_intern(&E->str, text);
+  if (chain && *chain)
+    s->inline_chain = ck_intern(&E->str, chain);
+  if (!s->file && file && *file) {
+    s->file = ck_intern(&E->str, file);
+    s->line = line;
+  }
+  c->filled++;
+}
+
+static void ck_disasm_cubin(ck_engine *E, ck_cubin *cb, const char *tool,
+                            size_t *idx, size_t n) {
+  char tmpl[] = "/tmp/cucap-cubin-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0)
+    return;
+  const uint8_t *d = cb->data;
+  size_t left = cb->size;
+  while (left) {
+    ssize_t k = write(fd, d, left);
+    if (k <= 0)
+      break;
+    d += k;
+    left -= (size_t)k;
+  }
+  close(fd);
+  /* -fun restricts the listing to the sampled functions (library cubins
+   * hold hundreds of kernels) */
+  size_t fl = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!i || E->site[idx[i]].function != E->site[idx[i - 1]].function)
+      fl += strlen(E->site[idx[i]].function) + 1;
+  char *funs = malloc(fl + 1);
+  if (funs) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+      if (!i || E->site[idx[i]].function != E->site[idx[i - 1]].function)
+        o += (size_t)sprintf(funs + o, "%s%s", o ? "," : "",
+                             E->site[idx[i]].function);
+    funs[o] = 0;
+  }
+  ck_dis_ctx c = {E, cb->crc, idx, n, 0};
+  /* -gi adds inline chains; older nvdisasm may lack it (-g); a -fun list it
+   * refuses falls back to the whole cubin */
+  const char *variants[4][7] = {
+      {tool, "-c", "-gi", "-fun", funs, tmpl, NULL},
+      {tool, "-c", "-g", "-fun", funs, tmpl, NULL},
+      {tool, "-c", "-gi", tmpl, NULL, NULL, NULL},
+      {tool, "-c", "-g", tmpl, NULL, NULL, NULL}};
+  for (int v = funs ? 0 : 2; v < 4 && !c.filled; v++) {
+    size_t len = 0;
+    int status = 0;
+    char *out = ck_run_capture((char *const *)variants[v], &len, &status);
+    if (out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      ck_disasm_parse(out, len, ck_dis_cb, &c);
+    else
+      CUCAP_DEBUG("profile: %s %s%s on a %zu-byte cubin failed (status %d)",
+                  tool, variants[v][2], v < 2 ? " -fun" : "", cb->size, status);
+    free(out);
+  }
+  unlink(tmpl);
+  free(funs);
+  CUCAP_DEBUG("profile: nvdisasm: %zu of %zu sampled instructions of cubin "
+              "%016" PRIx64 " found", c.filled, n, cb->crc);
+}
+
+/* ------------------------------------------------------------ resolve */
+
+void ck_sites_resolve(ck_engine *E) {
+  if (!E->nsite)
+    return;
+  ck_cubin_crcs(E);
+  int missing = 0;
+  for (size_t i = 0; i < E->nsite && !missing; i++)
+    missing = !ck_cubin_by_crc(E, E->site[i].cubin_crc);
+  if (missing && E->nimages) {
+    CUCAP_DEBUG("profile: some sampled cubins were not seen by CUPTI's "
+                "module callback; trying the capture's %zu module image(s)",
+                E->nimages);
+    ck_cubins_from_capture(E);
+    ck_cubin_crcs(E);
+  }
+  size_t *idx = malloc(E->nsite * sizeof *idx);
+  if (!idx)
+    return;
+  char toolbuf[1024];
+  const char *tool = ck_nvdisasm_path(E, toolbuf, sizeof toolbuf);
+  size_t with_line = 0, with_cubin = 0;
+  for (size_t ci = 0; ci < E->ncubin; ci++) {
+    ck_cubin *cb = &E->cubin[ci];
+    size_t n = 0;
+    for (size_t i = 0; i < E->nsite; i++)
+      if (E->site[i].cubin_crc == cb->crc && cb->crc)
+        idx[n++] = i;
+    if (!n)
+      continue;
+    with_cubin += n;
+    for (size_t k = 0; k < n; k++) {
+      cucap_cupti_pc_site *s = &E->site[idx[k]];
+      if (!E->api.cuptiGetSassToSourceCorrelation || s->file)
+        continue;
+      CUpti_GetSassToSourceCorrelationParams p;
+      memset(&p, 0, sizeof p);
+      p.size = CUpti_GetSassToSourceCorrelationParamsSize;
+      p.cubin = cb->data;
+      p.cubinSize = cb->size;
+      p.functionName = s->function;
+      p.pcOffset = s->pc_offset;
+      int q = E->quiet;
+      E->quiet = 1; /* no line info is common (no -lineinfo) */
+      if (CK_CALL(E, cuptiGetSassToSourceCorrelation, &p)) {
+        if (p.fileName && *p.fileName) {
+          char path[2048];
+          if (p.dirName && *p.dirName && p.fileName[0] != '/')
+            snprintf(path, sizeof path, "%s/%s", p.dirName, p.fileName);
+          else
+            snprintf(path, sizeof path, "%s", p.fileName);
+          s->file = ck_intern(&E->str, path);
+          s->line = p.lineNumber;
+        }
+      }
+      E->quiet = q;
+      free(p.fileName);
+      free(p.dirName);
+    }
+    if (tool && !cb->disasm_done) {
+      g_sort_engine = E;
+      qsort(idx, n, sizeof *idx, ck_site_cmp);
+      ck_disasm_cubin(E, cb, tool, idx, n);
+      cb->disasm_done = 1;
+    }
+  }
+  for (size_t i = 0; i < E->nsite; i++)
+    with_line += E->site[i].file != NULL;
+  free(idx);
+  CUCAP_INFO("profile: %zu sampled instruction(s): %zu in a known cubin, %zu "
+             "with a source line%s", E->nsite, with_cubin, with_line,
+             tool ? "" : "; nvdisasm not found, no SASS text");
+}
+
+/* ------------------------------------------------------------ SASS metrics */
+
+static const char *const ck_sass_names[3] = {
+    "smsp__sass_inst_executed", "smsp__sass_thread_inst_executed",
+    "smsp__sass_sectors_mem_global"};
+
+int ck_sass_setup(ck_engine *E) {
+  if (!(E->api.groups & CK_SASS)) {
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE,
+               "%s has no SASS metrics API (missing: %s)", E->api.path,
+               E->api.missing);
+    return 0;
+  }
+  if (!E->env.chip[0] && !ck_prof_init(E)) {
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE,
+               "no chip name: %s", E->last_msg);
+    return 0;
+  }
+  CUpti_SassMetrics_Config cfg[3];
+  size_t n = 0;
+  for (int i = 0; i < 3; i++) {
+    CUpti_SassMetrics_GetProperties_Params gp;
+    memset(&gp, 0, sizeof gp);
+    gp.structSize = CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE;
+    gp.pChipName = E->env.chip;
+    gp.pMetricName = ck_sass_names[i];
+    if (!CK_CALL(E, cuptiSassMetricsGetProperties, &gp)) {
+      E->sass_id[i] = UINT64_MAX;
+      continue;
+    }
+    E->sass_id[i] = gp.metric.metricId;
+    cfg[n].metricId = gp.metric.metricId;
+    cfg[n].outputGranularity = CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU;
+    n++;
+  }
+  if (!n) {
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE,
+               "none of the SASS metrics exists on %s: %s", E->env.chip,
+               E->last_msg);
+    return 0;
+  }
+  CUpti_SassMetricsSetConfig_Params sp;
+  memset(&sp, 0, sizeof sp);
+  sp.structSize = CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE;
+  sp.numOfMetricConfig = n;
+  sp.pConfigs = cfg;
+  sp.deviceIndex = (uint32_t)E->device;
+  if (!CK_CALL(E, cuptiSassMetricsSetConfig, &sp)) {
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE, "%s",
+               E->last_msg);
+    return 0;
+  }
+  E->sass_state = 1; /* configured */
+  return 1;
+}
+
+void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
+  if (E->sass_state != 1 || op->capturing || !ck_in_window(E, op->rec_index))
+    return;
+  CUpti_SassMetricsEnable_Params ep;
+  memset(&ep, 0, sizeof ep);
+  ep.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE;
+  ep.ctx = E->ctx;
+  ep.enableLazyPatching = 1;
+  E->sass_state = CK_CALL(E, cuptiSassMetricsEnable, &ep) ? 2 : 4;
+  if (E->sass_state == 4)
+    snprintf(E->sass_why, sizeof E->sass_why, "%s", E->last_msg);
+}
+
+static void ck_sass_collect(ck_engine *E) {
+  E->own_call = 1;
+  if (E->cu.CtxSynchronize)
+    E->cu.CtxSynchronize();
+  E->own_call = 0;
+  CUpti_SassMetricsGetDataProperties_Params pp;
+  memset(&pp, 0, sizeof pp);
+  pp.structSize = CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE;
+  pp.ctx = E->ctx;
+  if (CK_CALL(E, cuptiSassMetricsGetDataProperties, &pp) &&
+      pp.numOfPatchedInstructionRecords && pp.numOfInstances) {
+    size_t nr = pp.numOfPatchedInstructionRecords, ni = pp.numOfInstances;
+    CUpti_SassMetrics_Data *d = calloc(nr, sizeof *d);
+    CUpti_SassMetrics_InstanceValue *iv = calloc(nr * ni, sizeof *iv);
+    if (d && iv) {
+      for (size_t i = 0; i < nr; i++) {
+        d[i].structSize = sizeof d[i];
+        d[i].pInstanceValues = iv + i * ni;
+      }
+      CUpti_SassMetricsFlushData_Params fp;
+      memset(&fp, 0, sizeof fp);
+      fp.structSize = CUpti_SassMetricsFlushData_Params_STRUCT_SIZE;
+      fp.ctx = E->ctx;
+      fp.numOfPatchedInstructionRecords = nr;
+      fp.numOfInstances = ni;
+      fp.pMetricsData = d;
+      if (CK_CALL(E, cuptiSassMetricsFlushData, &fp)) {
+        for (size_t i = 0; i < nr; i++) {
+          if (!ck_grow((void **)&E->sass, &E->capsass, E->nsass + 1,
+                       sizeof *E->sass))
+            break;
+          ck_sassrec *r = &E->sass[E->nsass++];
+          memset(r, 0, sizeof *r);
+          r->crc32 = d[i].cubinCrc;
+          r->function = ck_intern(&E->str, d[i].functionName ? d[i].functionName : "?");
+          r->pc = d[i].pcOffset;
+          for (size_t j = 0; j < ni; j++)
+            for (int m = 0; m < 3; m++)
+              if (d[i].pInstanceValues[j].metricId == E->sass_id[m])
+                r->v[m] += d[i].pInstanceValues[j].value;
+        }
+      }
+    }
+    free(d);
+    free(iv);
+  }
+  CUpti_SassMetricsDisable_Params dp;
+  memset(&dp, 0, sizeof dp);
+  dp.structSize = CUpti_SassMetricsDisable_Params_STRUCT_SIZE;
+  dp.ctx = E->ctx;
+  if (CK_CALL(E, cuptiSassMetricsDisable, &dp) && dp.numOfDroppedRecords)
+    CUCAP_WARN("profile: SASS metrics: %zu record(s) dropped",
+               dp.numOfDroppedRecords);
+  E->sass_state = 3;
+}
+
+void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op) {
+  if (E->sass_state == 2 && !op->capturing && op->rec_index == E->win_hi)
+    ck_sass_collect(E);
+}
+
+static uint64_t ck_sass_key(uint32_t crc, const char *fn, uint64_t pc) {
+  uint64_t h = (uint64_t)crc * 0x9e3779b97f4a7c15ull;
+  h ^= ((uint64_t)(uintptr_t)fn >> 3) * 0xc2b2ae3d27d4eb4full;
+  return h ^ (pc * 0x165667b19e3779f9ull);
+}
+
+void ck_sass_pass_end(ck_engine *E) {
+  if (E->sass_state == 2)
+    ck_sass_collect(E);
+  if (E->sass_state >= 1) {
+    CUpti_SassMetricsUnsetConfig_Params up;
+    memset(&up, 0, sizeof up);
+    up.structSize = CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE;
+    up.deviceIndex = (uint32_t)E->device;
+    CK_CALL(E, cuptiSassMetricsUnsetConfig, &up);
+  }
+  /* join to the sampled instructions (PC-sampling CRCs are 64-bit, SASS
+   * metrics report the low 32 bits) */
+  rp_map by32;
+  memset(&by32, 0, sizeof by32);
+  for (size_t k = 0; k < E->nsite; k++) {
+    const cucap_cupti_pc_site *s = &E->site[k];
+    uint64_t h = ck_sass_key((uint32_t)s->cubin_crc, s->function, s->pc_offset);
+    while (rp_map_get(&by32, h, NULL))
+      h++;
+    rp_map_put(&by32, h, k + 1);
+  }
+  size_t joined = 0;
+  for (size_t i = 0; i < E->nsass; i++) {
+    const ck_sassrec *r = &E->sass[i];
+    uint64_t v = 0;
+    for (uint64_t h = ck_sass_key(r->crc32, r->function, r->pc);
+         rp_map_get(&by32, h, &v); h++) {
+      cucap_cupti_pc_site *s = &E->site[v - 1];
+      if ((uint32_t)s->cubin_crc != r->crc32 || s->function != r->function ||
+          s->pc_offset != r->pc)
+        continue;
+      /* a record may carry one metric or all: sum what comes */
+      uint64_t *dst[3] = {&s->inst_executed, &s->thread_inst_executed,
+                          &s->mem_sectors};
+      for (int m = 0; m < 3; m++) {
+        if (E->sass_id[m] == UINT64_MAX)
+          continue;
+        if (*dst[m] == UINT64_MAX)
+          *dst[m] = 0;
+        *dst[m] += r->v[m];
+      }
+      joined++;
+    }
+  }
+  rp_map_free(&by32);
+  if (E->sass_state == 4)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->sass_why);
+  else if (!E->nkern)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
+               "no kernel ran in the profiled window: nothing to measure");
+  else if (!E->nsass)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED,
+               "no SASS metrics records for the %zu kernel execution(s) of "
+               "the window", E->nkern);
+  else
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
+               "%zu instruction records, %zu joined to sampled instructions",
+               E->nsass, joined);
+  E->sass_state = 0;
+}

@@ -1,0 +1,491 @@
+/* cupti_timeline.c - the timeline passes of the CUPTI engine: Activity
+ * records of kernels (CONCURRENT_KERNEL: kernels keep running concurrently,
+ * unlike KIND_KERNEL which serializes them), memcpys and memsets, joined to
+ * the ops through the correlation map (cupti_engine.c), numbered within
+ * their op by start time (sub), and with --loop N the per-execution median
+ * and spread over N passes.
+ *
+ * CUPTI hands filled buffers to a callback without a user pointer, on its
+ * own worker thread or inside cuptiActivityFlushAll: the records of
+ * interest are copied out under E->mu and joined on the replayer's thread
+ * at pass_end, after the context was synchronized and the buffers flushed.
+ * The record layouts read here (Kernel10, Memcpy6, Memset4) only use fields
+ * that have kept their offsets since CUDA 11. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_log.h"
+#include "cupti_internal.h"
+
+#define CK_ACT_BUF_SIZE ((size_t)8 << 20)
+
+/* CUPTI's buffer callbacks carry no user pointer: the engine that
+ * registered them (one per process, as CUPTI allows one subscriber). The
+ * pointer is read by CUPTI's worker thread: g_timeline_mu keeps the engine
+ * alive while a buffer is being read (never held across a CUPTI call, which
+ * may deliver a buffer on the calling thread). */
+static ck_engine *g_timeline_engine;
+static pthread_mutex_t g_timeline_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void CUPTIAPI ck_buf_request(uint8_t **buffer, size_t *size,
+                                    size_t *max_records) {
+  *buffer = aligned_alloc(ACTIVITY_RECORD_ALIGNMENT, CK_ACT_BUF_SIZE);
+  *size = *buffer ? CK_ACT_BUF_SIZE : 0;
+  *max_records = 0;
+}
+
+static void ck_keep(ck_engine *E, const CUpti_Activity *r) {
+  ck_act a;
+  memset(&a, 0, sizeof a);
+  a.kind = (uint8_t)r->kind;
+  switch (r->kind) {
+  case CUPTI_ACTIVITY_KIND_KERNEL:
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+    const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+    a.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    a.corr = k->correlationId;
+    a.stream = k->streamId;
+    a.ctx = k->contextId;
+    a.start = k->start;
+    a.end = k->end;
+    a.grid[0] = k->gridX, a.grid[1] = k->gridY, a.grid[2] = k->gridZ;
+    a.block[0] = k->blockX, a.block[1] = k->blockY, a.block[2] = k->blockZ;
+    a.regs = k->registersPerThread;
+    a.ssmem = (uint32_t)k->staticSharedMemory;
+    a.dsmem = (uint32_t)k->dynamicSharedMemory;
+    if (k->name) {
+      size_t n = strlen(k->name) + 1;
+      a.name = malloc(n);
+      if (a.name)
+        memcpy(a.name, k->name, n);
+    }
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMCPY: {
+    const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+    a.corr = m->correlationId;
+    a.stream = m->streamId;
+    a.ctx = m->contextId;
+    a.start = m->start;
+    a.end = m->end;
+    a.bytes = m->bytes;
+    a.copy_kind = m->copyKind;
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMSET: {
+    const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
+    a.corr = m->correlationId;
+    a.stream = m->streamId;
+    a.ctx = m->contextId;
+    a.start = m->start;
+    a.end = m->end;
+    a.bytes = m->bytes;
+    break;
+  }
+  default:
+    return;
+  }
+  if (!ck_grow((void **)&E->pend, &E->cappend, E->npend + 1, sizeof *E->pend)) {
+    free(a.name);
+    return;
+  }
+  E->pend[E->npend++] = a;
+}
+
+static void CUPTIAPI ck_buf_complete(CUcontext ctx, uint32_t stream_id,
+                                     uint8_t *buffer, size_t size,
+                                     size_t valid) {
+  (void)size;
+  pthread_mutex_lock(&g_timeline_mu);
+  ck_engine *E = g_timeline_engine;
+  if (E && buffer && valid) {
+    pthread_mutex_lock(&E->mu);
+    CUpti_Activity *r = NULL;
+    for (;;) {
+      CUptiResult st = E->api.cuptiActivityGetNextRecord(buffer, valid, &r);
+      if (st != CUPTI_SUCCESS) {
+        if (st != CUPTI_ERROR_MAX_LIMIT_REACHED)
+          CUCAP_DEBUG("cupti: cuptiActivityGetNextRecord stopped with %d", (int)st);
+        break;
+      }
+      ck_keep(E, r);
+    }
+    size_t dropped = 0;
+    if (E->api.cuptiActivityGetNumDroppedRecords &&
+        E->api.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) ==
+            CUPTI_SUCCESS)
+      E->act_dropped += dropped;
+    pthread_mutex_unlock(&E->mu);
+  }
+  pthread_mutex_unlock(&g_timeline_mu);
+  free(buffer);
+}
+
+static const CUpti_ActivityKind ck_kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET};
+
+int ck_timeline_attach(ck_engine *E) {
+  pthread_mutex_lock(&g_timeline_mu);
+  int busy = g_timeline_engine && g_timeline_engine != E;
+  if (!busy)
+    g_timeline_engine = E;
+  pthread_mutex_unlock(&g_timeline_mu);
+  if (busy) {
+    snprintf(E->last_msg, sizeof E->last_msg,
+             "another profiling engine is active in this process");
+    return 0;
+  }
+  if (!CK_CALL(E, cuptiActivityRegisterCallbacks, ck_buf_request,
+               ck_buf_complete))
+    return 0;
+  for (size_t i = 0; i < sizeof ck_kinds / sizeof *ck_kinds; i++)
+    if (!CK_CALL(E, cuptiActivityEnable, ck_kinds[i]))
+      return 0;
+  ck_api_records(E, 1);
+  return 1;
+}
+
+/* CUPTI documents correlation ids as generated only while an API activity
+ * kind is enabled: DRIVER records are switched on for the passes that join
+ * by correlation id (timeline, PC sampling) and dropped on arrival.
+ * CUCAP_CUPTI_NO_API_RECORDS=1 leaves them off (to measure whether the
+ * callbacks' ids are enough, and what the records cost). */
+void ck_api_records(ck_engine *E, int on) {
+  const char *no = getenv("CUCAP_CUPTI_NO_API_RECORDS");
+  if (no && *no && *no != '0')
+    return;
+  int q = E->quiet;
+  E->quiet = !on;
+  if (on ? !CK_CALL(E, cuptiActivityEnable, CUPTI_ACTIVITY_KIND_DRIVER)
+         : !CK_CALL(E, cuptiActivityDisable, CUPTI_ACTIVITY_KIND_DRIVER))
+    CUCAP_DEBUG("profile: driver API activity records %s: %s",
+                on ? "not enabled" : "not disabled", E->last_msg);
+  E->quiet = q;
+}
+
+void ck_timeline_disable(ck_engine *E) {
+  pthread_mutex_lock(&g_timeline_mu);
+  int mine = g_timeline_engine == E;
+  pthread_mutex_unlock(&g_timeline_mu);
+  if (!mine)
+    return;
+  int q = E->quiet;
+  E->quiet = 1;
+  for (size_t i = 0; i < sizeof ck_kinds / sizeof *ck_kinds; i++)
+    CK_CALL(E, cuptiActivityDisable, ck_kinds[i]);
+  ck_api_records(E, 0);
+  CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  E->quiet = q;
+  ck_timeline_forget(E);
+  ck_act_free(E);
+}
+
+void ck_timeline_forget(ck_engine *E) {
+  pthread_mutex_lock(&g_timeline_mu);
+  if (g_timeline_engine == E)
+    g_timeline_engine = NULL;
+  pthread_mutex_unlock(&g_timeline_mu);
+}
+
+void ck_act_free(ck_engine *E) {
+  pthread_mutex_lock(&E->mu);
+  for (size_t i = 0; i < E->npend; i++)
+    free(E->pend[i].name);
+  free(E->pend);
+  E->pend = NULL;
+  E->npend = E->cappend = 0;
+  pthread_mutex_unlock(&E->mu);
+}
+
+/* ------------------------------------------------------------ joining */
+
+typedef struct ck_tl {
+  uint64_t rec_index, start;
+  size_t act;
+  int64_t op;
+} ck_tl;
+
+static int ck_tl_cmp(const void *a, const void *b) {
+  const ck_tl *x = a, *y = b;
+  if (x->rec_index != y->rec_index)
+    return x->rec_index < y->rec_index ? -1 : 1;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return x->act < y->act ? -1 : x->act > y->act;
+}
+
+/* One measurement: its duration (for the statistics) and its GPU start and
+ * end in replay pass `pass` (for the profile's per-pass timings). */
+static int ck_add_time(double **d, cucap_cupti_time **t, unsigned *n,
+                       unsigned pass, const ck_act *a) {
+  if (!a->start || a->end < a->start)
+    return 1; /* no timestamps (CUPTI lacked device memory): not measured */
+  double *nd = realloc(*d, (*n + 1) * sizeof *nd);
+  if (!nd)
+    return 0;
+  *d = nd;
+  cucap_cupti_time *nt = realloc(*t, (*n + 1) * sizeof *nt);
+  if (!nt)
+    return 0;
+  *t = nt;
+  nd[*n] = (double)(a->end - a->start);
+  nt[*n] = (cucap_cupti_time){pass, a->start, a->end};
+  (*n)++;
+  return 1;
+}
+
+void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
+  CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  pthread_mutex_lock(&E->mu);
+  ck_act *acts = E->pend;
+  size_t nacts = E->npend;
+  E->pend = NULL;
+  E->npend = E->cappend = 0;
+  pthread_mutex_unlock(&E->mu);
+
+  ck_tl *kt = calloc(nacts ? nacts : 1, sizeof *kt);
+  ck_tl *ct = calloc(nacts ? nacts : 1, sizeof *ct);
+  size_t nk = 0, nc = 0;
+  uint64_t unattr = 0, unattr_k = 0, t0 = UINT64_MAX;
+  if (!kt || !ct) {
+    ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < nacts; i++) {
+    int64_t op = ck_corr_op(E, acts[i].corr);
+    if (op < 0) {
+      unattr++;
+      unattr_k += acts[i].kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      continue;
+    }
+    uint64_t ri = E->ops[op].rec_index;
+    if (!E->o.timeline_all && !ck_in_window(E, ri))
+      continue;
+    if (acts[i].start && acts[i].start < t0)
+      t0 = acts[i].start;
+    ck_tl t = {ri, acts[i].start, i, op};
+    if (acts[i].kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+      kt[nk++] = t;
+    else
+      ct[nc++] = t;
+  }
+  qsort(kt, nk, sizeof *kt, ck_tl_cmp);
+  qsort(ct, nc, sizeof *ct, ck_tl_cmp);
+  /* copies outside any op are the replayer's own (restoring memory between
+   * passes); a kernel outside any op is a real attribution problem */
+  E->unattributed += unattr;
+  if (unattr_k)
+    CUCAP_WARN("profile: timeline pass %u: %" PRIu64 " kernel record(s) "
+               "matched no replayed op (correlation id unknown)", tpass + 1,
+               unattr_k);
+  else if (unattr)
+    CUCAP_DEBUG("profile: timeline pass %u: %" PRIu64 " copy/memset "
+                "record(s) outside the capture's ops", tpass + 1, unattr);
+  if (tpass == 0)
+    E->t_origin = t0 == UINT64_MAX ? 0 : t0;
+
+  /* kernels */
+  uint32_t sub = 0;
+  for (size_t i = 0; i < nk; i++) {
+    sub = (i && kt[i].rec_index == kt[i - 1].rec_index) ? sub + 1 : 0;
+    const ck_act *a = &acts[kt[i].act];
+    if (tpass == 0) {
+      if (!ck_grow((void **)&E->kern, &E->capkern, E->nkern + 1,
+                   sizeof *E->kern) ||
+          !ck_grow((void **)&E->kx, &E->capkx, E->nkern + 1, sizeof *E->kx)) {
+        ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
+        goto out;
+      }
+      const ck_op *o = &E->ops[kt[i].op];
+      cucap_cupti_kernel *k = &E->kern[E->nkern];
+      ck_kx *x = &E->kx[E->nkern];
+      memset(k, 0, sizeof *k);
+      memset(x, 0, sizeof *x);
+      k->rec_index = o->rec_index;
+      k->seq = o->seq;
+      k->launch_index = o->launch_index;
+      k->sub = sub;
+      k->callstack = o->callstack;
+      k->name = ck_intern(&E->str, a->name ? a->name : "?");
+      k->stream_id = a->stream;
+      k->stream = o->stream;
+      for (int d = 0; d < 3; d++) {
+        k->grid[d] = (uint32_t)a->grid[d];
+        k->block[d] = (uint32_t)a->block[d];
+      }
+      k->registers = a->regs;
+      k->static_smem = a->ssmem;
+      k->dynamic_smem = a->dsmem;
+      k->start_ns = a->start >= E->t_origin ? (double)(a->start - E->t_origin) : 0;
+      x->context_id = a->ctx;
+      ck_add_time(&x->durs, &x->t, &x->ndurs, E->pass, a);
+      E->nkern++;
+    } else {
+      int64_t ki = ck_kernel_find(E, kt[i].rec_index, sub);
+      const char *nm = a->name ? a->name : "?";
+      if (ki < 0 || strcmp(E->kern[ki].name, nm)) {
+        E->timeline_mismatch++;
+        continue;
+      }
+      ck_add_time(&E->kx[ki].durs, &E->kx[ki].t, &E->kx[ki].ndurs, E->pass, a);
+    }
+  }
+  if (tpass > 0) {
+    /* kernels the first pass saw and this one did not */
+    for (size_t i = 0; i < E->nkern; i++)
+      if (E->kx[i].ndurs < tpass)
+        E->timeline_mismatch++;
+  }
+
+  /* copies and memsets */
+  sub = 0;
+  for (size_t i = 0; i < nc; i++) {
+    sub = (i && ct[i].rec_index == ct[i - 1].rec_index) ? sub + 1 : 0;
+    const ck_act *a = &acts[ct[i].act];
+    if (tpass == 0) {
+      if (!ck_grow((void **)&E->copy, &E->capcopy, E->ncopy + 1,
+                   sizeof *E->copy) ||
+          !ck_grow((void **)&E->cx, &E->capcx, E->ncopy + 1, sizeof *E->cx))
+        break;
+      int64_t op = ct[i].op;
+      cucap_cupti_copy *c = &E->copy[E->ncopy];
+      ck_cx *x = &E->cx[E->ncopy];
+      memset(c, 0, sizeof *c);
+      memset(x, 0, sizeof *x);
+      c->rec_index = E->ops[op].rec_index;
+      c->seq = E->ops[op].seq;
+      c->sub = sub;
+      c->is_memset = a->kind == CUPTI_ACTIVITY_KIND_MEMSET;
+      c->copy_kind = a->copy_kind;
+      c->rec_copy_kind = E->ops[op].copy_kind;
+      c->bytes = a->bytes;
+      c->stream_id = a->stream;
+      c->stream = E->ops[op].stream;
+      c->start_ns = a->start >= E->t_origin ? (double)(a->start - E->t_origin) : 0;
+      ck_add_time(&x->durs, &x->t, &x->ndurs, E->pass, a);
+      E->ncopy++;
+    } else {
+      /* copies are matched by (record, position) like kernels */
+      size_t lo = 0, hi = E->ncopy;
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const cucap_cupti_copy *c = &E->copy[mid];
+        if (c->rec_index < ct[i].rec_index ||
+            (c->rec_index == ct[i].rec_index && c->sub < sub))
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      if (lo < E->ncopy && E->copy[lo].rec_index == ct[i].rec_index &&
+          E->copy[lo].sub == sub) {
+        ck_add_time(&E->cx[lo].durs, &E->cx[lo].t, &E->cx[lo].ndurs, E->pass, a);
+      } else {
+        E->timeline_mismatch++;
+      }
+    }
+  }
+out:
+  for (size_t i = 0; i < nacts; i++)
+    free(acts[i].name);
+  free(acts);
+  free(kt);
+  free(ct);
+}
+
+static int ck_dcmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void ck_stats(double *d, unsigned n, double *med, double *mn,
+                     double *mx, double *mean) {
+  if (!n) {
+    *med = *mn = *mx = NAN;
+    if (mean)
+      *mean = NAN;
+    return;
+  }
+  double *t = malloc(n * sizeof *t);
+  double sum = 0;
+  for (unsigned i = 0; i < n; i++)
+    sum += d[i];
+  if (t) {
+    memcpy(t, d, n * sizeof *t);
+    qsort(t, n, sizeof *t, ck_dcmp);
+    *med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    *mn = t[0];
+    *mx = t[n - 1];
+    free(t);
+  } else {
+    *med = *mn = *mx = d[0];
+  }
+  if (mean)
+    *mean = sum / n;
+}
+
+void ck_timeline_finish(ck_engine *E) {
+  for (size_t i = 0; i < E->nkern; i++) {
+    cucap_cupti_kernel *k = &E->kern[i];
+    k->ntimes = E->kx[i].ndurs;
+    ck_stats(E->kx[i].durs, E->kx[i].ndurs, &k->dur_median_ns, &k->dur_min_ns,
+             &k->dur_max_ns, &k->dur_mean_ns);
+  }
+  for (size_t i = 0; i < E->ncopy; i++) {
+    cucap_cupti_copy *c = &E->copy[i];
+    c->ntimes = E->cx[i].ndurs;
+    ck_stats(E->cx[i].durs, E->cx[i].ndurs, &c->dur_median_ns, &c->dur_min_ns,
+             &c->dur_max_ns, NULL);
+  }
+  if (E->sec[CUCAP_CUPTI_TIMELINE].state != CUCAP_CUPTI_NOT_REQUESTED)
+    return; /* a failure was already noted */
+  char extra[256] = "";
+  size_t l = 0;
+  if (E->unattributed)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          "; %" PRIu64 " records outside the capture's ops",
+                          E->unattributed);
+  if (E->act_dropped && l < sizeof extra)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          "; CUPTI dropped %" PRIu64 " records", E->act_dropped);
+  if (E->timeline_mismatch && l < sizeof extra)
+    snprintf(extra + l, sizeof extra - l,
+             "; %" PRIu64 " kernel executions differed between passes",
+             E->timeline_mismatch);
+  int partial = E->act_dropped || E->timeline_mismatch;
+  ck_section(E, CUCAP_CUPTI_TIMELINE,
+             partial ? CUCAP_CUPTI_PARTIAL : CUCAP_CUPTI_COLLECTED,
+             "%zu kernel executions, %zu copies/memsets over %u pass(es), %"
+             PRIu64 " launches in the window%s", E->nkern, E->ncopy,
+             E->sec[CUCAP_CUPTI_TIMELINE].passes, E->launches_in_window, extra);
+}
+
+size_t cucap_cupti_kernels(const cucap_cupti *e, const cucap_cupti_kernel **out) {
+  *out = e->kern;
+  return e->nkern;
+}
+
+size_t cucap_cupti_copies(const cucap_cupti *e, const cucap_cupti_copy **out) {
+  *out = e->copy;
+  return e->ncopy;
+}
+
+size_t cucap_cupti_kernel_times(const cucap_cupti *e, size_t k,
+                                const cucap_cupti_time **out) {
+  *out = NULL;
+  if (k >= e->nkern)
+    return 0;
+  *out = e->kx[k].t;
+  return e->kx[k].ndurs;
+}
+
+size_t cucap_cupti_copy_times(const cucap_cupti *e, size_t c,
+                              const cucap_cupti_time **out) {
+  *out = NULL;
+  if (c >= e->ncopy)
+    return 0;
+  *out = e->cx[c].t;
+  return e->cx[c].ndurs;
+}

@@ -1,0 +1,658 @@
+/* derive_plan.c - which records of a source capture a derived capture
+ * keeps: objects live at the cut, what the kept range uses, the device
+ * regions to upload (derive_internal.h). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "derive_internal.h"
+
+void dv_plan_init(dv_plan *p, cucap_reader *r) {
+  memset(p, 0, sizeof *p);
+  p->r = r;
+  p->snap_rec = DV_NONE;
+  p->seq_first = UINT64_MAX;
+  p->launch_first = UINT64_MAX;
+  sh_vec_init(&p->allocs, sizeof(dv_alloc));
+  sh_vec_init(&p->globals, sizeof(dv_global));
+  sh_vec_init(&p->global_writes, sizeof(dv_gwrite));
+  sh_vec_init(&p->graph_fns, sizeof(dv_gfn));
+  sh_vec_init(&p->always, sizeof(uint64_t));
+  sh_vec_init(&p->regions, sizeof(cucap_state_region));
+  sh_vec_init(&p->region_ctx, sizeof(uint64_t));
+}
+
+void dv_plan_free(dv_plan *p) {
+  free(p->keep);
+  sh_map *maps[] = {&p->a_plain, &p->a_vmap, &p->a_vres, &p->a_vcreate, &p->a_pool,
+                    &p->a_array, &p->a_access, &p->ctx_create, &p->ctx_primary, &p->mod,
+                    &p->fn, &p->fn_mod, &p->stream, &p->event, &p->gexec, &p->use_fn,
+                    &p->use_mod, &p->use_stream, &p->use_ctx};
+  for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
+    sh_map_free(maps[i]);
+  sh_vec *vecs[] = {&p->allocs, &p->globals, &p->global_writes, &p->graph_fns, &p->always,
+                    &p->regions, &p->region_ctx};
+  for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
+    sh_vec_free(vecs[i]);
+  p->keep = NULL;
+}
+
+cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, int exit_code,
+                     const char *fmt, ...) {
+  if (!rep->error[0]) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->error, sizeof rep->error, fmt, ap);
+    va_end(ap);
+    rep->exit_code = exit_code;
+  }
+  return st;
+}
+
+cucap_status dv_next(dv_plan *p, const cucap_fb_record **rec, const void **buf, size_t *size) {
+  const void *rv = NULL;
+  cucap_status st = cucap_reader_next(p->r, &rv, buf, size);
+  *rec = rv;
+  return st;
+}
+
+cucap_status dv_count(dv_plan *p) {
+  CUCAP_FORWARD(cucap_reader_rewind(p->r));
+  const cucap_fb_record *rec;
+  const void *buf;
+  size_t size;
+  cucap_status st;
+  uint64_t n = 0;
+  while ((st = dv_next(p, &rec, &buf, &size)) == CUCAP_OK)
+    n++;
+  if (st != CUCAP_END)
+    return st;
+  cucap_reader_recovery rv;
+  cucap_reader_recovery_get(p->r, &rv);
+  if (!rv.complete)
+    return CUCAP_ERR_TRUNCATED;
+  p->nrecords = n;
+  p->keep = calloc(n ? n : 1, 1);
+  return p->keep ? CUCAP_OK : CUCAP_ERR_NOMEM;
+}
+
+cucap_status dv_read_at(dv_plan *p, uint64_t idx, sh_rec_copy *out) {
+  memset(out, 0, sizeof *out);
+  CUCAP_FORWARD(cucap_reader_rewind(p->r));
+  const cucap_fb_record *rec;
+  const void *buf;
+  size_t size;
+  for (uint64_t i = 0; i <= idx; i++) {
+    cucap_status st = dv_next(p, &rec, &buf, &size);
+    if (st != CUCAP_OK)
+      return st == CUCAP_END ? CUCAP_ERR_NOT_FOUND : st;
+  }
+  return sh_rec_copy_make(out, buf, size, rec) ? CUCAP_OK : CUCAP_ERR_NOMEM;
+}
+
+/* ------------------------------------------------------------ liveness */
+
+static int push_u64(sh_vec *v, uint64_t x) {
+  uint64_t *p = sh_vec_push(v);
+  if (!p)
+    return 0;
+  *p = x;
+  return 1;
+}
+
+static dv_alloc *alloc_at(dv_plan *p, uint64_t idx1) {
+  return idx1 ? sh_vec_at(&p->allocs, idx1 - 1) : NULL;
+}
+
+/* Records a new allocation under key in map m (replacing a stale entry). */
+static int alloc_add(dv_plan *p, sh_map *m, uint64_t key, const cucap_fb_alloc *a,
+                     uint64_t ctx, uint64_t rec) {
+  uint64_t old;
+  if (sh_map_get(m, key, &old) && alloc_at(p, old))
+    alloc_at(p, old)->live = 0;
+  dv_alloc *d = sh_vec_push(&p->allocs);
+  if (!d)
+    return 0;
+  d->addr = cucap_fb_alloc_address(a);
+  d->size = sh_alloc_size(a);
+  d->kind = cucap_fb_alloc_kind(a);
+  d->handle = cucap_fb_alloc_handle(a);
+  d->ctx = ctx;
+  d->rec = rec;
+  d->live = 1;
+  return sh_map_put(m, key, p->allocs.n);
+}
+
+static void alloc_del(dv_plan *p, sh_map *m, uint64_t key) {
+  uint64_t old;
+  if (sh_map_del(m, key, &old) && alloc_at(p, old))
+    alloc_at(p, old)->live = 0;
+}
+
+dv_alloc *dv_alloc_find(dv_plan *p, uint64_t addr) {
+  for (size_t i = p->allocs.n; i-- > 0;) {
+    dv_alloc *a = sh_vec_at(&p->allocs, i);
+    if (a->live && sh_alloc_is_device(a->kind) && addr - a->addr < (a->size ? a->size : 1))
+      return a;
+  }
+  return NULL;
+}
+
+static const dv_global *global_at(dv_plan *p, uint64_t addr) {
+  for (size_t i = 0; i < p->globals.n; i++) {
+    const dv_global *g = sh_vec_at(&p->globals, i);
+    if (g->live && addr - g->addr < (g->size ? g->size : 1))
+      return g;
+  }
+  return NULL;
+}
+
+static void module_gone(dv_plan *p, uint64_t h) {
+  sh_map_del(&p->mod, h, NULL);
+  for (size_t i = 0; i < p->fn_mod.cap; i++) {
+    if (!p->fn_mod.keys || !p->fn_mod.keys[i] || p->fn_mod.vals[i] != h)
+      continue;
+    uint64_t f = p->fn_mod.keys[i];
+    sh_map_del(&p->fn, f, NULL);
+    /* fn_mod itself keeps the entry (deleting while iterating would move
+     * others); a later Function record replaces it */
+  }
+  for (size_t i = 0; i < p->globals.n; i++) {
+    dv_global *g = sh_vec_at(&p->globals, i);
+    if (g->module == h)
+      g->live = 0;
+  }
+}
+
+static int scan_alloc(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
+  const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
+  uint64_t ctx = cucap_fb_record_context(rec);
+  uint64_t addr = cucap_fb_alloc_address(a), h = cucap_fb_alloc_handle(a);
+  switch (cucap_fb_alloc_kind(a)) {
+  case CUCAP_FB_ALLOCKIND_VMMMAP: return alloc_add(p, &p->a_vmap, addr, a, ctx, i);
+  case CUCAP_FB_ALLOCKIND_VMMRESERVE: return alloc_add(p, &p->a_vres, addr, a, ctx, i);
+  case CUCAP_FB_ALLOCKIND_VMMCREATE: return alloc_add(p, &p->a_vcreate, h, a, ctx, i);
+  case CUCAP_FB_ALLOCKIND_VMMSETACCESS: return alloc_add(p, &p->a_access, addr, a, ctx, i);
+  case CUCAP_FB_ALLOCKIND_POOL: return alloc_add(p, &p->a_pool, h ? h : cucap_fb_alloc_pool(a), a, ctx, i);
+  case CUCAP_FB_ALLOCKIND_ARRAY: return alloc_add(p, &p->a_array, h ? h : addr, a, ctx, i);
+  default: return alloc_add(p, &p->a_plain, addr, a, ctx, i);
+  }
+}
+
+static void scan_free(dv_plan *p, const cucap_fb_record *rec) {
+  const cucap_fb_free *f = cucap_fb_record_body_as_free(rec);
+  uint64_t addr = cucap_fb_free_address(f), h = cucap_fb_free_handle(f);
+  switch (cucap_fb_free_kind(f)) {
+  case CUCAP_FB_ALLOCKIND_VMMMAP:
+    alloc_del(p, &p->a_vmap, addr);
+    alloc_del(p, &p->a_access, addr);
+    break;
+  case CUCAP_FB_ALLOCKIND_VMMRESERVE: alloc_del(p, &p->a_vres, addr); break;
+  case CUCAP_FB_ALLOCKIND_VMMCREATE: alloc_del(p, &p->a_vcreate, h); break;
+  case CUCAP_FB_ALLOCKIND_POOL: alloc_del(p, &p->a_pool, h); break;
+  case CUCAP_FB_ALLOCKIND_ARRAY: alloc_del(p, &p->a_array, h ? h : addr); break;
+  default: alloc_del(p, &p->a_plain, addr); break;
+  }
+}
+
+/* A copy or memset writing into a live module global (cudaMemcpyToSymbol):
+ * kept when the module is. */
+static int scan_global_write(dv_plan *p, uint64_t dst, uint64_t i) {
+  const dv_global *g = global_at(p, dst);
+  if (!g)
+    return 1;
+  dv_gwrite *w = sh_vec_push(&p->global_writes);
+  if (!w)
+    return 0;
+  w->rec = i;
+  w->module = g->module;
+  return 1;
+}
+
+static int scan_graph(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
+  const cucap_fb_graph *g = cucap_fb_record_body_as_graph(rec);
+  int op = cucap_fb_graph_op(g);
+  uint64_t ex = cucap_fb_graph_exec(g);
+  if (cucap_fb_record_seq(rec) == 0)
+    return 1; /* topology note */
+  if (op == CUCAP_FB_GRAPHOP_EXECDESTROY) {
+    sh_map_del(&p->gexec, ex, NULL);
+    return 1;
+  }
+  if (op != CUCAP_FB_GRAPHOP_INSTANTIATE || !ex)
+    return 1;
+  if (!sh_map_put(&p->gexec, ex, i + 1))
+    return 0;
+  size_t n = cucap_fb_graph_nodes_len(g);
+  for (size_t k = 0; k < n; k++) {
+    const cucap_fb_graph_node *nd = cucap_fb_graph_nodes_at(g, k);
+    const cucap_fb_launch *l = nd ? cucap_fb_graph_node_launch(nd) : NULL;
+    if (!l)
+      continue;
+    dv_gfn *gf = sh_vec_push(&p->graph_fns);
+    if (!gf)
+      return 0;
+    gf->exec = ex;
+    gf->fn = cucap_fb_launch_function(l);
+  }
+  return 1;
+}
+
+static int scan_one(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
+  if (cucap_fb_record_result(rec) != 0)
+    return 1; /* failed in the program: created nothing */
+  switch (cucap_fb_record_body_type(rec)) {
+  case CUCAP_FB_BODY_CONTEXT: {
+    const cucap_fb_context *c = cucap_fb_record_body_as_context(rec);
+    uint64_t h = cucap_fb_context_handle(c);
+    switch (cucap_fb_context_op(c)) {
+    case CUCAP_FB_CONTEXTOP_CREATE: return sh_map_put(&p->ctx_create, h, i + 1);
+    case CUCAP_FB_CONTEXTOP_DESTROY: sh_map_del(&p->ctx_create, h, NULL); return 1;
+    case CUCAP_FB_CONTEXTOP_PRIMARYRETAIN:
+      return sh_map_get(&p->ctx_primary, h, NULL) || sh_map_put(&p->ctx_primary, h, i + 1);
+    default: return 1;
+    }
+  }
+  case CUCAP_FB_BODY_MODULE: {
+    const cucap_fb_module *m = cucap_fb_record_body_as_module(rec);
+    uint64_t h = cucap_fb_module_handle(m);
+    if (cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD)
+      return sh_map_put(&p->mod, h, i + 1);
+    if (cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_UNLOAD)
+      module_gone(p, h);
+    return 1;
+  }
+  case CUCAP_FB_BODY_FUNCTION: {
+    const cucap_fb_function *f = cucap_fb_record_body_as_function(rec);
+    uint64_t h = cucap_fb_function_handle(f);
+    return sh_map_put(&p->fn, h, i + 1) &&
+           sh_map_put(&p->fn_mod, h, cucap_fb_function_module(f));
+  }
+  case CUCAP_FB_BODY_GLOBAL: {
+    const cucap_fb_global *g = cucap_fb_record_body_as_global(rec);
+    dv_global *d = sh_vec_push(&p->globals);
+    if (!d)
+      return 0;
+    d->module = cucap_fb_global_module(g);
+    d->addr = cucap_fb_global_address(g);
+    d->size = cucap_fb_global_size(g);
+    d->rec = i;
+    d->live = 1;
+    return 1;
+  }
+  case CUCAP_FB_BODY_ALLOC:
+    return scan_alloc(p, rec, i);
+  case CUCAP_FB_BODY_FREE:
+    scan_free(p, rec);
+    return 1;
+  case CUCAP_FB_BODY_MEMCPY: {
+    const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
+    int k = cucap_fb_memcpy_kind(m);
+    if (k == CUCAP_FB_MEMCPYKIND_HTOD || k == CUCAP_FB_MEMCPYKIND_DTOD ||
+        k == CUCAP_FB_MEMCPYKIND_UNIFIED || k == CUCAP_FB_MEMCPYKIND_PEER)
+      return scan_global_write(p, cucap_fb_memcpy_dst(m), i);
+    return 1;
+  }
+  case CUCAP_FB_BODY_MEMSET:
+    return scan_global_write(p, cucap_fb_memset_dst(cucap_fb_record_body_as_memset(rec)), i);
+  case CUCAP_FB_BODY_STREAM: {
+    const cucap_fb_stream *s = cucap_fb_record_body_as_stream(rec);
+    uint64_t h = cucap_fb_stream_handle(s);
+    switch (cucap_fb_stream_op(s)) {
+    case CUCAP_FB_STREAMOP_CREATE: return sh_map_put(&p->stream, h, i + 1);
+    case CUCAP_FB_STREAMOP_DESTROY: sh_map_del(&p->stream, h, NULL); return 1;
+    case CUCAP_FB_STREAMOP_BEGINCAPTURE: p->capturing++; return 1;
+    case CUCAP_FB_STREAMOP_ENDCAPTURE:
+      if (p->capturing)
+        p->capturing--;
+      return 1;
+    default: return 1;
+    }
+  }
+  case CUCAP_FB_BODY_EVENT: {
+    const cucap_fb_event *e = cucap_fb_record_body_as_event(rec);
+    uint64_t h = cucap_fb_event_handle(e);
+    if (cucap_fb_event_op(e) == CUCAP_FB_EVENTOP_CREATE)
+      return sh_map_put(&p->event, h, i + 1);
+    if (cucap_fb_event_op(e) == CUCAP_FB_EVENTOP_DESTROY)
+      sh_map_del(&p->event, h, NULL);
+    return 1;
+  }
+  case CUCAP_FB_BODY_GRAPH:
+    return scan_graph(p, rec, i);
+  case CUCAP_FB_BODY_DEVICES:
+  case CUCAP_FB_BODY_MODULEMAP:
+  case CUCAP_FB_BODY_CALLSTACK:
+  case CUCAP_FB_BODY_NVTX:
+    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NVTX) {
+      /* domain and thread names only: ranges before the cut are not kept */
+      int op = cucap_fb_nvtx_op(cucap_fb_record_body_as_nvtx(rec));
+      if (op != CUCAP_FB_NVTXOP_DOMAINCREATE && op != CUCAP_FB_NVTXOP_NAMETHREAD &&
+          op != CUCAP_FB_NVTXOP_NAMECATEGORY)
+        return 1;
+    }
+    return push_u64(&p->always, i);
+  case CUCAP_FB_BODY_NOTE: {
+    const char *k = cucap_fb_note_kind(cucap_fb_record_body_as_note(rec));
+    if (k && !strcmp(k, "driver_version"))
+      return push_u64(&p->always, i);
+    return 1;
+  }
+  default:
+    return 1;
+  }
+}
+
+cucap_status dv_scan_state(dv_plan *p) {
+  CUCAP_FORWARD(cucap_reader_rewind(p->r));
+  const cucap_fb_record *rec;
+  const void *buf;
+  size_t size;
+  cucap_status st = CUCAP_OK;
+  for (uint64_t i = 0; i <= p->cut && i < p->nrecords; i++) {
+    if ((st = dv_next(p, &rec, &buf, &size)) != CUCAP_OK)
+      return st == CUCAP_END ? CUCAP_ERR_TRUNCATED : st;
+    if (i == p->cut) {
+      p->cut_time = cucap_fb_record_t_enter(rec);
+      break;
+    }
+    if (!scan_one(p, rec, i))
+      return CUCAP_ERR_NOMEM;
+  }
+  return CUCAP_OK;
+}
+
+/* ---------------------------------------------------------------- uses */
+
+static int use(sh_map *m, uint64_t h) { return !h || sh_map_put(m, h, 1); }
+
+static int uses_of(dv_plan *p, const cucap_fb_record *rec) {
+  if (!use(&p->use_ctx, cucap_fb_record_context(rec)))
+    return 0;
+  if (cucap_fb_record_t_exit(rec) > p->t_end)
+    p->t_end = cucap_fb_record_t_exit(rec);
+  uint64_t seq = cucap_fb_record_seq(rec);
+  if (seq) {
+    if (seq < p->seq_first)
+      p->seq_first = seq;
+    if (seq > p->seq_last)
+      p->seq_last = seq;
+  }
+  switch (cucap_fb_record_body_type(rec)) {
+  case CUCAP_FB_BODY_LAUNCH: {
+    const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
+    if (cucap_fb_launch_kind(l) != CUCAP_FB_LAUNCHKIND_HOSTFUNC) {
+      uint64_t li = cucap_fb_launch_launch_index(l);
+      p->launches++;
+      if (li < p->launch_first)
+        p->launch_first = li;
+      if (li > p->launch_last || p->launches == 1)
+        p->launch_last = li;
+    }
+    return use(&p->use_fn, cucap_fb_launch_function(l)) &&
+           use(&p->use_stream, cucap_fb_launch_stream(l));
+  }
+  case CUCAP_FB_BODY_FUNCTION: {
+    const cucap_fb_function *f = cucap_fb_record_body_as_function(rec);
+    /* a KernelFunction's module field is its CUkernel */
+    return use(&p->use_mod, cucap_fb_function_module(f)) &&
+           use(&p->use_fn, cucap_fb_function_module(f));
+  }
+  case CUCAP_FB_BODY_GLOBAL:
+    return use(&p->use_mod, cucap_fb_global_module(cucap_fb_record_body_as_global(rec)));
+  case CUCAP_FB_BODY_MODULE:
+    return use(&p->use_mod, cucap_fb_module_handle(cucap_fb_record_body_as_module(rec)));
+  case CUCAP_FB_BODY_MEMCPY:
+    return use(&p->use_stream, cucap_fb_memcpy_stream(cucap_fb_record_body_as_memcpy(rec)));
+  case CUCAP_FB_BODY_MEMSET:
+    return use(&p->use_stream, cucap_fb_memset_stream(cucap_fb_record_body_as_memset(rec)));
+  case CUCAP_FB_BODY_STREAM:
+    return use(&p->use_stream, cucap_fb_stream_handle(cucap_fb_record_body_as_stream(rec)));
+  case CUCAP_FB_BODY_EVENT:
+    return use(&p->use_stream, cucap_fb_event_stream(cucap_fb_record_body_as_event(rec)));
+  case CUCAP_FB_BODY_GRAPH: {
+    const cucap_fb_graph *g = cucap_fb_record_body_as_graph(rec);
+    size_t n = cucap_fb_graph_nodes_len(g);
+    for (size_t k = 0; k < n; k++) {
+      const cucap_fb_graph_node *nd = cucap_fb_graph_nodes_at(g, k);
+      const cucap_fb_launch *l = nd ? cucap_fb_graph_node_launch(nd) : NULL;
+      if (l && !use(&p->use_fn, cucap_fb_launch_function(l)))
+        return 0;
+    }
+    return use(&p->use_stream, cucap_fb_graph_stream(g));
+  }
+  default:
+    return 1;
+  }
+}
+
+cucap_status dv_scan_uses(dv_plan *p) {
+  CUCAP_FORWARD(cucap_reader_rewind(p->r));
+  const cucap_fb_record *rec;
+  const void *buf;
+  size_t size;
+  cucap_status st;
+  for (uint64_t i = 0; i < p->nrecords; i++) {
+    if ((st = dv_next(p, &rec, &buf, &size)) != CUCAP_OK)
+      return st == CUCAP_END ? CUCAP_ERR_TRUNCATED : st;
+    if (i > p->last)
+      break;
+    if (p->keep[i] == DV_RANGE && !uses_of(p, rec))
+      return CUCAP_ERR_NOMEM;
+  }
+  return CUCAP_OK;
+}
+
+/* ---------------------------------------------------------------- marking */
+
+static void mark(dv_plan *p, uint64_t rec1) {
+  if (rec1 && rec1 - 1 < p->cut)
+    p->keep[rec1 - 1] = DV_STATE;
+}
+
+static void mark_all(dv_plan *p, const sh_map *m) {
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->keys && m->keys[i])
+      mark(p, m->vals[i]);
+}
+
+static void mark_allocs(dv_plan *p, const sh_map *m, int only_kept) {
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->keys || !m->keys[i])
+      continue;
+    dv_alloc *a = alloc_at(p, m->vals[i]);
+    if (a && a->live && (!only_kept || a->keep))
+      mark(p, a->rec + 1);
+  }
+}
+
+void dv_mark_state(dv_plan *p) {
+  int only_kept = p->minimal; /* extract --minimal marked what it needs */
+  for (size_t i = 0; i < p->always.n; i++)
+    mark(p, *(uint64_t *)sh_vec_at(&p->always, i) + 1);
+  if (!p->primary_only) {
+    mark_all(p, &p->ctx_create);
+    mark_all(p, &p->ctx_primary);
+  }
+  /* graphs instantiated before the cut: their kernels are used */
+  if (p->all_streams) {
+    mark_all(p, &p->gexec);
+    mark_all(p, &p->stream);
+    mark_all(p, &p->event);
+    for (size_t i = 0; i < p->graph_fns.n; i++) {
+      const dv_gfn *g = sh_vec_at(&p->graph_fns, i);
+      if (sh_map_get(&p->gexec, g->exec, NULL))
+        (void)use(&p->use_fn, g->fn);
+    }
+  } else {
+    for (size_t i = 0; i < p->use_stream.cap; i++) {
+      uint64_t rec1;
+      if (p->use_stream.keys && p->use_stream.keys[i] &&
+          sh_map_get(&p->stream, p->use_stream.keys[i], &rec1))
+        mark(p, rec1);
+    }
+  }
+  /* functions the range launches, their kernels, their modules */
+  sh_map kept_mod = {0};
+  for (size_t i = 0; i < p->use_fn.cap; i++) {
+    if (!p->use_fn.keys || !p->use_fn.keys[i])
+      continue;
+    uint64_t f = p->use_fn.keys[i], rec1, m;
+    if (!sh_map_get(&p->fn, f, &rec1))
+      continue; /* made inside the range, or a handle that is no function */
+    mark(p, rec1);
+    if (!sh_map_get(&p->fn_mod, f, &m))
+      continue;
+    uint64_t krec1, km;
+    if (sh_map_get(&p->fn, m, &krec1)) { /* f is a CUfunction of a CUkernel */
+      mark(p, krec1);
+      if (sh_map_get(&p->fn_mod, m, &km))
+        m = km;
+    }
+    (void)sh_map_put(&kept_mod, m, 1);
+  }
+  for (size_t i = 0; i < p->use_mod.cap; i++)
+    if (p->use_mod.keys && p->use_mod.keys[i])
+      (void)sh_map_put(&kept_mod, p->use_mod.keys[i], 1);
+  p->modules_live = p->mod.count;
+  for (size_t i = 0; i < p->mod.cap; i++) {
+    if (!p->mod.keys || !p->mod.keys[i] || !sh_map_get(&kept_mod, p->mod.keys[i], NULL))
+      continue;
+    mark(p, p->mod.vals[i]);
+    p->modules_kept++;
+  }
+  for (size_t i = 0; i < p->globals.n; i++) {
+    const dv_global *g = sh_vec_at(&p->globals, i);
+    if (g->live && sh_map_get(&kept_mod, g->module, NULL) && sh_map_get(&p->mod, g->module, NULL))
+      mark(p, g->rec + 1);
+  }
+  for (size_t i = 0; i < p->global_writes.n; i++) {
+    const dv_gwrite *w = sh_vec_at(&p->global_writes, i);
+    if (sh_map_get(&kept_mod, w->module, NULL) && sh_map_get(&p->mod, w->module, NULL))
+      mark(p, w->rec + 1);
+  }
+  sh_map_free(&kept_mod);
+  /* memory: every live allocation (or what extract --minimal kept) */
+  mark_allocs(p, &p->a_plain, only_kept);
+  mark_allocs(p, &p->a_pool, 0);
+  mark_allocs(p, &p->a_array, 0);
+  if (!only_kept) {
+    mark_allocs(p, &p->a_vmap, 0);
+    mark_allocs(p, &p->a_vres, 0);
+    mark_allocs(p, &p->a_vcreate, 0);
+    mark_allocs(p, &p->a_access, 0);
+    return;
+  }
+  /* minimal: the kept VMM mappings with their reservation, physical
+   * allocation and access rights */
+  for (size_t i = 0; i < p->a_vmap.cap; i++) {
+    if (!p->a_vmap.keys || !p->a_vmap.keys[i])
+      continue;
+    dv_alloc *m = alloc_at(p, p->a_vmap.vals[i]);
+    if (!m || !m->live || !m->keep)
+      continue;
+    mark(p, m->rec + 1);
+    uint64_t c1;
+    if (sh_map_get(&p->a_vcreate, m->handle, &c1) && alloc_at(p, c1))
+      mark(p, alloc_at(p, c1)->rec + 1);
+    if (sh_map_get(&p->a_access, m->addr, &c1) && alloc_at(p, c1))
+      mark(p, alloc_at(p, c1)->rec + 1);
+    for (size_t k = 0; k < p->a_vres.cap; k++) {
+      dv_alloc *r = p->a_vres.keys && p->a_vres.keys[k] ? alloc_at(p, p->a_vres.vals[k]) : NULL;
+      if (r && r->live && m->addr - r->addr < r->size)
+        mark(p, r->rec + 1);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- regions */
+
+static int region_cmp(const void *a, const void *b) {
+  const cucap_state_region *x = a, *y = b;
+  return x->address < y->address ? -1 : x->address > y->address;
+}
+
+/* Sorts regions by address, moving the contexts along. */
+static void sort_regions(sh_vec *g, sh_vec *ctx) {
+  if (!ctx) {
+    qsort(g->data, g->n, sizeof(cucap_state_region), region_cmp);
+    return;
+  }
+  /* pair them up through the region's 'read' field as an index */
+  cucap_state_region *r = g->data;
+  uint64_t *c = ctx->data;
+  for (size_t i = 0; i < g->n; i++)
+    r[i].read = (int)i;
+  qsort(r, g->n, sizeof *r, region_cmp);
+  uint64_t *nc = malloc((g->n ? g->n : 1) * sizeof *nc);
+  if (nc) {
+    for (size_t i = 0; i < g->n; i++)
+      nc[i] = c[r[i].read];
+    memcpy(c, nc, g->n * sizeof *nc);
+    free(nc);
+  }
+  for (size_t i = 0; i < g->n; i++)
+    r[i].read = 0;
+}
+
+static int add_region(sh_vec *out, sh_vec *ctx_out, uint64_t addr, uint64_t size,
+                      cucap_hash128 data, int read, uint64_t ctx) {
+  cucap_state_region *g = sh_vec_push(out);
+  if (!g)
+    return 0;
+  g->address = addr;
+  g->size = size;
+  g->data = data;
+  g->read = read;
+  if (ctx_out) {
+    uint64_t *c = sh_vec_push(ctx_out);
+    if (!c)
+      return 0;
+    *c = ctx;
+  }
+  return 1;
+}
+
+cucap_status dv_regions_from_snapshot(dv_plan *p, const cucap_fb_snapshot *s, sh_vec *out,
+                                      sh_vec *ctx_out, int only_kept) {
+  size_t n = cucap_fb_snapshot_regions_len(s);
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(s, i);
+    if (!g || !cucap_fb_mem_region_data(g))
+      continue;
+    uint64_t addr = cucap_fb_mem_region_address(g), size = cucap_fb_mem_region_size(g);
+    dv_alloc *a = dv_alloc_find(p, addr);
+    if (!a || (only_kept && !a->keep) || !size)
+      continue;
+    if (!add_region(out, ctx_out, addr, size, sh_h(cucap_fb_mem_region_data(g)), 1, a->ctx))
+      return CUCAP_ERR_NOMEM;
+  }
+  sort_regions(out, ctx_out);
+  return CUCAP_OK;
+}
+
+cucap_status dv_regions_from_allocs(dv_plan *p, sh_vec *out, sh_vec *ctx_out,
+                                    int only_kept) {
+  cucap_hash128 none = {0, 0};
+  for (size_t i = 0; i < p->allocs.n; i++) {
+    const dv_alloc *a = sh_vec_at(&p->allocs, i);
+    if (!a->live || !sh_alloc_is_device(a->kind) || (only_kept && !a->keep) || !a->size)
+      continue;
+    for (uint64_t off = 0; off < a->size; off += DV_REGION_CHUNK) {
+      uint64_t n = a->size - off < DV_REGION_CHUNK ? a->size - off : DV_REGION_CHUNK;
+      if (!add_region(out, ctx_out, a->addr + off, n, none, 0, a->ctx))
+        return CUCAP_ERR_NOMEM;
+    }
+  }
+  sort_regions(out, ctx_out);
+  return CUCAP_OK;
+}
+
+uint64_t dv_state_count(const dv_plan *p) {
+  uint64_t n = p->regions.n;
+  for (uint64_t i = 0; i < p->nrecords && i < p->cut; i++)
+    n += p->keep[i] == DV_STATE;
+  return n;
+}

@@ -1,0 +1,105 @@
+/* diff_internal.h - what `cucap diff` keeps of each capture (diff_model.c)
+ * and compares (diff.c). Internal to share/. Every value here survives a
+ * rerun of the same program: no handles, host addresses, tids or times. */
+#ifndef CUCAP_DIFF_INTERNAL_H
+#define CUCAP_DIFF_INTERNAL_H
+
+#include "cucap_diff.h"
+#include "share_internal.h"
+
+typedef struct dm_call {       /* one driver call, as compared */
+  uint32_t cbid;
+  int32_t result;
+  uint64_t key;                /* hash of what the call did */
+  uint64_t seq;
+  uint32_t what;               /* string id of a short description */
+} dm_call;
+
+typedef struct dm_thread {
+  uint32_t tid;
+  sh_vec calls;                /* dm_call */
+  uint64_t copies;             /* DtoH copies so far (k-th index) */
+} dm_thread;
+
+typedef struct dm_ptr {        /* an 8-byte parameter pointing into memory */
+  uint32_t offset;             /* in the argument block */
+  uint64_t alloc;              /* allocation ordinal (1-based) */
+  uint64_t delta;              /* offset inside the allocation */
+} dm_ptr;
+
+typedef struct dm_launch {
+  uint64_t launch_index, seq;
+  uint32_t name;               /* string id (mangled) */
+  uint64_t site;               /* hash of the host callstack (object+offset) */
+  uint64_t group;              /* hash(name, site): launches aligned within it */
+  uint64_t nth;                /* occurrence within the group */
+  uint32_t grid[3], block[3], smem;
+  uint8_t *args;               /* owned; pointer words zeroed */
+  uint32_t nargs;
+  uint64_t layout;             /* index + 1 into layouts (0: unknown) */
+  dm_ptr *ptrs;                /* owned */
+  uint32_t nptrs;
+  int matched;
+} dm_launch;
+
+typedef struct dm_copy {       /* a DtoH copy: the bytes the program saw */
+  uint32_t thread;             /* thread ordinal */
+  uint64_t nth;                /* k-th copy of that thread */
+  uint64_t seq, size;
+  cucap_hash128 payload;
+  int has_payload;
+} dm_copy;
+
+typedef struct dm_region {     /* a snapshot region */
+  uint32_t snap;               /* snapshot ordinal within its (reason, launch) */
+  int reason;
+  uint64_t launch_index;
+  uint64_t alloc, delta, size;
+  cucap_hash128 data;
+} dm_region;
+
+typedef struct dm_model {
+  cucap_reader *r;
+  const cucap_diff_options *o;
+  sh_vec threads;              /* dm_thread */
+  sh_map thread_of;            /* tid + 1 -> ordinal + 1 */
+  sh_vec launches;             /* dm_launch */
+  sh_vec copies;               /* dm_copy */
+  sh_vec regions;              /* dm_region */
+  sh_map group_count;          /* group -> launches so far */
+  sh_map names;                /* function handle -> string id */
+  sh_map params;               /* function handle -> index + 1 into layouts */
+  sh_vec layouts;              /* dm_layout */
+  sh_vec allocs;               /* dm_alloc: live device allocations */
+  uint64_t nalloc;             /* ordinals handed out */
+  sh_map stacks;               /* stack id -> site hash */
+  sh_vec objects;              /* dm_object: latest ModuleMap */
+  sh_map snap_count;           /* (reason, launch) -> snapshots so far */
+  sh_map copy_by_seq;          /* seq of a DtoH copy -> index + 1 into copies
+                                  (its bytes may come later in a
+                                  Snapshot{CopyResult}) */
+  char *strings;
+  size_t nstr, capstr;
+  uint64_t ncalls;
+} dm_model;
+
+typedef struct dm_layout {
+  uint32_t n;
+  uint32_t *off, *size;        /* owned */
+} dm_layout;
+
+typedef struct dm_alloc {
+  uint64_t addr, size, ordinal;
+} dm_alloc;
+
+typedef struct dm_object {
+  uint64_t start, end, base;
+  uint64_t name;               /* hash of the path's basename */
+} dm_object;
+
+uint32_t dm_str(dm_model *m, const char *s);
+const char *dm_s(const dm_model *m, uint32_t id);
+cucap_status dm_build(dm_model *m, cucap_reader *r, const cucap_diff_options *o);
+void dm_free(dm_model *m);
+
+#endif

@@ -1,0 +1,424 @@
+/* diff_model.c - reads one capture into what `cucap diff` compares
+ * (diff_internal.h): per-thread call sequences, launches with normalized
+ * arguments and call sites, DtoH payloads, snapshot regions. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff_internal.h"
+
+uint32_t dm_str(dm_model *m, const char *s) {
+  size_t n = strlen(s) + 1;
+  if (m->nstr + n > m->capstr) {
+    size_t nc = m->capstr ? m->capstr * 2 : 4096;
+    while (nc < m->nstr + n)
+      nc *= 2;
+    char *ns = realloc(m->strings, nc);
+    if (!ns)
+      return 0;
+    m->strings = ns;
+    m->capstr = nc;
+  }
+  memcpy(m->strings + m->nstr, s, n);
+  m->nstr += n;
+  return (uint32_t)(m->nstr - n + 1);
+}
+
+const char *dm_s(const dm_model *m, uint32_t id) {
+  return id && id <= m->nstr ? m->strings + id - 1 : "?";
+}
+
+static uint64_t mix(uint64_t h, const void *p, size_t n) { return sh_fnv1a(h, p, n); }
+static uint64_t mix64(uint64_t h, uint64_t v) { return sh_fnv1a(h, &v, 8); }
+static uint64_t mixs(uint64_t h, const char *s) { return s ? sh_fnv1a(h, s, strlen(s) + 1) : mix64(h, 0); }
+
+void dm_free(dm_model *m) {
+  for (size_t i = 0; i < m->threads.n; i++)
+    sh_vec_free(&((dm_thread *)sh_vec_at(&m->threads, i))->calls);
+  for (size_t i = 0; i < m->launches.n; i++) {
+    dm_launch *l = sh_vec_at(&m->launches, i);
+    free(l->args);
+    free(l->ptrs);
+  }
+  for (size_t i = 0; i < m->layouts.n; i++) {
+    dm_layout *l = sh_vec_at(&m->layouts, i);
+    free(l->off);
+    free(l->size);
+  }
+  sh_vec *vs[] = {&m->threads, &m->launches, &m->copies, &m->regions, &m->layouts,
+                  &m->allocs, &m->objects};
+  for (size_t i = 0; i < sizeof vs / sizeof *vs; i++)
+    sh_vec_free(vs[i]);
+  sh_map *ms[] = {&m->thread_of, &m->group_count, &m->names, &m->params, &m->stacks,
+                  &m->snap_count, &m->copy_by_seq};
+  for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
+    sh_map_free(ms[i]);
+  free(m->strings);
+  m->strings = NULL;
+}
+
+static dm_thread *thread_for(dm_model *m, uint32_t tid, uint32_t *ord) {
+  uint64_t t1;
+  if (!sh_map_get(&m->thread_of, (uint64_t)tid + 1, &t1)) {
+    dm_thread *t = sh_vec_push(&m->threads);
+    if (!t)
+      return NULL;
+    t->tid = tid;
+    sh_vec_init(&t->calls, sizeof(dm_call));
+    t1 = m->threads.n;
+    if (!sh_map_put(&m->thread_of, (uint64_t)tid + 1, t1))
+      return NULL;
+  }
+  *ord = (uint32_t)t1 - 1;
+  return sh_vec_at(&m->threads, t1 - 1);
+}
+
+static const char *readable(dm_model *m, const char *mangled, char *buf, size_t n) {
+  return m->o->kernel_name && mangled ? m->o->kernel_name(mangled, buf, n) : mangled;
+}
+
+static const dm_alloc *alloc_at(dm_model *m, uint64_t v) {
+  for (size_t i = m->allocs.n; i-- > 0;) {
+    const dm_alloc *a = sh_vec_at(&m->allocs, i);
+    if (v - a->addr < (a->size ? a->size : 1))
+      return a;
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- records */
+
+static int on_function(dm_model *m, const cucap_fb_function *f) {
+  uint64_t h = cucap_fb_function_handle(f), id = 0;
+  const char *nm = cucap_fb_function_name(f);
+  if (nm)
+    id = dm_str(m, nm);
+  else
+    sh_map_get(&m->names, cucap_fb_function_module(f), &id); /* CUkernel's name */
+  if (id && !sh_map_put(&m->names, h, id))
+    return 0;
+  size_t np = 0;
+  const cucap_fb_param_info *pi = cucap_fb_function_params(f, &np);
+  if (!pi || !np) {
+    uint64_t k;
+    if (!nm && sh_map_get(&m->params, cucap_fb_function_module(f), &k))
+      return sh_map_put(&m->params, h, k);
+    return 1;
+  }
+  dm_layout *l = sh_vec_push(&m->layouts);
+  if (!l)
+    return 0;
+  l->n = (uint32_t)np;
+  l->off = malloc(np * sizeof *l->off);
+  l->size = malloc(np * sizeof *l->size);
+  if (!l->off || !l->size)
+    return 0;
+  for (size_t i = 0; i < np; i++) {
+    l->off[i] = pi[i].offset;
+    l->size[i] = pi[i].size;
+  }
+  return sh_map_put(&m->params, h, m->layouts.n);
+}
+
+static uint64_t basename_hash(const char *path) {
+  const char *s = path ? strrchr(path, '/') : NULL;
+  return mixs(SH_FNV_INIT, s ? s + 1 : path ? path : "?");
+}
+
+static void on_module_map(dm_model *m, const cucap_fb_module_map *mm) {
+  m->objects.n = 0;
+  size_t n = cucap_fb_module_map_objects_len(mm);
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_loaded_object *o = cucap_fb_module_map_objects_at(mm, i);
+    dm_object *d = o ? sh_vec_push(&m->objects) : NULL;
+    if (!d)
+      continue;
+    d->start = cucap_fb_loaded_object_start_get(o);
+    d->end = cucap_fb_loaded_object_end_get(o);
+    d->base = cucap_fb_loaded_object_base(o);
+    d->name = basename_hash(cucap_fb_loaded_object_path(o));
+  }
+}
+
+/* A call site: the frames as (object, offset), which reruns keep. */
+static int on_callstack(dm_model *m, const cucap_fb_callstack *cs) {
+  size_t n = 0;
+  const uint64_t *fr = cucap_fb_callstack_frames(cs, &n);
+  uint64_t h = SH_FNV_INIT;
+  for (size_t i = 0; fr && i < n && i < 16; i++) {
+    const dm_object *o = NULL;
+    for (size_t k = 0; k < m->objects.n && !o; k++) {
+      const dm_object *c = sh_vec_at(&m->objects, k);
+      if (fr[i] >= c->start && fr[i] < c->end)
+        o = c;
+    }
+    h = o ? mix64(mix64(h, o->name), fr[i] - o->base) : mix64(h, 0x3f);
+  }
+  return sh_map_put(&m->stacks, cucap_fb_callstack_id(cs), h | 1);
+}
+
+static int on_launch(dm_model *m, const cucap_fb_record *rec, const cucap_fb_launch *l,
+                     uint64_t *key, char *what, size_t wn) {
+  uint64_t fh = cucap_fb_launch_function(l), nid = 0, site = 0;
+  sh_map_get(&m->names, fh, &nid);
+  sh_map_get(&m->stacks, cucap_fb_record_stack(rec), &site);
+  dm_launch *d = sh_vec_push(&m->launches);
+  if (!d)
+    return 0;
+  d->launch_index = cucap_fb_launch_launch_index(l);
+  d->seq = cucap_fb_record_seq(rec);
+  d->name = (uint32_t)nid;
+  d->site = site;
+  d->group = mix64(mixs(SH_FNV_INIT, nid ? dm_s(m, (uint32_t)nid) : "?"), site);
+  uint64_t cnt = 0;
+  sh_map_get(&m->group_count, d->group, &cnt);
+  d->nth = cnt;
+  if (!sh_map_put(&m->group_count, d->group, cnt + 1))
+    return 0;
+  const cucap_fb_dim3 *g = cucap_fb_launch_grid(l), *b = cucap_fb_launch_block(l);
+  d->grid[0] = g ? g->x : 0, d->grid[1] = g ? g->y : 0, d->grid[2] = g ? g->z : 0;
+  d->block[0] = b ? b->x : 0, d->block[1] = b ? b->y : 0, d->block[2] = b ? b->z : 0;
+  d->smem = cucap_fb_launch_shared_mem(l);
+  size_t n = 0;
+  const uint8_t *args = cucap_fb_launch_args(l, &n);
+  uint64_t bs = 0;
+  if (cucap_fb_launch_has_args_blob(l) &&
+      cucap_reader_blob_size(m->r, sh_h(cucap_fb_launch_args_blob(l)), &bs) == CUCAP_OK &&
+      bs <= (1u << 20)) {
+    d->args = malloc(bs ? bs : 1);
+    if (!d->args || cucap_reader_blob_read(m->r, sh_h(cucap_fb_launch_args_blob(l)), d->args, bs) != CUCAP_OK)
+      return 0;
+    n = (size_t)bs;
+  } else {
+    d->args = malloc(n ? n : 1);
+    if (!d->args)
+      return 0;
+    if (n)
+      memcpy(d->args, args, n);
+  }
+  d->nargs = (uint32_t)n;
+  /* pointers into device memory become (allocation, offset) */
+  uint64_t li1 = 0;
+  const dm_layout *lay = sh_map_get(&m->params, fh, &li1) ? sh_vec_at(&m->layouts, li1 - 1) : NULL;
+  d->layout = lay ? li1 : 0;
+  size_t cand = lay ? lay->n : n / 8;
+  d->ptrs = calloc(cand ? cand : 1, sizeof *d->ptrs);
+  if (!d->ptrs)
+    return 0;
+  for (size_t i = 0; i < cand; i++) {
+    uint32_t off = lay ? lay->off[i] : (uint32_t)(8 * i);
+    if ((lay && lay->size[i] != 8) || off % 8 || (size_t)off + 8 > n)
+      continue;
+    uint64_t v;
+    memcpy(&v, d->args + off, 8);
+    const dm_alloc *a = alloc_at(m, v);
+    if (!a)
+      continue;
+    d->ptrs[d->nptrs++] = (dm_ptr){off, a->ordinal, v - a->addr};
+    memset(d->args + off, 0, 8);
+  }
+  char buf[1024];
+  const char *nm = readable(m, nid ? dm_s(m, (uint32_t)nid) : "?", buf, sizeof buf);
+  snprintf(what, wn, "%s grid=(%u,%u,%u) block=(%u,%u,%u)", nm, d->grid[0], d->grid[1],
+           d->grid[2], d->block[0], d->block[1], d->block[2]);
+  *key = mix(mix(mixs(*key, dm_s(m, d->name)), d->grid, sizeof d->grid), d->block, sizeof d->block);
+  *key = mix64(*key, d->smem);
+  return 1;
+}
+
+static int on_snapshot(dm_model *m, const cucap_fb_snapshot *s) {
+  int reason = cucap_fb_snapshot_reason(s);
+  if (reason == CUCAP_FB_SNAPSHOTREASON_COPYRESULT) {
+    /* the host bytes of an asynchronous DtoH copy, read after it completed:
+     * they belong to that copy, not to memory */
+    uint64_t c1;
+    const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_len(s)
+                                       ? cucap_fb_snapshot_regions_at(s, 0) : NULL;
+    if (g && cucap_fb_mem_region_data(g) &&
+        sh_map_get(&m->copy_by_seq, cucap_fb_snapshot_copy_seq(s), &c1)) {
+      dm_copy *d = sh_vec_at(&m->copies, c1 - 1);
+      d->payload = sh_h(cucap_fb_mem_region_data(g));
+      d->size = cucap_fb_mem_region_size(g);
+      d->has_payload = 1;
+    }
+    return 1;
+  }
+  uint64_t li = cucap_fb_snapshot_launch_index(s);
+  uint64_t k = mix64(mix64(SH_FNV_INIT, (uint64_t)reason), li) | 1, cnt = 0;
+  sh_map_get(&m->snap_count, k, &cnt);
+  if (!sh_map_put(&m->snap_count, k, cnt + 1))
+    return 0;
+  size_t n = cucap_fb_snapshot_regions_len(s);
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(s, i);
+    if (!g || !cucap_fb_mem_region_data(g))
+      continue;
+    uint64_t addr = cucap_fb_mem_region_address(g);
+    const dm_alloc *a = alloc_at(m, addr);
+    dm_region *r = sh_vec_push(&m->regions);
+    if (!r)
+      return 0;
+    r->snap = (uint32_t)cnt;
+    r->reason = reason;
+    r->launch_index = li;
+    r->alloc = a ? a->ordinal : 0;
+    r->delta = a ? addr - a->addr : addr;
+    r->size = cucap_fb_mem_region_size(g);
+    r->data = sh_h(cucap_fb_mem_region_data(g));
+  }
+  return 1;
+}
+
+static int on_record(dm_model *m, const cucap_fb_record *rec) {
+  int bt = cucap_fb_record_body_type(rec);
+  int ok = cucap_fb_record_result(rec) == 0;
+  uint64_t key = mix64(mix64(SH_FNV_INIT, cucap_fb_record_call(rec)), (uint64_t)bt);
+  char what[1200] = "";
+  switch (bt) {
+  case CUCAP_FB_BODY_FUNCTION:
+    if (!on_function(m, cucap_fb_record_body_as_function(rec)))
+      return 0;
+    key = mixs(key, cucap_fb_function_name(cucap_fb_record_body_as_function(rec)));
+    break;
+  case CUCAP_FB_BODY_MODULEMAP:
+    on_module_map(m, cucap_fb_record_body_as_module_map(rec));
+    return 1;
+  case CUCAP_FB_BODY_CALLSTACK:
+    return on_callstack(m, cucap_fb_record_body_as_callstack(rec));
+  case CUCAP_FB_BODY_SNAPSHOT:
+    return on_snapshot(m, cucap_fb_record_body_as_snapshot(rec));
+  case CUCAP_FB_BODY_LAUNCH: {
+    const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
+    if (ok && cucap_fb_launch_kind(l) != CUCAP_FB_LAUNCHKIND_HOSTFUNC &&
+        !on_launch(m, rec, l, &key, what, sizeof what))
+      return 0;
+    break;
+  }
+  case CUCAP_FB_BODY_ALLOC: {
+    const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
+    key = mix64(mix64(key, cucap_fb_alloc_kind(a)), cucap_fb_alloc_size(a));
+    snprintf(what, sizeof what, "%" PRIu64 " bytes", cucap_fb_alloc_size(a));
+    if (ok && sh_alloc_is_device(cucap_fb_alloc_kind(a))) {
+      dm_alloc *d = sh_vec_push(&m->allocs);
+      if (!d)
+        return 0;
+      d->addr = cucap_fb_alloc_address(a);
+      d->size = sh_alloc_size(a);
+      d->ordinal = ++m->nalloc;
+    }
+    break;
+  }
+  case CUCAP_FB_BODY_FREE: {
+    uint64_t addr = cucap_fb_free_address(cucap_fb_record_body_as_free(rec));
+    for (size_t i = 0; ok && i < m->allocs.n; i++) {
+      dm_alloc *a = sh_vec_at(&m->allocs, i);
+      if (a->addr == addr) { /* order of the rest is kept: newest last */
+        memmove(a, a + 1, (m->allocs.n - i - 1) * sizeof *a);
+        m->allocs.n--;
+        break;
+      }
+    }
+    break;
+  }
+  case CUCAP_FB_BODY_MEMCPY: {
+    const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
+    int k = cucap_fb_memcpy_kind(c);
+    key = mix64(mix64(key, (uint64_t)k), cucap_fb_memcpy_size(c));
+    const char *kn = cucap_fb_memcpy_kind_name(k);
+    snprintf(what, sizeof what, "%s %" PRIu64 " bytes", kn ? kn : "?", cucap_fb_memcpy_size(c));
+    if (ok && (k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_UNIFIED)) {
+      uint32_t ord;
+      dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);
+      dm_copy *d = t ? sh_vec_push(&m->copies) : NULL;
+      if (!d)
+        return 0;
+      d->thread = ord;
+      d->nth = t->copies++;
+      d->seq = cucap_fb_record_seq(rec);
+      d->size = cucap_fb_memcpy_size(c);
+      d->has_payload = cucap_fb_memcpy_has_payload(c) && cucap_fb_memcpy_payload(c);
+      if (d->has_payload)
+        d->payload = sh_h(cucap_fb_memcpy_payload(c));
+      if (d->seq && !sh_map_put(&m->copy_by_seq, d->seq, m->copies.n))
+        return 0;
+    }
+    break;
+  }
+  case CUCAP_FB_BODY_MEMSET: {
+    const cucap_fb_memset *s = cucap_fb_record_body_as_memset(rec);
+    key = mix64(mix64(mix64(key, cucap_fb_memset_elem_size(s)), cucap_fb_memset_count(s)),
+                cucap_fb_memset_value(s));
+    break;
+  }
+  case CUCAP_FB_BODY_MODULE: {
+    const cucap_fb_module *mo = cucap_fb_record_body_as_module(rec);
+    key = mix64(key, cucap_fb_module_op(mo));
+    if (cucap_fb_module_image(mo)) {
+      cucap_hash128 h = sh_h(cucap_fb_module_image(mo));
+      key = mix(key, &h, sizeof h);
+    }
+    break;
+  }
+  case CUCAP_FB_BODY_NOTE: {
+    const cucap_fb_note *no = cucap_fb_record_body_as_note(rec);
+    key = mixs(mixs(key, cucap_fb_note_kind(no)), cucap_fb_note_text(no));
+    if (cucap_fb_note_text(no))
+      snprintf(what, sizeof what, "%s", cucap_fb_note_text(no));
+    break;
+  }
+  case CUCAP_FB_BODY_CONTEXT:
+    key = mix64(key, cucap_fb_context_op(cucap_fb_record_body_as_context(rec)));
+    break;
+  case CUCAP_FB_BODY_STREAM:
+    key = mix64(key, cucap_fb_stream_op(cucap_fb_record_body_as_stream(rec)));
+    break;
+  case CUCAP_FB_BODY_EVENT:
+    key = mix64(key, cucap_fb_event_op(cucap_fb_record_body_as_event(rec)));
+    break;
+  case CUCAP_FB_BODY_GRAPH:
+    key = mix64(key, cucap_fb_graph_op(cucap_fb_record_body_as_graph(rec)));
+    break;
+  default:
+    break;
+  }
+  if (!cucap_fb_record_call(rec) || !cucap_fb_record_seq(rec))
+    return 1; /* not a driver call */
+  uint32_t ord;
+  dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);
+  dm_call *c = t ? sh_vec_push(&t->calls) : NULL;
+  if (!c)
+    return 0;
+  c->cbid = cucap_fb_record_call(rec);
+  c->result = cucap_fb_record_result(rec);
+  c->key = mix64(key, (uint64_t)(int64_t)c->result);
+  c->seq = cucap_fb_record_seq(rec);
+  c->what = what[0] ? dm_str(m, what) : 0;
+  m->ncalls++;
+  return 1;
+}
+
+cucap_status dm_build(dm_model *m, cucap_reader *r, const cucap_diff_options *o) {
+  memset(m, 0, sizeof *m);
+  m->r = r;
+  m->o = o;
+  sh_vec_init(&m->threads, sizeof(dm_thread));
+  sh_vec_init(&m->launches, sizeof(dm_launch));
+  sh_vec_init(&m->copies, sizeof(dm_copy));
+  sh_vec_init(&m->regions, sizeof(dm_region));
+  sh_vec_init(&m->layouts, sizeof(dm_layout));
+  sh_vec_init(&m->allocs, sizeof(dm_alloc));
+  sh_vec_init(&m->objects, sizeof(dm_object));
+  cucap_status st = cucap_reader_rewind(r);
+  const void *rv, *buf;
+  size_t size;
+  while (st == CUCAP_OK && (st = cucap_reader_next(r, &rv, &buf, &size)) == CUCAP_OK)
+    if (!on_record(m, rv))
+      st = CUCAP_ERR_NOMEM;
+  if (st == CUCAP_END) {
+    cucap_reader_recovery rv2;
+    cucap_reader_recovery_get(r, &rv2);
+    st = rv2.complete ? CUCAP_OK : CUCAP_ERR_TRUNCATED;
+  }
+  return st;
+}

@@ -1,0 +1,68 @@
+/* share_internal.h - helpers shared by the files of share/ (trim, extract,
+ * export, diff). Internal: nothing outside share/ includes it.
+ *
+ * sh_map: u64 -> u64 hash map (open addressing, linear probing, backward-
+ * shift deletion; key 0 is not storable: callers add 1 or use handles,
+ * which are never 0). sh_vec: a growable array of fixed-size elements.
+ * Both own their memory; *_free releases it and leaves an empty value. */
+#ifndef CUCAP_SHARE_INTERNAL_H
+#define CUCAP_SHARE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cucap_format.h"
+#include "cucap_reader.h"
+#include "cucap_schema.h"
+#include "cucap_status.h"
+
+typedef struct sh_map {
+  uint64_t *keys, *vals;
+  size_t cap, count;
+} sh_map;
+
+int sh_map_put(sh_map *m, uint64_t k, uint64_t v); /* 0 on OOM */
+int sh_map_get(const sh_map *m, uint64_t k, uint64_t *v);
+int sh_map_del(sh_map *m, uint64_t k, uint64_t *old);
+void sh_map_free(sh_map *m);
+/* Iteration: for (size_t i = 0; i < m->cap; i++) if (m->keys && m->keys[i]) ... */
+
+typedef struct sh_vec {
+  void *data;
+  size_t n, cap, elem;
+} sh_vec;
+
+void sh_vec_init(sh_vec *v, size_t elem);
+void *sh_vec_push(sh_vec *v);             /* zeroed new element; NULL on OOM */
+void *sh_vec_at(const sh_vec *v, size_t i);
+void sh_vec_free(sh_vec *v);
+
+/* A private copy of a record buffer (size-prefixed) and the Record in it;
+ * the copy is 8-aligned like the reader's. NULL on OOM. Free with free(). */
+typedef struct sh_rec_copy {
+  uint8_t *buf;
+  size_t size;
+  const cucap_fb_record *rec;
+} sh_rec_copy;
+int sh_rec_copy_make(sh_rec_copy *c, const void *buf, size_t size, const void *rec);
+
+/* Blob hashes a record refers to (module images, copy payloads, large
+ * argument blocks, snapshot contents, graph node payloads), handed to fn
+ * one by one (duplicates possible). */
+typedef void (*sh_blob_fn)(void *user, cucap_hash128 h);
+void sh_record_blobs(const cucap_fb_record *rec, sh_blob_fn fn, void *user);
+
+/* Allocation kinds whose [address, address + size) holds device data (the
+ * replayer places these): Device, Pitch, Managed, Async, FromPool, VmmMap. */
+int sh_alloc_is_device(int kind);
+/* Bytes an allocation covers (Pitch: pitch * height when larger). */
+uint64_t sh_alloc_size(const cucap_fb_alloc *a);
+
+cucap_hash128 sh_h(const cucap_fb_hash128 *h);
+
+/* FNV-1a 64 over bytes, continuing from h (start: SH_FNV_INIT). The
+ * checksum of an extracted launch's result and of its emitted C program. */
+#define SH_FNV_INIT 1469598103934665603ull
+uint64_t sh_fnv1a(uint64_t h, const void *p, size_t n);
+
+#endif

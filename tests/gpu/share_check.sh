@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# tests/gpu/share_check.sh BUILD_DIR OUT_DIR - the GPU checks of trim,
+# extract (+ --emit-c), export and diff (issue 9's "done when"), on a GPU
+# machine. Builds nothing but the emitted C programs; prints one PASS/FAIL/
+# SKIP line per check (run.sh collects them) and a summary; exit 0 only if
+# nothing failed.
+#  1. torch_mlp (400 iterations, an NVTX range "step" each, a fresh input
+#     batch copied in and the loss read back every step, like a loop fed by
+#     a data loader) recorded with --snapshot=range:step@200: trim to
+#     iteration 200 by NVTX range from the recorded snapshot and with
+#     --replay, and by launch range (--replay): each file under 1/5 of the
+#     capture (sizes of images / payloads / state are in OUT_DIR/*.info.txt),
+#     replay --verify passes.
+#  2. extract of one GEMM and one elementwise launch of that iteration
+#     (--replay): replay --verify and --loop 1000 pass; the --emit-c program
+#     builds with cc -lcuda and with nvcc, prints the checksum extract
+#     printed, MATCH.
+#  3. export of the iteration with GPU times measured in a replay
+#     (bench/libkernel_times.so -> gpu_times_csv.py -> --profile): Perfetto
+#     (decoded and checked when protoc is there; the file is kept in OUT_DIR)
+#     and Chrome JSON (checked).
+#  4. diff: two recordings of torch_mlp -> "same", exit 0; --lr changed ->
+#     exit 1 naming a launch whose argument differs; drv_train likewise.
+#  5. drv_train on the real driver: trim --replay, extract + C program.
+#  6. OUT_DIR/sample.fb: examples/saxpy recorded by this cucap (format 1.3,
+#     cuGetProcAddress names) to replace examples/sample.fb.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=$(cd "${1:?usage: share_check.sh BUILD_DIR OUT_DIR}" && pwd)
+OUT=${2:?usage: share_check.sh BUILD_DIR OUT_DIR}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+CUCAP=$BUILD/tools/cucap
+APPS=$BUILD/tests/apps
+PY=${PYTHON:-python3}
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+CC=${CC:-cc}
+export CUCAP_LOG_LEVEL=${CUCAP_LOG_LEVEL:-warn}
+pass=0; fail=0; skip=0
+res() { # status name detail
+  printf '%-5s %-38s %s\n' "$1" "$2" "$3" | tee -a "$OUT/share_summary.txt"
+  case $1 in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) skip=$((skip+1));; esac
+}
+size() { stat -c %s "$1"; }
+ratio() { "$PY" -c "import sys; print('%.4f' % (int(sys.argv[1]) / int(sys.argv[2])))" "$1" "$2"; }
+verify() { # name capture [options]
+  local name=$1 cap=$2; shift 2
+  if "$CUCAP" replay "$cap" --verify "$@" >"$cap.verify.txt" 2>&1; then
+    res PASS "$name" "$(grep -E '^verify:' "$cap.verify.txt" | cut -c1-130)"
+  else res FAIL "$name" "exit $? ($(tail -1 "$cap.verify.txt"))"; fi
+}
+[ -x "$CUCAP" ] || { echo "no cucap at $CUCAP"; exit 2; }
+nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU here"; exit 77; }
+: >"$OUT/share_summary.txt"
+W=$OUT/w; mkdir -p "$W"
+
+# C program of an extracted launch: cc and nvcc builds, checksum = expected
+emit_check() { # name extract.txt dir
+  local name=$1 txt=$2 dir=$3
+  local want; want=$(sed -n 's/^expected checksum \(0x[0-9a-f]*\).*/\1/p' "$txt")
+  if [ -z "$want" ]; then res FAIL "$name C program" "extract printed no checksum"; return; fi
+  if (cd "$dir" && $CC -O2 -o repro repro.c -I"$CUDA/include" -L"$CUDA/lib64/stubs" -lcuda) >"$dir/cc.txt" 2>&1 &&
+     (cd "$dir" && ./repro) >"$dir/run.txt" 2>&1 && grep -q "^checksum $want$" "$dir/run.txt" &&
+     grep -q MATCH "$dir/run.txt"; then
+    res PASS "$name C program (cc -lcuda)" "checksum $want, $(tail -1 "$dir/run.txt")"
+  else res FAIL "$name C program (cc -lcuda)" "$(tail -2 "$dir/cc.txt" "$dir/run.txt" 2>/dev/null | tr '\n' ' ' | cut -c1-150)"; fi
+  if command -v "$CUDA/bin/nvcc" >/dev/null 2>&1 &&
+     (cd "$dir" && "$CUDA/bin/nvcc" -o repro_nvcc repro.c -lcuda) >"$dir/nvcc.txt" 2>&1 &&
+     (cd "$dir" && ./repro_nvcc) >"$dir/run_nvcc.txt" 2>&1 && grep -q "^checksum $want$" "$dir/run_nvcc.txt"; then
+    res PASS "$name C program (nvcc -lcuda)" "checksum $want"
+  else res FAIL "$name C program (nvcc -lcuda)" "$(tail -2 "$dir/nvcc.txt" "$dir/run_nvcc.txt" 2>/dev/null | tr '\n' ' ' | cut -c1-150)"; fi
+}
+
+extract_check() { # name src kernel
+  local name=$1 src=$2 kernel=$3
+  local x=$W/$name.fb
+  if "$CUCAP" extract "$src" --kernel "$kernel" --replay -o "$x" --emit-c "$W/$name-c" >"$W/$name.txt" 2>&1; then
+    res PASS "extract $name" "$(head -1 "$W/$name.txt" | cut -c1-150)"
+    verify "extract $name replay --verify" "$x"
+    verify "extract $name --loop 1000" "$x" --loop 1000
+    emit_check "$name" "$W/$name.txt" "$W/$name-c"
+  else res FAIL "extract $name" "$(tail -1 "$W/$name.txt")"; fi
+}
+
+# ---- 1. torch_mlp: one iteration of a training loop
+if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  MLP=("$PY" "$ROOT/tests/apps/torch_mlp.py" --steps 400 --fresh-batch)
+  "${MLP[@]}" >"$W/mlp.native.out" 2>/dev/null
+  if "$CUCAP" record --snapshot=range:step@200 -o "$W/mlp.fb" -- "${MLP[@]}" >"$W/mlp.rec.out" 2>"$W/mlp.rec.err" &&
+     diff -q "$W/mlp.native.out" "$W/mlp.rec.out" >/dev/null; then
+    res PASS "torch_mlp record (NVTX, snapshot)" "$(size "$W/mlp.fb") bytes, output identical"
+  else res FAIL "torch_mlp record" "$(tail -1 "$W/mlp.rec.err")"; fi
+  n_nvtx=$("$CUCAP" info --json "$W/mlp.fb" 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("nvtx_ranges", 0))')
+  "$CUCAP" info "$W/mlp.fb" >"$OUT/mlp.info.txt" 2>&1
+  [ "${n_nvtx:-0}" -ge 400 ] && res PASS "torch_mlp NVTX ranges recorded" "$n_nvtx ranges" ||
+    res FAIL "torch_mlp NVTX ranges recorded" "${n_nvtx:-0} (torch.cuda.nvtx through NVTX_INJECTION64_PATH?)"
+  trim_check() { # name out options...
+    local name=$1 out=$2; shift 2
+    if "$CUCAP" trim "$W/mlp.fb" -o "$out" "$@" >"$out.txt" 2>&1; then
+      "$CUCAP" info "$out" >"$OUT/$(basename "$out" .fb).info.txt" 2>&1
+      local r; r=$(ratio "$(size "$out")" "$(size "$W/mlp.fb")")
+      if "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.2 else 1)" "$r"; then
+        res PASS "trim $name < 1/5" "$(size "$out") of $(size "$W/mlp.fb") bytes = $r"
+      else res FAIL "trim $name < 1/5" "$(size "$out") of $(size "$W/mlp.fb") bytes = $r ($(cut -c1-100 "$out.txt"))"; fi
+      verify "trim $name replay --verify" "$out"
+    else res FAIL "trim $name" "$(tail -1 "$out.txt")"; fi
+  }
+  trim_check "nvtx:step@200 (recorded)" "$W/step.fb" --range=nvtx:step@200
+  trim_check "nvtx:step@200 --replay" "$W/step-replay.fb" --range=nvtx:step@200 --replay
+  lr=$("$CUCAP" info "$W/step.fb" 2>/dev/null | sed -n 's/^made by: .*(launches \([0-9]*\)\.\.\([0-9]*\))$/\1-\2/p')
+  if [ -n "$lr" ]; then trim_check "launch:$lr --replay" "$W/step-launch.fb" --range="launch:$lr" --replay
+  else res FAIL "trim launch range" "no launch range in the NVTX trim's header"; fi
+
+  # ---- 2. extract a GEMM and an elementwise launch of the iteration
+  "$CUCAP" info --json --no-demangle "$W/step.fb" >"$W/step.info.json" 2>/dev/null
+  pick() { "$PY" -c '
+import json, re, sys
+ks = [k["name"] for k in json.load(open(sys.argv[1])).get("top_kernels", [])]
+m = [k for k in ks if re.search(sys.argv[2], k, re.I)]
+print(m[0] if m else "")' "$W/step.info.json" "$1"; }
+  gemm=$(pick 'gemm|cutlass|xmma|sm90_|cublas')
+  elem=$(pick 'elementwise|vectorized')
+  [ -n "$gemm" ] && extract_check gemm "$W/step.fb" "$gemm" || res FAIL "extract gemm" "no GEMM kernel in $(head -c 300 "$W/step.info.json")"
+  [ -n "$elem" ] && extract_check elementwise "$W/step.fb" "$elem" || res FAIL "extract elementwise" "no elementwise kernel"
+
+  # ---- 3. export the iteration with GPU times from a timed replay
+  KT=$BUILD/bench/libkernel_times.so
+  if [ -f "$KT" ]; then
+    CUDA_INJECTION64_PATH=$KT CUCAP_KERNEL_TIMES=$W/step.times "$CUCAP" replay "$W/step.fb" >/dev/null 2>&1
+    "$CUCAP" dump --json --no-symbols "$W/step.fb" >"$W/step.jsonl" 2>/dev/null
+    if "$PY" "$ROOT/tests/gpu/gpu_times_csv.py" "$W/step.jsonl" "$W/step.times" "$W/step.csv" >"$W/csv.txt" 2>&1; then
+      res PASS "GPU times of the iteration" "$(cat "$W/csv.txt")"
+      prof=(--profile "$W/step.csv")
+    else res FAIL "GPU times of the iteration" "$(cat "$W/csv.txt")"; prof=(); fi
+  else res SKIP "GPU times of the iteration" "no $KT (CUPTI not found at build time)"; prof=(); fi
+  if "$CUCAP" export "$W/step.fb" --format=perfetto -o "$OUT/step.pftrace" "${prof[@]}" >"$W/exp.txt" 2>&1; then
+    res PASS "export perfetto" "$(cut -c1-150 "$W/exp.txt"); kept: $OUT/step.pftrace"
+    if command -v protoc >/dev/null 2>&1; then
+      if protoc --proto_path="$ROOT/tests/export" --decode=perfetto.protos.Trace perfetto_subset.proto \
+           <"$OUT/step.pftrace" >"$W/step.pf.txt" 2>&1 &&
+         "$PY" "$ROOT/tests/export/check_perfetto.py" "$W/step.pf.txt" >"$W/chk.txt" 2>&1; then
+        res PASS "perfetto decoded + checked" "$(cat "$W/chk.txt")"
+      else res FAIL "perfetto decoded + checked" "$(tail -1 "$W/chk.txt" "$W/step.pf.txt" | tr '\n' ' ' | cut -c1-150)"; fi
+    else res SKIP "perfetto decoded + checked" "no protoc here: check $OUT/step.pftrace elsewhere"; fi
+  else res FAIL "export perfetto" "$(tail -1 "$W/exp.txt")"; fi
+  if "$CUCAP" export "$W/step.fb" --format=chrome-json -o "$OUT/step.json" "${prof[@]}" >"$W/expj.txt" 2>&1 &&
+     "$PY" "$ROOT/tests/export/check_chrome.py" "$OUT/step.json" >"$W/chkj.txt" 2>&1; then
+    res PASS "export chrome-json checked" "$(cat "$W/chkj.txt")"
+  else res FAIL "export chrome-json checked" "$(tail -1 "$W/expj.txt" "$W/chkj.txt" | tr '\n' ' ')"; fi
+
+  # ---- 4. diff
+  D=("$PY" "$ROOT/tests/apps/torch_mlp.py" --steps 20)
+  "$CUCAP" record -o "$W/d1.fb" -- "${D[@]}" >/dev/null 2>&1
+  "$CUCAP" record -o "$W/d2.fb" -- "${D[@]}" >/dev/null 2>&1
+  "$CUCAP" record -o "$W/d3.fb" -- "${D[@]}" --lr 0.04 >/dev/null 2>&1
+  "$CUCAP" diff "$W/d1.fb" "$W/d2.fb" >"$W/diff-same.txt" 2>&1; rc=$?
+  [ $rc = 0 ] && res PASS "diff torch_mlp twice: same" "$(tail -1 "$W/diff-same.txt")" ||
+    res FAIL "diff torch_mlp twice: same" "exit $rc: $(head -3 "$W/diff-same.txt" | tr '\n' ' ' | cut -c1-160)"
+  "$CUCAP" diff "$W/d1.fb" "$W/d3.fb" >"$W/diff-lr.txt" 2>&1; rc=$?
+  if [ $rc = 1 ] && grep -qE '^launch [0-9]+ .*: parameter [0-9]+' "$W/diff-lr.txt"; then
+    res PASS "diff --lr changed: names the launch" "$(grep -m1 -E '^launch ' "$W/diff-lr.txt" | cut -c1-160)"
+  else res FAIL "diff --lr changed" "exit $rc: $(head -3 "$W/diff-lr.txt" | tr '\n' ' ' | cut -c1-160)"; fi
+else
+  res SKIP "torch_mlp checks" "no torch with CUDA"
+fi
+
+# ---- 4b/5. drv_train on the real driver
+if [ -x "$APPS/drv_train" ]; then
+  "$CUCAP" record -o "$W/t1.fb" -- "$APPS/drv_train" >"$W/t1.out" 2>/dev/null
+  "$CUCAP" record -o "$W/t2.fb" -- "$APPS/drv_train" >/dev/null 2>&1
+  DRV_TRAIN_SCALE=0.25 "$CUCAP" record -o "$W/t3.fb" -- "$APPS/drv_train" >/dev/null 2>&1
+  diff -q "$W/t1.out" "$ROOT/tests/apps/drv_train.expected" >/dev/null && res PASS "drv_train on the GPU" "output as on the mock" ||
+    res FAIL "drv_train on the GPU" "output differs from drv_train.expected"
+  "$CUCAP" diff "$W/t1.fb" "$W/t2.fb" >/dev/null 2>&1 && res PASS "diff drv_train twice: same" "" || res FAIL "diff drv_train twice" "exit $?"
+  "$CUCAP" diff "$W/t1.fb" "$W/t3.fb" >"$W/t.diff" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "scale, occurrence 0 at its call site: parameter 1" "$W/t.diff" &&
+    res PASS "diff drv_train scale changed" "$(head -1 "$W/t.diff" | cut -c1-150)" || res FAIL "diff drv_train scale changed" "exit $rc"
+  if "$CUCAP" trim "$W/t1.fb" -o "$W/t-trim.fb" --range=nvtx:step@3 --replay >"$W/tt.txt" 2>&1; then
+    verify "drv_train trim --replay" "$W/t-trim.fb"
+  else res FAIL "drv_train trim --replay" "$(tail -1 "$W/tt.txt")"; fi
+  extract_check drv_saxpy "$W/t1.fb" saxpy
+else
+  res SKIP "drv_train checks" "not built"
+fi
+
+# ---- 6. a new examples/sample.fb
+if command -v "$CUDA/bin/nvcc" >/dev/null 2>&1 &&
+   "$CUDA/bin/nvcc" -O2 -g -o "$W/saxpy" "$ROOT/examples/saxpy.cu" >/dev/null 2>&1 &&
+   (cd "$W" && "$CUCAP" record -o "$OUT/sample.fb" -- ./saxpy >/dev/null 2>&1); then
+  res PASS "sample.fb recorded" "$OUT/sample.fb ($(size "$OUT/sample.fb") bytes): copy to examples/sample.fb"
+else res SKIP "sample.fb recorded" "nvcc or saxpy failed"; fi
+
+echo "== share_check: $pass passed, $fail failed, $skip skipped (details in $OUT)"
+[ $fail = 0 ]

@@ -1,0 +1,360 @@
+#!/usr/bin/env bash
+# test_profile_cupti.sh - the CUPTI engine of `replay --profile` end to end on
+# the mock libcuda with the stand-in libcupti (tests/mock/mock_cupti.c):
+#  1. no CUPTI, and a CUPTI that cannot attach (MOCK_CUPTI_ATTACH_FAIL; and
+#     the toolkit's real libcupti when it is installed, which cannot attach
+#     to the mock driver): exit 3 with the documented message, nothing else;
+#  2. drv_basic, drv_streams, drv_graph (stream capture + graph launches),
+#     drv_graph_explicit: every section collected; one timeline kernel per
+#     kernel Launch record (host functions excluded), graph kernels numbered
+#     within their launch; metrics for every kernel execution; PC samples
+#     with source lines; SASS text and inline chains from nvdisasm (a fake
+#     one here); host frames in the folded stacks;
+#  3. --loop 3: three durations per kernel; --range 1:1: one launch only,
+#     and a range ends each pass after its last launch (fewer ops executed);
+#     --max-ranges 1: one window per kernel, still all attributed; counter
+#     passes follow CUPTI's count (MOCK_CUPTI_PASSES=3 -> 3 metrics passes);
+#  4. counters refused (MOCK_CUPTI_NO_COUNTERS): exit 0, timeline collected,
+#     metrics "unavailable" naming NVreg_RestrictProfilingToAdminUsers;
+#  5. one range too many (MOCK_CUPTI_EXTRA_RANGE): metrics "failed", the
+#     note says the ranges cannot be attributed, no value is kept;
+#  6. L2 flush memsets that form ranges (MOCK_CUPTI_MEMSET_RANGES) with
+#     --cache=flush: the flush ranges are skipped, metrics collected;
+#  7. an unknown raw metric name: exit 3 naming it; bad options: exit 2;
+#  8. `cucap replay --profile` through the backend (replay/profile_cupti.c):
+#     every section filled; CUPTI that cannot attach or is absent: the
+#     CUDA-event timeline and sections saying why; counters refused; a
+#     launch range restricts metrics, not the timeline.
+# Skips (77) without the mock, the stand-in libcupti or the apps.
+set -u
+: "${CUCAP:?}" "${MOCK_LIBDIR:?}"
+APPS_DIR="${APPS_DIR:-}"
+PY="${PYTHON:-python3}"
+SRC="${CUCAP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
+MOCK_CUPTI="${MOCK_CUPTI:-$(dirname "$MOCK_LIBDIR")/mock_cupti/libcupti.so.13}"
+if [ ! -e "$MOCK_LIBDIR/libcuda.so.1" ] || [ ! -x "$CUCAP" ] || [ ! -e "$MOCK_CUPTI" ]; then
+  echo "SKIP: mock libcuda, stand-in libcupti ($MOCK_CUPTI) or cucap missing"; exit 77
+fi
+if [ -z "$APPS_DIR" ] || [ ! -x "$APPS_DIR/drv_basic" ]; then
+  echo "SKIP: driver-API test apps not built (APPS_DIR=$APPS_DIR)"; exit 77
+fi
+T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
+export LD_LIBRARY_PATH="$MOCK_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset CUCAP_CUPTI CUCAP_CUPTI_LIB MOCK_CUPTI_ATTACH_FAIL MOCK_CUPTI_NO_COUNTERS MOCK_CUPTI_PASSES \
+      MOCK_CUPTI_EXTRA_RANGE MOCK_CUPTI_MEMSET_RANGES MOCK_CUPTI_NO_PCS
+NVD="$SRC/tests/integration/fake_nvdisasm.sh"
+pass=0; fail=0
+ok() { echo "ok: $*"; pass=$((pass+1)); }
+bad() { echo "FAIL: $*"; fail=$((fail+1)); }
+
+prof() { # prof NAME CAPTURE [args...]: runs the engine, keeps rc/out/err
+  local name="$1" cap="$2"; shift 2
+  "$CUCAP" cupti profile "$cap" --cupti "$MOCK_CUPTI" --nvdisasm "$NVD" \
+    --json "$T/$name.json" --folded "$T/$name.folded" "$@" > "$T/$name.out" 2> "$T/$name.err"
+  echo $? > "$T/$name.rc"
+}
+
+# check NAME PYTHON-EXPR...: every expression must hold over the JSON `d`
+check() {
+  local name="$1"; shift
+  "$PY" - "$T/$name.json" "$@" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+sec = {k: v["state"] for k, v in d["sections"].items()}
+K = d["kernels"]
+bad = [e for e in sys.argv[2:] if not eval(e)]
+for e in bad:
+    print("  does not hold: " + e)
+    print("  sections: " + json.dumps(d["sections"]))
+sys.exit(1 if bad else 0)
+PYEOF
+}
+
+for app in drv_basic drv_streams drv_graph drv_graph_explicit; do
+  [ -x "$APPS_DIR/$app" ] || continue
+  "$CUCAP" record -o "$T/$app.fb" -- "$APPS_DIR/$app" > /dev/null 2> "$T/$app.rec.err" ||
+    bad "record $app"
+done
+
+# ---- 1. no CUPTI / CUPTI that cannot attach -------------------------------
+"$CUCAP" cupti profile "$T/drv_basic.fb" --cupti /nonexistent/libcupti.so.13 \
+  > "$T/none.out" 2> "$T/none.err"; rc=$?
+if [ $rc -eq 3 ] && grep -q "cannot load CUPTI" "$T/none.err" && grep -q "CUCAP_CUPTI=" "$T/none.err"; then
+  ok "no CUPTI: exit 3, 'cannot load CUPTI ... CUCAP_CUPTI='"
+else
+  bad "no CUPTI: rc=$rc"; cat "$T/none.err"
+fi
+MOCK_CUPTI_ATTACH_FAIL=1 "$CUCAP" cupti profile "$T/drv_basic.fb" --cupti "$MOCK_CUPTI" \
+  > "$T/att.out" 2> "$T/att.err"; rc=$?
+if [ $rc -eq 3 ] && grep -q "CUPTI cannot attach to the CUDA driver" "$T/att.err" \
+   && grep -q "CUPTI_ERROR_NOT_INITIALIZED" "$T/att.err"; then
+  ok "CUPTI cannot attach: exit 3 with the CUPTI error"
+else
+  bad "attach failure: rc=$rc"; cat "$T/att.err"
+fi
+REAL=""
+for c in "${CUDA_HOME:-/usr/local/cuda}/lib64/libcupti.so.13" /usr/local/cuda/lib64/libcupti.so.13; do
+  [ -e "$c" ] && { REAL="$c"; break; }
+done
+if [ -n "$REAL" ]; then
+  "$CUCAP" cupti profile "$T/drv_basic.fb" --cupti "$REAL" > "$T/real.out" 2> "$T/real.err"; rc=$?
+  if [ $rc -eq 3 ] && grep -q "CUPTI cannot attach" "$T/real.err"; then
+    ok "real libcupti on the mock driver: exit 3, cannot attach"
+  else
+    bad "real libcupti on the mock: rc=$rc"; cat "$T/real.err"
+  fi
+else
+  echo "note: no toolkit libcupti here; real-CUPTI attach failure not checked"
+fi
+"$CUCAP" cupti probe --cupti /nonexistent/libcupti.so.13 > "$T/probe.out" 2>&1; rc=$?
+if [ $rc -eq 3 ] && grep -q "^probe: cupti: FAILED: cannot load CUPTI" "$T/probe.out"; then
+  ok "probe without CUPTI: exit 3, one FAILED line"
+else
+  bad "probe without CUPTI: rc=$rc"; cat "$T/probe.out"
+fi
+"$CUCAP" cupti probe --cupti "$MOCK_CUPTI" > "$T/probe2.out" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^probe: counters: allowed" "$T/probe2.out" \
+   && grep -q "^probe: metrics sol: .* counter pass" "$T/probe2.out" \
+   && grep -q "^probe: pc sampling: enabled, 3 stall reasons" "$T/probe2.out" \
+   && grep -q "^probe: result: CUPTI attached" "$T/probe2.out"; then
+  ok "probe with the stand-in CUPTI: counters, pass counts, stall reasons"
+else
+  bad "probe: rc=$rc"; cat "$T/probe2.out"
+fi
+
+# ---- 2. every section, joined to the capture ------------------------------
+for app in drv_basic drv_streams drv_graph drv_graph_explicit; do
+  [ -e "$T/$app.fb" ] || continue
+  nk=$("$CUCAP" dump "$T/$app.fb" --json --body Launch | "$PY" -c '
+import json, sys
+n = 0
+for l in sys.stdin:
+    r = json.loads(l)
+    if r.get("body_type") == "Launch" and r.get("result", 0) == 0 and \
+       r["body"].get("kind", "Kernel") != "HostFunc":
+        n += 1
+print(n)')
+  prof "$app" "$T/$app.fb" --cache=keep --sass
+  rc=$(cat "$T/$app.rc")
+  graph=0; case $app in drv_graph*) graph=1 ;; esac
+  if [ "$rc" = 0 ] && check "$app" \
+      "all(s == 'collected' for s in sec.values())" \
+      "len(K) > 0" \
+      "$graph or len(K) == $nk" \
+      "$graph or all(k['launch_index'] is not None and k['sub'] == 0 for k in K)" \
+      "not $graph or any(k['launch_index'] is None and k['sub'] > 0 for k in K)" \
+      "all(k['ntimes'] == 1 and k['dur_median_ns'] > 0 for k in K)" \
+      "all(k.get('metrics') and all(v is not None for v in k['metrics']) for k in K)" \
+      "len(d['metric_names']) >= 5 and 'gpu__time_duration.sum' in d['metric_names']" \
+      "len(d['pc_samples']) > 0 and all(r[0] < len(K) for r in d['pc_samples'])" \
+      "all(s['file'] and s['line'] > 0 for s in d['pc_sites'])" \
+      "all(s['sass'] for s in d['pc_sites'])" \
+      "any(s['inline'] for s in d['pc_sites'])" \
+      "all('inst_executed' in s for s in d['pc_sites'])" \
+      "len(d['copies']) > 0" \
+      "len(d['kernel_summaries']) > 0 and d['kernel_summaries'][0]['top_stalls'] and d['kernel_summaries'][0]['hot_lines']"
+  then
+    ok "$app: timeline ($nk launches), metrics, PC samples with lines and SASS, SASS metrics"
+  else
+    bad "$app: rc=$rc"; tail -5 "$T/$app.err"
+  fi
+  lines=$(wc -l < "$T/$app.folded")
+  if [ "$lines" -gt 0 ] && ! grep -qv '^.*;.*;0x[0-9a-f]* .* [0-9][0-9]*$' "$T/$app.folded" \
+     && grep -q "main" "$T/$app.folded" && grep -q "inner.cuh:7" "$T/$app.folded"; then
+    ok "$app: $lines folded stacks host;...;kernel;line;pc sass count"
+  else
+    bad "$app: folded stacks"; head -3 "$T/$app.folded"
+  fi
+done
+
+# ---- 3. passes, ranges, windows -------------------------------------------
+prof loop "$T/drv_streams.fb" --cache=keep --no-pc --loop 3 --metrics=none
+if [ "$(cat "$T/loop.rc")" = 0 ] && check loop \
+    "all(k['ntimes'] == 3 for k in K)" \
+    "all(k['dur_min_ns'] <= k['dur_median_ns'] <= k['dur_max_ns'] for k in K)" \
+    "d['sections']['timeline']['passes'] == 3" \
+    "sec['metrics'] == 'not requested' and sec['pc-sampling'] == 'not requested'"; then
+  ok "--loop 3: three timeline passes, median within min..max"
+else
+  bad "--loop 3"
+fi
+prof range "$T/drv_streams.fb" --cache=keep --range 1:1
+if [ "$(cat "$T/range.rc")" = 0 ] && check range \
+    "len(K) == 1 and K[0]['launch_index'] == 1" \
+    "all(k.get('metrics') for k in K)" \
+    "all(r[0] == 0 for r in d['pc_samples'])"; then
+  ok "--range 1:1: exactly launch 1 profiled"
+else
+  bad "--range 1:1"
+fi
+# a launch range ends every pass after its last launch
+prof early "$T/drv_streams.fb" --cache=keep --no-pc --metrics=none --range 0:1
+prof whole "$T/drv_streams.fb" --cache=keep --no-pc --metrics=none
+e=$(sed -n 's/^replay: .* loop(s): \([0-9]*\) ops executed.*/\1/p' "$T/early.out")
+w=$(sed -n 's/^replay: .* loop(s): \([0-9]*\) ops executed.*/\1/p' "$T/whole.out")
+if [ -n "$e" ] && [ -n "$w" ] && [ "$e" -lt "$w" ]; then
+  ok "--range 0:1: the pass ends after the launch ($e ops executed, $w for the whole capture)"
+else
+  bad "--range 0:1 did not end the pass early ($e vs $w)"
+fi
+MOCK_CUPTI_PASSES=3 prof windows "$T/drv_streams.fb" --cache=keep --no-pc --max-ranges 1
+if [ "$(cat "$T/windows.rc")" = 0 ] && check windows \
+    "sec['metrics'] == 'collected'" \
+    "d['sections']['metrics']['passes'] == 3 * len(K)" \
+    "d['env']['metric_passes'] == 3" \
+    "all(k.get('metrics') and all(v is not None for v in k['metrics']) for k in K)"; then
+  ok "--max-ranges 1 with 3 counter passes: 3 passes per window, all attributed"
+else
+  bad "--max-ranges 1"
+fi
+
+# ---- 4. counters refused ---------------------------------------------------
+MOCK_CUPTI_NO_COUNTERS=1 prof priv "$T/drv_basic.fb" --cache=keep
+if [ "$(cat "$T/priv.rc")" = 0 ] && check priv \
+    "sec['timeline'] == 'collected' and len(K) > 0" \
+    "sec['metrics'] == 'unavailable'" \
+    "'NVreg_RestrictProfilingToAdminUsers' in d['sections']['metrics']['note']" \
+    "d['env']['counters_allowed'] == 0" \
+    "sec['pc-sampling'] == 'collected'" && grep -q "metrics.*unavailable" "$T/priv.out"; then
+  ok "counters refused: timeline kept, metrics unavailable with the fix"
+else
+  bad "counters refused: rc=$(cat "$T/priv.rc")"; cat "$T/priv.err"
+fi
+
+# ---- 5. a range count that does not fit -------------------------------------
+MOCK_CUPTI_EXTRA_RANGE=1 prof extra "$T/drv_streams.fb" --cache=keep --no-pc
+if [ "$(cat "$T/extra.rc")" = 0 ] && check extra \
+    "sec['metrics'] == 'failed'" \
+    "'cannot be attributed' in d['sections']['metrics']['note']" \
+    "all(all(v is None for v in k['metrics']) for k in K)" \
+    && grep -q "cannot be attributed" "$T/extra.err"; then
+  ok "one range too many: metrics failed loudly, nothing misattributed"
+else
+  bad "extra range"; cat "$T/extra.err"
+fi
+
+# ---- 6. flush memsets forming ranges ----------------------------------------
+MOCK_CUPTI_MEMSET_RANGES=1 prof flush "$T/drv_basic.fb" --cache=flush --no-pc
+if [ "$(cat "$T/flush.rc")" = 0 ] && check flush \
+    "sec['metrics'] == 'collected'" \
+    "'L2 flushed' in d['sections']['metrics']['note']" \
+    "all(k.get('metrics') and all(v is not None for v in k['metrics']) for k in K)"; then
+  ok "--cache=flush with memset ranges: flush ranges skipped"
+else
+  bad "flush ranges"; cat "$T/flush.err"
+fi
+
+# ---- 6b. correlation ids that need API activity records --------------------
+MOCK_CUPTI_CORR_NEEDS_API=1 prof corrapi "$T/drv_streams.fb" --cache=keep
+if [ "$(cat "$T/corrapi.rc")" = 0 ] && check corrapi \
+    "sec['timeline'] == 'collected' and len(K) == 5" \
+    "sec['pc-sampling'] == 'collected' and len(d['pc_samples']) > 0"; then
+  ok "ids only with DRIVER activity: the engine enables it, kernels attributed"
+else
+  bad "correlation ids with DRIVER activity"; tail -3 "$T/corrapi.err"
+fi
+CUCAP_CUPTI_NO_API_RECORDS=1 MOCK_CUPTI_CORR_NEEDS_API=1 prof corrnone "$T/drv_streams.fb" --cache=keep --no-pc
+if [ "$(cat "$T/corrnone.rc")" = 0 ] && check corrnone "len(K) == 0" \
+   && grep -q "kernel record(s) matched no replayed op" "$T/corrnone.err"; then
+  ok "without ids: no kernel is misattributed, the loss is reported"
+else
+  bad "no correlation ids"; tail -3 "$T/corrnone.err"
+fi
+
+# ---- 7. bad metric names, bad options ---------------------------------------
+prof bogus "$T/drv_basic.fb" --metrics=sm__throughput.avg.pct_of_peak_sustained_elapsed,bogus_metric.sum
+if [ "$(cat "$T/bogus.rc")" = 3 ] && grep -q "metric 'bogus_metric.sum' is not known" "$T/bogus.err"; then
+  ok "unknown raw metric: exit 3 naming it"
+else
+  bad "unknown metric: rc=$(cat "$T/bogus.rc")"; cat "$T/bogus.err"
+fi
+for opt in "--metrics=a,,b" "--pc-period 3" "--cache=sometimes" "--range x"; do
+  # shellcheck disable=SC2086
+  "$CUCAP" cupti profile "$T/drv_basic.fb" $opt > /dev/null 2>&1; rc=$?
+  [ $rc -eq 2 ] && ok "bad option $opt: exit 2" || bad "bad option $opt: rc=$rc"
+done
+
+# ---- 8. through `cucap replay --profile` (the backend of cucap_profiler.h) --
+rprof() { # rprof NAME CAPTURE [args...]: replay --profile --json
+  local name="$1" cap="$2"; shift 2
+  "$CUCAP" replay "$cap" --profile --json "$@" > "$T/$name.json" 2> "$T/$name.err"
+  echo $? > "$T/$name.rc"
+}
+rcheck() {
+  local name="$1"; shift
+  "$PY" - "$T/$name.json" "$@" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))["profile"]
+sec = {k: v["state"] for k, v in d["sections"].items()}
+src = {k: v["source"] for k, v in d["sections"].items()}
+msg = {k: v["message"] for k, v in d["sections"].items()}
+L = d["launches"]
+bad = [e for e in sys.argv[2:] if not eval(e)]
+for e in bad:
+    print("  does not hold: " + e)
+    print("  sections: " + json.dumps(d["sections"]))
+sys.exit(1 if bad else 0)
+PYEOF
+}
+if "$CUCAP" replay --help 2>&1 | grep -q -- '--profile'; then
+  rprof rp "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --pc-sampling --sass-metrics
+  if [ "$(cat "$T/rp.rc")" = 0 ] && rcheck rp \
+      "sec['timeline'] == 'ok' and src['timeline'] == 'cupti-activity'" \
+      "sec['metrics'] in ('ok', 'partial') and src['metrics'] == 'cupti-range-profiler'" \
+      "sec['pc_sampling'] == 'ok'" \
+      "d['replay']['backend'] == 'cupti'" \
+      "all(len(l['timings']) == 1 and len(l['metrics']) >= 5 for l in L if l['kernel'] != '')" \
+      "len(d['pc_samples']) > 0 and len(d['sass_metrics']) > 0" \
+      "len(d['activities']) > 0"; then
+    ok "replay --profile: CUPTI backend fills timeline, metrics, PC samples, SASS metrics"
+  else
+    bad "replay --profile (CUPTI backend): rc=$(cat "$T/rp.rc")"; tail -3 "$T/rp.err"
+  fi
+  MOCK_CUPTI_ATTACH_FAIL=1 rprof rpatt "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --pc-sampling
+  if [ "$(cat "$T/rpatt.rc")" = 0 ] && rcheck rpatt \
+      "sec['timeline'] == 'ok' and src['timeline'] == 'cuda-events'" \
+      "sec['metrics'] == 'unavailable' and 'CUPTI cannot attach' in msg['metrics']" \
+      "sec['pc_sampling'] == 'unavailable'"; then
+    ok "replay --profile, CUPTI cannot attach: event timeline, sections say why"
+  else
+    bad "replay --profile attach failure: rc=$(cat "$T/rpatt.rc")"; tail -3 "$T/rpatt.err"
+  fi
+  rprof rpnone "$T/drv_streams.fb" --cupti /nonexistent/libcupti.so.13 --cache=keep
+  if [ "$(cat "$T/rpnone.rc")" = 0 ] && rcheck rpnone \
+      "src['timeline'] == 'cuda-events'" \
+      "sec['metrics'] == 'unavailable' and 'CUPTI' in msg['metrics']"; then
+    ok "replay --profile without CUPTI: event timeline, metrics unavailable with the reason"
+  else
+    bad "replay --profile without CUPTI: rc=$(cat "$T/rpnone.rc")"; tail -3 "$T/rpnone.err"
+  fi
+  MOCK_CUPTI_NO_COUNTERS=1 rprof rppriv "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep
+  if [ "$(cat "$T/rppriv.rc")" = 0 ] && rcheck rppriv \
+      "sec['timeline'] == 'ok' and src['timeline'] == 'cupti-activity'" \
+      "sec['metrics'] == 'unavailable' and 'NVreg_RestrictProfilingToAdminUsers' in msg['metrics']"; then
+    ok "replay --profile, counters refused: CUPTI timeline kept, metrics say what to change"
+  else
+    bad "replay --profile counters refused: rc=$(cat "$T/rppriv.rc")"; tail -3 "$T/rppriv.err"
+  fi
+  rprof rpdrop "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep \
+    --metrics=sm__throughput.avg.pct_of_peak_sustained_elapsed,bogus_metric.sum
+  if [ "$(cat "$T/rpdrop.rc")" = 0 ] && rcheck rpdrop \
+      "sec['metrics'] == 'partial' and 'not on this chip: bogus_metric.sum' in msg['metrics']" \
+      "all(list(l['metrics']) == ['sm__throughput.avg.pct_of_peak_sustained_elapsed'] for l in L if l['kernel'])"; then
+    ok "replay --profile, a metric the chip lacks: dropped, named, section partial"
+  else
+    bad "replay --profile dropped metric: rc=$(cat "$T/rpdrop.rc")"; tail -3 "$T/rpdrop.err"
+  fi
+  rprof rprange "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --range launch:1-2
+  if [ "$(cat "$T/rprange.rc")" = 0 ] && rcheck rprange \
+      "all(len(l['timings']) == 1 for l in L if l['kernel'])" \
+      "all((len(l['metrics']) > 0) == (l.get('launch_index') in (1, 2)) for l in L if l['kernel'])"; then
+    ok "replay --profile --range launch:1-2: every launch timed, metrics for 1 and 2 only"
+  else
+    bad "replay --profile --range: rc=$(cat "$T/rprange.rc")"; tail -3 "$T/rprange.err"
+  fi
+else
+  echo "note: this cucap has no replay --profile; backend checks skipped"
+fi
+
+echo "test_profile_cupti: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,630 @@
+/* mock_cupti.c - a stand-in libcupti.so.13 for CI: the subset of CUPTI the
+ * profiling engine (replay/cupti_*.c) uses, driven by the mock libcuda's
+ * tool hook (mock_tool.h), so that the engine's pass logic, correlation,
+ * attribution and writers run without a GPU. Built from the real CUPTI
+ * headers (exact struct layouts). Not a model of CUPTI's numbers: durations
+ * are the mock's host execution times, metric values are synthetic
+ * (documented in mock_cuda.md).
+ *
+ * Behaviour: every stream submission fires a DRIVER_API callback (API enter)
+ * with a new correlation id; each executed kernel/copy/memset becomes an
+ * activity record with that id when its kind is enabled, a range while the
+ * range profiler is started (auto range: kernels only), three PC records
+ * while PC sampling is started, and SASS metric records while enabled.
+ * Module loads fire the RESOURCE MODULE_LOADED callback with the code.
+ *
+ * It lets one of range profiler, PC sampling and SASS metrics be set up at
+ * a time (stricter than CUPTI may be): the engine must release one before
+ * the next.
+ *
+ * Knobs (environment): MOCK_CUPTI_ATTACH_FAIL=1 (subscribe fails),
+ * MOCK_CUPTI_NO_COUNTERS=1 (counters need privileges), MOCK_CUPTI_PASSES=N
+ * (counter passes, default 2), MOCK_CUPTI_EXTRA_RANGE=1 (one range too many
+ * per pass), MOCK_CUPTI_MEMSET_RANGES=1 (memsets form ranges too),
+ * MOCK_CUPTI_NO_PCS=1 (no PC sampling), MOCK_CUPTI_CORR_NEEDS_API=1
+ * (correlation ids only while DRIVER activity is enabled). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti.h>
+#include <cupti_pcsampling.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_sass_metrics.h>
+#include <cupti_target.h>
+
+#include "mock_cupti_internal.h"
+#include "mock_tool.h"
+
+pthread_mutex_t mcu_mu = PTHREAD_MUTEX_INITIALIZER;
+int mcu_env_on(const char *n) {
+  const char *v = getenv(n);
+  return v && *v && *v != '0';
+}
+
+uint64_t mcu_fnv64(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h ? h : 1;
+}
+
+/* names handed out (kernel records, PC records): kept for the process */
+static char **names;
+static size_t nnames;
+static const char *keep_name(const char *s) {
+  for (size_t i = 0; i < nnames; i++)
+    if (!strcmp(names[i], s))
+      return names[i];
+  char **nn = realloc(names, (nnames + 1) * sizeof *nn);
+  if (!nn)
+    return "?";
+  names = nn;
+  names[nnames] = strdup(s);
+  return names[nnames] ? names[nnames++] : "?";
+}
+
+/* ---- subscription and callbacks ---------------------------------------- */
+
+static CUpti_CallbackFunc sub_cb;
+static void *sub_user;
+static int dom_driver, dom_resource, subscribed;
+static uint32_t corr_next = 100, corr_cur;
+
+/* ---- activity ----------------------------------------------------------- */
+static unsigned act_kinds; /* bit per kind */
+static CUpti_BuffersCallbackRequestFunc act_req;
+static CUpti_BuffersCallbackCompleteFunc act_done;
+static uint8_t *pend;
+static size_t npend, cappend;
+
+static void act_push(const void *rec, size_t size) {
+  if (npend + size > cappend) {
+    size_t nc = cappend ? cappend * 2 : 1 << 16;
+    while (nc < npend + size)
+      nc *= 2;
+    uint8_t *np = realloc(pend, nc);
+    if (!np)
+      return;
+    pend = np;
+    cappend = nc;
+  }
+  memcpy(pend + npend, rec, size);
+  npend += size;
+}
+
+static size_t rec_size(CUpti_ActivityKind k) {
+  switch (k) {
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+  case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+  case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+  default: return 0;
+  }
+}
+
+/* ---- range profiler ----------------------------------------------------- */
+int mcu_rp_enabled;
+static int rp_started, rp_configured;
+static size_t rp_passes_done, rp_max_ranges;
+static uint8_t *rp_image;
+static size_t rp_image_size;
+static double *rp_durs; /* this pass */
+static size_t rp_n, rp_cap;
+static int rp_obj_token, host_obj_token;
+
+static size_t passes_wanted(void) {
+  const char *v = getenv("MOCK_CUPTI_PASSES");
+  int n = v ? atoi(v) : 2;
+  return n > 0 ? (size_t)n : 1;
+}
+
+static void rp_add(double dur) {
+  if (rp_n == rp_cap) {
+    size_t nc = rp_cap ? rp_cap * 2 : 64;
+    double *nd = realloc(rp_durs, nc * sizeof *nd);
+    if (!nd)
+      return;
+    rp_durs = nd;
+    rp_cap = nc;
+  }
+  rp_durs[rp_n++] = dur;
+}
+
+static void on_event(void *user, const mock_tool_event *ev) {
+  (void)user;
+  pthread_mutex_lock(&mcu_mu);
+  if (ev->what == MOCK_TOOL_SUBMIT) {
+    corr_cur = corr_next++;
+    /* MOCK_CUPTI_CORR_NEEDS_API: no correlation ids unless DRIVER activity
+     * is enabled (what CUPTI's documentation says) */
+    if (mcu_env_on("MOCK_CUPTI_CORR_NEEDS_API") &&
+        !(act_kinds & (1u << CUPTI_ACTIVITY_KIND_DRIVER)))
+      corr_cur = 0;
+    CUpti_CallbackFunc cb = dom_driver ? sub_cb : NULL;
+    pthread_mutex_unlock(&mcu_mu);
+    if (cb) {
+      CUpti_CallbackData d;
+      memset(&d, 0, sizeof d);
+      d.callbackSite = CUPTI_API_ENTER;
+      d.functionName = "cuMockSubmit";
+      d.correlationId = corr_cur;
+      cb(sub_user, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+         &d);
+    }
+    return;
+  }
+  if (ev->what == MOCK_TOOL_MODULE) {
+    CUpti_CallbackFunc cb = dom_resource ? sub_cb : NULL;
+    pthread_mutex_unlock(&mcu_mu);
+    if (cb) {
+      CUpti_ModuleResourceData md = {1, ev->image_size, (const char *)ev->image};
+      CUpti_ResourceData rd;
+      memset(&rd, 0, sizeof rd);
+      rd.resourceDescriptor = &md;
+      cb(sub_user, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+    }
+    return;
+  }
+  uint64_t end = ev->end_ns > ev->start_ns + 1000 ? ev->end_ns : ev->start_ns + 1000;
+  if (ev->kind == MOCK_TOOL_KERNEL) {
+    if (act_kinds & (1u << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+      CUpti_ActivityKernel10 k;
+      memset(&k, 0, sizeof k);
+      k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      k.start = ev->start_ns;
+      k.end = end;
+      k.contextId = 1;
+      k.streamId = ev->stream ? 7 : 1;
+      k.gridX = (int32_t)ev->grid[0], k.gridY = (int32_t)ev->grid[1], k.gridZ = (int32_t)ev->grid[2];
+      k.blockX = (int32_t)ev->block[0], k.blockY = (int32_t)ev->block[1], k.blockZ = (int32_t)ev->block[2];
+      k.registersPerThread = 32;
+      k.correlationId = corr_cur;
+      k.name = keep_name(ev->kernel ? ev->kernel : "?");
+      act_push(&k, sizeof k);
+    }
+    if (rp_started) {
+      rp_add((double)(end - ev->start_ns));
+      if (mcu_env_on("MOCK_CUPTI_EXTRA_RANGE") && rp_n == 1)
+        rp_add(1.0);
+    }
+    uint64_t crc = ev->image ? mcu_fnv64(ev->image, ev->image_size) : 1;
+    const char *fn = keep_name(ev->kernel ? ev->kernel : "?");
+    mcu_pcs_kernel(corr_cur, crc, fn);
+    mcu_sass_kernel((uint32_t)crc, fn);
+  } else {
+    int set = ev->kind == MOCK_TOOL_SET;
+    CUpti_ActivityKind kind = set ? CUPTI_ACTIVITY_KIND_MEMSET : CUPTI_ACTIVITY_KIND_MEMCPY;
+    if (act_kinds & (1u << kind)) {
+      if (set) {
+        CUpti_ActivityMemset4 m;
+        memset(&m, 0, sizeof m);
+        m.kind = kind;
+        m.bytes = ev->bytes;
+        m.start = ev->start_ns;
+        m.end = end;
+        m.contextId = 1;
+        m.streamId = ev->stream ? 7 : 1;
+        m.correlationId = corr_cur;
+        act_push(&m, sizeof m);
+      } else {
+        CUpti_ActivityMemcpy6 m;
+        memset(&m, 0, sizeof m);
+        m.kind = kind;
+        m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+        m.bytes = ev->bytes;
+        m.start = ev->start_ns;
+        m.end = end;
+        m.contextId = 1;
+        m.streamId = ev->stream ? 7 : 1;
+        m.correlationId = corr_cur;
+        act_push(&m, sizeof m);
+      }
+    }
+    if (set && rp_started && mcu_env_on("MOCK_CUPTI_MEMSET_RANGES"))
+      rp_add((double)(end - ev->start_ns));
+  }
+  pthread_mutex_unlock(&mcu_mu);
+}
+
+/* ---- general ------------------------------------------------------------ */
+
+CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version) {
+  if (!version)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **str) {
+  static char buf[64];
+  if (!str)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  switch (r) {
+  case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+  case CUPTI_ERROR_INVALID_PARAMETER: *str = "CUPTI_ERROR_INVALID_PARAMETER"; break;
+  case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
+  case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: *str = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"; break;
+  case CUPTI_ERROR_INVALID_METRIC_NAME: *str = "CUPTI_ERROR_INVALID_METRIC_NAME"; break;
+  case CUPTI_ERROR_NOT_SUPPORTED: *str = "CUPTI_ERROR_NOT_SUPPORTED"; break;
+  case CUPTI_ERROR_MAX_LIMIT_REACHED: *str = "CUPTI_ERROR_MAX_LIMIT_REACHED"; break;
+  case CUPTI_ERROR_INVALID_OPERATION: *str = "CUPTI_ERROR_INVALID_OPERATION"; break;
+  default:
+    snprintf(buf, sizeof buf, "CUPTI_ERROR_%d", (int)r);
+    *str = buf;
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
+                                    void *user) {
+  if (!s || !cb)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (mcu_env_on("MOCK_CUPTI_ATTACH_FAIL"))
+    return CUPTI_ERROR_NOT_INITIALIZED;
+  if (subscribed)
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  mock_tool_hook_fn hook = cu ? (mock_tool_hook_fn)dlsym(cu, "cuMockToolHook") : NULL;
+  if (!hook)
+    return CUPTI_ERROR_NOT_INITIALIZED; /* not the mock driver */
+  hook(on_event, NULL);
+  sub_cb = cb;
+  sub_user = user;
+  subscribed = 1;
+  *s = (CUpti_SubscriberHandle)&sub_cb;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s) {
+  (void)s;
+  subscribed = dom_driver = dom_resource = 0;
+  sub_cb = NULL;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s,
+                                       CUpti_CallbackDomain d) {
+  if (!s || !subscribed)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (d == CUPTI_CB_DOMAIN_DRIVER_API)
+    dom_driver = enable != 0;
+  else if (d == CUPTI_CB_DOMAIN_RESOURCE)
+    dom_resource = enable != 0;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s,
+                                         CUpti_CallbackDomain d, CUpti_CallbackId id) {
+  (void)enable, (void)s, (void)d, (void)id;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetContextId(CUcontext ctx, uint32_t *id) {
+  (void)ctx;
+  if (!id)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  *id = 1;
+  return CUPTI_SUCCESS;
+}
+
+/* ---- activity ----------------------------------------------------------- */
+
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc rq,
+                                                    CUpti_BuffersCallbackCompleteFunc done) {
+  if (!rq || !done)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  act_req = rq;
+  act_done = done;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
+  if (!subscribed && mcu_env_on("MOCK_CUPTI_ATTACH_FAIL"))
+    return CUPTI_ERROR_NOT_INITIALIZED;
+  if (!rec_size(k) && k != CUPTI_ACTIVITY_KIND_DRIVER) /* DRIVER: no records */
+    return CUPTI_ERROR_NOT_COMPATIBLE;
+  act_kinds |= 1u << k;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) {
+  if ((unsigned)k < 32)
+    act_kinds &= ~(1u << k);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  (void)flag;
+  pthread_mutex_lock(&mcu_mu);
+  size_t off = 0;
+  while (off < npend && act_req && act_done) {
+    uint8_t *buf = NULL;
+    size_t size = 0, maxrec = 0;
+    act_req(&buf, &size, &maxrec);
+    if (!buf || !size)
+      break;
+    size_t used = 0;
+    while (off < npend) {
+      CUpti_Activity *a = (CUpti_Activity *)(pend + off);
+      size_t rs = rec_size(a->kind);
+      if (used + rs > size)
+        break;
+      memcpy(buf + used, pend + off, rs);
+      used += rs;
+      off += rs;
+    }
+    pthread_mutex_unlock(&mcu_mu);
+    act_done(NULL, 0, buf, size, used);
+    pthread_mutex_lock(&mcu_mu);
+    if (!used)
+      break;
+  }
+  npend = 0;
+  pthread_mutex_unlock(&mcu_mu);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
+                                                CUpti_Activity **record) {
+  if (!buffer || !record)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  size_t off = 0;
+  if (*record) {
+    size_t rs = rec_size((*record)->kind);
+    if (!rs)
+      return CUPTI_ERROR_INVALID_KIND;
+    off = (size_t)((uint8_t *)*record - buffer) + rs;
+  }
+  if (off >= valid)
+    return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = (CUpti_Activity *)(buffer + off);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d) {
+  (void)c, (void)s;
+  if (d)
+    *d = 0;
+  return CUPTI_SUCCESS;
+}
+
+/* ---- profiler host + target --------------------------------------------- */
+
+CUptiResult CUPTIAPI cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params *p) {
+  return p ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+CUptiResult CUPTIAPI cuptiProfilerDeInitialize(CUpti_Profiler_DeInitialize_Params *p) {
+  return p ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+CUptiResult CUPTIAPI cuptiDeviceGetChipName(CUpti_Device_GetChipName_Params *p) {
+  if (!p)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  p->pChipName = "MOCK90";
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerGetCounterAvailability(
+    CUpti_Profiler_GetCounterAvailability_Params *p) {
+  if (!p)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (mcu_env_on("MOCK_CUPTI_NO_COUNTERS"))
+    return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  if (!p->pCounterAvailabilityImage)
+    p->counterAvailabilityImageSize = 16;
+  else
+    memset(p->pCounterAvailabilityImage, 0xA5, p->counterAvailabilityImageSize);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerDeviceSupported(CUpti_Profiler_DeviceSupported_Params *p) {
+  if (!p)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  p->isSupported = p->architecture = p->sli = p->vGpu = p->confidentialCompute =
+      p->cmp = p->wsl = CUPTI_PROFILER_CONFIGURATION_SUPPORTED;
+  return CUPTI_SUCCESS;
+}
+
+static int metric_known(const char *n) {
+  return n && !strstr(n, "bogus");
+}
+
+typedef struct host_obj {
+  int token;
+  size_t nmetrics;
+} host_obj;
+static host_obj g_host;
+
+CUptiResult CUPTIAPI cuptiProfilerHostInitialize(CUpti_Profiler_Host_Initialize_Params *p) {
+  if (!p || !p->pChipName)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  g_host.token = ++host_obj_token;
+  g_host.nmetrics = 0;
+  p->pHostObject = (CUpti_Profiler_Host_Object *)&g_host;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerHostDeinitialize(CUpti_Profiler_Host_Deinitialize_Params *p) {
+  return p ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+CUptiResult CUPTIAPI cuptiProfilerHostGetMetricProperties(
+    CUpti_Profiler_Host_GetMetricProperties_Params *p) {
+  if (!p || !p->pHostObject)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!metric_known(p->pMetricName))
+    return CUPTI_ERROR_INVALID_METRIC_NAME;
+  p->pDescription = "mock metric";
+  p->pHwUnit = "mock";
+  p->pDimUnit = "";
+  p->metricType = CUPTI_METRIC_TYPE_COUNTER;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerHostGetBaseMetrics(CUpti_Profiler_Host_GetBaseMetrics_Params *p) {
+  static const char *list[] = {"gpu__time_duration", "sm__throughput"};
+  if (!p)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  p->ppMetricNames = list;
+  p->numMetrics = 2;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerHostConfigAddMetrics(
+    CUpti_Profiler_Host_ConfigAddMetrics_Params *p) {
+  if (!p || !p->pHostObject)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  for (size_t i = 0; i < p->numMetrics; i++)
+    if (!metric_known(p->ppMetricNames[i]))
+      return CUPTI_ERROR_INVALID_METRIC_NAME;
+  ((host_obj *)p->pHostObject)->nmetrics += p->numMetrics;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerHostGetConfigImageSize(
+    CUpti_Profiler_Host_GetConfigImageSize_Params *p) {
+  if (!p)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  p->configImageSize = 32;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerHostGetConfigImage(CUpti_Profiler_Host_GetConfigImage_Params *p) {
+  if (!p || !p->pConfigImage || p->configImageSize < 32)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  memset(p->pConfigImage, 0, p->configImageSize);
+  size_t n = passes_wanted();
+  memcpy(p->pConfigImage, &n, sizeof n);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerHostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params *p) {
+  if (!p || !p->pConfigImage)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  memcpy(&p->numOfPasses, p->pConfigImage, sizeof p->numOfPasses);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiProfilerHostGetMaxNumHardwareMetricsPerPass(
+    CUpti_Profiler_Host_GetMaxNumHardwareMetricsPerPass_Params *p) {
+  if (!p)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  p->maxMetricsPerPass = 100;
+  return CUPTI_SUCCESS;
+}
+
+/* counter data image: [u64 capacity][u64 n][double dur * n] */
+CUptiResult CUPTIAPI cuptiProfilerHostEvaluateToGpuValues(
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params *p) {
+  if (!p || !p->pCounterDataImage || !p->pMetricValues)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  uint64_t n;
+  memcpy(&n, p->pCounterDataImage + 8, 8);
+  if (p->rangeIndex >= n)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  double dur;
+  memcpy(&dur, p->pCounterDataImage + 16 + 8 * p->rangeIndex, 8);
+  for (size_t j = 0; j < p->numMetrics; j++) {
+    const char *m = p->ppMetricNames[j];
+    if (!metric_known(m))
+      return CUPTI_ERROR_INVALID_METRIC_NAME;
+    if (!strcmp(m, "gpu__time_duration.sum"))
+      p->pMetricValues[j] = dur;
+    else if (strstr(m, "pct"))
+      p->pMetricValues[j] = 10.0 + (double)(p->rangeIndex % 80);
+    else
+      p->pMetricValues[j] = (double)(p->rangeIndex * 1000 + j);
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params *p) {
+  if (!p || !p->ctx)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (mcu_pcs_busy())
+    return CUPTI_ERROR_INVALID_OPERATION;
+  mcu_rp_enabled = 1;
+  p->pRangeProfilerObject = (CUpti_RangeProfiler_Object *)&rp_obj_token;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerDisable(CUpti_RangeProfiler_Disable_Params *p) {
+  if (!p || !mcu_rp_enabled)
+    return CUPTI_ERROR_INVALID_OPERATION;
+  mcu_rp_enabled = rp_started = rp_configured = 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerGetCounterDataSize(
+    CUpti_RangeProfiler_GetCounterDataSize_Params *p) {
+  if (!p || !mcu_rp_enabled || !p->maxNumOfRanges || p->maxNumRangeTreeNodes < p->maxNumOfRanges)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  p->counterDataSize = 16 + 8 * p->maxNumOfRanges;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataImageInitialize(
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p) {
+  if (!p || !p->pCounterData || p->counterDataSize < 16)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  memset(p->pCounterData, 0, p->counterDataSize);
+  uint64_t cap = (p->counterDataSize - 16) / 8;
+  memcpy(p->pCounterData, &cap, 8);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Params *p) {
+  if (!p || !mcu_rp_enabled || !p->pConfig || !p->pCounterDataImage)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (p->range != CUPTI_AutoRange || p->replayMode != CUPTI_UserReplay)
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  rp_image = p->pCounterDataImage;
+  rp_image_size = p->counterDataImageSize;
+  rp_max_ranges = p->maxRangesPerPass;
+  rp_passes_done = p->passIndex;
+  rp_configured = 1;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p) {
+  if (!p || !rp_configured)
+    return CUPTI_ERROR_INVALID_OPERATION;
+  if (mcu_env_on("MOCK_CUPTI_NO_COUNTERS"))
+    return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  pthread_mutex_lock(&mcu_mu);
+  rp_started = 1;
+  rp_n = 0;
+  pthread_mutex_unlock(&mcu_mu);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p) {
+  if (!p || !rp_started)
+    return CUPTI_ERROR_INVALID_OPERATION;
+  pthread_mutex_lock(&mcu_mu);
+  rp_started = 0;
+  rp_passes_done++;
+  p->passIndex = rp_passes_done;
+  p->targetNestingLevel = 1;
+  p->isAllPassSubmitted = rp_passes_done >= passes_wanted();
+  pthread_mutex_unlock(&mcu_mu);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params *p) {
+  if (!p || !rp_image)
+    return CUPTI_ERROR_INVALID_OPERATION;
+  uint64_t cap;
+  memcpy(&cap, rp_image, 8);
+  uint64_t n = rp_n < cap ? rp_n : cap;
+  memcpy(rp_image + 8, &n, 8);
+  memcpy(rp_image + 16, rp_durs, n * 8);
+  p->numOfRangeDropped = rp_n - n;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerGetCounterDataInfo(
+    CUpti_RangeProfiler_GetCounterDataInfo_Params *p) {
+  if (!p || !p->pCounterDataImage || p->counterDataImageSize < 16)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  uint64_t n;
+  memcpy(&n, p->pCounterDataImage + 8, 8);
+  p->numTotalRanges = n;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataGetRangeInfo(
+    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params *p) {
+  static char name[32];
+  if (!p)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  snprintf(name, sizeof name, "%zu", p->rangeIndex);
+  p->rangeName = name;
+  return CUPTI_SUCCESS;
+}
+

@@ -1,0 +1,20 @@
+/* mock_cupti_internal.h - what the two files of the stand-in libcupti
+ * (mock_cupti.c, mock_cupti_pcs.c) share. Test code only. */
+#ifndef MOCK_CUPTI_INTERNAL_H
+#define MOCK_CUPTI_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern pthread_mutex_t mcu_mu;   /* guards the state both files change */
+extern int mcu_rp_enabled;       /* the range profiler is set up */
+int mcu_env_on(const char *name);
+uint64_t mcu_fnv64(const void *p, size_t n);
+
+/* mock_cupti_pcs.c; the kernel hooks run under mcu_mu */
+void mcu_pcs_kernel(uint32_t corr, uint64_t crc, const char *fn);
+void mcu_sass_kernel(uint32_t crc, const char *fn);
+int mcu_pcs_busy(void);      /* PC sampling enabled or SASS metrics set up */
+
+#endif

@@ -1,0 +1,271 @@
+/* cmd_cupti.c - `cucap cupti`: direct access to the CUPTI engine of
+ * `replay --profile` (replay/cucap_cupti.h), for diagnosing a GPU machine
+ * and for the GPU self-test:
+ *   cucap cupti probe [--list-metrics] [--metrics=LIST] [--cupti LIB]
+ *   cucap cupti profile CAPTURE [options]   the engine's own table/JSON/folded
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_cli.h"
+#include "cucap_cupti.h"
+#include "cucap_log.h"
+#include "cucap_replay.h"
+
+
+static const char cupti_usage[] =
+    "usage: cucap cupti probe [--list-metrics] [--metrics=LIST] [--cupti LIB]\n"
+    "                         [--libcuda LIB] [--device N]\n"
+    "       cucap cupti profile [options] CAPTURE\n"
+    "probe: one 'probe: key: value' line per fact CUPTI reports on this machine\n"
+    "  (version, counter permission, sol/full metric availability and pass\n"
+    "  counts, PC sampling stall reasons, SASS metrics, nvdisasm).\n"
+    "profile: replays CAPTURE under the CUPTI engine and prints its report.\n"
+    "  --metrics=SET     sol (default), full, none, or metric names a,b,c\n"
+    "  --loop N          N timeline passes (median and spread per launch)\n"
+    "  --cache=MODE      flush (default: L2 flushed before each profiled\n"
+    "                    launch in the metrics passes) or keep\n"
+    "  --no-pc           no PC sampling pass\n"
+    "  --pc-period N     PC sampling period 2^N cycles (5..31, default 10)\n"
+    "  --sass            SASS metrics pass (executed instructions per PC)\n"
+    "  --range F[:N]     profile launches F..F+N-1 only (N default: all after F)\n"
+    "  --max-ranges N    kernels per range-profiler window (default 4096)\n"
+    "  --json FILE       the engine's results as JSON ('-' = stdout)\n"
+    "  --folded FILE     folded stacks host;kernel;line;pc sass count\n"
+    "  --top N           rows of the kernel table (default 20)\n"
+    "  --cupti LIB       libcupti to load (default: CUCAP_CUPTI, CUDA_HOME,\n"
+    "                    /usr/local/cuda, loader path)\n"
+    "  --nvdisasm PATH   nvdisasm to run ('' = none)\n"
+    "  --libcuda LIB  --device N  --relocate  --quiet\n"
+    "exit status: as `cucap replay` (3: CUPTI cannot be loaded or attached,\n"
+    "or a metric name is unknown); sections that could not be collected are\n"
+    "reported with the reason and do not change it.\n";
+
+static int cupti_probe_cmd(int argc, char **argv) {
+  enum { O_LIST = 256, O_METRICS, O_CUPTI, O_LIBCUDA, O_DEVICE };
+  static const struct option lo[] = {
+      {"list-metrics", no_argument, NULL, O_LIST},
+      {"metrics", required_argument, NULL, O_METRICS},
+      {"cupti", required_argument, NULL, O_CUPTI},
+      {"libcuda", required_argument, NULL, O_LIBCUDA},
+      {"device", required_argument, NULL, O_DEVICE},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int list = 0, c;
+  const char *metrics = NULL, *lib = NULL, *libcuda = NULL;
+  uint64_t dev = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    switch (c) {
+    case O_LIST: list = 1; break;
+    case O_METRICS: metrics = optarg; break;
+    case O_CUPTI: lib = optarg; break;
+    case O_LIBCUDA: libcuda = optarg; break;
+    case O_DEVICE:
+      if (cucap_cli_parse_u64(optarg, &dev) || dev > 1024) {
+        cucap_cli_error("cupti", NULL, "--device %s: expected an ordinal", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      break;
+    case 'h': fputs(cupti_usage, stdout); return CUCAP_EXIT_OK;
+    default: fputs(cupti_usage, stderr); return CUCAP_EXIT_USAGE;
+    }
+  }
+  cucap_status st = cucap_cupti_probe(libcuda, lib, (int)dev, metrics, list, stdout);
+  fflush(stdout);
+  return st == CUCAP_OK ? CUCAP_EXIT_OK : CUCAP_EXIT_BAD_INPUT;
+}
+
+static FILE *cupti_open_out(const char *path) {
+  if (!strcmp(path, "-"))
+    return stdout;
+  FILE *f = fopen(path, "w");
+  if (!f)
+    cucap_cli_error("cupti", path, "cannot create");
+  return f;
+}
+
+static int cupti_profile_cmd(int argc, char **argv) {
+  enum { O_METRICS = 256, O_LOOP, O_CACHE, O_NOPC, O_PERIOD, O_SASS, O_RANGE,
+         O_MAXR, O_JSON, O_FOLDED, O_TOP, O_CUPTI, O_NVDISASM, O_LIBCUDA,
+         O_DEVICE, O_RELOCATE, O_QUIET };
+  static const struct option lo[] = {
+      {"metrics", required_argument, NULL, O_METRICS},
+      {"loop", required_argument, NULL, O_LOOP},
+      {"cache", required_argument, NULL, O_CACHE},
+      {"no-pc", no_argument, NULL, O_NOPC},
+      {"pc-period", required_argument, NULL, O_PERIOD},
+      {"sass", no_argument, NULL, O_SASS},
+      {"range", required_argument, NULL, O_RANGE},
+      {"max-ranges", required_argument, NULL, O_MAXR},
+      {"json", required_argument, NULL, O_JSON},
+      {"folded", required_argument, NULL, O_FOLDED},
+      {"top", required_argument, NULL, O_TOP},
+      {"cupti", required_argument, NULL, O_CUPTI},
+      {"nvdisasm", required_argument, NULL, O_NVDISASM},
+      {"libcuda", required_argument, NULL, O_LIBCUDA},
+      {"device", required_argument, NULL, O_DEVICE},
+      {"relocate", no_argument, NULL, O_RELOCATE},
+      {"quiet", no_argument, NULL, O_QUIET},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  cucap_cupti_options co;
+  cucap_cupti_options_init(&co);
+  co.metrics = "sol";
+  co.cache_flush = 1;
+  co.pc_sampling = 1;
+  cucap_replay_options ro;
+  cucap_replay_options_init(&ro);
+  const char *json = NULL, *folded = NULL;
+  uint64_t v, top = 20;
+  int quiet = 0, c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+    switch (c) {
+    case O_METRICS: co.metrics = strcmp(optarg, "none") ? optarg : NULL; break;
+    case O_LOOP:
+      if (cucap_cli_parse_u64(optarg, &v) || !v || v > 256) {
+        cucap_cli_error("cupti", NULL, "--loop %s: expected 1..256", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      co.timeline_passes = (unsigned)v;
+      break;
+    case O_CACHE:
+      if (!strcmp(optarg, "flush"))
+        co.cache_flush = 1;
+      else if (!strcmp(optarg, "keep"))
+        co.cache_flush = 0;
+      else {
+        cucap_cli_error("cupti", NULL, "--cache=%s: expected flush or keep", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      break;
+    case O_NOPC: co.pc_sampling = 0; break;
+    case O_PERIOD:
+      if (cucap_cli_parse_u64(optarg, &v) || v < 5 || v > 31) {
+        cucap_cli_error("cupti", NULL, "--pc-period %s: expected 5..31", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      co.pc_period = (unsigned)v;
+      break;
+    case O_SASS: co.sass_metrics = 1; break;
+    case O_RANGE: {
+      char buf[64];
+      snprintf(buf, sizeof buf, "%s", optarg);
+      char *colon = strchr(buf, ':');
+      uint64_t cnt = CUCAP_CUPTI_ALL_LAUNCHES;
+      if (colon) {
+        *colon = 0;
+        if (cucap_cli_parse_u64(colon + 1, &cnt) || !cnt) {
+          cucap_cli_error("cupti", NULL, "--range %s: expected FIRST[:COUNT]", optarg);
+          return CUCAP_EXIT_USAGE;
+        }
+      }
+      if (cucap_cli_parse_u64(buf, &v)) {
+        cucap_cli_error("cupti", NULL, "--range %s: expected FIRST[:COUNT]", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      co.first_launch = v;
+      co.launch_count = cnt;
+      break;
+    }
+    case O_MAXR:
+      if (cucap_cli_parse_u64(optarg, &v) || !v || v > 1000000) {
+        cucap_cli_error("cupti", NULL, "--max-ranges %s: expected 1..1000000", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      co.max_ranges = (unsigned)v;
+      break;
+    case O_JSON: json = optarg; break;
+    case O_FOLDED: folded = optarg; break;
+    case O_TOP:
+      if (cucap_cli_parse_u64(optarg, &top)) {
+        cucap_cli_error("cupti", NULL, "--top %s: expected a number", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      break;
+    case O_CUPTI: co.library = optarg; break;
+    case O_NVDISASM: co.nvdisasm = optarg; break;
+    case O_LIBCUDA: ro.libcuda = optarg; break;
+    case O_DEVICE:
+      if (cucap_cli_parse_u64(optarg, &v) || v > 1024) {
+        cucap_cli_error("cupti", NULL, "--device %s: expected an ordinal", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      ro.device = (int)v;
+      break;
+    case O_RELOCATE: ro.relocate = 1; break;
+    case 'q':
+    case O_QUIET: quiet = 1; break;
+    case 'h': fputs(cupti_usage, stdout); return CUCAP_EXIT_OK;
+    default: fputs(cupti_usage, stderr); return CUCAP_EXIT_USAGE;
+    }
+  }
+  if (optind != argc - 1) {
+    cucap_cli_error("cupti", NULL, "profile: expected exactly one capture file");
+    return CUCAP_EXIT_USAGE;
+  }
+  const char *path = argv[optind];
+  if (quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
+    cucap_log_set_level(CUCAP_LOG_ERROR);
+  cucap_cupti *e = NULL;
+  char msg[512];
+  cucap_status st = cucap_cupti_create(&co, &e, msg, sizeof msg);
+  if (st != CUCAP_OK) {
+    cucap_cli_error("cupti", NULL, "%s", msg[0] ? msg : cucap_status_str(st));
+    return st == CUCAP_ERR_INVALID_ARG ? CUCAP_EXIT_USAGE : CUCAP_EXIT_IO;
+  }
+  const cucap_replay_observer *obs[1] = {cucap_cupti_observer(e)};
+  ro.observers = obs;
+  ro.nobservers = 1;
+  cucap_replay_report rep;
+  cucap_replay_run(path, &ro, &rep);
+  if (!quiet && (rep.loops || !rep.error[0]))
+    cucap_replay_report_print(&rep, stdout, 0);
+  if (!quiet && rep.loops)
+    cucap_cupti_print_report(e, stdout, (unsigned)top);
+  int rc = rep.exit_code;
+  if (rep.error[0])
+    cucap_cli_error("cupti", path, "%s", rep.error);
+  if (json && rep.loops) {
+    FILE *f = cupti_open_out(json);
+    if (!f || cucap_cupti_write_json(e, f) != CUCAP_OK) {
+      if (f)
+        cucap_cli_error("cupti", json, "write failed");
+      rc = rc ? rc : CUCAP_EXIT_IO;
+    }
+    if (f && f != stdout)
+      fclose(f);
+  }
+  if (folded && rep.loops) {
+    FILE *f = cupti_open_out(folded);
+    size_t n = 0;
+    if (!f || cucap_cupti_write_folded(e, f, &n) != CUCAP_OK) {
+      if (f)
+        cucap_cli_error("cupti", folded, "write failed");
+      rc = rc ? rc : CUCAP_EXIT_IO;
+    } else if (!quiet) {
+      fprintf(stderr, "cucap cupti: %zu distinct instruction-level stacks in %s\n",
+              n, folded);
+    }
+    if (f && f != stdout)
+      fclose(f);
+  }
+  cucap_cupti_destroy(e);
+  return rc;
+}
+
+int cucap_cmd_cupti(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    fputs(cupti_usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? CUCAP_EXIT_USAGE : CUCAP_EXIT_OK;
+  }
+  if (!strcmp(argv[1], "probe"))
+    return cupti_probe_cmd(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "profile"))
+    return cupti_profile_cmd(argc - 1, argv + 1);
+  cucap_cli_error("cupti", NULL, "unknown subcommand '%s' (probe, profile)", argv[1]);
+  return CUCAP_EXIT_USAGE;
+}

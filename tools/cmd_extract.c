@@ -1,0 +1,134 @@
+/* cmd_extract.c - `cucap extract CAPTURE (--launch N | --kernel NAME [--nth K])
+ * -o OUT [--minimal] [--emit-c DIR] [--replay]`: one launch as a standalone
+ * capture that `cucap replay OUT --verify` checks (share/cucap_derive.h).
+ * Prints one summary line with the expected checksum (what the --emit-c
+ * program prints). Exit codes as for trim. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cucap_cli.h"
+#include "cucap_derive.h"
+
+static const char extract_usage[] =
+    "usage: cucap extract CAPTURE (--launch N | --kernel NAME [--nth K]) -o OUT\n"
+    "                     [--minimal] [--emit-c DIR] [--replay] [--device N]\n"
+    "                     [--level N] [--no-demangle]\n"
+    "  --launch N     the launch with index N (0-based, as `cucap dump` shows)\n"
+    "  --kernel NAME  the K-th launch (--nth, default 0) of kernel NAME: mangled,\n"
+    "                 demangled, or its bare name (\"saxpy\")\n"
+    "  --minimal      only the allocations the launch's pointer parameters point\n"
+    "                 into (default: every live allocation)\n"
+    "  --emit-c DIR   also write DIR/repro.c + data files: a C program that\n"
+    "                 launches the kernel with the driver API (cc ... -lcuda)\n"
+    "  --replay       take memory before and after the launch by replaying the\n"
+    "                 capture on this machine's GPU (else the capture needs\n"
+    "                 record --snapshot=launch:N)\n"
+    "OUT replays standalone: `cucap replay OUT --verify [--loop 1000]`.\n"
+    "exit: 0 ok, 2 usage / launch not found / no memory source, 3 damaged\n"
+    "input, 4 I/O error or replay failure\n";
+
+int cucap_cmd_extract(int argc, char **argv) {
+  enum { O_LAUNCH = 256, O_KERNEL, O_NTH, O_MIN, O_EMIT, O_REPLAY, O_DEVICE, O_LEVEL,
+         O_LIBCUDA, O_NODEM };
+  static const struct option lo[] = {
+      {"output", required_argument, NULL, 'o'},   {"launch", required_argument, NULL, O_LAUNCH},
+      {"kernel", required_argument, NULL, O_KERNEL}, {"nth", required_argument, NULL, O_NTH},
+      {"minimal", no_argument, NULL, O_MIN},       {"emit-c", required_argument, NULL, O_EMIT},
+      {"replay", no_argument, NULL, O_REPLAY},     {"device", required_argument, NULL, O_DEVICE},
+      {"level", required_argument, NULL, O_LEVEL}, {"libcuda", required_argument, NULL, O_LIBCUDA},
+      {"no-demangle", no_argument, NULL, O_NODEM}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *out = NULL, *emit = NULL;
+  cucap_derive_options o;
+  cucap_derive_options_init(&o);
+  cucap_launch_select sel;
+  memset(&sel, 0, sizeof sel);
+  sel.match = cucap_cli_kernel_match;
+  int have_launch = 0, demangle = 1, c;
+  uint64_t v;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+    switch (c) {
+    case 'o': out = optarg; break;
+    case O_KERNEL: sel.kernel = optarg; break;
+    case O_MIN: o.minimal = 1; break;
+    case O_EMIT: emit = optarg; break;
+    case O_REPLAY: o.replay = 1; break;
+    case O_LIBCUDA: o.libcuda = optarg; break;
+    case O_NODEM: demangle = 0; break;
+    case O_LAUNCH:
+    case O_NTH:
+    case O_DEVICE:
+    case O_LEVEL:
+      if (cucap_cli_parse_u64(optarg, &v) || (c == O_DEVICE && v > 1024) ||
+          (c == O_LEVEL && (v < 1 || v > 22))) {
+        cucap_cli_error("extract", NULL, "%s: '%s' is not a valid value", argv[optind - 1], optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      if (c == O_LAUNCH) {
+        sel.launch_index = v;
+        have_launch = 1;
+      } else if (c == O_NTH) {
+        sel.nth = v;
+      } else if (c == O_DEVICE) {
+        o.device = (int)v;
+      } else {
+        o.level = (int)v;
+      }
+      break;
+    case 'h': fputs(extract_usage, stdout); return CUCAP_EXIT_OK;
+    default: fputs(extract_usage, stderr); return CUCAP_EXIT_USAGE;
+    }
+  }
+  if (optind + 1 != argc || !out || have_launch == !!sel.kernel) {
+    cucap_cli_error("extract", NULL, "%s",
+                    optind + 1 != argc ? "expected exactly one CAPTURE"
+                    : !out             ? "missing -o OUT"
+                                       : "give one of --launch N or --kernel NAME");
+    fputs(extract_usage, stderr);
+    return CUCAP_EXIT_USAGE;
+  }
+  const char *path = argv[optind];
+  cucap_reader *r = NULL;
+  int rc = cucap_cli_open("extract", path, &r);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
+  o.source_path = path;
+  cucap_derive_report rep;
+  cucap_status st = cucap_extract(r, &sel, out, &o, &rep);
+  cucap_reader_destroy(r);
+  if (st != CUCAP_OK) {
+    cucap_cli_error("extract", path, "%s", rep.error[0] ? rep.error : cucap_status_str(st));
+    return rep.exit_code ? rep.exit_code : CUCAP_EXIT_IO;
+  }
+  char dem[2048];
+  printf("extract launch %" PRIu64 " (%s) -> %s: %" PRIu64 " regions (%" PRIu64
+         " bytes) from %s, %" PRIu64 " records, %" PRIu64 " bytes\n",
+         rep.launch_index, demangle ? cucap_cli_demangle(rep.kernel, dem, sizeof dem) : rep.kernel,
+         out, rep.regions, rep.region_bytes,
+         rep.state == 1 ? "the recorded snapshot" : "a replay", rep.records_written, rep.out_bytes);
+  if (rep.have_expected)
+    printf("expected checksum 0x%016" PRIx64 " (FNV-1a 64 of %" PRIu64
+           " result regions; `cucap replay %s --verify` compares every byte)\n",
+           rep.expected_checksum, rep.expected_regions, out);
+  else
+    printf("no expected result stored (record with --snapshot=launch:%" PRIu64
+           " or use --replay to have one)\n", rep.launch_index);
+  if (emit) {
+    char msg[512] = "";
+    cucap_reader *x = NULL;
+    if ((rc = cucap_cli_open("extract", out, &x)) != CUCAP_EXIT_OK)
+      return rc;
+    st = cucap_emit_c(x, emit, msg, sizeof msg);
+    cucap_reader_destroy(x);
+    if (st != CUCAP_OK) {
+      cucap_cli_error("extract", emit, "--emit-c: %s", msg);
+      return cucap_cli_exit_code(st) ? cucap_cli_exit_code(st) : CUCAP_EXIT_IO;
+    }
+    printf("C program: %s/repro.c (build: make -C %s, or cc -O2 -o repro repro.c "
+           "-I/usr/local/cuda/include -lcuda; run ./repro in %s)\n", emit, emit, emit);
+  }
+  return CUCAP_EXIT_OK;
+}

@@ -1,0 +1,182 @@
+/* info_parts.c - pieces of `cucap info` (cmd_info.c): the count map and
+ * the --audit summary. See info_parts.h. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_cli.h"
+#include "cucap_json.h"
+#include "info_parts.h"
+
+uint64_t *info_map_slot(u64map *m, uint64_t key, int create) {
+  if (!key)
+    return NULL;
+  if (create && (m->n + 1) * 2 > m->cap) {
+    size_t nc = m->cap ? m->cap * 2 : 256;
+    uint64_t *nk = calloc(nc, 8), *nv = calloc(nc, 8);
+    if (!nk || !nv) {
+      free(nk);
+      free(nv);
+      return NULL;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+      if (!m->k[i])
+        continue;
+      size_t j = (size_t)((m->k[i] * 0x9E3779B97F4A7C15ull) >> 20) & (nc - 1);
+      while (nk[j])
+        j = (j + 1) & (nc - 1);
+      nk[j] = m->k[i];
+      nv[j] = m->v[i];
+    }
+    free(m->k);
+    free(m->v);
+    m->k = nk;
+    m->v = nv;
+    m->cap = nc;
+  }
+  if (!m->cap)
+    return NULL;
+  size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
+  while (m->k[i] && m->k[i] != key)
+    i = (i + 1) & (m->cap - 1);
+  if (!m->k[i]) {
+    if (!create)
+      return NULL;
+    m->k[i] = key;
+    m->v[i] = 0;
+    m->n++;
+  }
+  return &m->v[i];
+}
+
+void info_map_free(u64map *m) {
+  free(m->k);
+  free(m->v);
+  memset(m, 0, sizeof *m);
+}
+
+/* A freed allocation keeps its key with size 0 (no deletion needed). */
+int info_is_device_kind(int k) {
+  return k == CUCAP_FB_ALLOCKIND_DEVICE || k == CUCAP_FB_ALLOCKIND_PITCH ||
+         k == CUCAP_FB_ALLOCKIND_MANAGED || k == CUCAP_FB_ALLOCKIND_ASYNC ||
+         k == CUCAP_FB_ALLOCKIND_FROMPOOL || k == CUCAP_FB_ALLOCKIND_VMMMAP;
+}
+
+/* ------------------------------------------------------------- audit
+ * An Audit record counts, per CUPTI driver cbid, the calls an independent
+ * CUPTI subscriber saw (driver_seen) and the calls cucap recorded. recorded
+ * may exceed driver_seen (the subscriber starts after the first calls and
+ * CUPTI does not report some calls); only driver_seen > recorded is a miss. */
+typedef struct audit_sum {
+  uint64_t seen, recorded;
+  size_t nmiss;
+  const cucap_fb_audit_entry **miss; /* biggest miss first; NULL if none */
+} audit_sum;
+
+static int cmp_miss(const void *a, const void *b) {
+  const cucap_fb_audit_entry *x = *(const cucap_fb_audit_entry *const *)a;
+  const cucap_fb_audit_entry *y = *(const cucap_fb_audit_entry *const *)b;
+  uint64_t mx = cucap_fb_audit_entry_driver_seen(x) - cucap_fb_audit_entry_recorded(x);
+  uint64_t my = cucap_fb_audit_entry_driver_seen(y) - cucap_fb_audit_entry_recorded(y);
+  if (mx != my)
+    return mx > my ? -1 : 1;
+  uint32_t cx = cucap_fb_audit_entry_cbid(x), cy = cucap_fb_audit_entry_cbid(y);
+  return cx < cy ? -1 : cx > cy;
+}
+
+/* Fills sum from a; sum->miss is malloc'ed (caller frees; NULL on OOM, then
+ * nmiss is still right but the names are not listed). */
+static void audit_summarize(const cucap_fb_audit *a, audit_sum *sum) {
+  memset(sum, 0, sizeof *sum);
+  size_t n = cucap_fb_audit_entries_len(a);
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_audit_entry *e = cucap_fb_audit_entries_at(a, i);
+    if (!e)
+      continue;
+    uint64_t sn = cucap_fb_audit_entry_driver_seen(e), rc = cucap_fb_audit_entry_recorded(e);
+    sum->seen += sn;
+    sum->recorded += rc;
+    if (sn > rc)
+      sum->nmiss++;
+  }
+  if (!sum->nmiss)
+    return;
+  sum->miss = malloc(sum->nmiss * sizeof *sum->miss);
+  if (!sum->miss)
+    return;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_audit_entry *e = cucap_fb_audit_entries_at(a, i);
+    if (e && cucap_fb_audit_entry_driver_seen(e) > cucap_fb_audit_entry_recorded(e))
+      sum->miss[k++] = e;
+  }
+  qsort(sum->miss, k, sizeof *sum->miss, cmp_miss);
+}
+
+/* The entry's name, else the cbid's name, else "cbid N" in tmp. */
+static const char *audit_name(const cucap_fb_audit_entry *e, char *tmp, size_t n) {
+  const char *nm = cucap_fb_audit_entry_name(e);
+  if (nm && *nm)
+    return nm;
+  unsigned cb = cucap_fb_audit_entry_cbid(e);
+  nm = cucap_cli_cbid_name(cb);
+  if (nm)
+    return nm;
+  snprintf(tmp, n, "cbid %u", cb);
+  return tmp;
+}
+
+void info_print_audit_text(const cucap_fb_audit *a) {
+  audit_sum sum;
+  audit_summarize(a, &sum);
+  printf("audit:           CUPTI saw %" PRIu64 " driver calls, cucap recorded %" PRIu64
+         "; %zu function%s with missed calls\n",
+         sum.seen, sum.recorded, sum.nmiss, sum.nmiss == 1 ? "" : "s");
+  char tmp[32];
+  for (size_t i = 0; sum.miss && i < sum.nmiss && i < 10; i++) {
+    const char *nm = audit_name(sum.miss[i], tmp, sizeof tmp);
+    printf("  ");
+    for (const char *p = nm; *p; p++) /* one line whatever the name holds */
+      putchar((unsigned char)*p < 0x20 ? ' ' : *p);
+    printf(": seen %" PRIu64 ", recorded %" PRIu64 "\n",
+           cucap_fb_audit_entry_driver_seen(sum.miss[i]),
+           cucap_fb_audit_entry_recorded(sum.miss[i]));
+  }
+  if (sum.miss && sum.nmiss > 10)
+    printf("  ... and %zu more\n", sum.nmiss - 10);
+  free(sum.miss);
+}
+
+void info_print_audit_json(cucap_json *w, const cucap_fb_audit *a) {
+  audit_sum sum;
+  audit_summarize(a, &sum);
+  cucap_json_key(w, "audit");
+  cucap_json_object_begin(w);
+  cucap_json_key(w, "driver_seen");
+  cucap_json_uint(w, sum.seen);
+  cucap_json_key(w, "recorded");
+  cucap_json_uint(w, sum.recorded);
+  cucap_json_key(w, "missing_count");
+  cucap_json_uint(w, sum.nmiss);
+  cucap_json_key(w, "missing_functions"); /* all of them, biggest miss first */
+  cucap_json_array_begin(w);
+  char tmp[32];
+  for (size_t i = 0; sum.miss && i < sum.nmiss; i++) {
+    const cucap_fb_audit_entry *e = sum.miss[i];
+    cucap_json_object_begin(w);
+    cucap_json_key(w, "name");
+    cucap_json_string(w, audit_name(e, tmp, sizeof tmp));
+    cucap_json_key(w, "cbid");
+    cucap_json_uint(w, cucap_fb_audit_entry_cbid(e));
+    cucap_json_key(w, "driver_seen");
+    cucap_json_uint(w, cucap_fb_audit_entry_driver_seen(e));
+    cucap_json_key(w, "recorded");
+    cucap_json_uint(w, cucap_fb_audit_entry_recorded(e));
+    cucap_json_object_end(w);
+  }
+  cucap_json_array_end(w);
+  cucap_json_object_end(w);
+  free(sum.miss);
+}
+
