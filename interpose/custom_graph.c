@@ -19,6 +19,11 @@ static cucap_fb_ref node_launch(cucap_fbb *b, CUgraphNode node) {
   if (!cucap_real.cuGraphKernelNodeGetParams_v2 ||
       cucap_real.cuGraphKernelNodeGetParams_v2(node, &p) != CUDA_SUCCESS)
     return 0;
+  return cx_kernel_params_body(b, &p);
+}
+
+cucap_fb_ref cx_kernel_params_body(cucap_fbb *b, const CUDA_KERNEL_NODE_PARAMS *pp) {
+  const CUDA_KERNEL_NODE_PARAMS p = *pp;
   uint64_t fh = p.func ? CX_U64(p.func) : CX_U64(p.kern);
   const cucap_tracked_fn *f = cx_function_for_launch(fh);
   cx_args a;
@@ -48,6 +53,11 @@ static cucap_fb_ref node_memset(cucap_fbb *b, CUgraphNode node) {
   if (!cucap_real.cuGraphMemsetNodeGetParams ||
       cucap_real.cuGraphMemsetNodeGetParams(node, &p) != CUDA_SUCCESS)
     return 0;
+  return cx_memset_params_body(b, &p);
+}
+
+cucap_fb_ref cx_memset_params_body(cucap_fbb *b, const CUDA_MEMSET_NODE_PARAMS *pp) {
+  const CUDA_MEMSET_NODE_PARAMS p = *pp;
   cucap_fb_memset_start(b);
   cucap_fb_memset_add_dst(b, p.dst);
   cucap_fb_memset_add_value(b, p.value);
@@ -92,8 +102,93 @@ static CUresult node_deps(CUgraphNode node, CUgraphNode *deps, size_t *n) {
   return CUDA_ERROR_NOT_FOUND;
 }
 
+cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth) {
+  CUgraphNodeType type = (CUgraphNodeType)255;
+  if (cucap_real.cuGraphNodeGetType)
+    (void)cucap_real.cuGraphNodeGetType(node, &type);
+  /* dependencies */
+  cucap_fb_ref deps = 0;
+  size_t nd = 0;
+  if (node_deps(node, NULL, &nd) == CUDA_SUCCESS && nd && nd < (1u << 20)) {
+    CUgraphNode *dv = malloc(nd * sizeof *dv);
+    uint64_t *du = malloc(nd * sizeof *du);
+    if (dv && du && node_deps(node, dv, &nd) == CUDA_SUCCESS) {
+      for (size_t k = 0; k < nd; k++)
+        du[k] = CX_U64(dv[k]);
+      deps = cucap_fb_graph_node_create_dependencies(b, du, nd);
+    }
+    free(dv);
+    free(du);
+  }
+  cucap_fb_ref launch = 0, mcpy = 0, mset = 0, alloc = 0;
+  uint64_t child = 0, event = 0;
+  switch (type) {
+  case CU_GRAPH_NODE_TYPE_KERNEL:
+    launch = node_launch(b, node);
+    break;
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    mcpy = node_memcpy(b, node);
+    break;
+  case CU_GRAPH_NODE_TYPE_MEMSET:
+    mset = node_memset(b, node);
+    break;
+  case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    alloc = node_alloc(b, node);
+    break;
+  case CU_GRAPH_NODE_TYPE_GRAPH: {
+    CUgraph cg = NULL;
+    if (cucap_real.cuGraphChildGraphNodeGetGraph &&
+        cucap_real.cuGraphChildGraphNodeGetGraph(node, &cg) == CUDA_SUCCESS)
+      child = CX_U64(cg);
+    break;
+  }
+  case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
+    CUevent e = NULL;
+    if (cucap_real.cuGraphEventWaitNodeGetEvent &&
+        cucap_real.cuGraphEventWaitNodeGetEvent(node, &e) == CUDA_SUCCESS)
+      event = CX_U64(e);
+    break;
+  }
+  case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
+    CUevent e = NULL;
+    if (cucap_real.cuGraphEventRecordNodeGetEvent &&
+        cucap_real.cuGraphEventRecordNodeGetEvent(node, &e) == CUDA_SUCCESS)
+      event = CX_U64(e);
+    break;
+  }
+  default:
+    break;
+  }
+  /* conditional parameters, body and child graphs, freed addresses
+   * (custom_graph_nodes.c) */
+  cx_node_ext ext;
+  cx_graph_node_ext(b, g, node, type, child, depth, &ext);
+  if (ext.alloc)
+    alloc = ext.alloc;
+  cucap_fb_graph_node_start(b);
+  cucap_fb_graph_node_add_handle(b, CX_U64(node));
+  cucap_fb_graph_node_add_type(b, (unsigned)type <= 13 ? (uint8_t)type
+                                                       : CUCAP_FB_GRAPHNODETYPE_UNKNOWN);
+  if (deps)
+    cucap_fb_graph_node_add_dependencies(b, deps);
+  if (launch)
+    cucap_fb_graph_node_add_launch(b, launch);
+  if (mcpy)
+    cucap_fb_graph_node_add_memcpy(b, mcpy);
+  if (mset)
+    cucap_fb_graph_node_add_memset(b, mset);
+  if (child)
+    cucap_fb_graph_node_add_child_graph(b, child);
+  if (event)
+    cucap_fb_graph_node_add_event(b, event);
+  if (alloc)
+    cucap_fb_graph_node_add_alloc(b, alloc);
+  cx_graph_node_ext_add(b, &ext);
+  return cucap_fb_graph_node_end(b);
+}
+
 /* Vector of GraphNode tables for graph g, built with b (0 on failure). */
-static cucap_fb_ref graph_nodes(cucap_fbb *b, CUgraph g) {
+cucap_fb_ref cx_graph_nodes(cucap_fbb *b, CUgraph g, int depth) {
   size_t n = 0;
   if (!g || !cucap_real.cuGraphGetNodes ||
       cucap_real.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || n == 0 || n > (1u << 20))
@@ -103,84 +198,8 @@ static cucap_fb_ref graph_nodes(cucap_fbb *b, CUgraph g) {
   cucap_fb_ref out = 0;
   if (!nodes || !refs || cucap_real.cuGraphGetNodes(g, nodes, &n) != CUDA_SUCCESS)
     goto done;
-  for (size_t i = 0; i < n; i++) {
-    CUgraphNode node = nodes[i];
-    CUgraphNodeType type = (CUgraphNodeType)255;
-    if (cucap_real.cuGraphNodeGetType)
-      (void)cucap_real.cuGraphNodeGetType(node, &type);
-    /* dependencies */
-    cucap_fb_ref deps = 0;
-    size_t nd = 0;
-    if (node_deps(node, NULL, &nd) == CUDA_SUCCESS && nd && nd < (1u << 20)) {
-      CUgraphNode *dv = malloc(nd * sizeof *dv);
-      uint64_t *du = malloc(nd * sizeof *du);
-      if (dv && du && node_deps(node, dv, &nd) == CUDA_SUCCESS) {
-        for (size_t k = 0; k < nd; k++)
-          du[k] = CX_U64(dv[k]);
-        deps = cucap_fb_graph_node_create_dependencies(b, du, nd);
-      }
-      free(dv);
-      free(du);
-    }
-    cucap_fb_ref launch = 0, mcpy = 0, mset = 0, alloc = 0;
-    uint64_t child = 0, event = 0;
-    switch (type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL:
-      launch = node_launch(b, node);
-      break;
-    case CU_GRAPH_NODE_TYPE_MEMCPY:
-      mcpy = node_memcpy(b, node);
-      break;
-    case CU_GRAPH_NODE_TYPE_MEMSET:
-      mset = node_memset(b, node);
-      break;
-    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
-      alloc = node_alloc(b, node);
-      break;
-    case CU_GRAPH_NODE_TYPE_GRAPH: {
-      CUgraph cg = NULL;
-      if (cucap_real.cuGraphChildGraphNodeGetGraph &&
-          cucap_real.cuGraphChildGraphNodeGetGraph(node, &cg) == CUDA_SUCCESS)
-        child = CX_U64(cg);
-      break;
-    }
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
-      CUevent e = NULL;
-      if (cucap_real.cuGraphEventWaitNodeGetEvent &&
-          cucap_real.cuGraphEventWaitNodeGetEvent(node, &e) == CUDA_SUCCESS)
-        event = CX_U64(e);
-      break;
-    }
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
-      CUevent e = NULL;
-      if (cucap_real.cuGraphEventRecordNodeGetEvent &&
-          cucap_real.cuGraphEventRecordNodeGetEvent(node, &e) == CUDA_SUCCESS)
-        event = CX_U64(e);
-      break;
-    }
-    default:
-      break;
-    }
-    cucap_fb_graph_node_start(b);
-    cucap_fb_graph_node_add_handle(b, CX_U64(node));
-    cucap_fb_graph_node_add_type(b, (unsigned)type <= 13 ? (uint8_t)type
-                                                         : CUCAP_FB_GRAPHNODETYPE_UNKNOWN);
-    if (deps)
-      cucap_fb_graph_node_add_dependencies(b, deps);
-    if (launch)
-      cucap_fb_graph_node_add_launch(b, launch);
-    if (mcpy)
-      cucap_fb_graph_node_add_memcpy(b, mcpy);
-    if (mset)
-      cucap_fb_graph_node_add_memset(b, mset);
-    if (child)
-      cucap_fb_graph_node_add_child_graph(b, child);
-    if (event)
-      cucap_fb_graph_node_add_event(b, event);
-    if (alloc)
-      cucap_fb_graph_node_add_alloc(b, alloc);
-    refs[i] = cucap_fb_graph_node_end(b);
-  }
+  for (size_t i = 0; i < n; i++)
+    refs[i] = cx_graph_node(b, g, nodes[i], depth);
   out = cucap_fbb_vector_refs(b, refs, n);
 done:
   free(nodes);
@@ -195,25 +214,31 @@ typedef struct graph_desc {
 } graph_desc;
 
 static cucap_fb_ref graph_body(cucap_fbb *b, const graph_desc *d) {
-  cucap_fb_ref nodes = 0;
+  cucap_fb_ref nodes = 0, payloads = 0;
   if (d->walk) { /* queries only, in RELAXED mode: other streams may capture */
     cx_relaxed rx;
     cx_relax_begin(&rx);
-    nodes = graph_nodes(b, (CUgraph)(uintptr_t)d->graph);
+    nodes = cx_graph_nodes(b, (CUgraph)(uintptr_t)d->graph, 0);
+    if (d->op == CUCAP_FB_GRAPHOP_INSTANTIATE && d->exec)
+      cx_graph_exec_sources(d->exec, (CUgraph)(uintptr_t)d->graph);
     cx_relax_end(&rx);
   }
+  if (d->op == CUCAP_FB_GRAPHOP_LAUNCH) /* host bytes its copy nodes read */
+    payloads = cx_graph_launch_payloads(b, d->exec);
   cucap_fb_graph_start(b);
   cucap_fb_graph_add_op(b, d->op);
   if (d->graph)
     cucap_fb_graph_add_graph(b, d->graph);
   if (d->exec)
     cucap_fb_graph_add_exec(b, d->exec);
-  if (d->op == CUCAP_FB_GRAPHOP_LAUNCH || d->op == CUCAP_FB_GRAPHOP_UPLOAD)
+  if (d->op == CUCAP_FB_GRAPHOP_LAUNCH || d->op == CUCAP_FB_GRAPHOP_UPLOAD || d->stream)
     cucap_fb_graph_add_stream(b, d->stream);
   if (d->flags)
     cucap_fb_graph_add_flags(b, d->flags);
   if (nodes)
     cucap_fb_graph_add_nodes(b, nodes);
+  if (payloads)
+    cucap_fb_graph_add_payloads(b, payloads);
   return cucap_fb_graph_end(b);
 }
 
@@ -300,7 +325,12 @@ void custom_graph_instantiate_flags(cucap_call *c, CUresult r, CUgraphExec *pe, 
 
 void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
                                      CUDA_GRAPH_INSTANTIATE_PARAMS *p) {
-  instantiated(c, r, pe, g, p ? p->flags : 0);
+  /* the upload stream goes in `stream` (replayed as cuGraphUpload) */
+  graph_desc d = {CUCAP_FB_GRAPHOP_INSTANTIATE, CX_U64(g),
+                  r == CUDA_SUCCESS && pe ? CX_U64(*pe) : 0,
+                  p && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) ? CX_U64(p->hUploadStream) : 0,
+                  p ? p->flags : 0, r == CUDA_SUCCESS};
+  graph_emit(c, &d);
 }
 
 /* A graph's managed-memory accesses are unknown (custom_managed.c); its
@@ -326,15 +356,19 @@ void custom_graph_upload(cucap_call *c, CUresult r, CUgraphExec e, CUstream s) {
 }
 
 void custom_graph_exec_destroy(cucap_call *c, CUresult r, CUgraphExec e) {
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
+    cx_graph_exec_forget(CX_U64(e));
     cx_deferred_graph_forget(0, CX_U64(e));
+  }
   graph_desc d = {CUCAP_FB_GRAPHOP_EXECDESTROY, 0, CX_U64(e), 0, 0, 0};
   graph_emit(c, &d);
 }
 
 void custom_graph_destroy(cucap_call *c, CUresult r, CUgraph g) {
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
+    cx_graph_forget(CX_U64(g)); /* its conditional nodes' bookkeeping */
     cx_deferred_graph_forget(CX_U64(g), 0);
+  }
   graph_desc d = {CUCAP_FB_GRAPHOP_DESTROY, CX_U64(g), 0, 0, 0, 0};
   graph_emit(c, &d);
 }

@@ -80,6 +80,41 @@ const cucap_tracked_fn *cx_function_for_launch(uint64_t handle);
 /* Memcpy body (geometry, kind, no payload) of a graph memcpy node. */
 cucap_fb_ref cx_memcpy3d_node_body(cucap_fbb *b, const CUDA_MEMCPY3D *p);
 
+/* Graph walk (custom_graph.c): a GraphNode of node (in graph g) / the
+ * vector of GraphNode tables of g, built with b (0 on failure). depth: body
+ * and child graphs nest (bounded). Kernel/memset bodies from parameters. */
+cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth);
+cucap_fb_ref cx_graph_nodes(cucap_fbb *b, CUgraph g, int depth);
+cucap_fb_ref cx_kernel_params_body(cucap_fbb *b, const CUDA_KERNEL_NODE_PARAMS *p);
+cucap_fb_ref cx_memset_params_body(cucap_fbb *b, const CUDA_MEMSET_NODE_PARAMS *p);
+
+/* What the walk adds to a GraphNode beyond its parameters
+ * (custom_graph_nodes.c): conditional parameters remembered from
+ * cuGraphAddNode / cuGraphConditionalHandleCreate (the driver has no query
+ * for them), the body graphs of a conditional node and the child graph of a
+ * child-graph node (walked, depth-bounded), a memory free node's address.
+ * Built before the GraphNode table starts; added while it is open. */
+typedef struct cx_node_ext {
+  cucap_fb_ref bodies;     /* [Graph] */
+  cucap_fb_ref alloc;      /* MemFree: Alloc{address} */
+  int is_cond;
+  uint64_t cond_handle;
+  uint8_t cond_type;
+  uint32_t cond_size, cond_default, cond_flags;
+} cx_node_ext;
+void cx_graph_node_ext(cucap_fbb *b, CUgraph g, CUgraphNode node, CUgraphNodeType type,
+                       uint64_t child, int depth, cx_node_ext *out);
+void cx_graph_node_ext_add(cucap_fbb *b, const cx_node_ext *e);
+/* cuGraphDestroy(g) succeeded: drops what was remembered about g's nodes. */
+void cx_graph_forget(uint64_t g);
+/* Host memory read by an exec's copy nodes (host source): noted at
+ * instantiation / update (walking g, bodies and child graphs included),
+ * read at each cuGraphLaunch into a vector of MemRegion {address, size,
+ * data blob} (0 if none), forgotten at cuGraphExecDestroy. */
+void cx_graph_exec_sources(uint64_t exec, CUgraph g);
+cucap_fb_ref cx_graph_launch_payloads(cucap_fbb *b, uint64_t exec);
+void cx_graph_exec_forget(uint64_t exec);
+
 /* Snapshots: capture/snapshot.c does the work through driver callbacks that
  * custom_snapshot.c fills from cucap_real (capture/ cannot see interpose/).
  * reason: cucap.fb.SnapshotReason. */

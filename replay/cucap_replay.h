@@ -101,6 +101,17 @@ typedef struct cucap_replay_report {
   uint64_t pinned_host_ranges;         /* page-locked host ranges re-created at
                                           their recorded addresses */
   uint64_t pinned_host_failed;         /* ... that could not be */
+  uint64_t pinned_host_device_backed;  /* ... inside a reserved device range:
+                                          device memory stands in for them */
+  uint64_t patched_pointers;           /* 8-byte values inside uploaded data
+                                          (HtoD payloads) that pointed into a
+                                          relocated range, rewritten */
+  /* ops replayed with a stand-in (a host node as an empty node, ...), by
+   * name; refused with --strict like skipped ones */
+  uint64_t substituted;
+  unsigned subst_kinds;
+  char subst_name[CUCAP_REPLAY_MAX_SKIP_NAMES][64];
+  uint64_t subst_count[CUCAP_REPLAY_MAX_SKIP_NAMES];
   /* environment */
   int env_warnings;
   /* timing */

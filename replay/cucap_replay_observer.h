@@ -79,7 +79,11 @@ typedef struct cucap_replay_op {
   unsigned pass;          /* 0-based pass */
   int body_type;          /* CUCAP_FB_BODY_* of the record */
   int capturing;          /* a stream of the replay is in stream capture:
-                             work is being recorded into a graph, not run */
+                             work is being recorded into a graph, not run
+                             (also set for an operation of a capture the
+                             replay does not redo because it rebuilds the
+                             graph from the recorded topology: op_before and
+                             op_after then come together, nothing executed) */
   /* kernel launches (body Launch), else launch_index is
    * CUCAP_REPLAY_NO_LAUNCH and the rest is zero/NULL */
   uint64_t launch_index;  /* recorded 0-based launch number */

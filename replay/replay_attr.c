@@ -171,6 +171,12 @@ int rp_attr_execute(rp_state *R, const cucap_fb_record *rec) {
                   "at its first launch", call_name(call), h);
       return 1;
     }
+    if (!R->funcs[idx].live) { /* its module went with its context */
+      char what[64];
+      snprintf(what, sizeof what, "%s (module unloaded)", call_name(call));
+      rp_skip(R, what);
+      return 1;
+    }
     CUresult r = apply_fn(R, call, a, &R->funcs[idx]);
     if (r != CUDA_SUCCESS) {
       refused(R, call, a, r);

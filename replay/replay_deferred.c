@@ -15,7 +15,8 @@
  *    also indexes launch_seq -> results, checked right after that launch
  *    (cucap_replay_session_graph_copy_result).
  *  - HostWrite: managed memory the program wrote on the host before GPU
- *    work used it: replay input, uploaded at this point (rp_host_write).
+ *    work used it: replay input, uploaded at this point (rp_host_write),
+ *    with pointers and texture handles rewritten like any uploaded data.
  *  - SyncPoint: managed memory the program may read after one of its own
  *    synchronisations: checked by the verify observer like any snapshot.
  * The index lives in rp_state.deferred (this file owns it). */
@@ -144,6 +145,11 @@ void rp_host_write(rp_state *R, const cucap_fb_snapshot *s) {
                  " bytes): contents missing from the capture", addr, size);
       continue;
     }
+    /* uploaded data like any other: pointers into moved ranges, texture
+     * handles that are other numbers here */
+    rp_patch_payload(R, R->expect, size, addr, NULL);
+    if (R->obj)
+      rp_object_patch_upload(R, R->expect, size, addr, 0);
     rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, addr), R->expect, size, NULL),
           "cuMemcpyHtoD (host write to managed memory)");
     R->d.df.StreamSynchronize(NULL);

@@ -51,68 +51,6 @@ int rp_cu(rp_state *R, CUresult r, const char *call) {
   return 0;
 }
 
-void rp_skip(rp_state *R, const char *name) {
-  cucap_replay_report *rep = R->rep;
-  rep->skipped++;
-  for (unsigned i = 0; i < rep->skip_kinds; i++)
-    if (!strcmp(rep->skip_name[i], name)) {
-      rep->skip_count[i]++;
-      return;
-    }
-  if (rep->skip_kinds < CUCAP_REPLAY_MAX_SKIP_NAMES) {
-    snprintf(rep->skip_name[rep->skip_kinds], sizeof rep->skip_name[0], "%s",
-             name);
-    rep->skip_count[rep->skip_kinds++] = 1;
-  }
-}
-
-static int rp_keep_as(rp_state *R, void *p, int pinned) {
-  if (R->nkeep == R->capkeep) {
-    size_t nc = R->capkeep ? R->capkeep * 2 : 16;
-    void **n = realloc(R->keep, nc * sizeof *n);
-    if (!n)
-      return 0;
-    R->keep = n;
-    unsigned char *np = realloc(R->keep_pinned, nc);
-    if (!np)
-      return 0;
-    R->keep_pinned = np;
-    R->capkeep = nc;
-  }
-  R->keep_pinned[R->nkeep] = (unsigned char)pinned;
-  R->keep[R->nkeep++] = p;
-  return 1;
-}
-
-int rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
-
-/* A host buffer for a copy to the host captured into a graph: the driver
- * only takes page-locked memory for memcpy nodes, and allocating it during a
- * global-mode capture would invalidate the capture, so the allocation runs
- * with this thread's capture mode relaxed (restored after). Kept until the
- * end of the pass (the graph may run many times). NULL on failure. */
-static void *rp_capture_host_buffer(rp_state *R, size_t size) {
-  void *p = NULL;
-  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
-  int exchanged = R->d.df.ThreadExchangeStreamCaptureMode &&
-                  R->d.df.ThreadExchangeStreamCaptureMode(&m) == CUDA_SUCCESS;
-  if (!R->d.df.MemAllocHost || R->d.df.MemAllocHost(&p, size ? size : 1) != CUDA_SUCCESS)
-    p = NULL;
-  if (exchanged)
-    R->d.df.ThreadExchangeStreamCaptureMode(&m);
-  int pinned = p != NULL;
-  if (!p)
-    p = malloc(size ? size : 1); /* the driver may still take it */
-  if (p && !rp_keep_as(R, p, pinned)) {
-    if (pinned)
-      R->d.df.MemFreeHost(p);
-    else
-      free(p);
-    p = NULL;
-  }
-  return p;
-}
-
 /* Grows a host buffer, pinned when possible (DMA at full speed). */
 int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   if (need <= *cap && *buf)
@@ -123,22 +61,20 @@ int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   while (nc < need)
     nc *= 2;
   if (*buf) {
-    if (*pinned && R->d.df.MemFreeHost)
-      R->d.df.MemFreeHost(*buf);
+    if (*pinned)
+      rp_host_buf_free(R, *buf);
     else
       free(*buf);
     *buf = NULL;
     *cap = 0;
   }
-  void *p = NULL;
-  *pinned = 0;
   /* never cuMemAllocHost while a stream captures: it is an unsafe call in
    * CU_STREAM_CAPTURE_MODE_GLOBAL and invalidates the capture (seen on the
-   * GPU as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at the next launch) */
-  if (R->d.df.MemAllocHost && R->cur && !R->capturing &&
-      R->d.df.MemAllocHost(&p, nc) == CUDA_SUCCESS && p)
-    *pinned = 1;
-  else
+   * GPU as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at the next launch);
+   * allocated in the primary context, which outlives the program's own */
+  void *p = rp_host_buf_alloc(R, nc);
+  *pinned = p != NULL;
+  if (!p)
     p = malloc(nc);
   if (!p)
     return 0;
@@ -276,8 +212,6 @@ static const char *rp_unhooked_work(const cucap_fb_record *rec) {
     RP_WORK(cuGraphExecChildGraphNodeSetParams)
     RP_WORK(cuGraphExecUpdate)
     RP_WORK(cuGraphExecUpdate_v2)
-    RP_WORK(cuGraphKernelNodeSetParams)
-    RP_WORK(cuGraphKernelNodeSetParams_v2)
 #undef RP_WORK
   default:
     return NULL;
@@ -309,19 +243,11 @@ const char *rp_unreplayable(const cucap_fb_record *rec) {
       return "cuStreamWriteValue";
     return NULL;
   }
-  case CUCAP_FB_BODY_GRAPH: {
-    int op = cucap_fb_graph_op(cucap_fb_record_body_as_graph(rec));
-    /* seq 0: the topology the recorder notes at cuStreamEndCapture (the
-     * graph itself is rebuilt by replaying the capture) */
-    if (cucap_fb_record_seq(rec) == 0)
-      return NULL;
-    /* cuGraphCreate + cuGraphAdd*Node: rebuilt at Instantiate from the
-     * recorded topology (replay_graph.c) */
-    if (op == CUCAP_FB_GRAPHOP_ADDNODE || op == CUCAP_FB_GRAPHOP_CLONE ||
-        op == CUCAP_FB_GRAPHOP_EXECUPDATE)
-      return "graph built by explicit API (not rebuilt)";
+  case CUCAP_FB_BODY_GRAPH:
+    /* construction calls are informational (graphs are rebuilt from the
+     * topology recorded at instantiation), the rest is replayed
+     * (replay_graph*.c); what cannot be is skipped there, by name */
     return NULL;
-  }
   case CUCAP_FB_BODY_NOTE: {
     const char *k = cucap_fb_note_kind(cucap_fb_record_body_as_note(rec));
     if (k && !strcmp(k, "unsupported"))
@@ -394,7 +320,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
         if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
           R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
-      rp_object_context_gone(R, live); /* its arrays and textures */
+      rp_ctx_dying(R, (CUcontext)(uintptr_t)live); /* and its arrays, textures */
       if (R->d.df.CtxDestroy)
         R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
     }
@@ -504,6 +430,8 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
     }
     for (size_t i = 0; i < cucap_fb_module_library_options_len(m) && nl < RP_MAX_JIT; i++) {
       const cucap_fb_jit_option *o = cucap_fb_module_library_options_at(m, i);
+      if (!rp_lib_option_safe(cucap_fb_jit_option_option(o)))
+        continue;
       lo[nl] = (CUjit_option)cucap_fb_jit_option_option(o);
       lv[nl++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
     }
@@ -529,6 +457,7 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                  "cuModuleLoadDataEx"))
         return;
       rp_map_put(&R->module, h, (uint64_t)(uintptr_t)mod);
+      rp_owned(R, (uint64_t)(uintptr_t)mod);
     }
     break;
   }
@@ -660,6 +589,8 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   memset(fi, 0, sizeof *fi);
   fi->handle = h;
   fi->live = (uint64_t)(uintptr_t)live;
+  if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL) /* a module's or per-context */
+    rp_owned(R, fi->live);
   fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
   fi->kind = kind;
   fi->name = nm;
@@ -711,11 +642,13 @@ static void rp_op_alloc(rp_state *R, const cucap_fb_record *rec,
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     return;
   }
+  rp_owned(R, p);
   R->rep->relocated_allocs++;
   if (!R->warned_reloc_ptr++)
-    CUCAP_WARN("replay: relocating device allocations: kernel pointer "
-               "parameters are patched, but pointers stored inside device "
-               "memory cannot be fixed");
+    CUCAP_WARN("replay: relocating device allocations: pointers in kernel "
+               "parameters, graph nodes and uploaded data (HtoD payloads) are "
+               "patched; pointers a kernel computes and stores in device "
+               "memory cannot be");
   R->rep->executed++;
 }
 
@@ -751,8 +684,14 @@ static void *rp_stage(rp_state *R, size_t size, unsigned *slot) {
 
 void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
                    const rp_fns *fn) {
-  if (!R->stage_ev[slot] && R->d.df.EventCreate)
-    R->d.df.EventCreate(&R->stage_ev[slot], CU_EVENT_DISABLE_TIMING);
+  if (R->stage_ev[slot] && R->stage_ev_ctx[slot] != R->cur) {
+    /* events are per context: this one (idle, rp_stage waited) goes */
+    R->d.df.EventDestroy(R->stage_ev[slot]);
+    R->stage_ev[slot] = NULL;
+  }
+  if (!R->stage_ev[slot] && R->d.df.EventCreate &&
+      R->d.df.EventCreate(&R->stage_ev[slot], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+    R->stage_ev_ctx[slot] = R->cur;
   if (R->stage_ev[slot] && fn->EventRecord(R->stage_ev[slot], st) == CUDA_SUCCESS)
     R->stage_used[slot] = 1;
   else
@@ -908,6 +847,7 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "HtoD copy (payload blob missing)");
       return;
     }
+    rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
     uint64_t d = rp_tr(R, dst);
     if (R->obj) /* texture/surface handles stored in device memory */
       rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
@@ -1025,13 +965,10 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   rp_func *fi = &R->funcs[idx];
   if (!rp_ctx_rec(R, rec))
     return;
-  if (!fi->live_fn) {
-    CUfunction f = NULL;
-    if (!R->d.df.KernelGetFunction ||
-        !rp_cu(R, R->d.df.KernelGetFunction(&f, (CUkernel)(uintptr_t)fi->live),
-               "cuKernelGetFunction"))
-      return;
-    fi->live_fn = (uint64_t)(uintptr_t)f;
+  if (!rp_func_fn(R, fi)) {
+    if (!R->failed)
+      rp_skip(R, "launch of a function whose module was unloaded");
+    return;
   }
   /* argument block: inline or a blob; copied so it can be patched */
   size_t n = 0;
@@ -1201,6 +1138,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                "cuStreamCreateWithPriority"))
       return;
     rp_map_put(&R->stream, h, (uint64_t)(uintptr_t)ns);
+    rp_owned(R, (uint64_t)(uintptr_t)ns);
     R->last_stream_rec = 0;
     break;
   }
@@ -1228,20 +1166,33 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "cuStreamBeginCapture (driver lacks it)");
       return;
     }
+    if (rp_capture_begin_dry(R, rec, s))
+      break; /* its graph is rebuilt at instantiation (replay_capture.c) */
     if (!rp_cu(R, fn->StreamBeginCapture(rp_stream(R, h),
                                          (CUstreamCaptureMode)cucap_fb_stream_capture_mode(s)),
                "cuStreamBeginCapture"))
       return;
+    rp_capture_open(R, h, rp_stream(R, h));
     R->capturing++;
     break;
   case CUCAP_FB_STREAMOP_ENDCAPTURE: {
     CUgraph gr = NULL;
+    switch (rp_capture_end_dry(R, s)) {
+    case 1:
+      R->rep->executed++;
+      return;
+    case 2:
+      return;
+    default:
+      break;
+    }
     if (!fn->StreamEndCapture) {
       rp_skip(R, "cuStreamEndCapture (driver lacks it)");
       return;
     }
     if (!rp_cu(R, fn->StreamEndCapture(rp_stream(R, h), &gr), "cuStreamEndCapture"))
       return;
+    rp_capture_closed(R, h);
     if (R->capturing)
       R->capturing--;
     rp_map_put(&R->graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr);
@@ -1270,6 +1221,7 @@ static void rp_op_event(rp_state *R, const cucap_fb_record *rec,
     if (!rp_cu(R, R->d.df.EventCreate(&ne, cucap_fb_event_flags(e)), "cuEventCreate"))
       return;
     rp_map_put(&R->event, h, (uint64_t)(uintptr_t)ne);
+    rp_owned(R, (uint64_t)(uintptr_t)ne);
     break;
   }
   case CUCAP_FB_EVENTOP_DESTROY:
@@ -1304,51 +1256,15 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
                         const cucap_fb_graph *g) {
   const rp_fns *fn = rp_fn(R, rec);
   uint64_t live;
-  const char *bad = rp_unreplayable(rec);
-  if (bad) {
-    rp_skip(R, bad);
-    return;
-  }
   if (!rp_ctx_rec(R, rec))
     return;
-  if (cucap_fb_record_seq(rec) == 0) {
-    R->rep->ignored++; /* topology note, not a call */
-    return;
-  }
-  switch (cucap_fb_graph_op(g)) {
-  case CUCAP_FB_GRAPHOP_INSTANTIATE: {
-    CUgraphExec ex = NULL;
-    CUgraph rebuilt = NULL; /* explicit-API graph, rebuilt here; ours to destroy */
-    if (!R->d.df.GraphInstantiateWithFlags) {
-      rp_skip(R, "cuGraphInstantiate (graph not rebuilt)");
-      return;
-    }
-    if (!rp_map_get(&R->graph, cucap_fb_graph_graph(g), &live)) {
-      const char *why = rp_graph_rebuild(R, g, &rebuilt);
-      if (!rebuilt) {
-        if (why)
-          rp_skip(R, why);
-        return;
-      }
-      live = (uint64_t)(uintptr_t)rebuilt;
-    }
-    /* UPLOAD (from cuGraphInstantiateWithParams) needs an upload stream,
-     * which cuGraphInstantiateWithFlags has not: drop it */
-    unsigned long long gfl = cucap_fb_graph_flags(g) &
-                             ~(unsigned long long)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
-    CUresult ir = R->d.df.GraphInstantiateWithFlags(&ex, (CUgraph)(uintptr_t)live, gfl);
-    if (rebuilt && R->d.df.GraphDestroy) /* an exec does not need its graph */
-      R->d.df.GraphDestroy(rebuilt);
-    if (!rp_cu(R, ir, "cuGraphInstantiate"))
-      return;
-    rp_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
-    break;
-  }
+  switch (cucap_fb_record_seq(rec) ? cucap_fb_graph_op(g) : -1) {
   case CUCAP_FB_GRAPHOP_LAUNCH:
     if (!rp_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
       rp_skip(R, "cuGraphLaunch (graph not rebuilt)");
       return;
     }
+    rp_graph_launch_payloads(R, g); /* host bytes its copy nodes read */
     if (!rp_cu(R, fn->GraphLaunch((CUgraphExec)(uintptr_t)live,
                                   rp_stream(R, cucap_fb_graph_stream(g))),
                "cuGraphLaunch"))
@@ -1358,13 +1274,14 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
   case CUCAP_FB_GRAPHOP_EXECDESTROY:
     if (rp_map_del(&R->gexec, cucap_fb_graph_exec(g), &live))
       R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)live);
+    rp_graph_exec_destroyed(R, cucap_fb_graph_exec(g)); /* and its rebuilt graph */
     break;
   case CUCAP_FB_GRAPHOP_DESTROY:
     if (rp_map_del(&R->graph, cucap_fb_graph_graph(g), &live))
       R->d.df.GraphDestroy((CUgraph)(uintptr_t)live);
     break;
-  default: /* upload */
-    R->rep->ignored++;
+  default: /* instantiate, updates, upload, topology notes (replay_graph_exec.c) */
+    rp_graph_op(R, rec, g);
     return;
   }
   R->rep->executed++;
@@ -1376,21 +1293,15 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
     R->rep->ignored++; /* the call failed in the program */
     return;
   }
+  if (R->gs && rp_capture_swallow(R, rec)) {
+    R->rep->ignored++; /* captured into a graph that is rebuilt instead */
+    return;
+  }
   uint64_t before = R->rep->executed, skipped = R->rep->skipped;
   int body = cucap_fb_record_body_type(rec);
   int watched = R->o->nobservers != 0;
-  if (watched) {
-    memset(&R->op, 0, sizeof R->op);
-    R->op.record = rec;
-    R->op.rec_index = R->rec_index;
-    R->op.seq = R->cur_seq;
-    R->op.pass = R->pass;
-    R->op.body_type = body;
-    R->op.launch_index = CUCAP_REPLAY_NO_LAUNCH;
-    R->op_announced = 0;
-    if (body != CUCAP_FB_BODY_LAUNCH) /* launches: in rp_op_launch */
-      rp_obs_op_before(R);
-  }
+  if (watched)
+    rp_obs_op_start(R, rec); /* launches: announced in rp_op_launch */
   switch (body) {
   case CUCAP_FB_BODY_CONTEXT:
     rp_op_context(R, rec, cucap_fb_record_body_as_context(rec));

@@ -72,6 +72,7 @@ int rp_host_pins_add(rp_host_pins *p, int kind, uint64_t host, uint64_t dev,
   }
   rp_host_pin *e = &p->v[p->n++];
   memset(e, 0, sizeof *e);
+  p->grouped = 0;
   e->host = host;
   e->dev = dev ? dev : host;
   e->size = size;
@@ -97,19 +98,20 @@ static void rp_host_fail(int *warned, uint64_t addr, uint64_t size,
              r != CUDA_SUCCESS ? rp_cu_err(d, r) : "");
 }
 
-size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d) {
-  p->placed = p->failed = 0;
-  if (!p->n)
-    return 0;
-  rp_host_fns f;
-  rp_host_fns_load(d, &f);
-  int warned = 0;
+static uint64_t rp_page(void) {
   uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-  if (!pg || (pg & (pg - 1)))
-    pg = 4096;
-  qsort(p->v, p->n, sizeof *p->v, rp_host_cmp);
-  /* groups of entries whose page-aligned ranges overlap share one mapping,
-   * held by the group's first entry */
+  return pg && !(pg & (pg - 1)) ? pg : 4096;
+}
+
+/* Sorts the entries and groups those whose page-aligned ranges overlap: the
+ * group's first entry gets the range (gs, ge) and the index past the group
+ * (gend); the others get gend = 0. Idempotent. */
+static void rp_host_group(rp_host_pins *p) {
+  if (p->grouped)
+    return;
+  uint64_t pg = rp_page();
+  if (p->n)
+    qsort(p->v, p->n, sizeof *p->v, rp_host_cmp);
   for (size_t i = 0; i < p->n;) {
     uint64_t s = p->v[i].host & ~(pg - 1);
     uint64_t e = (p->v[i].host + p->v[i].size + pg - 1) & ~(pg - 1);
@@ -118,14 +120,74 @@ size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d) {
       uint64_t je = (p->v[j].host + p->v[j].size + pg - 1) & ~(pg - 1);
       if (je > e)
         e = je;
+      p->v[j].gend = 0;
       j++;
     }
-    rp_host_pin *g = &p->v[i];
-    size_t gi = i;
+    p->v[i].gs = s;
+    p->v[i].ge = e;
+    p->v[i].gend = j;
     i = j;
+  }
+  p->grouped = 1;
+}
+
+int rp_host_pins_plan(rp_host_pins *p, rp_mem *m) {
+  rp_host_group(p);
+  for (size_t i = 0; i < p->n; i = p->v[i].gend)
+    if (p->v[i].ge > p->v[i].gs &&
+        !rp_mem_add_pin(m, p->v[i].gs, p->v[i].ge - p->v[i].gs))
+      return 0;
+  return 1;
+}
+
+size_t rp_host_pins_premap(rp_host_pins *p, rp_mem *m) {
+  size_t n = 0;
+  rp_host_group(p);
+  for (size_t i = 0; i < p->n; i = p->v[i].gend) {
+    rp_host_pin *g = &p->v[i];
+    if (g->ge <= g->gs || g->map_size)
+      continue;
+    /* next to a device range the driver is asked for: left alone until the
+     * device reservations are made (a host mapping held across cuInit near
+     * a hinted range is not known to be harmless) */
+    if (rp_mem_near_fixed(m, g->gs, g->ge - g->gs, RP_VA_HINT_ALIGN))
+      continue;
+    void *a = mmap((void *)(uintptr_t)g->gs, g->ge - g->gs, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (a == MAP_FAILED)
+      continue;
+    if (a != (void *)(uintptr_t)g->gs) { /* kernel without NOREPLACE */
+      munmap(a, g->ge - g->gs);
+      continue;
+    }
+    g->map_addr = g->gs;
+    g->map_size = g->ge - g->gs;
+    n++;
+  }
+  return n;
+}
+
+size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d, const rp_mem *m) {
+  p->placed = p->failed = p->device_backed = 0;
+  if (!p->n)
+    return 0;
+  rp_host_fns f;
+  rp_host_fns_load(d, &f);
+  int warned = 0;
+  rp_host_group(p);
+  for (size_t i = 0; i < p->n; i = p->v[i].gend) {
+    rp_host_pin *g = &p->v[i];
+    size_t gi = i, j = g->gend;
+    uint64_t s = g->gs, e = g->ge;
     if (!e || e <= s) { /* wrapped past the top of the address space */
       rp_host_fail(&warned, s, 0, "invalid range", d, CUDA_SUCCESS);
       p->failed++;
+      continue;
+    }
+    if (m && rp_mem_is_fixed(m, s, e - s)) {
+      /* inside a reserved device range: device memory stands in for it at
+       * the same address (replay_memory.c) */
+      p->device_backed++;
       continue;
     }
     if (!f.Register) {
@@ -134,22 +196,28 @@ size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d) {
       p->failed++;
       continue;
     }
-    void *m = mmap((void *)(uintptr_t)s, e - s, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (m == MAP_FAILED || m != (void *)(uintptr_t)s) {
-      if (m != MAP_FAILED) /* kernel without MAP_FIXED_NOREPLACE */
-        munmap(m, e - s);
-      rp_host_fail(&warned, s, e - s,
-                   m == MAP_FAILED && errno == EEXIST
-                       ? "address already in use in this process"
-                       : "mmap failed",
-                   d, CUDA_SUCCESS);
-      p->failed++;
-      continue;
+    void *mp = (void *)(uintptr_t)g->map_addr;
+    if (!g->map_size) {
+      mp = mmap((void *)(uintptr_t)s, e - s, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+      if (mp == MAP_FAILED || mp != (void *)(uintptr_t)s) {
+        int busy = mp == MAP_FAILED && errno == EEXIST;
+        if (mp != MAP_FAILED) /* kernel without MAP_FIXED_NOREPLACE */
+          munmap(mp, e - s);
+        char what[600] = "mmap failed";
+        if (busy) {
+          char va[512];
+          rp_mem_describe_va(s, e - s, va, sizeof va);
+          snprintf(what, sizeof what, "address already in use in this process: %s", va);
+        }
+        rp_host_fail(&warned, s, e - s, what, d, CUDA_SUCCESS);
+        p->failed++;
+        continue;
+      }
+      g->map_addr = s;
+      g->map_size = e - s;
     }
-    g->map_addr = s;
-    g->map_size = e - s;
-    CUresult r = f.Register(m, (size_t)(e - s),
+    CUresult r = f.Register(mp, (size_t)(e - s),
                             CU_MEMHOSTREGISTER_DEVICEMAP |
                                 CU_MEMHOSTREGISTER_PORTABLE);
     if (r != CUDA_SUCCESS) {

@@ -22,12 +22,16 @@ typedef struct rp_host_pin {   /* one recorded pinned-host allocation */
   uint64_t size;
   uint64_t map_addr, map_size; /* page-aligned mmap'ed range; 0 = not ours */
   int registered;              /* 1: cuMemHostRegister'ed by us */
+  uint64_t gs, ge;             /* group's first entry: page-aligned range */
+  size_t gend;                 /* group's first entry: index past the group */
 } rp_host_pin;
 
 typedef struct rp_host_pins {
   rp_host_pin *v;
   size_t n, cap;
-  size_t placed, failed;       /* after rp_host_pins_place */
+  int grouped;                 /* v sorted and grouped (no adds after) */
+  size_t placed, failed;       /* after rp_host_pins_place: groups */
+  size_t device_backed;        /* groups inside a reserved device range */
 } rp_host_pins;
 
 /* Notes one recorded allocation (kind Host, HostAlloc or HostRegister;
@@ -36,15 +40,28 @@ typedef struct rp_host_pins {
 int rp_host_pins_add(rp_host_pins *p, int kind, uint64_t host, uint64_t dev,
                      uint64_t size);
 
-/* With the driver loaded and a context current: for each noted allocation,
- * mmap an anonymous read/write range at exactly the recorded host address
- * (MAP_FIXED_NOREPLACE, page-aligned), cuMemHostRegister it (DEVICEMAP |
- * PORTABLE) and check that cuMemHostGetDevicePointer gives the recorded
- * device-side address. Best effort: a failure warns once (per run) and
- * leaves that allocation unplaced. Ranges that overlap (re-allocations at
- * a reused address) are merged. Sets p->placed / p->failed (counts of
- * merged ranges) and returns p->placed. */
-size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d);
+/* After the scan (no more adds): gives the memory plan the page-aligned
+ * ranges of the noted allocations (rp_mem_add_pin), so that the parts that
+ * fall inside a device super-range are backed there. 0 on out of memory. */
+int rp_host_pins_plan(rp_host_pins *p, rp_mem *m);
+
+/* Before libcuda is loaded: maps (read/write, MAP_FIXED_NOREPLACE) each
+ * range that is not within 32 MiB of a planned device super-range, so that
+ * neither the driver's libraries nor its mappings take it; registered later
+ * by rp_host_pins_place. Best effort; returns the ranges mapped. */
+size_t rp_host_pins_premap(rp_host_pins *p, rp_mem *m);
+
+/* With the driver loaded, device memory placed and a context current: for
+ * each noted allocation (ranges that overlap - re-allocations at a reused
+ * address - are merged): a range that m backs with device memory counts as
+ * device_backed; otherwise mmap an anonymous read/write range at exactly the
+ * recorded host address (unless premapped), cuMemHostRegister it (DEVICEMAP
+ * | PORTABLE) and check that cuMemHostGetDevicePointer gives the recorded
+ * device-side address. Best effort: a failure warns once (per run, naming
+ * what this process has mapped there) and leaves that allocation unplaced.
+ * Sets p->placed / p->failed / p->device_backed and returns p->placed.
+ * m may be NULL. */
+size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d, const rp_mem *m);
 
 /* Zero-fills what rp_host_pins_place mapped (between replay passes, with no
  * GPU work in flight: each pass starts as the first found them). */

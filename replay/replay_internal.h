@@ -42,6 +42,7 @@
   X(MemFree, "cuMemFree", 3020, PFN_cuMemFree_v3020, "cuMemFree_v2", 0)                 \
   X(MemAllocHost, "cuMemAllocHost", 3020, PFN_cuMemAllocHost_v3020, "cuMemAllocHost_v2", 0) \
   X(MemFreeHost, "cuMemFreeHost", 2000, PFN_cuMemFreeHost_v2000, "cuMemFreeHost", 0)     \
+  X(MemHostAlloc, "cuMemHostAlloc", 2020, PFN_cuMemHostAlloc_v2020, "cuMemHostAlloc", 0)  \
   X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync", 3020, PFN_cuMemcpyHtoDAsync_v3020, "cuMemcpyHtoDAsync_v2", 1) \
   X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync", 3020, PFN_cuMemcpyDtoHAsync_v3020, "cuMemcpyDtoHAsync_v2", 1) \
   X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync", 3020, PFN_cuMemcpyDtoDAsync_v3020, "cuMemcpyDtoDAsync_v2", 1) \
@@ -179,6 +180,10 @@ typedef struct rp_mem {
   rp_chunk *chunks; size_t nchunks; /* mapped 2 MiB-aligned pieces, sorted */
   int planned;                      /* recorded[] merged + fixed[] computed */
   rp_reloc *reloc; size_t nreloc, capreloc;
+  rp_range *pins; size_t npins, cappins; /* recorded page-locked host ranges */
+  size_t pins_backed;               /* of those: device memory inside a
+                                       reserved range stands in for them */
+  rp_range *resv; size_t nresv;     /* reservations made (sorted) */
 } rp_mem;
 
 int rp_mem_add_recorded(rp_mem *m, uint64_t addr, uint64_t size);
@@ -190,10 +195,22 @@ int rp_mem_plan(rp_mem *m);
  * just before its cuMemAddressReserve (or by rp_mem_release). Best effort:
  * returns the number of super-ranges guarded. */
 size_t rp_mem_host_guard(rp_mem *m);
-/* Reserves each super-range at its exact address, then maps device memory
- * over the 2 MiB-aligned union of the recorded ranges inside it. Returns the
- * number of recorded ranges that could not be placed (they are relocated);
- * ranges and bytes receive the super-ranges reserved and the bytes mapped. */
+void rp_mem_host_unguard(rp_mem *m); /* releases every guard now */
+/* Notes a recorded page-locked host range (page-aligned) for the plan. */
+int rp_mem_add_pin(rp_mem *m, uint64_t addr, uint64_t size);
+/* 1 if [addr, addr+size) lies within `margin` bytes of a planned
+ * super-range (plans first). */
+int rp_mem_near_fixed(rp_mem *m, uint64_t addr, uint64_t size, uint64_t margin);
+/* What this process has mapped over [addr, addr+size) (/proc/self/maps). */
+void rp_mem_describe_va(uint64_t addr, uint64_t size, char *buf, size_t n);
+/* Reserves each super-range at its exact address (a super-range that cannot
+ * be reserved whole is reserved block by block, 32 MiB each, skipping the
+ * blocks that fail), then maps device memory over the 2 MiB-aligned union of
+ * the recorded ranges inside the reservations, and over the parts of noted
+ * pinned host ranges that fall inside them (counted in pins_backed). Returns
+ * the number of pieces that could not be placed (their allocations are
+ * relocated); ranges and bytes receive the reservations made and the bytes
+ * mapped. */
 size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
                           uint64_t *ranges, uint64_t *bytes);
 /* Sorts/merges the recorded ranges only (relocation mode). */
@@ -221,6 +238,13 @@ static inline uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr,
     *relocated = 0;
   return addr;
 }
+
+/* Relocation inside uploaded data: rewrites each 8-byte value of buf (n
+ * bytes about to be copied to recorded device address dev) that lies at an
+ * 8-aligned device address and points into a relocated recorded range.
+ * Returns how many were rewritten. */
+size_t rp_mem_patch_row(const rp_mem *m, uint8_t *buf, uint64_t n, uint64_t dev);
+
 /* Zero-fills every mapped piece (the start of each replay pass; the NULL
  * stream, synchronised). Returns the first failure. */
 CUresult rp_mem_zero(const rp_mem *m, const rp_driver *d);

@@ -17,12 +17,14 @@
  * cuMemAlloc; addresses are translated through the table of live
  * relocations (recorded ranges may be reused by later allocations, so an
  * Alloc replaces overlapping entries and a Free removes its entry). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "cucap_log.h"
 #include "replay_internal.h"
+#include "replay_state.h"
 
 #define RP_MIN_ALIGN ((uint64_t)2 << 20)
 
@@ -147,6 +149,11 @@ static void rp_unguard(rp_fixed *f) {
   }
 }
 
+void rp_mem_host_unguard(rp_mem *m) {
+  for (size_t i = 0; i < m->nfixed; i++)
+    rp_unguard(&m->fixed[i]);
+}
+
 static void rp_chunk_undo(rp_driver *d, rp_chunk *c) {
   if (c->mapped && d->df.MemUnmap)
     d->df.MemUnmap(c->addr, c->size);
@@ -155,10 +162,100 @@ static void rp_chunk_undo(rp_driver *d, rp_chunk *c) {
   c->mapped = c->created = 0;
 }
 
+int rp_mem_add_pin(rp_mem *m, uint64_t addr, uint64_t size) {
+  if (!size || addr + size < addr)
+    return 1;
+  if (m->npins == m->cappins) {
+    size_t nc = m->cappins ? m->cappins * 2 : 16;
+    rp_range *n = realloc(m->pins, nc * sizeof *n);
+    if (!n)
+      return 0;
+    m->pins = n;
+    m->cappins = nc;
+  }
+  m->pins[m->npins].addr = addr;
+  m->pins[m->npins].size = size;
+  m->npins++;
+  return 1;
+}
+
+int rp_mem_near_fixed(rp_mem *m, uint64_t addr, uint64_t size, uint64_t margin) {
+  if (!rp_mem_plan(m))
+    return 0;
+  for (size_t i = 0; i < m->nfixed; i++) {
+    uint64_t s = m->fixed[i].addr > margin ? m->fixed[i].addr - margin : 0;
+    uint64_t e = m->fixed[i].addr + m->fixed[i].size + margin;
+    if (addr < e && s < addr + size)
+      return 1;
+  }
+  return 0;
+}
+
+void rp_mem_describe_va(uint64_t addr, uint64_t size, char *buf, size_t n) {
+  snprintf(buf, n, "nothing mapped there in this process");
+  FILE *fp = fopen("/proc/self/maps", "r");
+  if (!fp)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, fp)) {
+    unsigned long long s = 0, e = 0;
+    char perms[8] = "", path[400] = "";
+    if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %399[^\n]", &s, &e, perms,
+               path) < 3)
+      continue;
+    if (s < addr + size && addr < e) {
+      const char *name = path;
+      while (*name == ' ')
+        name++;
+      snprintf(buf, n, "0x%llx-0x%llx %s %s is mapped there", s, e, perms,
+               *name ? name : "[anonymous]");
+      break;
+    }
+  }
+  fclose(fp);
+}
+
+/* Reserves [a, a+size) at exactly a; 1 on success (added to m->resv). */
+static int rp_reserve_at(rp_mem *m, rp_driver *d, uint64_t a, uint64_t size,
+                         int warn) {
+  CUdeviceptr p = 0;
+  CUresult r = d->df.MemAddressReserve(&p, size, 0, a, 0);
+  if (r == CUDA_SUCCESS && p == a) {
+    rp_range *n = realloc(m->resv, (m->nresv + 1) * sizeof *n);
+    if (!n) {
+      if (d->df.MemAddressFree)
+        d->df.MemAddressFree(p, size);
+      return 0;
+    }
+    m->resv = n;
+    m->resv[m->nresv].addr = a;
+    m->resv[m->nresv].size = size;
+    m->nresv++;
+    return 1;
+  }
+  if (r == CUDA_SUCCESS && p && d->df.MemAddressFree)
+    d->df.MemAddressFree(p, size);
+  if (warn) {
+    char what[512];
+    rp_mem_describe_va(a, size, what, sizeof what);
+    CUCAP_WARN("replay: cannot reserve 0x%llx+0x%llx (32 MiB-aligned "
+               "range) at its recorded address (%s, got 0x%llx; %s)",
+               (unsigned long long)a, (unsigned long long)size,
+               r == CUDA_SUCCESS ? "other address" : rp_cu_err(d, r),
+               (unsigned long long)p, what);
+  }
+  return 0;
+}
+
+static int rp_range_cmp_addr(const void *a, const void *b) {
+  return rp_range_cmp(a, b);
+}
+
 size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
                           uint64_t *ranges, uint64_t *bytes) {
   *bytes = 0;
   *ranges = 0;
+  m->pins_backed = 0;
   if (!m->nrecorded)
     return 0;
   if (!d->df.MemAddressReserve || !d->df.MemCreate || !d->df.MemMap ||
@@ -182,20 +279,82 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
     align = gran;
   if (!rp_mem_plan(m))
     return m->nrecorded;
-  if (rp_super_align(align) != RP_VA_HINT_ALIGN) {
+  uint64_t salign = rp_super_align(align);
+  if (salign != RP_VA_HINT_ALIGN) {
     /* granularity above 32 MiB: re-plan (no host guard then) */
     for (size_t i = 0; i < m->nfixed; i++)
       rp_unguard(&m->fixed[i]);
-    if (!rp_plan_align(m, rp_super_align(align)))
+    if (!rp_plan_align(m, salign))
       return m->nrecorded;
   }
-  /* the pieces actually backed: the granularity-aligned union */
-  rp_range *u = malloc(m->nrecorded * sizeof *u);
+  /* The pieces to back: the recorded device ranges, plus the parts of
+   * recorded page-locked host ranges that fall inside a super-range (the
+   * driver put pinned host memory next to device memory: inside our
+   * reservation it cannot be host memory again, so device memory stands in
+   * for it - kernels see the same addresses; host-side contents are not
+   * part of a replay anyway). */
+  size_t cap = m->nrecorded + m->npins * (m->nfixed ? 2 : 1) + 1;
+  rp_range *u = malloc(cap * sizeof *u);
   if (!u)
     return m->nrecorded;
   memcpy(u, m->recorded, m->nrecorded * sizeof *u);
-  size_t nu = rp_union(u, m->nrecorded, align);
-  m->chunks = calloc(nu ? nu : 1, sizeof *m->chunks);
+  size_t nu = m->nrecorded;
+  for (size_t i = 0; i < m->npins; i++) {
+    const rp_range *p = &m->pins[i];
+    for (size_t k = 0; k < m->nfixed && nu < cap; k++) {
+      const rp_fixed *f = &m->fixed[k];
+      uint64_t s = p->addr > f->addr ? p->addr : f->addr;
+      uint64_t e = p->addr + p->size < f->addr + f->size ? p->addr + p->size
+                                                         : f->addr + f->size;
+      if (s < e) {
+        u[nu].addr = s;
+        u[nu].size = e - s;
+        nu++;
+      }
+    }
+  }
+  nu = rp_union(u, nu, align);
+  /* reservations: each super-range whole, else each of its salign blocks
+   * that holds something (one collision then costs one block, not all) */
+  size_t failed = 0, ui = 0;
+  for (size_t i = 0; i < m->nfixed; i++) {
+    rp_fixed *f = &m->fixed[i];
+    size_t u0 = ui;
+    while (ui < nu && u[ui].addr < f->addr + f->size)
+      ui++;
+    rp_unguard(f); /* give the range back to the kernel for the driver */
+    if (rp_reserve_at(m, d, f->addr, f->size, 0)) {
+      f->reserved = 1;
+      (*ranges)++;
+      continue;
+    }
+    size_t nb = 0, okb = 0;
+    for (uint64_t b = f->addr; b < f->addr + f->size; b += salign) {
+      int used = 0;
+      for (size_t k = u0; k < ui && !used; k++)
+        used = u[k].addr < b + salign && b < u[k].addr + u[k].size;
+      if (!used)
+        continue;
+      nb++;
+      if (f->size > salign && rp_reserve_at(m, d, b, salign, 0))
+        okb++;
+    }
+    if (okb < nb) {
+      char what[512];
+      rp_mem_describe_va(f->addr, f->size, what, sizeof what);
+      CUCAP_WARN("replay: cannot reserve 0x%llx+0x%llx (32 MiB-aligned "
+                 "super-range) at its recorded address; %zu of its %zu used "
+                 "32 MiB block(s) reserved one by one, allocations in the "
+                 "others are relocated (%s)",
+                 (unsigned long long)f->addr, (unsigned long long)f->size, okb,
+                 nb, what);
+    }
+    *ranges += okb;
+    f->reserved = okb > 0;
+  }
+  qsort(m->resv, m->nresv, sizeof *m->resv, rp_range_cmp_addr);
+  /* back every piece, clipped to the reservations */
+  m->chunks = calloc(nu + m->nresv + 1, sizeof *m->chunks);
   if (!m->chunks) {
     free(u);
     return m->nrecorded;
@@ -204,35 +363,27 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
   memset(&acc, 0, sizeof acc);
   acc.location = prop.location;
   acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  size_t failed = 0, ui = 0;
-  for (size_t i = 0; i < m->nfixed; i++) {
-    rp_fixed *f = &m->fixed[i];
-    size_t u0 = ui; /* pieces [u0, ui) lie inside this super-range */
-    while (ui < nu && u[ui].addr < f->addr + f->size)
-      ui++;
-    rp_unguard(f); /* give the range back to the kernel for the driver */
-    CUdeviceptr p = 0;
-    CUresult r = d->df.MemAddressReserve(&p, f->size, 0, f->addr, 0);
-    if (r != CUDA_SUCCESS || p != f->addr) {
-      CUCAP_WARN("replay: cannot reserve 0x%llx+0x%llx (32 MiB-aligned "
-                 "super-range) at its recorded address (%s, got 0x%llx); "
-                 "relocating allocations there",
-                 (unsigned long long)f->addr, (unsigned long long)f->size,
-                 r == CUDA_SUCCESS ? "other address" : rp_cu_err(d, r),
-                 (unsigned long long)p);
-      if (r == CUDA_SUCCESS && p && d->df.MemAddressFree)
-        d->df.MemAddressFree(p, f->size);
-      failed += ui - u0;
-      continue;
-    }
-    f->reserved = 1;
-    (*ranges)++;
-    for (size_t k = u0; k < ui; k++) {
+  size_t cap_chunks = nu + m->nresv + 1;
+  for (size_t k = 0; k < nu; k++) {
+    uint64_t ps = u[k].addr, pe = u[k].addr + u[k].size, covered = 0;
+    for (size_t j = 0; j < m->nresv; j++) {
+      uint64_t s = ps > m->resv[j].addr ? ps : m->resv[j].addr;
+      uint64_t e = pe < m->resv[j].addr + m->resv[j].size
+                       ? pe : m->resv[j].addr + m->resv[j].size;
+      if (s >= e)
+        continue;
+      if (m->nchunks == cap_chunks) {
+        rp_chunk *nc = realloc(m->chunks, 2 * cap_chunks * sizeof *nc);
+        if (!nc)
+          break;
+        m->chunks = nc;
+        cap_chunks *= 2;
+      }
       rp_chunk c;
       memset(&c, 0, sizeof c);
-      c.addr = u[k].addr;
-      c.size = u[k].size;
-      r = d->df.MemCreate(&c.h, c.size, &prop, 0);
+      c.addr = s;
+      c.size = e - s;
+      CUresult r = d->df.MemCreate(&c.h, c.size, &prop, 0);
       if (r == CUDA_SUCCESS) {
         c.created = 1;
         r = d->df.MemMap(c.addr, c.size, 0, c.h, 0);
@@ -247,14 +398,19 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
                    (unsigned long long)c.addr, (unsigned long long)c.size,
                    rp_cu_err(d, r));
         rp_chunk_undo(d, &c);
-        failed++;
         continue;
       }
       m->chunks[m->nchunks++] = c;
       *bytes += c.size;
+      covered += c.size;
     }
+    if (covered < pe - ps)
+      failed++;
   }
   free(u);
+  for (size_t i = 0; i < m->npins; i++)
+    if (rp_mem_is_fixed(m, m->pins[i].addr, m->pins[i].size))
+      m->pins_backed++;
   return failed;
 }
 
@@ -267,8 +423,15 @@ int rp_mem_is_fixed(const rp_mem *m, uint64_t addr, uint64_t size) {
       hi = mid;
     else if (addr >= c->addr + c->size)
       lo = mid + 1;
-    else
-      return addr + size <= c->addr + c->size;
+    else {
+      /* covered by this chunk and the ones that follow it without a gap
+       * (a piece split at a reservation boundary) */
+      uint64_t end = c->addr + c->size;
+      for (size_t k = mid + 1; end < addr + size && k < m->nchunks &&
+                               m->chunks[k].addr == end; k++)
+        end = m->chunks[k].addr + m->chunks[k].size;
+      return addr + size <= end;
+    }
   }
   return 0;
 }
@@ -329,6 +492,37 @@ uint64_t rp_mem_del_reloc(rp_mem *m, uint64_t addr) {
   return 0;
 }
 
+size_t rp_mem_patch_row(const rp_mem *m, uint8_t *buf, uint64_t n,
+                        uint64_t dev) {
+  if (!m->nreloc || !n)
+    return 0;
+  /* cheap filter first: most words of real data (floats, small integers)
+   * are nowhere near the recorded ranges */
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < m->nreloc; i++) {
+    if (m->reloc[i].addr < lo)
+      lo = m->reloc[i].addr;
+    if (m->reloc[i].addr + m->reloc[i].size > hi)
+      hi = m->reloc[i].addr + m->reloc[i].size;
+  }
+  size_t patched = 0;
+  /* pointers are 8-aligned in device memory: start at the first offset
+   * whose device address is */
+  for (uint64_t off = (8 - (dev & 7)) & 7; off + 8 <= n; off += 8) {
+    uint64_t v;
+    memcpy(&v, buf + off, 8);
+    if (v - lo >= hi - lo)
+      continue;
+    int rel = 0;
+    uint64_t nv = rp_mem_translate(m, v, &rel);
+    if (rel && nv != v) {
+      memcpy(buf + off, &nv, 8);
+      patched++;
+    }
+  }
+  return patched;
+}
+
 CUresult rp_mem_zero(const rp_mem *m, const rp_driver *d) {
   CUresult r = CUDA_SUCCESS;
   for (size_t i = 0; i < m->nchunks && r == CUDA_SUCCESS; i++)
@@ -345,15 +539,43 @@ void rp_mem_release(rp_mem *m, rp_driver *d) {
       d->df.MemFree(m->reloc[i].live);
   for (size_t i = 0; i < m->nchunks; i++)
     rp_chunk_undo(d, &m->chunks[i]);
-  for (size_t i = 0; i < m->nfixed; i++) {
-    rp_fixed *f = &m->fixed[i];
-    if (f->reserved && d->df.MemAddressFree)
-      d->df.MemAddressFree(f->addr, f->size);
-    rp_unguard(f);
-  }
+  for (size_t i = 0; i < m->nresv; i++)
+    if (d->df.MemAddressFree)
+      d->df.MemAddressFree(m->resv[i].addr, m->resv[i].size);
+  for (size_t i = 0; i < m->nfixed; i++)
+    rp_unguard(&m->fixed[i]);
+  free(m->resv);
+  free(m->pins);
   free(m->recorded);
   free(m->fixed);
   free(m->chunks);
   free(m->reloc);
   memset(m, 0, sizeof *m);
+}
+
+void rp_patch_payload(rp_state *R, void *hb, uint64_t size, uint64_t dst,
+                      const cucap_fb_copy_geometry *g) {
+  if (!R->mem.nreloc || !hb)
+    return;
+  uint8_t *b = hb;
+  if (!g) {
+    R->rep->patched_pointers += rp_mem_patch_row(&R->mem, b, size, dst);
+    return;
+  }
+  /* packed rows of width bytes; row (y, z) lands at its pitched address */
+  uint64_t w = cucap_fb_copy_geometry_width_bytes(g);
+  uint64_t h = cucap_fb_copy_geometry_height(g) ? cucap_fb_copy_geometry_height(g) : 1;
+  uint64_t dd = cucap_fb_copy_geometry_depth(g) ? cucap_fb_copy_geometry_depth(g) : 1;
+  uint64_t pitch = cucap_fb_copy_geometry_dst_pitch(g);
+  uint64_t dh = cucap_fb_copy_geometry_dst_height(g);
+  uint64_t x0 = cucap_fb_copy_geometry_dst_x_bytes(g), y0 = cucap_fb_copy_geometry_dst_y(g);
+  uint64_t z0 = cucap_fb_copy_geometry_dst_z(g);
+  for (uint64_t z = 0; z < dd; z++)
+    for (uint64_t y = 0; y < h; y++) {
+      uint64_t off = (z * h + y) * w;
+      if (off + w > size)
+        return;
+      uint64_t dev = dst + x0 + (y0 + y) * pitch + (z0 + z) * pitch * dh;
+      R->rep->patched_pointers += rp_mem_patch_row(&R->mem, b + off, w, dev);
+    }
 }

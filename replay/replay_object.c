@@ -29,13 +29,16 @@
 #include "cucap_log.h"
 #include "replay_state.h"
 
-enum { OWN_ARRAY, OWN_MIPMAP, OWN_TEX, OWN_SURF };
+/* OWN_LEVEL: a mipmapped array's level, noted for its context only (its
+ * parent frees it) */
+enum { OWN_ARRAY, OWN_MIPMAP, OWN_TEX, OWN_SURF, OWN_LEVEL };
 
-typedef struct rp_owned { /* an object this replay made and must destroy */
+typedef struct rp_own_entry { /* an object this replay made and must destroy */
   int kind;
   uint64_t rec, live;
   uint64_t ctx;      /* live context it belongs to: gone with it */
-} rp_owned;
+  uint64_t parent;   /* OWN_LEVEL: the recorded mipmapped array */
+} rp_own_entry;
 
 struct rp_objects {
   rp_map array;      /* recorded CUarray -> live (created and mipmap levels) */
@@ -43,7 +46,7 @@ struct rp_objects {
   rp_map tex, surf;  /* recorded CUtexObject / CUsurfObject -> live */
   rp_map moved;      /* recorded tex/surf handle -> live, where they differ */
   rp_map clash;      /* recorded values claimed by two objects: never rewritten */
-  rp_owned *own;     /* in creation order */
+  rp_own_entry *own;     /* in creation order */
   size_t nown, capown;
   int warned_upload, warned_moved;
 };
@@ -58,7 +61,8 @@ static struct rp_objects *objs(rp_state *R) {
 
 static rp_map *own_map(struct rp_objects *O, int kind) {
   switch (kind) {
-  case OWN_ARRAY: return &O->array;
+  case OWN_ARRAY:
+  case OWN_LEVEL: return &O->array;
   case OWN_MIPMAP: return &O->mipmap;
   case OWN_TEX: return &O->tex;
   default: return &O->surf;
@@ -68,7 +72,7 @@ static rp_map *own_map(struct rp_objects *O, int kind) {
 static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, uint64_t live) {
   if (O->nown == O->capown) {
     size_t nc = O->capown ? O->capown * 2 : 16;
-    rp_owned *n = realloc(O->own, nc * sizeof *n);
+    rp_own_entry *n = realloc(O->own, nc * sizeof *n);
     if (!n) {
       rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
       return 0;
@@ -76,11 +80,12 @@ static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, ui
     O->own = n;
     O->capown = nc;
   }
-  rp_owned *o = &O->own[O->nown++];
+  rp_own_entry *o = &O->own[O->nown++];
   o->kind = kind;
   o->rec = rec;
   o->live = live;
   o->ctx = (uint64_t)(uintptr_t)R->cur;
+  o->parent = 0;
   return 1;
 }
 
@@ -131,10 +136,10 @@ uint64_t rp_object_array_del(rp_state *R, uint64_t recorded) {
   return own_del(R->obj, OWN_ARRAY, recorded);
 }
 
-void rp_object_context_gone(rp_state *R, uint64_t ctx) {
+size_t rp_object_context_gone(rp_state *R, uint64_t ctx) {
   struct rp_objects *O = R->obj;
   if (!O)
-    return;
+    return 0;
   size_t k = 0;
   for (size_t i = 0; i < O->nown; i++) {
     if (O->own[i].ctx == ctx) /* destroyed with its context */
@@ -142,7 +147,9 @@ void rp_object_context_gone(rp_state *R, uint64_t ctx) {
     else
       O->own[k++] = O->own[i];
   }
+  size_t gone = O->nown - k;
   O->nown = k;
+  return gone;
 }
 
 /* Notes the live tex/surf handle of a recorded one. */
@@ -263,6 +270,9 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
       return;
     if (!rp_object_array_put(R, h, (uint64_t)(uintptr_t)live, 0)) /* owned by its parent */
       return;
+    if (!own_add(R, O, OWN_LEVEL, h, (uint64_t)(uintptr_t)live)) /* its context */
+      return;
+    O->own[O->nown - 1].parent = cucap_fb_object_parent(o);
     break;
   }
   case CUCAP_FB_OBJECTKIND_TEXOBJECT:
@@ -315,6 +325,17 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
   R->rep->executed++;
 }
 
+static void levels_gone(struct rp_objects *O, uint64_t parent) {
+  size_t k = 0;
+  for (size_t i = 0; i < O->nown; i++) {
+    if (O->own[i].kind == OWN_LEVEL && O->own[i].parent == parent)
+      rp_map_del(&O->array, O->own[i].rec, NULL);
+    else
+      O->own[k++] = O->own[i];
+  }
+  O->nown = k;
+}
+
 static void obj_destroy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_object *o,
                         struct rp_objects *O) {
   const rp_fns *d = &R->d.df;
@@ -335,6 +356,7 @@ static void obj_destroy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_
     rp_map_del(&O->mipmap, h, NULL);
     if ((live = own_del(O, OWN_MIPMAP, h)) && d->MipmappedArrayDestroy)
       d->MipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)live);
+    levels_gone(O, h); /* its levels went with it */
     break;
   default:
     R->rep->ignored++;
@@ -422,7 +444,10 @@ void rp_object_destroy_live(rp_state *R) {
     return;
   const rp_fns *d = &R->d.df;
   for (size_t i = O->nown; R->d.lib && i-- > 0;) { /* newest first: objects before their arrays */
-    const rp_owned *o = &O->own[i];
+    const rp_own_entry *o = &O->own[i];
+    CUcontext c = (CUcontext)(uintptr_t)o->ctx; /* destroyed in their (live) context */
+    if (o->kind != OWN_LEVEL && c && c != R->cur && d->CtxSetCurrent(c) == CUDA_SUCCESS)
+      R->cur = c;
     switch (o->kind) {
     case OWN_TEX:
       if (d->TexObjectDestroy)
@@ -435,6 +460,8 @@ void rp_object_destroy_live(rp_state *R) {
     case OWN_MIPMAP:
       if (d->MipmappedArrayDestroy)
         d->MipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)o->live);
+      break;
+    case OWN_LEVEL: /* freed with its mipmapped array */
       break;
     default:
       if (d->ArrayDestroy)

@@ -74,24 +74,71 @@ void rp_obs_end(rp_state *R) {
   }
 }
 
-void rp_obs_op_before(rp_state *R) {
-  R->op.capturing = R->capturing != 0;
+static void obs_before(rp_state *R) {
   for (size_t i = 0; i < R->o->nobservers; i++) {
     const cucap_replay_observer *ob = R->o->observers[i];
     if (ob->op_before)
       ob->op_before(ob->user, rp_session(R), &R->op);
   }
+}
+
+static void obs_after(rp_state *R) {
+  for (size_t i = 0; i < R->o->nobservers; i++) {
+    const cucap_replay_observer *ob = R->o->observers[i];
+    if (ob->op_after)
+      ob->op_after(ob->user, rp_session(R), &R->op);
+  }
+}
+
+static void op_fill(rp_state *R, const cucap_fb_record *rec) {
+  memset(&R->op, 0, sizeof R->op);
+  R->op.record = rec;
+  R->op.rec_index = R->rec_index;
+  R->op.seq = R->cur_seq;
+  R->op.pass = R->pass;
+  R->op.body_type = cucap_fb_record_body_type(rec);
+  R->op.launch_index = CUCAP_REPLAY_NO_LAUNCH;
+}
+
+void rp_obs_op_start(rp_state *R, const cucap_fb_record *rec) {
+  op_fill(R, rec);
+  R->op_announced = 0;
+  if (R->op.body_type != CUCAP_FB_BODY_LAUNCH) /* launches: in rp_op_launch */
+    rp_obs_op_before(R);
+}
+
+void rp_obs_op_before(rp_state *R) {
+  R->op.capturing = R->capturing != 0;
+  obs_before(R);
   R->op_announced = 1;
 }
 
 void rp_obs_op_after(rp_state *R, int status) {
   R->op.status = status;
   R->op.capturing = R->capturing != 0;
-  for (size_t i = 0; i < R->o->nobservers; i++) {
-    const cucap_replay_observer *ob = R->o->observers[i];
-    if (ob->op_after)
-      ob->op_after(ob->user, rp_session(R), &R->op);
+  obs_after(R);
+}
+
+void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_data) {
+  if (!R->o->nobservers)
+    return;
+  op_fill(R, rec);
+  if (host_data && R->op.body_type == CUCAP_FB_BODY_MEMCPY) {
+    R->op.host_data = host_data; /* filled each time the rebuilt graph runs */
+    R->op.host_size = cucap_fb_memcpy_size(cucap_fb_record_body_as_memcpy(rec));
   }
+  if (R->op.body_type == CUCAP_FB_BODY_LAUNCH) { /* runs in the rebuilt graph */
+    const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
+    uint64_t idx;
+    R->op.launch_index = cucap_fb_launch_launch_index(l);
+    if (rp_map_get(&R->func, cucap_fb_launch_function(l), &idx))
+      R->op.kernel = R->funcs[idx].name;
+    R->op.callstack = cucap_fb_record_stack(rec);
+  }
+  R->op.capturing = 1; /* recorded into a graph, not run here */
+  obs_before(R);
+  obs_after(R); /* status 0: part of the graph the replay rebuilds */
+  R->op_announced = 0;
 }
 
 /* ---- session queries -------------------------------------------------- */

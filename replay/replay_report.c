@@ -52,6 +52,17 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
             p->fixed_bytes, p->relocated_allocs, p->patched_params,
             p->patched_handles, p->pinned_host_ranges, p->pinned_host_failed,
             p->env_warnings);
+    fprintf(f, ",\"pinned_host_device_backed\":%" PRIu64
+            ",\"patched_pointers\":%" PRIu64 ",\"substituted\":%" PRIu64
+            ",\"substituted_ops\":{",
+            p->pinned_host_device_backed, p->patched_pointers, p->substituted);
+    for (unsigned i = 0; i < p->subst_kinds; i++) {
+      if (i)
+        fputc(',', f);
+      rp_json_str(f, p->subst_name[i]);
+      fprintf(f, ":%" PRIu64, p->subst_count[i]);
+    }
+    fputc('}', f);
     fprintf(f, ",\"replay_wall_s\":%.6f,\"gpu_time_s\":%.6f"
             ",\"recorded_wall_s\":%.6f,\"ratio\":%.3f",
             p->replay_wall_s, p->gpu_time_s, p->recorded_wall_s, p->ratio);
@@ -87,6 +98,9 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
   for (unsigned i = 0; i < p->skip_kinds; i++)
     fprintf(f, "  skipped: %s x%" PRIu64 "\n", p->skip_name[i],
             p->skip_count[i]);
+  for (unsigned i = 0; i < p->subst_kinds; i++)
+    fprintf(f, "  skipped with a substitute: %s x%" PRIu64 "\n",
+            p->subst_name[i], p->subst_count[i]);
   fprintf(f, "memory: %s; %" PRIu64 " range(s), %" PRIu64
           " MiB at recorded addresses; %" PRIu64
           " allocation(s) relocated, %" PRIu64 " kernel parameter(s) patched",
@@ -98,9 +112,15 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
   if (p->patched_handles)
     fprintf(f, ", %" PRIu64 " texture/surface handle(s) rewritten in uploaded data",
             p->patched_handles);
-  if (p->pinned_host_ranges || p->pinned_host_failed)
+  if (p->patched_pointers)
+    fprintf(f, ", %" PRIu64 " pointer(s) in uploaded data patched",
+            p->patched_pointers);
+  if (p->pinned_host_ranges || p->pinned_host_failed || p->pinned_host_device_backed)
     fprintf(f, "; %" PRIu64 " pinned host range(s) at recorded addresses, %" PRIu64
             " not placed", p->pinned_host_ranges, p->pinned_host_failed);
+  if (p->pinned_host_device_backed)
+    fprintf(f, ", %" PRIu64 " backed by device memory inside reserved ranges",
+            p->pinned_host_device_backed);
   fputc('\n', f);
   fprintf(f, "time: replay %.6f s", p->replay_wall_s);
   if (p->gpu_time_s >= 0)

@@ -20,6 +20,7 @@
 
 #include "cucap_fatbin.h"
 #include "cucap_log.h"
+#include "replay_graph.h"
 #include "replay_host.h"
 #include "replay_state.h"
 #include "verify_internal.h"
@@ -56,6 +57,7 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
     }
     if (cucap_fb_record_result(rec) != 0)
       continue; /* failed in the program: not replayed */
+    rp_capture_scan(R, rec, n - 1); /* captures that cannot be re-captured */
     const char *bad = rp_unreplayable(rec);
     if (bad && R->o->strict) {
       rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
@@ -273,6 +275,7 @@ static void rp_restore(rp_state *R) {
     if (!rp_grow(&R->expect, &R->expect_cap, g->size, &R->expect_pinned, R) ||
         cucap_reader_blob_read(R->r, g->data, R->expect, g->size) != CUCAP_OK)
       continue;
+    rp_patch_payload(R, R->expect, g->size, g->addr, NULL);
     rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, g->addr), R->expect, g->size, NULL),
           "cuMemcpyHtoD (restore)");
     R->d.df.StreamSynchronize(NULL);
@@ -292,6 +295,10 @@ static void rp_destroy_live(rp_state *R) {
       if (k <= 1)
         continue;
       void *v = (void *)(uintptr_t)mp->vals[i];
+      /* a module is unloaded from the context it was loaded in */
+      CUcontext own = rp_owner_of(R, mp->vals[i]);
+      if (own && own != R->cur && R->d.df.CtxSetCurrent(own) == CUDA_SUCCESS)
+        R->cur = own;
       if (mp == &R->gexec && R->d.df.GraphExecDestroy)
         R->d.df.GraphExecDestroy(v);
       else if (mp == &R->graph && R->d.df.GraphDestroy)
@@ -308,6 +315,7 @@ static void rp_destroy_live(rp_state *R) {
     /* keys 0/1 are never real handles of these kinds */
     rp_map_free(mp);
   }
+  rp_graphs_reset(R, 0); /* graphs rebuilt for the execs just destroyed */
   for (size_t i = 0; i < R->nfuncs; i++) {
     free(R->funcs[i].params);
     free(R->funcs[i].name);
@@ -317,11 +325,17 @@ static void rp_destroy_live(rp_state *R) {
   R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
   /* created contexts */
   for (size_t i = 0; i < R->ctx_created.cap; i++)
-    if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy)
-      R->d.df.CtxDestroy((CUcontext)(uintptr_t)R->ctx_created.vals[i]);
+    if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy) {
+      CUcontext c = (CUcontext)(uintptr_t)R->ctx_created.vals[i];
+      rp_ctx_dying(R, c);
+      R->d.df.CtxDestroy(c);
+      if (R->cur == c)
+        R->cur = NULL;
+    }
   rp_map_free(&R->ctx_created);
   rp_map_free(&R->ctx);
   rp_map_free(&R->tid_ctx);
+  rp_map_free(&R->owner);
   R->nctx_stack = 0;
   if (R->primary) {
     R->d.df.CtxSetCurrent(R->primary);
@@ -332,21 +346,15 @@ static void rp_destroy_live(rp_state *R) {
     if (R->mem.reloc[i].owned)
       R->d.df.MemFree(R->mem.reloc[i].live);
   R->mem.nreloc = 0;
-  for (size_t i = 0; i < R->nkeep; i++) {
-    if (R->keep_pinned[i] && R->d.df.MemFreeHost)
-      R->d.df.MemFreeHost(R->keep[i]);
-    else if (!R->keep_pinned[i])
-      free(R->keep[i]);
-  }
-  R->nkeep = 0;
+  rp_keep_free(R); /* pinned ones live in the primary context */
   R->capturing = 0;
 }
 
 static void rp_free_host(rp_state *R, void **p, int pinned) {
   if (!*p)
     return;
-  if (pinned && R->d.df.MemFreeHost)
-    R->d.df.MemFreeHost(*p);
+  if (pinned)
+    rp_host_buf_free(R, *p);
   else
     free(*p);
   *p = NULL;
@@ -429,19 +437,45 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
                    cucap_status_str(st));
     goto out;
   }
+  /* The address map is planned before libcuda is loaded: device
+   * super-ranges (replay_memory.c) and the page-locked host ranges, whose
+   * parts inside a super-range are backed with device memory there. */
+  if (!rp_host_pins_plan(&pins, &R->mem) || !rp_mem_plan(&R->mem)) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    goto out;
+  }
   /* Host guards are opt-in: measured on an H100 with driver 580, a PROT_NONE
    * guard over a super-range held across cuInit and released just before
    * cuMemAddressReserve made the driver ignore the (free, 32 MiB-aligned)
    * hint and return the next 32 MiB, while the same hint without a guard was
    * honoured exactly. The driver appears to plan its own VA around mappings it
-   * saw at initialisation. */
+   * saw at initialisation. CUCAP_REPLAY_HOST_GUARD=1 (or "init") holds the
+   * guards across cuInit; "dlopen" holds them only while libcuda and its
+   * libraries are loaded and releases them before cuInit (whether the
+   * driver then honours the hints is what tests/gpu/va_probe measures). */
   const char *guard_env = getenv("CUCAP_REPLAY_HOST_GUARD");
-  if (!opts->relocate && guard_env && guard_env[0] == '1') {
+  int guard = !opts->relocate && guard_env
+                  ? (!strcmp(guard_env, "1") || !strcmp(guard_env, "init")) ? 2
+                    : !strcmp(guard_env, "dlopen")                          ? 1
+                                                                            : 0
+                  : 0;
+  if (guard) {
     size_t ng = rp_mem_host_guard(&R->mem);
     CUCAP_DEBUG("replay: %zu of %zu super-range(s) guarded in the host "
                 "address space", ng, R->mem.nfixed);
   }
+  /* Page-locked host ranges away from the device ranges are mapped now, so
+   * that libcuda's libraries and the driver's own mappings cannot take them
+   * (the "address already in use" of pinned host memory). */
+  const char *premap_env = getenv("CUCAP_REPLAY_PIN_PREMAP");
+  if (pins.n && !(premap_env && premap_env[0] == '0')) {
+    size_t np = rp_host_pins_premap(&pins, &R->mem);
+    CUCAP_DEBUG("replay: %zu pinned host range(s) mapped before the driver "
+                "was loaded", np);
+  }
   st = rp_driver_load(&R->d, opts->libcuda, msg, sizeof msg);
+  if (guard == 1)
+    rp_mem_host_unguard(&R->mem);
   if (st != CUCAP_OK) {
     rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "%s", msg);
     goto out;
@@ -467,10 +501,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     }
     R->cc = ma * 10 + mi;
   }
-  st = rp_check_images(R);
   rp_env_check(R);
-  if (st != CUCAP_OK)
-    goto out;
   /* primary context first: VMM calls need a current context */
   if (!rp_cu(R, R->d.df.DevicePrimaryCtxRetain(&R->primary, R->dev),
              "cuDevicePrimaryCtxRetain"))
@@ -497,12 +528,18 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * kernel uses cannot be patched), still before any allocation of ours
    * (staging/scratch buffers below) can take their addresses. */
   if (pins.n) {
-    size_t np = rp_host_pins_place(&pins, &R->d);
+    size_t np = rp_host_pins_place(&pins, &R->d, &R->mem);
     CUCAP_INFO("replay: memory: %zu pinned host range(s) at recorded "
-               "addresses, %zu not placed", np, pins.failed);
+               "addresses, %zu not placed, %zu backed by device memory "
+               "inside reserved ranges", np, pins.failed, pins.device_backed);
     rep->pinned_host_ranges = np;
     rep->pinned_host_failed = pins.failed;
+    rep->pinned_host_device_backed = pins.device_backed;
   }
+  /* module images against this GPU only now: mapping them (the reader keeps
+   * them) before the placement could have taken recorded addresses */
+  if (rp_check_images(R) != CUCAP_OK)
+    goto out;
   /* buffers used per op, allocated now: a cuMemAllocHost during a stream
    * capture would invalidate it (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) */
   if (!rp_grow(&R->expect, &R->expect_cap, (size_t)1 << 20, &R->expect_pinned,
@@ -554,11 +591,14 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
            cucap_reader_next(R->r, &recp, &buf, &sz) == CUCAP_OK) {
       rp_execute(R, recp);
       R->rec_index++;
-      if (R->end_pass && !R->capturing)
-        break; /* cucap_replay_session_end_pass */
+      if (R->end_pass && !rp_capture_any(R))
+        break; /* cucap_replay_session_end_pass (captures, dry ones too, end first) */
     }
     if (R->failed)
       break;
+    /* captures the program never ended (a file cut short while capturing)
+     * would make the synchronisation below illegal */
+    rp_captures_close(R);
     if (R->primary && R->cur != R->primary) {
       R->d.df.CtxSetCurrent(R->primary);
       R->cur = R->primary;
@@ -600,11 +640,13 @@ out:
     }
     rp_free_host(R, &R->scratch, R->scratch_pinned);
     rp_free_host(R, &R->expect, R->expect_pinned);
+    rp_graphs_reset(R, 1);
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, &R->d); /* needs the context: before release */
     if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease)
       R->d.df.DevicePrimaryCtxRelease(R->dev);
   } else {
+    rp_graphs_reset(R, 1);
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, NULL);
   }

@@ -11,6 +11,7 @@ typedef struct rp_func {
   uint64_t handle;      /* recorded */
   uint64_t live;        /* CUfunction / CUkernel */
   uint64_t live_fn;     /* CUfunction for a CUkernel (lazily) */
+  uint64_t live_fn_ctx; /* the context live_fn was obtained in (CUkernel) */
   int kind;             /* cucap.fb.FunctionKind */
   char *name;           /* full (mangled) name, owned; freed with funcs[] */
   cucap_fb_param_info *params;
@@ -47,6 +48,7 @@ typedef struct rp_state {
   int primary_retained;
   rp_map ctx, ctx_created, stream, event, module, library, func, graph, gexec;
   rp_map tid_ctx;             /* recording tid -> live current context */
+  rp_map owner;               /* live object -> live context it was made in */
 #define RP_CTX_STACK 64
   uint64_t ctx_stack[RP_CTX_STACK]; /* cuCtxPush/Pop */
   size_t nctx_stack;
@@ -58,6 +60,7 @@ typedef struct rp_state {
   size_t stage_cap[RP_STAGING_SLOTS];
   int stage_pinned[RP_STAGING_SLOTS];
   CUevent stage_ev[RP_STAGING_SLOTS];
+  CUcontext stage_ev_ctx[RP_STAGING_SLOTS]; /* where each event lives */
   int stage_used[RP_STAGING_SLOTS];
   unsigned stage_next;
   /* DtoH scratch (pinned) and a second buffer for expected bytes */
@@ -69,9 +72,10 @@ typedef struct rp_state {
   int expect_pinned;
   /* buffers that must outlive the op (graph capture, PTX copies) */
   void **keep;
-  unsigned char *keep_pinned; /* 1: cuMemAllocHost'ed */
+  unsigned char *keep_pinned; /* 1: page-locked (rp_host_buf_free) */
   size_t nkeep, capkeep;
   int capturing;              /* streams currently in capture */
+  struct rp_graphs *gs;       /* graphs, execs, dry captures (replay_graph.h) */
   rp_image_ref *images;       /* module loads seen by the scan */
   size_t nimages, capimages;
   rp_region *restore;         /* first Snapshot(BeforeLaunch) */
@@ -101,6 +105,14 @@ void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
 int rp_cu(rp_state *R, CUresult r, const char *call); /* 0 + error if failed */
 cucap_hash128 rp_h(const cucap_fb_hash128 *h);
 const char *rp_unreplayable(const cucap_fb_record *rec); /* NULL: replayable */
+/* replay_skips.c; with --strict the first one stops the replay (exit 3) */
+void rp_skip(rp_state *R, const char *name);       /* counted by name */
+void rp_substitute(rp_state *R, const char *name); /* replayed with a stand-in */
+/* Relocation of pointers inside an HtoD payload (host copy hb of `size`
+ * bytes going to recorded address dst, with its 2D/3D geometry or NULL);
+ * counted in patched_pointers. */
+void rp_patch_payload(rp_state *R, void *hb, uint64_t size, uint64_t dst,
+                      const cucap_fb_copy_geometry *g);
 int rp_alloc_is_device(int kind);
 uint64_t rp_alloc_size(const cucap_fb_alloc *a);
 uint64_t rp_tr(rp_state *R, uint64_t addr);
@@ -112,9 +124,7 @@ void rp_copy3d_src_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64
 void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_execute(rp_state *R, const cucap_fb_record *rec);
 /* Helpers of the executor shared with the files of its subsystems
- * (replay_array.c, replay_object.c, replay_attr.c). */
-void rp_skip(rp_state *R, const char *name);      /* counted by name */
-int rp_keep(rp_state *R, void *p); /* freed at the end of the replay; 0: OOM */
+ * (replay_array.c, replay_object.c, replay_attr.c, replay_graph*.c). */
 int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec); /* 0 + error if failed */
 CUstream rp_stream(rp_state *R, uint64_t recorded);
 const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec); /* variant table */
@@ -166,10 +176,38 @@ void rp_object_patch_upload(rp_state *R, void *buf, uint64_t size,
  * are made equal in want. */
 void rp_object_fix_expected(rp_state *R, const void *got, void *want,
                             uint64_t size, uint64_t addr);
-/* The program destroyed live context ctx: its arrays/objects are gone. */
-void rp_object_context_gone(rp_state *R, uint64_t ctx);
+/* The program destroys live context ctx (called by rp_ctx_dying): its
+ * arrays/objects are forgotten (the driver frees them). Returns how many. */
+size_t rp_object_context_gone(rp_state *R, uint64_t ctx);
 /* Destroys every live array/object and frees the maps (loops, end). */
 void rp_object_destroy_live(rp_state *R);
+
+/* replay_lifetime.c: objects that die with their context */
+void rp_owned(rp_state *R, uint64_t live);       /* made in R->cur */
+CUcontext rp_owner_of(rp_state *R, uint64_t live); /* NULL: unknown */
+/* Before cuCtxDestroy(live): our staging events in it are destroyed, the
+ * program's streams/events/modules/execs/relocated allocations and its
+ * arrays/texture objects (rp_object_context_gone) are forgotten (the driver
+ * frees them), functions of its modules marked dead. */
+void rp_ctx_dying(rp_state *R, CUcontext live);
+/* The CUfunction to launch fi with in the current context (a CUkernel's is
+ * per context); NULL if its module died (or a driver error, R->failed). */
+CUfunction rp_func_fn(rp_state *R, rp_func *fi);
+/* Our own page-locked buffers: allocated portable in the primary context
+ * (which lives for the whole run); NULL if not possible (use malloc). */
+void *rp_host_buf_alloc(rp_state *R, size_t size); /* NULL while capturing */
+void rp_host_buf_free(rp_state *R, void *p);
+/* The page-locked host buffer a copy to the host captured into a graph
+ * writes into (allocated in relaxed capture mode, primary context), kept
+ * until the end of the pass; malloc'ed when it cannot be. NULL: OOM. */
+void *rp_capture_host_buffer(rp_state *R, size_t size);
+/* Buffers that must outlive their op (graph capture, PTX copies, rebuilt
+ * graph nodes): freed by rp_keep_free between passes and at the end. */
+int rp_keep(rp_state *R, void *p);                 /* malloc'ed; 0: OOM */
+int rp_keep_as(rp_state *R, void *p, int pinned);  /* pinned: rp_host_buf_alloc'ed */
+void rp_keep_free(rp_state *R);
+/* 1 if a recorded cuLibraryLoadData option may be passed again. */
+int rp_lib_option_safe(int opt);
 
 /* replay_observer.c: dispatch to cucap_replay_options.observers */
 cucap_status rp_obs_attach(rp_state *R);
@@ -177,8 +215,16 @@ cucap_status rp_obs_begin(rp_state *R);
 void rp_obs_pass_begin(rp_state *R);
 int rp_obs_pass_end(rp_state *R);     /* 1: an observer wants another pass */
 void rp_obs_end(rp_state *R);
+/* Fills R->op for rec and announces it (launches announce themselves in
+ * rp_op_launch, exactly around the driver call). */
+void rp_obs_op_start(rp_state *R, const cucap_fb_record *rec);
 void rp_obs_op_before(rp_state *R);   /* R->op describes the op */
 void rp_obs_op_after(rp_state *R, int status);
+/* A record captured into a graph that is rebuilt from its recorded
+ * topology instead (replay_capture.c): observers see it as captured
+ * (op->capturing, status 0), before and after at once; host_data: for a
+ * copy to the host, the buffer the rebuilt graph's node writes (or NULL). */
+void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_data);
 
 /* replay_observer.c: device bytes at a live address -> R->scratch */
 cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,

@@ -119,8 +119,14 @@ cucap_status cucap_fb_verify_table(const void *buf, size_t len,
 
 /* ---- inline readers (no checks: only on verified buffers) ------------- */
 
+/* A NULL table reads as a table with every field absent: a verified record
+ * may lack a nested table (a union member whose value is missing, an absent
+ * sub-table), and every accessor then returns its default instead of
+ * crashing the reader's user. */
 static inline const uint8_t *cucap_fb__field(const void *table, unsigned id) {
   const uint8_t *t = (const uint8_t *)table;
+  if (!t)
+    return NULL;
   int32_t so;
   uint16_t vsize, fo;
   memcpy(&so, t, 4);

@@ -46,9 +46,24 @@ extern void custom_func_set_shmem_config(cucap_call *c, CUresult r, CUfunction h
 extern void custom_get_capture_info(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out) __attribute__((weak));
 extern void custom_get_capture_info_v2(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out) __attribute__((weak));
 extern void custom_get_capture_info_v3(cucap_call *c, CUresult r, CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out) __attribute__((weak));
+extern void custom_graph_add_node(cucap_call *c, CUresult r, CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams) __attribute__((weak));
+extern void custom_graph_add_node_v1(cucap_call *c, CUresult r, CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams) __attribute__((weak));
+extern void custom_graph_clone(cucap_call *c, CUresult r, CUgraph *phGraphClone, CUgraph originalGraph) __attribute__((weak));
+extern void custom_graph_cond_handle(cucap_call *c, CUresult r, CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags) __attribute__((weak));
 extern void custom_graph_create(cucap_call *c, CUresult r, CUgraph *phGraph, unsigned int flags) __attribute__((weak));
 extern void custom_graph_destroy(cucap_call *c, CUresult r, CUgraph hGraph) __attribute__((weak));
+extern void custom_graph_exec_child(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph) __attribute__((weak));
 extern void custom_graph_exec_destroy(cucap_call *c, CUresult r, CUgraphExec hGraphExec) __attribute__((weak));
+extern void custom_graph_exec_enable(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled) __attribute__((weak));
+extern void custom_graph_exec_event_record(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event) __attribute__((weak));
+extern void custom_graph_exec_event_wait(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event) __attribute__((weak));
+extern void custom_graph_exec_kernel(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams) __attribute__((weak));
+extern void custom_graph_exec_kernel_v1(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) __attribute__((weak));
+extern void custom_graph_exec_memcpy(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams, CUcontext ctx) __attribute__((weak));
+extern void custom_graph_exec_memset(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx) __attribute__((weak));
+extern void custom_graph_exec_node(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams) __attribute__((weak));
+extern void custom_graph_exec_update(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo) __attribute__((weak));
+extern void custom_graph_exec_update_v1(cucap_call *c, CUresult r, CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out, CUgraphExecUpdateResult *updateResult_out) __attribute__((weak));
 extern void custom_graph_instantiate(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize) __attribute__((weak));
 extern void custom_graph_instantiate_flags(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags) __attribute__((weak));
 extern void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) __attribute__((weak));
@@ -2247,6 +2262,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph h
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)numDependencies; c.args[4] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 5;
+  if (custom_graph_add_node_v1)
+    custom_graph_add_node_v1(&c, r, phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2260,6 +2277,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgrap
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphNode; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)dependencies; c.args[3] = (uint64_t)(uintptr_t)dependencyData; c.args[4] = (uint64_t)numDependencies; c.args[5] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 6;
+  if (custom_graph_add_node)
+    custom_graph_add_node(&c, r, phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2316,6 +2335,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph origin
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)phGraphClone; c.args[1] = (uint64_t)originalGraph;
   c.nargs = 2;
+  if (custom_graph_clone)
+    custom_graph_clone(&c, r, phGraphClone, originalGraph);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2329,6 +2350,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalH
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)(uintptr_t)pHandle_out; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)ctx; c.args[3] = (uint64_t)defaultLaunchValue; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
+  if (custom_graph_cond_handle)
+    custom_graph_cond_handle(&c, r, pHandle_out, hGraph, ctx, defaultLaunchValue, flags);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2467,6 +2490,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hGr
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)childGraph;
   c.nargs = 3;
+  if (custom_graph_exec_child)
+    custom_graph_exec_child(&c, r, hGraphExec, hNode, childGraph);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2495,6 +2520,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGr
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)event;
   c.nargs = 3;
+  if (custom_graph_exec_event_record)
+    custom_graph_exec_event_record(&c, r, hGraphExec, hNode, event);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2508,6 +2535,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGrap
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)event;
   c.nargs = 3;
+  if (custom_graph_exec_event_wait)
+    custom_graph_exec_event_wait(&c, r, hGraphExec, hNode, event);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2575,6 +2604,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphE
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
+  if (custom_graph_exec_kernel_v1)
+    custom_graph_exec_kernel_v1(&c, r, hGraphExec, hNode, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2588,6 +2619,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGra
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
+  if (custom_graph_exec_kernel)
+    custom_graph_exec_kernel(&c, r, hGraphExec, hNode, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2601,6 +2634,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphE
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)copyParams; c.args[3] = (uint64_t)ctx;
   c.nargs = 4;
+  if (custom_graph_exec_memcpy)
+    custom_graph_exec_memcpy(&c, r, hGraphExec, hNode, copyParams, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2614,6 +2649,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphE
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)memsetParams; c.args[3] = (uint64_t)ctx;
   c.nargs = 4;
+  if (custom_graph_exec_memset)
+    custom_graph_exec_memset(&c, r, hGraphExec, hNode, memsetParams, ctx);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2627,6 +2664,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec hGraphExec, C
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 3;
+  if (custom_graph_exec_node)
+    custom_graph_exec_node(&c, r, hGraphExec, hNode, nodeParams);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2640,6 +2679,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph 
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)hErrorNode_out; c.args[3] = (uint64_t)(uintptr_t)updateResult_out;
   c.nargs = 4;
+  if (custom_graph_exec_update_v1)
+    custom_graph_exec_update_v1(&c, r, hGraphExec, hGraph, hErrorNode_out, updateResult_out);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -2653,6 +2694,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgra
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hGraph; c.args[2] = (uint64_t)(uintptr_t)resultInfo;
   c.nargs = 3;
+  if (custom_graph_exec_update)
+    custom_graph_exec_update(&c, r, hGraphExec, hGraph, resultInfo);
   cucap_call_exit(&c, r);
   return r;
 }
@@ -3205,6 +3248,8 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgr
   CUCAP_REAL_END(&c);
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)isEnabled;
   c.nargs = 3;
+  if (custom_graph_exec_enable)
+    custom_graph_exec_enable(&c, r, hGraphExec, hNode, isEnabled);
   cucap_call_exit(&c, r);
   return r;
 }

@@ -193,8 +193,10 @@ static const cucap_fb_enum_val cucap_fb__vals_graph_op[] = {
   {6, "ExecUpdate"},
   {7, "Upload"},
   {8, "Clone"},
+  {9, "CondHandle"},
+  {10, "ExecSetParams"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_graph_op = {"GraphOp", 9, cucap_fb__vals_graph_op};
+const cucap_fb_enum_desc cucap_fb_enum_desc_graph_op = {"GraphOp", 11, cucap_fb__vals_graph_op};
 const char *cucap_fb_graph_op_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_graph_op, v);
 }
@@ -714,8 +716,15 @@ static const cucap_fb_field_desc cucap_fb__fields_graph_node[] = {
   {"child_graph", 6, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"event", 7, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"alloc", 8, CUCAP_FB_K_TABLE, 0, NULL, NULL, &cucap_fb_table_desc_alloc, NULL},
+  {"cond_handle", 9, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"cond_type", 10, CUCAP_FB_K_U8, 0, NULL, NULL, NULL, NULL},
+  {"cond_size", 11, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"cond_default", 12, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"cond_flags", 13, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"bodies", 14, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_graph, NULL},
+  {"set_enabled", 15, CUCAP_FB_K_U8, 0, NULL, NULL, NULL, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_graph_node = {"GraphNode", 9, 9, cucap_fb__fields_graph_node};
+const cucap_fb_table_desc cucap_fb_table_desc_graph_node = {"GraphNode", 16, 16, cucap_fb__fields_graph_node};
 cucap_status cucap_fb_graph_node_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_graph_node);
 }
@@ -730,8 +739,11 @@ static const cucap_fb_field_desc cucap_fb__fields_graph[] = {
   {"stream", 3, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"flags", 4, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
   {"nodes", 5, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_graph_node, NULL},
+  {"cond_handle", 6, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"cond_default", 7, CUCAP_FB_K_U32, 0, NULL, NULL, NULL, NULL},
+  {"payloads", 8, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_mem_region, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_graph = {"Graph", 6, 6, cucap_fb__fields_graph};
+const cucap_fb_table_desc cucap_fb_table_desc_graph = {"Graph", 9, 9, cucap_fb__fields_graph};
 cucap_status cucap_fb_graph_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_graph);
 }

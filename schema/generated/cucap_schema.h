@@ -214,6 +214,8 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_event_op;
 #define CUCAP_FB_GRAPHOP_EXECUPDATE 6
 #define CUCAP_FB_GRAPHOP_UPLOAD 7
 #define CUCAP_FB_GRAPHOP_CLONE 8
+#define CUCAP_FB_GRAPHOP_CONDHANDLE 9
+#define CUCAP_FB_GRAPHOP_EXECSETPARAMS 10
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_graph_op_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_graph_op;
@@ -1255,7 +1257,7 @@ void cucap_fb_event_to_json(const cucap_fb_event *t, cucap_json *w, unsigned fla
 
 /* ---- table GraphNode ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_graph_node;
-static inline void cucap_fb_graph_node_start(cucap_fbb *b) { cucap_fbb_table_start(b, 9); }
+static inline void cucap_fb_graph_node_start(cucap_fbb *b) { cucap_fbb_table_start(b, 16); }
 static inline cucap_fb_ref cucap_fb_graph_node_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_graph_node_add_handle(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 0, v); }
 static inline uint64_t cucap_fb_graph_node_handle(const cucap_fb_graph_node *t) { return cucap_fb__read_u64(t, 0, 0); }
@@ -1290,6 +1292,30 @@ static inline int cucap_fb_graph_node_event_is_present(const cucap_fb_graph_node
 static inline void cucap_fb_graph_node_add_alloc(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 8, v); }
 static inline const cucap_fb_alloc *cucap_fb_graph_node_alloc(const cucap_fb_graph_node *t) { return (const cucap_fb_alloc *)cucap_fb__ref(t, 8); }
 static inline int cucap_fb_graph_node_alloc_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 8) != NULL; }
+static inline void cucap_fb_graph_node_add_cond_handle(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 9, v); }
+static inline uint64_t cucap_fb_graph_node_cond_handle(const cucap_fb_graph_node *t) { return cucap_fb__read_u64(t, 9, 0); }
+static inline int cucap_fb_graph_node_cond_handle_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 9) != NULL; }
+static inline void cucap_fb_graph_node_add_cond_type(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 10, v); }
+static inline uint8_t cucap_fb_graph_node_cond_type(const cucap_fb_graph_node *t) { return cucap_fb__read_u8(t, 10, 0); }
+static inline int cucap_fb_graph_node_cond_type_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 10) != NULL; }
+static inline void cucap_fb_graph_node_add_cond_size(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 11, v); }
+static inline uint32_t cucap_fb_graph_node_cond_size(const cucap_fb_graph_node *t) { return cucap_fb__read_u32(t, 11, 0); }
+static inline int cucap_fb_graph_node_cond_size_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 11) != NULL; }
+static inline void cucap_fb_graph_node_add_cond_default(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 12, v); }
+static inline uint32_t cucap_fb_graph_node_cond_default(const cucap_fb_graph_node *t) { return cucap_fb__read_u32(t, 12, 0); }
+static inline int cucap_fb_graph_node_cond_default_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 12) != NULL; }
+static inline void cucap_fb_graph_node_add_cond_flags(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 13, v); }
+static inline uint32_t cucap_fb_graph_node_cond_flags(const cucap_fb_graph_node *t) { return cucap_fb__read_u32(t, 13, 0); }
+static inline int cucap_fb_graph_node_cond_flags_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 13) != NULL; }
+static inline void cucap_fb_graph_node_add_bodies(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 14, v); }
+static inline size_t cucap_fb_graph_node_bodies_len(const cucap_fb_graph_node *t) { size_t c; cucap_fb__vec(t, 14, &c); return c; }
+static inline const cucap_fb_graph *cucap_fb_graph_node_bodies_at(const cucap_fb_graph_node *t, size_t i) {
+  return (const cucap_fb_graph *)cucap_fb__vec_ref_at(t, 14, i);
+}
+static inline int cucap_fb_graph_node_bodies_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 14) != NULL; }
+static inline void cucap_fb_graph_node_add_set_enabled(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 15, v); }
+static inline uint8_t cucap_fb_graph_node_set_enabled(const cucap_fb_graph_node *t) { return cucap_fb__read_u8(t, 15, 0); }
+static inline int cucap_fb_graph_node_set_enabled_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 15) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_graph_node *cucap_fb_graph_node_root(const void *buf) {
   return (const cucap_fb_graph_node *)cucap_fb__root(buf);
@@ -1303,7 +1329,7 @@ void cucap_fb_graph_node_to_json(const cucap_fb_graph_node *t, cucap_json *w, un
 
 /* ---- table Graph ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_graph;
-static inline void cucap_fb_graph_start(cucap_fbb *b) { cucap_fbb_table_start(b, 6); }
+static inline void cucap_fb_graph_start(cucap_fbb *b) { cucap_fbb_table_start(b, 9); }
 static inline cucap_fb_ref cucap_fb_graph_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_graph_add_op(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
 static inline uint8_t cucap_fb_graph_op(const cucap_fb_graph *t) { return cucap_fb__read_u8(t, 0, 0); }
@@ -1326,6 +1352,18 @@ static inline const cucap_fb_graph_node *cucap_fb_graph_nodes_at(const cucap_fb_
   return (const cucap_fb_graph_node *)cucap_fb__vec_ref_at(t, 5, i);
 }
 static inline int cucap_fb_graph_nodes_is_present(const cucap_fb_graph *t) { return cucap_fb__field(t, 5) != NULL; }
+static inline void cucap_fb_graph_add_cond_handle(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 6, v); }
+static inline uint64_t cucap_fb_graph_cond_handle(const cucap_fb_graph *t) { return cucap_fb__read_u64(t, 6, 0); }
+static inline int cucap_fb_graph_cond_handle_is_present(const cucap_fb_graph *t) { return cucap_fb__field(t, 6) != NULL; }
+static inline void cucap_fb_graph_add_cond_default(cucap_fbb *b, uint32_t v) { cucap_fbb_add_u32(b, 7, v); }
+static inline uint32_t cucap_fb_graph_cond_default(const cucap_fb_graph *t) { return cucap_fb__read_u32(t, 7, 0); }
+static inline int cucap_fb_graph_cond_default_is_present(const cucap_fb_graph *t) { return cucap_fb__field(t, 7) != NULL; }
+static inline void cucap_fb_graph_add_payloads(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 8, v); }
+static inline size_t cucap_fb_graph_payloads_len(const cucap_fb_graph *t) { size_t c; cucap_fb__vec(t, 8, &c); return c; }
+static inline const cucap_fb_mem_region *cucap_fb_graph_payloads_at(const cucap_fb_graph *t, size_t i) {
+  return (const cucap_fb_mem_region *)cucap_fb__vec_ref_at(t, 8, i);
+}
+static inline int cucap_fb_graph_payloads_is_present(const cucap_fb_graph *t) { return cucap_fb__field(t, 8) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_graph *cucap_fb_graph_root(const void *buf) {
   return (const cucap_fb_graph *)cucap_fb__root(buf);

@@ -70,6 +70,7 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
 
 for a in drv_basic drv_streams drv_reuse drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
          drv_capture drv_managed drv_nondet rt_storm drv_attrs drv_texture \
+         drv_graph_cond drv_graph_mem drv_reloc \
          rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
 done
@@ -119,6 +120,26 @@ extra snapshot-exit "$APPS/rt_multistream" --snapshot=exit -- --verify
 EXTRA_REQUIRE='[1-9][0-9]* launch hashes checked' \
   extra hash-launches "$APPS/drv_streams" --hash-launches -- --verify=launch
 extra relocate "$APPS/drv_threads" -- --relocate --verify
+# relocation made complete: the pointers inside an upload are rewritten
+EXTRA_REQUIRE=' [1-9][0-9]* pointer\(s\) in uploaded data patched' \
+  extra relocate-pointers "$APPS/drv_reloc" -- --relocate --verify
+# graph features replayed again and again: conditional handles made anew
+# each pass (mapped in kernel parameters), graph allocations, exec updates
+extra loop3-graph-cond "$APPS/drv_graph_cond" -- --loop 3 --verify
+extra relocate-graph-mem "$APPS/drv_graph_mem" -- --relocate --verify
+# placement measurement (status MEAS, not a check): replay the captures made
+# above with the device ranges held in the host address space never (0),
+# while libcuda loads (dlopen) and across cuInit (init, known to make driver
+# 580 ignore the hints). Look for "fixed addresses" and for warnings.
+for cap in "$OUT/drv_zerocopy/cap.fb" "$OUT/torch_mlp/cap.fb"; do
+  [ -f "$cap" ] || continue
+  for mode in 0 dlopen init; do
+    CUCAP_REPLAY_HOST_GUARD=$mode "$CUCAP" replay "$cap" --verify >"$cap.guard-$mode.txt" 2>&1
+    rc=$?
+    res MEAS "guard=$mode $(basename "$(dirname "$cap")")" \
+      "exit $rc; $(grep -E '^memory:' "$cap.guard-$mode.txt" | cut -c1-110); $(grep -c 'warning' "$cap.guard-$mode.txt") warning(s)"
+  done
+done
 extra loop3 "$APPS/rt_multistream" -- --loop 3 --verify
 # clock values: told apart as nondeterministic and named; a flipped recorded
 # byte of the deterministic half must still fail

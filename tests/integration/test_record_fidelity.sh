@@ -25,7 +25,9 @@
 #     mode a payload read before the program's synchronisation would be stale
 #     and fail here; managed memory through SyncPoint/HostWrite snapshots
 #     (drv_managed must verify snapshot regions); graph DtoH results after
-#     graph launches (drv_capture must check >= 5 copies);
+#     graph launches (drv_capture must check >= 5 copies; a flipped result
+#     of either captured copy, one of them in a capture replayed dry, is a
+#     mismatch);
 #  4. `cucap record --stats` prints the recorder's cost table and keeps it in
 #     the capture.
 set -u
@@ -105,6 +107,27 @@ if "$CUCAP" dump --json "$T/drv_streams.1.fb" >"$T/ds.jsonl" 2>/dev/null; then
   nres=$(grep -c '"reason":"CopyResult"' "$T/ds.jsonl")
   if [ "$nres" -ge 3 ]; then ok "drv_streams: $nres CopyResult snapshots"
   else bad "drv_streams: expected >= 3 CopyResult snapshots, got $nres"; fi
+fi
+
+# Both DtoH copies that drv_capture captures into graphs are verified at
+# their CopyResult, also the one in stream A's capture, which holds memory
+# nodes and is therefore replayed dry (its graph rebuilt from the recorded
+# topology; the observer gets the buffer of the rebuilt node): a flipped
+# recorded result byte of each is a mismatch.
+HELPER="${CUCAP_BUILD_DIR:-}/tests/test_replay"
+if [ -x "$HELPER" ] && [ -f "$T/drv_capture.0.fb" ]; then
+  "$HELPER" --flip-copy-results "$T/drv_capture.0.fb" "$T/capflip.fb" 3 >/dev/null 2>&1
+  CUCAP_LOG_LEVEL=debug "$CUCAP" replay --verify "$T/capflip.fb" >"$T/capflip.out" 2>"$T/capflip.err"
+  rc=$?
+  nseq=$(grep -o 'captured into a graph (seq [0-9]*)' "$T/capflip.err" | sort -u | wc -l)
+  if [ $rc -eq 1 ] && [ "$nseq" -eq 2 ] && grep -q 'replayed dry' "$T/capflip.err"; then
+    ok "drv_capture: flipped results of both captured copies (one in a dry capture) are mismatches"
+  else
+    bad "drv_capture: flipped captured copy results: exit $rc, $nseq copies named"
+    grep -E 'verify:|dry' "$T/capflip.out" "$T/capflip.err" | head -5
+  fi
+else
+  echo "note: flip helper unavailable"
 fi
 
 # --stats (issue 10 tooling): a per-entry-point table, in the capture as a

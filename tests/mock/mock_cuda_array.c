@@ -12,7 +12,10 @@
  * other numbers than the recording, as it may on a real GPU. Host kernels
  * read textures through mock_tex_fetch and write surfaces through
  * mock_surf_write (mock_cuda_kernels.c). Arrays and objects are kept in
- * registries so that a stale handle is refused instead of dereferenced. */
+ * registries so that a stale handle is refused instead of dereferenced.
+ * They belong to the context current at their creation: cuCtxDestroy takes
+ * them along (mock_arrays_ctx_destroyed) and a later use of one aborts
+ * (mock_dead_use), as for streams and modules. */
 #include "mock_cuda_internal.h"
 
 #include <math.h>
@@ -26,6 +29,7 @@ struct CUarray_st {
   uint8_t *data;
   struct CUmipmappedArray_st *parent; /* a level: freed with its parent */
   struct CUarray_st *next;
+  CUcontext owner;
 };
 
 struct CUmipmappedArray_st {
@@ -34,6 +38,7 @@ struct CUmipmappedArray_st {
   unsigned nlevels;
   struct CUarray_st **levels;
   struct CUmipmappedArray_st *next;
+  CUcontext owner;
 };
 
 typedef struct mock_obj {
@@ -43,6 +48,7 @@ typedef struct mock_obj {
   CUDA_TEXTURE_DESC tex;
   CUDA_RESOURCE_VIEW_DESC view;
   int has_view;
+  CUcontext owner;
 } mock_obj;
 
 static struct CUarray_st *arrays;
@@ -50,6 +56,24 @@ static struct CUmipmappedArray_st *mipmaps;
 static mock_obj *objs;
 static size_t nobjs, capobjs;
 static unsigned long long next_obj;
+/* gone with their context: shells kept (arrays: data freed) for the check */
+static struct CUarray_st *dead_arrays;
+static struct CUmipmappedArray_st *dead_mipmaps;
+static unsigned long long *dead_objs;
+static size_t ndead_objs, capdead_objs;
+
+/* Under mock_lock: aborts if a/m/h died with its context. */
+static void dead_check(CUarray a, CUmipmappedArray m, unsigned long long h) {
+  for (struct CUarray_st *p = dead_arrays; a && p; p = p->next)
+    if (p == a) mock_dead_use("array", a);
+  for (struct CUmipmappedArray_st *p = dead_mipmaps; (a || m) && p; p = p->next) {
+    if (m && p == m) mock_dead_use("mipmapped array", m);
+    for (unsigned i = 0; a && i < p->nlevels; i++)
+      if (p->levels[i] == a) mock_dead_use("mipmapped array level", a);
+  }
+  for (size_t i = 0; h && i < ndead_objs; i++)
+    if (dead_objs[i] == h) mock_dead_use("texture/surface object", (const void *)(uintptr_t)h);
+}
 
 static size_t fmt_size(CUarray_format f) {
   switch (f) {
@@ -64,6 +88,7 @@ static size_t dim1(size_t v) { return v ? v : 1; }
 
 /* Under mock_lock. */
 static int array_live(CUarray a) {
+  dead_check(a, NULL, 0);
   for (struct CUarray_st *p = arrays; p; p = p->next)
     if (p == a) return p->magic == MOCK_MAGIC_ARRAY;
   for (struct CUmipmappedArray_st *m = mipmaps; m; m = m->next)
@@ -73,6 +98,7 @@ static int array_live(CUarray a) {
 }
 
 static int mipmap_live(CUmipmappedArray m) {
+  dead_check(NULL, m, 0);
   for (struct CUmipmappedArray_st *p = mipmaps; p; p = p->next)
     if (p == m) return 1;
   return 0;
@@ -107,6 +133,7 @@ CUresult CUDAAPI cuArray3DCreate(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR *d) 
   if (!pa || !d) return CUDA_ERROR_INVALID_VALUE;
   struct CUarray_st *a;
   MOCK_TRY(array_new(d, &a));
+  a->owner = mock_current_ctx();
   pthread_mutex_lock(&mock_lock);
   a->next = arrays;
   arrays = a;
@@ -124,6 +151,7 @@ CUresult CUDAAPI cuArrayCreate(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR *d) {
 CUresult CUDAAPI cuArrayDestroy(CUarray a) {
   MOCK_TRY(mock_need_ctx());
   pthread_mutex_lock(&mock_lock);
+  dead_check(a, NULL, 0);
   struct CUarray_st **pp = &arrays;
   while (*pp && *pp != a) pp = &(*pp)->next;
   if (!*pp) { /* unknown, or a level of a mipmapped array */
@@ -203,6 +231,7 @@ CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray *pm, const CUDA_ARRAY3D
     }
     m->levels[l]->parent = m;
   }
+  m->owner = mock_current_ctx();
   pthread_mutex_lock(&mock_lock);
   m->next = mipmaps;
   mipmaps = m;
@@ -226,6 +255,7 @@ CUresult CUDAAPI cuMipmappedArrayGetLevel(CUarray *pa, CUmipmappedArray m, unsig
 CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray m) {
   MOCK_TRY(mock_need_ctx());
   pthread_mutex_lock(&mock_lock);
+  dead_check(NULL, m, 0);
   struct CUmipmappedArray_st **pp = &mipmaps;
   while (*pp && *pp != m) pp = &(*pp)->next;
   if (!*pp) {
@@ -236,6 +266,46 @@ CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray m) {
   pthread_mutex_unlock(&mock_lock);
   mipmap_free(m);
   return CUDA_SUCCESS;
+}
+
+void mock_arrays_ctx_destroyed(CUcontext c) {
+  pthread_mutex_lock(&mock_lock);
+  for (struct CUarray_st **pp = &arrays; *pp;) {
+    struct CUarray_st *a = *pp;
+    if (a->owner != c) { pp = &a->next; continue; }
+    *pp = a->next;
+    a->magic = MOCK_MAGIC_DEAD;
+    free(a->data);
+    a->data = NULL;
+    a->next = dead_arrays;
+    dead_arrays = a;
+  }
+  for (struct CUmipmappedArray_st **pp = &mipmaps; *pp;) {
+    struct CUmipmappedArray_st *m = *pp;
+    if (m->owner != c) { pp = &m->next; continue; }
+    *pp = m->next;
+    m->magic = MOCK_MAGIC_DEAD;
+    for (unsigned i = 0; i < m->nlevels; i++) {
+      m->levels[i]->magic = MOCK_MAGIC_DEAD;
+      free(m->levels[i]->data);
+      m->levels[i]->data = NULL;
+    }
+    m->next = dead_mipmaps;
+    dead_mipmaps = m;
+  }
+  for (size_t i = 0; i < nobjs;) {
+    if (objs[i].owner != c) { i++; continue; }
+    if (ndead_objs == capdead_objs) {
+      size_t nc = capdead_objs ? capdead_objs * 2 : 16;
+      unsigned long long *n = realloc(dead_objs, nc * sizeof *n);
+      if (!n) break; /* out of memory: the rest stay (harmless for a mock) */
+      dead_objs = n;
+      capdead_objs = nc;
+    }
+    dead_objs[ndead_objs++] = objs[i].handle;
+    objs[i] = objs[--nobjs];
+  }
+  pthread_mutex_unlock(&mock_lock);
 }
 
 /* ---- copies --------------------------------------------------------------- */
@@ -397,6 +467,7 @@ static CUresult obj_create(unsigned long long *out, const CUDA_RESOURCE_DESC *r,
   memset(o, 0, sizeof *o);
   o->handle = obj_next();
   o->surf = surf;
+  o->owner = mock_current_ctx();
   o->res = *r;
   if (t) o->tex = *t;
   if (v) {
@@ -412,6 +483,7 @@ static CUresult obj_create(unsigned long long *out, const CUDA_RESOURCE_DESC *r,
 static int obj_get(unsigned long long h, int surf, mock_obj *out) {
   int found = 0;
   pthread_mutex_lock(&mock_lock);
+  dead_check(NULL, NULL, h);
   for (size_t i = 0; i < nobjs; i++)
     if (objs[i].handle == h && objs[i].surf == surf) {
       *out = objs[i];
@@ -426,6 +498,7 @@ static CUresult obj_destroy(unsigned long long h, int surf) {
   MOCK_TRY(mock_need_ctx());
   CUresult rc = CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
+  dead_check(NULL, NULL, h);
   for (size_t i = 0; i < nobjs; i++)
     if (objs[i].handle == h && objs[i].surf == surf) {
       objs[i] = objs[--nobjs];

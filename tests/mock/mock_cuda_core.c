@@ -146,6 +146,16 @@ static __thread CUcontext tls_stack[MOCK_CTX_STACK];
 static __thread int tls_depth;
 
 static CUcontext current_ctx(void) { return tls_depth > 0 ? tls_stack[tls_depth - 1] : NULL; }
+CUcontext mock_current_ctx(void) { return current_ctx(); }
+
+void mock_dead_use(const char *what, const void *handle) {
+  fprintf(stderr, "mock libcuda: %s %p used after its context was destroyed "
+                  "(a use after free on the real driver)\n", what, handle);
+  fflush(stderr);
+  abort();
+}
+
+static void ctx_release_objects(CUcontext c); /* streams, events, memory */
 
 CUresult mock_need_ctx(void) {
   NEED_INIT();
@@ -236,6 +246,11 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext c) {
       tls_depth--;
       i--;
     }
+  /* everything created in c goes with it, as on the real driver */
+  ctx_release_objects(c);
+  mock_modules_ctx_destroyed(c);
+  mock_arrays_ctx_destroyed(c);
+  mock_graphs_ctx_destroyed(c);
   c->magic = 0;
   free(c);
   return CUDA_SUCCESS;
@@ -351,7 +366,8 @@ typedef struct reg_entry {
   size_t mapped; /* bytes mmap'ed (device) */
   reg_kind kind;
   unsigned long long id;
-  int managed;   /* cuMemAllocManaged */
+  CUcontext owner; /* cuMemAlloc* / cuMemAllocHost: freed with the context */
+  int managed;      /* cuMemAllocManaged */
 } reg_entry;
 static reg_entry *regs;
 static size_t nregs, capregs;
@@ -373,7 +389,7 @@ static int reg_add(uintptr_t start, size_t size, size_t mapped, reg_kind kind) {
     regs = n;
     capregs = nc;
   }
-  regs[nregs++] = (reg_entry){start, size, mapped, kind, next_id++, 0};
+  regs[nregs++] = (reg_entry){start, size, mapped, kind, next_id++, NULL, 0};
   return 0;
 }
 
@@ -433,6 +449,7 @@ CUresult mock_alloc_device(CUdeviceptr *out, size_t size) {
         continue;
       }
       if (reg_add((uintptr_t)p, size, map, REG_DEVICE) != 0) { munmap(p, map); break; }
+      regs[nregs - 1].owner = current_ctx();
       dev_in_use += size;
       *out = (CUdeviceptr)(uintptr_t)p;
       rc = CUDA_SUCCESS;
@@ -490,16 +507,31 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t width, si
   return CUDA_SUCCESS;
 }
 
+/* Page-locked host memory: its own mapping, so that the memory of a
+ * destroyed context is really gone (a later access faults, as it would on the
+ * real driver). Its address is remembered (dead_host) until mapped again, so
+ * that freeing it afterwards aborts (mock_dead_use). */
+static uintptr_t *dead_host;
+static size_t ndead_host, capdead_host;
+
+static void dead_host_forget(uintptr_t p) { /* under mock_lock */
+  for (size_t i = 0; i < ndead_host; i++)
+    if (dead_host[i] == p) dead_host[i--] = dead_host[--ndead_host];
+}
+
 static CUresult host_alloc(void **pp, size_t n) {
   MOCK_TRY(mock_need_ctx());
   MOCK_TRY(mock_unsafe());
   if (!pp || n == 0) return CUDA_ERROR_INVALID_VALUE;
-  void *p = NULL;
-  if (posix_memalign(&p, 4096, n) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t map = round_up(n, (size_t)sysconf(_SC_PAGESIZE));
+  void *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mock_lock);
   int bad = reg_add((uintptr_t)p, n, 0, REG_HOST);
+  if (!bad) regs[nregs - 1].owner = current_ctx();
+  dead_host_forget((uintptr_t)p);
   pthread_mutex_unlock(&mock_lock);
-  if (bad) { free(p); return CUDA_ERROR_OUT_OF_MEMORY; }
+  if (bad) { munmap(p, map); return CUDA_ERROR_OUT_OF_MEMORY; }
   *pp = p;
   return CUDA_SUCCESS;
 }
@@ -517,12 +549,16 @@ CUresult CUDAAPI cuMemFreeHost(void *p) {
   CUresult rc = CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
   reg_entry *r = reg_find((uintptr_t)p, REG_HOST);
+  size_t map = 0;
+  for (size_t i = 0; !r && i < ndead_host; i++)
+    if (dead_host[i] == (uintptr_t)p) mock_dead_use("page-locked host memory", p);
   if (r && r->start == (uintptr_t)p && r->mapped == 0) {
+    map = round_up(r->size, (size_t)sysconf(_SC_PAGESIZE));
     reg_remove(r);
     rc = CUDA_SUCCESS;
   }
   pthread_mutex_unlock(&mock_lock);
-  if (rc == CUDA_SUCCESS) free(p);
+  if (rc == CUDA_SUCCESS) munmap(p, map);
   return rc;
 }
 
@@ -587,7 +623,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
   if (!data) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mock_lock);
   reg_entry *r = reg_find((uintptr_t)p, -1);
-  reg_entry e = r ? *r : (reg_entry){0, 0, 0, REG_HOST, 0, 0};
+  reg_entry e = r ? *r : (reg_entry){0, 0, 0, REG_HOST, 0, NULL, 0};
   pthread_mutex_unlock(&mock_lock);
   int dev = r && e.kind != REG_HOST;
   switch (a) {
@@ -848,11 +884,74 @@ CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
 
 /* ---- streams and events ------------------------------------------------- */
 struct CUstream_st *mock_all_streams; /* also read by mock_cuda_capture.c */
+static struct CUevent_st *all_events;
+/* dead handles (their context was destroyed): kept reachable for the
+ * use-after-destroy check, never freed */
+static struct CUstream_st *dead_streams;
+static struct CUevent_st *dead_events;
 static unsigned long long next_stream_id = 16;
+
+/* cuCtxDestroy: the context's streams and events become dead handles (kept,
+ * so a later use aborts in mock_dead_use), its device and page-locked host
+ * allocations are unmapped. */
+static void ctx_release_objects(CUcontext c) {
+  /* asynchronous mode: their queued work runs first (it may use the
+   * context's memory); captures on them end */
+  for (CUstream s = mock_all_streams; s; s = s->next)
+    if (s->owner == c) {
+      mock_stream_gone(s);
+      if (s->capture && s->capture_origin) mock_capture_unregister(s->capture);
+    }
+  pthread_mutex_lock(&mock_lock);
+  for (CUstream *pp = &mock_all_streams; *pp;) {
+    CUstream s = *pp;
+    if (s->owner == c) {
+      *pp = s->next;
+      s->magic = MOCK_MAGIC_DEAD;
+      s->next = dead_streams;
+      dead_streams = s;
+      continue;
+    }
+    pp = &s->next;
+  }
+  for (CUevent *pp = &all_events; *pp;) {
+    CUevent e = *pp;
+    if (e->owner == c) {
+      *pp = e->next;
+      e->magic = MOCK_MAGIC_DEAD;
+      e->next = dead_events;
+      dead_events = e;
+      continue;
+    }
+    pp = &e->next;
+  }
+  for (size_t i = 0; i < nregs;) {
+    reg_entry *r = &regs[i];
+    if (r->owner != c || (r->kind != REG_DEVICE && r->kind != REG_HOST) || (r->kind == REG_HOST && r->mapped)) {
+      i++;
+      continue;
+    }
+    if (r->kind == REG_DEVICE) {
+      munmap((void *)r->start, r->mapped);
+      dev_in_use -= r->size;
+    } else {
+      munmap((void *)r->start, round_up(r->size, (size_t)sysconf(_SC_PAGESIZE)));
+      if (ndead_host == capdead_host) {
+        size_t nc = capdead_host ? capdead_host * 2 : 16;
+        uintptr_t *nd = realloc(dead_host, nc * sizeof *nd);
+        if (nd) { dead_host = nd; capdead_host = nc; }
+      }
+      if (ndead_host < capdead_host) dead_host[ndead_host++] = r->start;
+    }
+    reg_remove(r); /* the last entry moved to i: look at it next */
+  }
+  pthread_mutex_unlock(&mock_lock);
+}
 
 CUresult mock_check_stream(CUstream s) {
   MOCK_TRY(mock_need_ctx());
   if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return CUDA_SUCCESS;
+  if (s->magic == MOCK_MAGIC_DEAD) mock_dead_use("stream", s);
   return s->magic == MOCK_MAGIC_STREAM ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
@@ -871,6 +970,7 @@ CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, in
   s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
   pthread_mutex_lock(&mock_lock);
   s->id = next_stream_id++;
+  s->owner = current_ctx();
   s->next = mock_all_streams;
   mock_all_streams = s;
   pthread_mutex_unlock(&mock_lock);
@@ -882,6 +982,7 @@ CUresult CUDAAPI cuStreamCreate(CUstream *ps, unsigned int flags) { return cuStr
 
 CUresult CUDAAPI cuStreamDestroy(CUstream s) {
   MOCK_TRY(mock_need_ctx());
+  if (is_real_stream(s) && s->magic == MOCK_MAGIC_DEAD) mock_dead_use("stream", s);
   if (!is_real_stream(s) || s->magic != MOCK_MAGIC_STREAM) return CUDA_ERROR_INVALID_HANDLE;
   mock_stream_gone(s); /* its queued work still runs */
   if (s->capture && s->capture_origin) { /* destroyed while capturing: the capture ends */
@@ -904,15 +1005,27 @@ CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags) {
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
   e->magic = MOCK_MAGIC_EVENT;
   e->flags = flags;
+  e->owner = current_ctx();
+  pthread_mutex_lock(&mock_lock);
+  e->next = all_events;
+  all_events = e;
+  pthread_mutex_unlock(&mock_lock);
   *pe = e;
   return CUDA_SUCCESS;
 }
 
-static int event_ok(CUevent e) { return e && e->magic == MOCK_MAGIC_EVENT; }
+static int event_ok(CUevent e) {
+  if (e && e->magic == MOCK_MAGIC_DEAD) mock_dead_use("event", e);
+  return e && e->magic == MOCK_MAGIC_EVENT;
+}
 
 CUresult CUDAAPI cuEventDestroy(CUevent e) {
   MOCK_TRY(mock_need_ctx());
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&mock_lock);
+  for (CUevent *pp = &all_events; *pp; pp = &(*pp)->next)
+    if (*pp == e) { *pp = e->next; break; }
+  pthread_mutex_unlock(&mock_lock);
   e->magic = 0;
   free(e);
   return CUDA_SUCCESS;
@@ -1087,6 +1200,32 @@ CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode) {
   return CUDA_SUCCESS;
 }
 
+CUresult mock_begin_capture_to(CUstream s, struct mock_graph *g, CUstreamCaptureMode mode) {
+  MOCK_TRY(mock_check_stream(s));
+  if (!is_real_stream(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  mock_drain_stream(s);
+  g->cap_tail = NULL; /* the caller sets the dependencies (mock_capture_set_deps) */
+  s->capture = g;
+  s->capture_origin = 1;
+  mock_capture_register(g, s, mode); /* capture rules as for cuStreamBeginCapture */
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_capture_set_deps(CUstream s, CUgraphNode *deps, size_t nd, unsigned flags) {
+  MOCK_TRY(mock_check_stream(s));
+  struct mock_graph *cg = is_real_stream(s) ? s->capture : NULL;
+  if (!cg) return CUDA_ERROR_ILLEGAL_STATE;
+  if (nd > 1 || (nd && !deps)) return CUDA_ERROR_NOT_SUPPORTED; /* a chain: one dependency */
+  if (flags == CU_STREAM_ADD_CAPTURE_DEPENDENCIES && cg->cap_tail && nd) return CUDA_ERROR_NOT_SUPPORTED;
+  struct mock_node *n = nd ? mock_node_of(deps[0]) : NULL;
+  if (nd && (!n || n->graph != cg)) return CUDA_ERROR_INVALID_VALUE;
+  cg->cap_tail = n;
+  return CUDA_SUCCESS;
+}
+
 CUresult mock_end_capture(CUstream s, CUgraph *out) {
   MOCK_TRY(mock_check_stream(s));
   if (!out) return CUDA_ERROR_INVALID_VALUE;
@@ -1196,6 +1335,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version
   if (!f) f = lookup(mock_procs_legacy, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_module, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_graph, symbol, version, &seen);
+  if (!f) f = lookup(mock_procs_graph_ext, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_attr, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_array, symbol, version, &seen);
   if (!f) f = lookup(core_procs, symbol, version, &seen);

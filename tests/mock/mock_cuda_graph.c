@@ -12,31 +12,85 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* top-level execs (not the bodies inside them), under mock_lock; dead ones
+ * keep their shell for the use check */
+static struct mock_graph *all_execs, *dead_execs;
+
 static struct mock_graph *graph_of(void *h, uint32_t magic) {
   struct mock_graph *g = h;
+  if (g && g->magic == MOCK_MAGIC_DEAD) mock_dead_use("graph exec", g);
   return g && g->magic == magic ? g : NULL;
 }
+
+struct mock_graph *mock_exec_of(void *h) { return graph_of(h, MOCK_MAGIC_GEXEC); }
+
+void mock_graphs_ctx_destroyed(CUcontext c) {
+  pthread_mutex_lock(&mock_lock);
+  for (struct mock_graph **pp = &all_execs; *pp;) {
+    struct mock_graph *x = *pp;
+    if (x->exec_owner != c) { pp = &x->next_exec; continue; }
+    *pp = x->next_exec;
+    for (size_t i = 0; i < x->nops; i++) { /* what graph_free frees, but the shell */
+      free(x->ops[i].argbuf);
+      for (unsigned k = 0; k < x->ops[i].nsubs; k++) mock_graph_free(x->ops[i].subs[k]);
+      free(x->ops[i].subs);
+    }
+    free(x->ops);
+    x->ops = NULL;
+    x->nops = 0;
+    x->magic = MOCK_MAGIC_DEAD;
+    x->next_exec = dead_execs;
+    dead_execs = x;
+  }
+  pthread_mutex_unlock(&mock_lock);
+}
+
+struct mock_graph *mock_graph_of(void *h) { return graph_of(h, MOCK_MAGIC_GRAPH); }
 
 static struct mock_node *node_of(CUgraphNode h) {
   struct mock_node *n = (struct mock_node *)h;
   return n && n->magic == MOCK_MAGIC_NODE ? n : NULL;
 }
 
+struct mock_node *mock_node_of(CUgraphNode h) { return node_of(h); }
+
+static void graph_free(struct mock_graph *g);
+
 static void node_free(struct mock_node *n) {
   free(n->op.argbuf);
   free(n->deps);
   free(n->kparams);
+  for (unsigned i = 0; i < n->nbodies; i++)
+    if (n->bodies[i]) graph_free(n->bodies[i]);
+  free(n->bodies);
+  /* a graph allocation lives as long as its graph here (the real driver
+   * keeps it until it is freed; nothing in the mock's users needs more) */
+  if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && n->alloc.dptr) mock_free_device(n->alloc.dptr);
   n->magic = 0;
   free(n);
 }
 
 static void graph_free(struct mock_graph *g) {
-  for (size_t i = 0; i < g->nops; i++) free(g->ops[i].argbuf);
+  for (size_t i = 0; i < g->nops; i++) {
+    free(g->ops[i].argbuf);
+    for (unsigned k = 0; k < g->ops[i].nsubs; k++) graph_free(g->ops[i].subs[k]);
+    free(g->ops[i].subs);
+  }
   for (size_t i = 0; i < g->nnodes; i++) node_free(g->nodes[i]);
   free(g->ops);
   free(g->nodes);
   g->magic = 0;
   free(g);
+}
+
+void mock_graph_free(struct mock_graph *g) {
+  if (g) graph_free(g);
+}
+
+struct mock_graph *mock_graph_new(void) {
+  struct mock_graph *g = calloc(1, sizeof *g);
+  if (g) g->magic = MOCK_MAGIC_GRAPH;
+  return g;
 }
 
 static CUresult node_add_dep(struct mock_node *n, struct mock_node *d) {
@@ -89,14 +143,27 @@ static CUgraphNodeType type_of(mock_op_kind k) {
   case MOCK_OP_COPY: return CU_GRAPH_NODE_TYPE_MEMCPY;
   case MOCK_OP_SET: return CU_GRAPH_NODE_TYPE_MEMSET;
   case MOCK_OP_HOST: return CU_GRAPH_NODE_TYPE_HOST;
-  case MOCK_OP_MEMALLOC: return CU_GRAPH_NODE_TYPE_MEM_ALLOC;
-  case MOCK_OP_MEMFREE: return CU_GRAPH_NODE_TYPE_MEM_FREE;
+  case MOCK_OP_COND: return CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  case MOCK_OP_CHILD: return CU_GRAPH_NODE_TYPE_GRAPH;
+  case MOCK_OP_EVENT: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
   case MOCK_OP_EMPTY: case MOCK_OP_MARK: break;
   }
   return CU_GRAPH_NODE_TYPE_EMPTY;
 }
 
 /* Adds a node running *op (argbuf taken on success) after deps[0..nd). */
+static CUresult graph_add(struct mock_graph *g, const mock_op *op, const CUgraphNode *deps, size_t nd,
+                          struct mock_node **out);
+
+CUresult mock_graph_add(struct mock_graph *g, const mock_op *op, CUgraphNodeType type,
+                        const CUgraphNode *deps, size_t nd, struct mock_node **out) {
+  struct mock_node *n = NULL;
+  MOCK_TRY(graph_add(g, op, deps, nd, &n));
+  if (op->kind == MOCK_OP_EMPTY) n->type = type;
+  if (out) *out = n;
+  return CUDA_SUCCESS;
+}
+
 static CUresult graph_add(struct mock_graph *g, const mock_op *op, const CUgraphNode *deps, size_t nd,
                           struct mock_node **out) {
   if (nd && !deps) return CUDA_ERROR_INVALID_VALUE;
@@ -142,8 +209,11 @@ static CUresult graph_add(struct mock_graph *g, const mock_op *op, const CUgraph
 }
 
 CUresult mock_graph_append(struct mock_graph *g, const mock_op *op) {
-  CUgraphNode prev = g->nnodes ? (CUgraphNode)g->nodes[g->nnodes - 1] : NULL;
-  return graph_add(g, op, prev ? &prev : NULL, prev ? 1 : 0, NULL);
+  CUgraphNode prev = (CUgraphNode)g->cap_tail;
+  struct mock_node *n = NULL;
+  MOCK_TRY(graph_add(g, op, prev ? &prev : NULL, prev ? 1 : 0, &n));
+  g->cap_tail = n;
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphCreate(CUgraph *pg, unsigned int flags) {
@@ -346,22 +416,33 @@ CUresult CUDAAPI mock_node_get_deps_v1(CUgraphNode h, CUgraphNode *deps, size_t 
 }
 
 /* ---- instantiate / launch ----------------------------------------------------- */
-static CUresult op_copy(mock_op *dst, const mock_op *src) {
+/* The exec's copy of a node's op: kernel arguments copied, conditional
+ * bodies and child graphs instantiated (owned by the exec op). */
+static CUresult op_copy(mock_op *dst, const struct mock_node *n) {
+  const mock_op *src = &n->op;
   *dst = *src;
+  dst->argbuf = NULL;
+  dst->subs = NULL;
+  dst->nsubs = 0;
+  dst->node = n;
   if (src->argbuf) {
-    size_t n = src->func->param_bytes;
-    dst->argbuf = malloc(n ? n : 1);
+    size_t sz = src->func->param_bytes;
+    dst->argbuf = malloc(sz ? sz : 1);
     if (!dst->argbuf) return CUDA_ERROR_OUT_OF_MEMORY;
-    memcpy(dst->argbuf, src->argbuf, n);
+    memcpy(dst->argbuf, src->argbuf, sz);
+  }
+  if (n->nbodies && (src->kind == MOCK_OP_COND || src->kind == MOCK_OP_CHILD)) {
+    dst->subs = calloc(n->nbodies, sizeof *dst->subs);
+    if (!dst->subs) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0; i < n->nbodies; i++) {
+      MOCK_TRY(mock_graph_instantiate(n->bodies[i], &dst->subs[i]));
+      dst->nsubs++;
+    }
   }
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long long flags) {
-  (void)flags;
-  MOCK_TRY(mock_need_ctx());
-  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
-  if (!g || !pe) return CUDA_ERROR_INVALID_VALUE;
+CUresult mock_graph_instantiate(struct mock_graph *g, struct mock_graph **out) {
   struct mock_graph *x = calloc(1, sizeof *x);
   unsigned char *placed = calloc(g->nnodes ? g->nnodes : 1, 1);
   if (!x || !placed) { free(x); free(placed); return CUDA_ERROR_OUT_OF_MEMORY; }
@@ -381,11 +462,27 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long lo
     }
     if (pick == g->nnodes) { rc = CUDA_ERROR_INVALID_VALUE; break; } /* cycle */
     placed[pick] = 1;
-    rc = op_copy(&x->ops[x->nops], &g->nodes[pick]->op);
-    if (rc == CUDA_SUCCESS) x->nops++;
+    rc = op_copy(&x->ops[x->nops], g->nodes[pick]);
+    x->nops++; /* counted even when half-made: graph_free frees what is there */
   }
   free(placed);
   if (rc != CUDA_SUCCESS) { graph_free(x); return rc; }
+  *out = x;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *pe, CUgraph h, unsigned long long flags) {
+  (void)flags;
+  MOCK_TRY(mock_need_ctx());
+  struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
+  if (!g || !pe) return CUDA_ERROR_INVALID_VALUE;
+  struct mock_graph *x = NULL;
+  MOCK_TRY(mock_graph_instantiate(g, &x));
+  x->exec_owner = mock_current_ctx();
+  pthread_mutex_lock(&mock_lock);
+  x->next_exec = all_execs;
+  all_execs = x;
+  pthread_mutex_unlock(&mock_lock);
   *pe = (CUgraphExec)x;
   return CUDA_SUCCESS;
 }
@@ -394,7 +491,17 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec h) {
   MOCK_TRY(mock_need_ctx());
   struct mock_graph *x = graph_of(h, MOCK_MAGIC_GEXEC);
   if (!x) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mock_lock);
+  for (struct mock_graph **pp = &all_execs; *pp; pp = &(*pp)->next_exec)
+    if (*pp == x) { *pp = x->next_exec; break; }
+  pthread_mutex_unlock(&mock_lock);
   graph_free(x);
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_graph_run(const struct mock_graph *x) {
+  for (size_t i = 0; i < x->nops; i++)
+    if (!x->ops[i].disabled) MOCK_TRY(mock_run_op(&x->ops[i]));
   return CUDA_SUCCESS;
 }
 
@@ -405,8 +512,10 @@ CUresult mock_graph_launch(CUgraphExec h, CUstream s) {
   if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* graph-in-graph capture: not in the mock */
   if (mock_async() && (!s || s == CU_STREAM_LEGACY)) mock_drain_all(1);
+  mock_cond_reset(x);
   mock_tool_submit(s, 0);
-  for (size_t i = 0; i < x->nops; i++) MOCK_TRY(mock_run_op_traced(&x->ops[i], s));
+  for (size_t i = 0; i < x->nops; i++) /* conditional bodies and child graphs run inside their op */
+    if (!x->ops[i].disabled) MOCK_TRY(mock_run_op_traced(&x->ops[i], s));
   return CUDA_SUCCESS;
 }
 

@@ -32,6 +32,10 @@
 #define MOCK_MAGIC_LINK 0x6d4c6e6bu
 #define MOCK_MAGIC_GRAPH 0x6d477270u
 #define MOCK_MAGIC_GEXEC 0x6d476578u
+/* An object its context took with it (cuCtxDestroy frees the context's
+ * streams, events, modules and memory on the real driver). The struct is kept
+ * so that a later use is caught deterministically: mock_dead_use aborts. */
+#define MOCK_MAGIC_DEAD 0x6d446564u
 
 struct CUctx_st {
   uint32_t magic;
@@ -52,6 +56,7 @@ struct CUstream_st {
   struct mock_graph *capture; /* non-NULL while capturing into this graph */
   int capture_origin;         /* 1 on the stream that began the capture */
   struct CUstream_st *next;   /* global list, under mock_lock */
+  CUcontext owner;            /* context current at creation */
   struct mock_queue *q;       /* CUCAP_MOCK_ASYNC=1: work not run yet (mock_cuda_capture.c) */
 };
 
@@ -61,6 +66,8 @@ struct CUevent_st {
   double time_ms;            /* CLOCK_MONOTONIC when last recorded */
   int recorded;
   struct mock_graph *capture; /* recorded inside a capture */
+  CUcontext owner;            /* context current at creation */
+  struct CUevent_st *next;    /* global list, under mock_lock */
   /* CUCAP_MOCK_ASYNC=1: the event has fired when done_gen == rec_gen */
   unsigned long rec_gen, done_gen;
   struct CUstream_st *rec_stream;
@@ -134,6 +141,8 @@ struct CUmod_st {
   struct CUfunc_st *funcs; /* every kernel of the image, created at load */
   mock_global *globals;
   size_t nglobals;
+  CUcontext owner;         /* context current at load; NULL for a library's */
+  struct CUmod_st *next;   /* global list of loaded modules (mock_cuda_module.c) */
 };
 
 /* ---- image parsing (mock_cuda_image.c) ---------------------------------- */
@@ -174,6 +183,16 @@ extern pthread_mutex_t mock_lock;
 extern int mock_initialized;
 
 CUresult mock_need_ctx(void); /* CUDA_ERROR_NOT_INITIALIZED / INVALID_CONTEXT */
+CUcontext mock_current_ctx(void);
+/* A handle whose context was destroyed was passed to the driver: on the real
+ * driver that is a use after free. Prints what and aborts. */
+void mock_dead_use(const char *what, const void *handle) __attribute__((noreturn));
+/* cuCtxDestroy: modules loaded in c die with it (mock_cuda_module.c), so do
+ * its arrays, mipmapped arrays and texture/surface objects
+ * (mock_cuda_array.c). */
+void mock_modules_ctx_destroyed(CUcontext c);
+void mock_arrays_ctx_destroyed(CUcontext c);
+void mock_graphs_ctx_destroyed(CUcontext c); /* its graph execs (mock_cuda_graph.c) */
 /* Resolves NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD; checks magic. */
 CUresult mock_check_stream(CUstream s);
 double mock_now_ms(void);
@@ -186,8 +205,10 @@ int mock_dev_range_ok(CUdeviceptr p, size_t n);
 /* Operations that a capturing stream records instead of executing. */
 typedef enum mock_op_kind {
   MOCK_OP_KERNEL, MOCK_OP_COPY, MOCK_OP_SET, MOCK_OP_HOST, MOCK_OP_EMPTY,
-  MOCK_OP_MEMALLOC, MOCK_OP_MEMFREE, /* graph memory nodes (captured cuMemAlloc/FreeAsync): no-ops */
-  MOCK_OP_MARK                       /* CUCAP_MOCK_ASYNC: an event fires (queues only) */
+  MOCK_OP_COND,   /* conditional node: runs subs[] by the handle's value */
+  MOCK_OP_CHILD,  /* child graph node: runs subs[0] */
+  MOCK_OP_EVENT,  /* event record node */
+  MOCK_OP_MARK    /* CUCAP_MOCK_ASYNC: an event fires (queues only) */
 } mock_op_kind;
 typedef struct mock_op {
   mock_op_kind kind;
@@ -207,9 +228,15 @@ typedef struct mock_op {
   /* host function */
   CUhostFn fn;
   void *user;
-  /* memory node (dptr = dst, bytesize = width) / event mark */
-  CUevent event;
-  unsigned long gen;
+  /* graph-only ops (mock_cuda_graph_ext.c) */
+  unsigned long long cond;      /* COND: the conditional handle */
+  int cond_type;                /* COND: CUgraphConditionalNodeType */
+  struct mock_graph **subs;     /* exec op: COND bodies / CHILD graph, as execs (owned) */
+  unsigned nsubs;
+  CUevent event;                /* EVENT; MARK: the event that fires */
+  int disabled;                 /* exec op: cuGraphNodeSetEnabled(0) */
+  const struct mock_node *node; /* exec op: the graph node it was made from */
+  unsigned long gen;            /* MARK: the event's record generation */
 } mock_op;
 
 /* Checks a 2D copy and fills *op for it (pointers resolved, device and
@@ -257,6 +284,13 @@ struct mock_node {
   CUDA_MEMSET_NODE_PARAMS set; /* memset nodes */
   size_t idx;                 /* position in graph->nodes */
   struct mock_graph *graph;
+  /* mock_cuda_graph_ext.c */
+  struct mock_graph **bodies; /* conditional: body graphs; child: [0] = the copy (owned) */
+  unsigned nbodies;
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc; /* mem alloc node (dptr: its memory, owned) */
+  CUdeviceptr free_ptr;       /* mem free node */
+  CUDA_HOST_NODE_PARAMS host; /* host node */
+  const struct mock_node *cloned_from; /* cuGraphClone: the original */
 };
 
 /* A CUgraph (MOCK_MAGIC_GRAPH: nodes) or a CUgraphExec (MOCK_MAGIC_GEXEC:
@@ -272,12 +306,40 @@ struct mock_graph {
   size_t nops, cap;
   struct mock_node **nodes;
   size_t nnodes, capnodes;
+  struct mock_node *cap_tail; /* while captured into: what the next captured node depends on */
+  /* an exec made by cuGraphInstantiate*: the context it was made in (it dies
+   * with it: MOCK_MAGIC_DEAD, a later use aborts) and the list of them */
+  CUcontext exec_owner;
+  struct mock_graph *next_exec;
 };
 
 /* Appends a captured op to graph g as a node that depends on the node
  * captured before it (the mock executes in order anyway). Takes the op's
  * argbuf on success. */
 CUresult mock_graph_append(struct mock_graph *g, const mock_op *op);
+/* Adds a node running *op after deps (argbuf taken on success); the node's
+ * type follows the op (MOCK_OP_EMPTY: `type` is used, for alloc/free/wait
+ * nodes). mock_cuda_graph.c. */
+CUresult mock_graph_add(struct mock_graph *g, const mock_op *op, CUgraphNodeType type,
+                        const CUgraphNode *deps, size_t nd, struct mock_node **out);
+struct mock_graph *mock_graph_new(void);
+void mock_graph_free(struct mock_graph *g); /* graph or exec, recursively */
+/* Instantiates g into a new exec (NULL: out of memory / cycle). */
+CUresult mock_graph_instantiate(struct mock_graph *g, struct mock_graph **out);
+/* Runs an exec's ops in order (no stream checks; conditionals recurse). */
+CUresult mock_graph_run(const struct mock_graph *x);
+/* Deep copy of a graph (nodes, edges, bodies); NULL on out of memory. */
+struct mock_graph *mock_graph_clone(const struct mock_graph *g);
+struct mock_graph *mock_graph_of(void *h); /* a CUgraph handle, or NULL */
+struct mock_graph *mock_exec_of(void *h);  /* a CUgraphExec handle, or NULL */
+struct mock_node *mock_node_of(CUgraphNode h);
+/* Conditional handles (mock_cuda_graph_ext.c): the value kernels set with
+ * cudaGraphSetConditional (mock kernels call mock_cond_set). */
+void mock_cond_set(unsigned long long h, unsigned value);
+unsigned mock_cond_get(unsigned long long h);
+/* Before a launch: handles with CU_GRAPH_COND_ASSIGN_DEFAULT get their
+ * default back (every conditional op of the exec, recursively). */
+void mock_cond_reset(const struct mock_graph *x);
 /* Builds a kernel op (validating like cuLaunchKernel); op->argbuf is
  * malloc'd and owned by the caller on success. */
 CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, void **params,
@@ -309,6 +371,7 @@ extern const mock_proc mock_procs_legacy[];
 extern const mock_proc mock_procs_pt[];
 extern const mock_proc mock_procs_module[];
 extern const mock_proc mock_procs_graph[]; /* mock_cuda_graph.c */
+extern const mock_proc mock_procs_graph_ext[]; /* mock_cuda_graph_ext.c */
 extern const mock_proc mock_procs_attr[];  /* mock_cuda_attr.c */
 extern const mock_proc mock_procs_array[]; /* mock_cuda_array.c */
 
@@ -316,6 +379,14 @@ CUresult mock_alloc_device(CUdeviceptr *out, size_t size);
 CUresult mock_free_device(CUdeviceptr p);
 CUresult mock_graph_launch(CUgraphExec g, CUstream s);
 CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode);
+/* cuStreamBeginCaptureToGraph: capture into the existing graph g (appended
+ * after deps, or after its last node when nd = 0). */
+CUresult mock_begin_capture_to(CUstream s, struct mock_graph *g, CUstreamCaptureMode mode);
+/* cuStreamUpdateCaptureDependencies_v2 (cuStreamGetCaptureInfo reports
+ * the same tail: mock_cuda_stream_api.c). */
+CUresult mock_capture_set_deps(CUstream s, CUgraphNode *deps, size_t nd, unsigned flags);
+/* The graph s is capturing into, or NULL. */
+struct mock_graph *mock_stream_capture_graph(CUstream s);
 CUresult mock_end_capture(CUstream s, CUgraph *out);
 CUresult mock_event_record(CUevent e, CUstream s);
 CUresult mock_stream_wait_event(CUstream s, CUevent e);

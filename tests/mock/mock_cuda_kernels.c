@@ -60,6 +60,32 @@ static void k_add_rc2d(const mock_thread *t, void **args) {
   if (x < w && y < h) ((float *)(p + y * pitch))[x] += (float)(x + y);
 }
 
+/* out[i] = *ptrs[i]: follows pointers stored in device memory */
+static void k_gather_ptr(const mock_thread *t, void **args) {
+  const float *const *ptrs = ARG(const float *const *, 0);
+  float *out = ARG(float *, 1);
+  long long i = GID(t);
+  if (i < ARG(int, 2)) out[i] = *ptrs[i];
+}
+
+/* cudaGraphSetConditional(h, *v) from thread 0 */
+static void k_cond_set(const mock_thread *t, void **args) {
+  if (GID(t) == 0) mock_cond_set(ARG(unsigned long long, 0), (unsigned)*ARG(const int *, 1));
+}
+
+/* a WHILE body: x[i] += 1; thread 0 counts *counter down and keeps the loop
+ * going while it is positive */
+static void k_cond_loop(const mock_thread *t, void **args) {
+  int *counter = ARG(int *, 0);
+  float *x = ARG(float *, 1);
+  long long i = GID(t);
+  if (i < ARG(int, 3)) x[i] += 1.0f;
+  if (i == 0) {
+    *counter -= 1;
+    mock_cond_set(ARG(unsigned long long, 2), *counter > 0);
+  }
+}
+
 static void k_empty(const mock_thread *t, void **args) {
   (void)t;
   (void)args;
@@ -203,6 +229,7 @@ static const struct {
 } table[] = {
   {"vec_add", k_vec_add}, {"scale", k_scale}, {"fill", k_fill}, {"saxpy", k_saxpy},
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
+  {"gather_ptr", k_gather_ptr}, {"cond_set", k_cond_set}, {"cond_loop", k_cond_loop},
   {"stamp", k_stamp},
   {"smem_big", k_smem_big}, {"cluster_info", k_cluster_info}, {"heap_probe", k_heap_probe},
   {"attr_probe", k_attr_probe}, {"limit_probe", k_limit_probe},

@@ -30,6 +30,43 @@ struct CUlinkState_st {
   void **val;
 };
 
+/* Loaded modules (not a library's): cuCtxDestroy kills those of its context.
+ * Dead ones keep their shell (and their functions') for the use check. */
+static CUmodule all_modules, dead_modules;
+
+static void module_unlist(CUmodule m) {
+  pthread_mutex_lock(&mock_lock);
+  for (CUmodule *pp = &all_modules; *pp; pp = &(*pp)->next)
+    if (*pp == m) { *pp = m->next; break; }
+  pthread_mutex_unlock(&mock_lock);
+}
+
+void mock_modules_ctx_destroyed(CUcontext c) {
+  pthread_mutex_lock(&mock_lock);
+  for (CUmodule *pp = &all_modules; *pp;) {
+    CUmodule m = *pp;
+    if (m->owner != c) { pp = &m->next; continue; }
+    *pp = m->next;
+    m->next = dead_modules;
+    dead_modules = m;
+    m->magic = MOCK_MAGIC_DEAD; /* kept: a later use aborts */
+    for (CUfunction f = m->funcs; f; f = f->next) {
+      f->magic = MOCK_MAGIC_DEAD;
+      free(f->name);
+      free(f->params);
+      f->name = NULL;
+      f->params = NULL;
+    }
+    for (size_t i = 0; i < m->nglobals; i++) free(m->globals[i].name); /* memory: gone with c */
+    free(m->globals);
+    free(m->image);
+    m->globals = NULL;
+    m->nglobals = 0;
+    m->image = NULL;
+  }
+  pthread_mutex_unlock(&mock_lock);
+}
+
 /* JIT options with out-values, as the driver documents them: the info/error
  * log buffers receive a NUL-terminated message (at most *_SIZE_BYTES bytes)
  * and the size option's value is overwritten with the bytes written;
@@ -69,6 +106,7 @@ static void jit_outputs(unsigned n, const CUjit_option *o, void **v, const char 
 
 static void module_free(CUmodule m) {
   if (!m) return;
+  module_unlist(m);
   for (CUfunction f = m->funcs, n; f; f = n) {
     n = f->next;
     f->magic = 0;
@@ -141,6 +179,11 @@ static CUresult module_load(CUmodule *out, const void *image, size_t size) {
     }
   }
   mock_image_free(&info);
+  m->owner = mock_current_ctx();
+  pthread_mutex_lock(&mock_lock);
+  m->next = all_modules;
+  all_modules = m;
+  pthread_mutex_unlock(&mock_lock);
   *out = m;
   mock_tool_module(m->image, m->image_size);
   return CUDA_SUCCESS;
@@ -150,8 +193,14 @@ fail:
   return rc;
 }
 
-static int module_ok(CUmodule m) { return m && m->magic == MOCK_MAGIC_MODULE; }
-static int func_ok(CUfunction f) { return f && f->magic == MOCK_MAGIC_FUNC; }
+static int module_ok(CUmodule m) {
+  if (m && m->magic == MOCK_MAGIC_DEAD) mock_dead_use("module", m);
+  return m && m->magic == MOCK_MAGIC_MODULE;
+}
+static int func_ok(CUfunction f) {
+  if (f && f->magic == MOCK_MAGIC_DEAD) mock_dead_use("function", f);
+  return f && f->magic == MOCK_MAGIC_FUNC;
+}
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) { return module_load(m, image, 0); }
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v) {
@@ -260,14 +309,27 @@ static CUresult library_load(CUlibrary *out, const void *image, size_t size) {
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult rc = module_load(&l->mod, image, size);
   if (rc != CUDA_SUCCESS) { free(l); return rc; }
+  module_unlist(l->mod); /* a library lives in every context: not the loader's */
+  l->mod->owner = NULL;
   l->magic = MOCK_MAGIC_LIBRARY;
   *out = l;
   return CUDA_SUCCESS;
 }
 
+/* CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE passes a host pointer the
+ * real driver reads: so does the mock (a stale pointer from another process
+ * faults here as it would there). */
+static void library_options_touch(CUlibraryOption *lo, void **lv, unsigned int nl) {
+  for (unsigned i = 0; lo && lv && i < nl; i++)
+    if (lo[i] == CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE && lv[i]) {
+      volatile const unsigned char *t = lv[i];
+      (void)t[0];
+    }
+}
+
 CUresult CUDAAPI cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
                                    CUlibraryOption *lo, void **lv, unsigned int nl) {
-  (void)lo; (void)lv; (void)nl;
+  library_options_touch(lo, lv, nl);
   CUresult rc = library_load(lib, code, 0);
   if (rc == CUDA_SUCCESS)
     jit_outputs(nj, jo, jv, "mock-ptxas info    : library loaded\n", NULL);
@@ -278,7 +340,8 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_optio
 
 CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jo, void **jv,
                                        unsigned int nj, CUlibraryOption *lo, void **lv, unsigned int nl) {
-  (void)jo; (void)jv; (void)nj; (void)lo; (void)lv; (void)nl;
+  (void)jo; (void)jv; (void)nj;
+  library_options_touch(lo, lv, nl);
   uint8_t *data;
   size_t size;
   MOCK_TRY(mock_need_ctx());
@@ -530,10 +593,30 @@ CUresult mock_run_op(const mock_op *op) {
     op->fn(op->user);
     return CUDA_SUCCESS;
   case MOCK_OP_EMPTY:
-  case MOCK_OP_MEMALLOC:
-  case MOCK_OP_MEMFREE:
   case MOCK_OP_MARK:
     return CUDA_SUCCESS;
+  case MOCK_OP_COND: {
+    /* CU_GRAPH_COND_TYPE_IF: body 0 when non-zero (body 1, if any, when
+     * zero); WHILE: body 0 as long as non-zero; SWITCH: body n for value n */
+    unsigned v = mock_cond_get(op->cond);
+    if (op->cond_type == CU_GRAPH_COND_TYPE_IF) {
+      if (v && op->nsubs > 0) return mock_graph_run(op->subs[0]);
+      if (!v && op->nsubs > 1) return mock_graph_run(op->subs[1]);
+      return CUDA_SUCCESS;
+    }
+    if (op->cond_type == CU_GRAPH_COND_TYPE_WHILE) {
+      for (unsigned long it = 0; op->nsubs && mock_cond_get(op->cond); it++) {
+        if (it > (1ul << 24)) return CUDA_ERROR_LAUNCH_TIMEOUT; /* a runaway loop */
+        MOCK_TRY(mock_graph_run(op->subs[0]));
+      }
+      return CUDA_SUCCESS;
+    }
+    return v < op->nsubs ? mock_graph_run(op->subs[v]) : CUDA_SUCCESS;
+  }
+  case MOCK_OP_CHILD:
+    return op->nsubs ? mock_graph_run(op->subs[0]) : CUDA_SUCCESS;
+  case MOCK_OP_EVENT:
+    return mock_event_record(op->event, NULL);
   }
   return CUDA_ERROR_INVALID_VALUE;
 }

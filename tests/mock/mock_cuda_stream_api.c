@@ -168,31 +168,38 @@ CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr d, size_t p, unsigned short v, s
 CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream s) { return mock_memset(d, p, v, 4, w, h, s); }
 
 /* ---- stream-ordered allocation -------------------------------------------- */
-/* Inside a capture these become graph memory nodes (no-ops when the graph
- * runs): the allocation is made at capture time and kept for the process,
- * the free frees nothing, like a graph that owns its memory. */
+/* Inside a capture they become memory alloc/free nodes, as on the driver
+ * (the allocation lives as long as its graph: mock_cuda_graph.c). */
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
   MOCK_TRY(mock_legacy_check(s, MOCK_PT_BUILD));
-  MOCK_TRY(mock_alloc_device(p, n));
-  if (real_stream(s) && s->capture) {
-    mock_op op = {0};
-    op.kind = MOCK_OP_MEMALLOC;
-    op.dst = (void *)(uintptr_t)*p;
-    op.width = n;
-    return mock_submit(s, &op);
+  struct mock_graph *cg = mock_stream_capture_graph(s);
+  if (cg) {
+    if (cg->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    CUDA_MEM_ALLOC_NODE_PARAMS a;
+    memset(&a, 0, sizeof a);
+    a.bytesize = n;
+    a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUgraphNode node, tail = (CUgraphNode)cg->cap_tail;
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    MOCK_TRY(cuGraphAddMemAllocNode(&node, (CUgraph)cg, tail ? &tail : NULL, tail ? 1 : 0, &a));
+    cg->cap_tail = mock_node_of(node);
+    *p = a.dptr;
+    return CUDA_SUCCESS;
   }
-  return CUDA_SUCCESS;
+  return mock_alloc_device(p, n);
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
   MOCK_TRY(mock_legacy_check(s, MOCK_PT_BUILD));
-  if (real_stream(s) && s->capture) {
-    if (!mock_dev_range_ok(p, 0)) return CUDA_ERROR_INVALID_VALUE;
-    mock_op op = {0};
-    op.kind = MOCK_OP_MEMFREE;
-    op.dst = (void *)(uintptr_t)p;
-    return mock_submit(s, &op);
+  struct mock_graph *cg = mock_stream_capture_graph(s);
+  if (cg) {
+    if (cg->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    CUgraphNode node, tail = (CUgraphNode)cg->cap_tail;
+    MOCK_TRY(cuGraphAddMemFreeNode(&node, (CUgraph)cg, tail ? &tail : NULL, tail ? 1 : 0, p));
+    cg->cap_tail = mock_node_of(node);
+    return CUDA_SUCCESS;
   }
   mock_drain_stream(s);
   return mock_free_device(p);
@@ -327,11 +334,25 @@ CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, c
   int on = *st != CU_STREAM_CAPTURE_STATUS_NONE;
   if (id) *id = on ? s->capture->cap_id : 0;
   if (g) *g = on ? (CUgraph)s->capture : NULL;
-  /* the mock chains captured nodes: the last one is the only dependency */
-  if (deps) *deps = on && s->capture->nnodes ? (const CUgraphNode *)&s->capture->nodes[s->capture->nnodes - 1] : NULL;
+  /* the mock's captures are a chain: the one dependency is the tail (the
+   * node the next captured one depends on: mock_capture_set_deps) */
+  if (deps) *deps = on && s->capture->cap_tail ? (const CUgraphNode *)&s->capture->cap_tail : NULL;
   if (edges) *edges = NULL;
-  if (nd) *nd = on && s->capture->nnodes ? 1 : 0;
+  if (nd) *nd = on && s->capture->cap_tail ? 1 : 0;
   return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                             const CUgraphEdgeData *edges, size_t nd, CUstreamCaptureMode mode) {
+  (void)edges;
+  MOCK_TRY(mock_begin_capture_to(s, mock_graph_of(g), mode));
+  CUresult rc = mock_capture_set_deps(s, (CUgraphNode *)deps, nd, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+  if (rc != CUDA_SUCCESS) { CUgraph tmp; mock_end_capture(s, &tmp); }
+  return rc;
+}
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode *deps, const CUgraphEdgeData *edges,
+                                                   size_t nd, unsigned int flags) {
+  (void)edges;
+  return mock_capture_set_deps(s, deps, nd, flags);
 }
 /* the older signatures, exported under their own names */
 #if MOCK_PT_BUILD
@@ -358,7 +379,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s) {
 }
 CUresult CUDAAPI cuGraphUpload(CUgraphExec g, CUstream s) {
   MOCK_TRY(mock_check_stream(s));
-  return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return mock_exec_of(g) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p) {
   CUresult rc = cuGraphInstantiateWithFlags(pe, g, p ? p->flags : 0);
@@ -383,6 +404,7 @@ const mock_proc MOCK_PROCS[] = {
   P(cuLaunchKernel, 4000), P(cuLaunchKernelEx, 11060), P(cuLaunchCooperativeKernel, 9000),
   P(cuLaunchHostFunc, 10000), P(cuStreamAddCallback, 5000),
   P(cuStreamBeginCapture, 10010), P(cuStreamEndCapture, 10000), P(cuStreamIsCapturing, 10000),
+  P(cuStreamBeginCaptureToGraph, 12030), P(cuStreamUpdateCaptureDependencies, 12030),
   {"cuStreamGetCaptureInfo", 10010, (void *)mock_capture_info_v1},
   {"cuStreamGetCaptureInfo", 11030, (void *)mock_capture_info_v2}, P(cuStreamGetCaptureInfo, 12030),
   P(cuGraphLaunch, 10000), P(cuGraphUpload, 11010), P(cuGraphInstantiateWithParams, 12000),

@@ -49,6 +49,10 @@ static void opts(cucap_replay_options *o) {
  * payload blob of the first DtoH copy that has one. The blob keeps its hash
  * (the reader does not re-hash blobs), so only --verify can notice. Prints
  * "flipped <offset> seq <seq>".
+ *   test_replay --flip-copy-results IN OUT OFFSET
+ * the same for the blob of every CopyResult snapshot region (the results of
+ * asynchronous copies to the host, captured ones included). Prints
+ * "flipped <n> copy result(s)".
  *   test_replay --drop-calls IN OUT CBID[,CBID...]
  * copies IN to OUT without the records of those driver calls (CUPTI cbids),
  * as an older recorder or a replayer that ignores them would have it.
@@ -66,6 +70,9 @@ static int in_list(const char *list, uint32_t cbid) {
   return 0;
 }
 
+#define MAX_FLIPS 64
+static int copy_results; /* --flip-copy-results */
+
 static int rewrite(const char *in, const char *out, uint64_t off, const char *drop) {
   cucap_reader *r = NULL;
   char msg[256];
@@ -76,8 +83,21 @@ static int rewrite(const char *in, const char *out, uint64_t off, const char *dr
   const void *rec, *buf;
   size_t sz;
   cucap_hash128 target = {0, 0};
+  cucap_hash128 results[MAX_FLIPS];
+  size_t nresults = 0;
   uint64_t seq = 0;
   int found = 0;
+  while (copy_results && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
+    const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
+    if (!sn || cucap_fb_snapshot_reason(sn) != CUCAP_FB_SNAPSHOTREASON_COPYRESULT)
+      continue;
+    for (size_t i = 0; i < cucap_fb_snapshot_regions_len(sn) && nresults < MAX_FLIPS; i++) {
+      const cucap_fb_hash128 *h = cucap_fb_mem_region_data(cucap_fb_snapshot_regions_at(sn, i));
+      if (h)
+        results[nresults++] = (cucap_hash128){h->lo, h->hi};
+    }
+    found = nresults > 0;
+  }
   while (!drop && !found && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
     const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
     if (c && cucap_fb_memcpy_kind(c) == CUCAP_FB_MEMCPYKIND_DTOH &&
@@ -113,7 +133,13 @@ static int rewrite(const char *in, const char *out, uint64_t off, const char *dr
       rc = 2;
       break;
     }
-    if (!drop && cucap_hash128_eq(h, target) && bs) {
+    int hit = 0;
+    for (size_t k = 0; copy_results && k < nresults && !hit; k++)
+      hit = cucap_hash128_eq(h, results[k]);
+    if (hit && bs) {
+      d[off < bs ? off : bs - 1] ^= 0x01;
+      found++;
+    } else if (!drop && !copy_results && cucap_hash128_eq(h, target) && bs) {
       if (off >= bs)
         off = bs - 1;
       d[off] ^= 0x01;
@@ -136,6 +162,8 @@ static int rewrite(const char *in, const char *out, uint64_t off, const char *dr
   }
   if (drop)
     printf("dropped %lu\n", dropped);
+  if (copy_results)
+    printf("flipped %d copy result(s)\n", found - 1);
   if (cucap_writer_close(w) != CUCAP_OK)
     rc = 2;
   cucap_writer_destroy(w);
@@ -159,6 +187,10 @@ int main(int argc, char **argv) {
   }
   if (argc == 5 && !strcmp(argv[1], "--flip-dtoh"))
     return rewrite(argv[2], argv[3], strtoull(argv[4], NULL, 0), NULL);
+  if (argc == 5 && !strcmp(argv[1], "--flip-copy-results")) {
+    copy_results = 1;
+    return rewrite(argv[2], argv[3], strtoull(argv[4], NULL, 0), NULL);
+  }
   if (argc == 5 && !strcmp(argv[1], "--drop-calls"))
     return rewrite(argv[2], argv[3], 0, argv[4]);
   const char *bd = getenv("CUCAP_BUILD_DIR");

@@ -1,0 +1,239 @@
+/* replay_lifetime.c - what dies with a context, during replay.
+ *
+ * cuCtxDestroy frees everything created in that context: streams, events,
+ * modules (and their functions), graph execs, device and page-locked host
+ * allocations. A replayer that keeps using such a handle afterwards (a
+ * module unloaded at the end of the run, a staging event recorded again, a
+ * pinned staging buffer written) touches freed driver memory: on the real
+ * driver an intermittent crash. So:
+ *  - every live object the executor creates is noted with the context that
+ *    was current (rp_owned); before a recorded cuCtxDestroy is replayed,
+ *    rp_ctx_dying drops that context's objects from the handle maps (the
+ *    driver frees them), marks functions of its modules dead and forgets the
+ *    relocated allocations made in it;
+ *  - the replayer's own staging events live in the context they were created
+ *    in and are destroyed here while it still exists;
+ *    CUDA arrays, mipmapped arrays and texture/surface objects are noted
+ *    with their context by replay_object.c and dropped there
+ *    (rp_object_context_gone);
+ *  - the replayer's own host buffers are allocated in the primary context,
+ *    which the replayer retains for the whole run (rp_host_buf_alloc), the
+ *    page-locked buffers of copies captured into graphs included
+ *    (rp_capture_host_buffer): the verify observer compares them after the
+ *    graph ran, maybe after the program destroyed the capture's context;
+ *  - a CUfunction obtained for a CUkernel is per context: rp_func_fn gets it
+ *    again when the current context changed. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_log.h"
+#include "replay_state.h"
+
+void rp_owned(rp_state *R, uint64_t live) {
+  if (live && R->cur)
+    rp_map_put(&R->owner, live, (uint64_t)(uintptr_t)R->cur);
+}
+
+CUcontext rp_owner_of(rp_state *R, uint64_t live) {
+  uint64_t c = 0;
+  return rp_map_get(&R->owner, live, &c) ? (CUcontext)(uintptr_t)c : NULL;
+}
+
+/* Removes from m every entry whose live value the dying context owned. */
+static size_t rp_forget_owned(rp_state *R, rp_map *m, uint64_t ctx) {
+  size_t n = 0;
+  for (size_t i = 0; m->keys && i < m->cap; i++) {
+    uint64_t k = m->keys[i], o = 0;
+    if (k <= 1)
+      continue;
+    if (rp_map_get(&R->owner, m->vals[i], &o) && o == ctx) {
+      rp_map_del(m, k, NULL);
+      n++;
+    }
+  }
+  return n;
+}
+
+void rp_ctx_dying(rp_state *R, CUcontext live) {
+  uint64_t c = (uint64_t)(uintptr_t)live;
+  if (!live)
+    return;
+  /* our staging copies in it must be done before its events go */
+  CUcontext prev = R->cur;
+  if (R->d.df.CtxSetCurrent(live) == CUDA_SUCCESS) {
+    R->d.df.CtxSynchronize();
+    for (int i = 0; i < RP_STAGING_SLOTS; i++) {
+      if (R->stage_ev[i] && R->stage_ev_ctx[i] == live) {
+        R->d.df.EventDestroy(R->stage_ev[i]);
+        R->stage_ev[i] = NULL;
+        R->stage_ev_ctx[i] = NULL;
+        R->stage_used[i] = 0;
+      }
+    }
+    if (prev && prev != live)
+      R->d.df.CtxSetCurrent(prev);
+  }
+  /* the program's objects in it: the driver frees them with the context */
+  size_t n = rp_object_context_gone(R, c); /* arrays, textures, surfaces */
+  rp_map *maps[] = {&R->stream, &R->event, &R->module, &R->gexec};
+  for (size_t m = 0; m < sizeof maps / sizeof *maps; m++)
+    n += rp_forget_owned(R, maps[m], c);
+  for (size_t i = 0; i < R->nfuncs; i++) {
+    rp_func *fi = &R->funcs[i];
+    uint64_t o = 0;
+    if (fi->live && rp_map_get(&R->owner, fi->live, &o) && o == c) {
+      fi->live = fi->live_fn = 0; /* its module is gone */
+      n++;
+    }
+    if (fi->live_fn && fi->live_fn_ctx == c)
+      fi->live_fn = fi->kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live_fn;
+  }
+  for (size_t i = 0; i < R->mem.nreloc;) {
+    rp_reloc *r = &R->mem.reloc[i];
+    uint64_t o = 0;
+    if (r->owned && rp_map_get(&R->owner, r->live, &o) && o == c) {
+      memmove(r, r + 1, (R->mem.nreloc - i - 1) * sizeof *r);
+      R->mem.nreloc--;
+      n++;
+      continue;
+    }
+    i++;
+  }
+  for (size_t i = 0; i < R->owner.cap; i++)
+    if (R->owner.keys && R->owner.keys[i] > 1 && R->owner.vals[i] == c)
+      rp_map_del(&R->owner, R->owner.keys[i], NULL);
+  for (size_t i = 0; i < R->nctx_stack; i++)
+    if (R->ctx_stack[i] == c)
+      R->ctx_stack[i] = (uint64_t)(uintptr_t)R->primary;
+  R->last_stream_rec = R->last_ctx_rec = R->last_fn_idx = 0;
+  if (n)
+    CUCAP_DEBUG("replay: context %p destroyed with %zu object(s) of the "
+                "program still in it", (void *)live, n);
+}
+
+CUfunction rp_func_fn(rp_state *R, rp_func *fi) {
+  if (!fi->live)
+    return NULL; /* its module was unloaded with its context */
+  uint64_t cur = (uint64_t)(uintptr_t)R->cur;
+  if (fi->live_fn && (fi->kind != CUCAP_FB_FUNCTIONKIND_KERNEL || fi->live_fn_ctx == cur))
+    return (CUfunction)(uintptr_t)fi->live_fn;
+  if (fi->kind != CUCAP_FB_FUNCTIONKIND_KERNEL) /* a CUfunction already */
+    return (CUfunction)(uintptr_t)(fi->live_fn = fi->live);
+  CUfunction f = NULL;
+  if (!R->d.df.KernelGetFunction) {
+    rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_FAILED,
+                 "record %" PRIu64 " (seq %" PRIu64 "): driver lacks "
+                 "cuKernelGetFunction", R->rec_index, R->cur_seq);
+    return NULL;
+  }
+  if (!rp_cu(R, R->d.df.KernelGetFunction(&f, (CUkernel)(uintptr_t)fi->live),
+             "cuKernelGetFunction"))
+    return NULL;
+  fi->live_fn = (uint64_t)(uintptr_t)f;
+  fi->live_fn_ctx = cur;
+  return f;
+}
+
+/* Page-locked, portable, allocated in the primary context. NULL on failure. */
+static void *host_buf_alloc(rp_state *R, size_t size) {
+  void *p = NULL;
+  if (!R->primary || (!R->d.df.MemHostAlloc && !R->d.df.MemAllocHost))
+    return NULL;
+  CUcontext prev = R->cur;
+  if (prev != R->primary && R->d.df.CtxSetCurrent(R->primary) != CUDA_SUCCESS)
+    return NULL;
+  /* portable: pinned for every context, freed only by us */
+  CUresult r = R->d.df.MemHostAlloc
+                   ? R->d.df.MemHostAlloc(&p, size, CU_MEMHOSTALLOC_PORTABLE)
+                   : R->d.df.MemAllocHost(&p, size);
+  if (prev != R->primary)
+    R->d.df.CtxSetCurrent(prev);
+  return r == CUDA_SUCCESS ? p : NULL;
+}
+
+void *rp_host_buf_alloc(rp_state *R, size_t size) {
+  if (R->capturing) /* see rp_grow: it would invalidate the capture */
+    return NULL;
+  return host_buf_alloc(R, size);
+}
+
+/* A host buffer for a copy to the host captured into a graph: the driver
+ * only takes page-locked memory for memcpy nodes, and allocating it during a
+ * global-mode capture would invalidate the capture, so the allocation runs
+ * with this thread's capture mode relaxed (restored after). Like every
+ * replayer buffer it lives in the primary context, so a program context
+ * destroyed before the graph's results are compared (the verify observer
+ * keeps the pointer until the CopyResult snapshot) does not take it along.
+ * Kept until the end of the pass (the graph may run many times). NULL on
+ * failure. */
+void *rp_capture_host_buffer(rp_state *R, size_t size) {
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int exchanged = R->d.df.ThreadExchangeStreamCaptureMode &&
+                  R->d.df.ThreadExchangeStreamCaptureMode(&m) == CUDA_SUCCESS;
+  void *p = host_buf_alloc(R, size ? size : 1);
+  if (exchanged)
+    R->d.df.ThreadExchangeStreamCaptureMode(&m);
+  int pinned = p != NULL;
+  if (!p)
+    p = malloc(size ? size : 1); /* the driver may still take it */
+  if (p && !rp_keep_as(R, p, pinned)) {
+    if (pinned)
+      rp_host_buf_free(R, p);
+    else
+      free(p);
+    p = NULL;
+  }
+  return p;
+}
+
+int rp_keep_as(rp_state *R, void *p, int pinned) {
+  if (R->nkeep == R->capkeep) {
+    size_t nc = R->capkeep ? R->capkeep * 2 : 16;
+    void **n = realloc(R->keep, nc * sizeof *n);
+    if (!n)
+      return 0;
+    R->keep = n;
+    unsigned char *np = realloc(R->keep_pinned, nc);
+    if (!np)
+      return 0;
+    R->keep_pinned = np;
+    R->capkeep = nc;
+  }
+  R->keep_pinned[R->nkeep] = (unsigned char)pinned;
+  R->keep[R->nkeep++] = p;
+  return 1;
+}
+
+int rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
+
+void rp_keep_free(rp_state *R) {
+  for (size_t i = 0; i < R->nkeep; i++) {
+    if (R->keep_pinned[i])
+      rp_host_buf_free(R, R->keep[i]);
+    else
+      free(R->keep[i]);
+  }
+  R->nkeep = 0;
+}
+
+void rp_host_buf_free(rp_state *R, void *p) {
+  if (!p || !R->d.df.MemFreeHost)
+    return;
+  CUcontext prev = R->cur;
+  int sw = R->primary && prev != R->primary &&
+           R->d.df.CtxSetCurrent(R->primary) == CUDA_SUCCESS;
+  R->d.df.MemFreeHost(p);
+  if (sw)
+    R->d.df.CtxSetCurrent(prev);
+}
+
+int rp_lib_option_safe(int opt) {
+  /* CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE is a pointer into the
+   * recorded process (the driver would read it); CU_LIBRARY_BINARY_IS_PRESERVED
+   * would let the driver keep reading our image buffer instead of copying it */
+  return opt != CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE &&
+         opt != CU_LIBRARY_BINARY_IS_PRESERVED && opt >= 0 &&
+         opt < CU_LIBRARY_NUM_OPTIONS;
+}
