@@ -26,6 +26,12 @@ res() { # status name detail
 nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU here"; exit 77; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
 
+# Parts (CUCAP_GPU_PARTS, comma-separated; default all): apps (sections 1-2),
+# share (2b), bench (3), profile (4-5). Parts may run as separate processes
+# at the same time (correctness only: timings need the GPU to themselves).
+part() { case ",${CUCAP_GPU_PARTS:-apps,share,bench,profile}," in *",$1,"*) return 0;; esac; return 1; }
+
+if part apps; then
 # --- 1. every test app: identical output under record, 0 calls missing in the
 #        CUPTI audit, replay --verify bit-exact (a fresh process: addresses differ)
 run_app() { # name cmd...
@@ -222,6 +228,9 @@ if [ -f "$ROOT/examples/demo.sh" ]; then
   fi
 fi
 
+fi # apps
+
+if part share; then
 # --- 2b. sharing captures: trim, extract (+ C program), export, diff
 if [ -f "$ROOT/tests/gpu/share_check.sh" ]; then
   bash "$ROOT/tests/gpu/share_check.sh" "$BUILD" "$OUT/share" >"$OUT/share.txt" 2>&1
@@ -232,6 +241,9 @@ if [ -f "$ROOT/tests/gpu/share_check.sh" ]; then
   done < <(grep -E '^(PASS|FAIL|SKIP) ' "$OUT/share.txt")
 fi
 
+fi # share
+
+if part bench; then
 # --- 3. benchmarks (ratios measured in this run)
 if [ "${CUCAP_GPU_BENCH:-1}" = 1 ] && [ -f "$ROOT/bench/gpu_bench.sh" ]; then
   bash "$ROOT/bench/gpu_bench.sh" "$BUILD" "$OUT/bench" 2>&1 | tee "$OUT/bench.txt"
@@ -239,6 +251,9 @@ if [ "${CUCAP_GPU_BENCH:-1}" = 1 ] && [ -f "$ROOT/bench/gpu_bench.sh" ]; then
 fi
 
 echo
+fi # bench
+
+if part profile; then
 # --- 4. doctor, analyze, replay --profile (tests/gpu/profile_smoke.sh)
 if bash "$ROOT/tests/gpu/profile_smoke.sh" "$BUILD" "$OUT" > "$OUT/profile_smoke.txt" 2>&1; then
   res PASS "profile smoke" "$(tail -1 "$OUT/profile_smoke.txt")"
@@ -259,5 +274,7 @@ if [ "${CUCAP_GPU_BENCH:-1}" = 1 ] && command -v "${NCU:-ncu}" >/dev/null 2>&1; 
   bash "$ROOT/bench/profile_vs_ncu.sh" "$BUILD" "$OUT/profile_bench" 2>&1 | tee "$OUT/profile_bench.txt"
   grep '^BENCH' "$OUT/profile_bench.txt" >>"$SUMMARY" || true
 fi
+fi # profile
+
 echo "== summary: $pass passed, $fail failed, $skip skipped (details in $OUT)"
 [ $fail -eq 0 ]
