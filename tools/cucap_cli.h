@@ -133,4 +133,9 @@ void cucap_cli_json_str(FILE *f, const char *s, size_t len);
 #ifdef __cplusplus
 }
 #endif
+/* tools/crash_report.c: on a fatal signal, print object+offset of every
+ * frame to stderr and re-raise (the exit status stays a crash's). Installed
+ * first thing in main (ASan builds keep their own reports: not installed). */
+void cucap_cli_crash_report_install(void);
+
 #endif

@@ -90,6 +90,9 @@ static void cli_log_sink(cucap_log_level level, const char *msg, void *user) {
 }
 
 int main(int argc, char **argv) {
+#if !defined(__SANITIZE_ADDRESS__)
+  cucap_cli_crash_report_install();
+#endif
   if (!getenv("CUCAP_LOG_FILE"))
     cucap_log_set_sink(cli_log_sink, NULL);
   if (argc < 2) {
