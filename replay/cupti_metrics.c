@@ -26,6 +26,8 @@
 
 struct ck_metrics {
   CUpti_Profiler_Host_Object *host;
+  uint8_t *avail;             /* counter availability image: the host object
+                                 keeps a pointer to it (freed with it) */
   uint8_t *config;
   size_t config_size;
   uint8_t *counter;
@@ -131,7 +133,10 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
   hp.pChipName = E->env.chip;
   hp.pCounterAvailabilityImage = avail;
   ok = CK_CALL(E, cuptiProfilerHostInitialize, &hp);
-  free(avail);
+  /* The host object refers to the image after Initialize (CUPTI's own
+   * samples keep it for the object's lifetime): freed in ck_metrics_free.
+   * Freed here, ConfigAddMetrics crashed inside libnvperf_host (H100). */
+  E->m->avail = avail;
   if (!ok) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
                E->last_msg);
@@ -699,6 +704,8 @@ void ck_metrics_free(ck_engine *E) {
     CK_CALL(E, cuptiProfilerHostDeinitialize, &hd);
     m->host = NULL;
   }
+  free(m->avail); /* after the host object that refers to it */
+  m->avail = NULL;
   E->quiet = q;
   free(m->config);
   free(m->counter);

@@ -369,8 +369,8 @@ static cucap_status ck_probe_impl(const char *libcuda, const char *library,
       sp.numStallReasons = n;
       sp.stallReasonIndex = idx;
       sp.stallReasons = names;
-      if (okn && CK_CALL(E, cuptiPCSamplingGetStallReasons, &sp))
-        for (size_t i = 0; i < n; i++)
+      if (okn && CK_CALL(E, cuptiPCSamplingGetStallReasons, &sp) && f)
+        for (size_t i = 0; i < n; i++) /* f is NULL for cucap doctor */
           fprintf(f, "stall: %u %s\n", idx[i], names[i]);
       for (size_t i = 0; names && i < n; i++)
         free(names[i]);
