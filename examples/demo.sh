@@ -2,9 +2,12 @@
 # examples/demo.sh - the README's main command.
 #  * On a machine with an NVIDIA GPU: builds cucap (unless $CUCAP_BUILD already
 #    holds a build), builds examples/saxpy.cu, runs it natively, records it,
-#    replays the capture with --verify, and shows `cucap info`.
-#  * Without a GPU: builds cucap and shows `cucap info` / `cucap dump` of the
-#    bundled real capture examples/sample.fb (recorded on an H100).
+#    checks the output is identical, shows `cucap info`, replays the capture
+#    with --verify, re-profiles it with `replay --profile` (CUPTI timeline,
+#    metrics, instruction-level stacks) and prints `cucap analyze`.
+#  * Without a GPU: builds cucap and shows `cucap info`, `cucap analyze` and
+#    `cucap dump` of the bundled real capture examples/sample.fb (recorded on
+#    an H100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -27,6 +30,9 @@ if [ "$have_gpu" = 0 ]; then
   echo "== no GPU here: showing the bundled capture examples/sample.fb (recorded on a GPU machine)"
   echo "\$ cucap info examples/sample.fb"
   "$CUCAP" info examples/sample.fb
+  echo
+  echo "\$ cucap analyze examples/sample.fb"
+  "$CUCAP" analyze examples/sample.fb
   echo
   echo "\$ cucap dump examples/sample.fb --limit 25"
   "$CUCAP" dump examples/sample.fb --limit 25
@@ -52,3 +58,8 @@ echo "== cucap info"
 "$CUCAP" info "$work/saxpy.fb"
 echo "== cucap replay --verify"
 "$CUCAP" replay "$work/saxpy.fb" --verify
+echo "== cucap replay --profile (CUPTI: timeline, SOL metrics, PC samples joined to SASS and host stacks)"
+"$CUCAP" replay "$work/saxpy.fb" --profile --folded "$work/saxpy.folded" --profile-out "$work/saxpy.cuprof"
+echo "   folded instruction-level stacks: $work/saxpy.folded ($(wc -l <"$work/saxpy.folded") stacks)"
+echo "== cucap analyze"
+"$CUCAP" analyze "$work/saxpy.fb"
