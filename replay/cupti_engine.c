@@ -25,7 +25,7 @@
 #include "cucap_schema.h"
 #include "cupti_internal.h"
 
-static double ck_now(void) {
+double ck_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -33,16 +33,94 @@ static double ck_now(void) {
 
 /* ---------------------------------------------------------------- helpers */
 
+/* What a CUPTI_ERROR_HARDWARE_BUSY means for the user: the counters (and
+ * PC sampling) of a GPU serve one profiling session at a time. */
+#define CK_BUSY_HINT                                                           \
+  "another process is profiling this GPU (Nsight Compute `ncu`, `nsys "        \
+  "--gpu-metrics-devices`, DCGM profiling metrics, another `cucap replay "     \
+  "--profile` or `cucap cupti profile`): the GPU's counters serve one "        \
+  "profiler at a time; let it finish or stop it (`nvidia-smi` lists the "      \
+  "processes on the GPU; `dcgmi profile --pause` pauses DCGM), then run "      \
+  "again"
+
 int ck_check(ck_engine *E, CUptiResult r, const char *fn) {
   if (r == CUPTI_SUCCESS)
     return 1;
   E->last = r;
   char buf[200];
   ck_strerror(&E->api, r, buf, sizeof buf);
-  snprintf(E->last_msg, sizeof E->last_msg, "%.100s failed: %s", fn, buf);
+  if (r == CUPTI_ERROR_HARDWARE_BUSY)
+    snprintf(E->last_msg, sizeof E->last_msg, "%.100s failed: %.200s: %s", fn,
+             buf, CK_BUSY_HINT);
+  else
+    snprintf(E->last_msg, sizeof E->last_msg, "%.100s failed: %.200s", fn, buf);
   cucap_log(E->quiet ? CUCAP_LOG_DEBUG : CUCAP_LOG_WARN, "cupti: %s",
             E->last_msg);
+  /* an internal error may mean CUPTI detached itself: check before the next
+   * call (the error is kept in last/last_msg either way) */
+  if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED) {
+    CUptiResult keep = E->last;
+    char msg[sizeof E->last_msg];
+    memcpy(msg, E->last_msg, sizeof msg);
+    ck_cupti_alive(E, fn);
+    E->last = keep;
+    memcpy(E->last_msg, msg, sizeof msg);
+  }
   return 0;
+}
+
+int ck_skip(ck_engine *E, const char *fn) {
+  (void)fn;
+  E->last = CUPTI_ERROR_NOT_INITIALIZED;
+  snprintf(E->last_msg, sizeof E->last_msg, "%s", E->dead_why);
+  return 0;
+}
+
+int ck_cupti_alive(ck_engine *E, const char *fn) {
+  if (E->dead)
+    return 0;
+  if (!E->attached || !E->sub || !E->cu.CtxGetCurrent)
+    return 1; /* cannot tell yet */
+  E->probe_hits = 0;
+  E->probing = 1;
+  int own = E->own_call;
+  E->own_call = 1;
+  CUcontext c = NULL;
+  E->cu.CtxGetCurrent(&c);
+  if (E->cu.DriverGetVersion) {
+    int v = 0;
+    E->cu.DriverGetVersion(&v);
+  }
+  E->own_call = own;
+  E->probing = 0;
+  if (E->probe_hits)
+    return 1;
+  E->dead = 1;
+  snprintf(E->dead_why, sizeof E->dead_why,
+           "CUPTI stopped working in this process after %.300s (it no longer "
+           "calls back: it detached itself); this happens when %s",
+           E->last_msg[0] ? E->last_msg : fn, CK_BUSY_HINT);
+  CUCAP_ERROR("profile: %s; no further CUPTI call is made, what was "
+              "collected is kept", E->dead_why);
+  ck_timeline_forget(E); /* CUPTI's buffer threads must not find the engine */
+  E->act_on = 0;         /* nothing to disable any more */
+  E->sub = NULL;
+  return 0;
+}
+
+int ck_act_set(ck_engine *E, CUpti_ActivityKind kind, int on) {
+  unsigned bit = (unsigned)kind < 32 ? 1u << kind : 0;
+  if (!bit)
+    return 0;
+  if (!!(E->act_on & bit) == !!on)
+    return 1; /* already so (or never enabled by this engine) */
+  int ok = on ? CK_CALL(E, cuptiActivityEnable, kind)
+              : CK_CALL(E, cuptiActivityDisable, kind);
+  if (on && ok)
+    E->act_on |= bit;
+  else if (!on)
+    E->act_on &= ~bit; /* a failed disable is not tried again */
+  return ok;
 }
 
 int ck_missing(ck_engine *E, const char *fn) {
@@ -180,6 +258,10 @@ static void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
                                  CUpti_CallbackId cbid, const void *data) {
   ck_engine *E = user;
   if (dom == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (E->probing) { /* ck_cupti_alive's own calls */
+      E->probe_hits++;
+      return;
+    }
     const CUpti_CallbackData *cd = data;
     /* correlation id 0 means "none" (no API activity kind enabled) */
     if (!cd || cd->callbackSite != CUPTI_API_ENTER || !E->in_op || E->own_call ||
@@ -239,7 +321,7 @@ static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
   for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++)
     if (req[i]) { /* set quietly: the one message below says it */
       E->sec[i].state = CUCAP_CUPTI_UNAVAILABLE;
-      snprintf(E->sec[i].note, sizeof E->sec[i].note, "%.511s", msg);
+      snprintf(E->sec[i].note, sizeof E->sec[i].note, "%.1000s", msg);
     }
   E->quiet = 1;
   ck_timeline_disable(E); /* if activity was half set up */
@@ -259,6 +341,7 @@ static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
 
 static cucap_status ck_attach(void *u, cucap_replay_session *s) {
   ck_engine *E = u;
+  double t0 = ck_now();
   E->s = s;
   char msg[512];
   if (!E->api.lib && !ck_api_load(&E->api, E->o.library, msg, sizeof msg))
@@ -282,14 +365,23 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
                        "check that libcupti (%s) matches the driver "
                        "(`cucap doctor`)", E->last_msg, E->api.path);
   }
-  if (!CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API) ||
-      !CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_RESOURCE))
+  if (!CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API))
+    return ck_fail_env(E, s, "CUPTI callbacks cannot be enabled: %s",
+                       E->last_msg);
+  /* module loads only matter to PC sampling and SASS metrics (the cubins);
+   * asked for only then, CUPTI keeps no copy of every module loaded */
+  if ((E->o.pc_sampling || E->o.sass_metrics) &&
+      !(E->api.cuptiEnableCallback
+            ? CK_CALL(E, cuptiEnableCallback, 1, E->sub, CUPTI_CB_DOMAIN_RESOURCE,
+                      CUPTI_CBID_RESOURCE_MODULE_LOADED)
+            : CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_RESOURCE)))
     return ck_fail_env(E, s, "CUPTI callbacks cannot be enabled: %s",
                        E->last_msg);
   if (!ck_timeline_attach(E))
     return ck_fail_env(E, s, "CUPTI activity tracing cannot be enabled: %s",
                        E->last_msg);
   E->attached = 1;
+  E->tm.attach_s = ck_now() - t0;
   return CUCAP_OK;
 }
 
@@ -301,6 +393,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   ck_engine *E = u;
   if (!E->attached)
     return CUCAP_OK;
+  double t0 = ck_now();
   E->ctx = (CUcontext)cucap_replay_session_context(s);
   E->device = cucap_replay_session_device(s);
   CK_PROC(E, s, CtxSynchronize, "cuCtxSynchronize", 2000);
@@ -309,6 +402,8 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   CK_PROC(E, s, MemFree, "cuMemFree", 3020);
   CK_PROC(E, s, MemsetD8Async, "cuMemsetD8Async", 3020);
   CK_PROC(E, s, DeviceGetAttribute, "cuDeviceGetAttribute", 2000);
+  CK_PROC(E, s, CtxGetCurrent, "cuCtxGetCurrent", 4000);
+  CK_PROC(E, s, DriverGetVersion, "cuDriverGetVersion", 2020);
   uint32_t cid = 0;
   if (E->ctx && E->api.cuptiGetContextId &&
       CK_CALL(E, cuptiGetContextId, E->ctx, &cid))
@@ -350,6 +445,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   }
   E->phase = CK_PH_TIMELINE;
   E->phase_pass = 0;
+  E->tm.begin_s = ck_now() - t0;
   return CUCAP_OK;
 }
 
@@ -360,6 +456,8 @@ static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
     return;
   E->pass = pass;
   E->pass_t0 = ck_now();
+  if (E->tm.t_last_pass_end > 0 && E->phase < CK_PH_DONE)
+    E->tm.between_s[E->phase] += E->pass_t0 - E->tm.t_last_pass_end;
   E->nops = 0;
   E->ncorr = 0;
   E->corr_unsorted = 0;
@@ -464,8 +562,30 @@ static void ck_op_after(void *u, cucap_replay_session *s,
   E->cur_op = -1;
 }
 
+static int ck_requested(const ck_engine *E, int i) {
+  return i == CUCAP_CUPTI_TIMELINE ||
+         (i == CUCAP_CUPTI_METRICS && E->o.metrics && *E->o.metrics) ||
+         (i == CUCAP_CUPTI_PCSAMPLING && E->o.pc_sampling) ||
+         (i == CUCAP_CUPTI_SASS && E->o.sass_metrics);
+}
+
+/* CUPTI died: every requested section from `from` on that has no state yet
+ * says so; no more passes. */
+static void ck_sections_dead(ck_engine *E, int from) {
+  for (int i = from; i < CUCAP_CUPTI_NSECTIONS; i++)
+    if (ck_requested(E, i) && E->sec[i].state == CUCAP_CUPTI_NOT_REQUESTED)
+      ck_section(E, (cucap_cupti_section_id)i, CUCAP_CUPTI_FAILED,
+                 "not collected: %s", E->dead_why);
+  E->phase = CK_PH_DONE;
+}
+
 /* Picks the phase after `from`; 1 if one needs a pass. */
 static int ck_next_phase(ck_engine *E, ck_phase from) {
+  if (E->dead) {
+    ck_metrics_done(E); /* no CUPTI call: frees what the engine holds */
+    ck_sections_dead(E, (int)from + 1);
+    return 0;
+  }
   for (int ph = (int)from + 1; ph < CK_PH_DONE; ph++) {
     E->phase = (ck_phase)ph;
     E->phase_pass = 0;
@@ -495,21 +615,27 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   if (!E->attached || E->phase == CK_PH_DONE)
     return 0;
   cucap_cupti_section *sc = &E->sec[E->phase];
+  double now = ck_now();
   sc->passes++;
-  sc->wall_s += ck_now() - E->pass_t0;
+  sc->wall_s += now - E->pass_t0;
+  E->tm.pass_s[E->phase] += now - E->pass_t0;
   ck_phase ph = E->phase;
   E->phase_pass++;
   switch (ph) {
   case CK_PH_TIMELINE:
     ck_timeline_pass_end(E, E->phase_pass - 1);
-    if (E->phase_pass < E->o.timeline_passes)
+    if (E->phase_pass < E->o.timeline_passes && !E->dead) {
+      E->tm.t_last_pass_end = ck_now();
       return 1;
+    }
     ck_timeline_finish(E);
     ck_timeline_disable(E);
     break;
   case CK_PH_METRICS:
-    if (ck_metrics_pass_end(E))
+    if (ck_metrics_pass_end(E)) {
+      E->tm.t_last_pass_end = ck_now();
       return 1;
+    }
     break;
   case CK_PH_PCSAMP:
     ck_pcs_pass_end(E);
@@ -520,7 +646,9 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   default:
     break;
   }
-  return ck_next_phase(E, ph);
+  int more = ck_next_phase(E, ph);
+  E->tm.t_last_pass_end = ck_now();
+  return more;
 }
 
 static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
@@ -528,13 +656,10 @@ static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   (void)s;
   /* the replay may have stopped early: say what is missing */
   if (E->phase != CK_PH_DONE && E->attached) {
-    const char *why = rep && rep->error[0] ? rep->error : "the replay stopped";
+    const char *why = E->dead ? E->dead_why
+                      : rep && rep->error[0] ? rep->error : "the replay stopped";
     for (int i = (int)E->phase; i < CUCAP_CUPTI_NSECTIONS; i++) {
-      int req = (i == CUCAP_CUPTI_TIMELINE) ||
-                (i == CUCAP_CUPTI_METRICS && E->o.metrics && *E->o.metrics) ||
-                (i == CUCAP_CUPTI_PCSAMPLING && E->o.pc_sampling) ||
-                (i == CUCAP_CUPTI_SASS && E->o.sass_metrics);
-      if (!req)
+      if (!ck_requested(E, i))
         continue;
       if (E->sec[i].state == CUCAP_CUPTI_NOT_REQUESTED ||
           (i == (int)E->phase && E->sec[i].state == CUCAP_CUPTI_COLLECTED))
@@ -563,14 +688,19 @@ static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
       E->flush_buf = 0;
     }
     ck_timeline_disable(E);
-    if (E->sub) {
+    if (E->sub && !E->dead) {
+      int q = E->quiet;
+      E->quiet = 1;
       CK_CALL(E, cuptiEnableDomain, 0, E->sub, CUPTI_CB_DOMAIN_DRIVER_API);
-      CK_CALL(E, cuptiEnableDomain, 0, E->sub, CUPTI_CB_DOMAIN_RESOURCE);
+      if (E->o.pc_sampling || E->o.sass_metrics)
+        CK_CALL(E, cuptiEnableDomain, 0, E->sub, CUPTI_CB_DOMAIN_RESOURCE);
       CK_CALL(E, cuptiUnsubscribe, E->sub);
-      E->sub = NULL;
+      E->quiet = q;
     }
+    E->sub = NULL;
     E->attached = 0;
   }
+  ck_timing_log(E);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -732,6 +862,9 @@ void cucap_cupti_destroy(cucap_cupti *E) {
   free(E->mnames);
   free(E->mvals);
   free(E->win);
+  for (size_t i = 0; i < E->ngmet; i++)
+    free((double *)E->gmet[i].metrics);
+  free(E->gmet);
   free(E->stall);
   free(E->site);
   rp_map_free(&E->site_idx);
