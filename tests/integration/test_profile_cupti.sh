@@ -175,6 +175,28 @@ print(n)')
   fi
 done
 
+# nvdisasm: -fun with symbol indices (names make the real one exit 1), one
+# run per sampled cubin, never the whole cubin; not run without PC samples
+rm -f "$T/nvd.log"
+FAKE_NVDISASM_LOG="$T/nvd.log" prof nvd "$T/drv_streams.fb" --cache=keep --metrics=none
+nruns=$(wc -l < "$T/nvd.log" 2>/dev/null || echo 0)
+ncub=$("$PY" -c 'import json,sys; print(len({s["crc"] for s in json.load(open(sys.argv[1]))["pc_sites"]}))' "$T/nvd.json")
+if [ "$(cat "$T/nvd.rc")" = 0 ] && [ "$nruns" -ge 1 ] && [ "$nruns" = "$ncub" ] \
+   && ! grep -qv -- '^-c -gi -fun [0-9][0-9,]* /' "$T/nvd.log" \
+   && check nvd "all(s['sass'] for s in d['pc_sites'])" \
+      "d['timing']['nvdisasm_runs'] == $nruns and d['timing']['resolve_s'] >= 0"; then
+  ok "nvdisasm: $nruns run(s) for $ncub sampled cubin(s), -fun with symbol indices"
+else
+  bad "nvdisasm invocations ($nruns runs, $ncub cubins):"; cat "$T/nvd.log"
+fi
+rm -f "$T/nvd.log"
+FAKE_NVDISASM_LOG="$T/nvd.log" prof nvdnone "$T/drv_streams.fb" --cache=keep --no-pc
+if [ "$(cat "$T/nvdnone.rc")" = 0 ] && [ ! -s "$T/nvd.log" ]; then
+  ok "nvdisasm not run when no instruction was sampled (--no-pc)"
+else
+  bad "nvdisasm ran without PC sampling"; cat "$T/nvd.log"
+fi
+
 # ---- 3. passes, ranges, windows -------------------------------------------
 prof loop "$T/drv_streams.fb" --cache=keep --no-pc --loop 3 --metrics=none
 if [ "$(cat "$T/loop.rc")" = 0 ] && check loop \
