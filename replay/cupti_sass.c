@@ -2,8 +2,10 @@
  * driver loaded (CUPTI's module-loaded callback, or the ELF entries of the
  * capture's own module images when the callback gave none), their CRCs
  * (cuptiGetCubinCrc, the key of PC-sampling records), the source line of
- * each sampled instruction (cuptiGetSassToSourceCorrelation), its text and
- * inline chain from one `nvdisasm -c -gi` run per cubin, and the SASS
+ * each sampled instruction (cuptiGetSassToSourceCorrelation, once per
+ * sampled instruction, only for cubins with line information), its text and
+ * inline chain from one `nvdisasm -c -gi -fun <sampled functions>` run per
+ * cubin with samples, all cubins at once (cupti_nvdisasm.c), and the SASS
  * metrics pass (cupti_sass_metrics.h: executed instructions, thread
  * instructions, global-memory sectors per instruction, summed over the
  * window).
@@ -440,6 +442,7 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
 }
 
 static void ck_sass_collect(ck_engine *E) {
+  double t0 = ck_now();
   E->own_call = 1;
   if (E->cu.CtxSynchronize)
     E->cu.CtxSynchronize();
@@ -493,6 +496,7 @@ static void ck_sass_collect(ck_engine *E) {
     CUCAP_WARN("profile: SASS metrics: %zu record(s) dropped",
                dp.numOfDroppedRecords);
   E->sass_state = 3;
+  E->tm.sass_collect_s += ck_now() - t0;
 }
 
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op) {
@@ -551,7 +555,9 @@ void ck_sass_pass_end(ck_engine *E) {
     }
   }
   rp_map_free(&by32);
-  if (E->sass_state == 4)
+  if (E->dead && !E->nsass)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->dead_why);
+  else if (E->sass_state == 4)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->sass_why);
   else if (!E->nkern)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
