@@ -488,6 +488,7 @@ long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
 
 /* cupti_pcsamp.c */
 void ck_pcs_free(ck_engine *E);
+size_t ck_primary_kernels(const ck_engine *E);
 int ck_pcs_setup(ck_engine *E);              /* before the PC pass */
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op);

@@ -562,6 +562,12 @@ void ck_sass_pass_end(ck_engine *E) {
   else if (!E->nkern)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
                "no kernel ran in the profiled window: nothing to measure");
+  else if (!E->nsass && ck_primary_kernels(E) == 0)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE,
+               "the %zu kernel execution(s) of the window ran in a CUDA "
+               "context the program created (cuCtxCreate); SASS metrics are "
+               "bound to the replay's primary context (not supported yet)",
+               E->nkern);
   else if (!E->nsass)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED,
                "no SASS metrics records for the %zu kernel execution(s) of "
