@@ -122,7 +122,7 @@ typedef struct cucap_cupti_section {
   int state;
   unsigned passes;   /* replay passes it used */
   double wall_s;     /* wall time of those passes */
-  char note[512];
+  char note[1024];
 } cucap_cupti_section;
 
 typedef enum cucap_cupti_section_id {
@@ -206,6 +206,20 @@ size_t cucap_cupti_copies(const cucap_cupti *e, const cucap_cupti_copy **out);
 
 /* Metric names in the order of cucap_cupti_kernel.metrics. */
 size_t cucap_cupti_metric_names(const cucap_cupti *e, const char *const **out);
+
+/* A CUDA graph launch measured as a whole. When CUPTI's auto range (one
+ * range per kernel) fails on the kernels of graph launches, the engine
+ * measures each graph launch of that window in a user range of its own:
+ * metrics per graph launch instead of per kernel (the kernels of those
+ * launches keep NAN metrics; the metrics section note says so). */
+typedef struct cucap_cupti_graph_metric {
+  uint64_t rec_index, seq; /* the graph launch record */
+  uint32_t kernels;        /* kernels the timeline saw it run */
+  const double *metrics;   /* cucap_cupti_metric_names() values */
+} cucap_cupti_graph_metric;
+/* *out valid until destroy. */
+size_t cucap_cupti_graph_metrics(const cucap_cupti *e,
+                                 const cucap_cupti_graph_metric **out);
 
 /* ---- instruction level -------------------------------------------------- */
 

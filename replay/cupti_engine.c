@@ -25,48 +25,7 @@
 #include "cucap_schema.h"
 #include "cupti_internal.h"
 
-static double ck_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---------------------------------------------------------------- helpers */
-
-int ck_check(ck_engine *E, CUptiResult r, const char *fn) {
-  if (r == CUPTI_SUCCESS)
-    return 1;
-  E->last = r;
-  char buf[200];
-  ck_strerror(&E->api, r, buf, sizeof buf);
-  snprintf(E->last_msg, sizeof E->last_msg, "%.100s failed: %s", fn, buf);
-  cucap_log(E->quiet ? CUCAP_LOG_DEBUG : CUCAP_LOG_WARN, "cupti: %s",
-            E->last_msg);
-  return 0;
-}
-
-int ck_missing(ck_engine *E, const char *fn) {
-  E->last = CUPTI_ERROR_API_NOT_IMPLEMENTED;
-  snprintf(E->last_msg, sizeof E->last_msg, "%.100s is not exported by %.300s", fn,
-           E->api.path);
-  cucap_log(E->quiet ? CUCAP_LOG_DEBUG : CUCAP_LOG_WARN, "cupti: %s",
-            E->last_msg);
-  return 0;
-}
-
-int ck_grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap)
-    return 1;
-  size_t nc = *cap ? *cap : 16;
-  while (nc < need)
-    nc *= 2;
-  void *np = realloc(*p, nc * elem);
-  if (!np)
-    return 0;
-  *p = np;
-  *cap = nc;
-  return 1;
-}
 
 void ck_section(ck_engine *E, cucap_cupti_section_id id, int state,
                 const char *fmt, ...) {
@@ -180,6 +139,10 @@ static void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
                                  CUpti_CallbackId cbid, const void *data) {
   ck_engine *E = user;
   if (dom == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (E->probing) { /* ck_cupti_alive's own calls */
+      E->probe_hits++;
+      return;
+    }
     const CUpti_CallbackData *cd = data;
     /* correlation id 0 means "none" (no API activity kind enabled) */
     if (!cd || cd->callbackSite != CUPTI_API_ENTER || !E->in_op || E->own_call ||
@@ -239,7 +202,7 @@ static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
   for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++)
     if (req[i]) { /* set quietly: the one message below says it */
       E->sec[i].state = CUCAP_CUPTI_UNAVAILABLE;
-      snprintf(E->sec[i].note, sizeof E->sec[i].note, "%.511s", msg);
+      snprintf(E->sec[i].note, sizeof E->sec[i].note, "%.1000s", msg);
     }
   E->quiet = 1;
   ck_timeline_disable(E); /* if activity was half set up */
@@ -259,6 +222,7 @@ static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
 
 static cucap_status ck_attach(void *u, cucap_replay_session *s) {
   ck_engine *E = u;
+  double t0 = ck_now();
   E->s = s;
   char msg[512];
   if (!E->api.lib && !ck_api_load(&E->api, E->o.library, msg, sizeof msg))
@@ -282,14 +246,23 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
                        "check that libcupti (%s) matches the driver "
                        "(`cucap doctor`)", E->last_msg, E->api.path);
   }
-  if (!CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API) ||
-      !CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_RESOURCE))
+  if (!CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API))
+    return ck_fail_env(E, s, "CUPTI callbacks cannot be enabled: %s",
+                       E->last_msg);
+  /* module loads only matter to PC sampling and SASS metrics (the cubins);
+   * asked for only then, CUPTI keeps no copy of every module loaded */
+  if ((E->o.pc_sampling || E->o.sass_metrics) &&
+      !(E->api.cuptiEnableCallback
+            ? CK_CALL(E, cuptiEnableCallback, 1, E->sub, CUPTI_CB_DOMAIN_RESOURCE,
+                      CUPTI_CBID_RESOURCE_MODULE_LOADED)
+            : CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_RESOURCE)))
     return ck_fail_env(E, s, "CUPTI callbacks cannot be enabled: %s",
                        E->last_msg);
   if (!ck_timeline_attach(E))
     return ck_fail_env(E, s, "CUPTI activity tracing cannot be enabled: %s",
                        E->last_msg);
   E->attached = 1;
+  E->tm.attach_s = ck_now() - t0;
   return CUCAP_OK;
 }
 
@@ -301,6 +274,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   ck_engine *E = u;
   if (!E->attached)
     return CUCAP_OK;
+  double t0 = ck_now();
   E->ctx = (CUcontext)cucap_replay_session_context(s);
   E->device = cucap_replay_session_device(s);
   CK_PROC(E, s, CtxSynchronize, "cuCtxSynchronize", 2000);
@@ -309,6 +283,8 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   CK_PROC(E, s, MemFree, "cuMemFree", 3020);
   CK_PROC(E, s, MemsetD8Async, "cuMemsetD8Async", 3020);
   CK_PROC(E, s, DeviceGetAttribute, "cuDeviceGetAttribute", 2000);
+  CK_PROC(E, s, CtxGetCurrent, "cuCtxGetCurrent", 4000);
+  CK_PROC(E, s, DriverGetVersion, "cuDriverGetVersion", 2020);
   uint32_t cid = 0;
   if (E->ctx && E->api.cuptiGetContextId &&
       CK_CALL(E, cuptiGetContextId, E->ctx, &cid))
@@ -350,6 +326,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   }
   E->phase = CK_PH_TIMELINE;
   E->phase_pass = 0;
+  E->tm.begin_s = ck_now() - t0;
   return CUCAP_OK;
 }
 
@@ -360,6 +337,8 @@ static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
     return;
   E->pass = pass;
   E->pass_t0 = ck_now();
+  if (E->tm.t_last_pass_end > 0 && E->phase < CK_PH_DONE)
+    E->tm.between_s[E->phase] += E->pass_t0 - E->tm.t_last_pass_end;
   E->nops = 0;
   E->ncorr = 0;
   E->corr_unsorted = 0;
@@ -464,8 +443,30 @@ static void ck_op_after(void *u, cucap_replay_session *s,
   E->cur_op = -1;
 }
 
+static int ck_requested(const ck_engine *E, int i) {
+  return i == CUCAP_CUPTI_TIMELINE ||
+         (i == CUCAP_CUPTI_METRICS && E->o.metrics && *E->o.metrics) ||
+         (i == CUCAP_CUPTI_PCSAMPLING && E->o.pc_sampling) ||
+         (i == CUCAP_CUPTI_SASS && E->o.sass_metrics);
+}
+
+/* CUPTI died: every requested section from `from` on that has no state yet
+ * says so; no more passes. */
+static void ck_sections_dead(ck_engine *E, int from) {
+  for (int i = from; i < CUCAP_CUPTI_NSECTIONS; i++)
+    if (ck_requested(E, i) && E->sec[i].state == CUCAP_CUPTI_NOT_REQUESTED)
+      ck_section(E, (cucap_cupti_section_id)i, CUCAP_CUPTI_FAILED,
+                 "not collected: %s", E->dead_why);
+  E->phase = CK_PH_DONE;
+}
+
 /* Picks the phase after `from`; 1 if one needs a pass. */
 static int ck_next_phase(ck_engine *E, ck_phase from) {
+  if (E->dead) {
+    ck_metrics_done(E); /* no CUPTI call: frees what the engine holds */
+    ck_sections_dead(E, (int)from + 1);
+    return 0;
+  }
   for (int ph = (int)from + 1; ph < CK_PH_DONE; ph++) {
     E->phase = (ck_phase)ph;
     E->phase_pass = 0;
@@ -495,21 +496,27 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   if (!E->attached || E->phase == CK_PH_DONE)
     return 0;
   cucap_cupti_section *sc = &E->sec[E->phase];
+  double now = ck_now();
   sc->passes++;
-  sc->wall_s += ck_now() - E->pass_t0;
+  sc->wall_s += now - E->pass_t0;
+  E->tm.pass_s[E->phase] += now - E->pass_t0;
   ck_phase ph = E->phase;
   E->phase_pass++;
   switch (ph) {
   case CK_PH_TIMELINE:
     ck_timeline_pass_end(E, E->phase_pass - 1);
-    if (E->phase_pass < E->o.timeline_passes)
+    if (E->phase_pass < E->o.timeline_passes && !E->dead) {
+      E->tm.t_last_pass_end = ck_now();
       return 1;
+    }
     ck_timeline_finish(E);
     ck_timeline_disable(E);
     break;
   case CK_PH_METRICS:
-    if (ck_metrics_pass_end(E))
+    if (ck_metrics_pass_end(E)) {
+      E->tm.t_last_pass_end = ck_now();
       return 1;
+    }
     break;
   case CK_PH_PCSAMP:
     ck_pcs_pass_end(E);
@@ -520,7 +527,9 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   default:
     break;
   }
-  return ck_next_phase(E, ph);
+  int more = ck_next_phase(E, ph);
+  E->tm.t_last_pass_end = ck_now();
+  return more;
 }
 
 static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
@@ -528,13 +537,10 @@ static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   (void)s;
   /* the replay may have stopped early: say what is missing */
   if (E->phase != CK_PH_DONE && E->attached) {
-    const char *why = rep && rep->error[0] ? rep->error : "the replay stopped";
+    const char *why = E->dead ? E->dead_why
+                      : rep && rep->error[0] ? rep->error : "the replay stopped";
     for (int i = (int)E->phase; i < CUCAP_CUPTI_NSECTIONS; i++) {
-      int req = (i == CUCAP_CUPTI_TIMELINE) ||
-                (i == CUCAP_CUPTI_METRICS && E->o.metrics && *E->o.metrics) ||
-                (i == CUCAP_CUPTI_PCSAMPLING && E->o.pc_sampling) ||
-                (i == CUCAP_CUPTI_SASS && E->o.sass_metrics);
-      if (!req)
+      if (!ck_requested(E, i))
         continue;
       if (E->sec[i].state == CUCAP_CUPTI_NOT_REQUESTED ||
           (i == (int)E->phase && E->sec[i].state == CUCAP_CUPTI_COLLECTED))
@@ -563,14 +569,19 @@ static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
       E->flush_buf = 0;
     }
     ck_timeline_disable(E);
-    if (E->sub) {
+    if (E->sub && !E->dead) {
+      int q = E->quiet;
+      E->quiet = 1;
       CK_CALL(E, cuptiEnableDomain, 0, E->sub, CUPTI_CB_DOMAIN_DRIVER_API);
-      CK_CALL(E, cuptiEnableDomain, 0, E->sub, CUPTI_CB_DOMAIN_RESOURCE);
+      if (E->o.pc_sampling || E->o.sass_metrics)
+        CK_CALL(E, cuptiEnableDomain, 0, E->sub, CUPTI_CB_DOMAIN_RESOURCE);
       CK_CALL(E, cuptiUnsubscribe, E->sub);
-      E->sub = NULL;
+      E->quiet = q;
     }
+    E->sub = NULL;
     E->attached = 0;
   }
+  ck_timing_log(E);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -732,6 +743,9 @@ void cucap_cupti_destroy(cucap_cupti *E) {
   free(E->mnames);
   free(E->mvals);
   free(E->win);
+  for (size_t i = 0; i < E->ngmet; i++)
+    free((double *)E->gmet[i].metrics);
+  free(E->gmet);
   free(E->stall);
   free(E->site);
   rp_map_free(&E->site_idx);
@@ -747,55 +761,4 @@ void cucap_cupti_destroy(cucap_cupti *E) {
   free(E->nvdisasm_opt);
   free((char *)E->o.library);
   free(E);
-}
-
-/* ------------------------------------------------------------ strings */
-
-static uint64_t ck_fnv(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h;
-}
-
-const char *ck_intern_n(ck_strtab *t, const char *s, size_t len) {
-  if (!s)
-    return NULL;
-  uint64_t h = ck_fnv(s, len);
-  for (uint64_t probe = 0;; probe++) {
-    uint64_t v = 0;
-    if (!rp_map_get(&t->idx, h + probe, &v))
-      break;
-    const char *c = t->s[v - 1];
-    if (strlen(c) == len && !memcmp(c, s, len))
-      return c;
-  }
-  if (!ck_grow((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s))
-    return NULL;
-  char *d = malloc(len + 1);
-  if (!d)
-    return NULL;
-  memcpy(d, s, len);
-  d[len] = 0;
-  uint64_t probe = 0;
-  while (rp_map_get(&t->idx, h + probe, NULL))
-    probe++;
-  if (!rp_map_put(&t->idx, h + probe, t->n + 1)) {
-    free(d);
-    return NULL;
-  }
-  t->s[t->n++] = d;
-  return d;
-}
-
-const char *ck_intern(ck_strtab *t, const char *s) {
-  return s ? ck_intern_n(t, s, strlen(s)) : NULL;
-}
-
-void ck_strtab_free(ck_strtab *t) {
-  for (size_t i = 0; i < t->n; i++)
-    free(t->s[i]);
-  free(t->s);
-  rp_map_free(&t->idx);
-  memset(t, 0, sizeof *t);
 }

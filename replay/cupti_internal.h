@@ -64,6 +64,8 @@ enum { CK_CORE = 1, CK_PROF = 2, CK_PCS = 4, CK_SASS = 8, CK_OPT = 16 };
   X(cuptiRangeProfilerDisable, CK_PROF)                                        \
   X(cuptiRangeProfilerStart, CK_PROF)                                          \
   X(cuptiRangeProfilerStop, CK_PROF)                                           \
+  X(cuptiRangeProfilerPushRange, CK_OPT)                                       \
+  X(cuptiRangeProfilerPopRange, CK_OPT)                                        \
   X(cuptiRangeProfilerSetConfig, CK_PROF)                                      \
   X(cuptiRangeProfilerDecodeData, CK_PROF)                                     \
   X(cuptiRangeProfilerGetCounterDataSize, CK_PROF)                             \
@@ -112,10 +114,13 @@ const char *ck_strerror(const ck_api *a, CUptiResult r, char *buf, size_t n);
  * returned CUPTI_SUCCESS; else logs "cupti: fn failed: ..." (at the level
  * E->quiet_level, warn by default), keeps the result in E->last and the
  * message in E->last_msg, and evaluates to 0. A missing entry point is a
- * failure with CUPTI_ERROR_API_NOT_IMPLEMENTED. */
+ * failure with CUPTI_ERROR_API_NOT_IMPLEMENTED. Once CUPTI is known to be
+ * unusable (E->dead, see ck_cupti_alive) nothing is called any more: the
+ * call fails with CUPTI_ERROR_NOT_INITIALIZED and E->dead_why. */
 #define CK_CALL(E, fn, ...)                                                    \
-  ((E)->api.fn ? ck_check((E), (E)->api.fn(__VA_ARGS__), #fn)                  \
-               : ck_missing((E), #fn))
+  ((E)->dead       ? ck_skip((E), #fn)                                         \
+   : (E)->api.fn ? ck_check((E), (E)->api.fn(__VA_ARGS__), #fn)                \
+                 : ck_missing((E), #fn))
 
 /* ---- collected data ----------------------------------------------------- */
 
@@ -193,11 +198,42 @@ typedef struct ck_stack {
 } ck_stack;
 
 /* One profiled window of the metrics phase: kernels [k_lo, k_hi) of E->kern
- * (sorted by record), submitted by records [rec_lo, rec_hi]. */
+ * (sorted by record), submitted by records [rec_lo, rec_hi]. A window holds
+ * either plain launches or graph launches, never both: a CUPTI failure on
+ * graph launches must not cost the plain launches their metrics. */
+enum { CK_WIN_AUTO = 0, CK_WIN_USER = 1 }; /* range mode of a window */
 typedef struct ck_window {
   uint64_t rec_lo, rec_hi;
   size_t k_lo, k_hi;
+  int graph;                 /* its ops are graph launches */
+  int mode;                  /* CK_WIN_AUTO: one range per kernel;
+                                CK_WIN_USER: one range per graph launch */
+  size_t nops;               /* ops with kernels in the window */
 } ck_window;
+
+
+/* Where the engine's wall time went (seconds; the JSON's "timing" object
+ * and an info line at the end). Replay passes are timed from pass_begin to
+ * pass_end; "between" is the replayer's own work between two passes
+ * (objects destroyed, memory zeroed and restored), charged to the phase of
+ * the pass that follows. */
+typedef struct ck_timing {
+  double attach_s;           /* CUPTI loaded, subscribed, activity set up */
+  double begin_s;            /* device queries, profiler host, metric config */
+  double pass_s[CUCAP_CUPTI_NSECTIONS];
+  double between_s[CUCAP_CUPTI_NSECTIONS];
+  double window_s;           /* metrics: from Start to Stop, summed */
+  double rp_setup_s;         /* metrics: range profiler enable, counter image,
+                                config, per window */
+  double decode_s;           /* metrics: decode + evaluate */
+  double pcs_drain_s;        /* PC sampling: syncs + GetData */
+  double resolve_s;          /* sampled instructions: CRCs, lines, SASS */
+  double source_s;           /* of which cuptiGetSassToSourceCorrelation */
+  double nvdisasm_s;         /* of which nvdisasm (wall, runs in parallel) */
+  unsigned nvdisasm_runs, source_calls;
+  double sass_collect_s;     /* SASS metrics: flush + join */
+  double t_last_pass_end;    /* internal: when the previous pass ended */
+} ck_timing;
 
 typedef enum ck_phase {
   CK_PH_TIMELINE = 0,
@@ -207,7 +243,34 @@ typedef enum ck_phase {
   CK_PH_DONE
 } ck_phase;
 
-typedef struct ck_metrics ck_metrics; /* cupti_metrics.c */
+/* The metrics phase (cupti_metrics.c: names, config, windows;
+ * cupti_ranges.c: the range profiler through the passes). */
+typedef struct ck_metrics {
+  CUpti_Profiler_Host_Object *host;
+  uint8_t *avail;             /* counter availability image: the host object
+                                 keeps a pointer to it (freed with it) */
+  uint8_t *config;
+  size_t config_size;
+  uint8_t *counter;           /* counter data image, reused by every window */
+  size_t counter_size;
+  size_t max_ranges;          /* per window, flush ranges included */
+  CUpti_RangeProfiler_Object *rp; /* the current window's (NULL: none) */
+  int started;                /* between Start and Stop */
+  int stopped;                /* this pass reached Stop */
+  int all_submitted;
+  int win_failed;             /* the current window failed (win_note) */
+  int in_range;               /* a user range is pushed, not popped yet */
+  int over;                   /* no more windows: the phase is over */
+  unsigned window_passes;
+  double t_start;             /* when Start returned (timing) */
+  uint64_t *flushed;          /* ops flushed this pass (rec_index) */
+  size_t nflushed, capflushed;
+  size_t attributed, failed_windows, time_outliers;
+  size_t graph_user_windows;  /* graph windows measured per graph launch */
+  char win_note[1024];        /* why the current window failed */
+  char fail_note[1200];       /* the first failed window's note */
+  char graph_note[1024];       /* why auto range gave up on graph launches */
+} ck_metrics;
 typedef struct ck_pcs ck_pcs;         /* cupti_pcsamp.c */
 
 struct cucap_cupti {
@@ -219,8 +282,20 @@ struct cucap_cupti {
   cucap_cupti_env env;
   cucap_cupti_section sec[CUCAP_CUPTI_NSECTIONS];
   CUptiResult last;
-  char last_msg[512];
+  char last_msg[1024];
   int quiet;                 /* log CUPTI failures at debug level */
+  /* CUPTI's own health. CUPTI can tear itself down after an internal error
+   * (seen on the H100 while another process profiled the GPU: PC sampling
+   * calls failed with CUPTI_ERROR_UNKNOWN, CUPTI dropped its subscribers and
+   * the next cuptiActivityDisable dereferenced a freed table). ck_cupti_alive
+   * tells it apart from an ordinary failure by whether driver callbacks
+   * still arrive; once dead, the engine calls CUPTI no more. */
+  int dead;
+  char dead_why[1024];
+  volatile int probing;      /* ck_cupti_alive: count driver callbacks */
+  volatile unsigned probe_hits;
+  unsigned act_on;           /* activity kinds this engine enabled (bit k) */
+  ck_timing tm;
 
   /* replay side */
   cucap_replay_session *s;
@@ -238,6 +313,8 @@ struct cucap_cupti {
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
     CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*CtxGetCurrent)(CUcontext *);
+    CUresult (*DriverGetVersion)(int *);
   } cu;
 
   /* pass plan */
@@ -287,7 +364,9 @@ struct cucap_cupti {
   double *mvals;             /* nkern x nmnames */
   ck_window *win;
   size_t nwin, capwin, cur_win;
-  int rp_started;
+  cucap_cupti_graph_metric *gmet; /* graph launches measured as a whole;
+                                     each metrics array malloc'ed */
+  size_t ngmet, capgmet;
   CUdeviceptr flush_buf;
   size_t flush_bytes;
   uint64_t flushes_this_pass;
@@ -308,7 +387,7 @@ struct cucap_cupti {
   uint64_t sass_id[3];       /* metric ids (UINT64_MAX: not on this chip) */
   int sass_state;            /* 0 off, 1 configured, 2 enabled, 3 collected,
                                 4 enable failed */
-  char sass_why[512];
+  char sass_why[1024];
 
   /* cubins, and the capture's module images (first pass) as a fallback */
   ck_cubin *cubin;
@@ -335,6 +414,18 @@ typedef struct cucap_cupti ck_engine;
 /* cupti_engine.c */
 int ck_check(ck_engine *E, CUptiResult r, const char *fn);
 int ck_missing(ck_engine *E, const char *fn);
+int ck_skip(ck_engine *E, const char *fn);   /* CUPTI is dead: not called */
+double ck_now(void);
+/* After CUPTI failed in `fn` with an error that may mean it tore itself
+ * down: makes a driver call of its own and checks that CUPTI's driver
+ * callback still fires. 0 (and E->dead set, E->dead_why filled, CUPTI's
+ * buffer callbacks unhooked) when it does not. Never call from a CUPTI
+ * callback. 1 when alive or when it cannot tell (not attached yet). */
+int ck_cupti_alive(ck_engine *E, const char *fn);
+/* Enables/disables one activity kind, tracking what this engine enabled:
+ * a kind is enabled at most once and disabled only if this engine enabled
+ * it. 1 on success (or nothing to do). */
+int ck_act_set(ck_engine *E, CUpti_ActivityKind kind, int on);
 int ck_grow(void **p, size_t *cap, size_t need, size_t elem);
 void ck_section(ck_engine *E, cucap_cupti_section_id id, int state,
                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -364,6 +455,10 @@ void ck_prof_deinit(ck_engine *E);
 
 /* cupti_metrics.c */
 void ck_metrics_free(ck_engine *E);
+const char *ck_privilege_hint(void);
+/* Kernel k is measured by the range profiler: in the replay's primary
+ * context (the range profiler object is per context) and in the window. */
+int ck_kernel_profiled(const ck_engine *E, size_t k);
 /* At begin: counters allowed? names valid? config image, pass count.
  * Returns 0 when the metrics section is off (note set). Fatal user errors
  * (unknown raw metric names) return -1 with msg filled. */
@@ -376,6 +471,12 @@ void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op);
 int ck_metrics_window_stopped(const ck_engine *E);
 /* Releases the range profiler, host object and flush buffer (values kept). */
 void ck_metrics_done(ck_engine *E);
+/* cupti_ranges.c: sets up the current window (E->cur_win): a fresh range
+ * profiler object, the counter data image, the config in the window's
+ * range mode. 0 with E->last_msg on failure. */
+int ck_win_setup(ck_engine *E);
+/* Releases the range profiler object (no CUPTI call once CUPTI is dead). */
+void ck_rp_release(ck_engine *E);
 /* End of a metrics pass: 1 when another metrics pass is needed. */
 int ck_metrics_pass_end(ck_engine *E);
 /* Matches a window's ranges to its kernels: exposed for tests. Ranges
@@ -387,6 +488,7 @@ long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
 
 /* cupti_pcsamp.c */
 void ck_pcs_free(ck_engine *E);
+size_t ck_primary_kernels(const ck_engine *E);
 int ck_pcs_setup(ck_engine *E);              /* before the PC pass */
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op);
@@ -412,5 +514,6 @@ void ck_sass_pass_end(ck_engine *E);
 /* cupti_report.c */
 void ck_stack_feed(ck_engine *E, const void *record); /* Callstack/ModuleMap */
 void ck_report_free(ck_engine *E);
+void ck_timing_log(ck_engine *E); /* the timing breakdown, at info level */
 
 #endif

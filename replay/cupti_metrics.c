@@ -1,20 +1,9 @@
-/* cupti_metrics.c - hardware metrics per kernel execution: the Profiler
- * Host API (cupti_profiler_host.h) validates the names and builds the
- * config image; the Range Profiler (cupti_range_profiler.h) collects in
- * user replay with auto ranges (one range per kernel; CUPTI serializes the
- * kernels and synchronizes after each one), the replayer providing one pass
- * per counter pass (Start at the window's first op, Stop after its last,
- * until Stop reports every pass submitted), then DecodeData and
- * EvaluateToGpuValues per range.
- *
- * Attribution: auto ranges come in kernel execution order. The first
- * timeline pass fixed which kernels every op runs (E->kern, in record
- * order); the kernels of a window in the replay's primary context, in that
- * order, are the expected ranges. With --cache=flush a memset precedes each
- * profiled op; should the memset itself form a range, the ranges are matched
- * with those memsets interleaved. Any other count fails the window loudly
- * (no metrics for it, the note says expected vs got). gpu__time_duration is
- * compared with the timeline as a sanity check of the order. */
+/* cupti_metrics.c - hardware metrics per kernel execution, the host side:
+ * the Profiler Host API (cupti_profiler_host.h) validates the names and
+ * builds the config image; the kernels the first timeline pass saw are cut
+ * into windows (at most max_ranges kernels, plain launches and graph
+ * launches never in the same window). cupti_ranges.c drives the Range
+ * Profiler through the passes and attributes the ranges. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,26 +12,6 @@
 
 #include "cucap_log.h"
 #include "cupti_internal.h"
-
-struct ck_metrics {
-  CUpti_Profiler_Host_Object *host;
-  uint8_t *avail;             /* counter availability image: the host object
-                                 keeps a pointer to it (freed with it) */
-  uint8_t *config;
-  size_t config_size;
-  uint8_t *counter;
-  size_t counter_size;
-  size_t max_ranges;          /* per window, flush ranges included */
-  CUpti_RangeProfiler_Object *rp;
-  int stopped;                /* this pass reached Stop */
-  int all_submitted;
-  int dead;                   /* stop collecting (note set) */
-  unsigned window_passes;
-  uint64_t *flushed;          /* ops flushed this pass (rec_index) */
-  size_t nflushed, capflushed;
-  size_t attributed, failed_windows, time_outliers;
-  char fail_note[640];
-};
 
 /* ------------------------------------------------------------ begin */
 
@@ -59,7 +28,7 @@ static int ck_name_known(ck_engine *E, const char *name) {
   return ok;
 }
 
-static const char *ck_privilege_hint(void) {
+const char *ck_privilege_hint(void) {
   return "hardware counters are restricted to administrators on this machine "
          "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root, or allow every "
          "user with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in "
@@ -226,86 +195,79 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
 
 /* ------------------------------------------------------------ windows */
 
-/* In the range profiler's view: the replay's primary context (the range
- * profiler object is per context) and the launch window. */
-static int ck_kernel_profiled(const ck_engine *E, size_t k) {
+/* In the range profiler's view: the replay's primary context and the
+ * launch window. */
+int ck_kernel_profiled(const ck_engine *E, size_t k) {
   return (!E->ctx_id || E->kx[k].context_id == E->ctx_id) &&
          ck_in_window(E, E->kern[k].rec_index);
 }
 
-static int ck_counter_image_init(ck_engine *E) {
-  ck_metrics *m = E->m;
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params ip;
-  memset(&ip, 0, sizeof ip);
-  ip.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-  ip.pRangeProfilerObject = m->rp;
-  ip.counterDataSize = m->counter_size;
-  ip.pCounterData = m->counter;
-  if (!CK_CALL(E, cuptiRangeProfilerCounterDataImageInitialize, &ip))
+static int ck_win_push(ck_engine *E, const ck_window *w) {
+  if (!ck_grow((void **)&E->win, &E->capwin, E->nwin + 1, sizeof *E->win))
     return 0;
-  CUpti_RangeProfiler_SetConfig_Params sc;
-  memset(&sc, 0, sizeof sc);
-  sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
-  sc.pRangeProfilerObject = m->rp;
-  sc.configSize = m->config_size;
-  sc.pConfig = m->config;
-  sc.counterDataImageSize = m->counter_size;
-  sc.pCounterDataImage = m->counter;
-  sc.range = CUPTI_AutoRange;
-  sc.replayMode = CUPTI_UserReplay;
-  sc.maxRangesPerPass = m->max_ranges;
-  sc.numNestingLevels = 1;
-  sc.minNestingLevel = 1;
-  sc.passIndex = 0;
-  sc.targetNestingLevel = 1;
-  return CK_CALL(E, cuptiRangeProfilerSetConfig, &sc);
+  E->win[E->nwin++] = *w;
+  return 1;
 }
 
+/* Windows of at most max_ranges profiled kernels, cut between ops, holding
+ * either plain launches or graph launches (a window spans the records of
+ * its first and last profiled kernel). */
 int ck_metrics_plan(ck_engine *E) {
   ck_metrics *m = E->m;
   if (!m || !E->nmnames)
     return 0;
-  /* windows of at most max_ranges profiled kernels, cut between ops; a
-   * window spans the records of its first and last profiled kernel */
   size_t biggest = 0, other_ctx = 0, i = 0;
-  size_t cnt = 0, lo = SIZE_MAX, last_k = 0;
-  uint64_t rec_lo = 0, rec_hi = 0;
+  ck_window cur;
+  memset(&cur, 0, sizeof cur);
+  size_t cnt = 0;
   while (i <= E->nkern) {
     size_t j = i, c = 0;
     uint64_t r = i < E->nkern ? E->kern[i].rec_index : UINT64_MAX;
+    int g = i < E->nkern && E->kern[i].launch_index == CUCAP_REPLAY_NO_LAUNCH;
     while (j < E->nkern && E->kern[j].rec_index == r) {
       int prof = ck_kernel_profiled(E, j);
       c += prof;
       other_ctx += !prof && ck_in_window(E, r);
       j++;
     }
-    /* close the window before this op if it would overflow, or at the end */
-    if (cnt && (i == E->nkern || cnt + c > E->o.max_ranges)) {
-      if (!ck_grow((void **)&E->win, &E->capwin, E->nwin + 1, sizeof *E->win))
+    /* close the window before this op: at the end, when it would overflow,
+     * or when the op is of the other kind (graph vs plain launch) */
+    if (cnt && (i == E->nkern ||
+                (c && (g != cur.graph || cnt + c > E->o.max_ranges)))) {
+      if (!ck_win_push(E, &cur))
         return 0;
-      E->win[E->nwin++] = (ck_window){rec_lo, rec_hi, lo, last_k};
       if (cnt > biggest)
         biggest = cnt;
       cnt = 0;
-      lo = SIZE_MAX;
     }
     if (i == E->nkern)
       break;
     if (c) {
       if (!cnt) {
-        rec_lo = r;
-        lo = i;
+        memset(&cur, 0, sizeof cur);
+        cur.rec_lo = r;
+        cur.k_lo = i;
+        cur.graph = g;
+        cur.mode = CK_WIN_AUTO;
       }
       cnt += c;
-      rec_hi = r;
-      last_k = j;
+      cur.nops++;
+      cur.rec_hi = r;
+      cur.k_hi = j;
     }
     i = j;
   }
   E->cur_win = 0;
   if (!E->nwin) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
-               "no kernel ran in the profiled window");
+    if (other_ctx)
+      ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
+                 "the %zu kernel execution(s) of the window ran in a CUDA "
+                 "context the program created (cuCtxCreate); the range "
+                 "profiler is bound to the replay's primary context, so they "
+                 "get no metrics (not supported yet)", other_ctx);
+    else
+      ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
+                 "no kernel ran in the profiled window");
     return 0;
   }
   if (other_ctx)
@@ -323,43 +285,22 @@ int ck_metrics_plan(ck_engine *E) {
     E->mvals[k] = NAN;
   for (size_t k = 0; k < E->nkern; k++)
     E->kern[k].metrics = E->mvals + k * E->nmnames;
-  CUpti_RangeProfiler_Enable_Params ep;
-  memset(&ep, 0, sizeof ep);
-  ep.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
-  ep.ctx = E->ctx;
-  if (!CK_CALL(E, cuptiRangeProfilerEnable, &ep)) {
+  size_t ngraph = 0;
+  for (size_t w = 0; w < E->nwin; w++)
+    ngraph += E->win[w].graph;
+  if (!ck_win_setup(E)) {
+    int denied = E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
     ck_section(E, CUCAP_CUPTI_METRICS,
-               E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-                   ? CUCAP_CUPTI_UNAVAILABLE : CUCAP_CUPTI_FAILED,
-               "%s", E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-                         ? ck_privilege_hint() : E->last_msg);
+               denied ? CUCAP_CUPTI_UNAVAILABLE : CUCAP_CUPTI_FAILED, "%s",
+               denied ? ck_privilege_hint() : E->last_msg);
     return 0;
   }
-  m->rp = ep.pRangeProfilerObject;
-  CUpti_RangeProfiler_GetCounterDataSize_Params gs;
-  memset(&gs, 0, sizeof gs);
-  gs.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
-  gs.pRangeProfilerObject = m->rp;
-  gs.pMetricNames = E->mnames;
-  gs.numMetrics = E->nmnames;
-  gs.maxNumOfRanges = m->max_ranges;
-  gs.maxNumRangeTreeNodes = (uint32_t)m->max_ranges;
-  if (!CK_CALL(E, cuptiRangeProfilerGetCounterDataSize, &gs) ||
-      !gs.counterDataSize) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_FAILED, "%s", E->last_msg);
-    return 0;
-  }
-  m->counter = calloc(1, gs.counterDataSize);
-  m->counter_size = gs.counterDataSize;
-  if (!m->counter || !ck_counter_image_init(E)) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_FAILED, "%s",
-               m->counter ? E->last_msg : "out of memory");
-    return 0;
-  }
-  CUCAP_INFO("profile: metrics: %zu window(s), up to %zu ranges each, "
-             "counter data image %zu KiB, %u counter pass(es) per window",
-             E->nwin, m->max_ranges, m->counter_size >> 10,
-             E->env.metric_passes);
+  CUCAP_INFO("profile: metrics: %zu window(s) (%zu of graph launches), up "
+             "to %zu ranges each, counter data image %zu KiB, %u counter "
+             "pass(es) per window", E->nwin, ngraph, m->max_ranges,
+             m->counter_size >> 10, E->env.metric_passes);
+  /* one flush buffer for the whole phase (twice the L2: every line of the
+   * L2 is written, whatever its replacement policy) */
   if (E->o.cache_flush && E->env.l2_bytes && E->cu.MemAlloc &&
       E->cu.MemsetD8Async && !E->flush_buf) {
     E->own_call = 1;
@@ -377,325 +318,13 @@ int ck_metrics_plan(ck_engine *E) {
   return 1;
 }
 
-/* ------------------------------------------------------------ passes */
-
-void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
-  ck_metrics *m = E->m;
-  if (!m || m->dead || E->cur_win >= E->nwin)
-    return;
-  const ck_window *w = &E->win[E->cur_win];
-  if (op->rec_index < w->rec_lo || op->rec_index > w->rec_hi)
-    return;
-  if (op->rec_index == w->rec_lo && !E->rp_started && !m->stopped) {
-    if (op->capturing)
-      CUCAP_WARN("profile: metrics window starts while a stream is being "
-                 "captured (record %" PRIu64 ")", op->rec_index);
-    CUpti_RangeProfiler_Start_Params sp;
-    memset(&sp, 0, sizeof sp);
-    sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
-    sp.pRangeProfilerObject = m->rp;
-    if (!CK_CALL(E, cuptiRangeProfilerStart, &sp)) {
-      m->dead = 1;
-      snprintf(m->fail_note, sizeof m->fail_note, "%s",
-               E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-                   ? ck_privilege_hint() : E->last_msg);
-      return;
-    }
-    E->rp_started = 1;
-    m->nflushed = 0;
-  }
-  if (!E->rp_started || !E->flush_buf || op->capturing ||
-      ck_kernel_find(E, op->rec_index, 0) < 0)
-    return;
-  /* flush L2 on the op's stream, right before its kernels */
-  E->own_call = 1;
-  CUresult r = E->cu.MemsetD8Async(E->flush_buf, 0, E->flush_bytes,
-                                   (CUstream)(uintptr_t)op->stream);
-  E->own_call = 0;
-  if (r != CUDA_SUCCESS) {
-    CUCAP_WARN("profile: L2 flush memset failed (CUresult %d); no more flushes",
-               (int)r);
-    E->own_call = 1;
-    E->cu.MemFree(E->flush_buf);
-    E->own_call = 0;
-    E->flush_buf = 0;
-    return;
-  }
-  if (ck_grow((void **)&m->flushed, &m->capflushed, m->nflushed + 1,
-              sizeof *m->flushed))
-    m->flushed[m->nflushed++] = op->rec_index;
-}
-
-static void ck_rp_stop(ck_engine *E) {
-  ck_metrics *m = E->m;
-  CUpti_RangeProfiler_Stop_Params sp;
-  memset(&sp, 0, sizeof sp);
-  sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
-  sp.pRangeProfilerObject = m->rp;
-  E->rp_started = 0;
-  m->stopped = 1;
-  if (!CK_CALL(E, cuptiRangeProfilerStop, &sp)) {
-    m->dead = 1;
-    snprintf(m->fail_note, sizeof m->fail_note, "%s", E->last_msg);
-    return;
-  }
-  m->all_submitted = sp.isAllPassSubmitted;
-  CUCAP_DEBUG("profile: metrics window %zu: pass %u stopped, next pass index "
-              "%zu, all submitted %d", E->cur_win, m->window_passes + 1,
-              sp.passIndex, (int)sp.isAllPassSubmitted);
-}
-
-int ck_metrics_window_stopped(const ck_engine *E) {
-  return E->m && E->m->stopped && !E->rp_started;
-}
-
-void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op) {
-  ck_metrics *m = E->m;
-  if (!m || m->dead || !E->rp_started || E->cur_win >= E->nwin)
-    return;
-  if (op->rec_index == E->win[E->cur_win].rec_hi)
-    ck_rp_stop(E);
-}
-
-long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
-                          int64_t *seq, size_t seq_cap) {
-  size_t nk = 0;
-  for (size_t k = w->k_lo; k < w->k_hi; k++)
-    nk += ck_kernel_profiled(E, k);
-  size_t nf = E->m ? E->m->nflushed : 0;
-  size_t pos = 0;
-  if (n_ranges == nk) {
-    for (size_t k = w->k_lo; k < w->k_hi && pos < seq_cap; k++)
-      if (ck_kernel_profiled(E, k))
-        seq[pos++] = (int64_t)k;
-    return (long)pos;
-  }
-  if (nf && n_ranges == nk + nf) {
-    size_t f = 0;
-    for (size_t k = w->k_lo; k < w->k_hi && pos < seq_cap; k++) {
-      if (!ck_kernel_profiled(E, k))
-        continue;
-      if (f < nf && E->m->flushed[f] == E->kern[k].rec_index &&
-          (k == w->k_lo || E->kern[k - 1].rec_index != E->kern[k].rec_index)) {
-        seq[pos++] = -1;
-        f++;
-        if (pos >= seq_cap)
-          break;
-      }
-      seq[pos++] = (int64_t)k;
-    }
-    return pos == n_ranges ? (long)nk : -1;
-  }
-  if (E->m)
-    snprintf(E->m->fail_note, sizeof E->m->fail_note,
-             "window %zu (records %" PRIu64 "..%" PRIu64 "): the range "
-             "profiler returned %zu ranges, the timeline has %zu kernel "
-             "executions there%s; ranges cannot be attributed to launches",
-             (size_t)(w - E->win), w->rec_lo, w->rec_hi, n_ranges, nk,
-             nf ? " (plus L2 flush memsets)" : "");
-  return -1;
-}
-
-static void ck_window_collect(ck_engine *E) {
-  ck_metrics *m = E->m;
-  const ck_window *w = &E->win[E->cur_win];
-  CUpti_RangeProfiler_DecodeData_Params dp;
-  memset(&dp, 0, sizeof dp);
-  dp.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
-  dp.pRangeProfilerObject = m->rp;
-  if (!CK_CALL(E, cuptiRangeProfilerDecodeData, &dp)) {
-    m->failed_windows++;
-    snprintf(m->fail_note, sizeof m->fail_note, "%s", E->last_msg);
-    return;
-  }
-  if (dp.numOfRangeDropped) {
-    /* which ranges were dropped is not known: none can be matched */
-    m->failed_windows++;
-    snprintf(m->fail_note, sizeof m->fail_note,
-             "window %zu (records %" PRIu64 "..%" PRIu64 "): CUPTI dropped %zu "
-             "range(s) (the counter data image holds %zu); ranges cannot be "
-             "attributed to launches", E->cur_win, w->rec_lo, w->rec_hi,
-             dp.numOfRangeDropped, m->max_ranges);
-    CUCAP_ERROR("profile: %s", m->fail_note);
-    return;
-  }
-  CUpti_RangeProfiler_GetCounterDataInfo_Params gi;
-  memset(&gi, 0, sizeof gi);
-  gi.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
-  gi.pCounterDataImage = m->counter;
-  gi.counterDataImageSize = m->counter_size;
-  if (!CK_CALL(E, cuptiRangeProfilerGetCounterDataInfo, &gi)) {
-    m->failed_windows++;
-    snprintf(m->fail_note, sizeof m->fail_note, "%s", E->last_msg);
-    return;
-  }
-  size_t n = gi.numTotalRanges;
-  int64_t *seq = calloc(n ? n : 1, sizeof *seq);
-  double *vals = calloc(E->nmnames, sizeof *vals);
-  long got = seq && vals ? ck_metrics_attribute(E, w, n, seq, n) : -1;
-  if (got < 0) {
-    m->failed_windows++;
-    CUCAP_ERROR("profile: %s", m->fail_note);
-    free(seq);
-    free(vals);
-    return;
-  }
-  int tcol = -1;
-  for (size_t j = 0; j < E->nmnames; j++)
-    if (!strcmp(E->mnames[j], "gpu__time_duration.sum"))
-      tcol = (int)j;
-  for (size_t r = 0; r < n; r++) {
-    if (seq[r] < 0)
-      continue;
-    if (r < 3 && E->api.cuptiRangeProfilerCounterDataGetRangeInfo) {
-      CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri;
-      memset(&ri, 0, sizeof ri);
-      ri.structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE;
-      ri.pCounterDataImage = m->counter;
-      ri.counterDataImageSize = m->counter_size;
-      ri.rangeIndex = r;
-      ri.rangeDelimiter = "/";
-      int q = E->quiet;
-      E->quiet = 1;
-      if (CK_CALL(E, cuptiRangeProfilerCounterDataGetRangeInfo, &ri))
-        CUCAP_DEBUG("profile: window %zu range %zu is named \"%s\" -> %s",
-                    E->cur_win, r, ri.rangeName ? ri.rangeName : "",
-                    E->kern[seq[r]].name);
-      E->quiet = q;
-    }
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev;
-    memset(&ev, 0, sizeof ev);
-    ev.structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
-    ev.pHostObject = m->host;
-    ev.pCounterDataImage = m->counter;
-    ev.counterDataImageSize = m->counter_size;
-    ev.rangeIndex = r;
-    ev.ppMetricNames = E->mnames;
-    ev.numMetrics = E->nmnames;
-    ev.pMetricValues = vals;
-    if (!CK_CALL(E, cuptiProfilerHostEvaluateToGpuValues, &ev))
-      continue;
-    memcpy(E->mvals + (size_t)seq[r] * E->nmnames, vals,
-           E->nmnames * sizeof *vals);
-    m->attributed++;
-    if (tcol >= 0) {
-      double t = vals[tcol], tl = E->kern[seq[r]].dur_median_ns;
-      if (!isnan(tl) && fabs(t - tl) > 20000.0 && (t > 3 * tl || tl > 3 * t))
-        m->time_outliers++;
-    }
-  }
-  free(seq);
-  free(vals);
-}
-
-static int ck_metrics_pass_end_inner(ck_engine *E);
-
-/* The metrics phase is over: the range profiler object, the host object and
- * the flush buffer go before PC sampling is enabled (both use the GPU's
- * profiling hardware). */
-void ck_metrics_done(ck_engine *E) {
-  ck_metrics_free(E);
-  if (E->flush_buf && E->cu.MemFree) {
-    E->own_call = 1;
-    E->cu.MemFree(E->flush_buf);
-    E->own_call = 0;
-    E->flush_buf = 0;
-  }
-}
-
-int ck_metrics_pass_end(ck_engine *E) {
-  int more = ck_metrics_pass_end_inner(E);
-  if (!more)
-    ck_metrics_done(E);
-  return more;
-}
-
-static int ck_metrics_pass_end_inner(ck_engine *E) {
-  ck_metrics *m = E->m;
-  if (!m)
-    return 0;
-  if (E->rp_started)
-    ck_rp_stop(E); /* the window's last op did not run: stop here */
-  if (!m->dead && !m->stopped) {
-    m->dead = 1;
-    snprintf(m->fail_note, sizeof m->fail_note,
-             "window %zu: its first record %" PRIu64 " was not executed in "
-             "this pass", E->cur_win, E->win[E->cur_win].rec_lo);
-  }
-  m->window_passes++;
-  unsigned limit = E->env.metric_passes ? 2 * E->env.metric_passes + 4 : 64;
-  if (!m->dead && !m->all_submitted && m->window_passes >= limit) {
-    m->dead = 1;
-    snprintf(m->fail_note, sizeof m->fail_note,
-             "window %zu: CUPTI still asks for passes after %u (the config "
-             "needs %u)", E->cur_win, m->window_passes, E->env.metric_passes);
-  }
-  if (m->dead) {
-    int any = m->attributed > 0;
-    ck_section(E, CUCAP_CUPTI_METRICS,
-               any ? CUCAP_CUPTI_PARTIAL
-               : E->env.counters_allowed == 0 ? CUCAP_CUPTI_UNAVAILABLE
-                                              : CUCAP_CUPTI_FAILED,
-               "%s", m->fail_note);
-    return 0;
-  }
-  m->stopped = 0;
-  if (!m->all_submitted)
-    return 1; /* the same window again: next counter pass */
-  ck_window_collect(E);
-  m->all_submitted = 0;
-  m->window_passes = 0;
-  E->cur_win++;
-  if (E->cur_win < E->nwin) {
-    if (!ck_counter_image_init(E)) {
-      ck_section(E, CUCAP_CUPTI_METRICS,
-                 m->attributed ? CUCAP_CUPTI_PARTIAL : CUCAP_CUPTI_FAILED,
-                 "window %zu: %s", E->cur_win, E->last_msg);
-      return 0;
-    }
-    return 1;
-  }
-  size_t total = 0;
-  for (size_t k = 0; k < E->nkern; k++)
-    total += ck_kernel_profiled(E, k);
-  char extra[384] = "";
-  if (m->time_outliers)
-    snprintf(extra, sizeof extra, "; %zu kernel(s) with gpu__time_duration "
-             "more than 3x off the timeline (check the attribution)",
-             m->time_outliers);
-  if (m->failed_windows)
-    ck_section(E, CUCAP_CUPTI_METRICS,
-               m->attributed ? CUCAP_CUPTI_PARTIAL : CUCAP_CUPTI_FAILED,
-               "%zu of %zu window(s) failed: %s", m->failed_windows, E->nwin,
-               m->fail_note);
-  else
-    ck_section(E, CUCAP_CUPTI_METRICS,
-               m->attributed == total && !E->mdropped[0] ? CUCAP_CUPTI_COLLECTED
-                                                         : CUCAP_CUPTI_PARTIAL,
-               "%zu metric(s) for %zu of %zu kernel executions, %u counter "
-               "pass(es) x %zu window(s)%s%s%s%.200s", E->nmnames,
-               m->attributed, total, E->env.metric_passes, E->nwin,
-               E->flush_buf ? ", L2 flushed before each launch" : "", extra,
-               E->mdropped[0] ? "; not on this chip: " : "", E->mdropped);
-  return 0;
-}
-
 void ck_metrics_free(ck_engine *E) {
   ck_metrics *m = E->m;
   if (!m)
     return;
   int q = E->quiet;
   E->quiet = 1;
-  if (m->rp) {
-    if (E->rp_started)
-      ck_rp_stop(E);
-    CUpti_RangeProfiler_Disable_Params dp;
-    memset(&dp, 0, sizeof dp);
-    dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
-    dp.pRangeProfilerObject = m->rp;
-    CK_CALL(E, cuptiRangeProfilerDisable, &dp);
-    m->rp = NULL;
-  }
+  ck_rp_release(E);
   if (m->host) {
     CUpti_Profiler_Host_Deinitialize_Params hd;
     memset(&hd, 0, sizeof hd);
@@ -717,4 +346,10 @@ void ck_metrics_free(ck_engine *E) {
 size_t cucap_cupti_metric_names(const cucap_cupti *e, const char *const **out) {
   *out = (const char *const *)e->mnames;
   return e->mvals ? e->nmnames : 0;
+}
+
+size_t cucap_cupti_graph_metrics(const cucap_cupti *e,
+                                 const cucap_cupti_graph_metric **out) {
+  *out = (const cucap_cupti_graph_metric *)e->gmet;
+  return e->ngmet;
 }

@@ -30,7 +30,7 @@ struct ck_pcs {
   rp_map fnptr;                   /* CUPTI function-name pointers to free */
   uint64_t total, dropped, nonuser, records, unattributed, hw_full;
   uint64_t samples;               /* attributed samples */
-  char why[512];                  /* why sampling did not start */
+  char why[1024];                 /* why sampling did not start */
 };
 
 static void ck_pcbuf_free(CUpti_PCSamplingData *d) {
@@ -285,7 +285,8 @@ static void ck_pcs_take(ck_engine *E, CUpti_PCSamplingData *d) {
 
 static void ck_pcs_drain(ck_engine *E) {
   ck_pcs *p = E->pcs;
-  for (int guard = 0; guard < 100000; guard++) {
+  double t0 = ck_now();
+  for (int guard = 0; guard < 100000 && !E->dead; guard++) {
     CUpti_PCSamplingGetDataParams gp;
     memset(&gp, 0, sizeof gp);
     gp.size = CUpti_PCSamplingGetDataParamsSize;
@@ -295,17 +296,20 @@ static void ck_pcs_drain(ck_engine *E) {
     if (!CK_CALL(E, cuptiPCSamplingGetData, &gp)) {
       if (E->last == CUPTI_ERROR_OUT_OF_MEMORY)
         p->hw_full++;
-      return;
+      else if (!p->why[0])
+        snprintf(p->why, sizeof p->why, "%s", E->last_msg);
+      break;
     }
     ck_pcs_take(E, &p->user);
     if (!p->user.remainingNumPcs)
-      return;
+      break;
   }
+  E->tm.pcs_drain_s += ck_now() - t0;
 }
 
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op) {
   ck_pcs *p = E->pcs;
-  if (!p || !p->enabled || p->started || p->stopped || op->capturing ||
+  if (!p || E->dead || !p->enabled || p->started || p->stopped || op->capturing ||
       !ck_in_window(E, op->rec_index))
     return;
   CUpti_PCSamplingStartParams sp;
@@ -336,6 +340,11 @@ void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op) {
   ck_pcs *p = E->pcs;
   if (!p || !p->started || op->capturing)
     return;
+  if (E->dead) { /* nothing to stop: CUPTI is gone */
+    p->started = 0;
+    p->stopped = 1;
+    return;
+  }
   if (ck_kernel_find(E, op->rec_index, 0) >= 0) {
     /* the kernels of this op are done before their samples are read */
     E->own_call = 1;
@@ -346,8 +355,17 @@ void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op) {
                  " failed (%d)", op->rec_index, (int)r);
     ck_pcs_drain(E);
   }
-  if (op->rec_index == E->win_hi)
+  if (op->rec_index == E->win_hi && p->started)
     ck_pcs_stop(E);
+}
+
+/* Kernels of the window that ran in the replay's primary context (the one
+ * PC sampling, the range profiler and SASS metrics are bound to). */
+size_t ck_primary_kernels(const ck_engine *E) {
+  size_t n = 0;
+  for (size_t k = 0; k < E->nkern; k++)
+    n += !E->ctx_id || E->kx[k].context_id == E->ctx_id;
+  return n;
 }
 
 void ck_pcs_pass_end(ck_engine *E) {
@@ -355,6 +373,10 @@ void ck_pcs_pass_end(ck_engine *E) {
   if (!p)
     return;
   int started_ever = p->started || p->stopped;
+  if (E->dead) { /* CUPTI detached itself: nothing to stop or disable */
+    p->started = 0;
+    p->enabled = 0;
+  }
   if (p->started)
     ck_pcs_stop(E);
   else if (p->enabled)
@@ -385,13 +407,27 @@ void ck_pcs_pass_end(ck_engine *E) {
   if (p->unattributed && l < sizeof extra)
     snprintf(extra + l, sizeof extra - l,
              "; %" PRIu64 " PC records matched no launch", p->unattributed);
-  if (!E->nkern)
+  if (E->dead)
+    ck_section(E, CUCAP_CUPTI_PCSAMPLING,
+               E->nsamp ? CUCAP_CUPTI_PARTIAL : CUCAP_CUPTI_FAILED,
+               "%s%s", E->nsamp ? "samples before the failure kept; " : "",
+               E->dead_why);
+  else if (!E->nkern)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_COLLECTED,
                "no kernel ran in the profiled window: nothing to sample");
   else if (!started_ever)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
                "sampling never started: %s",
                p->why[0] ? p->why : "no op of the window ran");
+  else if (!E->nsamp && ck_primary_kernels(E) == 0)
+    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE,
+               "the %zu kernel execution(s) of the window ran in a CUDA "
+               "context the program created (cuCtxCreate); PC sampling is "
+               "bound to the replay's primary context (not supported yet)",
+               E->nkern);
+  else if (!E->nsamp && p->why[0])
+    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
+               "no samples: %s", p->why);
   else if (!E->nsamp)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
                "no samples (CUPTI counted %" PRIu64 " in total, %" PRIu64

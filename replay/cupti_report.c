@@ -274,6 +274,9 @@ void cucap_cupti_print_report(cucap_cupti *E, FILE *f, unsigned top) {
             cucap_cupti_section_name((cucap_cupti_section_id)i),
             ck_state_name(sc->state), sc->passes, sc->wall_s, sc->note);
   }
+  if (E->ngmet)
+    fprintf(f, "  %zu CUDA graph launch(es) measured as a whole (metrics per "
+            "graph launch: --json graph_launches)\n", E->ngmet);
   const cucap_cupti_kernel_summary *sum = NULL;
   size_t ns = cucap_cupti_summaries(E, &sum);
   double total = 0;
@@ -326,6 +329,37 @@ void cucap_cupti_print_report(cucap_cupti *E, FILE *f, unsigned top) {
   }
 }
 
+/* ------------------------------------------------------------ timing */
+
+void ck_timing_log(ck_engine *E) {
+  const ck_timing *t = &E->tm;
+  char b[1024];
+  size_t l = (size_t)snprintf(b, sizeof b, "attach %.3f s, begin %.3f s",
+                              t->attach_s, t->begin_s);
+  for (int i = 0; i < CUCAP_CUPTI_NSECTIONS && l < sizeof b; i++)
+    if (E->sec[i].passes)
+      l += (size_t)snprintf(b + l, sizeof b - l,
+                            "; %s %u pass(es) %.3f s + %.3f s between passes",
+                            cucap_cupti_section_name((cucap_cupti_section_id)i),
+                            E->sec[i].passes, t->pass_s[i], t->between_s[i]);
+  if (E->sec[CUCAP_CUPTI_METRICS].passes && l < sizeof b)
+    l += (size_t)snprintf(b + l, sizeof b - l,
+                          " (range profiler setup %.3f s, windows %.3f s, "
+                          "decode+evaluate %.3f s)", t->rp_setup_s,
+                          t->window_s, t->decode_s);
+  if (E->sec[CUCAP_CUPTI_PCSAMPLING].passes && l < sizeof b)
+    l += (size_t)snprintf(b + l, sizeof b - l,
+                          " (PC drains %.3f s; instructions resolved in %.3f "
+                          "s: %u source-line queries %.3f s, %u nvdisasm "
+                          "run(s) %.3f s)", t->pcs_drain_s, t->resolve_s,
+                          t->source_calls, t->source_s, t->nvdisasm_runs,
+                          t->nvdisasm_s);
+  if (E->sec[CUCAP_CUPTI_SASS].passes && l < sizeof b)
+    snprintf(b + l, sizeof b - l, " (SASS metrics flush+join %.3f s)",
+             t->sass_collect_s);
+  CUCAP_INFO("profile: timing: %s", b);
+}
+
 /* ------------------------------------------------------------ JSON */
 
 static void ck_jnum(cucap_json *w, const char *k, double v) {
@@ -372,8 +406,60 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_object_end(w);
+  {
+    const ck_timing *t = &E->tm;
+    cucap_json_key(w, "timing");
+    cucap_json_object_begin(w);
+    ck_jnum(w, "attach_s", t->attach_s);
+    ck_jnum(w, "begin_s", t->begin_s);
+    cucap_json_key(w, "sections");
+    cucap_json_object_begin(w);
+    for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++) {
+      cucap_json_key(w, cucap_cupti_section_name((cucap_cupti_section_id)i));
+      cucap_json_object_begin(w);
+      ck_jnum(w, "passes_s", t->pass_s[i]);
+      ck_jnum(w, "between_passes_s", t->between_s[i]);
+      cucap_json_object_end(w);
+    }
+    cucap_json_object_end(w);
+    ck_jnum(w, "range_profiler_setup_s", t->rp_setup_s);
+    ck_jnum(w, "metrics_windows_s", t->window_s);
+    ck_jnum(w, "decode_evaluate_s", t->decode_s);
+    ck_jnum(w, "pc_drain_s", t->pcs_drain_s);
+    ck_jnum(w, "resolve_s", t->resolve_s);
+    ck_jnum(w, "source_lines_s", t->source_s);
+    cucap_json_key(w, "source_line_queries");
+    cucap_json_uint(w, t->source_calls);
+    ck_jnum(w, "nvdisasm_s", t->nvdisasm_s);
+    cucap_json_key(w, "nvdisasm_runs");
+    cucap_json_uint(w, t->nvdisasm_runs);
+    ck_jnum(w, "sass_collect_s", t->sass_collect_s);
+    cucap_json_object_end(w);
+  }
   const char *const *mn = NULL;
   size_t nm = cucap_cupti_metric_names(E, &mn);
+  cucap_json_key(w, "graph_launches");
+  cucap_json_array_begin(w);
+  for (size_t i = 0; i < E->ngmet; i++) {
+    const cucap_cupti_graph_metric *g = &E->gmet[i];
+    cucap_json_object_begin(w);
+    cucap_json_key(w, "rec_index");
+    cucap_json_uint(w, g->rec_index);
+    cucap_json_key(w, "seq");
+    cucap_json_uint(w, g->seq);
+    cucap_json_key(w, "kernels");
+    cucap_json_uint(w, g->kernels);
+    cucap_json_key(w, "metrics");
+    cucap_json_array_begin(w);
+    for (size_t j = 0; j < nm; j++)
+      if (isnan(g->metrics[j]))
+        cucap_json_null(w);
+      else
+        cucap_json_double(w, g->metrics[j]);
+    cucap_json_array_end(w);
+    cucap_json_object_end(w);
+  }
+  cucap_json_array_end(w);
   cucap_json_key(w, "metric_names");
   cucap_json_array_begin(w);
   for (size_t j = 0; j < nm; j++)

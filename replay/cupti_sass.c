@@ -2,8 +2,10 @@
  * driver loaded (CUPTI's module-loaded callback, or the ELF entries of the
  * capture's own module images when the callback gave none), their CRCs
  * (cuptiGetCubinCrc, the key of PC-sampling records), the source line of
- * each sampled instruction (cuptiGetSassToSourceCorrelation), its text and
- * inline chain from one `nvdisasm -c -gi` run per cubin, and the SASS
+ * each sampled instruction (cuptiGetSassToSourceCorrelation, once per
+ * sampled instruction, only for cubins with line information), its text and
+ * inline chain from one `nvdisasm -c -gi -fun <sampled functions>` run per
+ * cubin with samples, all cubins at once (cupti_nvdisasm.c), and the SASS
  * metrics pass (cupti_sass_metrics.h: executed instructions, thread
  * instructions, global-memory sectors per instruction, summed over the
  * window).
@@ -156,61 +158,6 @@ static const char *ck_nvdisasm_path(ck_engine *E, char *buf, size_t n) {
   return NULL;
 }
 
-/* Runs argv, returns its stdout (malloc'ed, NUL-terminated) or NULL. */
-static char *ck_run_capture(char *const argv[], size_t *len, int *status) {
-  int fd[2];
-  if (pipe(fd) != 0)
-    return NULL;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fd[0]);
-    close(fd[1]);
-    return NULL;
-  }
-  if (pid == 0) {
-    dup2(fd[1], 1);
-    int dn = open("/dev/null", O_WRONLY);
-    if (dn >= 0)
-      dup2(dn, 2);
-    close(fd[0]);
-    close(fd[1]);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(fd[1]);
-  size_t cap = 1 << 16, n = 0;
-  char *out = malloc(cap);
-  for (;;) {
-    if (out && n + 4096 + 1 > cap) {
-      char *no = realloc(out, cap * 2);
-      if (!no) {
-        free(out);
-        out = NULL;
-      } else {
-        out = no;
-        cap *= 2;
-      }
-    }
-    char sink[4096];
-    ssize_t k = read(fd[0], out ? out + n : sink, 4096);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      break;
-    if (out)
-      n += (size_t)k;
-  }
-  close(fd[0]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  *status = st;
-  if (out)
-    out[n] = 0;
-  *len = n;
-  return out;
-}
-
 typedef struct ck_dis_ctx {
   ck_engine *E;
   uint64_t crc;
@@ -259,60 +206,57 @@ static void ck_dis_cb(void *user, const char *function, uint64_t pc,
   c->filled++;
 }
 
-static void ck_disasm_cubin(ck_engine *E, ck_cubin *cb, const char *tool,
-                            size_t *idx, size_t n) {
-  char tmpl[] = "/tmp/cucap-cubin-XXXXXX";
-  int fd = mkstemp(tmpl);
-  if (fd < 0)
-    return;
-  const uint8_t *d = cb->data;
-  size_t left = cb->size;
-  while (left) {
-    ssize_t k = write(fd, d, left);
-    if (k <= 0)
-      break;
-    d += k;
-    left -= (size_t)k;
-  }
-  close(fd);
-  /* -fun restricts the listing to the sampled functions (library cubins
-   * hold hundreds of kernels) */
-  size_t fl = 0;
-  for (size_t i = 0; i < n; i++)
-    if (!i || E->site[idx[i]].function != E->site[idx[i - 1]].function)
-      fl += strlen(E->site[idx[i]].function) + 1;
-  char *funs = malloc(fl + 1);
-  if (funs) {
-    size_t o = 0;
+/* One nvdisasm job per cubin with sampled instructions. */
+typedef struct ck_dis_job {
+  ck_dis_ctx c;
+  ck_cubin *cb;
+  char *funs;    /* symbol indices of the sampled functions, "3,17" */
+} ck_dis_job;
+
+typedef struct ck_dis_all {
+  ck_dis_job *jobs;
+} ck_dis_all;
+
+static int ck_dis_take(void *user, size_t job, const char *text, size_t len,
+                       int whole) {
+  ck_dis_job *j = &((ck_dis_all *)user)->jobs[job];
+  size_t before = j->c.filled;
+  ck_disasm_parse(text, len, ck_dis_cb, &j->c);
+  CUCAP_DEBUG("profile: nvdisasm%s: %zu of %zu sampled instructions of cubin "
+              "%016" PRIx64 " found", whole ? " (whole cubin)" : "",
+              j->c.filled, j->c.n, j->cb->crc);
+  return j->c.filled > before;
+}
+
+/* "i,j,k": the symbol indices of the distinct functions of the sites idx
+ * (sorted by function); NULL when none is found in the cubin's symbols. */
+static char *ck_dis_funs(ck_engine *E, const ck_cubin *cb, const size_t *idx,
+                         size_t n) {
+  const char **names = malloc((n ? n : 1) * sizeof *names);
+  uint32_t *sym = malloc((n ? n : 1) * sizeof *sym);
+  char *out = NULL;
+  size_t nn = 0;
+  if (names && sym) {
     for (size_t i = 0; i < n; i++)
       if (!i || E->site[idx[i]].function != E->site[idx[i - 1]].function)
-        o += (size_t)sprintf(funs + o, "%s%s", o ? "," : "",
-                             E->site[idx[i]].function);
-    funs[o] = 0;
+        names[nn++] = E->site[idx[i]].function;
+    size_t found = cucap_cubin_function_symbols(cb->data, cb->size, names, nn, sym);
+    if (found) {
+      out = malloc(found * 11 + 1);
+      size_t o = 0;
+      for (size_t i = 0; out && i < nn; i++)
+        if (sym[i] != UINT32_MAX)
+          o += (size_t)sprintf(out + o, "%s%u", o ? "," : "", sym[i]);
+      if (out)
+        out[o] = 0;
+    }
+    if (found < nn)
+      CUCAP_DEBUG("profile: %zu of %zu sampled function(s) not in the symbol "
+                  "table of cubin %016" PRIx64, nn - found, nn, cb->crc);
   }
-  ck_dis_ctx c = {E, cb->crc, idx, n, 0};
-  /* -gi adds inline chains; older nvdisasm may lack it (-g); a -fun list it
-   * refuses falls back to the whole cubin */
-  const char *variants[4][7] = {
-      {tool, "-c", "-gi", "-fun", funs, tmpl, NULL},
-      {tool, "-c", "-g", "-fun", funs, tmpl, NULL},
-      {tool, "-c", "-gi", tmpl, NULL, NULL, NULL},
-      {tool, "-c", "-g", tmpl, NULL, NULL, NULL}};
-  for (int v = funs ? 0 : 2; v < 4 && !c.filled; v++) {
-    size_t len = 0;
-    int status = 0;
-    char *out = ck_run_capture((char *const *)variants[v], &len, &status);
-    if (out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      ck_disasm_parse(out, len, ck_dis_cb, &c);
-    else
-      CUCAP_DEBUG("profile: %s %s%s on a %zu-byte cubin failed (status %d)",
-                  tool, variants[v][2], v < 2 ? " -fun" : "", cb->size, status);
-    free(out);
-  }
-  unlink(tmpl);
-  free(funs);
-  CUCAP_DEBUG("profile: nvdisasm: %zu of %zu sampled instructions of cubin "
-              "%016" PRIx64 " found", c.filled, n, cb->crc);
+  free(names);
+  free(sym);
+  return out;
 }
 
 /* ------------------------------------------------------------ resolve */
@@ -320,6 +264,7 @@ static void ck_disasm_cubin(ck_engine *E, ck_cubin *cb, const char *tool,
 void ck_sites_resolve(ck_engine *E) {
   if (!E->nsite)
     return;
+  double t0 = ck_now();
   ck_cubin_crcs(E);
   int missing = 0;
   for (size_t i = 0; i < E->nsite && !missing; i++)
@@ -331,36 +276,51 @@ void ck_sites_resolve(ck_engine *E) {
     ck_cubins_from_capture(E);
     ck_cubin_crcs(E);
   }
-  size_t *idx = malloc(E->nsite * sizeof *idx);
-  if (!idx)
+  /* the sites of each cubin, sorted by (function, pc) */
+  size_t *all = malloc(E->nsite * sizeof *all);
+  ck_dis_job *jobs = calloc(E->ncubin ? E->ncubin : 1, sizeof *jobs);
+  ck_nvd_job *nj = calloc(E->ncubin ? E->ncubin : 1, sizeof *nj);
+  if (!all || !jobs || !nj) {
+    free(all);
+    free(jobs);
+    free(nj);
     return;
+  }
   char toolbuf[1024];
   const char *tool = ck_nvdisasm_path(E, toolbuf, sizeof toolbuf);
-  size_t with_line = 0, with_cubin = 0;
+  size_t with_line = 0, with_cubin = 0, njobs = 0, off = 0;
   for (size_t ci = 0; ci < E->ncubin; ci++) {
     ck_cubin *cb = &E->cubin[ci];
-    size_t n = 0;
+    size_t *idx = all + off, n = 0;
     for (size_t i = 0; i < E->nsite; i++)
       if (E->site[i].cubin_crc == cb->crc && cb->crc)
         idx[n++] = i;
     if (!n)
       continue;
+    off += n;
     with_cubin += n;
-    for (size_t k = 0; k < n; k++) {
-      cucap_cupti_pc_site *s = &E->site[idx[k]];
-      if (!E->api.cuptiGetSassToSourceCorrelation || s->file)
-        continue;
-      CUpti_GetSassToSourceCorrelationParams p;
-      memset(&p, 0, sizeof p);
-      p.size = CUpti_GetSassToSourceCorrelationParamsSize;
-      p.cubin = cb->data;
-      p.cubinSize = cb->size;
-      p.functionName = s->function;
-      p.pcOffset = s->pc_offset;
-      int q = E->quiet;
-      E->quiet = 1; /* no line info is common (no -lineinfo) */
-      if (CK_CALL(E, cuptiGetSassToSourceCorrelation, &p)) {
-        if (p.fileName && *p.fileName) {
+    /* source lines, once per sampled instruction, only from a cubin that
+     * has line information (the query parses the cubin's line table: on
+     * cubins without one, thousands of failing queries cost seconds) */
+    if (E->api.cuptiGetSassToSourceCorrelation &&
+        cucap_cubin_has_line_info(cb->data, cb->size)) {
+      double ts = ck_now();
+      for (size_t k = 0; k < n; k++) {
+        cucap_cupti_pc_site *s = &E->site[idx[k]];
+        if (s->file)
+          continue;
+        CUpti_GetSassToSourceCorrelationParams p;
+        memset(&p, 0, sizeof p);
+        p.size = CUpti_GetSassToSourceCorrelationParamsSize;
+        p.cubin = cb->data;
+        p.cubinSize = cb->size;
+        p.functionName = s->function;
+        p.pcOffset = s->pc_offset;
+        int q = E->quiet;
+        E->quiet = 1; /* an instruction without a line is common */
+        E->tm.source_calls++;
+        if (CK_CALL(E, cuptiGetSassToSourceCorrelation, &p) && p.fileName &&
+            *p.fileName) {
           char path[2048];
           if (p.dirName && *p.dirName && p.fileName[0] != '/')
             snprintf(path, sizeof path, "%s/%s", p.dirName, p.fileName);
@@ -369,21 +329,44 @@ void ck_sites_resolve(ck_engine *E) {
           s->file = ck_intern(&E->str, path);
           s->line = p.lineNumber;
         }
+        E->quiet = q;
+        free(p.fileName);
+        free(p.dirName);
       }
-      E->quiet = q;
-      free(p.fileName);
-      free(p.dirName);
+      E->tm.source_s += ck_now() - ts;
     }
     if (tool && !cb->disasm_done) {
       g_sort_engine = E;
       qsort(idx, n, sizeof *idx, ck_site_cmp);
-      ck_disasm_cubin(E, cb, tool, idx, n);
-      cb->disasm_done = 1;
+      ck_dis_job *j = &jobs[njobs];
+      j->c = (ck_dis_ctx){E, cb->crc, idx, n, 0};
+      j->cb = cb;
+      j->funs = ck_dis_funs(E, cb, idx, n);
+      nj[njobs].cubin = cb->data;
+      nj[njobs].size = cb->size;
+      nj[njobs].funs = j->funs;
+      /* the whole cubin only when -fun cannot be used or gave nothing */
+      nj[njobs].whole_fallback = 1;
+      cb->disasm_done = 1; /* once per cubin, whatever happens */
+      njobs++;
     }
   }
+  if (njobs) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned par = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (unsigned)ncpu;
+    double td = ck_now();
+    ck_dis_all ctx = {jobs};
+    E->tm.nvdisasm_runs += ck_nvdisasm_run(tool, nj, njobs, par, ck_dis_take, &ctx);
+    E->tm.nvdisasm_s += ck_now() - td;
+  }
+  for (size_t i = 0; i < njobs; i++)
+    free(jobs[i].funs);
   for (size_t i = 0; i < E->nsite; i++)
     with_line += E->site[i].file != NULL;
-  free(idx);
+  free(all);
+  free(jobs);
+  free(nj);
+  E->tm.resolve_s += ck_now() - t0;
   CUCAP_INFO("profile: %zu sampled instruction(s): %zu in a known cubin, %zu "
              "with a source line%s", E->nsite, with_cubin, with_line,
              tool ? "" : "; nvdisasm not found, no SASS text");
@@ -459,6 +442,7 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
 }
 
 static void ck_sass_collect(ck_engine *E) {
+  double t0 = ck_now();
   E->own_call = 1;
   if (E->cu.CtxSynchronize)
     E->cu.CtxSynchronize();
@@ -512,6 +496,7 @@ static void ck_sass_collect(ck_engine *E) {
     CUCAP_WARN("profile: SASS metrics: %zu record(s) dropped",
                dp.numOfDroppedRecords);
   E->sass_state = 3;
+  E->tm.sass_collect_s += ck_now() - t0;
 }
 
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op) {
@@ -570,11 +555,19 @@ void ck_sass_pass_end(ck_engine *E) {
     }
   }
   rp_map_free(&by32);
-  if (E->sass_state == 4)
+  if (E->dead && !E->nsass)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->dead_why);
+  else if (E->sass_state == 4)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->sass_why);
   else if (!E->nkern)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
                "no kernel ran in the profiled window: nothing to measure");
+  else if (!E->nsass && ck_primary_kernels(E) == 0)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE,
+               "the %zu kernel execution(s) of the window ran in a CUDA "
+               "context the program created (cuCtxCreate); SASS metrics are "
+               "bound to the replay's primary context (not supported yet)",
+               E->nkern);
   else if (!E->nsass)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED,
                "no SASS metrics records for the %zu kernel execution(s) of "

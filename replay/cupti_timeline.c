@@ -142,7 +142,7 @@ int ck_timeline_attach(ck_engine *E) {
                ck_buf_complete))
     return 0;
   for (size_t i = 0; i < sizeof ck_kinds / sizeof *ck_kinds; i++)
-    if (!CK_CALL(E, cuptiActivityEnable, ck_kinds[i]))
+    if (!ck_act_set(E, ck_kinds[i], 1))
       return 0;
   ck_api_records(E, 1);
   return 1;
@@ -150,7 +150,9 @@ int ck_timeline_attach(ck_engine *E) {
 
 /* CUPTI documents correlation ids as generated only while an API activity
  * kind is enabled: DRIVER records are switched on for the passes that join
- * by correlation id (timeline, PC sampling) and dropped on arrival.
+ * by correlation id (timeline, PC sampling) and dropped on arrival. Every
+ * switch goes through ck_act_set (enabled once, disabled only when this
+ * engine enabled it, never once CUPTI is dead).
  * CUCAP_CUPTI_NO_API_RECORDS=1 leaves them off (to measure whether the
  * callbacks' ids are enough, and what the records cost). */
 void ck_api_records(ck_engine *E, int on) {
@@ -159,8 +161,7 @@ void ck_api_records(ck_engine *E, int on) {
     return;
   int q = E->quiet;
   E->quiet = !on;
-  if (on ? !CK_CALL(E, cuptiActivityEnable, CUPTI_ACTIVITY_KIND_DRIVER)
-         : !CK_CALL(E, cuptiActivityDisable, CUPTI_ACTIVITY_KIND_DRIVER))
+  if (!ck_act_set(E, CUPTI_ACTIVITY_KIND_DRIVER, on))
     CUCAP_DEBUG("profile: driver API activity records %s: %s",
                 on ? "not enabled" : "not disabled", E->last_msg);
   E->quiet = q;
@@ -175,7 +176,7 @@ void ck_timeline_disable(ck_engine *E) {
   int q = E->quiet;
   E->quiet = 1;
   for (size_t i = 0; i < sizeof ck_kinds / sizeof *ck_kinds; i++)
-    CK_CALL(E, cuptiActivityDisable, ck_kinds[i]);
+    ck_act_set(E, ck_kinds[i], 0);
   ck_api_records(E, 0);
   CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   E->quiet = q;

@@ -390,7 +390,7 @@ cucap_status cucap_profiler_finish(cucap_profiler *P) {
   section(P, CUCAP_PROFILE_METRICS, CUCAP_CUPTI_METRICS, "cupti-range-profiler", NULL);
   const cucap_cupti_section *ps = cucap_cupti_section_get(P->e, CUCAP_CUPTI_PCSAMPLING);
   const cucap_cupti_section *ss = cucap_cupti_section_get(P->e, CUCAP_CUPTI_SASS);
-  char extra[700] = "";
+  char extra[1200] = "";
   if (P->sass)
     snprintf(extra, sizeof extra, "; SASS metrics (%zu sampled instructions, summed over "
              "the window, on each instruction's first sampled launch): %s", sass_sites,

@@ -142,6 +142,18 @@ cucap_status cucap_image_kernel_params(const void *image, size_t size,
                                        cucap_param_layout *out, size_t max,
                                        size_t *count, uint32_t *total_bytes);
 
+/* Symbol-table indices of functions of an ELF cubin: for each names[i], the
+ * index in .symtab of the STT_FUNC symbol of that name (what `nvdisasm -fun`
+ * takes), or UINT32_MAX when there is none. Returns how many were found;
+ * 0 for a malformed or symbol-less ELF. */
+size_t cucap_cubin_function_symbols(const void *elf, size_t size,
+                                    const char *const *names, size_t n,
+                                    uint32_t *idx);
+
+/* 1 if the ELF cubin carries source line information (.debug_line or
+ * .nv_debug_line_sass: built with -lineinfo or -G), else 0. */
+int cucap_cubin_has_line_info(const void *elf, size_t size);
+
 /* SM of an ELF cubin from e_flags (ABI 8: bits 8-15; older: low byte). */
 cucap_status cucap_cubin_arch(const void *elf, size_t size, unsigned *sm);
 

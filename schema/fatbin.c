@@ -124,6 +124,60 @@ cucap_status cucap_elf_size(const void *elf, size_t avail, size_t *out) {
   return CUCAP_OK;
 }
 
+size_t cucap_cubin_function_symbols(const void *elf, size_t size,
+                                    const char *const *names, size_t n,
+                                    uint32_t *idx) {
+  for (size_t i = 0; i < n; i++)
+    idx[i] = UINT32_MAX;
+  elf_view v;
+  if (!n || elf_open(elf, size, &v) != CUCAP_OK)
+    return 0;
+  size_t found = 0;
+  for (unsigned s = 0; s < v.eh.e_shnum; s++) {
+    Elf64_Shdr sh, strh;
+    if (!elf_shdr(&v, s, &sh) || sh.sh_type != SHT_SYMTAB ||
+        sh.sh_entsize < sizeof(Elf64_Sym) || !elf_shdr(&v, sh.sh_link, &strh))
+      continue;
+    const uint8_t *sym = elf_sec_data(&v, &sh);
+    const uint8_t *str = elf_sec_data(&v, &strh);
+    if (!sym || !str)
+      continue;
+    uint64_t nsym = sh.sh_size / sh.sh_entsize;
+    for (uint64_t k = 0; k < nsym && k < UINT32_MAX; k++) {
+      Elf64_Sym es;
+      memcpy(&es, sym + k * sh.sh_entsize, sizeof es);
+      if (ELF64_ST_TYPE(es.st_info) != STT_FUNC || es.st_name >= strh.sh_size)
+        continue;
+      const char *nm = (const char *)str + es.st_name;
+      size_t maxl = strh.sh_size - es.st_name;
+      if (!memchr(nm, 0, maxl))
+        continue;
+      for (size_t i = 0; i < n; i++)
+        if (idx[i] == UINT32_MAX && names[i] && !strcmp(names[i], nm)) {
+          idx[i] = (uint32_t)k;
+          found++;
+        }
+    }
+    break; /* one symbol table */
+  }
+  return found;
+}
+
+int cucap_cubin_has_line_info(const void *elf, size_t size) {
+  elf_view v;
+  if (elf_open(elf, size, &v) != CUCAP_OK)
+    return 0;
+  for (unsigned s = 0; s < v.eh.e_shnum; s++) {
+    Elf64_Shdr sh;
+    if (!elf_shdr(&v, s, &sh))
+      continue;
+    const char *n = elf_sec_name(&v, &sh);
+    if (n && (!strcmp(n, ".debug_line") || !strcmp(n, ".nv_debug_line_sass")))
+      return 1;
+  }
+  return 0;
+}
+
 cucap_status cucap_cubin_arch(const void *elf, size_t size, unsigned *sm) {
   elf_view v;
   CUCAP_FORWARD(elf_open(elf, size, &v));

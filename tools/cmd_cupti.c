@@ -6,6 +6,7 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,12 @@ static int cupti_probe_cmd(int argc, char **argv) {
   cucap_status st = cucap_cupti_probe(libcuda, lib, (int)dev, metrics, list, stdout);
   fflush(stdout);
   return st == CUCAP_OK ? CUCAP_EXIT_OK : CUCAP_EXIT_BAD_INPUT;
+}
+
+static double cupti_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static FILE *cupti_open_out(const char *path) {
@@ -229,6 +236,7 @@ static int cupti_profile_cmd(int argc, char **argv) {
   int rc = rep.exit_code;
   if (rep.error[0])
     cucap_cli_error("cupti", path, "%s", rep.error);
+  double tw = cupti_now();
   if (json && rep.loops) {
     FILE *f = cupti_open_out(json);
     if (!f || cucap_cupti_write_json(e, f) != CUCAP_OK) {
@@ -253,6 +261,9 @@ static int cupti_profile_cmd(int argc, char **argv) {
     if (f && f != stdout)
       fclose(f);
   }
+  if ((json || folded) && rep.loops)
+    CUCAP_INFO("profile: timing: JSON/folded stacks written in %.3f s",
+               cupti_now() - tw);
   cucap_cupti_destroy(e);
   return rc;
 }

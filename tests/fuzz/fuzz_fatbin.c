@@ -29,6 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)cucap_image_detect(data, size, &info);
   (void)cucap_fatbin_foreach(data, size, on_entry, NULL);
   (void)cucap_cubin_foreach_kernel(data, size, on_kernel, NULL);
+  {
+    static const char *const names[2] = {"_Z6kernelPf", "vec_add"};
+    uint32_t idx[2];
+    (void)cucap_cubin_function_symbols(data, size, names, 2, idx);
+    (void)cucap_cubin_has_line_info(data, size);
+  }
   cucap_param_layout p[16];
   size_t n;
   uint32_t t;

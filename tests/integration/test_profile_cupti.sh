@@ -21,6 +21,13 @@
 #  6. L2 flush memsets that form ranges (MOCK_CUPTI_MEMSET_RANGES) with
 #     --cache=flush: the flush ranges are skipped, metrics collected;
 #  7. an unknown raw metric name: exit 3 naming it; bad options: exit 2;
+#  7b. CUPTI failures seen on the H100: PC sampling fails with
+#     CUPTI_ERROR_UNKNOWN and CUPTI detaches itself (MOCK_CUPTI_PCS_DETACH:
+#     any later call into it aborts, as the real one crashed): no crash, no
+#     CUPTI call after, sections say what happened; auto range failing on
+#     graph launches (MOCK_CUPTI_GRAPH_AUTO_FAIL): plain launches keep their
+#     metrics, graph launches measured as a whole; counters held by another
+#     process (MOCK_CUPTI_HW_BUSY): the message names the other profiler;
 #  8. `cucap replay --profile` through the backend (replay/profile_cupti.c):
 #     every section filled; CUPTI that cannot attach or is absent: the
 #     CUDA-event timeline and sections saying why; counters refused; a
@@ -41,7 +48,8 @@ fi
 T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
 export LD_LIBRARY_PATH="$MOCK_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 unset CUCAP_CUPTI CUCAP_CUPTI_LIB MOCK_CUPTI_ATTACH_FAIL MOCK_CUPTI_NO_COUNTERS MOCK_CUPTI_PASSES \
-      MOCK_CUPTI_EXTRA_RANGE MOCK_CUPTI_MEMSET_RANGES MOCK_CUPTI_NO_PCS
+      MOCK_CUPTI_EXTRA_RANGE MOCK_CUPTI_MEMSET_RANGES MOCK_CUPTI_NO_PCS MOCK_CUPTI_PCS_DETACH \
+      MOCK_CUPTI_GRAPH_AUTO_FAIL MOCK_CUPTI_HW_BUSY
 NVD="$SRC/tests/integration/fake_nvdisasm.sh"
 pass=0; fail=0
 ok() { echo "ok: $*"; pass=$((pass+1)); }
@@ -70,7 +78,7 @@ sys.exit(1 if bad else 0)
 PYEOF
 }
 
-for app in drv_basic drv_streams drv_graph drv_graph_explicit; do
+for app in drv_basic drv_streams drv_graph drv_graph_explicit drv_capture; do
   [ -x "$APPS_DIR/$app" ] || continue
   "$CUCAP" record -o "$T/$app.fb" -- "$APPS_DIR/$app" > /dev/null 2> "$T/$app.rec.err" ||
     bad "record $app"
@@ -166,6 +174,28 @@ print(n)')
     bad "$app: folded stacks"; head -3 "$T/$app.folded"
   fi
 done
+
+# nvdisasm: -fun with symbol indices (names make the real one exit 1), one
+# run per sampled cubin, never the whole cubin; not run without PC samples
+rm -f "$T/nvd.log"
+FAKE_NVDISASM_LOG="$T/nvd.log" prof nvd "$T/drv_streams.fb" --cache=keep --metrics=none
+nruns=$(wc -l < "$T/nvd.log" 2>/dev/null || echo 0)
+ncub=$("$PY" -c 'import json,sys; print(len({s["crc"] for s in json.load(open(sys.argv[1]))["pc_sites"]}))' "$T/nvd.json")
+if [ "$(cat "$T/nvd.rc")" = 0 ] && [ "$nruns" -ge 1 ] && [ "$nruns" = "$ncub" ] \
+   && ! grep -qv -- '^-c -gi -fun [0-9][0-9,]* /' "$T/nvd.log" \
+   && check nvd "all(s['sass'] for s in d['pc_sites'])" \
+      "d['timing']['nvdisasm_runs'] == $nruns and d['timing']['resolve_s'] >= 0"; then
+  ok "nvdisasm: $nruns run(s) for $ncub sampled cubin(s), -fun with symbol indices"
+else
+  bad "nvdisasm invocations ($nruns runs, $ncub cubins):"; cat "$T/nvd.log"
+fi
+rm -f "$T/nvd.log"
+FAKE_NVDISASM_LOG="$T/nvd.log" prof nvdnone "$T/drv_streams.fb" --cache=keep --no-pc
+if [ "$(cat "$T/nvdnone.rc")" = 0 ] && [ ! -s "$T/nvd.log" ]; then
+  ok "nvdisasm not run when no instruction was sampled (--no-pc)"
+else
+  bad "nvdisasm ran without PC sampling"; cat "$T/nvd.log"
+fi
 
 # ---- 3. passes, ranges, windows -------------------------------------------
 prof loop "$T/drv_streams.fb" --cache=keep --no-pc --loop 3 --metrics=none
@@ -273,6 +303,44 @@ for opt in "--metrics=a,,b" "--pc-period 3" "--cache=sometimes" "--range x"; do
   "$CUCAP" cupti profile "$T/drv_basic.fb" $opt > /dev/null 2>&1; rc=$?
   [ $rc -eq 2 ] && ok "bad option $opt: exit 2" || bad "bad option $opt: rc=$rc"
 done
+
+# ---- 7b. CUPTI failing the way it did on the H100 ----------------------------
+MOCK_CUPTI_PCS_DETACH=1 prof detach "$T/drv_streams.fb" --cache=keep --sass
+rc=$(cat "$T/detach.rc")
+if [ "$rc" = 0 ] && check detach \
+    "sec['timeline'] == 'collected' and sec['metrics'] == 'collected'" \
+    "sec['pc-sampling'] == 'failed' and 'CUPTI stopped working' in d['sections']['pc-sampling']['note']" \
+    "'another process is profiling this GPU' in d['sections']['pc-sampling']['note']" \
+    "sec['sass-metrics'] == 'failed' and 'not collected' in d['sections']['sass-metrics']['note']" \
+    "all(k.get('metrics') for k in K)" \
+    && ! grep -q "mock CUPTI: .* called after CUPTI detached" "$T/detach.err"; then
+  ok "CUPTI detaching itself after CUPTI_ERROR_UNKNOWN: no crash, no call after, sections say why"
+else
+  bad "CUPTI detach: rc=$rc"; tail -5 "$T/detach.err"
+fi
+# drv_capture: a plain launch, then graph launches of two captured graphs
+MOCK_CUPTI_GRAPH_AUTO_FAIL=1 prof gfail "$T/drv_capture.fb" --cache=flush --no-pc
+if [ "$(cat "$T/gfail.rc")" = 0 ] && check gfail \
+    "sec['metrics'] == 'partial'" \
+    "'measured as a whole' in d['sections']['metrics']['note'] and 'CUPTI_ERROR_UNKNOWN' in d['sections']['metrics']['note']" \
+    "len(d['graph_launches']) > 0 and all(g['kernels'] > 0 and all(v is not None for v in g['metrics']) for g in d['graph_launches'])" \
+    "all(k.get('metrics') and all(v is not None for v in k['metrics']) for k in K if k['launch_index'] is not None)" \
+    "any(k['launch_index'] is not None for k in K)" \
+    "all(all(v is None for v in k['metrics']) for k in K if k['launch_index'] is None)" \
+    "len(d['graph_launches']) == len({k['rec_index'] for k in K if k['launch_index'] is None})"; then
+  ok "auto range failing on graph launches: plain launches keep metrics, each graph launch measured as a whole"
+else
+  bad "graph auto range failure: rc=$(cat "$T/gfail.rc")"; tail -5 "$T/gfail.err"
+fi
+MOCK_CUPTI_HW_BUSY=1 prof busy "$T/drv_basic.fb" --cache=keep --no-pc
+if [ "$(cat "$T/busy.rc")" = 0 ] && check busy \
+    "sec['timeline'] == 'collected'" \
+    "sec['metrics'] == 'unavailable' and 'CUPTI_ERROR_HARDWARE_BUSY' in d['sections']['metrics']['note']" \
+    "'another process is profiling this GPU' in d['sections']['metrics']['note'] and 'ncu' in d['sections']['metrics']['note']"; then
+  ok "counters held by another process: the note names it and says what to do"
+else
+  bad "HARDWARE_BUSY message: rc=$(cat "$T/busy.rc")"; tail -3 "$T/busy.err"
+fi
 
 # ---- 8. through `cucap replay --profile` (the backend of cucap_profiler.h) --
 rprof() { # rprof NAME CAPTURE [args...]: replay --profile --json

@@ -37,6 +37,7 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
 CUresult CUDAAPI cuDriverGetVersion(int *v) {
   if (!v) return CUDA_ERROR_INVALID_VALUE;
   *v = 13000;
+  mock_tool_call();
   return CUDA_SUCCESS;
 }
 
@@ -272,6 +273,7 @@ CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pc) {
   NEED_INIT();
   if (!pc) return CUDA_ERROR_INVALID_VALUE;
   *pc = current_ctx();
+  mock_tool_call();
   return CUDA_SUCCESS;
 }
 
@@ -1123,12 +1125,23 @@ static uint64_t tool_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* set while a graph launch runs its ops (mock_graph_launch) */
+int mock_tool_graph;
+
 void mock_tool_submit(CUstream s, int capturing) {
   if (!tool_fn) return;
   mock_tool_event ev = {0};
   ev.what = MOCK_TOOL_SUBMIT;
   ev.stream = s;
   ev.capturing = capturing;
+  ev.graph = mock_tool_graph;
+  tool_fn(tool_user, &ev);
+}
+
+void mock_tool_call(void) {
+  if (!tool_fn) return;
+  mock_tool_event ev = {0};
+  ev.what = MOCK_TOOL_CALL;
   tool_fn(tool_user, &ev);
 }
 
@@ -1146,6 +1159,7 @@ CUresult mock_run_op_traced(const mock_op *op, CUstream s) {
   mock_tool_event ev = {0};
   ev.what = MOCK_TOOL_RUN;
   ev.stream = s;
+  ev.graph = mock_tool_graph;
   ev.start_ns = tool_ns();
   CUresult rc = mock_run_op(op);
   ev.end_ns = tool_ns();

@@ -513,10 +513,13 @@ CUresult mock_graph_launch(CUgraphExec h, CUstream s) {
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* graph-in-graph capture: not in the mock */
   if (mock_async() && (!s || s == CU_STREAM_LEGACY)) mock_drain_all(1);
   mock_cond_reset(x);
+  mock_tool_graph = 1;
   mock_tool_submit(s, 0);
-  for (size_t i = 0; i < x->nops; i++) /* conditional bodies and child graphs run inside their op */
-    if (!x->ops[i].disabled) MOCK_TRY(mock_run_op_traced(&x->ops[i], s));
-  return CUDA_SUCCESS;
+  CUresult rc = CUDA_SUCCESS;
+  for (size_t i = 0; i < x->nops && rc == CUDA_SUCCESS; i++) /* conditional bodies and child graphs run inside their op */
+    if (!x->ops[i].disabled) rc = mock_run_op_traced(&x->ops[i], s);
+  mock_tool_graph = 0;
+  return rc;
 }
 
 #define P(name, ver) {#name, ver, (void *)name}

@@ -352,6 +352,8 @@ CUresult mock_run_op(const mock_op *op);
 /* Test-tool hook (mock_tool.h): SUBMIT / MODULE events, and mock_run_op
  * with a RUN event around it. */
 void mock_tool_submit(CUstream s, int capturing);
+void mock_tool_call(void);  /* a driver call a tool sees (MOCK_TOOL_CALL) */
+extern int mock_tool_graph; /* a graph launch is running its ops */
 void mock_tool_module(const void *image, size_t size);
 CUresult mock_run_op_traced(const mock_op *op, CUstream s);
 

@@ -22,7 +22,18 @@
  * (counter passes, default 2), MOCK_CUPTI_EXTRA_RANGE=1 (one range too many
  * per pass), MOCK_CUPTI_MEMSET_RANGES=1 (memsets form ranges too),
  * MOCK_CUPTI_NO_PCS=1 (no PC sampling), MOCK_CUPTI_CORR_NEEDS_API=1
- * (correlation ids only while DRIVER activity is enabled). */
+ * (correlation ids only while DRIVER activity is enabled),
+ * MOCK_CUPTI_PCS_DETACH=1 (what the H100 did while another process profiled
+ * the GPU: cuptiPCSamplingGetData fails with CUPTI_ERROR_UNKNOWN and CUPTI
+ * detaches itself: no more callbacks, and any later call into it aborts, as
+ * the real one crashed in cuptiActivityDisable), MOCK_CUPTI_GRAPH_AUTO_FAIL=1
+ * (auto range over kernels of a graph launch: cuptiRangeProfilerStop fails
+ * with CUPTI_ERROR_UNKNOWN; user ranges around graph launches work),
+ * MOCK_CUPTI_HW_BUSY=1 (another process holds the GPU's counters:
+ * cuptiProfilerGetCounterAvailability fails with CUPTI_ERROR_HARDWARE_BUSY).
+ *
+ * Strict where CUPTI's rules are easy to break: disabling an activity kind
+ * that is not enabled aborts (enable/disable must pair up). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -76,6 +87,21 @@ static void *sub_user;
 static int dom_driver, dom_resource, subscribed;
 static uint32_t corr_next = 100, corr_cur;
 
+/* MOCK_CUPTI_PCS_DETACH: CUPTI tore itself down; a call into it crashes */
+int mcu_detached;
+void mcu_detach(void) {
+  mcu_detached = 1;
+  sub_cb = NULL;
+  dom_driver = dom_resource = subscribed = 0;
+}
+void mcu_alive_or_die(const char *fn) {
+  if (mcu_detached) {
+    fprintf(stderr, "mock CUPTI: %s called after CUPTI detached itself (the "
+                    "real CUPTI crashes here)\n", fn);
+    abort();
+  }
+}
+
 /* ---- activity ----------------------------------------------------------- */
 static unsigned act_kinds; /* bit per kind */
 static CUpti_BuffersCallbackRequestFunc act_req;
@@ -116,11 +142,27 @@ static size_t rp_image_size;
 static double *rp_durs; /* this pass */
 static size_t rp_n, rp_cap;
 static int rp_obj_token, host_obj_token;
+static int rp_user;         /* CUPTI_UserRange configured */
+static int rp_open;         /* a user range is pushed */
+static int rp_graph_bad;    /* MOCK_CUPTI_GRAPH_AUTO_FAIL tripped this pass */
+static char *rp_names[4096];/* user range names of this pass */
 
 static size_t passes_wanted(void) {
   const char *v = getenv("MOCK_CUPTI_PASSES");
   int n = v ? atoi(v) : 2;
   return n > 0 ? (size_t)n : 1;
+}
+
+static void rp_add(double dur);
+static void rp_kernel(double dur, int graph) {
+  if (rp_user) {
+    if (rp_open && rp_n)
+      rp_durs[rp_n - 1] += dur; /* inside the pushed range */
+    return;
+  }
+  if (graph && mcu_env_on("MOCK_CUPTI_GRAPH_AUTO_FAIL"))
+    rp_graph_bad = 1;
+  rp_add(dur);
 }
 
 static void rp_add(double dur) {
@@ -158,6 +200,21 @@ static void on_event(void *user, const mock_tool_event *ev) {
     }
     return;
   }
+  if (ev->what == MOCK_TOOL_CALL) { /* a driver call without GPU work */
+    uint32_t corr = corr_next++;
+    CUpti_CallbackFunc cb = dom_driver ? sub_cb : NULL;
+    pthread_mutex_unlock(&mcu_mu);
+    if (cb) {
+      CUpti_CallbackData d;
+      memset(&d, 0, sizeof d);
+      d.callbackSite = CUPTI_API_ENTER;
+      d.functionName = "cuCtxGetCurrent";
+      d.correlationId = corr;
+      cb(sub_user, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,
+         &d);
+    }
+    return;
+  }
   if (ev->what == MOCK_TOOL_MODULE) {
     CUpti_CallbackFunc cb = dom_resource ? sub_cb : NULL;
     pthread_mutex_unlock(&mcu_mu);
@@ -188,8 +245,8 @@ static void on_event(void *user, const mock_tool_event *ev) {
       act_push(&k, sizeof k);
     }
     if (rp_started) {
-      rp_add((double)(end - ev->start_ns));
-      if (mcu_env_on("MOCK_CUPTI_EXTRA_RANGE") && rp_n == 1)
+      rp_kernel((double)(end - ev->start_ns), ev->graph);
+      if (mcu_env_on("MOCK_CUPTI_EXTRA_RANGE") && rp_n == 1 && !rp_user)
         rp_add(1.0);
     }
     uint64_t crc = ev->image ? mcu_fnv64(ev->image, ev->image_size) : 1;
@@ -225,7 +282,7 @@ static void on_event(void *user, const mock_tool_event *ev) {
         act_push(&m, sizeof m);
       }
     }
-    if (set && rp_started && mcu_env_on("MOCK_CUPTI_MEMSET_RANGES"))
+    if (set && rp_started && !rp_user && mcu_env_on("MOCK_CUPTI_MEMSET_RANGES"))
       rp_add((double)(end - ev->start_ns));
   }
   pthread_mutex_unlock(&mcu_mu);
@@ -253,6 +310,8 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **str) {
   case CUPTI_ERROR_NOT_SUPPORTED: *str = "CUPTI_ERROR_NOT_SUPPORTED"; break;
   case CUPTI_ERROR_MAX_LIMIT_REACHED: *str = "CUPTI_ERROR_MAX_LIMIT_REACHED"; break;
   case CUPTI_ERROR_INVALID_OPERATION: *str = "CUPTI_ERROR_INVALID_OPERATION"; break;
+  case CUPTI_ERROR_HARDWARE_BUSY: *str = "CUPTI_ERROR_HARDWARE_BUSY"; break;
+  case CUPTI_ERROR_UNKNOWN: *str = "CUPTI_ERROR_UNKNOWN"; break;
   default:
     snprintf(buf, sizeof buf, "CUPTI_ERROR_%d", (int)r);
     *str = buf;
@@ -282,6 +341,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFun
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s) {
   (void)s;
+  mcu_alive_or_die("cuptiUnsubscribe");
   subscribed = dom_driver = dom_resource = 0;
   sub_cb = NULL;
   return CUPTI_SUCCESS;
@@ -289,6 +349,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s) {
 
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s,
                                        CUpti_CallbackDomain d) {
+  mcu_alive_or_die("cuptiEnableDomain");
   if (!s || !subscribed)
     return CUPTI_ERROR_INVALID_PARAMETER;
   if (d == CUPTI_CB_DOMAIN_DRIVER_API)
@@ -300,7 +361,12 @@ CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s
 
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s,
                                          CUpti_CallbackDomain d, CUpti_CallbackId id) {
-  (void)enable, (void)s, (void)d, (void)id;
+  mcu_alive_or_die("cuptiEnableCallback");
+  if (!s || !subscribed)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  /* the engine asks for module loads only: that is all the mock delivers */
+  if (d == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+    dom_resource = enable != 0;
   return CUPTI_SUCCESS;
 }
 
@@ -324,6 +390,7 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
+  mcu_alive_or_die("cuptiActivityEnable");
   if (!subscribed && mcu_env_on("MOCK_CUPTI_ATTACH_FAIL"))
     return CUPTI_ERROR_NOT_INITIALIZED;
   if (!rec_size(k) && k != CUPTI_ACTIVITY_KIND_DRIVER) /* DRIVER: no records */
@@ -333,13 +400,19 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
 }
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) {
-  if ((unsigned)k < 32)
-    act_kinds &= ~(1u << k);
+  mcu_alive_or_die("cuptiActivityDisable");
+  if ((unsigned)k >= 32 || !(act_kinds & (1u << k))) {
+    fprintf(stderr, "mock CUPTI: cuptiActivityDisable(%d) of a kind that is "
+                    "not enabled\n", (int)k);
+    abort();
+  }
+  act_kinds &= ~(1u << k);
   return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   (void)flag;
+  mcu_alive_or_die("cuptiActivityFlushAll");
   pthread_mutex_lock(&mcu_mu);
   size_t off = 0;
   while (off < npend && act_req && act_done) {
@@ -413,6 +486,8 @@ CUptiResult CUPTIAPI cuptiProfilerGetCounterAvailability(
     return CUPTI_ERROR_INVALID_PARAMETER;
   if (mcu_env_on("MOCK_CUPTI_NO_COUNTERS"))
     return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  if (mcu_env_on("MOCK_CUPTI_HW_BUSY"))
+    return CUPTI_ERROR_HARDWARE_BUSY;
   if (!p->pCounterAvailabilityImage)
     p->counterAvailabilityImageSize = 16;
   else
@@ -533,6 +608,7 @@ CUptiResult CUPTIAPI cuptiProfilerHostEvaluateToGpuValues(
 }
 
 CUptiResult CUPTIAPI cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params *p) {
+  mcu_alive_or_die("cuptiRangeProfilerEnable");
   if (!p || !p->ctx)
     return CUPTI_ERROR_INVALID_PARAMETER;
   if (mcu_pcs_busy())
@@ -542,9 +618,10 @@ CUptiResult CUPTIAPI cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params 
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiRangeProfilerDisable(CUpti_RangeProfiler_Disable_Params *p) {
+  mcu_alive_or_die("cuptiRangeProfilerDisable");
   if (!p || !mcu_rp_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
-  mcu_rp_enabled = rp_started = rp_configured = 0;
+  mcu_rp_enabled = rp_started = rp_configured = rp_open = 0;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiRangeProfilerGetCounterDataSize(
@@ -566,8 +643,13 @@ CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataImageInitialize(
 CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Params *p) {
   if (!p || !mcu_rp_enabled || !p->pConfig || !p->pCounterDataImage)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  if (p->range != CUPTI_AutoRange || p->replayMode != CUPTI_UserReplay)
+  if ((p->range != CUPTI_AutoRange && p->range != CUPTI_UserRange) ||
+      p->replayMode != CUPTI_UserReplay)
     return CUPTI_ERROR_NOT_SUPPORTED;
+  if (p->range == CUPTI_UserRange && (p->numNestingLevels != 1 ||
+                                      p->minNestingLevel != 1))
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  rp_user = p->range == CUPTI_UserRange;
   rp_image = p->pCounterDataImage;
   rp_image_size = p->counterDataImageSize;
   rp_max_ranges = p->maxRangesPerPass;
@@ -583,14 +665,43 @@ CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p
   pthread_mutex_lock(&mcu_mu);
   rp_started = 1;
   rp_n = 0;
+  rp_graph_bad = 0;
+  rp_open = 0;
   pthread_mutex_unlock(&mcu_mu);
   return CUPTI_SUCCESS;
 }
+CUptiResult CUPTIAPI cuptiRangeProfilerPushRange(CUpti_RangeProfiler_PushRange_Params *p) {
+  mcu_alive_or_die("cuptiRangeProfilerPushRange");
+  if (!p || !rp_started || !rp_user || rp_open || !p->pRangeName)
+    return CUPTI_ERROR_INVALID_OPERATION;
+  pthread_mutex_lock(&mcu_mu);
+  if (rp_n < sizeof rp_names / sizeof *rp_names) {
+    free(rp_names[rp_n]);
+    rp_names[rp_n] = strdup(p->pRangeName);
+  }
+  rp_add(0.0);
+  rp_open = 1;
+  pthread_mutex_unlock(&mcu_mu);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiRangeProfilerPopRange(CUpti_RangeProfiler_PopRange_Params *p) {
+  mcu_alive_or_die("cuptiRangeProfilerPopRange");
+  if (!p || !rp_open)
+    return CUPTI_ERROR_INVALID_OPERATION;
+  rp_open = 0;
+  return CUPTI_SUCCESS;
+}
 CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p) {
-  if (!p || !rp_started)
+  mcu_alive_or_die("cuptiRangeProfilerStop");
+  if (!p || !rp_started || rp_open)
     return CUPTI_ERROR_INVALID_OPERATION;
   pthread_mutex_lock(&mcu_mu);
   rp_started = 0;
+  if (rp_graph_bad) { /* what rt_graph got on the H100 */
+    rp_graph_bad = 0;
+    pthread_mutex_unlock(&mcu_mu);
+    return CUPTI_ERROR_UNKNOWN;
+  }
   rp_passes_done++;
   p->passIndex = rp_passes_done;
   p->targetNestingLevel = 1;
@@ -623,6 +734,11 @@ CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataGetRangeInfo(
   static char name[32];
   if (!p)
     return CUPTI_ERROR_INVALID_PARAMETER;
+  if (rp_user && p->rangeIndex < sizeof rp_names / sizeof *rp_names &&
+      rp_names[p->rangeIndex]) {
+    p->rangeName = rp_names[p->rangeIndex];
+    return CUPTI_SUCCESS;
+  }
   snprintf(name, sizeof name, "%zu", p->rangeIndex);
   p->rangeName = name;
   return CUPTI_SUCCESS;

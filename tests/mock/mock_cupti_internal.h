@@ -10,6 +10,9 @@
 extern pthread_mutex_t mcu_mu;   /* guards the state both files change */
 extern int mcu_rp_enabled;       /* the range profiler is set up */
 int mcu_env_on(const char *name);
+extern int mcu_detached;         /* MOCK_CUPTI_PCS_DETACH tripped */
+void mcu_detach(void);           /* CUPTI tears itself down */
+void mcu_alive_or_die(const char *fn); /* aborts once detached */
 uint64_t mcu_fnv64(const void *p, size_t n);
 
 /* mock_cupti_pcs.c; the kernel hooks run under mcu_mu */

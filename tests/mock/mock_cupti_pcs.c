@@ -97,6 +97,7 @@ void mcu_sass_kernel(uint32_t crc, const char *fn) {
 /* ---- PC sampling ------------------------------------------------------- */
 
 CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
+  mcu_alive_or_die("cuptiPCSamplingEnable");
   if (!p)
     return CUPTI_ERROR_INVALID_PARAMETER;
   if (mcu_env_on("MOCK_CUPTI_NO_PCS"))
@@ -141,12 +142,14 @@ CUptiResult CUPTIAPI cuptiPCSamplingSetConfigurationAttribute(
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p) {
+  mcu_alive_or_die("cuptiPCSamplingStart");
   if (!p || !pcs_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
   pcs_started = 1;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiPCSamplingStop(CUpti_PCSamplingStopParams *p) {
+  mcu_alive_or_die("cuptiPCSamplingStop");
   if (!p || !pcs_started)
     return CUPTI_ERROR_INVALID_OPERATION;
   pcs_started = 0;
@@ -185,8 +188,13 @@ static void pcs_fill(CUpti_PCSamplingData *d) {
 }
 
 CUptiResult CUPTIAPI cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
+  mcu_alive_or_die("cuptiPCSamplingGetData");
   if (!p || !p->pcSamplingData || !pcs_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
+  if (mcu_env_on("MOCK_CUPTI_PCS_DETACH")) {
+    mcu_detach();
+    return CUPTI_ERROR_UNKNOWN;
+  }
   if (p->pcSamplingData == pcs_cfg_buf)
     return CUPTI_ERROR_INVALID_PARAMETER; /* CUPTI's known pitfall */
   pthread_mutex_lock(&mcu_mu);
@@ -195,6 +203,7 @@ CUptiResult CUPTIAPI cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
+  mcu_alive_or_die("cuptiPCSamplingDisable");
   if (!p || !pcs_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
   pthread_mutex_lock(&mcu_mu);
@@ -207,12 +216,14 @@ CUptiResult CUPTIAPI cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p) {
+  mcu_alive_or_die("cuptiGetCubinCrc");
   if (!p || !p->cubin || !p->cubinSize)
     return CUPTI_ERROR_INVALID_PARAMETER;
   p->cubinCrc = mcu_fnv64(p->cubin, p->cubinSize);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiGetSassToSourceCorrelation(CUpti_GetSassToSourceCorrelationParams *p) {
+  mcu_alive_or_die("cuptiGetSassToSourceCorrelation");
   if (!p || !p->cubin || !p->functionName || !p->cubinSize)
     return CUPTI_ERROR_INVALID_PARAMETER;
   p->fileName = strdup("mock_kernels.cu");
@@ -242,6 +253,7 @@ CUptiResult CUPTIAPI cuptiSassMetricsGetNumOfMetrics(CUpti_SassMetrics_GetNumOfM
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiSassMetricsSetConfig(CUpti_SassMetricsSetConfig_Params *p) {
+  mcu_alive_or_die("cuptiSassMetricsSetConfig");
   if (!p || !p->numOfMetricConfig)
     return CUPTI_ERROR_INVALID_PARAMETER;
   if (sass_config || mcu_rp_enabled || pcs_enabled)
@@ -250,18 +262,21 @@ CUptiResult CUPTIAPI cuptiSassMetricsSetConfig(CUpti_SassMetricsSetConfig_Params
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiSassMetricsUnsetConfig(CUpti_SassMetricsUnsetConfig_Params *p) {
+  mcu_alive_or_die("cuptiSassMetricsUnsetConfig");
   if (!p || !sass_config)
     return CUPTI_ERROR_INVALID_OPERATION;
   sass_config = 0;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiSassMetricsEnable(CUpti_SassMetricsEnable_Params *p) {
+  mcu_alive_or_die("cuptiSassMetricsEnable");
   if (!p || !sass_config || sass_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
   sass_enabled = 1;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiSassMetricsDisable(CUpti_SassMetricsDisable_Params *p) {
+  mcu_alive_or_die("cuptiSassMetricsDisable");
   if (!p || !sass_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
   sass_enabled = 0;

@@ -10,6 +10,8 @@
  *   MOCK_TOOL_RUN     one kernel/copy/memset executes (a graph launch runs
  *                     several after one SUBMIT)
  *   MOCK_TOOL_MODULE  a module was loaded (image: the code the mock kept)
+ *   MOCK_TOOL_CALL    another driver call that a tool sees (cuCtxGetCurrent,
+ *                     cuDriverGetVersion): no GPU work
  * Pointers in an event are valid during the call only. */
 #ifndef MOCK_TOOL_H
 #define MOCK_TOOL_H
@@ -19,7 +21,8 @@
 
 #include <cuda.h>
 
-enum { MOCK_TOOL_SUBMIT = 1, MOCK_TOOL_RUN = 2, MOCK_TOOL_MODULE = 3 };
+enum { MOCK_TOOL_SUBMIT = 1, MOCK_TOOL_RUN = 2, MOCK_TOOL_MODULE = 3,
+       MOCK_TOOL_CALL = 4 };
 enum { MOCK_TOOL_KERNEL = 0, MOCK_TOOL_COPY = 1, MOCK_TOOL_SET = 2 };
 
 typedef struct mock_tool_event {
@@ -30,6 +33,7 @@ typedef struct mock_tool_event {
   uint64_t bytes;           /* RUN copy/set */
   const void *stream;
   int capturing;            /* SUBMIT: recorded into a graph, not run */
+  int graph;                /* SUBMIT/RUN: a graph launch (its work) */
   uint64_t start_ns, end_ns;/* RUN: CLOCK_MONOTONIC around the work */
   const void *image;        /* RUN kernel: its module's code; MODULE: same */
   size_t image_size;

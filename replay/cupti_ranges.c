@@ -1,0 +1,658 @@
+/* cupti_ranges.c - the Range Profiler (cupti_range_profiler.h) through the
+ * metrics passes, one window (cupti_metrics.c) at a time, in user replay:
+ * the replayer provides one pass per counter pass; Start at the window's
+ * first op, Stop after its last, until Stop reports every pass submitted;
+ * then DecodeData and EvaluateToGpuValues per range. Every window gets a
+ * range profiler object of its own (Enable, counter data image, SetConfig,
+ * ..., Disable: CUPTI's documented sequence), so a window that fails leaves
+ * nothing behind for the next one.
+ *
+ * Range modes. Plain launches: auto range, one range per kernel (CUPTI
+ * serializes the kernels and synchronizes after each one). Graph launches:
+ * auto range first; when CUPTI fails on them (an error from Start/Stop or a
+ * range count that does not fit), the window is measured again with one
+ * user range around each graph launch (Push before, Pop after, the context
+ * idle at both ends): metrics per graph launch instead of per kernel, said
+ * so in the section note. A window that fails either way costs only its own
+ * kernels their metrics.
+ *
+ * Attribution of auto ranges: they come in kernel execution order. The
+ * first timeline pass fixed which kernels every op runs (E->kern, in record
+ * order); the kernels of a window in the replay's primary context, in that
+ * order, are the expected ranges. With --cache=flush a memset precedes each
+ * profiled op; should the memset itself form a range, the ranges are matched
+ * with those memsets interleaved. Any other count fails the window loudly
+ * (no metrics for it, the note says expected vs got). gpu__time_duration is
+ * compared with the timeline as a sanity check of the order. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_log.h"
+#include "cupti_internal.h"
+
+/* ------------------------------------------------------------ object */
+
+void ck_rp_release(ck_engine *E) {
+  ck_metrics *m = E->m;
+  if (!m || !m->rp)
+    return;
+  int q = E->quiet;
+  E->quiet = 1;
+  if (m->in_range) {
+    CUpti_RangeProfiler_PopRange_Params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
+    pp.pRangeProfilerObject = m->rp;
+    CK_CALL(E, cuptiRangeProfilerPopRange, &pp);
+    m->in_range = 0;
+  }
+  if (m->started) {
+    CUpti_RangeProfiler_Stop_Params sp;
+    memset(&sp, 0, sizeof sp);
+    sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+    sp.pRangeProfilerObject = m->rp;
+    CK_CALL(E, cuptiRangeProfilerStop, &sp);
+    m->started = 0;
+  }
+  CUpti_RangeProfiler_Disable_Params dp;
+  memset(&dp, 0, sizeof dp);
+  dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+  dp.pRangeProfilerObject = m->rp;
+  CK_CALL(E, cuptiRangeProfilerDisable, &dp);
+  E->quiet = q;
+  m->rp = NULL;
+}
+
+int ck_win_setup(ck_engine *E) {
+  ck_metrics *m = E->m;
+  const ck_window *w = &E->win[E->cur_win];
+  double t0 = ck_now();
+  ck_rp_release(E);
+  m->started = m->stopped = m->all_submitted = m->win_failed = 0;
+  m->in_range = 0;
+  m->window_passes = 0;
+  m->win_note[0] = 0;
+  CUpti_RangeProfiler_Enable_Params ep;
+  memset(&ep, 0, sizeof ep);
+  ep.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+  ep.ctx = E->ctx;
+  if (!CK_CALL(E, cuptiRangeProfilerEnable, &ep))
+    return 0;
+  m->rp = ep.pRangeProfilerObject;
+  if (!m->counter) { /* the same size for every window: computed once */
+    CUpti_RangeProfiler_GetCounterDataSize_Params gs;
+    memset(&gs, 0, sizeof gs);
+    gs.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+    gs.pRangeProfilerObject = m->rp;
+    gs.pMetricNames = E->mnames;
+    gs.numMetrics = E->nmnames;
+    gs.maxNumOfRanges = m->max_ranges;
+    gs.maxNumRangeTreeNodes = (uint32_t)m->max_ranges;
+    if (!CK_CALL(E, cuptiRangeProfilerGetCounterDataSize, &gs))
+      return 0;
+    if (!gs.counterDataSize || !(m->counter = calloc(1, gs.counterDataSize))) {
+      snprintf(E->last_msg, sizeof E->last_msg,
+               "cannot allocate the %zu-byte counter data image",
+               gs.counterDataSize);
+      return 0;
+    }
+    m->counter_size = gs.counterDataSize;
+  }
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params ip;
+  memset(&ip, 0, sizeof ip);
+  ip.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+  ip.pRangeProfilerObject = m->rp;
+  ip.counterDataSize = m->counter_size;
+  ip.pCounterData = m->counter;
+  if (!CK_CALL(E, cuptiRangeProfilerCounterDataImageInitialize, &ip))
+    return 0;
+  CUpti_RangeProfiler_SetConfig_Params sc;
+  memset(&sc, 0, sizeof sc);
+  sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+  sc.pRangeProfilerObject = m->rp;
+  sc.configSize = m->config_size;
+  sc.pConfig = m->config;
+  sc.counterDataImageSize = m->counter_size;
+  sc.pCounterDataImage = m->counter;
+  sc.range = w->mode == CK_WIN_USER ? CUPTI_UserRange : CUPTI_AutoRange;
+  sc.replayMode = CUPTI_UserReplay;
+  sc.maxRangesPerPass = m->max_ranges;
+  sc.numNestingLevels = 1;
+  sc.minNestingLevel = 1;
+  sc.passIndex = 0;
+  sc.targetNestingLevel = 1;
+  if (!CK_CALL(E, cuptiRangeProfilerSetConfig, &sc))
+    return 0;
+  E->tm.rp_setup_s += ck_now() - t0;
+  CUCAP_DEBUG("profile: metrics window %zu of %zu: records %" PRIu64 "..%" PRIu64
+              ", %zu op(s) of %s, %s range", E->cur_win + 1, E->nwin, w->rec_lo,
+              w->rec_hi, w->nops, w->graph ? "graph launches" : "plain launches",
+              w->mode == CK_WIN_USER ? "user (one per graph launch)"
+                                     : "auto (one per kernel)");
+  return 1;
+}
+
+/* ------------------------------------------------------------ passes */
+
+/* The current window failed in this pass (m->win_note says why): nothing
+ * more is collected in it; the pass ends after this op. */
+static void ck_win_fail_now(ck_engine *E, const char *what) {
+  ck_metrics *m = E->m;
+  if (!m->win_failed)
+    snprintf(m->win_note, sizeof m->win_note, "%s%s", what ? what : "",
+             E->last_msg);
+  m->win_failed = 1;
+  int q = E->quiet;
+  E->quiet = 1;
+  if (m->rp && m->in_range) {
+    CUpti_RangeProfiler_PopRange_Params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
+    pp.pRangeProfilerObject = m->rp;
+    CK_CALL(E, cuptiRangeProfilerPopRange, &pp);
+  }
+  if (m->rp && m->started) {
+    CUpti_RangeProfiler_Stop_Params sp;
+    memset(&sp, 0, sizeof sp);
+    sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+    sp.pRangeProfilerObject = m->rp;
+    CK_CALL(E, cuptiRangeProfilerStop, &sp);
+  }
+  E->quiet = q;
+  m->in_range = 0;
+  m->started = 0;
+  m->stopped = 1;
+}
+
+static void ck_own_sync(ck_engine *E) {
+  if (!E->cu.CtxSynchronize)
+    return;
+  E->own_call = 1;
+  CUresult r = E->cu.CtxSynchronize();
+  E->own_call = 0;
+  if (r != CUDA_SUCCESS)
+    CUCAP_WARN("profile: cuCtxSynchronize in the metrics pass failed (%d)", (int)r);
+}
+
+void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
+  ck_metrics *m = E->m;
+  if (!m || m->over || !m->rp || m->win_failed || E->dead || E->cur_win >= E->nwin)
+    return;
+  const ck_window *w = &E->win[E->cur_win];
+  if (op->rec_index < w->rec_lo || op->rec_index > w->rec_hi)
+    return;
+  if (op->rec_index == w->rec_lo && !m->started && !m->stopped) {
+    if (op->capturing)
+      CUCAP_WARN("profile: metrics window starts while a stream is being "
+                 "captured (record %" PRIu64 ")", op->rec_index);
+    CUpti_RangeProfiler_Start_Params sp;
+    memset(&sp, 0, sizeof sp);
+    sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+    sp.pRangeProfilerObject = m->rp;
+    if (!CK_CALL(E, cuptiRangeProfilerStart, &sp)) {
+      ck_win_fail_now(E, "");
+      if (E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+        snprintf(m->win_note, sizeof m->win_note, "%s", ck_privilege_hint());
+      return;
+    }
+    m->started = 1;
+    m->nflushed = 0;
+    m->t_start = ck_now();
+  }
+  if (!m->started || op->capturing)
+    return;
+  int64_t k0 = ck_kernel_find(E, op->rec_index, 0);
+  if (k0 < 0)
+    return; /* no kernel of this op: nothing to flush or to range */
+  int graph_op = E->kern[k0].launch_index == CUCAP_REPLAY_NO_LAUNCH;
+  if (E->flush_buf) {
+    /* flush L2 right before the op's kernels: on its stream (ordered with
+     * them); a graph launch's stream is not known here, so the memset goes
+     * to the NULL stream and the context is synchronized after it */
+    E->own_call = 1;
+    CUresult r = E->cu.MemsetD8Async(E->flush_buf, 0, E->flush_bytes,
+                                     (CUstream)(uintptr_t)op->stream);
+    E->own_call = 0;
+    if (r != CUDA_SUCCESS) {
+      CUCAP_WARN("profile: L2 flush memset failed (CUresult %d); no more "
+                 "flushes", (int)r);
+      E->own_call = 1;
+      E->cu.MemFree(E->flush_buf);
+      E->own_call = 0;
+      E->flush_buf = 0;
+    } else {
+      if (graph_op && !op->stream && w->mode != CK_WIN_USER)
+        ck_own_sync(E);
+      if (ck_grow((void **)&m->flushed, &m->capflushed, m->nflushed + 1,
+                  sizeof *m->flushed))
+        m->flushed[m->nflushed++] = op->rec_index;
+    }
+  }
+  if (w->mode == CK_WIN_USER) {
+    ck_own_sync(E); /* the range starts with the context idle */
+    char name[48];
+    snprintf(name, sizeof name, "cucap:%" PRIu64, op->rec_index);
+    CUpti_RangeProfiler_PushRange_Params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;
+    pp.pRangeProfilerObject = m->rp;
+    pp.pRangeName = ck_intern(&E->str, name); /* lives as long as the engine */
+    if (!CK_CALL(E, cuptiRangeProfilerPushRange, &pp)) {
+      ck_win_fail_now(E, "user range: ");
+      return;
+    }
+    m->in_range = 1;
+  }
+}
+
+static void ck_rp_stop(ck_engine *E) {
+  ck_metrics *m = E->m;
+  CUpti_RangeProfiler_Stop_Params sp;
+  memset(&sp, 0, sizeof sp);
+  sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+  sp.pRangeProfilerObject = m->rp;
+  m->started = 0;
+  m->stopped = 1;
+  E->tm.window_s += ck_now() - m->t_start;
+  if (!CK_CALL(E, cuptiRangeProfilerStop, &sp)) {
+    if (!m->win_failed)
+      snprintf(m->win_note, sizeof m->win_note, "%s", E->last_msg);
+    m->win_failed = 1;
+    return;
+  }
+  m->all_submitted = sp.isAllPassSubmitted;
+  CUCAP_DEBUG("profile: metrics window %zu: pass %u stopped, next pass index "
+              "%zu, all submitted %d", E->cur_win, m->window_passes + 1,
+              sp.passIndex, (int)sp.isAllPassSubmitted);
+}
+
+int ck_metrics_window_stopped(const ck_engine *E) {
+  return E->m && E->m->stopped && !E->m->started;
+}
+
+void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op) {
+  ck_metrics *m = E->m;
+  if (!m || !m->started || E->dead || E->cur_win >= E->nwin)
+    return;
+  const ck_window *w = &E->win[E->cur_win];
+  if (m->in_range && !op->capturing && op->rec_index >= w->rec_lo &&
+      op->rec_index <= w->rec_hi) {
+    ck_own_sync(E); /* the launch's kernels are inside the range */
+    CUpti_RangeProfiler_PopRange_Params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
+    pp.pRangeProfilerObject = m->rp;
+    m->in_range = 0;
+    if (!CK_CALL(E, cuptiRangeProfilerPopRange, &pp)) {
+      ck_win_fail_now(E, "user range: ");
+      return;
+    }
+  }
+  if (op->rec_index == w->rec_hi)
+    ck_rp_stop(E);
+}
+
+/* ------------------------------------------------------------ results */
+
+long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
+                          int64_t *seq, size_t seq_cap) {
+  size_t nk = 0;
+  for (size_t k = w->k_lo; k < w->k_hi; k++)
+    nk += ck_kernel_profiled(E, k);
+  size_t nf = E->m ? E->m->nflushed : 0;
+  size_t pos = 0;
+  if (n_ranges == nk) {
+    for (size_t k = w->k_lo; k < w->k_hi && pos < seq_cap; k++)
+      if (ck_kernel_profiled(E, k))
+        seq[pos++] = (int64_t)k;
+    return (long)pos;
+  }
+  if (nf && n_ranges == nk + nf) {
+    size_t f = 0;
+    for (size_t k = w->k_lo; k < w->k_hi && pos < seq_cap; k++) {
+      if (!ck_kernel_profiled(E, k))
+        continue;
+      if (f < nf && E->m->flushed[f] == E->kern[k].rec_index &&
+          (k == w->k_lo || E->kern[k - 1].rec_index != E->kern[k].rec_index)) {
+        seq[pos++] = -1;
+        f++;
+        if (pos >= seq_cap)
+          break;
+      }
+      seq[pos++] = (int64_t)k;
+    }
+    return pos == n_ranges ? (long)nk : -1;
+  }
+  if (E->m)
+    snprintf(E->m->win_note, sizeof E->m->win_note,
+             "the range profiler returned %zu ranges, the timeline has %zu "
+             "kernel executions there%s; ranges cannot be attributed to "
+             "launches", n_ranges, nk, nf ? " (plus L2 flush memsets)" : "");
+  return -1;
+}
+
+static int ck_eval(ck_engine *E, size_t r, double *vals) {
+  ck_metrics *m = E->m;
+  CUpti_Profiler_Host_EvaluateToGpuValues_Params ev;
+  memset(&ev, 0, sizeof ev);
+  ev.structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
+  ev.pHostObject = m->host;
+  ev.pCounterDataImage = m->counter;
+  ev.counterDataImageSize = m->counter_size;
+  ev.rangeIndex = r;
+  ev.ppMetricNames = E->mnames;
+  ev.numMetrics = E->nmnames;
+  ev.pMetricValues = vals;
+  return CK_CALL(E, cuptiProfilerHostEvaluateToGpuValues, &ev);
+}
+
+static const char *ck_range_name(ck_engine *E, size_t r) {
+  if (!E->api.cuptiRangeProfilerCounterDataGetRangeInfo)
+    return NULL;
+  CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri;
+  memset(&ri, 0, sizeof ri);
+  ri.structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE;
+  ri.pCounterDataImage = E->m->counter;
+  ri.counterDataImageSize = E->m->counter_size;
+  ri.rangeIndex = r;
+  ri.rangeDelimiter = "/";
+  int q = E->quiet;
+  E->quiet = 1;
+  int ok = CK_CALL(E, cuptiRangeProfilerCounterDataGetRangeInfo, &ri);
+  E->quiet = q;
+  return ok ? ri.rangeName : NULL;
+}
+
+/* Auto ranges of the current window -> its kernels. 0: window failed. */
+static int ck_collect_auto(ck_engine *E, const ck_window *w, size_t n,
+                           double *vals) {
+  ck_metrics *m = E->m;
+  int64_t *seq = calloc(n ? n : 1, sizeof *seq);
+  if (!seq || ck_metrics_attribute(E, w, n, seq, n) < 0) {
+    if (!seq)
+      snprintf(m->win_note, sizeof m->win_note, "out of memory");
+    free(seq);
+    return 0;
+  }
+  int tcol = -1;
+  for (size_t j = 0; j < E->nmnames; j++)
+    if (!strcmp(E->mnames[j], "gpu__time_duration.sum"))
+      tcol = (int)j;
+  for (size_t r = 0; r < n; r++) {
+    if (seq[r] < 0)
+      continue;
+    if (r < 3) {
+      const char *nm = ck_range_name(E, r);
+      CUCAP_DEBUG("profile: window %zu range %zu is named \"%s\" -> %s",
+                  E->cur_win, r, nm ? nm : "", E->kern[seq[r]].name);
+    }
+    if (!ck_eval(E, r, vals))
+      continue;
+    memcpy(E->mvals + (size_t)seq[r] * E->nmnames, vals,
+           E->nmnames * sizeof *vals);
+    m->attributed++;
+    if (tcol >= 0) {
+      double t = vals[tcol], tl = E->kern[seq[r]].dur_median_ns;
+      if (!isnan(tl) && fabs(t - tl) > 20000.0 && (t > 3 * tl || tl > 3 * t))
+        m->time_outliers++;
+    }
+  }
+  free(seq);
+  return 1;
+}
+
+/* User ranges of a graph window -> its graph launches (range names say
+ * which; without names, their order). 0: window failed. */
+static int ck_collect_user(ck_engine *E, const ck_window *w, size_t n,
+                           double *vals) {
+  ck_metrics *m = E->m;
+  if (n != w->nops) {
+    snprintf(m->win_note, sizeof m->win_note,
+             "%zu user ranges for %zu graph launches", n, w->nops);
+    return 0;
+  }
+  size_t r = 0;
+  for (size_t k = w->k_lo; k < w->k_hi && r < n;) {
+    size_t j = k;
+    uint32_t nk = 0;
+    while (j < w->k_hi && E->kern[j].rec_index == E->kern[k].rec_index)
+      nk += (uint32_t)ck_kernel_profiled(E, j++);
+    if (!nk) {
+      k = j;
+      continue;
+    }
+    const char *nm = ck_range_name(E, r);
+    char want[48];
+    snprintf(want, sizeof want, "cucap:%" PRIu64, E->kern[k].rec_index);
+    if (nm && strcmp(nm, want)) {
+      snprintf(m->win_note, sizeof m->win_note,
+               "user range %zu is named \"%.60s\", expected \"%s\"", r, nm, want);
+      return 0;
+    }
+    double *v = malloc(E->nmnames * sizeof *v);
+    if (v && ck_eval(E, r, vals) &&
+        ck_grow((void **)&E->gmet, &E->capgmet, E->ngmet + 1, sizeof *E->gmet)) {
+      memcpy(v, vals, E->nmnames * sizeof *v);
+      E->gmet[E->ngmet++] = (cucap_cupti_graph_metric){
+          E->kern[k].rec_index, E->kern[k].seq, nk, v};
+      v = NULL;
+    }
+    free(v);
+    r++;
+    k = j;
+  }
+  m->graph_user_windows++;
+  return 1;
+}
+
+/* Decode + evaluate the current window; 0 with m->win_note on failure. */
+static int ck_window_collect(ck_engine *E) {
+  ck_metrics *m = E->m;
+  const ck_window *w = &E->win[E->cur_win];
+  double t0 = ck_now();
+  CUpti_RangeProfiler_DecodeData_Params dp;
+  memset(&dp, 0, sizeof dp);
+  dp.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+  dp.pRangeProfilerObject = m->rp;
+  int ok = 0;
+  if (!CK_CALL(E, cuptiRangeProfilerDecodeData, &dp)) {
+    snprintf(m->win_note, sizeof m->win_note, "%s", E->last_msg);
+  } else if (dp.numOfRangeDropped) {
+    /* which ranges were dropped is not known: none can be matched */
+    snprintf(m->win_note, sizeof m->win_note,
+             "CUPTI dropped %zu range(s) (the counter data image holds %zu); "
+             "ranges cannot be attributed to launches", dp.numOfRangeDropped,
+             m->max_ranges);
+  } else {
+    CUpti_RangeProfiler_GetCounterDataInfo_Params gi;
+    memset(&gi, 0, sizeof gi);
+    gi.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
+    gi.pCounterDataImage = m->counter;
+    gi.counterDataImageSize = m->counter_size;
+    double *vals = calloc(E->nmnames ? E->nmnames : 1, sizeof *vals);
+    if (!CK_CALL(E, cuptiRangeProfilerGetCounterDataInfo, &gi))
+      snprintf(m->win_note, sizeof m->win_note, "%s", E->last_msg);
+    else if (!vals)
+      snprintf(m->win_note, sizeof m->win_note, "out of memory");
+    else
+      ok = w->mode == CK_WIN_USER
+               ? ck_collect_user(E, w, gi.numTotalRanges, vals)
+               : ck_collect_auto(E, w, gi.numTotalRanges, vals);
+    free(vals);
+  }
+  E->tm.decode_s += ck_now() - t0;
+  return ok;
+}
+
+/* ------------------------------------------------------------ pass end */
+
+static void ck_metrics_final(ck_engine *E) {
+  ck_metrics *m = E->m;
+  size_t total = 0, ngraph_k = 0;
+  for (size_t k = 0; k < E->nkern; k++) {
+    total += ck_kernel_profiled(E, k);
+    ngraph_k += ck_kernel_profiled(E, k) &&
+                E->kern[k].launch_index == CUCAP_REPLAY_NO_LAUNCH;
+  }
+  char extra[1400] = "";
+  size_t l = 0;
+  if (m->time_outliers)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          "; %zu kernel(s) with gpu__time_duration more than "
+                          "3x off the timeline (check the attribution)",
+                          m->time_outliers);
+  if (E->ngmet && l < sizeof extra)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          "; %zu CUDA graph launch(es) measured as a whole "
+                          "(one user range per graph launch: metrics per "
+                          "graph launch, not per kernel) because CUPTI's auto "
+                          "range failed on graph launches: %.300s", E->ngmet,
+                          m->graph_note);
+  if (m->failed_windows && l < sizeof extra)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          "; %zu of %zu window(s) failed, first: %.500s",
+                          m->failed_windows, E->nwin, m->fail_note);
+  if (E->flush_buf && l < sizeof extra)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          "; L2 flushed before each launch");
+  if (E->mdropped[0] && l < sizeof extra)
+    snprintf(extra + l, sizeof extra - l, "; not on this chip: %.200s",
+             E->mdropped);
+  int st = m->attributed == total && !E->mdropped[0] && !m->failed_windows
+               ? CUCAP_CUPTI_COLLECTED
+           : m->attributed || E->ngmet ? CUCAP_CUPTI_PARTIAL
+           : E->env.counters_allowed == 0 ? CUCAP_CUPTI_UNAVAILABLE
+                                          : CUCAP_CUPTI_FAILED;
+  (void)ngraph_k;
+  ck_section(E, CUCAP_CUPTI_METRICS, st,
+             "%zu metric(s) for %zu of %zu kernel executions, %u counter "
+             "pass(es) x %zu window(s)%s", E->nmnames, m->attributed, total,
+             E->env.metric_passes, E->nwin, extra);
+}
+
+/* Moves to the next window that can be set up; 0 when none is left (the
+ * section note is then final). */
+static int ck_win_next(ck_engine *E) {
+  ck_metrics *m = E->m;
+  for (E->cur_win++; E->cur_win < E->nwin && !E->dead; E->cur_win++) {
+    if (ck_win_setup(E))
+      return 1;
+    m->failed_windows++;
+    if (!m->fail_note[0])
+      snprintf(m->fail_note, sizeof m->fail_note, "window %zu: %.1100s",
+               E->cur_win + 1, E->last_msg);
+    if (E->last == CUPTI_ERROR_HARDWARE_BUSY ||
+        E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
+      /* the same would happen to every window left */
+      m->failed_windows += E->nwin - E->cur_win - 1;
+      break;
+    }
+  }
+  m->over = 1;
+  ck_rp_release(E);
+  if (E->dead)
+    ck_section(E, CUCAP_CUPTI_METRICS,
+               m->attributed || E->ngmet ? CUCAP_CUPTI_PARTIAL
+                                         : CUCAP_CUPTI_FAILED,
+               "%s%s", m->attributed || E->ngmet
+                           ? "metrics collected before the failure kept; " : "",
+               E->dead_why);
+  else
+    ck_metrics_final(E);
+  return 0;
+}
+
+static int ck_metrics_pass_end_inner(ck_engine *E) {
+  ck_metrics *m = E->m;
+  if (!m || m->over || E->cur_win >= E->nwin)
+    return 0;
+  if (E->dead)
+    return ck_win_next(E);
+  if (m->in_range || m->started) { /* the window's last op did not run */
+    if (m->in_range) {
+      CUpti_RangeProfiler_PopRange_Params pp;
+      memset(&pp, 0, sizeof pp);
+      pp.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
+      pp.pRangeProfilerObject = m->rp;
+      m->in_range = 0;
+      CK_CALL(E, cuptiRangeProfilerPopRange, &pp);
+    }
+    if (m->started)
+      ck_rp_stop(E);
+  }
+  ck_window *w = &E->win[E->cur_win];
+  if (!m->stopped && !m->win_failed) {
+    m->win_failed = 1;
+    snprintf(m->win_note, sizeof m->win_note,
+             "its first record %" PRIu64 " was not executed in this pass",
+             w->rec_lo);
+  }
+  m->window_passes++;
+  unsigned limit = E->env.metric_passes ? 2 * E->env.metric_passes + 4 : 64;
+  if (!m->win_failed && !m->all_submitted && m->window_passes >= limit) {
+    m->win_failed = 1;
+    snprintf(m->win_note, sizeof m->win_note,
+             "CUPTI still asks for passes after %u (the config needs %u)",
+             m->window_passes, E->env.metric_passes);
+  }
+  if (E->dead)
+    return ck_win_next(E);
+  if (!m->win_failed) {
+    if (!m->all_submitted) {
+      m->stopped = 0;
+      return 1; /* the same window again: next counter pass */
+    }
+    if (!ck_window_collect(E))
+      m->win_failed = 1;
+  }
+  if (m->win_failed && !E->dead) {
+    if (w->graph && w->mode == CK_WIN_AUTO && E->api.cuptiRangeProfilerPushRange &&
+        E->api.cuptiRangeProfilerPopRange) {
+      if (!m->graph_note[0])
+        snprintf(m->graph_note, sizeof m->graph_note, "%s", m->win_note);
+      CUCAP_WARN("profile: metrics window %zu (%zu CUDA graph launch(es)): "
+                 "auto range failed (%s); measuring each graph launch as a "
+                 "whole (one user range per launch)", E->cur_win + 1, w->nops,
+                 m->win_note);
+      w->mode = CK_WIN_USER;
+      if (ck_win_setup(E))
+        return 1; /* the same window, in user range mode */
+      snprintf(m->win_note, sizeof m->win_note, "user range setup: %.990s",
+               E->last_msg);
+    }
+    m->failed_windows++;
+    if (!m->fail_note[0])
+      snprintf(m->fail_note, sizeof m->fail_note,
+               "window %zu (records %" PRIu64 "..%" PRIu64 "%s): %.1000s",
+               E->cur_win + 1, w->rec_lo, w->rec_hi,
+               w->graph ? ", CUDA graph launches" : "", m->win_note);
+    CUCAP_ERROR("profile: metrics window %zu (records %" PRIu64 "..%" PRIu64
+                "%s) failed, its kernels get no metrics: %s", E->cur_win + 1,
+                w->rec_lo, w->rec_hi, w->graph ? ", CUDA graph launches" : "",
+                m->win_note);
+  }
+  return ck_win_next(E);
+}
+
+/* The metrics phase is over: the range profiler object, the host object and
+ * the flush buffer go before PC sampling is enabled (both use the GPU's
+ * profiling hardware). */
+void ck_metrics_done(ck_engine *E) {
+  ck_metrics_free(E);
+  if (E->flush_buf && E->cu.MemFree) {
+    E->own_call = 1;
+    E->cu.MemFree(E->flush_buf);
+    E->own_call = 0;
+    E->flush_buf = 0;
+  }
+}
+
+int ck_metrics_pass_end(ck_engine *E) {
+  int more = ck_metrics_pass_end_inner(E);
+  if (!more)
+    ck_metrics_done(E);
+  return more;
+}
