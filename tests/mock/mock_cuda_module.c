@@ -43,6 +43,7 @@ static void module_free(CUmodule m) {
   free(m->image);
   m->magic = 0;
   free(m);
+  MOCK_LIVE(MOCK_LIVE_MODULE, -1);
 }
 
 static CUresult module_load(CUmodule *out, const void *image, size_t size) {
@@ -54,6 +55,7 @@ static CUresult module_load(CUmodule *out, const void *image, size_t size) {
   CUmodule m = calloc(1, sizeof *m);
   if (!m) goto fail;
   m->magic = MOCK_MAGIC_MODULE;
+  MOCK_LIVE(MOCK_LIVE_MODULE, 1);
   m->is_ptx = info.is_ptx;
   m->image = malloc(info.code_size + 1);
   if (!m->image) goto fail;
@@ -214,6 +216,7 @@ static CUresult library_load(CUlibrary *out, const void *image, size_t size) {
   CUresult rc = module_load(&l->mod, image, size);
   if (rc != CUDA_SUCCESS) { free(l); return rc; }
   l->magic = MOCK_MAGIC_LIBRARY;
+  MOCK_LIVE(MOCK_LIVE_LIBRARY, 1);
   *out = l;
   return CUDA_SUCCESS;
 }
@@ -242,6 +245,7 @@ CUresult CUDAAPI cuLibraryUnload(CUlibrary l) {
   module_free(l->mod);
   l->magic = 0;
   free(l);
+  MOCK_LIVE(MOCK_LIVE_LIBRARY, -1);
   return CUDA_SUCCESS;
 }
 
@@ -393,6 +397,7 @@ CUresult CUDAAPI cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkS
   CUlinkState l = calloc(1, sizeof *l);
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
   l->magic = MOCK_MAGIC_LINK;
+  MOCK_LIVE(MOCK_LIVE_LINK, 1);
   *out = l;
   return CUDA_SUCCESS;
 }
@@ -449,6 +454,7 @@ CUresult CUDAAPI cuLinkDestroy(CUlinkState l) {
   free(l->in);
   l->magic = 0;
   free(l);
+  MOCK_LIVE(MOCK_LIVE_LINK, -1);
   return CUDA_SUCCESS;
 }
 
@@ -462,7 +468,7 @@ CUresult mock_run_op(const mock_op *op) {
   switch (op->kind) {
   case MOCK_OP_KERNEL: {
     CUfunction f = op->func;
-    if (!f->impl) return CUDA_SUCCESS; /* no host implementation: no-op */
+    if (!f->impl || mock_no_kernels()) return CUDA_SUCCESS; /* no host implementation: no-op */
     void *args[256];
     int n = f->nparams > 256 ? 256 : f->nparams;
     for (int i = 0; i < n; i++) args[i] = op->argbuf + f->params[i].offset;
