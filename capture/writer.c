@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -102,6 +103,9 @@ struct cucap_writer {
   /* stats (__atomic, relaxed) */
   uint64_t st_records, st_chunks, st_blobs, st_dedup, st_raw, st_file,
       st_waits;
+
+  int tk_point;               /* CUCAP_TEST_KILL_AT (see test_kill) */
+  unsigned long tk_nth, tk_count;
 };
 
 static uint64_t now_ns(void) {
@@ -148,6 +152,49 @@ static int write_all(int fd, const void *p, size_t n) {
     n -= (size_t)k;
   }
   return 0;
+}
+
+/* ---------------------------------------------------------------- test hook
+ * CUCAP_TEST_KILL_AT=POINT[:N], for the kill tests only (inert unless set,
+ * read once per writer): the writer raises SIGKILL the N-th time (default
+ * the first) it reaches POINT, so a recording can be killed at an exact
+ * moment. Points: header (file header written, no chunk yet), seal (a chunk
+ * queued, not yet written), chunk_write / blob_write / index_write (half of
+ * a record / blob / index chunk written), chunk_done (a record or blob chunk
+ * completely written), trailer (index written, no trailer), trailer_write
+ * (half of the trailer written). */
+enum { TK_NONE, TK_HEADER, TK_SEAL, TK_CHUNK_WRITE, TK_BLOB_WRITE, TK_CHUNK_DONE,
+       TK_INDEX_WRITE, TK_TRAILER, TK_TRAILER_WRITE };
+
+static void test_kill_init(cucap_writer *w) {
+  static const char *const names[] = {"", "header", "seal", "chunk_write",
+                                      "blob_write", "chunk_done", "index_write",
+                                      "trailer", "trailer_write"};
+  const char *e = getenv("CUCAP_TEST_KILL_AT");
+  if (!e || !*e)
+    return;
+  size_t n = strcspn(e, ":");
+  for (int i = 1; i < (int)(sizeof names / sizeof names[0]); i++)
+    if (strlen(names[i]) == n && !strncmp(e, names[i], n))
+      w->tk_point = i;
+  w->tk_nth = e[n] == ':' ? strtoul(e + n + 1, NULL, 10) : 1;
+  if (!w->tk_nth)
+    w->tk_nth = 1;
+}
+
+static void write_half_and_die(int fd, const void *buf, size_t n);
+static inline void test_kill(cucap_writer *w, int point, const void *buf,
+                             size_t n) {
+  if (__builtin_expect(w->tk_point != point, 1) ||
+      __atomic_add_fetch(&w->tk_count, 1, __ATOMIC_RELAXED) != w->tk_nth)
+    return;
+  write_half_and_die(w->fd, buf, n);
+}
+
+static void write_half_and_die(int fd, const void *buf, size_t n) {
+  if (buf && n / 2)
+    write_all(fd, buf, n / 2);
+  raise(SIGKILL);
 }
 
 /* ---------------------------------------------------------------- buffers */
@@ -228,6 +275,7 @@ static int seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
   w->q_len++;
   pthread_cond_signal(&w->q_nonempty);
   pthread_mutex_unlock(&w->q_mu);
+  test_kill(w, TK_SEAL, NULL, 0);
   STAT_ADD(w, st_raw, c->len);
   *curp = NULL; /* a fresh buffer is taken on the next append */
   return 1;
@@ -274,6 +322,10 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
   memcpy(w->cbuf, &h, sizeof h);
   size_t total = cucap_align8(sizeof h + cs);
   memset(w->cbuf + sizeof h + cs, 0, total - sizeof h - cs);
+  test_kill(w, c->kind == CUCAP_FB_CHUNKKIND_BLOBS   ? TK_BLOB_WRITE
+               : c->kind == CUCAP_FB_CHUNKKIND_INDEX ? TK_INDEX_WRITE
+                                                     : TK_CHUNK_WRITE,
+            w->cbuf, total);
   if (write_all(w->fd, w->cbuf, total) != 0) {
     CUCAP_ERROR("writer: writing a %zu-byte chunk at offset %llu failed: %s",
                 total, (unsigned long long)w->file_off, strerror(errno));
@@ -306,6 +358,8 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
   w->file_off += total;
   STAT_ADD(w, st_file, total);
   STAT_ADD(w, st_chunks, 1);
+  if (c->kind != CUCAP_FB_CHUNKKIND_INDEX)
+    test_kill(w, TK_CHUNK_DONE, NULL, 0);
 }
 
 /* Seals chunks older than flush_interval_ms, without ever blocking. */
@@ -357,6 +411,13 @@ static void *bg_main(void *arg) {
     pthread_mutex_unlock(&w->q_mu);
 
     write_chunk(w, c);
+    if (c->kind == CUCAP_FB_CHUNKKIND_BLOBS && pthread_mutex_trylock(&w->rec_mu) == 0) {
+      /* The records that refer to these blobs follow them to disk now
+       * instead of waiting for the flush interval: a killed program then
+       * rarely leaves blobs without the calls that used them. */
+      seal_locked(w, &w->rec_cur, 0);
+      pthread_mutex_unlock(&w->rec_mu);
+    }
 
     pthread_mutex_lock(&w->q_mu);
     w->done++;
@@ -494,6 +555,8 @@ cucap_status cucap_writer_create(const char *path,
   }
   w->file_off = sizeof pre + header_size + pad;
   w->st_file = w->file_off;
+  test_kill_init(w);
+  test_kill(w, TK_HEADER, NULL, 0);
   if (pthread_create(&w->thr, NULL, bg_main, w) != 0) {
     st = CUCAP_ERR_INTERNAL;
     goto fail;
@@ -892,6 +955,8 @@ static cucap_status write_index(cucap_writer *w) {
   t.file_size = w->file_off + sizeof t;
   t.check = cucap_check32(&t, 24); /* the 24 bytes before `check` */
   t.magic = CUCAP_TRAILER_MAGIC;
+  test_kill(w, TK_TRAILER, NULL, 0);
+  test_kill(w, TK_TRAILER_WRITE, &t, sizeof t);
   if (write_all(w->fd, &t, sizeof t) != 0) {
     CUCAP_ERROR("writer: writing the trailer failed: %s", strerror(errno));
     return CUCAP_ERR_IO;
