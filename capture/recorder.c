@@ -181,7 +181,7 @@ cucap_status cucap_rec_expand_path(const char *pattern, long pid, char *out,
 /* ------------------------------------------------------------ state */
 
 static cucap_rec_options g_opts = {.stack = CUCAP_REC_STACK_FP, .stack_depth = 32};
-enum { ST_OFF = 0, ST_ARMED, ST_ACTIVE, ST_DONE, ST_FAILED, ST_FORKED };
+enum { ST_OFF = 0, ST_ARMED, ST_ACTIVE, ST_DONE, ST_FAILED, ST_FORKED, ST_STOPPED };
 static atomic_int g_state;           /* ST_*: ACTIVE while recording */
 static atomic_int g_activating;      /* cucap_rec_activate is opening the file */
 static pthread_mutex_t g_act_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -189,6 +189,7 @@ static __thread int t_activating;    /* this thread is opening the file */
 static atomic_int g_fork_logged;
 static atomic_int g_started;         /* cucap_rec_start ran */
 static atomic_int g_shutting;        /* shutdown began */
+static atomic_int g_err_logged;      /* the one writing error was logged */
 static cucap_writer *g_writer;       /* guarded by g_lock for append/close */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_seq;               /* guarded by g_lock */
@@ -290,6 +291,29 @@ cucap_fbb *cucap_rec_builder(void) {
   return th ? th->extra_b : NULL;
 }
 
+/* ------------------------------------------------------------ errors */
+
+/* The writer failed (disk full, I/O error, out of memory): log it once and
+ * stop recording - every later call passes straight through (STOPPED), the
+ * writer is closed at exit without an index, and what reached the file
+ * stays readable (the reader recovers up to the last complete chunk).
+ * Returns CUCAP_ERR_STATE for such an error (reported here, so callers do
+ * not report it again), st otherwise. */
+static cucap_status rec_writer_failed(cucap_writer *w, cucap_status st) {
+  if (st == CUCAP_OK || st == CUCAP_ERR_STATE || st == CUCAP_ERR_INVALID_ARG ||
+      st == CUCAP_ERR_TOO_LARGE)
+    return st; /* not the writer's sticky error */
+  int s = ST_ACTIVE;
+  atomic_compare_exchange_strong(&g_state, &s, ST_STOPPED);
+  if (atomic_exchange(&g_err_logged, 1))
+    return CUCAP_ERR_STATE;
+  const char *why = w ? cucap_writer_last_error(w) : "";
+  CUCAP_ERROR("recording stopped: writing capture %s failed: %s; the program "
+              "continues unrecorded, what was written before stays readable",
+              g_path, *why ? why : cucap_status_str(st));
+  return CUCAP_ERR_STATE;
+}
+
 /* ------------------------------------------------------------ appending */
 
 /* Byte offset of field `id` of the root table of a size-prefixed buffer, or 0
@@ -329,6 +353,8 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
     seq = ++g_seq;
     memcpy(buf + off, &seq, 8);
     st = cucap_writer_append(g_writer, buf, size, NULL);
+    if (st != CUCAP_OK)
+      st = rec_writer_failed(g_writer, st);
   }
   pthread_mutex_unlock(&g_lock);
   if (st == CUCAP_OK && cbid < CUCAP_REC_MAX_CBID)
@@ -341,8 +367,11 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
 static cucap_status append_plain(const uint8_t *buf, size_t size) {
   cucap_status st = CUCAP_ERR_STATE;
   pthread_mutex_lock(&g_lock);
-  if (g_writer)
+  if (g_writer) {
     st = cucap_writer_append(g_writer, buf, size, NULL);
+    if (st != CUCAP_OK)
+      st = rec_writer_failed(g_writer, st);
+  }
   pthread_mutex_unlock(&g_lock);
   return st;
 }
@@ -397,8 +426,11 @@ cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out) {
   atomic_fetch_add(&g_blob_inflight, 1);
   cucap_status st = CUCAP_ERR_STATE;
   cucap_writer *w = cucap_rec_active() ? g_writer : NULL;
-  if (w)
+  if (w) {
     st = cucap_writer_put_blob(w, data, size, out);
+    if (st != CUCAP_OK)
+      st = rec_writer_failed(w, st);
+  }
   atomic_fetch_sub(&g_blob_inflight, 1);
   return st;
 }
@@ -501,9 +533,10 @@ static void run_at_exit_fns(void) {
 static void shutdown_impl(int from_signal) {
   /* Only the process that opened the capture closes it: an armed process
    * that never called CUDA, and a fork()ed child (ST_FORKED), do nothing. */
-  if (atomic_load(&g_state) != ST_ACTIVE || atomic_exchange(&g_shutting, 1))
+  int state = atomic_load(&g_state);
+  if ((state != ST_ACTIVE && state != ST_STOPPED) || atomic_exchange(&g_shutting, 1))
     return;
-  if (!from_signal)
+  if (!from_signal && state == ST_ACTIVE)
     run_at_exit_fns();
   atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
   /* Take the writer away from appenders. In a signal handler the lock may be
@@ -533,8 +566,8 @@ static void shutdown_impl(int from_signal) {
     nanosleep(&ts, NULL);
   }
   cucap_status st = cucap_writer_close(w);
-  if (st != CUCAP_OK)
-    CUCAP_ERROR("recorder: closing %s: %s", g_path, cucap_status_str(st));
+  if (st != CUCAP_OK) /* logged once, also when only the index failed */
+    rec_writer_failed(w, st);
   if (!from_signal)
     cucap_writer_destroy(w); /* else: leak, the process is about to die */
 }
@@ -592,7 +625,7 @@ cucap_status cucap_rec_output_path(const char *pattern, long pid, long root_pid,
  * lock may be held too): logged at the child's first CUDA call. */
 static void atfork_child(void) {
   int s = atomic_load(&g_state);
-  if (s == ST_ACTIVE || s == ST_DONE || atomic_load(&g_activating)) {
+  if (s == ST_ACTIVE || s == ST_DONE || s == ST_STOPPED || atomic_load(&g_activating)) {
     atomic_store(&g_state, ST_FORKED);
     g_writer = NULL;                /* not ours: never closed/destroyed here */
     atomic_store(&g_shutting, 1);   /* shutdown_impl: nothing to do */
@@ -679,12 +712,14 @@ static void open_capture(void) {
   if (g_opts.flush_ms)
     wo.flush_interval_ms = g_opts.flush_ms;
   wo.sync_writes = g_opts.sync_writes;
+  wo.quiet_errors = 1; /* reported once by rec_writer_failed */
   cucap_writer *w = NULL;
   cucap_status st = cucap_writer_create(g_path, &wo, h, hsize, &w);
   cucap_fbb_destroy(b);
   if (st != CUCAP_OK) {
-    CUCAP_ERROR("cannot create capture '%s': %s; not recording (calls pass through)",
-                g_path, cucap_status_str(st));
+    /* the writer logged why (one error line); this is the consequence */
+    CUCAP_INFO("not recording %s (%s): the program's calls pass through",
+               g_path, cucap_status_str(st));
     atomic_store(&g_state, ST_FAILED);
     return;
   }

@@ -19,6 +19,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -97,6 +99,8 @@ struct cucap_writer {
   size_t nentries, centries;
 
   int err; /* cucap_status, sticky; __atomic access */
+  char errmsg[256]; /* the first error, written before err is set */
+  int err_claimed;  /* 1 once a thread owns errmsg (__atomic) */
   int closed;
   cucap_status close_status;
 
@@ -120,7 +124,32 @@ static void set_err(cucap_writer *w, cucap_status s) {
                               __ATOMIC_SEQ_CST);
 }
 static cucap_status get_err(cucap_writer *w) {
-  return (cucap_status)__atomic_load_n(&w->err, __ATOMIC_RELAXED);
+  return (cucap_status)__atomic_load_n(&w->err, __ATOMIC_ACQUIRE);
+}
+
+/* Records the first error with its message (logged unless quiet_errors):
+ * the thread that claims errmsg writes it, then publishes the status. Any
+ * thread may call it. */
+static void fail(cucap_writer *w, cucap_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(cucap_writer *w, cucap_status s, const char *fmt, ...) {
+  int unclaimed = 0;
+  if (!__atomic_compare_exchange_n(&w->err_claimed, &unclaimed, 1, 0,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return; /* an earlier error stands */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w->errmsg, sizeof w->errmsg, fmt, ap);
+  va_end(ap);
+  if (!w->o.quiet_errors)
+    CUCAP_ERROR("writer: %s", w->errmsg);
+  set_err(w, s);
+}
+
+const char *cucap_writer_last_error(const cucap_writer *w) {
+  if (!w || __atomic_load_n(&w->err, __ATOMIC_ACQUIRE) == CUCAP_OK)
+    return "";
+  return w->errmsg;
 }
 #define STAT_ADD(w, f, n) __atomic_fetch_add(&(w)->f, (n), __ATOMIC_RELAXED)
 
@@ -291,9 +320,8 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
   if (need > w->cbuf_cap) {
     uint8_t *nb = realloc(w->cbuf, need);
     if (!nb) {
-      CUCAP_ERROR("writer: out of memory for a %zu-byte compression buffer",
-                  need);
-      set_err(w, CUCAP_ERR_NOMEM);
+      fail(w, CUCAP_ERR_NOMEM, "out of memory for a %zu-byte compression buffer",
+           need);
       return;
     }
     w->cbuf = nb;
@@ -305,8 +333,8 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
                       : w->cctx;
   size_t cs = ZSTD_compress2(cx, payload, bound, c->buf, c->len);
   if (ZSTD_isError(cs)) {
-    CUCAP_ERROR("writer: zstd compression failed: %s", ZSTD_getErrorName(cs));
-    set_err(w, CUCAP_ERR_COMPRESS);
+    fail(w, CUCAP_ERR_COMPRESS, "zstd compression failed: %s",
+         ZSTD_getErrorName(cs));
     return;
   }
   cucap_chunk_header h;
@@ -327,21 +355,19 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
                                                      : TK_CHUNK_WRITE,
             w->cbuf, total);
   if (write_all(w->fd, w->cbuf, total) != 0) {
-    CUCAP_ERROR("writer: writing a %zu-byte chunk at offset %llu failed: %s",
-                total, (unsigned long long)w->file_off, strerror(errno));
-    set_err(w, CUCAP_ERR_IO);
+    fail(w, CUCAP_ERR_IO, "writing a %zu-byte chunk at offset %llu failed: %s",
+         total, (unsigned long long)w->file_off, strerror(errno));
     return;
   }
   if (w->o.sync_writes && fdatasync(w->fd) != 0) {
-    CUCAP_ERROR("writer: fdatasync failed: %s", strerror(errno));
-    set_err(w, CUCAP_ERR_IO);
+    fail(w, CUCAP_ERR_IO, "fdatasync failed: %s", strerror(errno));
     return;
   }
   if (w->nentries == w->centries) {
     size_t nc = w->centries ? w->centries * 2 : 256;
     chunk_entry *ne = realloc(w->entries, nc * sizeof *ne);
     if (!ne) {
-      set_err(w, CUCAP_ERR_NOMEM);
+      fail(w, CUCAP_ERR_NOMEM, "out of memory for the chunk index");
       return;
     }
     w->entries = ne;
@@ -533,7 +559,7 @@ cucap_status cucap_writer_create(const char *path,
 
   w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w->fd < 0) {
-    CUCAP_ERROR("writer: cannot create %s: %s", path, strerror(errno));
+    CUCAP_ERROR("cannot create capture file %s: %s", path, strerror(errno));
     st = CUCAP_ERR_IO;
     goto fail;
   }
@@ -548,9 +574,11 @@ cucap_status cucap_writer_create(const char *path,
   size_t pad = cucap_align8(header_size) - header_size;
   if (write_all(w->fd, &pre, sizeof pre) || write_all(w->fd, header, header_size) ||
       write_all(w->fd, zeros, pad)) {
-    CUCAP_ERROR("writer: writing the header of %s failed: %s", path,
-                strerror(errno));
+    CUCAP_ERROR("cannot create capture file %s: writing its header failed: %s",
+                path, strerror(errno));
     st = CUCAP_ERR_IO;
+    /* nothing readable: do not leave a stub (O_TRUNC already emptied it) */
+    unlink(path);
     goto fail;
   }
   w->file_off = sizeof pre + header_size + pad;
@@ -649,6 +677,8 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
     }
     c = w->rec_cur = wchunk_get(w, CUCAP_FB_CHUNKKIND_RECORDS, need);
     if (!c) {
+      /* sticky: a capture missing records must not end with an index */
+      fail(w, CUCAP_ERR_NOMEM, "out of memory for a %zu-byte record chunk", need);
       pthread_mutex_unlock(&w->rec_mu);
       return CUCAP_ERR_NOMEM;
     }
@@ -823,7 +853,8 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
       c = w->blob_cur = wchunk_get(w, CUCAP_FB_CHUNKKIND_BLOBS, need);
       if (!c) {
         st = CUCAP_ERR_NOMEM;
-        set_err(w, st); /* the blob table now names a blob that is missing */
+        /* the blob table now names a blob that is missing */
+        fail(w, st, "out of memory for a blob chunk");
         break;
       }
     }
@@ -833,7 +864,7 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
         uint32_t *ns = realloc(c->blob_starts, nc * sizeof *ns);
         if (!ns) {
           st = CUCAP_ERR_NOMEM;
-          set_err(w, st);
+          fail(w, st, "out of memory for a blob chunk");
           break;
         }
         c->blob_starts = ns;
@@ -958,7 +989,7 @@ static cucap_status write_index(cucap_writer *w) {
   test_kill(w, TK_TRAILER, NULL, 0);
   test_kill(w, TK_TRAILER_WRITE, &t, sizeof t);
   if (write_all(w->fd, &t, sizeof t) != 0) {
-    CUCAP_ERROR("writer: writing the trailer failed: %s", strerror(errno));
+    fail(w, CUCAP_ERR_IO, "writing the trailer failed: %s", strerror(errno));
     return CUCAP_ERR_IO;
   }
   w->file_off += sizeof t;
@@ -988,10 +1019,12 @@ cucap_status cucap_writer_close(cucap_writer *w) {
     st = get_err(w);
   if (st == CUCAP_OK)
     st = write_index(w);
-  if (st == CUCAP_OK && w->o.sync_writes && fdatasync(w->fd) != 0)
+  if (st == CUCAP_OK && w->o.sync_writes && fdatasync(w->fd) != 0) {
+    fail(w, CUCAP_ERR_IO, "fdatasync failed: %s", strerror(errno));
     st = CUCAP_ERR_IO;
+  }
   if (close(w->fd) != 0 && st == CUCAP_OK) {
-    CUCAP_ERROR("writer: close failed: %s", strerror(errno));
+    fail(w, CUCAP_ERR_IO, "close failed: %s", strerror(errno));
     st = CUCAP_ERR_IO;
   }
   w->fd = -1;
@@ -1004,7 +1037,7 @@ void cucap_writer_destroy(cucap_writer *w) {
     return;
   if (!w->closed) {
     cucap_status st = cucap_writer_close(w);
-    if (st != CUCAP_OK)
+    if (st != CUCAP_OK && !w->o.quiet_errors)
       CUCAP_ERROR("writer: close on destroy failed: %s", cucap_status_str(st));
   }
   wchunk_free(w->rec_cur);

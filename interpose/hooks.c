@@ -316,7 +316,7 @@ static void emit_devices(void) {
   cucap_fb_devices_add_devices(b, dv);
   cucap_fb_ref body = cucap_fb_devices_end(b);
   cucap_status st = cucap_rec_emit(b, CUCAP_FB_BODY_DEVICES, body, 0);
-  if (st != CUCAP_OK)
+  if (st != CUCAP_OK && st != CUCAP_ERR_STATE) /* STATE: reported by the recorder */
     CUCAP_ERROR("recording the Devices record failed: %s", cucap_status_str(st));
   cucap_fbb_reset(b);
 }
