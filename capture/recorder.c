@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -218,6 +219,26 @@ static const int g_fatal_signals[] = {SIGSEGV, SIGABRT, SIGTERM, SIGINT};
 #define N_FATAL (sizeof g_fatal_signals / sizeof g_fatal_signals[0])
 static struct sigaction g_old_sa[N_FATAL];
 
+/* Fatal signals (see fatal_handler). t_in_writer: this thread is inside the
+ * writer (may hold its locks); initial-exec TLS is safe to touch from a
+ * signal handler (libcucap is loaded at start-up). */
+static sem_t g_closer_sem;
+static atomic_int g_closer_started, g_closer_posted, g_closer_done;
+static __thread int t_in_writer __attribute__((tls_model("initial-exec")));
+static __thread int t_pending_sig __attribute__((tls_model("initial-exec")));
+static __thread int t_in_handler __attribute__((tls_model("initial-exec")));
+
+static inline void rec_enter(void) { t_in_writer++; }
+/* Leaves the writer; a termination signal that arrived meanwhile was
+ * deferred (fatal_handler) and is delivered now. */
+static inline void rec_leave(void) {
+  if (--t_in_writer == 0 && __builtin_expect(t_pending_sig != 0, 0)) {
+    int s = t_pending_sig;
+    t_pending_sig = 0;
+    raise(s);
+  }
+}
+
 static uint64_t mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -348,6 +369,7 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
   CUCAP_RETURN_IF(off == 0, CUCAP_ERR_INVALID_ARG);
   cucap_status st = CUCAP_ERR_STATE;
   uint64_t seq = 0;
+  rec_enter();
   pthread_mutex_lock(&g_lock);
   if (g_writer) {
     seq = ++g_seq;
@@ -357,6 +379,7 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
       st = rec_writer_failed(g_writer, st);
   }
   pthread_mutex_unlock(&g_lock);
+  rec_leave();
   if (st == CUCAP_OK && cbid < CUCAP_REC_MAX_CBID)
     atomic_fetch_add_explicit(&g_counts[cbid], 1, memory_order_relaxed);
   if (seq_out)
@@ -366,6 +389,7 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
 
 static cucap_status append_plain(const uint8_t *buf, size_t size) {
   cucap_status st = CUCAP_ERR_STATE;
+  rec_enter();
   pthread_mutex_lock(&g_lock);
   if (g_writer) {
     st = cucap_writer_append(g_writer, buf, size, NULL);
@@ -373,6 +397,7 @@ static cucap_status append_plain(const uint8_t *buf, size_t size) {
       st = rec_writer_failed(g_writer, st);
   }
   pthread_mutex_unlock(&g_lock);
+  rec_leave();
   return st;
 }
 
@@ -423,6 +448,7 @@ cucap_status cucap_rec_note(const char *kind, const char *text, uint64_t value,
 
 cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out) {
   CUCAP_RETURN_IF(!data && size, CUCAP_ERR_INVALID_ARG);
+  rec_enter();
   atomic_fetch_add(&g_blob_inflight, 1);
   cucap_status st = CUCAP_ERR_STATE;
   cucap_writer *w = cucap_rec_active() ? g_writer : NULL;
@@ -432,6 +458,7 @@ cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out) {
       st = rec_writer_failed(w, st);
   }
   atomic_fetch_sub(&g_blob_inflight, 1);
+  rec_leave();
   return st;
 }
 
@@ -530,19 +557,25 @@ static void run_at_exit_fns(void) {
     th->depth--;
 }
 
-static void shutdown_impl(int from_signal) {
+/* How the capture is closed: at exit (at-exit hooks, writer destroyed), by
+ * the closer thread after a fatal signal (no at-exit hooks: the driver may
+ * be unusable), or inside a signal handler when there is no closer thread
+ * (locks only tried: the interrupted code may hold them). */
+enum { SHUT_EXIT = 0, SHUT_CLOSER = 1, SHUT_HANDLER = 2 };
+
+static void shutdown_impl(int mode) {
   /* Only the process that opened the capture closes it: an armed process
    * that never called CUDA, and a fork()ed child (ST_FORKED), do nothing. */
   int state = atomic_load(&g_state);
   if ((state != ST_ACTIVE && state != ST_STOPPED) || atomic_exchange(&g_shutting, 1))
     return;
-  if (!from_signal && state == ST_ACTIVE)
+  if (mode == SHUT_EXIT && state == ST_ACTIVE)
     run_at_exit_fns();
   atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
   /* Take the writer away from appenders. In a signal handler the lock may be
    * held by the interrupted code on this thread: try a few times only. */
   cucap_writer *w = NULL;
-  if (from_signal) {
+  if (mode == SHUT_HANDLER) {
     for (int i = 0; i < 200; i++) {
       if (pthread_mutex_trylock(&g_lock) == 0) {
         w = g_writer;
@@ -568,15 +601,76 @@ static void shutdown_impl(int from_signal) {
   cucap_status st = cucap_writer_close(w);
   if (st != CUCAP_OK) /* logged once, also when only the index failed */
     rec_writer_failed(w, st);
-  if (!from_signal)
+  if (mode == SHUT_EXIT)
     cucap_writer_destroy(w); /* else: leak, the process is about to die */
 }
 
-void cucap_rec_shutdown(void) { shutdown_impl(0); }
+void cucap_rec_shutdown(void) { shutdown_impl(SHUT_EXIT); }
 
+/* Waits for a fatal signal's handler to ask it, then closes the capture. A
+ * thread of its own because closing takes the writer's locks and allocates,
+ * which the thread that took the signal may be in the middle of. Started
+ * with every signal blocked. */
+static void *closer_main(void *arg) {
+  (void)arg;
+  while (sem_wait(&g_closer_sem) != 0 && errno == EINTR) {
+  }
+  shutdown_impl(SHUT_CLOSER);
+  atomic_store(&g_closer_done, 1);
+  return NULL;
+}
+
+static void start_closer(void) {
+  pthread_t t;
+  pthread_attr_t a;
+  sigset_t all, old;
+  if (sem_init(&g_closer_sem, 0, 0) != 0 || pthread_attr_init(&a) != 0)
+    return;
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&a, 256 << 10);
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (pthread_create(&t, &a, closer_main, NULL) == 0)
+    atomic_store(&g_closer_started, 1);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&a);
+}
+
+/* A fatal signal: close the capture, then die of the same signal under the
+ * program's own disposition (exit status and core dump unchanged). Only
+ * async-signal-safe calls here (atomics, sem_post, nanosleep, sigaction,
+ * raise): closing is the closer thread's job. A thread interrupted inside
+ * the writer may hold its locks: a termination signal (TERM/INT) is then
+ * deferred until it leaves the writer (rec_leave; microseconds), and a fault
+ * there (a bug of ours) kills at once, leaving a capture the reader recovers
+ * up to its last complete chunk. Without a closer thread (it could not be
+ * started) the handler closes itself, trying locks only. */
 static void fatal_handler(int sig) {
   int saved = errno;
-  shutdown_impl(1);
+  if (t_in_handler++) { /* a fault while handling one: just die */
+    for (size_t i = 0; i < N_FATAL; i++)
+      if (g_fatal_signals[i] == sig)
+        sigaction(sig, &g_old_sa[i], NULL);
+    raise(sig);
+    return;
+  }
+  if (t_in_writer > 0) {
+    if (sig == SIGTERM || sig == SIGINT) {
+      t_pending_sig = sig;
+      t_in_handler = 0;
+      errno = saved;
+      return;
+    }
+  } else if (atomic_load(&g_closer_started)) {
+    if (!atomic_exchange(&g_closer_posted, 1))
+      sem_post(&g_closer_sem);
+    for (int i = 0; i < 10000 && !atomic_load(&g_closer_done); i++) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL); /* at most 10 s */
+    }
+  } else {
+    shutdown_impl(SHUT_HANDLER);
+  }
   for (size_t i = 0; i < N_FATAL; i++)
     if (g_fatal_signals[i] == sig)
       sigaction(sig, &g_old_sa[i], NULL);
@@ -634,6 +728,9 @@ static void atfork_child(void) {
   pthread_mutex_init(&g_act_lock, NULL);
   atomic_store(&g_activating, 0);
   t_activating = 0;
+  /* the closer thread was not copied: a fatal signal here must not wait
+   * for it (the handler finds nothing to close in a child anyway) */
+  atomic_store(&g_closer_started, 0);
 }
 
 /* ------------------------------------------------------------ start */
@@ -731,12 +828,14 @@ static void open_capture(void) {
   for (int i = 0; i < n && i < MAX_ON_ACTIVATE; i++)
     if (g_on_activate[i])
       g_on_activate[i]();
+  start_closer();
   for (size_t i = 0; i < N_FATAL; i++) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = fatal_handler;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    /* not SA_RESETHAND: a deferred TERM/INT comes back to this handler */
+    sa.sa_flags = SA_NODEFER;
     if (sigaction(g_fatal_signals[i], NULL, &g_old_sa[i]) != 0)
       continue;
     /* An app that ignores a signal keeps ignoring it; an app handler

@@ -585,7 +585,15 @@ cucap_status cucap_writer_create(const char *path,
   w->st_file = w->file_off;
   test_kill_init(w);
   test_kill(w, TK_HEADER, NULL, 0);
-  if (pthread_create(&w->thr, NULL, bg_main, w) != 0) {
+  /* The writer's thread takes none of the program's signals (a signal
+   * handler that closes the capture must not run on the thread that writes
+   * it): it starts with every signal blocked. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int prc = pthread_create(&w->thr, NULL, bg_main, w);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (prc != 0) {
     st = CUCAP_ERR_INTERNAL;
     goto fail;
   }

@@ -9,7 +9,7 @@
  * killed run leaves its progress on stdout) and, at the end, "drv_loop ok".
  * ACTION at the start of iteration K (0-based):
  *   kill       raise(SIGKILL)              term   raise(SIGTERM)
- *   int        raise(SIGINT)               segv   write through a NULL pointer
+ *   int        raise(SIGINT)               segv   write to address 16 (a fault)
  *   exit3      exit(3)                     sleepkill  sleep 1.5 s, then SIGKILL
  *   pause      sleep 1.5 s and go on       (idle time: the recorder's timer
  *                                          must seal what was recorded) */
@@ -23,7 +23,10 @@ static void act(const char *a) {
   if (!strcmp(a, "kill")) raise(SIGKILL);
   else if (!strcmp(a, "term")) raise(SIGTERM);
   else if (!strcmp(a, "int")) raise(SIGINT);
-  else if (!strcmp(a, "segv")) *(volatile int *)(uintptr_t)0 = 1;
+  else if (!strcmp(a, "segv")) { /* a real fault; not NULL, which UBSan would stop first */
+    volatile int *volatile bad = (volatile int *)(uintptr_t)16;
+    *bad = 1;
+  }
   else if (!strcmp(a, "exit3")) exit(3);
   else if (!strcmp(a, "sleepkill")) { usleep(1500000); raise(SIGKILL); }
   else if (!strcmp(a, "pause")) usleep(1500000);

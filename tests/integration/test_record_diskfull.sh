@@ -38,6 +38,13 @@ bad() { echo "FAIL: $*"; fail=$((fail+1)); }
 
 "$CC" -O2 -shared -fPIC ${CUCAP_TEST_CFLAGS:-} -o "$T/fi.so" "$SRC/tests/integration/fault_inject.c" -ldl \
   2> "$T/cc.err" || { cat "$T/cc.err"; echo "FAIL: cannot compile fault_inject.c"; exit 1; }
+# Sanitizer builds: their runtime must be the first object of every process
+# (cucap itself included), ahead of the injector.
+PRE="$T/fi.so"
+case "${CUCAP_TEST_CFLAGS:-}" in
+  *address*) PRE="$("$CC" -print-file-name=libasan.so):$PRE" ;;
+  *thread*) PRE="$("$CC" -print-file-name=libtsan.so):$PRE" ;;
+esac
 
 "$APP" $ARGS > "$T/native.out" 2> /dev/null; nrc=$?
 # The capture's size varies by a few hundred bytes between runs (how records
@@ -77,7 +84,7 @@ verify() {
 injected() {
   local name="$1"; shift
   rm -f "$T/df.fb" "$T/fi.log"
-  env LD_PRELOAD="$T/fi.so" CUCAP_FI_PATH="$T/df.fb" CUCAP_FI_LOG="$T/fi.log" "$@" \
+  env LD_PRELOAD="$PRE" CUCAP_FI_PATH="$T/df.fb" CUCAP_FI_LOG="$T/fi.log" "$@" \
     "$CUCAP" record -o "$T/df.fb" -- "$APP" $ARGS > "$T/s.out" 2> "$T/s.err"
 }
 
