@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_fatbin.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "replay_state.h"
@@ -82,8 +83,8 @@ static int rp_keep(rp_state *R, void *p) {
 int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   if (need <= *cap && *buf)
     return 1;
-  if (need > ((size_t)1 << 40))
-    return 0; /* a corrupt size, not a buffer we could ever need */
+  if (need > ((size_t)1 << 40) || (R->dev_mem && need > R->dev_mem + 4096))
+    return 0; /* a corrupt size: no op moves more than the GPU holds */
   size_t nc = *cap ? *cap : (size_t)1 << 20;
   while (nc < need)
     nc *= 2;
@@ -330,6 +331,28 @@ uint64_t rp_alloc_size(const cucap_fb_alloc *a) {
 
 /* ---------------------------------------------------------------- ops */
 
+/* Destroys the context created for recorded handle h, if any; whatever
+ * referred to it (current context, recording threads, the push stack) falls
+ * back to the primary context. */
+static void rp_ctx_destroy_created(rp_state *R, uint64_t h) {
+  uint64_t live;
+  if (!rp_map_del(&R->ctx_created, h, &live))
+    return;
+  rp_map_del(&R->ctx, h, NULL);
+  if ((CUcontext)(uintptr_t)live == R->cur) {
+    R->d.df.CtxSetCurrent(R->primary);
+    R->cur = R->primary;
+  }
+  for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
+    if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
+      R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
+  for (size_t i = 0; i < R->nctx_stack; i++)
+    if (R->ctx_stack[i] == live)
+      R->ctx_stack[i] = (uint64_t)(uintptr_t)R->primary;
+  if (R->d.df.CtxDestroy)
+    R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
+}
+
 static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
                           const cucap_fb_context *c) {
   uint64_t h = cucap_fb_context_handle(c);
@@ -342,32 +365,26 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
       return;
     }
+    /* a handle still mapped was destroyed without a record (or reused) */
+    rp_ctx_destroy_created(R, h);
     if (!rp_cu(R, R->d.df.CtxCreate(&nc, cucap_fb_context_flags(c), R->dev),
                "cuCtxCreate"))
       return;
     R->cur = nc; /* cuCtxCreate makes it current */
+    if (!rp_map_put(&R->ctx_created, h, (uint64_t)(uintptr_t)nc)) {
+      R->d.df.CtxDestroy(nc);
+      R->d.df.CtxSetCurrent(R->primary);
+      R->cur = R->primary;
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
     rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)nc);
-    rp_map_put(&R->ctx_created, h, (uint64_t)(uintptr_t)nc);
     rp_ctx_set_tid(R, rec, nc);
     break;
   }
-  case CUCAP_FB_CONTEXTOP_DESTROY: {
-    uint64_t live;
-    if (rp_map_del(&R->ctx_created, h, &live)) {
-      rp_map_del(&R->ctx, h, NULL);
-      if ((CUcontext)(uintptr_t)live == R->cur) {
-        R->d.df.CtxSetCurrent(R->primary);
-        R->cur = R->primary;
-      }
-      /* threads that had it current fall back to the primary context */
-      for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
-        if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
-          R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
-      if (R->d.df.CtxDestroy)
-        R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
-    }
+  case CUCAP_FB_CONTEXTOP_DESTROY:
+    rp_ctx_destroy_created(R, h);
     break;
-  }
   case CUCAP_FB_CONTEXTOP_PRIMARYRETAIN:
     rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
     break;
@@ -428,6 +445,43 @@ static int rp_jit_option_scalar(int opt) {
 }
 
 #define RP_MAX_JIT 32
+#define RP_IMAGE_PAD 16
+
+/* cuModuleLoadData & co. take no size: the driver finds the end of an image
+ * by parsing it. Hands it only a fatbin/cubin whose parsed extent lies inside
+ * the stored bytes, or a NUL-terminated, zero-padded copy of anything else
+ * (PTX, formats cucap does not parse). NULL (+ why) for a damaged fatbin or
+ * cubin, or a fatbinary wrapper (its pointer means nothing here). */
+static const void *rp_image_for_driver(rp_state *R, const void *img,
+                                       uint64_t isz, const char **why) {
+  cucap_image_info info;
+  cucap_status ds = cucap_image_detect(img, (size_t)isz, &info);
+  if (ds == CUCAP_OK && info.format == CUCAP_IMAGE_FATBINARY) {
+    *why = "module load (fatbinary wrapper: its pointer is meaningless in a replay)";
+    return NULL;
+  }
+  if (ds == CUCAP_OK && info.format != CUCAP_IMAGE_PTX && info.size <= isz)
+    return img;
+  if (isz >= 4) {
+    uint32_t magic;
+    memcpy(&magic, img, 4);
+    if (magic == CUCAP_FATBIN_MAGIC || memcmp(img, "\x7f" "ELF", 4) == 0) {
+      *why = "module load (damaged fatbin/cubin image)";
+      return NULL;
+    }
+  }
+  if (ds == CUCAP_OK && info.size <= isz)
+    return img; /* PTX, NUL inside */
+  char *z = calloc(1, (size_t)isz + RP_IMAGE_PAD);
+  if (!z || !rp_keep(R, z)) {
+    free(z);
+    *why = NULL;
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    return NULL;
+  }
+  memcpy(z, img, (size_t)isz);
+  return z;
+}
 
 static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                          const cucap_fb_module *m) {
@@ -446,18 +500,11 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "module load (image blob missing)");
       return;
     }
-    if (cucap_fb_module_format(m) == CUCAP_FB_IMAGEFORMAT_PTX &&
-        (isz == 0 || ((const char *)img)[isz - 1] != 0)) {
-      char *z = malloc(isz + 1); /* PTX must be NUL-terminated */
-      if (!z || !rp_keep(R, z)) {
-        free(z);
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED,
-                     "out of memory");
-        return;
-      }
-      memcpy(z, img, isz);
-      z[isz] = 0;
-      img = z;
+    const char *why = NULL;
+    if (!(img = rp_image_for_driver(R, img, isz, &why))) {
+      if (why)
+        rp_skip(R, why);
+      return;
     }
     CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];
     void *jv[RP_MAX_JIT], *lv[RP_MAX_JIT];
@@ -489,14 +536,16 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                                             nl ? lv : NULL, nl),
                  "cuLibraryLoadData"))
         return;
-      rp_map_put(&R->library, h, (uint64_t)(uintptr_t)lib);
+      if (!rp_live_put(R, &R->library, h, (uint64_t)(uintptr_t)lib))
+        return;
     } else {
       CUmodule mod = NULL;
       if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, img, nj, nj ? jo : NULL,
                                              nj ? jv : NULL),
                  "cuModuleLoadDataEx"))
         return;
-      rp_map_put(&R->module, h, (uint64_t)(uintptr_t)mod);
+      if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
+        return;
     }
     break;
   }
@@ -883,6 +932,13 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       res = fn->StreamSynchronize(st);
   } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
     void *hb;
+    if (R->dev_mem && size > R->dev_mem) {
+      rp_set_error(R, CUCAP_ERR_CORRUPT, CUCAP_REPLAY_EXIT_INPUT,
+                   "record %" PRIu64 " (seq %" PRIu64 "): a DtoH copy of %" PRIu64
+                   " bytes is larger than this GPU's memory (%" PRIu64 " bytes)",
+                   R->rec_index, R->cur_seq, size, R->dev_mem);
+      return;
+    }
     if (R->capturing) {
       hb = malloc(size ? size : 1);
       if (!hb || !rp_keep(R, hb)) {
@@ -1177,7 +1233,8 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                                                    cucap_fb_stream_priority(s)),
                "cuStreamCreateWithPriority"))
       return;
-    rp_map_put(&R->stream, h, (uint64_t)(uintptr_t)ns);
+    if (!rp_live_put(R, &R->stream, h, (uint64_t)(uintptr_t)ns))
+      return;
     R->last_stream_rec = 0;
     break;
   }
@@ -1221,7 +1278,8 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
       return;
     if (R->capturing)
       R->capturing--;
-    rp_map_put(&R->graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr);
+    if (!rp_live_put(R, &R->graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr))
+      return;
     break;
   }
   case CUCAP_FB_STREAMOP_WAITVALUE:
@@ -1246,7 +1304,8 @@ static void rp_op_event(rp_state *R, const cucap_fb_record *rec,
     CUevent ne = NULL;
     if (!rp_cu(R, R->d.df.EventCreate(&ne, cucap_fb_event_flags(e)), "cuEventCreate"))
       return;
-    rp_map_put(&R->event, h, (uint64_t)(uintptr_t)ne);
+    if (!rp_live_put(R, &R->event, h, (uint64_t)(uintptr_t)ne))
+      return;
     break;
   }
   case CUCAP_FB_EVENTOP_DESTROY:
@@ -1318,7 +1377,8 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
       R->d.df.GraphDestroy(rebuilt);
     if (!rp_cu(R, ir, "cuGraphInstantiate"))
       return;
-    rp_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
+    if (!rp_live_put(R, &R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex))
+      return;
     break;
   }
   case CUCAP_FB_GRAPHOP_LAUNCH:

@@ -87,7 +87,18 @@ typedef struct rp_state {
   uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
   uint64_t last_ctx_rec, last_ctx_live;       /* rec 0 = empty */
   int failed;                 /* a driver call failed: stop */
+  uint64_t dev_mem;           /* this GPU's memory (0: unknown): no host
+                                 buffer for one op is ever larger */
 } rp_state;
+
+/* replay_run.c: live objects of the handle maps (stream, event, module,
+ * library, graph, gexec). rp_live_put maps recorded handle h to a new live
+ * object; a handle still mapped (its destroy was not recorded, or the handle
+ * was reused) has its old object destroyed first, so nothing the replay
+ * created is lost; on out of memory the new object is destroyed, the replay
+ * stops and 0 is returned. */
+void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live);
+int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live);
 
 /* replay_exec.c */
 void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
