@@ -31,9 +31,10 @@ typedef void *(*dlsym_fn)(void *, const char *);
 __attribute__((visibility("hidden"))) dlsym_fn cucap_g_real_dlsym;
 #define g_real_dlsym cucap_g_real_dlsym
 
-/* dlsym runs before sanitizer runtimes have initialised (ASan resolves its
- * interceptors with it): the functions on its path must not be instrumented. */
-#define CUCAP_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+/* dlsym runs before sanitizer runtimes have initialised (ASan and TSan
+ * resolve their interceptors with it): the functions on its path must not be
+ * instrumented (TSan's function-entry hook crashed there). */
+#define CUCAP_NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
 
 CUCAP_NO_SANITIZE static void init_real_dlsym(void) {
   if (g_real_dlsym)

@@ -18,7 +18,13 @@ int mock_initialized;
 
 #define MOCK_TOTAL_MEM mock_total_mem()
 #define MOCK_GRANULARITY (2ull << 20)
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer only allows application mappings in fixed windows; the
+ * high one starts at 0x7e8000000000 (x86-64, 48-bit VA). */
+#define MOCK_DEFAULT_BASE 0x7e8000000000ull
+#else
 #define MOCK_DEFAULT_BASE 0x7e0000000000ull
+#endif
 
 double mock_now_ms(void) {
   struct timespec ts;

@@ -24,8 +24,13 @@
 #define CTX 0xC7C7000ULL
 #define MOD 0x3D3D000ULL
 #define FN 0xF0F0000ULL
-static const uint64_t ADDR[3] = {0x7e1200000000ULL, 0x7e1200200000ULL,
-                                 0x7e1200400000ULL};
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer maps applications only from 0x7e8000000000 up */
+#define ADDR0 0x7e9200000000ULL
+#else
+#define ADDR0 0x7e1200000000ULL
+#endif
+static const uint64_t ADDR[3] = {ADDR0, ADDR0 + 0x200000ULL, ADDR0 + 0x400000ULL};
 
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -64,7 +69,11 @@ enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8,
 /* CAP_PINNED: a HostAlloc(DEVICEMAP) at a free address (placed by replay)
  * and a HostRegister over memory this process already uses (not placed:
  * the replay warns and goes on) */
+#if defined(__SANITIZE_THREAD__)
+#define PIN_FREE 0x7f1200001000ULL /* inside ThreadSanitizer's application window */
+#else
 #define PIN_FREE 0x6e1200001000ULL
+#endif
 static char pin_busy[8192];
 #define GS 0x6160000ULL  /* CAP_GRAPH: the capturing stream */
 #define GG 0x6170000ULL  /* its CUgraph */
