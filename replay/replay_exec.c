@@ -928,8 +928,10 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       return;
     if (!kept)
       rp_stage_done(R, slot, st, fn);
-    if (!async && !R->capturing)
-      res = fn->StreamSynchronize(st);
+    /* a synchronous copy completes before the call returns (errors too) */
+    if (!async && !R->capturing &&
+        !rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize (synchronous HtoD)"))
+      return;
   } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
     void *hb;
     if (R->dev_mem && size > R->dev_mem) {
