@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cucap_fatbin.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "replay_state.h"
@@ -445,44 +444,6 @@ static int rp_jit_option_scalar(int opt) {
 }
 
 #define RP_MAX_JIT 32
-#define RP_IMAGE_PAD 16
-
-/* cuModuleLoadData & co. take no size: the driver finds the end of an image
- * by parsing it. Hands it only a fatbin/cubin whose parsed extent lies inside
- * the stored bytes, or a NUL-terminated, zero-padded copy of anything else
- * (PTX, formats cucap does not parse). NULL (+ why) for a damaged fatbin or
- * cubin, or a fatbinary wrapper (its pointer means nothing here). */
-static const void *rp_image_for_driver(rp_state *R, const void *img,
-                                       uint64_t isz, const char **why) {
-  cucap_image_info info;
-  cucap_status ds = cucap_image_detect(img, (size_t)isz, &info);
-  if (ds == CUCAP_OK && info.format == CUCAP_IMAGE_FATBINARY) {
-    *why = "module load (fatbinary wrapper: its pointer is meaningless in a replay)";
-    return NULL;
-  }
-  if (ds == CUCAP_OK && info.format != CUCAP_IMAGE_PTX && info.size <= isz)
-    return img;
-  if (isz >= 4) {
-    uint32_t magic;
-    memcpy(&magic, img, 4);
-    if (magic == CUCAP_FATBIN_MAGIC || memcmp(img, "\x7f" "ELF", 4) == 0) {
-      *why = "module load (damaged fatbin/cubin image)";
-      return NULL;
-    }
-  }
-  if (ds == CUCAP_OK && info.size <= isz)
-    return img; /* PTX, NUL inside */
-  char *z = calloc(1, (size_t)isz + RP_IMAGE_PAD);
-  if (!z || !rp_keep(R, z)) {
-    free(z);
-    *why = NULL;
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
-    return NULL;
-  }
-  memcpy(z, img, (size_t)isz);
-  return z;
-}
-
 static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                          const cucap_fb_module *m) {
   uint64_t h = cucap_fb_module_handle(m);
@@ -501,9 +462,17 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
       return;
     }
     const char *why = NULL;
-    if (!(img = rp_image_for_driver(R, img, isz, &why))) {
+    void *copy = NULL;
+    if (!(img = rp_image_for_driver(img, isz, &copy, &why))) {
       if (why)
         rp_skip(R, why);
+      else
+        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
+    if (copy && !rp_keep(R, copy)) {
+      free(copy);
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
       return;
     }
     CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];

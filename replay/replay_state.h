@@ -100,6 +100,16 @@ typedef struct rp_state {
 void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live);
 int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live);
 
+/* replay_image.c: cuModuleLoadData & co. take no size, the driver finds
+ * the end of an image by parsing it. Returns img when it is a fatbin/cubin
+ * whose parsed extent lies inside its isz bytes (or PTX with its NUL);
+ * otherwise a NUL-terminated, zero-padded copy in *copy (malloc'ed: the
+ * caller keeps it as long as the module and frees it). NULL with *why for an
+ * image that must not be loaded (a damaged fatbin/cubin, a fatbinary
+ * wrapper); NULL with *why NULL when out of memory. */
+const void *rp_image_for_driver(const void *img, uint64_t isz, void **copy,
+                                const char **why);
+
 /* replay_exec.c */
 void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
