@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -577,8 +578,11 @@ cucap_status cucap_writer_create(const char *path,
     CUCAP_ERROR("cannot create capture file %s: writing its header failed: %s",
                 path, strerror(errno));
     st = CUCAP_ERR_IO;
-    /* nothing readable: do not leave a stub (O_TRUNC already emptied it) */
-    unlink(path);
+    /* nothing readable: do not leave a stub (O_TRUNC already emptied it) -
+     * a regular file only (never a device such as /dev/full) */
+    struct stat sb;
+    if (fstat(w->fd, &sb) == 0 && S_ISREG(sb.st_mode))
+      unlink(path);
     goto fail;
   }
   w->file_off = sizeof pre + header_size + pad;
