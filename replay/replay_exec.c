@@ -1212,7 +1212,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
   case CUCAP_FB_STREAMOP_DESTROY:
     R->last_stream_rec = 0;
     if (rp_map_del(&R->stream, h, &live))
-      R->d.df.StreamDestroy((CUstream)(uintptr_t)live);
+      rp_live_destroy(R, &R->stream, live);
     break;
   case CUCAP_FB_STREAMOP_SYNCHRONIZE:
     if (!rp_cu(R, fn->StreamSynchronize(rp_stream(R, h)), "cuStreamSynchronize"))

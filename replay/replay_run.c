@@ -269,8 +269,18 @@ void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live) {
     R->d.df.GraphDestroy(v);
   else if (mp == &R->event)
     R->d.df.EventDestroy(v);
-  else if (mp == &R->stream)
+  else if (mp == &R->stream) {
+    /* a stream still capturing (its EndCapture was not recorded) ends the
+     * capture first, or the graph being built would be lost */
+    CUgraph g = NULL;
+    if (R->capturing && R->d.df.StreamEndCapture &&
+        R->d.df.StreamEndCapture(v, &g) == CUDA_SUCCESS) {
+      R->capturing--;
+      if (g && R->d.df.GraphDestroy)
+        R->d.df.GraphDestroy(g);
+    }
     R->d.df.StreamDestroy(v);
+  }
   else if (mp == &R->library && R->d.df.LibraryUnload)
     R->d.df.LibraryUnload(v);
   else if (mp == &R->module)
