@@ -225,10 +225,13 @@ done
 hung=0; incomplete=0; wrong=0; runs=10
 for i in $(seq 1 $runs); do
   sig=TERM; want=143
-  rm -f "$T/t.fb"
-  "$CUCAP" record -o "$T/t.fb" -- "$APP" 1000000 4096 > /dev/null 2>&1 &
+  rm -f "$T/t.fb" "$T/t.out"
+  "$CUCAP" record -o "$T/t.fb" -- "$APP" 1000000 4096 > "$T/t.out" 2>&1 &
   rec=$!
-  sleep 0.$((2 + i % 5))
+  # recording for sure (a signal before the first CUDA call finds no
+  # capture to close), then a varying moment
+  for _ in $(seq 1 200); do grep -q "^iter 2 " "$T/t.out" 2>/dev/null && break; sleep 0.05; done
+  sleep 0.$((1 + i % 5))
   child=$(pgrep -P $rec | head -1)
   [ -n "$child" ] && kill -s $sig "$child"
   for _ in $(seq 1 100); do kill -0 "$child" 2>/dev/null || break; sleep 0.05; done
