@@ -1001,7 +1001,6 @@ static void rp_op_memset(rp_state *R, const cucap_fb_record *rec,
   R->rep->executed++;
 }
 
-#define RP_MAX_PARAMS 1024
 #define RP_MAX_ATTRS 32
 
 static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
@@ -1034,6 +1033,7 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
       return;
     fi->live_fn = (uint64_t)(uintptr_t)f;
   }
+  rp_func_layout(R, fi);
   /* argument block: inline or a blob; copied so it can be patched */
   size_t n = 0;
   const uint8_t *inl = cucap_fb_launch_args(l, &n);
@@ -1119,7 +1119,7 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
     /* kernelParams: no size limit on the parameter block (CUDA 12.1+) */
     for (size_t i = 0; i < fi->nparams; i++) {
       uint32_t off = fi->params[i].offset;
-      kp[i] = off < n ? args + off : args;
+      kp[i] = off < need ? args + off : args; /* args holds need bytes */
     }
     kparams = kp;
   } else if (n) {

@@ -105,6 +105,7 @@ static const char *rg_add_kernel(rp_state *R, const rg_fns *f, CUgraph gr,
       return NULL;
     fi->live_fn = (uint64_t)(uintptr_t)fn;
   }
+  rp_func_layout(R, fi);
   size_t n = 0;
   const uint8_t *inl = cucap_fb_launch_args(l, &n);
   uint64_t bsz = 0;

@@ -63,6 +63,7 @@
   X(LibraryGetKernel, "cuLibraryGetKernel", 12000, PFN_cuLibraryGetKernel_v12000, "cuLibraryGetKernel", 0) \
   X(LibraryGetGlobal, "cuLibraryGetGlobal", 12000, PFN_cuLibraryGetGlobal_v12000, "cuLibraryGetGlobal", 0) \
   X(KernelGetFunction, "cuKernelGetFunction", 12000, PFN_cuKernelGetFunction_v12000, "cuKernelGetFunction", 0) \
+  X(FuncGetParamInfo, "cuFuncGetParamInfo", 12040, PFN_cuFuncGetParamInfo_v12040, "cuFuncGetParamInfo", 0) \
   X(LaunchKernel, "cuLaunchKernel", 4000, PFN_cuLaunchKernel_v4000, "cuLaunchKernel", 1) \
   X(LaunchKernelEx, "cuLaunchKernelEx", 11060, PFN_cuLaunchKernelEx_v11060, "cuLaunchKernelEx", 1) \
   X(LaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000, PFN_cuLaunchCooperativeKernel_v9000, "cuLaunchCooperativeKernel", 1) \

@@ -16,6 +16,7 @@ typedef struct rp_func {
   size_t nparams;
   uint32_t param_bytes;
   size_t layout_bytes;  /* max(param_bytes, end of the last parameter) */
+  int layout_checked;   /* rp_func_layout ran */
 } rp_func;
 
 typedef struct rp_region {   /* a snapshot region kept beyond its record */
@@ -81,7 +82,7 @@ typedef struct rp_state {
   size_t nrestore;
   uint64_t rec_index;         /* 0-based record position in the file */
   uint64_t cur_seq;
-  int warned_ctx, warned_stream, warned_reloc_ptr, warned_global;
+  int warned_ctx, warned_stream, warned_reloc_ptr, warned_global, warned_layout;
   /* one-entry caches of the per-launch lookups (reset where maps change) */
   uint64_t last_fn_handle, last_fn_idx;       /* idx + 1; 0 = empty */
   uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
@@ -109,6 +110,14 @@ int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live);
  * wrapper); NULL with *why NULL when out of memory. */
 const void *rp_image_for_driver(const void *img, uint64_t isz, void **copy,
                                 const char **why);
+
+/* replay_params.c: makes fi's parameter layout the driver's own when the
+ * driver can tell (cuFuncGetParamInfo) and it differs from the recorded
+ * one - the driver reads kernelParams by its layout, so a recorded layout
+ * with fewer or smaller parameters would make it read past the argument
+ * block. Once per function, when its CUfunction (live_fn) is known. */
+#define RP_MAX_PARAMS 1024
+void rp_func_layout(rp_state *R, rp_func *fi);
 
 /* replay_exec.c */
 void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
