@@ -369,6 +369,13 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
     if (!rp_cu(R, R->d.df.CtxCreate(&nc, cucap_fb_context_flags(c), R->dev),
                "cuCtxCreate"))
       return;
+    /* cuCtxCreate pushes it on this thread's context stack; the replay
+     * switches contexts with cuCtxSetCurrent (which replaces the top), so
+     * the push would stay behind for every replayed create (64 --loop
+     * passes overflowed the mock's stack): pop it, make it current. */
+    CUcontext top = NULL;
+    if (R->d.df.CtxPopCurrent && R->d.df.CtxPopCurrent(&top) == CUDA_SUCCESS && top == nc)
+      R->d.df.CtxSetCurrent(nc);
     R->cur = nc; /* cuCtxCreate makes it current */
     if (!rp_map_put(&R->ctx_created, h, (uint64_t)(uintptr_t)nc)) {
       R->d.df.CtxDestroy(nc);

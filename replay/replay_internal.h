@@ -29,6 +29,7 @@
   X(CtxGetCurrent, "cuCtxGetCurrent", 4000, PFN_cuCtxGetCurrent_v4000, "cuCtxGetCurrent", 0) \
   X(CtxCreate, "cuCtxCreate", 3020, PFN_cuCtxCreate_v3020, "cuCtxCreate_v2", 0)         \
   X(CtxDestroy, "cuCtxDestroy", 4000, PFN_cuCtxDestroy_v4000, "cuCtxDestroy_v2", 0)     \
+  X(CtxPopCurrent, "cuCtxPopCurrent", 4000, PFN_cuCtxPopCurrent_v4000, "cuCtxPopCurrent_v2", 0) \
   X(CtxSynchronize, "cuCtxSynchronize", 2000, PFN_cuCtxSynchronize_v2000, "cuCtxSynchronize", 0) \
   X(MemAddressReserve, "cuMemAddressReserve", 10020, PFN_cuMemAddressReserve_v10020, "cuMemAddressReserve", 0) \
   X(MemAddressFree, "cuMemAddressFree", 10020, PFN_cuMemAddressFree_v10020, "cuMemAddressFree", 0) \

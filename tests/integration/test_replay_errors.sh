@@ -19,6 +19,7 @@
 #     capture without --allow-partial, a driver that cannot be loaded,
 #     --strict refusal, a verification mismatch: each exit code as
 #     documented, a message, a clean driver.
+#  3. 80 --loop passes over a capture that creates a context.
 # Skips (77) without the mock, cucap or the apps.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
@@ -120,6 +121,18 @@ expect "no driver" 3 --libcuda "$T/nolib.so" "$T/drv_basic.fb"
 if [ -n "$BUILD" ] && [ -x "$BUILD/tests/test_replay" ]; then
   if "$BUILD/tests/test_replay" --flip-dtoh "$T/drv_basic.fb" "$T/flip.fb" 100 > /dev/null 2>&1; then
     expect "verification mismatch" 1 --verify "$T/flip.fb"
+  fi
+fi
+
+# ---- 3. many passes in one process ----------------------------------------
+# Each replayed cuCtxCreate once left a context on the thread's stack (the
+# mock's holds 64): 80 loops of a capture that creates one must still work.
+if [ -f "$T/drv_streams.fb" ]; then
+  "$CUCAP" replay --loop 80 --verify "$T/drv_streams.fb" > "$T/o" 2> "$T/e"; rc=$?
+  if [ $rc -eq 0 ] && grep -q "all bytes matched" "$T/o" && grep -q "leak check: clean" "$T/e"; then
+    ok "--loop 80: every pass verified, driver clean"
+  else
+    bad "--loop 80: exit $rc"; tail -3 "$T/e"
   fi
 fi
 
