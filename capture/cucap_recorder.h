@@ -101,7 +101,11 @@ int cucap_rec_active(void);
 const cucap_rec_options *cucap_rec_opts(void);
 /* ns of CLOCK_MONOTONIC since recording start (FileHeader.start_mono_ns). */
 uint64_t cucap_rec_now(void);
-/* Stores a content-addressed blob; *out receives its hash (may be NULL). */
+/* Stores a content-addressed blob; *out receives its hash (may be NULL).
+ * Like every append below it returns CUCAP_ERR_STATE when not recording,
+ * including once the capture could not be written (disk full, I/O error):
+ * the recorder then logs one error, stops recording and lets every call
+ * pass through; callers need not report that again. */
 cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out);
 /* A thread-local scratch builder for extra (non-call) records. Owned by the
  * recorder, valid on the calling thread until it exits; the caller resets it

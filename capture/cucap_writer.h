@@ -41,6 +41,10 @@ typedef struct cucap_writer_options {
                                  from another capture (trim, extract) give
                                  the end of what they kept, on the source's
                                  clock. */
+  int quiet_errors;           /* 1: I/O, memory and compression errors after
+                                 create are not logged: the caller reports
+                                 them (cucap_writer_last_error). Failures of
+                                 create itself are always logged. */
 } cucap_writer_options;
 
 /* Fills defaults. */
@@ -48,7 +52,8 @@ void cucap_writer_options_init(cucap_writer_options *o);
 
 /* Creates `path` (truncating) and writes the preamble and `header`, a
  * finished size-prefixed FileHeader FlatBuffer (verified here). opts may be
- * NULL. On failure *out is NULL and nothing is left open. */
+ * NULL. On failure *out is NULL, nothing is left open, the reason is logged
+ * and a file whose header could not be written is removed. */
 cucap_status cucap_writer_create(const char *path,
                                  const cucap_writer_options *opts,
                                  const void *header, size_t header_size,
@@ -95,6 +100,12 @@ cucap_status cucap_writer_flush(cucap_writer *w);
  * only destroy is valid. Returns the first error the background thread hit,
  * if any. */
 cucap_status cucap_writer_close(cucap_writer *w);
+
+/* What the first (sticky) error was, e.g. "writing a 4096-byte chunk at
+ * offset 8192: No space left on device"; "" if none. Owned by the writer,
+ * valid until destroy; safe to call from any thread once an append or close
+ * has returned that error. */
+const char *cucap_writer_last_error(const cucap_writer *w);
 
 /* Closes if still open (errors logged), joins the thread, frees. NULL ok. */
 void cucap_writer_destroy(cucap_writer *w);

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -208,7 +209,7 @@ cucap_status cucap_rec_expand_path(const char *pattern, long pid, char *out,
 /* ------------------------------------------------------------ state */
 
 static cucap_rec_options g_opts = {.stack = CUCAP_REC_STACK_FP, .stack_depth = 32};
-enum { ST_OFF = 0, ST_ARMED, ST_ACTIVE, ST_DONE, ST_FAILED, ST_FORKED };
+enum { ST_OFF = 0, ST_ARMED, ST_ACTIVE, ST_DONE, ST_FAILED, ST_FORKED, ST_STOPPED };
 static atomic_int g_state;           /* ST_*: ACTIVE while recording */
 static atomic_int g_activating;      /* cucap_rec_activate is opening the file */
 static pthread_mutex_t g_act_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -221,6 +222,7 @@ static _Atomic(cucap_writer *) g_writer; /* NULL once shut down */
  * late appenders may still hold it */
 static cucap_writer *volatile g_closed_writer;
 static uint64_t g_seq;               /* only touched under the writer's record lock */
+static atomic_int g_err_logged;      /* the one writing error was logged */
 static uint64_t g_start_mono;
 static atomic_uint_fast64_t g_launch_index;
 static atomic_int g_blob_inflight;
@@ -242,13 +244,31 @@ static pthread_key_t g_thread_key;
 /* initial-exec: libcucap is preloaded (static TLS), and a thread's state is
  * read on every wrapped call; 8 bytes of the static TLS surplus otherwise */
 static __thread cucap_rec_thread *t_th __attribute__((tls_model("initial-exec")));
-/* this thread is inside the writer (a fatal signal must not close it then) */
-static __thread int t_in_writer __attribute__((tls_model("initial-exec")));
 static __thread int t_th_dead; /* thread is exiting: do not recreate state */
 
 static const int g_fatal_signals[] = {SIGSEGV, SIGABRT, SIGTERM, SIGINT};
 #define N_FATAL (sizeof g_fatal_signals / sizeof g_fatal_signals[0])
 static struct sigaction g_old_sa[N_FATAL];
+
+/* Fatal signals (see fatal_handler). t_in_writer: this thread is inside the
+ * writer (may hold its locks); initial-exec TLS is safe to touch from a
+ * signal handler (libcucap is loaded at start-up). */
+static sem_t g_closer_sem;
+static atomic_int g_closer_started, g_closer_posted, g_closer_done;
+static __thread int t_in_writer __attribute__((tls_model("initial-exec")));
+static __thread int t_pending_sig __attribute__((tls_model("initial-exec")));
+static __thread int t_in_handler __attribute__((tls_model("initial-exec")));
+
+static inline void rec_enter(void) { t_in_writer++; }
+/* Leaves the writer; a termination signal that arrived meanwhile was
+ * deferred (fatal_handler) and is delivered now. */
+static inline void rec_leave(void) {
+  if (--t_in_writer == 0 && __builtin_expect(t_pending_sig != 0, 0)) {
+    int s = t_pending_sig;
+    t_pending_sig = 0;
+    raise(s);
+  }
+}
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -329,6 +349,29 @@ cucap_fbb *cucap_rec_builder(void) {
   return th ? th->extra_b : NULL;
 }
 
+/* ------------------------------------------------------------ errors */
+
+/* The writer failed (disk full, I/O error, out of memory): log it once and
+ * stop recording - every later call passes straight through (STOPPED), the
+ * writer is closed at exit without an index, and what reached the file
+ * stays readable (the reader recovers up to the last complete chunk).
+ * Returns CUCAP_ERR_STATE for such an error (reported here, so callers do
+ * not report it again), st otherwise. */
+static cucap_status rec_writer_failed(cucap_writer *w, cucap_status st) {
+  if (st == CUCAP_OK || st == CUCAP_ERR_STATE || st == CUCAP_ERR_INVALID_ARG ||
+      st == CUCAP_ERR_TOO_LARGE)
+    return st; /* not the writer's sticky error */
+  int s = ST_ACTIVE;
+  atomic_compare_exchange_strong(&g_state, &s, ST_STOPPED);
+  if (atomic_exchange(&g_err_logged, 1))
+    return CUCAP_ERR_STATE;
+  const char *why = w ? cucap_writer_last_error(w) : "";
+  CUCAP_ERROR("recording stopped: writing capture %s failed: %s; the program "
+              "continues unrecorded, what was written before stays readable",
+              g_path, *why ? why : cucap_status_str(st));
+  return CUCAP_ERR_STATE;
+}
+
 /* ------------------------------------------------------------ appending */
 
 /* Byte offset of field `id` of the root table of a size-prefixed buffer, or 0
@@ -365,7 +408,7 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
   uint64_t seq = 0;
   cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
   if (w) {
-    t_in_writer = 1;
+    rec_enter();
     if (__builtin_expect(cucap_rec_stats_on, 0)) {
       uint64_t t0 = cucap_rec_stats_clock();
       st = cucap_writer_append_seq(w, buf, size, off, &g_seq, &seq);
@@ -373,7 +416,9 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
     } else {
       st = cucap_writer_append_seq(w, buf, size, off, &g_seq, &seq);
     }
-    t_in_writer = 0;
+    if (__builtin_expect(st != CUCAP_OK, 0))
+      st = rec_writer_failed(w, st);
+    rec_leave();
   }
   /* --audit's recorded counts (a shared counter: only when auditing) */
   if (st == CUCAP_OK && g_opts.audit && cbid < CUCAP_REC_MAX_CBID)
@@ -387,9 +432,11 @@ static cucap_status append_plain(const uint8_t *buf, size_t size) {
   cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
   if (!w)
     return CUCAP_ERR_STATE;
-  t_in_writer = 1;
+  rec_enter();
   cucap_status st = cucap_writer_append(w, buf, size, NULL);
-  t_in_writer = 0;
+  if (st != CUCAP_OK)
+    st = rec_writer_failed(w, st);
+  rec_leave();
   return st;
 }
 
@@ -463,15 +510,17 @@ cucap_status cucap_rec_note(const char *kind, const char *text, uint64_t value,
 
 cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out) {
   CUCAP_RETURN_IF(!data && size, CUCAP_ERR_INVALID_ARG);
+  rec_enter();
   atomic_fetch_add(&g_blob_inflight, 1);
   cucap_status st = CUCAP_ERR_STATE;
   cucap_writer *w = cucap_rec_active() ? atomic_load(&g_writer) : NULL;
   if (w) {
-    t_in_writer = 1;
     st = cucap_writer_put_blob(w, data, size, out);
-    t_in_writer = 0;
+    if (st != CUCAP_OK)
+      st = rec_writer_failed(w, st);
   }
   atomic_fetch_sub(&g_blob_inflight, 1);
+  rec_leave();
   return st;
 }
 
@@ -570,26 +619,29 @@ static void run_at_exit_fns(void) {
     th->depth--;
 }
 
-static void shutdown_impl(int from_signal) {
+/* How the capture is closed: at exit (at-exit hooks, writer destroyed), by
+ * the closer thread after a fatal signal (no at-exit hooks: the driver may
+ * be unusable), or inside a signal handler when there is no closer thread
+ * (locks only tried: the interrupted code may hold them). */
+enum { SHUT_EXIT = 0, SHUT_CLOSER = 1, SHUT_HANDLER = 2 };
+
+static void shutdown_impl(int mode) {
   /* Only the process that opened the capture closes it: an armed process
    * that never called CUDA, and a fork()ed child (ST_FORKED), do nothing. */
-  if (atomic_load(&g_state) != ST_ACTIVE || atomic_exchange(&g_shutting, 1))
+  int state = atomic_load(&g_state);
+  if ((state != ST_ACTIVE && state != ST_STOPPED) || atomic_exchange(&g_shutting, 1))
     return;
-  /* A signal that interrupted this thread inside the writer leaves it
-   * alone (its locks may be held here): the periodic flush has most of the
-   * capture on disk. */
-  if (from_signal && t_in_writer) {
-    atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
-    return;
-  }
-  /* every thread's pure-query counts, before --audit compares them */
-  cucap_rec_query_flush_all(from_signal);
-  if (!from_signal)
+  /* every thread's pure-query counts, before --audit compares them (locks
+   * only tried outside a normal exit) */
+  cucap_rec_query_flush_all(mode != SHUT_EXIT);
+  if (mode == SHUT_EXIT && state == ST_ACTIVE)
     run_at_exit_fns();
   atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
   /* Take the writer away from appenders: those that already hold it find
    * it closed (CUCAP_ERR_STATE). It is never destroyed (the process is
-   * exiting; g_closed_writer keeps it reachable). */
+   * exiting; g_closed_writer keeps it reachable). A handler runs this only
+   * when its thread is outside the writer (fatal_handler), so the writer's
+   * locks are at most held by other threads, which release them. */
   cucap_writer *w = atomic_exchange(&g_writer, NULL);
   if (!w)
     return;
@@ -598,16 +650,77 @@ static void shutdown_impl(int from_signal) {
     nanosleep(&ts, NULL);
   }
   cucap_status st = cucap_writer_close(w);
-  if (st != CUCAP_OK)
-    CUCAP_ERROR("recorder: closing %s: %s", g_path, cucap_status_str(st));
+  if (st != CUCAP_OK) /* logged once, also when only the index failed */
+    rec_writer_failed(w, st);
   g_closed_writer = w;
 }
 
-void cucap_rec_shutdown(void) { shutdown_impl(0); }
+void cucap_rec_shutdown(void) { shutdown_impl(SHUT_EXIT); }
 
+/* Waits for a fatal signal's handler to ask it, then closes the capture. A
+ * thread of its own because closing takes the writer's locks and allocates,
+ * which the thread that took the signal may be in the middle of. Started
+ * with every signal blocked. */
+static void *closer_main(void *arg) {
+  (void)arg;
+  while (sem_wait(&g_closer_sem) != 0 && errno == EINTR) {
+  }
+  shutdown_impl(SHUT_CLOSER);
+  atomic_store(&g_closer_done, 1);
+  return NULL;
+}
+
+static void start_closer(void) {
+  pthread_t t;
+  pthread_attr_t a;
+  sigset_t all, old;
+  if (sem_init(&g_closer_sem, 0, 0) != 0 || pthread_attr_init(&a) != 0)
+    return;
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&a, 256 << 10);
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (pthread_create(&t, &a, closer_main, NULL) == 0)
+    atomic_store(&g_closer_started, 1);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&a);
+}
+
+/* A fatal signal: close the capture, then die of the same signal under the
+ * program's own disposition (exit status and core dump unchanged). Only
+ * async-signal-safe calls here (atomics, sem_post, nanosleep, sigaction,
+ * raise): closing is the closer thread's job. A thread interrupted inside
+ * the writer may hold its locks: a termination signal (TERM/INT) is then
+ * deferred until it leaves the writer (rec_leave; microseconds), and a fault
+ * there (a bug of ours) kills at once, leaving a capture the reader recovers
+ * up to its last complete chunk. Without a closer thread (it could not be
+ * started) the handler closes itself, trying locks only. */
 static void fatal_handler(int sig) {
   int saved = errno;
-  shutdown_impl(1);
+  if (t_in_handler++) { /* a fault while handling one: just die */
+    for (size_t i = 0; i < N_FATAL; i++)
+      if (g_fatal_signals[i] == sig)
+        sigaction(sig, &g_old_sa[i], NULL);
+    raise(sig);
+    return;
+  }
+  if (t_in_writer > 0) {
+    if (sig == SIGTERM || sig == SIGINT) {
+      t_pending_sig = sig;
+      t_in_handler = 0;
+      errno = saved;
+      return;
+    }
+  } else if (atomic_load(&g_closer_started)) {
+    if (!atomic_exchange(&g_closer_posted, 1))
+      sem_post(&g_closer_sem);
+    for (int i = 0; i < 10000 && !atomic_load(&g_closer_done); i++) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL); /* at most 10 s */
+    }
+  } else {
+    shutdown_impl(SHUT_HANDLER);
+  }
   for (size_t i = 0; i < N_FATAL; i++)
     if (g_fatal_signals[i] == sig)
       sigaction(sig, &g_old_sa[i], NULL);
@@ -649,14 +762,14 @@ cucap_status cucap_rec_output_path(const char *pattern, long pid, long root_pid,
 /* ------------------------------------------------------------ fork */
 
 /* pthread_atfork child handler. The child has one thread; the writer's
- * thread, its queue and possibly g_lock (held by another parent thread at
+ * thread, its queue and possibly its locks (held by another parent thread at
  * fork time) are unusable copies: drop every reference to them without
  * touching them, so nothing the child does (calls, exit, signals) can write
  * to, flush or close the parent's capture. No logging here (the log sink's
  * lock may be held too): logged at the child's first CUDA call. */
 static void atfork_child(void) {
   int s = atomic_load(&g_state);
-  if (s == ST_ACTIVE || s == ST_DONE || atomic_load(&g_activating)) {
+  if (s == ST_ACTIVE || s == ST_DONE || s == ST_STOPPED || atomic_load(&g_activating)) {
     atomic_store(&g_state, ST_FORKED);
     atomic_store(&g_writer, NULL);  /* not ours: never closed/destroyed here */
     atomic_store(&g_shutting, 1);   /* shutdown_impl: nothing to do */
@@ -664,6 +777,9 @@ static void atfork_child(void) {
   pthread_mutex_init(&g_act_lock, NULL);
   atomic_store(&g_activating, 0);
   t_activating = 0;
+  /* the closer thread was not copied: a fatal signal here must not wait
+   * for it (the handler finds nothing to close in a child anyway) */
+  atomic_store(&g_closer_started, 0);
 }
 
 /* ------------------------------------------------------------ start */
@@ -742,12 +858,14 @@ static void open_capture(void) {
   if (g_opts.flush_ms)
     wo.flush_interval_ms = g_opts.flush_ms;
   wo.sync_writes = g_opts.sync_writes;
+  wo.quiet_errors = 1; /* reported once by rec_writer_failed */
   cucap_writer *w = NULL;
   cucap_status st = cucap_writer_create(g_path, &wo, h, hsize, &w);
   cucap_fbb_destroy(b);
   if (st != CUCAP_OK) {
-    CUCAP_ERROR("cannot create capture '%s': %s; not recording (calls pass through)",
-                g_path, cucap_status_str(st));
+    /* the writer logged why (one error line); this is the consequence */
+    CUCAP_INFO("not recording %s (%s): the program's calls pass through",
+               g_path, cucap_status_str(st));
     atomic_store(&g_state, ST_FAILED);
     return;
   }
@@ -759,12 +877,14 @@ static void open_capture(void) {
   for (int i = 0; i < n && i < MAX_ON_ACTIVATE; i++)
     if (g_on_activate[i])
       g_on_activate[i]();
+  start_closer();
   for (size_t i = 0; i < N_FATAL; i++) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = fatal_handler;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    /* not SA_RESETHAND: a deferred TERM/INT comes back to this handler */
+    sa.sa_flags = SA_NODEFER;
     if (sigaction(g_fatal_signals[i], NULL, &g_old_sa[i]) != 0)
       continue;
     /* An app that ignores a signal keeps ignoring it; an app handler

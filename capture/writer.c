@@ -18,6 +18,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -96,12 +100,17 @@ struct cucap_writer {
   size_t nentries, centries;
 
   int err; /* cucap_status, sticky; __atomic access */
+  char errmsg[256]; /* the first error, written before err is set */
+  int err_claimed;  /* 1 once a thread owns errmsg (__atomic) */
   int closed;
   cucap_status close_status;
 
   /* stats (__atomic, relaxed) */
   uint64_t st_records, st_chunks, st_blobs, st_dedup, st_raw, st_file,
       st_waits;
+
+  int tk_point;               /* CUCAP_TEST_KILL_AT (see test_kill) */
+  unsigned long tk_nth, tk_count;
 };
 
 static uint64_t now_ns(void) {
@@ -116,7 +125,32 @@ static void set_err(cucap_writer *w, cucap_status s) {
                               __ATOMIC_SEQ_CST);
 }
 static cucap_status get_err(cucap_writer *w) {
-  return (cucap_status)__atomic_load_n(&w->err, __ATOMIC_RELAXED);
+  return (cucap_status)__atomic_load_n(&w->err, __ATOMIC_ACQUIRE);
+}
+
+/* Records the first error with its message (logged unless quiet_errors):
+ * the thread that claims errmsg writes it, then publishes the status. Any
+ * thread may call it. */
+static void fail(cucap_writer *w, cucap_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(cucap_writer *w, cucap_status s, const char *fmt, ...) {
+  int unclaimed = 0;
+  if (!__atomic_compare_exchange_n(&w->err_claimed, &unclaimed, 1, 0,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return; /* an earlier error stands */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w->errmsg, sizeof w->errmsg, fmt, ap);
+  va_end(ap);
+  if (!w->o.quiet_errors)
+    CUCAP_ERROR("writer: %s", w->errmsg);
+  set_err(w, s);
+}
+
+const char *cucap_writer_last_error(const cucap_writer *w) {
+  if (!w || __atomic_load_n(&w->err, __ATOMIC_ACQUIRE) == CUCAP_OK)
+    return "";
+  return w->errmsg;
 }
 #define STAT_ADD(w, f, n) __atomic_fetch_add(&(w)->f, (n), __ATOMIC_RELAXED)
 
@@ -148,6 +182,49 @@ static int write_all(int fd, const void *p, size_t n) {
     n -= (size_t)k;
   }
   return 0;
+}
+
+/* ---------------------------------------------------------------- test hook
+ * CUCAP_TEST_KILL_AT=POINT[:N], for the kill tests only (inert unless set,
+ * read once per writer): the writer raises SIGKILL the N-th time (default
+ * the first) it reaches POINT, so a recording can be killed at an exact
+ * moment. Points: header (file header written, no chunk yet), seal (a chunk
+ * queued, not yet written), chunk_write / blob_write / index_write (half of
+ * a record / blob / index chunk written), chunk_done (a record or blob chunk
+ * completely written), trailer (index written, no trailer), trailer_write
+ * (half of the trailer written). */
+enum { TK_NONE, TK_HEADER, TK_SEAL, TK_CHUNK_WRITE, TK_BLOB_WRITE, TK_CHUNK_DONE,
+       TK_INDEX_WRITE, TK_TRAILER, TK_TRAILER_WRITE };
+
+static void test_kill_init(cucap_writer *w) {
+  static const char *const names[] = {"", "header", "seal", "chunk_write",
+                                      "blob_write", "chunk_done", "index_write",
+                                      "trailer", "trailer_write"};
+  const char *e = getenv("CUCAP_TEST_KILL_AT");
+  if (!e || !*e)
+    return;
+  size_t n = strcspn(e, ":");
+  for (int i = 1; i < (int)(sizeof names / sizeof names[0]); i++)
+    if (strlen(names[i]) == n && !strncmp(e, names[i], n))
+      w->tk_point = i;
+  w->tk_nth = e[n] == ':' ? strtoul(e + n + 1, NULL, 10) : 1;
+  if (!w->tk_nth)
+    w->tk_nth = 1;
+}
+
+static void write_half_and_die(int fd, const void *buf, size_t n);
+static inline void test_kill(cucap_writer *w, int point, const void *buf,
+                             size_t n) {
+  if (__builtin_expect(w->tk_point != point, 1) ||
+      __atomic_add_fetch(&w->tk_count, 1, __ATOMIC_RELAXED) != w->tk_nth)
+    return;
+  write_half_and_die(w->fd, buf, n);
+}
+
+static void write_half_and_die(int fd, const void *buf, size_t n) {
+  if (buf && n / 2)
+    write_all(fd, buf, n / 2);
+  raise(SIGKILL);
 }
 
 /* ---------------------------------------------------------------- buffers */
@@ -228,6 +305,7 @@ static int seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
   w->q_len++;
   pthread_cond_signal(&w->q_nonempty);
   pthread_mutex_unlock(&w->q_mu);
+  test_kill(w, TK_SEAL, NULL, 0);
   STAT_ADD(w, st_raw, c->len);
   *curp = NULL; /* a fresh buffer is taken on the next append */
   return 1;
@@ -243,9 +321,8 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
   if (need > w->cbuf_cap) {
     uint8_t *nb = realloc(w->cbuf, need);
     if (!nb) {
-      CUCAP_ERROR("writer: out of memory for a %zu-byte compression buffer",
-                  need);
-      set_err(w, CUCAP_ERR_NOMEM);
+      fail(w, CUCAP_ERR_NOMEM, "out of memory for a %zu-byte compression buffer",
+           need);
       return;
     }
     w->cbuf = nb;
@@ -257,8 +334,8 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
                       : w->cctx;
   size_t cs = ZSTD_compress2(cx, payload, bound, c->buf, c->len);
   if (ZSTD_isError(cs)) {
-    CUCAP_ERROR("writer: zstd compression failed: %s", ZSTD_getErrorName(cs));
-    set_err(w, CUCAP_ERR_COMPRESS);
+    fail(w, CUCAP_ERR_COMPRESS, "zstd compression failed: %s",
+         ZSTD_getErrorName(cs));
     return;
   }
   cucap_chunk_header h;
@@ -274,22 +351,24 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
   memcpy(w->cbuf, &h, sizeof h);
   size_t total = cucap_align8(sizeof h + cs);
   memset(w->cbuf + sizeof h + cs, 0, total - sizeof h - cs);
+  test_kill(w, c->kind == CUCAP_FB_CHUNKKIND_BLOBS   ? TK_BLOB_WRITE
+               : c->kind == CUCAP_FB_CHUNKKIND_INDEX ? TK_INDEX_WRITE
+                                                     : TK_CHUNK_WRITE,
+            w->cbuf, total);
   if (write_all(w->fd, w->cbuf, total) != 0) {
-    CUCAP_ERROR("writer: writing a %zu-byte chunk at offset %llu failed: %s",
-                total, (unsigned long long)w->file_off, strerror(errno));
-    set_err(w, CUCAP_ERR_IO);
+    fail(w, CUCAP_ERR_IO, "writing a %zu-byte chunk at offset %llu failed: %s",
+         total, (unsigned long long)w->file_off, strerror(errno));
     return;
   }
   if (w->o.sync_writes && fdatasync(w->fd) != 0) {
-    CUCAP_ERROR("writer: fdatasync failed: %s", strerror(errno));
-    set_err(w, CUCAP_ERR_IO);
+    fail(w, CUCAP_ERR_IO, "fdatasync failed: %s", strerror(errno));
     return;
   }
   if (w->nentries == w->centries) {
     size_t nc = w->centries ? w->centries * 2 : 256;
     chunk_entry *ne = realloc(w->entries, nc * sizeof *ne);
     if (!ne) {
-      set_err(w, CUCAP_ERR_NOMEM);
+      fail(w, CUCAP_ERR_NOMEM, "out of memory for the chunk index");
       return;
     }
     w->entries = ne;
@@ -306,6 +385,8 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
   w->file_off += total;
   STAT_ADD(w, st_file, total);
   STAT_ADD(w, st_chunks, 1);
+  if (c->kind != CUCAP_FB_CHUNKKIND_INDEX)
+    test_kill(w, TK_CHUNK_DONE, NULL, 0);
 }
 
 /* Seals chunks older than flush_interval_ms, without ever blocking. */
@@ -357,6 +438,13 @@ static void *bg_main(void *arg) {
     pthread_mutex_unlock(&w->q_mu);
 
     write_chunk(w, c);
+    if (c->kind == CUCAP_FB_CHUNKKIND_BLOBS && pthread_mutex_trylock(&w->rec_mu) == 0) {
+      /* The records that refer to these blobs follow them to disk now
+       * instead of waiting for the flush interval: a killed program then
+       * rarely leaves blobs without the calls that used them. */
+      seal_locked(w, &w->rec_cur, 0);
+      pthread_mutex_unlock(&w->rec_mu);
+    }
 
     pthread_mutex_lock(&w->q_mu);
     w->done++;
@@ -472,7 +560,7 @@ cucap_status cucap_writer_create(const char *path,
 
   w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w->fd < 0) {
-    CUCAP_ERROR("writer: cannot create %s: %s", path, strerror(errno));
+    CUCAP_ERROR("cannot create capture file %s: %s", path, strerror(errno));
     st = CUCAP_ERR_IO;
     goto fail;
   }
@@ -487,14 +575,29 @@ cucap_status cucap_writer_create(const char *path,
   size_t pad = cucap_align8(header_size) - header_size;
   if (write_all(w->fd, &pre, sizeof pre) || write_all(w->fd, header, header_size) ||
       write_all(w->fd, zeros, pad)) {
-    CUCAP_ERROR("writer: writing the header of %s failed: %s", path,
-                strerror(errno));
+    CUCAP_ERROR("cannot create capture file %s: writing its header failed: %s",
+                path, strerror(errno));
     st = CUCAP_ERR_IO;
+    /* nothing readable: do not leave a stub (O_TRUNC already emptied it) -
+     * a regular file only (never a device such as /dev/full) */
+    struct stat sb;
+    if (fstat(w->fd, &sb) == 0 && S_ISREG(sb.st_mode))
+      unlink(path);
     goto fail;
   }
   w->file_off = sizeof pre + header_size + pad;
   w->st_file = w->file_off;
-  if (pthread_create(&w->thr, NULL, bg_main, w) != 0) {
+  test_kill_init(w);
+  test_kill(w, TK_HEADER, NULL, 0);
+  /* The writer's thread takes none of the program's signals (a signal
+   * handler that closes the capture must not run on the thread that writes
+   * it): it starts with every signal blocked. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int prc = pthread_create(&w->thr, NULL, bg_main, w);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (prc != 0) {
     st = CUCAP_ERR_INTERNAL;
     goto fail;
   }
@@ -586,6 +689,8 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
     }
     c = w->rec_cur = wchunk_get(w, CUCAP_FB_CHUNKKIND_RECORDS, need);
     if (!c) {
+      /* sticky: a capture missing records must not end with an index */
+      fail(w, CUCAP_ERR_NOMEM, "out of memory for a %zu-byte record chunk", need);
       pthread_mutex_unlock(&w->rec_mu);
       return CUCAP_ERR_NOMEM;
     }
@@ -760,7 +865,8 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
       c = w->blob_cur = wchunk_get(w, CUCAP_FB_CHUNKKIND_BLOBS, need);
       if (!c) {
         st = CUCAP_ERR_NOMEM;
-        set_err(w, st); /* the blob table now names a blob that is missing */
+        /* the blob table now names a blob that is missing */
+        fail(w, st, "out of memory for a blob chunk");
         break;
       }
     }
@@ -770,7 +876,7 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
         uint32_t *ns = realloc(c->blob_starts, nc * sizeof *ns);
         if (!ns) {
           st = CUCAP_ERR_NOMEM;
-          set_err(w, st);
+          fail(w, st, "out of memory for a blob chunk");
           break;
         }
         c->blob_starts = ns;
@@ -892,8 +998,10 @@ static cucap_status write_index(cucap_writer *w) {
   t.file_size = w->file_off + sizeof t;
   t.check = cucap_check32(&t, 24); /* the 24 bytes before `check` */
   t.magic = CUCAP_TRAILER_MAGIC;
+  test_kill(w, TK_TRAILER, NULL, 0);
+  test_kill(w, TK_TRAILER_WRITE, &t, sizeof t);
   if (write_all(w->fd, &t, sizeof t) != 0) {
-    CUCAP_ERROR("writer: writing the trailer failed: %s", strerror(errno));
+    fail(w, CUCAP_ERR_IO, "writing the trailer failed: %s", strerror(errno));
     return CUCAP_ERR_IO;
   }
   w->file_off += sizeof t;
@@ -923,10 +1031,12 @@ cucap_status cucap_writer_close(cucap_writer *w) {
     st = get_err(w);
   if (st == CUCAP_OK)
     st = write_index(w);
-  if (st == CUCAP_OK && w->o.sync_writes && fdatasync(w->fd) != 0)
+  if (st == CUCAP_OK && w->o.sync_writes && fdatasync(w->fd) != 0) {
+    fail(w, CUCAP_ERR_IO, "fdatasync failed: %s", strerror(errno));
     st = CUCAP_ERR_IO;
+  }
   if (close(w->fd) != 0 && st == CUCAP_OK) {
-    CUCAP_ERROR("writer: close failed: %s", strerror(errno));
+    fail(w, CUCAP_ERR_IO, "close failed: %s", strerror(errno));
     st = CUCAP_ERR_IO;
   }
   w->fd = -1;
@@ -939,7 +1049,7 @@ void cucap_writer_destroy(cucap_writer *w) {
     return;
   if (!w->closed) {
     cucap_status st = cucap_writer_close(w);
-    if (st != CUCAP_OK)
+    if (st != CUCAP_OK && !w->o.quiet_errors)
       CUCAP_ERROR("writer: close on destroy failed: %s", cucap_status_str(st));
   }
   wchunk_free(w->rec_cur);

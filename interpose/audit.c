@@ -117,7 +117,7 @@ static void audit_write(void) {
   cucap_fb_audit_add_entries(b, v);
   cucap_fb_ref a = cucap_fb_audit_end(b);
   cucap_status st = cucap_rec_emit(b, CUCAP_FB_BODY_AUDIT, a, 0);
-  if (st != CUCAP_OK)
+  if (st != CUCAP_OK && st != CUCAP_ERR_STATE) /* STATE: reported by the recorder */
     CUCAP_ERROR("--audit: writing the Audit record: %s", cucap_status_str(st));
   else if (missed)
     CUCAP_WARN("--audit: the driver saw %llu calls that were not recorded",

@@ -13,7 +13,8 @@ int cx_blob(const void *data, size_t size, cucap_fb_hash128 *out) {
   cucap_hash128 h;
   cucap_status st = cucap_rec_blob(data, size, &h);
   if (st != CUCAP_OK) {
-    if (atomic_fetch_add(&g_blob_errors, 1) < 3)
+    /* STATE: not recording (any more); a writer error was reported once */
+    if (st != CUCAP_ERR_STATE && atomic_fetch_add(&g_blob_errors, 1) < 3)
       CUCAP_ERROR("storing a %zu-byte blob failed: %s", size, cucap_status_str(st));
     return 0;
   }

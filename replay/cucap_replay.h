@@ -33,7 +33,9 @@ extern "C" {
 #define CUCAP_REPLAY_EXIT_MISMATCH 1 /* --verify found a difference */
 #define CUCAP_REPLAY_EXIT_USAGE 2
 #define CUCAP_REPLAY_EXIT_INPUT 3    /* bad capture, no code for this GPU, --strict refusal, no driver */
-#define CUCAP_REPLAY_EXIT_FAILED 4   /* a driver call failed during replay */
+#define CUCAP_REPLAY_EXIT_FAILED 4   /* a driver call failed during replay; also
+                                        the capture cannot be read (I/O, as
+                                        every cucap command: CUCAP_EXIT_IO) */
 
 typedef enum cucap_replay_verify_mode {
   CUCAP_REPLAY_VERIFY_NONE = 0,

@@ -172,6 +172,8 @@ static int payload_ok(const cucap_reader *r, const rchunk *c) {
   return cucap_check32(p, (size_t)c->csize) == want;
 }
 
+static ZSTD_DCtx *g_spare_dctx; /* see get_dctx; __atomic access */
+
 /* The decompression context, created on first use. zstd's own content
  * checksum (XXH64 of the decoded bytes, ~7% of load time) is not checked:
  * every payload is checked against the chunk header's payload_check (XXH3
@@ -179,12 +181,28 @@ static int payload_ok(const cucap_reader *r, const rchunk *c) {
  * the frame is the one the writer produced. */
 static ZSTD_DCtx *get_dctx(cucap_reader *r) {
   if (!r->dctx) {
-    r->dctx = ZSTD_createDCtx();
+    /* A context a destroyed reader left behind first: ZSTD_createDCtx
+     * probes the CPU (cpuid traps in a VM) and allocates ~100 KiB, which
+     * dominated opening small captures (tools opening many, fuzzing). */
+    r->dctx = __atomic_exchange_n(&g_spare_dctx, NULL, __ATOMIC_ACQ_REL);
+    if (!r->dctx)
+      r->dctx = ZSTD_createDCtx();
     if (r->dctx)
       ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_forceIgnoreChecksum,
                              ZSTD_d_ignoreChecksum);
   }
   return r->dctx;
+}
+
+/* Keeps one reset context for the next reader (frees the one it replaces). */
+static void put_dctx(ZSTD_DCtx *d) {
+  if (!d)
+    return;
+  if (ZSTD_isError(ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters))) {
+    ZSTD_freeDCtx(d);
+    return;
+  }
+  ZSTD_freeDCtx(__atomic_exchange_n(&g_spare_dctx, d, __ATOMIC_ACQ_REL));
 }
 
 /* Decompresses chunk ci (at off, csize compressed, raw decoded bytes) of
@@ -889,7 +907,7 @@ void cucap_reader_destroy(cucap_reader *r) {
   free(r->it_buf);
   free(r->bc_buf);
   free(r->px);
-  ZSTD_freeDCtx(r->dctx);
+  put_dctx(r->dctx);
   free(r);
 }
 

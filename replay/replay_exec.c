@@ -55,8 +55,8 @@ int rp_cu(rp_state *R, CUresult r, const char *call) {
 int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   if (need <= *cap && *buf)
     return 1;
-  if (need > ((size_t)1 << 40))
-    return 0; /* a corrupt size, not a buffer we could ever need */
+  if (need > ((size_t)1 << 40) || (R->dev_mem && need > R->dev_mem + 4096))
+    return 0; /* a corrupt size: no op moves more than the GPU holds */
   size_t nc = *cap ? *cap : (size_t)1 << 20;
   while (nc < need)
     nc *= 2;
@@ -287,6 +287,29 @@ uint64_t rp_alloc_size(const cucap_fb_alloc *a) {
 
 /* ---------------------------------------------------------------- ops */
 
+/* Destroys the context created for recorded handle h, if any; whatever
+ * referred to it (current context, recording threads, the push stack) falls
+ * back to the primary context. */
+static void rp_ctx_destroy_created(rp_state *R, uint64_t h) {
+  uint64_t live;
+  if (!rp_map_del(&R->ctx_created, h, &live))
+    return;
+  rp_map_del(&R->ctx, h, NULL);
+  if ((CUcontext)(uintptr_t)live == R->cur) {
+    R->d.df.CtxSetCurrent(R->primary);
+    R->cur = R->primary;
+  }
+  for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
+    if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
+      R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
+  for (size_t i = 0; i < R->nctx_stack; i++)
+    if (R->ctx_stack[i] == live)
+      R->ctx_stack[i] = (uint64_t)(uintptr_t)R->primary;
+  rp_ctx_dying(R, (CUcontext)(uintptr_t)live); /* and its arrays, textures */
+  if (R->d.df.CtxDestroy)
+    R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
+}
+
 static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
                           const cucap_fb_context *c) {
   uint64_t h = cucap_fb_context_handle(c);
@@ -299,33 +322,33 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
       return;
     }
+    /* a handle still mapped was destroyed without a record (or reused) */
+    rp_ctx_destroy_created(R, h);
     if (!rp_cu(R, R->d.df.CtxCreate(&nc, cucap_fb_context_flags(c), R->dev),
                "cuCtxCreate"))
       return;
+    /* cuCtxCreate pushes it on this thread's context stack; the replay
+     * switches contexts with cuCtxSetCurrent (which replaces the top), so
+     * the push would stay behind for every replayed create (64 --loop
+     * passes overflowed the mock's stack): pop it, make it current. */
+    CUcontext top = NULL;
+    if (R->d.df.CtxPopCurrent && R->d.df.CtxPopCurrent(&top) == CUDA_SUCCESS && top == nc)
+      R->d.df.CtxSetCurrent(nc);
     R->cur = nc; /* cuCtxCreate makes it current */
+    if (!rp_map_put(&R->ctx_created, h, (uint64_t)(uintptr_t)nc)) {
+      R->d.df.CtxDestroy(nc);
+      R->d.df.CtxSetCurrent(R->primary);
+      R->cur = R->primary;
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
     rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)nc);
-    rp_map_put(&R->ctx_created, h, (uint64_t)(uintptr_t)nc);
     rp_ctx_set_tid(R, rec, nc);
     break;
   }
-  case CUCAP_FB_CONTEXTOP_DESTROY: {
-    uint64_t live;
-    if (rp_map_del(&R->ctx_created, h, &live)) {
-      rp_map_del(&R->ctx, h, NULL);
-      if ((CUcontext)(uintptr_t)live == R->cur) {
-        R->d.df.CtxSetCurrent(R->primary);
-        R->cur = R->primary;
-      }
-      /* threads that had it current fall back to the primary context */
-      for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
-        if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
-          R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
-      rp_ctx_dying(R, (CUcontext)(uintptr_t)live); /* and its arrays, textures */
-      if (R->d.df.CtxDestroy)
-        R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
-    }
+  case CUCAP_FB_CONTEXTOP_DESTROY:
+    rp_ctx_destroy_created(R, h);
     break;
-  }
   case CUCAP_FB_CONTEXTOP_PRIMARYRETAIN:
     rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
     break;
@@ -386,7 +409,6 @@ static int rp_jit_option_scalar(int opt) {
 }
 
 #define RP_MAX_JIT 32
-
 static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                          const cucap_fb_module *m) {
   uint64_t h = cucap_fb_module_handle(m);
@@ -404,18 +426,19 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "module load (image blob missing)");
       return;
     }
-    if (cucap_fb_module_format(m) == CUCAP_FB_IMAGEFORMAT_PTX &&
-        (isz == 0 || ((const char *)img)[isz - 1] != 0)) {
-      char *z = malloc(isz + 1); /* PTX must be NUL-terminated */
-      if (!z || !rp_keep(R, z)) {
-        free(z);
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED,
-                     "out of memory");
-        return;
-      }
-      memcpy(z, img, isz);
-      z[isz] = 0;
-      img = z;
+    const char *why = NULL;
+    void *copy = NULL;
+    if (!(img = rp_image_for_driver(img, isz, &copy, &why))) {
+      if (why)
+        rp_skip(R, why);
+      else
+        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
+    if (copy && !rp_keep(R, copy)) {
+      free(copy);
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
     }
     CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];
     void *jv[RP_MAX_JIT], *lv[RP_MAX_JIT];
@@ -449,14 +472,16 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                                             nl ? lv : NULL, nl),
                  "cuLibraryLoadData"))
         return;
-      rp_map_put(&R->library, h, (uint64_t)(uintptr_t)lib);
+      if (!rp_live_put(R, &R->library, h, (uint64_t)(uintptr_t)lib))
+        return;
     } else {
       CUmodule mod = NULL;
       if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, img, nj, nj ? jo : NULL,
                                              nj ? jv : NULL),
                  "cuModuleLoadDataEx"))
         return;
-      rp_map_put(&R->module, h, (uint64_t)(uintptr_t)mod);
+      if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
+        return;
       rp_owned(R, (uint64_t)(uintptr_t)mod);
     }
     break;
@@ -860,10 +885,19 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       return;
     if (!kept)
       rp_stage_done(R, slot, st, fn);
-    if (!async && !R->capturing)
-      res = fn->StreamSynchronize(st);
+    /* a synchronous copy completes before the call returns (errors too) */
+    if (!async && !R->capturing &&
+        !rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize (synchronous HtoD)"))
+      return;
   } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
     void *hb;
+    if (R->dev_mem && size > R->dev_mem) {
+      rp_set_error(R, CUCAP_ERR_CORRUPT, CUCAP_REPLAY_EXIT_INPUT,
+                   "record %" PRIu64 " (seq %" PRIu64 "): a DtoH copy of %" PRIu64
+                   " bytes is larger than this GPU's memory (%" PRIu64 " bytes)",
+                   R->rec_index, R->cur_seq, size, R->dev_mem);
+      return;
+    }
     if (R->capturing) {
       hb = rp_capture_host_buffer(R, size);
       if (!hb) {
@@ -940,7 +974,6 @@ static void rp_op_memset(rp_state *R, const cucap_fb_record *rec,
   R->rep->executed++;
 }
 
-#define RP_MAX_PARAMS 1024
 #define RP_MAX_ATTRS 32
 
 static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
@@ -970,6 +1003,7 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
       rp_skip(R, "launch of a function whose module was unloaded");
     return;
   }
+  rp_func_layout(R, fi);
   /* argument block: inline or a blob; copied so it can be patched */
   size_t n = 0;
   const uint8_t *inl = cucap_fb_launch_args(l, &n);
@@ -1057,7 +1091,7 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
     /* kernelParams: no size limit on the parameter block (CUDA 12.1+) */
     for (size_t i = 0; i < fi->nparams; i++) {
       uint32_t off = fi->params[i].offset;
-      kp[i] = off < n ? args + off : args;
+      kp[i] = off < need ? args + off : args; /* args holds need bytes */
     }
     kparams = kp;
   } else if (n) {
@@ -1137,7 +1171,8 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                                                    cucap_fb_stream_priority(s)),
                "cuStreamCreateWithPriority"))
       return;
-    rp_map_put(&R->stream, h, (uint64_t)(uintptr_t)ns);
+    if (!rp_live_put(R, &R->stream, h, (uint64_t)(uintptr_t)ns))
+      return;
     rp_owned(R, (uint64_t)(uintptr_t)ns);
     R->last_stream_rec = 0;
     break;
@@ -1145,7 +1180,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
   case CUCAP_FB_STREAMOP_DESTROY:
     R->last_stream_rec = 0;
     if (rp_map_del(&R->stream, h, &live))
-      R->d.df.StreamDestroy((CUstream)(uintptr_t)live);
+      rp_live_destroy(R, &R->stream, live);
     break;
   case CUCAP_FB_STREAMOP_SYNCHRONIZE:
     if (!rp_cu(R, fn->StreamSynchronize(rp_stream(R, h)), "cuStreamSynchronize"))
@@ -1195,7 +1230,8 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
     rp_capture_closed(R, h);
     if (R->capturing)
       R->capturing--;
-    rp_map_put(&R->graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr);
+    if (!rp_live_put(R, &R->graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr))
+      return;
     break;
   }
   case CUCAP_FB_STREAMOP_WAITVALUE:
@@ -1220,7 +1256,8 @@ static void rp_op_event(rp_state *R, const cucap_fb_record *rec,
     CUevent ne = NULL;
     if (!rp_cu(R, R->d.df.EventCreate(&ne, cucap_fb_event_flags(e)), "cuEventCreate"))
       return;
-    rp_map_put(&R->event, h, (uint64_t)(uintptr_t)ne);
+    if (!rp_live_put(R, &R->event, h, (uint64_t)(uintptr_t)ne))
+      return;
     rp_owned(R, (uint64_t)(uintptr_t)ne);
     break;
   }

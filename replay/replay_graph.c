@@ -123,6 +123,7 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const rp_map 
   CUfunction fn = rp_func_fn(R, fi);
   if (!fn)
     return R->failed ? NULL : "graph: kernel node of an unloaded module";
+  rp_func_layout(R, fi);
   size_t n = 0;
   const uint8_t *inl = cucap_fb_launch_args(l, &n);
   uint64_t bsz = 0;

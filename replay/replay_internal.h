@@ -29,6 +29,7 @@
   X(CtxGetCurrent, "cuCtxGetCurrent", 4000, PFN_cuCtxGetCurrent_v4000, "cuCtxGetCurrent", 0) \
   X(CtxCreate, "cuCtxCreate", 3020, PFN_cuCtxCreate_v3020, "cuCtxCreate_v2", 0)         \
   X(CtxDestroy, "cuCtxDestroy", 4000, PFN_cuCtxDestroy_v4000, "cuCtxDestroy_v2", 0)     \
+  X(CtxPopCurrent, "cuCtxPopCurrent", 4000, PFN_cuCtxPopCurrent_v4000, "cuCtxPopCurrent_v2", 0) \
   X(CtxSynchronize, "cuCtxSynchronize", 2000, PFN_cuCtxSynchronize_v2000, "cuCtxSynchronize", 0) \
   X(MemAddressReserve, "cuMemAddressReserve", 10020, PFN_cuMemAddressReserve_v10020, "cuMemAddressReserve", 0) \
   X(MemAddressFree, "cuMemAddressFree", 10020, PFN_cuMemAddressFree_v10020, "cuMemAddressFree", 0) \
@@ -64,6 +65,7 @@
   X(LibraryGetKernel, "cuLibraryGetKernel", 12000, PFN_cuLibraryGetKernel_v12000, "cuLibraryGetKernel", 0) \
   X(LibraryGetGlobal, "cuLibraryGetGlobal", 12000, PFN_cuLibraryGetGlobal_v12000, "cuLibraryGetGlobal", 0) \
   X(KernelGetFunction, "cuKernelGetFunction", 12000, PFN_cuKernelGetFunction_v12000, "cuKernelGetFunction", 0) \
+  X(FuncGetParamInfo, "cuFuncGetParamInfo", 12040, PFN_cuFuncGetParamInfo_v12040, "cuFuncGetParamInfo", 0) \
   X(LaunchKernel, "cuLaunchKernel", 4000, PFN_cuLaunchKernel_v4000, "cuLaunchKernel", 1) \
   X(LaunchKernelEx, "cuLaunchKernelEx", 11060, PFN_cuLaunchKernelEx_v11060, "cuLaunchKernelEx", 1) \
   X(LaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000, PFN_cuLaunchCooperativeKernel_v9000, "cuLaunchCooperativeKernel", 1) \

@@ -238,6 +238,7 @@ static void rp_env_check(rp_state *R) {
   size_t total = 0;
   if (R->d.df.DeviceTotalMem)
     R->d.df.DeviceTotalMem(&total, R->dev);
+  R->dev_mem = total;
   size_t nd = cucap_fb_file_header_devices_len(fh);
   if (nd > 1) {
     CUCAP_WARN("replay: capture used %zu devices; everything replays on "
@@ -272,6 +273,9 @@ static void rp_env_check(rp_state *R) {
 static void rp_restore(rp_state *R) {
   for (size_t i = 0; i < R->nrestore && !R->failed; i++) {
     rp_region *g = &R->restore[i];
+    uint64_t bsz = 0;
+    if (cucap_reader_blob_size(R->r, g->data, &bsz) != CUCAP_OK || bsz != g->size)
+      continue; /* no (matching) contents: nothing to restore */
     if (!rp_grow(&R->expect, &R->expect_cap, g->size, &R->expect_pinned, R) ||
         cucap_reader_blob_read(R->r, g->data, R->expect, g->size) != CUCAP_OK)
       continue;
@@ -282,8 +286,68 @@ static void rp_restore(rp_state *R) {
   }
 }
 
+void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live) {
+  void *v = (void *)(uintptr_t)live;
+  if (mp == &R->gexec && R->d.df.GraphExecDestroy)
+    R->d.df.GraphExecDestroy(v);
+  else if (mp == &R->graph && R->d.df.GraphDestroy)
+    R->d.df.GraphDestroy(v);
+  else if (mp == &R->event)
+    R->d.df.EventDestroy(v);
+  else if (mp == &R->stream) {
+    /* a stream still capturing (its EndCapture was not recorded) ends the
+     * capture first, or the graph being built would be lost */
+    CUgraph g = NULL;
+    if (R->capturing && R->d.df.StreamEndCapture &&
+        R->d.df.StreamEndCapture(v, &g) == CUDA_SUCCESS) {
+      R->capturing--;
+      if (g && R->d.df.GraphDestroy)
+        R->d.df.GraphDestroy(g);
+    }
+    R->d.df.StreamDestroy(v);
+  }
+  else if (mp == &R->library && R->d.df.LibraryUnload)
+    R->d.df.LibraryUnload(v);
+  else if (mp == &R->module)
+    R->d.df.ModuleUnload(v);
+}
+
+int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live) {
+  uint64_t old;
+  if (rp_map_get(mp, h, &old) && old != live)
+    rp_live_destroy(R, mp, old);
+  if (!rp_map_put(mp, h, live)) {
+    rp_live_destroy(R, mp, live);
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    return 0;
+  }
+  return 1;
+}
+
+/* Stream captures the capture never ended (a truncated file, a program
+ * killed mid-capture): end them, so the cleanup's own calls are legal and
+ * the graphs being built are freed. */
+static void rp_end_captures(rp_state *R) {
+  if (!R->capturing || !R->d.df.StreamEndCapture || !R->stream.cap) {
+    R->capturing = 0;
+    return;
+  }
+  const rp_map *m = &R->stream;
+  for (size_t i = 0; i < m->cap + 2; i++) {
+    /* slots cap and cap+1 hold recorded handles 0 and 1 (flag bits) */
+    if (i < m->cap ? m->keys[i] <= 1 : !(m->keys[m->cap] & (1u << (i - m->cap))))
+      continue;
+    CUgraph g = NULL;
+    if (R->d.df.StreamEndCapture((CUstream)(uintptr_t)m->vals[i], &g) ==
+            CUDA_SUCCESS && g && R->d.df.GraphDestroy)
+      R->d.df.GraphDestroy(g);
+  }
+  R->capturing = 0;
+}
+
 static void rp_destroy_live(rp_state *R) {
   /* objects the program left alive: destroy between loops and at the end */
+  rp_end_captures(R);
   rp_object_destroy_live(R); /* texture/surface objects, arrays */
   rp_attr_reset(R);
   rp_map *maps[] = {&R->gexec, &R->graph, &R->event, &R->stream, &R->library,
@@ -294,25 +358,18 @@ static void rp_destroy_live(rp_state *R) {
       uint64_t k = mp->keys[i];
       if (k <= 1)
         continue;
-      void *v = (void *)(uintptr_t)mp->vals[i];
       /* a module is unloaded from the context it was loaded in */
       CUcontext own = rp_owner_of(R, mp->vals[i]);
       if (own && own != R->cur && R->d.df.CtxSetCurrent(own) == CUDA_SUCCESS)
         R->cur = own;
-      if (mp == &R->gexec && R->d.df.GraphExecDestroy)
-        R->d.df.GraphExecDestroy(v);
-      else if (mp == &R->graph && R->d.df.GraphDestroy)
-        R->d.df.GraphDestroy(v);
-      else if (mp == &R->event)
-        R->d.df.EventDestroy(v);
-      else if (mp == &R->stream)
-        R->d.df.StreamDestroy(v);
-      else if (mp == &R->library && R->d.df.LibraryUnload)
-        R->d.df.LibraryUnload(v);
-      else if (mp == &R->module)
-        R->d.df.ModuleUnload(v);
+      rp_live_destroy(R, mp, mp->vals[i]);
     }
-    /* keys 0/1 are never real handles of these kinds */
+    /* recorded handles 0 and 1 live in the side slots */
+    for (uint64_t k = 0; k <= 1; k++) {
+      uint64_t v;
+      if (rp_map_get(mp, k, &v))
+        rp_live_destroy(R, mp, v);
+    }
     rp_map_free(mp);
   }
   rp_graphs_reset(R, 0); /* graphs rebuilt for the execs just destroyed */
@@ -323,15 +380,23 @@ static void rp_destroy_live(rp_state *R) {
   R->nfuncs = 0;
   rp_map_free(&R->func);
   R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
-  /* created contexts */
-  for (size_t i = 0; i < R->ctx_created.cap; i++)
-    if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy) {
-      CUcontext c = (CUcontext)(uintptr_t)R->ctx_created.vals[i];
-      rp_ctx_dying(R, c);
-      R->d.df.CtxDestroy(c);
-      if (R->cur == c)
-        R->cur = NULL;
+  /* created contexts (recorded handles 0 and 1: side slots) */
+  for (size_t i = 0; i < R->ctx_created.cap + 2; i++) {
+    uint64_t v;
+    if (i < R->ctx_created.cap) {
+      if (R->ctx_created.keys[i] <= 1)
+        continue;
+      v = R->ctx_created.vals[i];
+    } else if (!rp_map_get(&R->ctx_created, i - R->ctx_created.cap, &v)) {
+      continue;
     }
+    CUcontext c = (CUcontext)(uintptr_t)v;
+    rp_ctx_dying(R, c);
+    if (R->d.df.CtxDestroy)
+      R->d.df.CtxDestroy(c);
+    if (R->cur == c)
+      R->cur = NULL;
+  }
   rp_map_free(&R->ctx_created);
   rp_map_free(&R->ctx);
   rp_map_free(&R->tid_ctx);

@@ -18,6 +18,7 @@ typedef struct rp_func {
   size_t nparams;
   uint32_t param_bytes;
   size_t layout_bytes;  /* max(param_bytes, end of the last parameter) */
+  int layout_checked;   /* rp_func_layout ran */
 } rp_func;
 
 typedef struct rp_region {   /* a snapshot region kept beyond its record */
@@ -82,7 +83,7 @@ typedef struct rp_state {
   size_t nrestore;
   uint64_t rec_index;         /* 0-based record position in the file */
   uint64_t cur_seq;
-  int warned_ctx, warned_stream, warned_reloc_ptr, warned_global;
+  int warned_ctx, warned_stream, warned_reloc_ptr, warned_global, warned_layout;
   /* one-entry caches of the per-launch lookups (reset where maps change) */
   uint64_t last_fn_handle, last_fn_idx;       /* idx + 1; 0 = empty */
   uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
@@ -97,7 +98,36 @@ typedef struct rp_state {
   struct rp_objects *obj;     /* NULL until the first array/object (replay_object.c) */
   struct rp_attrs *attr;      /* NULL until an attribute waits (replay_attr.c) */
   int end_pass;               /* an observer ended the pass early */
+  uint64_t dev_mem;           /* this GPU's memory (0: unknown): no host
+                                 buffer for one op is ever larger */
 } rp_state;
+
+/* replay_run.c: live objects of the handle maps (stream, event, module,
+ * library, graph, gexec). rp_live_put maps recorded handle h to a new live
+ * object; a handle still mapped (its destroy was not recorded, or the handle
+ * was reused) has its old object destroyed first, so nothing the replay
+ * created is lost; on out of memory the new object is destroyed, the replay
+ * stops and 0 is returned. */
+void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live);
+int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live);
+
+/* replay_image.c: cuModuleLoadData & co. take no size, the driver finds
+ * the end of an image by parsing it. Returns img when it is a fatbin/cubin
+ * whose parsed extent lies inside its isz bytes (or PTX with its NUL);
+ * otherwise a NUL-terminated, zero-padded copy in *copy (malloc'ed: the
+ * caller keeps it as long as the module and frees it). NULL with *why for an
+ * image that must not be loaded (a damaged fatbin/cubin, a fatbinary
+ * wrapper); NULL with *why NULL when out of memory. */
+const void *rp_image_for_driver(const void *img, uint64_t isz, void **copy,
+                                const char **why);
+
+/* replay_params.c: makes fi's parameter layout the driver's own when the
+ * driver can tell (cuFuncGetParamInfo) and it differs from the recorded
+ * one - the driver reads kernelParams by its layout, so a recorded layout
+ * with fewer or smaller parameters would make it read past the argument
+ * block. Once per function, when its CUfunction (live_fn) is known. */
+#define RP_MAX_PARAMS 1024
+void rp_func_layout(rp_state *R, rp_func *fi);
 
 /* replay_exec.c */
 void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)

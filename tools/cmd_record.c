@@ -277,10 +277,10 @@ int cucap_cmd_record(int argc, char **argv) {
   }
   if (pid == 0) {
     const char *old = getenv("LD_PRELOAD");
-#ifdef CUCAP_ASAN_RUNTIME
-    /* Sanitizer build of cucap (tests only): the ASan runtime must come
+#ifdef CUCAP_SANITIZER_RUNTIME
+    /* Sanitizer build of cucap (tests only): the ASan/TSan runtime must come
      * first, and the uninstrumented app's own leaks are not ours to report. */
-    const char *first = CUCAP_ASAN_RUNTIME ":";
+    const char *first = CUCAP_SANITIZER_RUNTIME ":";
     const char *aso = getenv("ASAN_OPTIONS");
     char asan_opts[512];
     snprintf(asan_opts, sizeof asan_opts, "%s%sdetect_leaks=0", aso ? aso : "",

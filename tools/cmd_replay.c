@@ -47,7 +47,7 @@ static const char replay_usage[] =
     "  with --json: {\"replay\": report, \"profile\": profile}\n"
     "exit status: 0 ok, 1 verification mismatch, 2 usage, 3 bad capture /\n"
     "environment refused (no code for this GPU, no driver, --strict),\n"
-    "4 a driver call failed during replay\n";
+    "4 a driver call failed during replay, or the capture cannot be read (I/O)\n";
 
 int cucap_cmd_replay(int argc, char **argv) {
   enum { O_VERIFY = 256, O_LOOP, O_SYNC, O_DEVICE, O_RELOCATE, O_STRICT,

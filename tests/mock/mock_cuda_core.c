@@ -17,9 +17,15 @@
 pthread_mutex_t mock_lock = PTHREAD_MUTEX_INITIALIZER;
 int mock_initialized;
 
-#define MOCK_TOTAL_MEM (80ull << 30)
+#define MOCK_TOTAL_MEM mock_total_mem()
 #define MOCK_GRANULARITY (2ull << 20)
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer only allows application mappings in fixed windows; the
+ * high one starts at 0x7e8000000000 (x86-64, 48-bit VA). */
+#define MOCK_DEFAULT_BASE 0x7e8000000000ull
+#else
 #define MOCK_DEFAULT_BASE 0x7e0000000000ull
+#endif
 
 double mock_now_ms(void) {
   struct timespec ts;
@@ -30,6 +36,7 @@ double mock_now_ms(void) {
 /* ---- init / device ------------------------------------------------------ */
 CUresult CUDAAPI cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  mock_test_init();
   __atomic_store_n(&mock_initialized, 1, __ATOMIC_SEQ_CST);
   return CUDA_SUCCESS;
 }
@@ -221,6 +228,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice d) {
   c->magic = MOCK_MAGIC_CTX;
   c->dev = d;
   c->flags = flags;
+  MOCK_LIVE(MOCK_LIVE_CTX, 1);
   tls_stack[tls_depth++] = c;
   *pctx = c;
   return CUDA_SUCCESS;
@@ -254,6 +262,7 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext c) {
   mock_graphs_ctx_destroyed(c);
   c->magic = 0;
   free(c);
+  MOCK_LIVE(MOCK_LIVE_CTX, -1);
   return CUDA_SUCCESS;
 }
 
@@ -377,6 +386,16 @@ static unsigned long long next_id = 1;
 static uintptr_t next_dev_addr;
 static size_t dev_in_use;
 
+/* Device addresses are handed out upward and not reused, so stale pointers
+ * are caught; after 1 TiB (long fuzzing runs) they wrap to the base, where
+ * MAP_FIXED_NOREPLACE skips what is still in use. */
+#define MOCK_ADDR_SPAN (1ull << 40)
+static uintptr_t dev_base(void);
+static void next_addr_wrap(size_t need) {
+  uintptr_t b = dev_base();
+  if (next_dev_addr < b || next_dev_addr + need > b + MOCK_ADDR_SPAN) next_dev_addr = b;
+}
+
 static uintptr_t dev_base(void) {
   const char *e = getenv("CUCAP_MOCK_ADDR_BASE");
   uintptr_t b = e ? (uintptr_t)strtoull(e, NULL, 0) : 0;
@@ -436,6 +455,7 @@ CUresult mock_alloc_device(CUdeviceptr *out, size_t size) {
   CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mock_lock);
   if (!next_dev_addr) next_dev_addr = dev_base();
+  next_addr_wrap(map);
   if (dev_in_use + size <= MOCK_TOTAL_MEM) {
     for (int tries = 0; tries < 4096; tries++) {
       void *hint = (void *)next_dev_addr;
@@ -525,6 +545,7 @@ static CUresult host_alloc(void **pp, size_t n) {
   MOCK_TRY(mock_need_ctx());
   MOCK_TRY(mock_unsafe());
   if (!pp || n == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (n > MOCK_TOTAL_MEM) return CUDA_ERROR_OUT_OF_MEMORY; /* pinnable memory is finite */
   size_t map = round_up(n, (size_t)sysconf(_SC_PAGESIZE));
   void *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -747,6 +768,7 @@ CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align
       munmap(p, size);
     }
   } else {
+    next_addr_wrap(size + align);
     for (int tries = 0; tries < 4096; tries++) {
       uintptr_t a = round_up(next_dev_addr, align);
       void *p = mmap((void *)a, size, PROT_NONE,
@@ -788,6 +810,10 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const
   MOCK_TRY(mock_need_ctx());
   if (!h || !prop || size == 0 || size % MOCK_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
   if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&mock_lock);
+  int full = dev_in_use + size > MOCK_TOTAL_MEM;
+  pthread_mutex_unlock(&mock_lock);
+  if (full) return CUDA_ERROR_OUT_OF_MEMORY;
   mock_phys *ph = malloc(sizeof *ph);
   if (!ph) return CUDA_ERROR_OUT_OF_MEMORY;
   ph->fd = memfd_create("cucap-mock-phys", MFD_CLOEXEC);
@@ -797,6 +823,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   ph->size = size;
+  MOCK_LIVE(MOCK_LIVE_PHYS, 1);
   pthread_mutex_lock(&mock_lock);
   dev_in_use += size;
   pthread_mutex_unlock(&mock_lock);
@@ -814,6 +841,7 @@ CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle h) {
   dev_in_use -= ph->size;
   pthread_mutex_unlock(&mock_lock);
   free(ph);
+  MOCK_LIVE(MOCK_LIVE_PHYS, -1);
   return CUDA_SUCCESS;
 }
 
@@ -923,6 +951,7 @@ static void ctx_release_objects(CUcontext c) {
       e->magic = MOCK_MAGIC_DEAD;
       e->next = dead_events;
       dead_events = e;
+      MOCK_LIVE(MOCK_LIVE_EVENT, -1); /* the context took it */
       continue;
     }
     pp = &e->next;
@@ -1012,6 +1041,7 @@ CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags) {
   e->next = all_events;
   all_events = e;
   pthread_mutex_unlock(&mock_lock);
+  MOCK_LIVE(MOCK_LIVE_EVENT, 1);
   *pe = e;
   return CUDA_SUCCESS;
 }
@@ -1030,6 +1060,7 @@ CUresult CUDAAPI cuEventDestroy(CUevent e) {
   pthread_mutex_unlock(&mock_lock);
   e->magic = 0;
   free(e);
+  MOCK_LIVE(MOCK_LIVE_EVENT, -1);
   return CUDA_SUCCESS;
 }
 
@@ -1208,6 +1239,7 @@ CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode) {
   struct mock_graph *g = calloc(1, sizeof *g);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
   g->magic = MOCK_MAGIC_GRAPH;
+  MOCK_LIVE(MOCK_LIVE_GRAPH, 1);
   s->capture = g;
   s->capture_origin = 1;
   mock_capture_register(g, s, mode);
@@ -1278,6 +1310,29 @@ CUresult CUDAAPI cuGetErrorName(CUresult e, const char **s) {
     if (err_names[i].code == e) { *s = err_names[i].name; return CUDA_SUCCESS; }
   *s = NULL;
   return CUDA_ERROR_INVALID_VALUE;
+}
+
+int mock_error_code(const char *name) {
+  for (size_t i = 0; i < sizeof err_names / sizeof err_names[0]; i++)
+    if (!strcmp(err_names[i].name, name)) return (int)err_names[i].code;
+  return -1;
+}
+
+void mock_core_live(long *device, long *host, long *host_reg, long *reserve, long *mapped,
+                    long *streams, long *primary_refs) {
+  *device = *host = *host_reg = *reserve = *mapped = *streams = 0;
+  pthread_mutex_lock(&mock_lock);
+  for (size_t i = 0; i < nregs; i++) {
+    switch (regs[i].kind) {
+    case REG_DEVICE: (*device)++; break;
+    case REG_HOST: if (regs[i].mapped) (*host_reg)++; else (*host)++; break;
+    case REG_RESERVE: (*reserve)++; break;
+    case REG_MAPPED: (*mapped)++; break;
+    }
+  }
+  for (CUstream s = mock_all_streams; s; s = s->next) (*streams)++;
+  *primary_refs = primary_ctx.refcount;
+  pthread_mutex_unlock(&mock_lock);
 }
 
 CUresult CUDAAPI cuGetErrorString(CUresult e, const char **s) {
@@ -1353,6 +1408,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version
   if (!f) f = lookup(mock_procs_attr, symbol, version, &seen);
   if (!f) f = lookup(mock_procs_array, symbol, version, &seen);
   if (!f) f = lookup(core_procs, symbol, version, &seen);
+  if (f && !(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) f = mock_fail_wrap(symbol, f);
   *pfn = f;
   if (status)
     *status = f ? CU_GET_PROC_ADDRESS_SUCCESS

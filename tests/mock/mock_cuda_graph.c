@@ -71,6 +71,7 @@ static void node_free(struct mock_node *n) {
 }
 
 static void graph_free(struct mock_graph *g) {
+  MOCK_LIVE(g->magic == MOCK_MAGIC_GEXEC ? MOCK_LIVE_GEXEC : MOCK_LIVE_GRAPH, -1);
   for (size_t i = 0; i < g->nops; i++) {
     free(g->ops[i].argbuf);
     for (unsigned k = 0; k < g->ops[i].nsubs; k++) graph_free(g->ops[i].subs[k]);
@@ -89,7 +90,10 @@ void mock_graph_free(struct mock_graph *g) {
 
 struct mock_graph *mock_graph_new(void) {
   struct mock_graph *g = calloc(1, sizeof *g);
-  if (g) g->magic = MOCK_MAGIC_GRAPH;
+  if (g) {
+    g->magic = MOCK_MAGIC_GRAPH;
+    MOCK_LIVE(MOCK_LIVE_GRAPH, 1);
+  }
   return g;
 }
 
@@ -222,6 +226,7 @@ CUresult CUDAAPI cuGraphCreate(CUgraph *pg, unsigned int flags) {
   struct mock_graph *g = calloc(1, sizeof *g);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
   g->magic = MOCK_MAGIC_GRAPH;
+  MOCK_LIVE(MOCK_LIVE_GRAPH, 1);
   *pg = (CUgraph)g;
   return CUDA_SUCCESS;
 }
@@ -449,6 +454,7 @@ CUresult mock_graph_instantiate(struct mock_graph *g, struct mock_graph **out) {
   x->magic = MOCK_MAGIC_GEXEC;
   x->ops = calloc(g->nnodes ? g->nnodes : 1, sizeof *x->ops);
   if (!x->ops) { free(placed); free(x); return CUDA_ERROR_OUT_OF_MEMORY; }
+  MOCK_LIVE(MOCK_LIVE_GEXEC, 1);
   /* Kahn: each round places the first unplaced node whose dependencies are
    * all placed, so a graph built in order keeps its order */
   CUresult rc = CUDA_SUCCESS;

@@ -178,6 +178,35 @@ void mock_image_free(mock_image_info *info);
  * headers, PTX via strlen); 0 if not recognised. */
 size_t mock_image_size(const void *image);
 
+/* ---- test controls (mock_cuda_test.c) ----------------------------------- */
+/* Live objects per kind, for the leak check (CUCAP_MOCK_LEAK_CHECK=1) and
+ * cuMockLiveObjects. Memory (device/host/VMM) is counted from the registry
+ * and streams from their list instead. */
+typedef enum mock_live_kind {
+  MOCK_LIVE_CTX, MOCK_LIVE_PHYS, MOCK_LIVE_EVENT, MOCK_LIVE_MODULE, MOCK_LIVE_LIBRARY,
+  MOCK_LIVE_LINK, MOCK_LIVE_GRAPH, MOCK_LIVE_GEXEC, MOCK_LIVE_KINDS
+} mock_live_kind;
+extern long mock_live[MOCK_LIVE_KINDS];
+#define MOCK_LIVE(kind, delta) __atomic_add_fetch(&mock_live[kind], (delta), __ATOMIC_RELAXED)
+/* Called by cuInit: reads the CUCAP_MOCK_* controls, arms the leak check. */
+void mock_test_init(void);
+/* CUCAP_MOCK_MEM_LIMIT (bytes) or 80 GiB: device memory, as reported and
+ * enforced. */
+size_t mock_total_mem(void);
+/* CUCAP_MOCK_NO_KERNELS=1: launches do not run the host kernels (a fuzzed
+ * capture may pass any pointer to them); everything else is unchanged. */
+int mock_no_kernels(void);
+/* cuGetProcAddress hook for CUCAP_MOCK_FAIL (error injection): returns fn,
+ * or a trampoline that fails the chosen call of `name`. */
+void *mock_fail_wrap(const char *name, void *fn);
+/* Error code by name (CUDA_ERROR_*), -1 if unknown (mock_cuda_core.c). */
+int mock_error_code(const char *name);
+/* Live memory by kind from the registry (mock_cuda_core.c): device, host
+ * (cuMemAllocHost), registered host, VA reservations, mappings, streams,
+ * primary context retains. */
+void mock_core_live(long *device, long *host, long *host_reg, long *reserve, long *mapped,
+                    long *streams, long *primary_refs);
+
 /* ---- shared state and helpers (mock_cuda_core.c) ----------------------- */
 extern pthread_mutex_t mock_lock;
 extern int mock_initialized;

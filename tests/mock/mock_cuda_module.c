@@ -122,6 +122,7 @@ static void module_free(CUmodule m) {
   free(m->image);
   m->magic = 0;
   free(m);
+  MOCK_LIVE(MOCK_LIVE_MODULE, -1);
 }
 
 static CUresult module_load(CUmodule *out, const void *image, size_t size) {
@@ -133,6 +134,7 @@ static CUresult module_load(CUmodule *out, const void *image, size_t size) {
   CUmodule m = calloc(1, sizeof *m);
   if (!m) goto fail;
   m->magic = MOCK_MAGIC_MODULE;
+  MOCK_LIVE(MOCK_LIVE_MODULE, 1);
   m->is_ptx = info.is_ptx;
   m->image = malloc(info.code_size + 1);
   if (!m->image) goto fail;
@@ -312,6 +314,7 @@ static CUresult library_load(CUlibrary *out, const void *image, size_t size) {
   module_unlist(l->mod); /* a library lives in every context: not the loader's */
   l->mod->owner = NULL;
   l->magic = MOCK_MAGIC_LIBRARY;
+  MOCK_LIVE(MOCK_LIVE_LIBRARY, 1);
   *out = l;
   return CUDA_SUCCESS;
 }
@@ -357,6 +360,7 @@ CUresult CUDAAPI cuLibraryUnload(CUlibrary l) {
   module_free(l->mod);
   l->magic = 0;
   free(l);
+  MOCK_LIVE(MOCK_LIVE_LIBRARY, -1);
   return CUDA_SUCCESS;
 }
 
@@ -478,6 +482,7 @@ CUresult CUDAAPI cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkS
   l->nopt = n;
   l->opt = o;
   l->val = v;
+  MOCK_LIVE(MOCK_LIVE_LINK, 1);
   *out = l;
   return CUDA_SUCCESS;
 }
@@ -542,6 +547,7 @@ CUresult CUDAAPI cuLinkDestroy(CUlinkState l) {
   free(l->in);
   l->magic = 0;
   free(l);
+  MOCK_LIVE(MOCK_LIVE_LINK, -1);
   return CUDA_SUCCESS;
 }
 
@@ -555,7 +561,7 @@ CUresult mock_run_op(const mock_op *op) {
   switch (op->kind) {
   case MOCK_OP_KERNEL: {
     CUfunction f = op->func;
-    if (!f->impl) return CUDA_SUCCESS; /* no host implementation: no-op */
+    if (!f->impl || mock_no_kernels()) return CUDA_SUCCESS; /* no host implementation: no-op */
     void *args[256];
     int n = f->nparams > 256 ? 256 : f->nparams;
     for (int i = 0; i < n; i++) args[i] = op->argbuf + f->params[i].offset;

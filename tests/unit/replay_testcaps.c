@@ -18,8 +18,13 @@
 #define CTX 0xC7C7000ULL
 #define MOD 0x3D3D000ULL
 #define FN 0xF0F0000ULL
-static const uint64_t ADDR[3] = {0x7e1200000000ULL, 0x7e1200200000ULL,
-                                 0x7e1200400000ULL};
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer maps applications only from 0x7e8000000000 up */
+#define ADDR0 0x7e9200000000ULL
+#else
+#define ADDR0 0x7e1200000000ULL
+#endif
+static const uint64_t ADDR[3] = {ADDR0, ADDR0 + 0x200000ULL, ADDR0 + 0x400000ULL};
 
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"

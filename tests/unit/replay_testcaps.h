@@ -7,7 +7,11 @@
 #define N 1024                    /* elements of each vec_add buffer */
 #define W2 256                    /* write_capture2: bytes per row */
 #define H2 4                      /* write_capture2: rows */
+#if defined(__SANITIZE_THREAD__)
+#define PIN_FREE 0x7f1200001000ULL /* inside ThreadSanitizer's application window */
+#else
 #define PIN_FREE 0x6e1200001000ULL /* CAP_PINNED: the placeable host range */
+#endif
 
 /* write_capture flags */
 enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8,

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -338,8 +339,10 @@ static void test_sticky_error(void) {
   o.level = 0;
   o.queue_depth = 1;
   cucap_writer *w = NULL;
+  o.quiet_errors = 1; /* the message is checked below instead */
   CHECK(cucap_writer_create(path, &o, hdr, hsz, &w) == CUCAP_OK);
   TU_REQUIRE(w);
+  CHECK(cucap_writer_last_error(w)[0] == 0);
   cucap_fbb *b = cucap_fbb_create(0);
   /* random blobs do not compress: the limit is hit quickly */
   uint8_t *blob = malloc(1 << 20);
@@ -362,6 +365,9 @@ static void test_sticky_error(void) {
   CHECK(cucap_writer_flush(w) == CUCAP_ERR_IO);
   CHECK(cucap_writer_close(w) == CUCAP_ERR_IO);
   CHECK(last == CUCAP_ERR_IO);
+  /* the first error, with its cause */
+  CHECK(strstr(cucap_writer_last_error(w), "chunk at offset") &&
+        strstr(cucap_writer_last_error(w), "too large"));
   cucap_writer_destroy(w);
   setrlimit(RLIMIT_FSIZE, &old);
   /* Whatever made it to disk is still readable. */
@@ -392,6 +398,24 @@ static void test_create_errors(void) {
         w == NULL);
   CHECK(cucap_writer_create(path, NULL, NULL, 0, &w) == CUCAP_ERR_INVALID_ARG);
   cucap_writer_destroy(NULL);
+  /* the header cannot be written: no stub file is left behind ... */
+  {
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_IGN);
+    lim = old;
+    lim.rlim_cur = 16;
+    TU_REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    CHECK(cucap_writer_create(path, NULL, hdr, hsz, &w) == CUCAP_ERR_IO && w == NULL);
+    setrlimit(RLIMIT_FSIZE, &old);
+    CHECK(access(path, F_OK) != 0);
+  }
+  /* ... but a device is never removed (writes to /dev/full fail) */
+  struct stat ds;
+  if (stat("/dev/full", &ds) == 0 && S_ISCHR(ds.st_mode)) {
+    CHECK(cucap_writer_create("/dev/full", NULL, hdr, hsz, &w) == CUCAP_ERR_IO && w == NULL);
+    CHECK(stat("/dev/full", &ds) == 0 && S_ISCHR(ds.st_mode));
+  }
   /* empty capture */
   CHECK(cucap_writer_create(path, NULL, hdr, hsz, &w) == CUCAP_OK);
   CHECK(cucap_writer_close(w) == CUCAP_OK);
