@@ -235,9 +235,10 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
         rp_map_put(&x->nodes, cucap_fb_graph_node_handle(cucap_fb_graph_nodes_at(g, i)),
                    (uint64_t)(uintptr_t)v[i]);
     free(v);
-    for (size_t i = 0; i < handles.cap; i++) /* the new graph's handles, as kernels see them */
-      if (handles.keys[i] > 1)
-        rp_map_put(&x->handles, handles.keys[i], handles.vals[i]);
+    size_t hpos = 0; /* the new graph's handles, as kernels see them (1 included) */
+    uint64_t hk = 0, hv = 0;
+    while (rp_map_next(&handles, &hpos, &hk, &hv))
+      rp_map_put(&x->handles, hk, hv);
     if (R->d.df.GraphDestroy)
       R->d.df.GraphDestroy(ng);
     rp_map_free(&nodes);

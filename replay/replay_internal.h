@@ -142,6 +142,12 @@ int rp_map_put(rp_map *m, uint64_t k, uint64_t v); /* 0 on OOM */
 int rp_map_get(const rp_map *m, uint64_t k, uint64_t *v);
 int rp_map_del(rp_map *m, uint64_t k, uint64_t *old);
 void rp_map_free(rp_map *m);
+/* Iteration over every entry, keys 0 and 1 included (they live out of
+ * band: a loop over keys[0..cap) alone misses them - a context created
+ * under a recorded handle 0 then leaked). Start with *pos = 0; returns 0
+ * at the end. The map must not grow meanwhile; deleting the entry just
+ * returned is allowed. */
+int rp_map_next(const rp_map *m, size_t *pos, uint64_t *k, uint64_t *v);
 
 /* ---- memory placement (replay_memory.c) ------------------------------- */
 typedef struct rp_range {

@@ -290,13 +290,12 @@ static void rp_destroy_live(rp_state *R) {
                     &R->module};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
     rp_map *mp = maps[m];
-    for (size_t i = 0; i < mp->cap; i++) {
-      uint64_t k = mp->keys[i];
-      if (k <= 1)
-        continue;
-      void *v = (void *)(uintptr_t)mp->vals[i];
+    size_t pos = 0;
+    uint64_t lv = 0;
+    while (rp_map_next(mp, &pos, NULL, &lv)) {
+      void *v = (void *)(uintptr_t)lv;
       /* a module is unloaded from the context it was loaded in */
-      CUcontext own = rp_owner_of(R, mp->vals[i]);
+      CUcontext own = rp_owner_of(R, lv);
       if (own && own != R->cur && R->d.df.CtxSetCurrent(own) == CUDA_SUCCESS)
         R->cur = own;
       if (mp == &R->gexec && R->d.df.GraphExecDestroy)
@@ -312,7 +311,6 @@ static void rp_destroy_live(rp_state *R) {
       else if (mp == &R->module)
         R->d.df.ModuleUnload(v);
     }
-    /* keys 0/1 are never real handles of these kinds */
     rp_map_free(mp);
   }
   rp_graphs_reset(R, 0); /* graphs rebuilt for the execs just destroyed */
@@ -324,14 +322,15 @@ static void rp_destroy_live(rp_state *R) {
   rp_map_free(&R->func);
   R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
   /* created contexts */
-  for (size_t i = 0; i < R->ctx_created.cap; i++)
-    if (R->ctx_created.keys[i] > 1 && R->d.df.CtxDestroy) {
-      CUcontext c = (CUcontext)(uintptr_t)R->ctx_created.vals[i];
-      rp_ctx_dying(R, c);
-      R->d.df.CtxDestroy(c);
-      if (R->cur == c)
-        R->cur = NULL;
-    }
+  size_t cpos = 0;
+  uint64_t cv = 0;
+  while (R->d.df.CtxDestroy && rp_map_next(&R->ctx_created, &cpos, NULL, &cv)) {
+    CUcontext c = (CUcontext)(uintptr_t)cv;
+    rp_ctx_dying(R, c);
+    R->d.df.CtxDestroy(c);
+    if (R->cur == c)
+      R->cur = NULL;
+  }
   rp_map_free(&R->ctx_created);
   rp_map_free(&R->ctx);
   rp_map_free(&R->tid_ctx);
