@@ -94,6 +94,7 @@
   X(KernelSetAttribute, "cuKernelSetAttribute", 12000, PFN_cuKernelSetAttribute_v12000, "cuKernelSetAttribute", 0) \
   X(KernelSetCacheConfig, "cuKernelSetCacheConfig", 12000, PFN_cuKernelSetCacheConfig_v12000, "cuKernelSetCacheConfig", 0) \
   X(CtxSetLimit, "cuCtxSetLimit", 3010, PFN_cuCtxSetLimit_v3010, "cuCtxSetLimit", 0)     \
+  X(CtxGetLimit, "cuCtxGetLimit", 3010, PFN_cuCtxGetLimit_v3010, "cuCtxGetLimit", 0)     \
   X(CtxSetCacheConfig, "cuCtxSetCacheConfig", 3020, PFN_cuCtxSetCacheConfig_v3020, "cuCtxSetCacheConfig", 0) \
   X(CtxSetSharedMemConfig, "cuCtxSetSharedMemConfig", 4020, PFN_cuCtxSetSharedMemConfig_v4020, "cuCtxSetSharedMemConfig", 0) \
   X(Array3DCreate, "cuArray3DCreate", 3020, PFN_cuArray3DCreate_v3020, "cuArray3DCreate_v2", 0) \

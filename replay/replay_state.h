@@ -96,6 +96,10 @@ typedef struct rp_state {
   struct rp_deferred *deferred; /* replay_deferred.c (format 1.2 snapshots) */
   struct rp_objects *obj;     /* NULL until the first array/object (replay_object.c) */
   struct rp_attrs *attr;      /* NULL until an attribute waits (replay_attr.c) */
+  /* cuCtxSetLimit across passes (replay_attr.c): per CUlimit, the value a
+   * replayed call asked for and the one the driver reported after it */
+  uint64_t limit_req[16], limit_got[16];
+  uint16_t limit_known;       /* bit l: limit_req/got[l] are set */
   int end_pass;               /* an observer ended the pass early */
 } rp_state;
 

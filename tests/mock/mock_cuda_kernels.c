@@ -126,6 +126,7 @@ static void k_cluster_info(const mock_thread *t, void **args) {
 
 static void k_heap_probe(const mock_thread *t, void **args) {
   if (t->threadIdx.x || t->blockIdx.x) return;
+  mock_heap_touch();
   *ARG(int *, 0) = ARG(unsigned long long, 1) <= mock_ctx_limit(CU_LIMIT_MALLOC_HEAP_SIZE);
 }
 
