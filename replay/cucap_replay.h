@@ -134,6 +134,15 @@ typedef struct cucap_replay_report {
   uint64_t nondet_copies, nondet_regions; /* copies / snapshot or hash regions holding them */
   char nondet_kernels[256];      /* "k1, k2": kernels that wrote them ("" if none) */
   char nondet_detail[1024];      /* one line per copy/region ("  nondeterministic: ...\n") */
+  /* bytes the recording may hold from the program's host code, which a
+   * replay does not run: a copy's result read after a graph host node that
+   * may run after the copy, managed memory the host code could write while
+   * GPU work on it was in flight (see docs/design.md, "Verify"). Where such
+   * bytes differ from the recording in every pass they are counted here,
+   * not as mismatches (--strict: mismatches); bytes_matched excludes them. */
+  uint64_t host_written_bytes;
+  uint64_t host_written_checks;  /* copies / regions holding them */
+  char host_written_detail[768]; /* one line per copy/region ("  host-written: ...\n") */
   /* failure */
   cucap_status status;
   int exit_code;             /* CUCAP_REPLAY_EXIT_* */

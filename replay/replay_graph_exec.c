@@ -37,6 +37,7 @@ static void gx_clear(rp_state *R, rp_gx *x) {
   rp_map_free(&x->nodes);
   rp_map_free(&x->handles);
   free(x->hb); /* the buffers themselves are in R->keep */
+  free(x->hd);
   memset(x, 0, sizeof *x);
 }
 
@@ -71,6 +72,14 @@ static rp_gx *gx_new(rp_state *R, uint64_t rec_exec) {
   if (!rp_map_put(&gs->gx_of, rec_exec, i + 1))
     return NULL;
   return x;
+}
+
+const void *rp_graph_host_dst(rp_state *R, uint64_t rec_exec, uint64_t dst, uint64_t size) {
+  rp_gx *x = gx_find(R, rec_exec);
+  for (size_t i = 0; x && i < x->nhd; i++)
+    if (x->hd[i].dst == dst && x->hd[i].size == size)
+      return x->hd[i].buf;
+  return NULL;
 }
 
 void rp_graph_exec_destroyed(rp_state *R, uint64_t rec_exec) {

@@ -84,6 +84,9 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     rp_json_str(f, p->nondet_kernels);
     fprintf(f, ",\"nondeterministic\":");
     rp_json_str(f, p->nondet_detail);
+    fprintf(f, ",\"host_written_bytes\":%" PRIu64 ",\"host_written_checks\":%" PRIu64
+            ",\"host_written\":", p->host_written_bytes, p->host_written_checks);
+    rp_json_str(f, p->host_written_detail);
     fprintf(f, "}\n");
     return;
   }
@@ -147,9 +150,16 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
         fprintf(f, ", written by kernels %s", p->nondet_kernels);
       fputc(')', f);
     }
+    if (p->host_written_bytes)
+      fprintf(f, ", %" PRIu64 " bytes written by the program's host code (not "
+              "reproducible by a replay; in %" PRIu64 " copies/regions)",
+              p->host_written_bytes, p->host_written_checks);
+    int hw = p->host_written_bytes != 0;
     fprintf(f, "; %" PRIu64 " unverifiable; %s", p->copies_unverifiable,
             p->mismatches ? "MISMATCH"
+            : nd && hw    ? "all deterministic bytes a replay reproduces matched"
             : nd          ? "all deterministic bytes matched"
+            : hw          ? "all bytes a replay reproduces matched"
                           : "all bytes matched");
     if (p->verify_passes > 1)
       fprintf(f, " (%u passes)", p->verify_passes);
@@ -158,6 +168,8 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
       fprintf(f, "  %s\n", p->first_mismatch);
     if (p->nondet_detail[0])
       fputs(p->nondet_detail, f);
+    if (p->host_written_detail[0])
+      fputs(p->host_written_detail, f);
   }
   if (p->error[0] && p->loops) /* the caller reports the error itself */
     fprintf(f, "stopped: %s\n", p->error);

@@ -244,9 +244,13 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
 int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
                             cucap_hash128 *h, uint64_t *size);
 /* The k-th (0-based) CopyResult naming graph launch launch_seq (format
- * 1.3): the captured copy's seq and the recorded bytes; 0 past the last. */
+ * 1.3): the captured copy's seq (for a copy node of a graph the program
+ * built, the seq of the instantiation that made the exec), the recorded
+ * bytes and the host address they were read from; 0 past the last. Any
+ * out-parameter may be NULL. */
 int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t k,
-                                  uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size);
+                                  uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size,
+                                  uint64_t *addr);
 void rp_host_write(rp_state *R, const cucap_fb_snapshot *s); /* uploads */
 void rp_deferred_free(rp_state *R);
 

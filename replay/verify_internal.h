@@ -68,6 +68,10 @@ typedef struct vo_check {
   unsigned nnear;
   uint32_t writers[VO_WRITERS];
   unsigned nwriters;
+  /* the recorded bytes may hold what the program's host code wrote, which
+   * no replay reproduces: why ("" if not); differences that agree in every
+   * pass are then reported as host-written, not as mismatches */
+  char hostw[200];
 } vo_check;
 
 typedef struct vo_name {
@@ -107,6 +111,13 @@ typedef struct vo_capcopy {  /* a DtoH copy captured into a graph (this pass) */
   uint64_t size, src, stream;
   int checked;               /* its CopyResult came (else: unverifiable) */
 } vo_capcopy;
+
+typedef struct vo_gnode {    /* a copy node to host memory of a recorded exec */
+  uint64_t exec, addr, size;   /* recorded exec, host destination, packed size */
+  uint64_t src;                /* recorded device source of a 1D copy (0: other) */
+  int host_after;              /* a host node of the graph may run after it */
+  int seen;                    /* a result came with the current launch */
+} vo_gnode;
 
 typedef struct vo_verifier {
   cucap_replay_observer ob;
@@ -149,6 +160,10 @@ typedef struct vo_verifier {
   /* diagnostic pass */
   vo_watch *watch;
   size_t nwatch;
+  /* graph execs of this pass: their copy nodes to host memory */
+  vo_gnode *gn;
+  size_t ngn, capgn;
+  unsigned hw_listed;        /* host-written lines in the report */
 } vo_verifier;
 
 typedef struct vo_info {     /* what a new check state is made of */
@@ -160,6 +175,7 @@ typedef struct vo_info {     /* what a new check state is made of */
   const cucap_fb_copy_geometry *g;
   cucap_hash128 blob;
   const vo_ring *near;
+  const char *hostw;         /* vo_check.hostw (NULL: none) */
 } vo_info;
 
 /* verify_observer.c */
@@ -180,6 +196,7 @@ int vo_reads_blob(vo_verifier *v, cucap_hash128 h, uint64_t size); /* into v->wa
 void vo_captured_copy(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_memcpy *m);
 void vo_copy_result(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_snapshot *sn);
 void vo_graph_launch(vo_verifier *v, cucap_replay_session *s, const cucap_replay_op *op);
+void vo_graph_topology(vo_verifier *v, const cucap_fb_graph *g); /* Instantiate, ExecUpdate */
 
 /* verify_judge.c */
 void vo_judge(vo_verifier *v);              /* verdict into the report */

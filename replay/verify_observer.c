@@ -206,6 +206,8 @@ static vo_check *vo_check_new(vo_verifier *v, const vo_info *in, uint64_t key) {
   c->size = in->size;
   c->blob = in->blob;
   c->launch_index = CUCAP_REPLAY_NO_LAUNCH;
+  if (in->hostw)
+    snprintf(c->hostw, sizeof c->hostw, "%s", in->hostw);
   if (in->g && in->addr) {
     const cucap_fb_copy_geometry *g = in->g;
     c->geom = 1;
@@ -349,7 +351,7 @@ static void vo_copy(vo_verifier *v, const cucap_replay_op *op,
   vo_info in = {op->rec_index, 0, VO_COPY, what,
                 array ? 0 : cucap_fb_memcpy_src(m), op->host_size,
                 array ? NULL : g, want,
-                vo_ring_of(v, cucap_fb_memcpy_stream(m), 0)};
+                vo_ring_of(v, cucap_fb_memcpy_stream(m), 0), NULL};
   if (!in.near)
     in.near = &v->any;
   if (first)
@@ -418,8 +420,9 @@ static void vo_snapshot(vo_verifier *v, const cucap_replay_op *op,
     vo_reason_name(reason, rn, sizeof rn);
     snprintf(what, sizeof what, "%s snapshot region %zu (0x%" PRIx64 "+%" PRIu64
              ", record %" PRIu64 ")", rn, i, g[i].addr, g[i].size, rec_index);
+    const char *hostw = NULL;
     vo_info in = {rec_index, (uint32_t)i, VO_SNAP, what, g[i].addr, g[i].size,
-                  NULL, g[i].h, &v->any};
+                  NULL, g[i].h, &v->any, hostw};
     if (first)
       rep->snapshot_regions_checked++;
     vo_compare(v, &in, v->got);
@@ -464,7 +467,7 @@ static void vo_hashes(vo_verifier *v, const cucap_replay_op *op,
       snprintf(what, sizeof what, "launch hash region %zu of launch %" PRIu64,
                i, p->launch_index);
       vo_info in = {p->rec_index, (uint32_t)i, VO_HASH, what, g->addr, g->size,
-                    NULL, g->h, NULL};
+                    NULL, g->h, NULL, NULL};
       if (!(c = vo_check_new(v, &in, key)))
         continue;
       c->want_hash = g->h;
@@ -584,6 +587,7 @@ static void vo_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   rp_map_free(&v->stream_ring);
   rp_map_free(&v->captured); /* their buffers belong to the last pass */
   v->ncap = 0;
+  v->ngn = 0;
   v->nrings = 0;
   memset(&v->any, 0, sizeof v->any);
   vo_pending_free(v);
@@ -600,8 +604,11 @@ static void vo_op_after(void *u, cucap_replay_session *s, const cucap_replay_op 
   switch (op->body_type) {
   case CUCAP_FB_BODY_GRAPH: {
     const cucap_fb_graph *gr = cucap_fb_record_body_as_graph(rec);
-    if (gr && cucap_fb_graph_op(gr) == CUCAP_FB_GRAPHOP_LAUNCH && op->seq)
+    int gop = gr ? cucap_fb_graph_op(gr) : -1;
+    if (gop == CUCAP_FB_GRAPHOP_LAUNCH && op->seq)
       vo_graph_launch(v, s, op);
+    else if (gop == CUCAP_FB_GRAPHOP_INSTANTIATE || gop == CUCAP_FB_GRAPHOP_EXECUPDATE)
+      vo_graph_topology(v, gr);
     break;
   }
   case CUCAP_FB_BODY_LAUNCH:
@@ -695,7 +702,10 @@ static int vo_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   uint64_t undecided = 0;
   int nd = 0;
   for (size_t i = 0; i < v->nchk; i++) {
-    undecided += v->chk[i].dead ? 0 : v->chk[i].undecided;
+    /* bytes the program's host code may have written are not mismatches
+     * whatever more passes show: no pass is run for them */
+    int hw = v->chk[i].hostw[0] && !v->o->strict;
+    undecided += v->chk[i].dead || hw ? 0 : v->chk[i].undecided;
     nd |= v->chk[i].nd_count > 0 || v->chk[i].hash_nd;
   }
   /* planned: 2 when something differed (1 is enough when nothing did: a
@@ -764,5 +774,6 @@ void rp_verify_destroy(vo_verifier *v) {
   free(v->want);
   free(v->got);
   free(v->watch);
+  free(v->gn);
   free(v);
 }
