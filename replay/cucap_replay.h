@@ -140,6 +140,12 @@ typedef struct cucap_replay_report {
    * GPU work on it was in flight (see docs/design.md, "Verify"). Where such
    * bytes differ from the recording in every pass they are counted here,
    * not as mismatches (--strict: mismatches); bytes_matched excludes them. */
+  /* perturbed passes (replay/verify_perturb.c): passes after the first
+   * that verify asked for ran with a cucap spin kernel occupying SMs before
+   * launches, so that scheduling-dependent bytes are seen to vary */
+  unsigned perturbed_passes;
+  uint64_t perturbed_launches;   /* launches preceded by the spin kernel, all passes */
+  char perturb_note[128];        /* why none was possible ("" if it was, or was not needed) */
   uint64_t host_written_bytes;
   uint64_t host_written_checks;  /* copies / regions holding them */
   char host_written_detail[768]; /* one line per copy/region ("  host-written: ...\n") */

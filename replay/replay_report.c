@@ -84,6 +84,9 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     rp_json_str(f, p->nondet_kernels);
     fprintf(f, ",\"nondeterministic\":");
     rp_json_str(f, p->nondet_detail);
+    fprintf(f, ",\"perturbed_passes\":%u,\"perturbed_launches\":%" PRIu64
+            ",\"perturb_note\":", p->perturbed_passes, p->perturbed_launches);
+    rp_json_str(f, p->perturb_note);
     fprintf(f, ",\"host_written_bytes\":%" PRIu64 ",\"host_written_checks\":%" PRIu64
             ",\"host_written\":", p->host_written_bytes, p->host_written_checks);
     rp_json_str(f, p->host_written_detail);
@@ -161,11 +164,15 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
             : nd          ? "all deterministic bytes matched"
             : hw          ? "all bytes a replay reproduces matched"
                           : "all bytes matched");
-    if (p->verify_passes > 1)
+    if (p->verify_passes > 1 && p->perturbed_passes)
+      fprintf(f, " (%u passes, %u perturbed)", p->verify_passes, p->perturbed_passes);
+    else if (p->verify_passes > 1)
       fprintf(f, " (%u passes)", p->verify_passes);
     fputc('\n', f);
     if (p->first_mismatch[0])
       fprintf(f, "  %s\n", p->first_mismatch);
+    if (p->perturb_note[0])
+      fprintf(f, "  perturbed passes unavailable: %s\n", p->perturb_note);
     if (p->nondet_detail[0])
       fputs(p->nondet_detail, f);
     if (p->host_written_detail[0])

@@ -164,6 +164,9 @@ typedef struct vo_verifier {
   vo_gnode *gn;
   size_t ngn, capgn;
   unsigned hw_listed;        /* host-written lines in the report */
+  /* perturbed passes (verify_perturb.c) */
+  struct vo_perturb *pt;
+  int perturbing;            /* the current pass is perturbed */
 } vo_verifier;
 
 typedef struct vo_info {     /* what a new check state is made of */
@@ -197,6 +200,12 @@ void vo_captured_copy(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_
 void vo_copy_result(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_snapshot *sn);
 void vo_graph_launch(vo_verifier *v, cucap_replay_session *s, const cucap_replay_op *op);
 void vo_graph_topology(vo_verifier *v, const cucap_fb_graph *g); /* Instantiate, ExecUpdate */
+
+/* verify_perturb.c: passes after the first that verify asks for run with
+ * the GPU's scheduling disturbed (a spin kernel on SMs before launches). */
+void vo_perturb_pass_begin(vo_verifier *v, unsigned pass); /* after in_diag is set */
+void vo_perturb_op(vo_verifier *v, const cucap_replay_op *op); /* op_before */
+void vo_perturb_destroy(vo_verifier *v);                      /* end (driver still loaded) */
 
 /* verify_judge.c */
 void vo_judge(vo_verifier *v);              /* verdict into the report */

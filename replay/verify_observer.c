@@ -594,6 +594,12 @@ static void vo_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   v->in_diag = v->diag_at == pass;
   if (v->in_diag)
     vo_diag_begin(v);
+  vo_perturb_pass_begin(v, pass);
+}
+
+static void vo_op_before(void *u, cucap_replay_session *s, const cucap_replay_op *op) {
+  (void)s;
+  vo_perturb_op(u, op);
 }
 
 static void vo_op_after(void *u, cucap_replay_session *s, const cucap_replay_op *op) {
@@ -727,6 +733,7 @@ static void vo_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   (void)s;
   v->rep = rep;
   vo_pending_free(v);
+  vo_perturb_destroy(v);
   if (v->r)
     vo_judge(v);
 }
@@ -741,6 +748,7 @@ vo_verifier *rp_verify_create(const cucap_replay_options *o) {
   v->ob.user = v;
   v->ob.begin = vo_begin;
   v->ob.pass_begin = vo_pass_begin;
+  v->ob.op_before = vo_op_before;
   v->ob.op_after = vo_op_after;
   v->ob.pass_end = vo_pass_end;
   v->ob.end = vo_end;
@@ -775,5 +783,6 @@ void rp_verify_destroy(vo_verifier *v) {
   free(v->got);
   free(v->watch);
   free(v->gn);
+  free(v->pt); /* its driver objects went in vo_end */
   free(v);
 }
