@@ -71,7 +71,7 @@ typedef struct vo_check {
   /* the recorded bytes may hold what the program's host code wrote, which
    * no replay reproduces: why ("" if not); differences that agree in every
    * pass are then reported as host-written, not as mismatches */
-  char hostw[200];
+  char hostw[256];
 } vo_check;
 
 typedef struct vo_name {
@@ -167,6 +167,8 @@ typedef struct vo_verifier {
   /* perturbed passes (verify_perturb.c) */
   struct vo_perturb *pt;
   int perturbing;            /* the current pass is perturbed */
+  /* managed memory and host code in flight with GPU work (verify_managed.c) */
+  struct vo_managed *mg;
 } vo_verifier;
 
 typedef struct vo_info {     /* what a new check state is made of */
@@ -206,6 +208,13 @@ void vo_graph_topology(vo_verifier *v, const cucap_fb_graph *g); /* Instantiate,
 void vo_perturb_pass_begin(vo_verifier *v, unsigned pass); /* after in_diag is set */
 void vo_perturb_op(vo_verifier *v, const cucap_replay_op *op); /* op_before */
 void vo_perturb_destroy(vo_verifier *v);                      /* end (driver still loaded) */
+
+/* verify_managed.c: SyncPoint regions of managed memory the program's
+ * host code may have written while GPU work on it was in flight (their
+ * differences are host-written, vo_check.hostw). */
+void vo_managed_op(vo_verifier *v, const cucap_replay_op *op); /* every record, op_after */
+void vo_managed_pass_end(vo_verifier *v);
+void vo_managed_free(vo_verifier *v);
 
 /* verify_judge.c */
 void vo_judge(vo_verifier *v);              /* verdict into the report */

@@ -420,7 +420,7 @@ static void vo_snapshot(vo_verifier *v, const cucap_replay_op *op,
     vo_reason_name(reason, rn, sizeof rn);
     snprintf(what, sizeof what, "%s snapshot region %zu (0x%" PRIx64 "+%" PRIu64
              ", record %" PRIu64 ")", rn, i, g[i].addr, g[i].size, rec_index);
-    const char *hostw = NULL;
+    const char *hostw = NULL; /* SyncPoint: verify_managed.c sets it after the sync */
     vo_info in = {rec_index, (uint32_t)i, VO_SNAP, what, g[i].addr, g[i].size,
                   NULL, g[i].h, &v->any, hostw};
     if (first)
@@ -605,6 +605,8 @@ static void vo_op_before(void *u, cucap_replay_session *s, const cucap_replay_op
 static void vo_op_after(void *u, cucap_replay_session *s, const cucap_replay_op *op) {
   vo_verifier *v = u;
   const cucap_fb_record *rec = op->record;
+  if (!op->capturing)
+    vo_managed_op(v, op); /* also for skipped ops: it reads the record only */
   if (op->status != 0)
     return;
   switch (op->body_type) {
@@ -696,6 +698,7 @@ static int vo_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     for (size_t i = 0; i < v->ncap; i++)
       v->rep->copies_unverifiable += !v->cap[i].checked;
   vo_pending_free(v);
+  vo_managed_pass_end(v);
   v->passes = pass + 1;
   if (v->in_diag) {
     v->in_diag = 0;
@@ -784,5 +787,6 @@ void rp_verify_destroy(vo_verifier *v) {
   free(v->watch);
   free(v->gn);
   free(v->pt); /* its driver objects went in vo_end */
+  vo_managed_free(v);
   free(v);
 }
