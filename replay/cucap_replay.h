@@ -146,6 +146,12 @@ typedef struct cucap_replay_report {
   unsigned perturbed_passes;
   uint64_t perturbed_launches;   /* launches preceded by the spin kernel, all passes */
   char perturb_note[128];        /* why none was possible ("" if it was, or was not needed) */
+  /* relocated pointers (replay/verify_reloc.c): 8-byte words pointing into
+   * driver-placed memory (device heap) that the replay has at another
+   * address, all words of one segment off by the same distance; not
+   * mismatches, not matched */
+  uint64_t reloc_ptr_words;
+  char reloc_ptr_offsets[160];   /* "+0x4000000 (12 words), ..." */
   uint64_t host_written_bytes;
   uint64_t host_written_checks;  /* copies / regions holding them */
   char host_written_detail[768]; /* one line per copy/region ("  host-written: ...\n") */

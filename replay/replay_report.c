@@ -84,6 +84,9 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     rp_json_str(f, p->nondet_kernels);
     fprintf(f, ",\"nondeterministic\":");
     rp_json_str(f, p->nondet_detail);
+    fprintf(f, ",\"relocated_pointer_words\":%" PRIu64 ",\"relocated_pointer_offsets\":",
+            p->reloc_ptr_words);
+    rp_json_str(f, p->reloc_ptr_offsets);
     fprintf(f, ",\"perturbed_passes\":%u,\"perturbed_launches\":%" PRIu64
             ",\"perturb_note\":", p->perturbed_passes, p->perturbed_launches);
     rp_json_str(f, p->perturb_note);
@@ -153,6 +156,9 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
         fprintf(f, ", written by kernels %s", p->nondet_kernels);
       fputc(')', f);
     }
+    if (p->reloc_ptr_words)
+      fprintf(f, ", %" PRIu64 " words are relocated pointers (driver-placed memory "
+              "at another address: %s)", p->reloc_ptr_words, p->reloc_ptr_offsets);
     if (p->host_written_bytes)
       fprintf(f, ", %" PRIu64 " bytes written by the program's host code (not "
               "reproducible by a replay; in %" PRIu64 " copies/regions)",

@@ -72,7 +72,25 @@ typedef struct vo_check {
    * no replay reproduces: why ("" if not); differences that agree in every
    * pass are then reported as host-written, not as mismatches */
   char hostw[256];
+  /* relocated pointers (verify_reloc.c): bitmask of the accepted words'
+   * bytes (NULL: none) and their number */
+  uint8_t *rl;
+  uint64_t rl_words;
 } vo_check;
+
+typedef struct vo_rl_cand {  /* a word that may be a relocated pointer */
+  size_t check;              /* index in v->chk */
+  uint64_t off;              /* byte offset of the word in the check */
+  int64_t delta;             /* replayed - recorded */
+  int ok;                    /* accepted (vo_rl_choose) */
+} vo_rl_cand;
+
+typedef struct vo_rl_result {
+  int64_t offset[4];         /* accepted placement offsets */
+  uint64_t words[4];         /* words of each */
+  unsigned noffsets;
+  uint64_t total_words;
+} vo_rl_result;
 
 typedef struct vo_name {
   char *s;                   /* full (mangled) name, owned */
@@ -215,6 +233,19 @@ void vo_perturb_destroy(vo_verifier *v);                      /* end (driver sti
 void vo_managed_op(vo_verifier *v, const cucap_replay_op *op); /* every record, op_after */
 void vo_managed_pass_end(vo_verifier *v);
 void vo_managed_free(vo_verifier *v);
+
+/* verify_reloc.c: relocated pointers (driver-placed memory at another
+ * address in the replay; the rule is described there). */
+int vo_ptr_like(uint64_t x, const rp_range *allocs, size_t nallocs);
+/* The candidate words of one check (got: replayed, want: recorded, nd:
+ * nondeterministic bitmask or NULL, align: device address % 8) into out
+ * (at most max); returns how many. */
+size_t vo_rl_candidates(const uint8_t *got, const uint8_t *want, const uint8_t *nd,
+                        uint64_t size, unsigned align, const rp_range *allocs, size_t nallocs,
+                        size_t check, vo_rl_cand *out, size_t max);
+/* Accepts the offsets shared by enough candidates (sorts c; sets c[i].ok). */
+void vo_rl_choose(vo_rl_cand *c, size_t n, vo_rl_result *res);
+void vo_reloc_apply(vo_verifier *v); /* at the verdict, before the checks are judged */
 
 /* verify_judge.c */
 void vo_judge(vo_verifier *v);              /* verdict into the report */

@@ -766,6 +766,7 @@ void rp_verify_destroy(vo_verifier *v) {
   for (size_t i = 0; i < v->nchk; i++) {
     free(v->chk[i].ref);
     free(v->chk[i].nd);
+    free(v->chk[i].rl);
   }
   free(v->chk);
   for (size_t i = 0; i < v->nnames; i++)

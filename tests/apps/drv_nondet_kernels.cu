@@ -15,3 +15,10 @@ extern "C" __global__ void sched_probe(int *out) {
   atomicCAS(&out[0], tid - 1, tid);
   atomicAdd(&out[1], 1);
 }
+// drv_sched: pointers device malloc returns, copied back to the host; the
+// heap is where the driver puts it, another place in a replay.
+extern "C" __global__ void heap_ptrs(unsigned long long *out) {
+  void *p = malloc(64);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = (unsigned long long)p;
+  free(p);
+}

@@ -19,7 +19,9 @@
 #     with it (the default) the chain's bytes vary in the perturbed pass and
 #     are nondeterministic, written by sched_probe; a flipped recorded byte
 #     of the deterministic copy still fails after 5 perturbed passes (of 7:
-#     the first is plain, the last names the chain's writer).
+#     the first is plain, the last names the chain's writer). Its copy of
+#     device-malloc pointers (the mock's heap is placed per process) is 32
+#     relocated pointers, one offset.
 # Skips (77) without the mock or the app.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
@@ -136,8 +138,9 @@ if [ -x "$APPS_DIR/drv_sched" ]; then
   fi
   "$CUCAP" replay "$T/s.fb" --verify --json > "$T/s.json" 2> "$T/s.err"; rc=$?
   if [ $rc -eq 0 ] && grep -q '"mismatches":0' "$T/s.json" && grep -q '"nondeterministic_kernels":"sched_probe"' "$T/s.json" \
-     && grep -q '"perturbed_passes":[1-9]' "$T/s.json" && grep -q '"perturb_note":""' "$T/s.json"; then
-    ok "drv_sched: varies in the perturbed pass: nondeterministic, written by sched_probe"
+     && grep -q '"perturbed_passes":[1-9]' "$T/s.json" && grep -q '"perturb_note":""' "$T/s.json" \
+     && grep -q '"relocated_pointer_words":32,"relocated_pointer_offsets":"[+-]0x[0-9a-f]* (32 words)"' "$T/s.json"; then
+    ok "drv_sched: varies in the perturbed pass: nondeterministic, written by sched_probe; 32 heap pointers relocated"
   else
     bad "drv_sched perturbed rc=$rc"; cat "$T/s.json" "$T/s.err"
   fi

@@ -129,6 +129,15 @@ static void k_sched_probe(const mock_thread *t, void **args) {
   out[1] += 1; /* a count of threads: deterministic */
 }
 
+/* heap_ptrs: what device malloc returns, stored for the host. The mock's
+ * "device heap" is placed per process (as the driver places it where it
+ * likes): the same addresses in every replay of one process, others in the
+ * recording - the relocated pointers verify must recognise. */
+static void k_heap_ptrs(const mock_thread *t, void **args) {
+  unsigned long long base = 0x7e8000000000ull + (unsigned long long)(getpid() % 4096) * 0x200000ull;
+  ARG(unsigned long long *, 0)[GID(t)] = base + 64ull * (unsigned long long)GID(t);
+}
+
 /* ---- attributes and limits (drv_attrs) ---- */
 
 #define GID2(t) ((long long)(t)->blockIdx.y * (t)->blockDim.y + (t)->threadIdx.y)
@@ -259,6 +268,7 @@ static const struct {
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
   {"gather_ptr", k_gather_ptr}, {"cond_set", k_cond_set}, {"cond_loop", k_cond_loop},
   {"stamp", k_stamp}, {"cucap_perturb_spin", k_perturb_spin}, {"sched_probe", k_sched_probe},
+  {"heap_ptrs", k_heap_ptrs},
   {"smem_big", k_smem_big}, {"cluster_info", k_cluster_info}, {"heap_probe", k_heap_probe},
   {"attr_probe", k_attr_probe}, {"limit_probe", k_limit_probe},
   {"tex1d_read", k_tex1d_read}, {"tex1d_fetch", k_tex1d_fetch}, {"tex2d_read", k_tex2d_read},
