@@ -8,6 +8,12 @@
  * capturing, one pending result per captured copy is registered, read once
  * the launch has completed: Snapshot{CopyResult, copy_seq = the captured
  * Memcpy record, launch_seq = that cuGraphLaunch record} (format 1.3).
+ * Copy nodes to host memory of a graph the program built with the graph API
+ * (cuGraphAddMemcpyNode, a clone of a captured graph, ...) have no Memcpy
+ * record: at instantiation the graph's nodes are walked and each one not
+ * captured is registered the same way, with the instantiation's seq as its
+ * copy_seq (the result's region address, the node's host destination,
+ * tells them apart).
  * This file owns the captured-copy list and the graph -> exec links (g_gmu). */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +36,7 @@ typedef struct capcopy { /* a DtoH copy captured into a graph */
   int seq_state;
   uint64_t ctx;
   cx_rows rows;
+  uint64_t batch;       /* a copy node registered at instantiation: its call */
 } capcopy;
 
 static pthread_mutex_t g_gmu = PTHREAD_MUTEX_INITIALIZER;
@@ -131,13 +138,118 @@ void cx_deferred_graph_end_capture(uint64_t stream, uint64_t graph) {
   pthread_mutex_unlock(&g_gmu);
 }
 
-void cx_deferred_graph_instantiate(uint64_t graph, uint64_t exec) {
+/* ---- copy nodes of graphs the program built ---- */
+
+#define CX_NODE_WALK_DEPTH 8
+
+static _Atomic uint64_t g_batch;
+
+static void batch_set_seq(void *arg, uint64_t seq) {
+  uint64_t batch = (uint64_t)(uintptr_t)arg;
+  pthread_mutex_lock(&g_gmu);
+  for (capcopy *p = g_cap; p; p = p->next)
+    if (p->batch == batch && p->seq_state == 0) {
+      p->seq = seq;
+      p->seq_state = seq ? 1 : -1;
+    }
+  pthread_mutex_unlock(&g_gmu);
+}
+
+/* The node's host destination as rows, 1 if it has one. */
+static int node_dst_rows(const CUDA_MEMCPY3D *p, cx_rows *r) {
+  uint64_t base;
+  if (p->dstMemoryType == CU_MEMORYTYPE_HOST)
+    base = CX_U64(p->dstHost);
+  else if (p->dstMemoryType == CU_MEMORYTYPE_UNIFIED && !cx_ptr_is_device(p->dstDevice))
+    base = p->dstDevice;
+  else
+    return 0;
+  if (!base || !p->WidthInBytes)
+    return 0;
+  size_t h = p->Height ? p->Height : 1, d = p->Depth ? p->Depth : 1;
+  size_t pitch = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+  size_t hh = p->dstHeight ? p->dstHeight : h;
+  base += p->dstXInBytes + (p->dstZ * hh + p->dstY) * pitch;
+  *r = (cx_rows){(const uint8_t *)(uintptr_t)base, p->WidthInBytes, h, d, pitch, pitch * hh};
+  return 1;
+}
+
+/* Adds (under g_gmu) a node copy of graph unless a copy of it is known. */
+static void node_copy_add_locked(uint64_t graph, uint64_t batch, uint64_t ctx,
+                                 const cx_rows *r) {
+  size_t n = r->width * r->height * r->depth;
+  int count = 0;
+  for (capcopy *p = g_cap; p; p = p->next) {
+    if (p->graph != graph)
+      continue;
+    count++;
+    if (p->rows.base == r->base && p->rows.width * p->rows.height * p->rows.depth == n)
+      return; /* captured (or registered by an earlier instantiation) */
+  }
+  if (g_ncap >= CX_MAX_CAPCOPIES || count >= CX_MAX_LAUNCH_COPIES)
+    return;
+  capcopy *p = calloc(1, sizeof *p);
+  if (!p)
+    return;
+  p->graph = graph;
+  p->ctx = ctx;
+  p->rows = *r;
+  p->batch = batch;
+  p->next = g_cap;
+  g_cap = p;
+  g_ncap++;
+}
+
+static void node_copies_walk(CUgraph g, uint64_t graph, uint64_t batch, uint64_t ctx,
+                             int depth) {
+  size_t n = 0;
+  if (depth > CX_NODE_WALK_DEPTH || !g || !cucap_real.cuGraphGetNodes ||
+      !cucap_real.cuGraphNodeGetType || !cucap_real.cuGraphMemcpyNodeGetParams ||
+      cucap_real.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n || n > (1u << 20))
+    return;
+  CUgraphNode *v = malloc(n * sizeof *v);
+  if (!v || cucap_real.cuGraphGetNodes(g, v, &n) != CUDA_SUCCESS) {
+    free(v);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    CUgraphNodeType t = (CUgraphNodeType)255;
+    (void)cucap_real.cuGraphNodeGetType(v[i], &t);
+    if (t == CU_GRAPH_NODE_TYPE_MEMCPY) {
+      CUDA_MEMCPY3D p;
+      cx_rows r;
+      memset(&p, 0, sizeof p);
+      if (cucap_real.cuGraphMemcpyNodeGetParams(v[i], &p) == CUDA_SUCCESS &&
+          node_dst_rows(&p, &r)) {
+        pthread_mutex_lock(&g_gmu);
+        node_copy_add_locked(graph, batch, ctx, &r);
+        pthread_mutex_unlock(&g_gmu);
+      }
+    } else if (t == CU_GRAPH_NODE_TYPE_GRAPH && cucap_real.cuGraphChildGraphNodeGetGraph) {
+      CUgraph cg = NULL; /* a child graph's copies run with the parent */
+      if (cucap_real.cuGraphChildGraphNodeGetGraph(v[i], &cg) == CUDA_SUCCESS)
+        node_copies_walk(cg, graph, batch, ctx, depth + 1);
+    }
+  }
+  free(v);
+}
+
+void cx_deferred_graph_instantiate(cucap_call *c, uint64_t graph, uint64_t exec) {
   if (!graph || !exec)
     return;
+  /* the graph's copies to host memory, queries only (RELAXED: other streams
+   * may capture) */
+  uint64_t batch = atomic_fetch_add(&g_batch, 1) + 1;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
+  node_copies_walk((CUgraph)(uintptr_t)graph, graph, batch, cx_current_ctx(), 0);
+  cx_relax_end(&rx);
   pthread_mutex_lock(&g_gmu);
-  int have = 0;
-  for (capcopy *p = g_cap; p && !have; p = p->next)
-    have = p->graph == graph;
+  int have = 0, fresh = 0;
+  for (capcopy *p = g_cap; p; p = p->next) {
+    have |= p->graph == graph;
+    fresh |= p->batch == batch && p->seq_state == 0;
+  }
   if (have) {
     int i;
     for (i = 0; i < g_nexec && g_exec[i].exec != exec; i++)
@@ -150,6 +262,12 @@ void cx_deferred_graph_instantiate(uint64_t graph, uint64_t exec) {
     }
   }
   pthread_mutex_unlock(&g_gmu);
+  if (fresh && c && !c->after_append) { /* their copy_seq: this call's */
+    c->after_append = batch_set_seq;
+    c->after_arg = (void *)(uintptr_t)batch;
+  } else if (fresh) {
+    batch_set_seq((void *)(uintptr_t)batch, 0); /* no seq: never read */
+  }
 }
 
 void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s) {

@@ -10,6 +10,8 @@
  * replayer rebuilds those from the Instantiate record (replay_graph.c). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "custom_internal.h"
 
@@ -91,6 +93,30 @@ static cucap_fb_ref node_alloc(cucap_fbb *b, CUgraphNode node) {
   return cucap_fb_alloc_end(b);
 }
 
+/* What a host node's code can reach (format 1.4 GraphNode.host_refs): its
+ * userData, then the 8-byte words of the first 64 bytes userData points to
+ * - the usual argument is a struct holding the pointers the callback
+ * writes through (simpleCudaGraphs: {name, &result}). Read with
+ * process_vm_readv: a pointer that is not readable memory is an error here,
+ * never a fault in the program. 0 when the driver gives no parameters. */
+static cucap_fb_ref node_host_refs(cucap_fbb *b, CUgraphNode node) {
+  CUDA_HOST_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  if (!cucap_real.cuGraphHostNodeGetParams ||
+      cucap_real.cuGraphHostNodeGetParams(node, &p) != CUDA_SUCCESS)
+    return 0;
+  uint64_t refs[9] = {CX_U64(p.userData)};
+  size_t n = 1;
+  if (p.userData) {
+    uint64_t words[8];
+    struct iovec local = {words, sizeof words}, remote = {p.userData, sizeof words};
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    for (ssize_t i = 0; got > 0 && i < got / 8; i++)
+      refs[n++] = words[i];
+  }
+  return cucap_fb_graph_node_create_host_refs(b, refs, n);
+}
+
 /* A node's dependencies: cuda.h (12.3+) maps cuGraphNodeGetDependencies to
  * _v2 (edge data, which we do not need); the v1 entry is only a fallback for
  * older drivers. */
@@ -120,7 +146,7 @@ cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth)
     free(dv);
     free(du);
   }
-  cucap_fb_ref launch = 0, mcpy = 0, mset = 0, alloc = 0;
+  cucap_fb_ref launch = 0, mcpy = 0, mset = 0, alloc = 0, host_refs = 0;
   uint64_t child = 0, event = 0;
   switch (type) {
   case CU_GRAPH_NODE_TYPE_KERNEL:
@@ -131,6 +157,9 @@ cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth)
     break;
   case CU_GRAPH_NODE_TYPE_MEMSET:
     mset = node_memset(b, node);
+    break;
+  case CU_GRAPH_NODE_TYPE_HOST:
+    host_refs = node_host_refs(b, node);
     break;
   case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     alloc = node_alloc(b, node);
@@ -183,6 +212,8 @@ cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth)
     cucap_fb_graph_node_add_event(b, event);
   if (alloc)
     cucap_fb_graph_node_add_alloc(b, alloc);
+  if (host_refs)
+    cucap_fb_graph_node_add_host_refs(b, host_refs);
   cx_graph_node_ext_add(b, &ext);
   return cucap_fb_graph_node_end(b);
 }
@@ -309,7 +340,7 @@ static void instantiated(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
                   r == CUDA_SUCCESS && pe ? CX_U64(*pe) : 0, 0, flags, r == CUDA_SUCCESS};
   graph_emit(c, &d);
   if (d.exec)
-    cx_deferred_graph_instantiate(d.graph, d.exec);
+    cx_deferred_graph_instantiate(c, d.graph, d.exec);
 }
 
 void custom_graph_instantiate(cucap_call *c, CUresult r, CUgraphExec *pe, CUgraph g,
@@ -331,6 +362,8 @@ void custom_graph_instantiate_params(cucap_call *c, CUresult r, CUgraphExec *pe,
                   p && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) ? CX_U64(p->hUploadStream) : 0,
                   p ? p->flags : 0, r == CUDA_SUCCESS};
   graph_emit(c, &d);
+  if (d.exec) /* its copies to the host, like any instantiation's */
+    cx_deferred_graph_instantiate(c, d.graph, d.exec);
 }
 
 /* A graph's managed-memory accesses are unknown (custom_managed.c); its

@@ -258,7 +258,14 @@ static cx_exec_srcs *srcs_of(uint64_t exec, int create) {
 }
 
 static void srcs_add(cx_exec_srcs *e, const CUDA_MEMCPY3D *p) {
-  if (p->srcMemoryType != CU_MEMORYTYPE_HOST || !p->srcHost || !p->WidthInBytes)
+  /* host memory: HOST, or UNIFIED naming a host pointer (cudaMemcpyDefault,
+   * copies captured from cuMemcpyAsync: simpleCudaGraphs' clone) */
+  const void *host = p->srcMemoryType == CU_MEMORYTYPE_HOST ? p->srcHost
+                     : p->srcMemoryType == CU_MEMORYTYPE_UNIFIED && p->srcDevice &&
+                             !cx_ptr_is_device(p->srcDevice)
+                         ? (const void *)(uintptr_t)p->srcDevice
+                         : NULL;
+  if (!host || !p->WidthInBytes)
     return;
   cx_src s;
   s.w = p->WidthInBytes;
@@ -266,7 +273,7 @@ static void srcs_add(cx_exec_srcs *e, const CUDA_MEMCPY3D *p) {
   s.d = p->Depth ? p->Depth : 1;
   s.pitch = p->srcPitch ? p->srcPitch : s.w;
   s.height = p->srcHeight ? p->srcHeight : s.h;
-  s.addr = CX_U64(p->srcHost) + p->srcXInBytes + p->srcY * s.pitch + p->srcZ * s.pitch * s.height;
+  s.addr = CX_U64(host) + p->srcXInBytes + p->srcY * s.pitch + p->srcZ * s.pitch * s.height;
   if (s.w * s.h * s.d > ((uint64_t)1 << 32))
     return; /* not a copy node's source worth storing at every launch */
   for (size_t i = 0; i < e->n; i++) /* the same source twice: once */
@@ -450,7 +457,7 @@ static void exec_update(cucap_call *c, CUresult r, CUgraphExec x, CUgraph g) {
   cx_relax_end(&rx);
   /* the instance now runs g's copies to the host (custom_deferred.c) */
   cx_deferred_graph_forget(0, CX_U64(x));
-  cx_deferred_graph_instantiate(CX_U64(g), CX_U64(x));
+  cx_deferred_graph_instantiate(c, CX_U64(g), CX_U64(x));
 }
 
 void custom_graph_exec_update(cucap_call *c, CUresult r, CUgraphExec x, CUgraph g,

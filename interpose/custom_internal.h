@@ -168,6 +168,10 @@ void cx_capture_end(CUstream s, int variant);
  * Host memory written by an asynchronous copy: rows of `width` bytes, `height`
  * rows `pitch` apart per slice, `depth` slices `slice` apart (1D: height =
  * depth = 1). */
+/* 1 if p is device (or managed) memory: a tracked allocation, else what
+ * cuPointerGetAttribute says (RELAXED capture mode); 0 for host memory,
+ * pinned or pageable (custom_memory.c). */
+int cx_ptr_is_device(uint64_t p);
 typedef struct cx_rows {
   const uint8_t *base;
   size_t width, height, depth, pitch, slice;
@@ -209,7 +213,11 @@ void cx_deferred_host_free(uint64_t p, uint64_t size);
  * a stream that is not capturing (reads the host results once the launch
  * has completed, as CopyResult snapshots naming the captured copies). */
 void cx_deferred_graph_end_capture(uint64_t stream, uint64_t graph /* 0: failed */);
-void cx_deferred_graph_instantiate(uint64_t graph, uint64_t exec);
+/* At instantiation (and exec update) in call c: also registers the copy
+ * nodes to host memory of a graph the program built with the graph API
+ * (or cloned), whose results are read after each launch like captured
+ * copies, with c's seq as their copy_seq. */
+void cx_deferred_graph_instantiate(cucap_call *c, uint64_t graph, uint64_t exec);
 void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s);
 /* cuGraphDestroy(graph) (exec 0) / cuGraphExecDestroy(exec) (graph 0). */
 void cx_deferred_graph_forget(uint64_t graph, uint64_t exec);

@@ -315,7 +315,7 @@ void custom_array_destroy(cucap_call *c, CUresult r, CUarray a) {
 
 /* 1 if p is device memory (tracked device allocation, or the driver says
  * so), 0 for host memory. */
-static int ptr_is_device(uint64_t p) {
+int cx_ptr_is_device(uint64_t p) {
   cucap_tracked_alloc a;
   if (cucap_tracker_alloc_find(cx_tracker(), p, &a))
     return a.device_memory;
@@ -431,7 +431,7 @@ void custom_memcpy_dtod_async(cucap_call *c, CUresult r, CUdeviceptr dst, CUdevi
  * recorded as the kind (HtoD/DtoH/DtoD/HtoH), which is what a replayer needs;
  * Record.call still names cuMemcpy. */
 static uint8_t classify(uint64_t dst, uint64_t src) {
-  int dd = ptr_is_device(dst), sd = ptr_is_device(src);
+  int dd = cx_ptr_is_device(dst), sd = cx_ptr_is_device(src);
   if (sd && dd)
     return CUCAP_FB_MEMCPYKIND_DTOD;
   if (sd)
@@ -484,7 +484,7 @@ static int side_is_host(unsigned mt, uint64_t unified_ptr) {
   if (mt == CU_MEMORYTYPE_HOST)
     return 1;
   if (mt == CU_MEMORYTYPE_UNIFIED)
-    return !ptr_is_device(unified_ptr);
+    return !cx_ptr_is_device(unified_ptr);
   return 0;
 }
 

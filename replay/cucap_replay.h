@@ -136,6 +136,27 @@ typedef struct cucap_replay_report {
   uint64_t nondet_copies, nondet_regions; /* copies / snapshot or hash regions holding them */
   char nondet_kernels[256];      /* "k1, k2": kernels that wrote them ("" if none) */
   char nondet_detail[1024];      /* one line per copy/region ("  nondeterministic: ...\n") */
+  /* bytes the recording may hold from the program's host code, which a
+   * replay does not run: a copy's result read after a graph host node that
+   * may run after the copy, managed memory the host code could write while
+   * GPU work on it was in flight (see docs/design.md, "Verify"). Where such
+   * bytes differ from the recording in every pass they are counted here,
+   * not as mismatches (--strict: mismatches); bytes_matched excludes them. */
+  /* perturbed passes (replay/verify_perturb.c): passes after the first
+   * that verify asked for ran with a cucap spin kernel occupying SMs before
+   * launches, so that scheduling-dependent bytes are seen to vary */
+  unsigned perturbed_passes;
+  uint64_t perturbed_launches;   /* launches preceded by the spin kernel, all passes */
+  char perturb_note[128];        /* why none was possible ("" if it was, or was not needed) */
+  /* relocated pointers (replay/verify_reloc.c): 8-byte words pointing into
+   * driver-placed memory (device heap) that the replay has at another
+   * address, all words of one segment off by the same distance; not
+   * mismatches, not matched */
+  uint64_t reloc_ptr_words;
+  char reloc_ptr_offsets[160];   /* "+0x4000000 (12 words), ..." */
+  uint64_t host_written_bytes;
+  uint64_t host_written_checks;  /* copies / regions holding them */
+  char host_written_detail[768]; /* one line per copy/region ("  host-written: ...\n") */
   /* failure */
   cucap_status status;
   int exit_code;             /* CUCAP_REPLAY_EXIT_* */

@@ -155,6 +155,21 @@ int cucap_replay_session_copy_result(cucap_replay_session *s, uint64_t copy_seq,
 int cucap_replay_session_graph_copy_result(cucap_replay_session *s, uint64_t launch_seq,
                                            size_t k, uint64_t *copy_seq,
                                            cucap_hash128 *blob, uint64_t *size);
+/* The host address the k-th result of graph launch launch_seq was read
+ * from (the copy's recorded destination, its offsets applied). Returns 0
+ * past the last. */
+int cucap_replay_session_graph_copy_dst(cucap_replay_session *s, uint64_t launch_seq,
+                                        size_t k, uint64_t *host_addr);
+/* The buffer into which the graph the replay rebuilt for recorded exec
+ * rec_exec (a graph the program built with the graph API, a clone, a graph
+ * changed after its capture) copies what the program's copy node wrote to
+ * host memory at recorded address host_addr (size bytes, packed). Written
+ * whenever that exec runs; owned by the replayer, valid until the end of
+ * the pass. NULL when the exec was not rebuilt (a re-captured graph: its
+ * copies come with their captured Memcpy records, op->host_data) or has
+ * no such node. */
+const void *cucap_replay_session_graph_host_buffer(cucap_replay_session *s, uint64_t rec_exec,
+                                                   uint64_t host_addr, uint64_t size);
 /* Recorded bytes may hold handles of objects (texture/surface objects) that
  * the replay re-created under other numbers. In `want`, the recorded bytes
  * of `size` bytes at recorded device address `addr`, this rewrites every

@@ -462,9 +462,10 @@ void ck_pcs_free(ck_engine *E) {
     CK_CALL(E, cuptiPCSamplingDisable, &dp);
     E->quiet = q;
   }
-  for (size_t i = 0; i < p->fnptr.cap; i++)
-    if (p->fnptr.keys[i] > 1)
-      free((void *)(uintptr_t)p->fnptr.keys[i]);
+  size_t fpos = 0;
+  uint64_t fk = 0;
+  while (rp_map_next(&p->fnptr, &fpos, &fk, NULL))
+    free((void *)(uintptr_t)fk);
   rp_map_free(&p->fnptr);
   ck_pcbuf_free(&p->cfg);
   ck_pcbuf_free(&p->user);

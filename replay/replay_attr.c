@@ -97,6 +97,39 @@ static void refused(rp_state *R, uint32_t call, const uint64_t *a, CUresult r) {
   rp_skip(R, what);
 }
 
+/* cuCtxSetLimit. The driver refuses to change the device malloc heap size
+ * once a kernel used the heap, even to the size it has (H100, driver 580),
+ * and a verify replays the capture several times in one process: from the
+ * second pass on, the primary context already has the size the first pass
+ * set. So the limit is queried first: when the context already has it -
+ * the requested value, or what the driver reported after the same request
+ * in an earlier pass (it may round) - there is nothing to do and nothing to
+ * warn about; every pass runs with the same limit. Only a real refusal is
+ * reported. */
+static CUresult set_limit(rp_state *R, const uint64_t *a) {
+  const rp_fns *d = &R->d.df;
+  CUlimit lim = (CUlimit)a[0];
+  size_t cur = 0;
+  unsigned li = (unsigned)a[0];
+  int known = li < 16 && (R->limit_known >> li & 1) && R->limit_req[li] == a[1];
+  if (d->CtxGetLimit && d->CtxGetLimit(&cur, lim) == CUDA_SUCCESS &&
+      (cur == a[1] || (known && cur == R->limit_got[li]))) {
+    CUCAP_DEBUG("replay: cuCtxSetLimit(0x%x, %" PRIu64 "): the context has it "
+                "already (%zu)", (unsigned)lim, a[1], cur);
+    return CUDA_SUCCESS;
+  }
+  if (!d->CtxSetLimit)
+    return CUDA_ERROR_NOT_FOUND;
+  CUresult r = d->CtxSetLimit(lim, (size_t)a[1]);
+  if (r == CUDA_SUCCESS && li < 16 && d->CtxGetLimit &&
+      d->CtxGetLimit(&cur, lim) == CUDA_SUCCESS) {
+    R->limit_req[li] = a[1];
+    R->limit_got[li] = cur;
+    R->limit_known |= (uint16_t)(1u << li);
+  }
+  return r;
+}
+
 /* Applies a function-targeted call to the live handle of fi. */
 static CUresult apply_fn(rp_state *R, uint32_t call, const uint64_t *a,
                          const rp_func *fi) {
@@ -192,8 +225,7 @@ int rp_attr_execute(rp_state *R, const cucap_fb_record *rec) {
   CUresult r = CUDA_ERROR_NOT_FOUND;
   switch (call) {
   case CB(cuCtxSetLimit):
-    if (d->CtxSetLimit)
-      r = d->CtxSetLimit((CUlimit)a[0], (size_t)a[1]);
+    r = set_limit(R, a);
     break;
   case CB(cuCtxSetCacheConfig):
     if (d->CtxSetCacheConfig)

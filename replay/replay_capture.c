@@ -112,9 +112,11 @@ int rp_capture_begin_dry(rp_state *R, const cucap_fb_record *rec, const cucap_fb
 }
 
 static void cap_drop_origin(rp_map *m, uint64_t origin) {
-  for (size_t i = 0; m->keys && i < m->cap; i++)
-    if (m->keys[i] > 1 && m->vals[i] == origin)
-      rp_map_del(m, m->keys[i], NULL);
+  size_t pos = 0;
+  uint64_t k = 0, v = 0;
+  while (rp_map_next(m, &pos, &k, &v))
+    if (v == origin)
+      rp_map_del(m, k, NULL);
 }
 
 int rp_capture_end_dry(rp_state *R, const cucap_fb_stream *s) {
@@ -289,10 +291,10 @@ size_t rp_captures_close(rp_state *R) {
   size_t n = 0;
   if (!gs)
     return 0;
-  for (size_t i = 0; gs->capturing.keys && i < gs->capturing.cap; i++) {
-    if (gs->capturing.keys[i] <= 1)
-      continue;
-    CUstream live = (CUstream)(uintptr_t)gs->capturing.vals[i];
+  size_t pos = 0;
+  uint64_t lv = 0;
+  while (rp_map_next(&gs->capturing, &pos, NULL, &lv)) {
+    CUstream live = (CUstream)(uintptr_t)lv;
     CUgraph g = NULL;
     if (R->d.df.StreamEndCapture && R->d.df.StreamEndCapture(live, &g) == CUDA_SUCCESS && g &&
         R->d.df.GraphDestroy)

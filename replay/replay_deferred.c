@@ -34,6 +34,7 @@ struct rp_deferred {
   cucap_hash128 *hashes;
   uint64_t *sizes;
   uint64_t *copy_seqs, *launch_seqs;
+  uint64_t *addrs;            /* the host address the result was read from */
   size_t *next_same_launch;   /* index + 1 of the launch's next result, 0: none */
   size_t n, cap;
 };
@@ -66,6 +67,10 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
     if (!nl)
       return 0;
     v->launch_seqs = nl;
+    uint64_t *na = realloc(v->addrs, nc * sizeof *na);
+    if (!na)
+      return 0;
+    v->addrs = na;
     size_t *nx = realloc(v->next_same_launch, nc * sizeof *nx);
     if (!nx)
       return 0;
@@ -77,6 +82,7 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
   v->sizes[v->n] = cucap_fb_mem_region_size(g);
   v->copy_seqs[v->n] = cs;
   v->launch_seqs[v->n] = ls;
+  v->addrs[v->n] = cucap_fb_mem_region_address(g);
   v->next_same_launch[v->n] = 0;
   v->n++;
   if (ls) { /* append to the launch's chain */
@@ -95,7 +101,8 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
 }
 
 int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t k,
-                                  uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size) {
+                                  uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size,
+                                  uint64_t *addr) {
   uint64_t first = 0;
   if (!R->deferred || !launch_seq || !rp_map_get(&R->deferred->by_launch, launch_seq, &first) ||
       !first)
@@ -107,9 +114,14 @@ int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t
       return 0;
     i = v->next_same_launch[i] - 1;
   }
-  *copy_seq = v->copy_seqs[i];
-  *h = v->hashes[i];
-  *size = v->sizes[i];
+  if (copy_seq)
+    *copy_seq = v->copy_seqs[i];
+  if (h)
+    *h = v->hashes[i];
+  if (size)
+    *size = v->sizes[i];
+  if (addr)
+    *addr = v->addrs[i];
   return 1;
 }
 
@@ -166,6 +178,7 @@ void rp_deferred_free(rp_state *R) {
   free(R->deferred->sizes);
   free(R->deferred->copy_seqs);
   free(R->deferred->launch_seqs);
+  free(R->deferred->addrs);
   free(R->deferred->next_same_launch);
   free(R->deferred);
   R->deferred = NULL;

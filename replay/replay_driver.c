@@ -245,6 +245,31 @@ int rp_map_del(rp_map *m, uint64_t k, uint64_t *old) {
   return 1;
 }
 
+int rp_map_next(const rp_map *m, size_t *pos, uint64_t *k, uint64_t *v) {
+  if (!m->cap || !m->keys)
+    return 0;
+  for (size_t i = *pos; i < m->cap + 2; i++) {
+    uint64_t key;
+    if (i < m->cap) {
+      key = m->keys[i];
+      if (key == RP_EMPTY || key == RP_TOMB)
+        continue;
+    } else { /* side slots: keys 0 and 1 */
+      key = i - m->cap;
+      if (!(m->keys[m->cap] & (1u << key)))
+        continue;
+    }
+    *pos = i + 1;
+    if (k)
+      *k = key;
+    if (v)
+      *v = m->vals[i];
+    return 1;
+  }
+  *pos = m->cap + 2;
+  return 0;
+}
+
 void rp_map_free(rp_map *m) {
   free(m->keys);
   free(m->vals);

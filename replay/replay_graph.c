@@ -5,8 +5,10 @@
  * nodes in dependency order:
  *  - kernel: mapped function, recorded argument block, relocated pointers,
  *    conditional handles mapped to the ones created here;
- *  - memcpy: device sides translated; a host source takes the payload a dry
- *    capture kept (replay_capture.c), a host destination a scratch buffer;
+ *  - memcpy: device sides translated; a host side (HOST, or UNIFIED naming
+ *    host memory) is a page-locked buffer of the replayer: a source takes the
+ *    payload a dry capture kept (replay_capture.c) or the bytes recorded with
+ *    each launch, a destination is noted with the exec for verify;
  *  - memset, empty: as recorded;
  *  - conditional (IF/WHILE/SWITCH): the handle is created on the rebuilt
  *    graph with its recorded default and flags, the node added with
@@ -212,16 +214,69 @@ void rg_memset_params(rp_state *R, const cucap_fb_memset *m, CUDA_MEMSET_NODE_PA
   p->height = cucap_fb_memset_height(m) ? cucap_fb_memset_height(m) : 1;
 }
 
-/* A host buffer that lives as long as the replay's graphs (R->keep). */
-static void *rg_keep_buf(rp_state *R, uint64_t size) {
-  if (size > ((uint64_t)1 << 34))
-    return NULL;
-  void *p = calloc(1, size ? size : 1);
-  if (p && !rp_keep(R, p)) {
-    free(p);
-    return NULL;
-  }
-  return p;
+/* Whether a side of a recorded copy node is host memory. A node the
+ * program made with CU_MEMORYTYPE_HOST says so; one with
+ * CU_MEMORYTYPE_UNIFIED (cudaMemcpyDefault, and copies captured from
+ * cuMemcpyAsync) names a host pointer just as well - pinned memory, or a
+ * pageable buffer on the program's stack (simpleCudaGraphs' result) -
+ * which the recorder classified into the copy's kind (HtoD, DtoH, ...).
+ * Passing such a pointer as device memory made cuGraphAddMemcpyNode fail
+ * with CUDA_ERROR_INVALID_VALUE. */
+int rg_side_host(const cucap_fb_memcpy *c, int dst) {
+  const cucap_fb_copy_geometry *g = cucap_fb_memcpy_geometry(c);
+  if (!g)
+    return 0;
+  unsigned t = dst ? cucap_fb_copy_geometry_dst_memory_type(g)
+                   : cucap_fb_copy_geometry_src_memory_type(g);
+  if (t == CU_MEMORYTYPE_HOST)
+    return 1;
+  if (t != CU_MEMORYTYPE_UNIFIED)
+    return 0;
+  int k = cucap_fb_memcpy_kind(c);
+  if (dst)
+    return k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_HTOH ||
+           k == CUCAP_FB_MEMCPYKIND_ATOH;
+  return k == CUCAP_FB_MEMCPYKIND_HTOD || k == CUCAP_FB_MEMCPYKIND_HTOH ||
+         k == CUCAP_FB_MEMCPYKIND_HTOA;
+}
+
+/* The recorded address of the first byte a copy node reads (src) or writes
+ * (dst) on a side, its offsets applied (what the recorder stores payloads
+ * and results under). */
+uint64_t rg_side_addr(const cucap_fb_memcpy *c, int dst) {
+  const cucap_fb_copy_geometry *g = cucap_fb_memcpy_geometry(c);
+  uint64_t base = dst ? cucap_fb_memcpy_dst(c) : cucap_fb_memcpy_src(c);
+  if (!g)
+    return base;
+  uint64_t x = dst ? cucap_fb_copy_geometry_dst_x_bytes(g) : cucap_fb_copy_geometry_src_x_bytes(g);
+  uint64_t y = dst ? cucap_fb_copy_geometry_dst_y(g) : cucap_fb_copy_geometry_src_y(g);
+  uint64_t z = dst ? cucap_fb_copy_geometry_dst_z(g) : cucap_fb_copy_geometry_src_z(g);
+  uint64_t pitch = dst ? cucap_fb_copy_geometry_dst_pitch(g) : cucap_fb_copy_geometry_src_pitch(g);
+  uint64_t h = dst ? cucap_fb_copy_geometry_dst_height(g) : cucap_fb_copy_geometry_src_height(g);
+  if (!pitch)
+    pitch = cucap_fb_copy_geometry_width_bytes(g);
+  if (!h)
+    h = cucap_fb_copy_geometry_height(g) ? cucap_fb_copy_geometry_height(g) : 1;
+  return base + x + y * pitch + z * pitch * h;
+}
+
+/* The rebuilt exec's node writing host memory at recorded address dst
+ * (packed size bytes): the verify observer compares its buffer with the
+ * result the recorder read after each launch (cucap_replay_session_graph_host_buffer). */
+static void rg_note_dst(rp_state *R, uint64_t dst, uint64_t size, void *buf) {
+  rp_gx *x = R->gs ? R->gs->building : NULL;
+  if (!x)
+    return;
+  for (size_t i = 0; i < x->nhd; i++)
+    if (x->hd[i].dst == dst && x->hd[i].size == size) {
+      x->hd[i].buf = buf; /* new parameters of the same node */
+      return;
+    }
+  rp_hostdst *n = realloc(x->hd, (x->nhd + 1) * sizeof *n);
+  if (!n)
+    return;
+  x->hd = n;
+  x->hd[x->nhd++] = (rp_hostdst){dst, size, buf};
 }
 
 const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3D *p) {
@@ -233,39 +288,41 @@ const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3
   unsigned dt = cucap_fb_copy_geometry_dst_memory_type(g);
   if (st == CU_MEMORYTYPE_ARRAY || dt == CU_MEMORYTYPE_ARRAY)
     return "graph: memcpy node with a CUDA array (not rebuilt)";
+  int sh = rg_side_host(c, 0), dh = rg_side_host(c, 1);
   uint64_t w = cucap_fb_copy_geometry_width_bytes(g);
   uint64_t h = cucap_fb_copy_geometry_height(g) ? cucap_fb_copy_geometry_height(g) : 1;
   uint64_t d = cucap_fb_copy_geometry_depth(g) ? cucap_fb_copy_geometry_depth(g) : 1;
   uint64_t src = cucap_fb_memcpy_src(c), dst = cucap_fb_memcpy_dst(c);
-  /* a host side: packed, the bytes from the capture (source) or a buffer
-   * nobody reads (destination: the graph's results are not verified here) */
-  if (st == CU_MEMORYTYPE_HOST) {
-    uint64_t total = w * h * d;
+  uint64_t total = w * h * d;
+  if (total > ((uint64_t)1 << 34))
+    return "graph: memcpy node from/to host memory too large (not rebuilt)";
+  /* a host side is packed into a page-locked buffer of the replayer (like
+   * the program's, which the driver copies from/to): the bytes the program
+   * had there (source), or what the node writes (destination, compared by
+   * verify with the result the recorder read after each launch) */
+  if (sh) {
     const rp_stash *sp = rp_capture_stash_find(R, src, total);
     void *b = NULL;
     rp_gx *x = R->gs ? R->gs->building : NULL;
     if (sp) { /* the bytes captured with the copy */
-      b = rg_keep_buf(R, sp->size);
+      b = rp_capture_host_buffer(R, sp->size);
       if (!b || cucap_reader_blob_read(R->r, sp->data, b, sp->size) != CUCAP_OK)
         return "graph: memcpy node from host memory (payload missing)";
-      if (dt != CU_MEMORYTYPE_HOST)
+      if (!dh)
         rp_patch_payload(R, b, total, dst, NULL);
     } else if (x && rp_map_get(&R->gs->exec_payloads, x->rec_exec, NULL)) {
       /* the bytes come with each launch (rp_graph_launch_payloads) */
       rp_hostbuf *n = realloc(x->hb, (x->nhb + 1) * sizeof *n);
-      if (!n || !(b = rg_keep_buf(R, total))) {
+      if (!n || !(b = rp_capture_host_buffer(R, total))) {
         if (n)
           x->hb = n;
         return "graph: memcpy node from host memory (out of memory)";
       }
       x->hb = n;
       memset(&x->hb[x->nhb], 0, sizeof *x->hb);
-      x->hb[x->nhb].src = src + cucap_fb_copy_geometry_src_x_bytes(g) +
-                          cucap_fb_copy_geometry_src_y(g) * cucap_fb_copy_geometry_src_pitch(g) +
-                          cucap_fb_copy_geometry_src_z(g) * cucap_fb_copy_geometry_src_pitch(g) *
-                              cucap_fb_copy_geometry_src_height(g);
+      x->hb[x->nhb].src = rg_side_addr(c, 0);
       x->hb[x->nhb].size = total;
-      x->hb[x->nhb].dst = dt == CU_MEMORYTYPE_HOST ? 0 : dst;
+      x->hb[x->nhb].dst = dh ? 0 : dst;
       x->hb[x->nhb].buf = b;
       x->nhb++;
     } else {
@@ -278,19 +335,18 @@ const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3
   } else {
     rp_copy3d_src_dev(p, g, rp_tr(R, src));
   }
-  if (dt == CU_MEMORYTYPE_HOST) {
+  if (dh) {
     /* a copy a dry capture swallowed: the buffer the observers were given
-     * with it (verified at its CopyResult); else one nobody reads */
-    const rp_stash *dry = st != CU_MEMORYTYPE_HOST ? rp_capture_dtoh_find(R, src, dst, w * h * d) : NULL;
-    void *b = dry && dry->host ? dry->host : rg_keep_buf(R, w * h * d);
+     * with it (verified at its CopyResult); else a buffer of this exec */
+    const rp_stash *dry = !sh ? rp_capture_dtoh_find(R, src, dst, total) : NULL;
+    void *b = dry && dry->host ? dry->host : rp_capture_host_buffer(R, total);
     if (!b)
       return "graph: memcpy node to host memory (out of memory)";
+    rg_note_dst(R, rg_side_addr(c, 1), total, b);
     p->dstMemoryType = CU_MEMORYTYPE_HOST;
     p->dstHost = b;
     p->dstPitch = w;
     p->dstHeight = h;
-    if (!dry && R->pass == 0) /* a dry capture's copy: counted by verify */
-      R->rep->copies_unverifiable++;
   } else {
     rp_copy3d_dst_dev(p, g, rp_tr(R, dst));
   }
@@ -396,7 +452,7 @@ static const char *rg_check(rg_ctx *c, const cucap_fb_graph *g, int depth) {
       if (st == CU_MEMORYTYPE_ARRAY || dt == CU_MEMORYTYPE_ARRAY)
         return "graph: memcpy node with a CUDA array (not rebuilt)";
       rp_gx *x = c->R->gs ? c->R->gs->building : NULL;
-      if (st == CU_MEMORYTYPE_HOST &&
+      if (rg_side_host(m, 0) &&
           !(x && rp_map_get(&c->R->gs->exec_payloads, x->rec_exec, NULL))) {
         uint64_t w = cucap_fb_copy_geometry_width_bytes(geo);
         uint64_t h = cucap_fb_copy_geometry_height(geo) ? cucap_fb_copy_geometry_height(geo) : 1;

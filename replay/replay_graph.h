@@ -52,10 +52,17 @@ typedef struct rp_hostbuf {    /* a copy node's host source, refilled at launch 
   int filled;
 } rp_hostbuf;
 
+typedef struct rp_hostdst {    /* a copy node's host destination, written at launch */
+  uint64_t dst, size;          /* recorded first byte written, packed size */
+  void *buf;                   /* the node's destination here (in R->keep) */
+} rp_hostdst;
+
 typedef struct rp_gx {         /* one replayed CUgraphExec */
   uint64_t rec_exec;
   rp_hostbuf *hb;
   size_t nhb;
+  rp_hostdst *hd;              /* host destinations of a rebuilt graph */
+  size_t nhd;
   CUgraph graph;               /* the live graph it was instantiated from */
   int own_graph;               /* 1: rebuilt here, destroyed with the exec */
   rp_map nodes;                /* recorded node -> live node of `graph` */
@@ -126,6 +133,15 @@ void rg_memset_params(rp_state *R, const cucap_fb_memset *m, CUDA_MEMSET_NODE_PA
 /* Copy node parameters of a recorded Memcpy (device sides translated, host
  * sides from a stashed payload or a scratch buffer); a skip reason or NULL. */
 const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3D *p);
+/* Is side dst (0: source) of a recorded copy host memory (HOST, or UNIFIED
+ * naming host memory by the recorded kind)? */
+int rg_side_host(const cucap_fb_memcpy *c, int dst);
+/* Recorded address of the first byte of that side, offsets applied. */
+uint64_t rg_side_addr(const cucap_fb_memcpy *c, int dst);
+/* The buffer the rebuilt graph of recorded exec rec_exec writes for its
+ * copy to host memory at recorded address dst (size bytes); NULL if that
+ * exec was not rebuilt here or has no such node. */
+const void *rp_graph_host_dst(rp_state *R, uint64_t rec_exec, uint64_t dst, uint64_t size);
 /* Signature of a recorded topology (types, edges, parameters). */
 uint64_t rp_graph_signature(const cucap_fb_graph *g);
 

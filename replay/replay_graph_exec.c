@@ -37,6 +37,7 @@ static void gx_clear(rp_state *R, rp_gx *x) {
   rp_map_free(&x->nodes);
   rp_map_free(&x->handles);
   free(x->hb); /* the buffers themselves are in R->keep */
+  free(x->hd);
   memset(x, 0, sizeof *x);
 }
 
@@ -71,6 +72,14 @@ static rp_gx *gx_new(rp_state *R, uint64_t rec_exec) {
   if (!rp_map_put(&gs->gx_of, rec_exec, i + 1))
     return NULL;
   return x;
+}
+
+const void *rp_graph_host_dst(rp_state *R, uint64_t rec_exec, uint64_t dst, uint64_t size) {
+  rp_gx *x = gx_find(R, rec_exec);
+  for (size_t i = 0; x && i < x->nhd; i++)
+    if (x->hd[i].dst == dst && x->hd[i].size == size)
+      return x->hd[i].buf;
+  return NULL;
 }
 
 void rp_graph_exec_destroyed(rp_state *R, uint64_t rec_exec) {
@@ -236,9 +245,10 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
         rp_map_put(&x->nodes, cucap_fb_graph_node_handle(cucap_fb_graph_nodes_at(g, i)),
                    (uint64_t)(uintptr_t)v[i]);
     free(v);
-    for (size_t i = 0; i < handles.cap; i++) /* the new graph's handles, as kernels see them */
-      if (handles.keys[i] > 1)
-        rp_map_put(&x->handles, handles.keys[i], handles.vals[i]);
+    size_t hpos = 0; /* the new graph's handles, as kernels see them (1 included) */
+    uint64_t hk = 0, hv = 0;
+    while (rp_map_next(&handles, &hpos, &hk, &hv))
+      rp_map_put(&x->handles, hk, hv);
     if (R->d.df.GraphDestroy)
       R->d.df.GraphDestroy(ng);
     rp_map_free(&nodes);

@@ -96,6 +96,7 @@
   X(KernelSetAttribute, "cuKernelSetAttribute", 12000, PFN_cuKernelSetAttribute_v12000, "cuKernelSetAttribute", 0) \
   X(KernelSetCacheConfig, "cuKernelSetCacheConfig", 12000, PFN_cuKernelSetCacheConfig_v12000, "cuKernelSetCacheConfig", 0) \
   X(CtxSetLimit, "cuCtxSetLimit", 3010, PFN_cuCtxSetLimit_v3010, "cuCtxSetLimit", 0)     \
+  X(CtxGetLimit, "cuCtxGetLimit", 3010, PFN_cuCtxGetLimit_v3010, "cuCtxGetLimit", 0)     \
   X(CtxSetCacheConfig, "cuCtxSetCacheConfig", 3020, PFN_cuCtxSetCacheConfig_v3020, "cuCtxSetCacheConfig", 0) \
   X(CtxSetSharedMemConfig, "cuCtxSetSharedMemConfig", 4020, PFN_cuCtxSetSharedMemConfig_v4020, "cuCtxSetSharedMemConfig", 0) \
   X(Array3DCreate, "cuArray3DCreate", 3020, PFN_cuArray3DCreate_v3020, "cuArray3DCreate_v2", 0) \
@@ -144,6 +145,12 @@ int rp_map_put(rp_map *m, uint64_t k, uint64_t v); /* 0 on OOM */
 int rp_map_get(const rp_map *m, uint64_t k, uint64_t *v);
 int rp_map_del(rp_map *m, uint64_t k, uint64_t *old);
 void rp_map_free(rp_map *m);
+/* Iteration over every entry, keys 0 and 1 included (they live out of
+ * band: a loop over keys[0..cap) alone misses them - a context created
+ * under a recorded handle 0 then leaked). Start with *pos = 0; returns 0
+ * at the end. The map must not grow meanwhile; deleting the entry just
+ * returned is allowed. */
+int rp_map_next(const rp_map *m, size_t *pos, uint64_t *k, uint64_t *v);
 
 /* ---- memory placement (replay_memory.c) ------------------------------- */
 typedef struct rp_range {

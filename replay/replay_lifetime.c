@@ -43,12 +43,11 @@ CUcontext rp_owner_of(rp_state *R, uint64_t live) {
 
 /* Removes from m every entry whose live value the dying context owned. */
 static size_t rp_forget_owned(rp_state *R, rp_map *m, uint64_t ctx) {
-  size_t n = 0;
-  for (size_t i = 0; m->keys && i < m->cap; i++) {
-    uint64_t k = m->keys[i], o = 0;
-    if (k <= 1)
-      continue;
-    if (rp_map_get(&R->owner, m->vals[i], &o) && o == ctx) {
+  size_t n = 0, pos = 0;
+  uint64_t k = 0, v = 0;
+  while (rp_map_next(m, &pos, &k, &v)) {
+    uint64_t o = 0;
+    if (rp_map_get(&R->owner, v, &o) && o == ctx) {
       rp_map_del(m, k, NULL);
       n++;
     }
@@ -108,9 +107,11 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
     }
     i++;
   }
-  for (size_t i = 0; i < R->owner.cap; i++)
-    if (R->owner.keys && R->owner.keys[i] > 1 && R->owner.vals[i] == c)
-      rp_map_del(&R->owner, R->owner.keys[i], NULL);
+  size_t pos = 0;
+  uint64_t ok = 0, ov = 0;
+  while (rp_map_next(&R->owner, &pos, &ok, &ov))
+    if (ov == c)
+      rp_map_del(&R->owner, ok, NULL);
   for (size_t i = 0; i < R->nctx_stack; i++)
     if (R->ctx_stack[i] == c)
       R->ctx_stack[i] = (uint64_t)(uintptr_t)R->primary;

@@ -7,7 +7,7 @@
 
 #include "cucap_log.h"
 #include "cucap_replay_observer.h"
-#include "replay_state.h"
+#include "replay_graph.h"
 
 static rp_state *rp_of(cucap_replay_session *s) { return (rp_state *)s; }
 static cucap_replay_session *rp_session(rp_state *R) {
@@ -194,7 +194,18 @@ int cucap_replay_session_copy_result(cucap_replay_session *s, uint64_t copy_seq,
 int cucap_replay_session_graph_copy_result(cucap_replay_session *s, uint64_t launch_seq,
                                            size_t k, uint64_t *copy_seq,
                                            cucap_hash128 *blob, uint64_t *size) {
-  return rp_deferred_graph_copy_result(rp_of(s), launch_seq, k, copy_seq, blob, size);
+  return rp_deferred_graph_copy_result(rp_of(s), launch_seq, k, copy_seq, blob, size, NULL);
+}
+
+int cucap_replay_session_graph_copy_dst(cucap_replay_session *s, uint64_t launch_seq,
+                                        size_t k, uint64_t *host_addr) {
+  return rp_deferred_graph_copy_result(rp_of(s), launch_seq, k, NULL, NULL, NULL, host_addr);
+}
+
+const void *cucap_replay_session_graph_host_buffer(cucap_replay_session *s, uint64_t rec_exec,
+                                                   uint64_t host_addr, uint64_t size) {
+  rp_state *R = rp_of(s);
+  return R->gs ? rp_graph_host_dst(R, rec_exec, host_addr, size) : NULL;
 }
 
 cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,

@@ -84,6 +84,15 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     rp_json_str(f, p->nondet_kernels);
     fprintf(f, ",\"nondeterministic\":");
     rp_json_str(f, p->nondet_detail);
+    fprintf(f, ",\"relocated_pointer_words\":%" PRIu64 ",\"relocated_pointer_offsets\":",
+            p->reloc_ptr_words);
+    rp_json_str(f, p->reloc_ptr_offsets);
+    fprintf(f, ",\"perturbed_passes\":%u,\"perturbed_launches\":%" PRIu64
+            ",\"perturb_note\":", p->perturbed_passes, p->perturbed_launches);
+    rp_json_str(f, p->perturb_note);
+    fprintf(f, ",\"host_written_bytes\":%" PRIu64 ",\"host_written_checks\":%" PRIu64
+            ",\"host_written\":", p->host_written_bytes, p->host_written_checks);
+    rp_json_str(f, p->host_written_detail);
     fprintf(f, "}\n");
     return;
   }
@@ -147,17 +156,33 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
         fprintf(f, ", written by kernels %s", p->nondet_kernels);
       fputc(')', f);
     }
+    if (p->reloc_ptr_words)
+      fprintf(f, ", %" PRIu64 " words are relocated pointers (driver-placed memory "
+              "at another address: %s)", p->reloc_ptr_words, p->reloc_ptr_offsets);
+    if (p->host_written_bytes)
+      fprintf(f, ", %" PRIu64 " bytes written by the program's host code (not "
+              "reproducible by a replay; in %" PRIu64 " copies/regions)",
+              p->host_written_bytes, p->host_written_checks);
+    int hw = p->host_written_bytes != 0;
     fprintf(f, "; %" PRIu64 " unverifiable; %s", p->copies_unverifiable,
             p->mismatches ? "MISMATCH"
+            : nd && hw    ? "all deterministic bytes a replay reproduces matched"
             : nd          ? "all deterministic bytes matched"
+            : hw          ? "all bytes a replay reproduces matched"
                           : "all bytes matched");
-    if (p->verify_passes > 1)
+    if (p->verify_passes > 1 && p->perturbed_passes)
+      fprintf(f, " (%u passes, %u perturbed)", p->verify_passes, p->perturbed_passes);
+    else if (p->verify_passes > 1)
       fprintf(f, " (%u passes)", p->verify_passes);
     fputc('\n', f);
     if (p->first_mismatch[0])
       fprintf(f, "  %s\n", p->first_mismatch);
+    if (p->perturb_note[0])
+      fprintf(f, "  perturbed passes unavailable: %s\n", p->perturb_note);
     if (p->nondet_detail[0])
       fputs(p->nondet_detail, f);
+    if (p->host_written_detail[0])
+      fputs(p->host_written_detail, f);
   }
   if (p->error[0] && p->loops) /* the caller reports the error itself */
     fprintf(f, "stopped: %s\n", p->error);

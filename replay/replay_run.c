@@ -354,21 +354,14 @@ static void rp_destroy_live(rp_state *R) {
                     &R->module};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
     rp_map *mp = maps[m];
-    for (size_t i = 0; i < mp->cap; i++) {
-      uint64_t k = mp->keys[i];
-      if (k <= 1)
-        continue;
+    size_t pos = 0;
+    uint64_t lv = 0;
+    while (rp_map_next(mp, &pos, NULL, &lv)) { /* recorded handles 0 and 1 too */
       /* a module is unloaded from the context it was loaded in */
-      CUcontext own = rp_owner_of(R, mp->vals[i]);
+      CUcontext own = rp_owner_of(R, lv);
       if (own && own != R->cur && R->d.df.CtxSetCurrent(own) == CUDA_SUCCESS)
         R->cur = own;
-      rp_live_destroy(R, mp, mp->vals[i]);
-    }
-    /* recorded handles 0 and 1 live in the side slots */
-    for (uint64_t k = 0; k <= 1; k++) {
-      uint64_t v;
-      if (rp_map_get(mp, k, &v))
-        rp_live_destroy(R, mp, v);
+      rp_live_destroy(R, mp, lv);
     }
     rp_map_free(mp);
   }
@@ -380,20 +373,13 @@ static void rp_destroy_live(rp_state *R) {
   R->nfuncs = 0;
   rp_map_free(&R->func);
   R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
-  /* created contexts (recorded handles 0 and 1: side slots) */
-  for (size_t i = 0; i < R->ctx_created.cap + 2; i++) {
-    uint64_t v;
-    if (i < R->ctx_created.cap) {
-      if (R->ctx_created.keys[i] <= 1)
-        continue;
-      v = R->ctx_created.vals[i];
-    } else if (!rp_map_get(&R->ctx_created, i - R->ctx_created.cap, &v)) {
-      continue;
-    }
-    CUcontext c = (CUcontext)(uintptr_t)v;
+  /* created contexts */
+  size_t cpos = 0;
+  uint64_t cv = 0;
+  while (R->d.df.CtxDestroy && rp_map_next(&R->ctx_created, &cpos, NULL, &cv)) {
+    CUcontext c = (CUcontext)(uintptr_t)cv;
     rp_ctx_dying(R, c);
-    if (R->d.df.CtxDestroy)
-      R->d.df.CtxDestroy(c);
+    R->d.df.CtxDestroy(c);
     if (R->cur == c)
       R->cur = NULL;
   }

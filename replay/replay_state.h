@@ -97,6 +97,10 @@ typedef struct rp_state {
   struct rp_deferred *deferred; /* replay_deferred.c (format 1.2 snapshots) */
   struct rp_objects *obj;     /* NULL until the first array/object (replay_object.c) */
   struct rp_attrs *attr;      /* NULL until an attribute waits (replay_attr.c) */
+  /* cuCtxSetLimit across passes (replay_attr.c): per CUlimit, the value a
+   * replayed call asked for and the one the driver reported after it */
+  uint64_t limit_req[16], limit_got[16];
+  uint16_t limit_known;       /* bit l: limit_req/got[l] are set */
   int end_pass;               /* an observer ended the pass early */
   uint64_t dev_mem;           /* this GPU's memory (0: unknown): no host
                                  buffer for one op is ever larger */
@@ -270,9 +274,13 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
 int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
                             cucap_hash128 *h, uint64_t *size);
 /* The k-th (0-based) CopyResult naming graph launch launch_seq (format
- * 1.3): the captured copy's seq and the recorded bytes; 0 past the last. */
+ * 1.3): the captured copy's seq (for a copy node of a graph the program
+ * built, the seq of the instantiation that made the exec), the recorded
+ * bytes and the host address they were read from; 0 past the last. Any
+ * out-parameter may be NULL. */
 int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t k,
-                                  uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size);
+                                  uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size,
+                                  uint64_t *addr);
 void rp_host_write(rp_state *R, const cucap_fb_snapshot *s); /* uploads */
 void rp_deferred_free(rp_state *R);
 

@@ -68,7 +68,29 @@ typedef struct vo_check {
   unsigned nnear;
   uint32_t writers[VO_WRITERS];
   unsigned nwriters;
+  /* the recorded bytes may hold what the program's host code wrote, which
+   * no replay reproduces: why ("" if not); differences that agree in every
+   * pass are then reported as host-written, not as mismatches */
+  char hostw[256];
+  /* relocated pointers (verify_reloc.c): bitmask of the accepted words'
+   * bytes (NULL: none) and their number */
+  uint8_t *rl;
+  uint64_t rl_words;
 } vo_check;
+
+typedef struct vo_rl_cand {  /* a word that may be a relocated pointer */
+  size_t check;              /* index in v->chk */
+  uint64_t off;              /* byte offset of the word in the check */
+  int64_t delta;             /* replayed - recorded */
+  int ok;                    /* accepted (vo_rl_choose) */
+} vo_rl_cand;
+
+typedef struct vo_rl_result {
+  int64_t offset[4];         /* accepted placement offsets */
+  uint64_t words[4];         /* words of each */
+  unsigned noffsets;
+  uint64_t total_words;
+} vo_rl_result;
 
 typedef struct vo_name {
   char *s;                   /* full (mangled) name, owned */
@@ -107,6 +129,13 @@ typedef struct vo_capcopy {  /* a DtoH copy captured into a graph (this pass) */
   uint64_t size, src, stream;
   int checked;               /* its CopyResult came (else: unverifiable) */
 } vo_capcopy;
+
+typedef struct vo_gnode {    /* a copy node to host memory of a recorded exec */
+  uint64_t exec, addr, size;   /* recorded exec, host destination, packed size */
+  uint64_t src;                /* recorded device source of a 1D copy (0: other) */
+  int host_after;              /* a host node of the graph may run after it */
+  int seen;                    /* a result came with the current launch */
+} vo_gnode;
 
 typedef struct vo_verifier {
   cucap_replay_observer ob;
@@ -149,6 +178,15 @@ typedef struct vo_verifier {
   /* diagnostic pass */
   vo_watch *watch;
   size_t nwatch;
+  /* graph execs of this pass: their copy nodes to host memory */
+  vo_gnode *gn;
+  size_t ngn, capgn;
+  unsigned hw_listed;        /* host-written lines in the report */
+  /* perturbed passes (verify_perturb.c) */
+  struct vo_perturb *pt;
+  int perturbing;            /* the current pass is perturbed */
+  /* managed memory and host code in flight with GPU work (verify_managed.c) */
+  struct vo_managed *mg;
 } vo_verifier;
 
 typedef struct vo_info {     /* what a new check state is made of */
@@ -160,6 +198,7 @@ typedef struct vo_info {     /* what a new check state is made of */
   const cucap_fb_copy_geometry *g;
   cucap_hash128 blob;
   const vo_ring *near;
+  const char *hostw;         /* vo_check.hostw (NULL: none) */
 } vo_info;
 
 /* verify_observer.c */
@@ -180,6 +219,33 @@ int vo_reads_blob(vo_verifier *v, cucap_hash128 h, uint64_t size); /* into v->wa
 void vo_captured_copy(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_memcpy *m);
 void vo_copy_result(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_snapshot *sn);
 void vo_graph_launch(vo_verifier *v, cucap_replay_session *s, const cucap_replay_op *op);
+void vo_graph_topology(vo_verifier *v, const cucap_fb_graph *g); /* Instantiate, ExecUpdate */
+
+/* verify_perturb.c: passes after the first that verify asks for run with
+ * the GPU's scheduling disturbed (a spin kernel on SMs before launches). */
+void vo_perturb_pass_begin(vo_verifier *v, unsigned pass); /* after in_diag is set */
+void vo_perturb_op(vo_verifier *v, const cucap_replay_op *op); /* op_before */
+void vo_perturb_destroy(vo_verifier *v);                      /* end (driver still loaded) */
+
+/* verify_managed.c: SyncPoint regions of managed memory the program's
+ * host code may have written while GPU work on it was in flight (their
+ * differences are host-written, vo_check.hostw). */
+void vo_managed_op(vo_verifier *v, const cucap_replay_op *op); /* every record, op_after */
+void vo_managed_pass_end(vo_verifier *v);
+void vo_managed_free(vo_verifier *v);
+
+/* verify_reloc.c: relocated pointers (driver-placed memory at another
+ * address in the replay; the rule is described there). */
+int vo_ptr_like(uint64_t x, const rp_range *allocs, size_t nallocs);
+/* The candidate words of one check (got: replayed, want: recorded, nd:
+ * nondeterministic bitmask or NULL, align: device address % 8) into out
+ * (at most max); returns how many. */
+size_t vo_rl_candidates(const uint8_t *got, const uint8_t *want, const uint8_t *nd,
+                        uint64_t size, unsigned align, const rp_range *allocs, size_t nallocs,
+                        size_t check, vo_rl_cand *out, size_t max);
+/* Accepts the offsets shared by enough candidates (sorts c; sets c[i].ok). */
+void vo_rl_choose(vo_rl_cand *c, size_t n, vo_rl_result *res);
+void vo_reloc_apply(vo_verifier *v); /* at the verdict, before the checks are judged */
 
 /* verify_judge.c */
 void vo_judge(vo_verifier *v);              /* verdict into the report */

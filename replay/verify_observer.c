@@ -206,6 +206,8 @@ static vo_check *vo_check_new(vo_verifier *v, const vo_info *in, uint64_t key) {
   c->size = in->size;
   c->blob = in->blob;
   c->launch_index = CUCAP_REPLAY_NO_LAUNCH;
+  if (in->hostw)
+    snprintf(c->hostw, sizeof c->hostw, "%s", in->hostw);
   if (in->g && in->addr) {
     const cucap_fb_copy_geometry *g = in->g;
     c->geom = 1;
@@ -349,7 +351,7 @@ static void vo_copy(vo_verifier *v, const cucap_replay_op *op,
   vo_info in = {op->rec_index, 0, VO_COPY, what,
                 array ? 0 : cucap_fb_memcpy_src(m), op->host_size,
                 array ? NULL : g, want,
-                vo_ring_of(v, cucap_fb_memcpy_stream(m), 0)};
+                vo_ring_of(v, cucap_fb_memcpy_stream(m), 0), NULL};
   if (!in.near)
     in.near = &v->any;
   if (first)
@@ -418,8 +420,9 @@ static void vo_snapshot(vo_verifier *v, const cucap_replay_op *op,
     vo_reason_name(reason, rn, sizeof rn);
     snprintf(what, sizeof what, "%s snapshot region %zu (0x%" PRIx64 "+%" PRIu64
              ", record %" PRIu64 ")", rn, i, g[i].addr, g[i].size, rec_index);
+    const char *hostw = NULL; /* SyncPoint: verify_managed.c sets it after the sync */
     vo_info in = {rec_index, (uint32_t)i, VO_SNAP, what, g[i].addr, g[i].size,
-                  NULL, g[i].h, &v->any};
+                  NULL, g[i].h, &v->any, hostw};
     if (first)
       rep->snapshot_regions_checked++;
     vo_compare(v, &in, v->got);
@@ -464,7 +467,7 @@ static void vo_hashes(vo_verifier *v, const cucap_replay_op *op,
       snprintf(what, sizeof what, "launch hash region %zu of launch %" PRIu64,
                i, p->launch_index);
       vo_info in = {p->rec_index, (uint32_t)i, VO_HASH, what, g->addr, g->size,
-                    NULL, g->h, NULL};
+                    NULL, g->h, NULL, NULL};
       if (!(c = vo_check_new(v, &in, key)))
         continue;
       c->want_hash = g->h;
@@ -584,24 +587,36 @@ static void vo_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   rp_map_free(&v->stream_ring);
   rp_map_free(&v->captured); /* their buffers belong to the last pass */
   v->ncap = 0;
+  v->ngn = 0;
   v->nrings = 0;
   memset(&v->any, 0, sizeof v->any);
   vo_pending_free(v);
   v->in_diag = v->diag_at == pass;
   if (v->in_diag)
     vo_diag_begin(v);
+  vo_perturb_pass_begin(v, pass);
+}
+
+static void vo_op_before(void *u, cucap_replay_session *s, const cucap_replay_op *op) {
+  (void)s;
+  vo_perturb_op(u, op);
 }
 
 static void vo_op_after(void *u, cucap_replay_session *s, const cucap_replay_op *op) {
   vo_verifier *v = u;
   const cucap_fb_record *rec = op->record;
+  if (!op->capturing)
+    vo_managed_op(v, op); /* also for skipped ops: it reads the record only */
   if (op->status != 0)
     return;
   switch (op->body_type) {
   case CUCAP_FB_BODY_GRAPH: {
     const cucap_fb_graph *gr = cucap_fb_record_body_as_graph(rec);
-    if (gr && cucap_fb_graph_op(gr) == CUCAP_FB_GRAPHOP_LAUNCH && op->seq)
+    int gop = gr ? cucap_fb_graph_op(gr) : -1;
+    if (gop == CUCAP_FB_GRAPHOP_LAUNCH && op->seq)
       vo_graph_launch(v, s, op);
+    else if (gop == CUCAP_FB_GRAPHOP_INSTANTIATE || gop == CUCAP_FB_GRAPHOP_EXECUPDATE)
+      vo_graph_topology(v, gr);
     break;
   }
   case CUCAP_FB_BODY_LAUNCH:
@@ -683,6 +698,7 @@ static int vo_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     for (size_t i = 0; i < v->ncap; i++)
       v->rep->copies_unverifiable += !v->cap[i].checked;
   vo_pending_free(v);
+  vo_managed_pass_end(v);
   v->passes = pass + 1;
   if (v->in_diag) {
     v->in_diag = 0;
@@ -695,7 +711,10 @@ static int vo_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   uint64_t undecided = 0;
   int nd = 0;
   for (size_t i = 0; i < v->nchk; i++) {
-    undecided += v->chk[i].dead ? 0 : v->chk[i].undecided;
+    /* bytes the program's host code may have written are not mismatches
+     * whatever more passes show: no pass is run for them */
+    int hw = v->chk[i].hostw[0] && !v->o->strict;
+    undecided += v->chk[i].dead || hw ? 0 : v->chk[i].undecided;
     nd |= v->chk[i].nd_count > 0 || v->chk[i].hash_nd;
   }
   /* planned: 2 when something differed (1 is enough when nothing did: a
@@ -717,6 +736,7 @@ static void vo_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   (void)s;
   v->rep = rep;
   vo_pending_free(v);
+  vo_perturb_destroy(v);
   if (v->r)
     vo_judge(v);
 }
@@ -731,6 +751,7 @@ vo_verifier *rp_verify_create(const cucap_replay_options *o) {
   v->ob.user = v;
   v->ob.begin = vo_begin;
   v->ob.pass_begin = vo_pass_begin;
+  v->ob.op_before = vo_op_before;
   v->ob.op_after = vo_op_after;
   v->ob.pass_end = vo_pass_end;
   v->ob.end = vo_end;
@@ -745,6 +766,7 @@ void rp_verify_destroy(vo_verifier *v) {
   for (size_t i = 0; i < v->nchk; i++) {
     free(v->chk[i].ref);
     free(v->chk[i].nd);
+    free(v->chk[i].rl);
   }
   free(v->chk);
   for (size_t i = 0; i < v->nnames; i++)
@@ -764,5 +786,8 @@ void rp_verify_destroy(vo_verifier *v) {
   free(v->want);
   free(v->got);
   free(v->watch);
+  free(v->gn);
+  free(v->pt); /* its driver objects went in vo_end */
+  vo_managed_free(v);
   free(v);
 }

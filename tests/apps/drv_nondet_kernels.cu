@@ -7,3 +7,18 @@ extern "C" __global__ void stamp(unsigned *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = (unsigned)clock64() ^ (unsigned)i;
 }
+// drv_sched: an atomicCAS chain like simpleAtomicIntrinsics': how far it
+// gets depends on the order in which the GPU runs the threads (out[0]);
+// out[1] counts them (deterministic). The mock's sched_probe stands for it.
+extern "C" __global__ void sched_probe(int *out) {
+  int tid = blockIdx.x * blockDim.x + threadIdx.x;
+  atomicCAS(&out[0], tid - 1, tid);
+  atomicAdd(&out[1], 1);
+}
+// drv_sched: pointers device malloc returns, copied back to the host; the
+// heap is where the driver puts it, another place in a replay.
+extern "C" __global__ void heap_ptrs(unsigned long long *out) {
+  void *p = malloc(64);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = (unsigned long long)p;
+  free(p);
+}

@@ -76,7 +76,7 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
 
 for a in drv_basic drv_streams drv_reuse drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
          drv_capture drv_managed drv_nondet rt_storm drv_attrs drv_texture \
-         drv_graph_cond drv_graph_mem drv_reloc \
+         drv_graph_cond drv_graph_mem drv_reloc drv_graph_host drv_sched drv_managed_host \
          rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
 done
@@ -133,6 +133,10 @@ EXTRA_REQUIRE=' [1-9][0-9]* pointer\(s\) in uploaded data patched' \
 # each pass (mapped in kernel parameters), graph allocations, exec updates
 extra loop3-graph-cond "$APPS/drv_graph_cond" -- --loop 3 --verify
 extra relocate-graph-mem "$APPS/drv_graph_mem" -- --relocate --verify
+# copy nodes with host memory (UNIFIED types, pageable stack/heap, a clone,
+# simpleCudaGraphs' pattern): results after a host node are host-written
+EXTRA_REQUIRE='[1-9][0-9]* bytes written by the program.s host code' \
+  extra graph-host "$APPS/drv_graph_host" -- --verify
 # placement measurement (status MEAS, not a check): replay the captures made
 # above with the device ranges held in the host address space never (0),
 # while libcuda loads (dlopen) and across cuInit (init, known to make driver

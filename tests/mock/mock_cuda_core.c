@@ -137,6 +137,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute a, CUdevice d)
   case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+  case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: /* managed memory is host memory here */
     v = 1; break;
   case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: v = 3; break;
   case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: v = 0x18; break;
@@ -347,10 +348,16 @@ CUresult CUDAAPI cuCtxGetId(CUcontext c, unsigned long long *id) {
 }
 
 static size_t ctx_limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20, 2, 2048, 0, 0, 0};
+static int heap_used; /* a kernel used the device heap (heap_probe) */
+void mock_heap_touch(void) { __atomic_store_n(&heap_used, 1, __ATOMIC_RELAXED); }
 CUresult CUDAAPI cuCtxSetLimit(CUlimit l, size_t v) {
   MOCK_TRY(mock_need_ctx());
   if ((unsigned)l >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
   if (l == CU_LIMIT_SHMEM_SIZE || l == CU_LIMIT_CIG_ENABLED) return CUDA_ERROR_INVALID_VALUE; /* query only */
+  /* as on the driver: the heap size is fixed once a kernel used the heap,
+   * even to the value it has (H100, driver 580: newdelete's replay passes) */
+  if (l == CU_LIMIT_MALLOC_HEAP_SIZE && __atomic_load_n(&heap_used, __ATOMIC_RELAXED))
+    return CUDA_ERROR_INVALID_VALUE;
   ctx_limits[l] = v;
   return CUDA_SUCCESS;
 }

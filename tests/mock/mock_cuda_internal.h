@@ -120,6 +120,7 @@ int mock_func_cache_config(const struct CUfunc_st *f);
 int mock_ctx_cache_config(void);
 int mock_ctx_shmem_config(void);
 size_t mock_ctx_limit(CUlimit l); /* mock_cuda_core.c */
+void mock_heap_touch(void);        /* a kernel used the device heap: its size is fixed */
 /* Cluster dims of a launch: `want` from CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
  * (0,0,0: none given), checked against the grid and the function's
  * REQUIRED_CLUSTER_* / NON_PORTABLE_CLUSTER_SIZE_ALLOWED attributes. */

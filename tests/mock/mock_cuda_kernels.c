@@ -7,6 +7,7 @@
 
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define GID(t) ((long long)(t)->blockIdx.x * (t)->blockDim.x + (t)->threadIdx.x)
 #define ARG(type, i) (*(type *)args[i])
@@ -102,6 +103,41 @@ static void k_stamp(const mock_thread *t, void **args) {
   if (i < ARG(int, 1)) out[i] = (unsigned)ns ^ (unsigned)i;
 }
 
+/* ---- scheduling (verify's perturbed passes, drv_sched) ----
+ * cucap_perturb_spin is the spin kernel replay/verify_perturb.c launches
+ * before a program's kernel in a perturbed pass: on a GPU it only occupies
+ * SMs. sched_probe stands for a result that depends on scheduling (an
+ * atomicCAS chain): on a GPU it changes with what else runs; here it is the
+ * same in every run of one process (the process id stands for the state a
+ * GPU's scheduler is in) unless a spin kernel ran just before it, whose
+ * grid then changes it - a replay that is not perturbed agrees with itself
+ * and differs from the recording, as on the H100. */
+static unsigned spin_blocks_recent; /* grid of the spin kernels since the last probe */
+
+static void k_perturb_spin(const mock_thread *t, void **args) {
+  (void)args;
+  if (!t->threadIdx.x && !t->blockIdx.x)
+    __atomic_add_fetch(&spin_blocks_recent, t->gridDim.x, __ATOMIC_RELAXED);
+}
+
+static void k_sched_probe(const mock_thread *t, void **args) {
+  int *out = ARG(int *, 0);
+  if (!t->threadIdx.x && !t->blockIdx.x) {
+    unsigned spun = __atomic_exchange_n(&spin_blocks_recent, 0, __ATOMIC_RELAXED);
+    out[0] = (int)(getpid() % 100000) + 100000 * (int)(spun % 1000);
+  }
+  out[1] += 1; /* a count of threads: deterministic */
+}
+
+/* heap_ptrs: what device malloc returns, stored for the host. The mock's
+ * "device heap" is placed per process (as the driver places it where it
+ * likes): the same addresses in every replay of one process, others in the
+ * recording - the relocated pointers verify must recognise. */
+static void k_heap_ptrs(const mock_thread *t, void **args) {
+  unsigned long long base = 0x7e8000000000ull + (unsigned long long)(getpid() % 4096) * 0x200000ull;
+  ARG(unsigned long long *, 0)[GID(t)] = base + 64ull * (unsigned long long)GID(t);
+}
+
 /* ---- attributes and limits (drv_attrs) ---- */
 
 #define GID2(t) ((long long)(t)->blockIdx.y * (t)->blockDim.y + (t)->threadIdx.y)
@@ -126,6 +162,7 @@ static void k_cluster_info(const mock_thread *t, void **args) {
 
 static void k_heap_probe(const mock_thread *t, void **args) {
   if (t->threadIdx.x || t->blockIdx.x) return;
+  mock_heap_touch();
   *ARG(int *, 0) = ARG(unsigned long long, 1) <= mock_ctx_limit(CU_LIMIT_MALLOC_HEAP_SIZE);
 }
 
@@ -230,7 +267,8 @@ static const struct {
   {"vec_add", k_vec_add}, {"scale", k_scale}, {"fill", k_fill}, {"saxpy", k_saxpy},
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
   {"gather_ptr", k_gather_ptr}, {"cond_set", k_cond_set}, {"cond_loop", k_cond_loop},
-  {"stamp", k_stamp},
+  {"stamp", k_stamp}, {"cucap_perturb_spin", k_perturb_spin}, {"sched_probe", k_sched_probe},
+  {"heap_ptrs", k_heap_ptrs},
   {"smem_big", k_smem_big}, {"cluster_info", k_cluster_info}, {"heap_probe", k_heap_probe},
   {"attr_probe", k_attr_probe}, {"limit_probe", k_limit_probe},
   {"tex1d_read", k_tex1d_read}, {"tex1d_fetch", k_tex1d_fetch}, {"tex2d_read", k_tex2d_read},

@@ -53,6 +53,9 @@ static void opts(cucap_replay_options *o) {
  * the same for the blob of every CopyResult snapshot region (the results of
  * asynchronous copies to the host, captured ones included). Prints
  * "flipped <n> copy result(s)".
+ *   test_replay --flip-syncpoints IN OUT OFFSET
+ * the same for every SyncPoint snapshot region (managed memory the program
+ * read after a synchronisation).
  *   test_replay --drop-calls IN OUT CBID[,CBID...]
  * copies IN to OUT without the records of those driver calls (CUPTI cbids),
  * as an older recorder or a replayer that ignores them would have it.
@@ -71,7 +74,7 @@ static int in_list(const char *list, uint32_t cbid) {
 }
 
 #define MAX_FLIPS 64
-static int copy_results; /* --flip-copy-results */
+static int copy_results; /* --flip-copy-results (2: --flip-syncpoints) */
 
 static int rewrite(const char *in, const char *out, uint64_t off, const char *drop) {
   cucap_reader *r = NULL;
@@ -89,7 +92,9 @@ static int rewrite(const char *in, const char *out, uint64_t off, const char *dr
   int found = 0;
   while (copy_results && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
     const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
-    if (!sn || cucap_fb_snapshot_reason(sn) != CUCAP_FB_SNAPSHOTREASON_COPYRESULT)
+    if (!sn || cucap_fb_snapshot_reason(sn) != (copy_results == 2
+                                                    ? CUCAP_FB_SNAPSHOTREASON_SYNCPOINT
+                                                    : CUCAP_FB_SNAPSHOTREASON_COPYRESULT))
       continue;
     for (size_t i = 0; i < cucap_fb_snapshot_regions_len(sn) && nresults < MAX_FLIPS; i++) {
       const cucap_fb_hash128 *h = cucap_fb_mem_region_data(cucap_fb_snapshot_regions_at(sn, i));
@@ -189,6 +194,10 @@ int main(int argc, char **argv) {
     return rewrite(argv[2], argv[3], strtoull(argv[4], NULL, 0), NULL);
   if (argc == 5 && !strcmp(argv[1], "--flip-copy-results")) {
     copy_results = 1;
+    return rewrite(argv[2], argv[3], strtoull(argv[4], NULL, 0), NULL);
+  }
+  if (argc == 5 && !strcmp(argv[1], "--flip-syncpoints")) { /* managed memory */
+    copy_results = 2;
     return rewrite(argv[2], argv[3], strtoull(argv[4], NULL, 0), NULL);
   }
   if (argc == 5 && !strcmp(argv[1], "--drop-calls"))
