@@ -241,7 +241,10 @@ static atomic_int g_n_at_exit;
 static pthread_key_t g_thread_key;
 /* initial-exec: libcucap is preloaded (static TLS), and a thread's state is
  * read on every wrapped call; 8 bytes of the static TLS surplus otherwise */
-static __thread cucap_rec_thread *t_th __attribute__((tls_model("initial-exec")));
+__thread cucap_rec_thread *cucap_rec_tls __attribute__((tls_model("initial-exec")));
+#define t_th cucap_rec_tls
+/* 1 while ACTIVE without stats/audit (cucap_recorder.h); relaxed accesses */
+int cucap_rec_lean;
 /* this thread is inside the writer (a fatal signal must not close it then) */
 static __thread int t_in_writer __attribute__((tls_model("initial-exec")));
 static __thread int t_th_dead; /* thread is exiting: do not recreate state */
@@ -361,6 +364,11 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
                                    uint64_t *seq_out) {
   size_t off = root_field_offset(buf, size, 0);
   CUCAP_RETURN_IF(off == 0, CUCAP_ERR_INVALID_ARG);
+  return cucap_rec_append_call_at(buf, size, off, cbid, seq_out);
+}
+
+cucap_status cucap_rec_append_call_at(uint8_t *buf, size_t size, size_t seq_off,
+                                      uint32_t cbid, uint64_t *seq_out) {
   cucap_status st = CUCAP_ERR_STATE;
   uint64_t seq = 0;
   cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
@@ -368,15 +376,14 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
     t_in_writer = 1;
     if (__builtin_expect(cucap_rec_stats_on, 0)) {
       uint64_t t0 = cucap_rec_stats_clock();
-      st = cucap_writer_append_seq(w, buf, size, off, &g_seq, &seq);
+      st = cucap_writer_append_seq(w, buf, size, seq_off, &g_seq, &seq);
       cucap_rec_stats_add(CUCAP_STATS_APPEND_LOCK, cucap_rec_stats_clock() - t0);
     } else {
-      st = cucap_writer_append_seq(w, buf, size, off, &g_seq, &seq);
+      st = cucap_writer_append_seq(w, buf, size, seq_off, &g_seq, &seq);
     }
     t_in_writer = 0;
   }
-  /* --audit's recorded counts (a shared counter: only when auditing) */
-  if (st == CUCAP_OK && g_opts.audit && cbid < CUCAP_REC_MAX_CBID)
+  if (st == CUCAP_OK && __builtin_expect(g_opts.audit, 0) && cbid < CUCAP_REC_MAX_CBID)
     atomic_fetch_add_explicit(&g_counts[cbid], 1, memory_order_relaxed);
   if (seq_out)
     *seq_out = st == CUCAP_OK ? seq : 0;
@@ -578,6 +585,7 @@ static void shutdown_impl(int from_signal) {
   /* A signal that interrupted this thread inside the writer leaves it
    * alone (its locks may be held here): the periodic flush has most of the
    * capture on disk. */
+  __atomic_store_n(&cucap_rec_lean, 0, __ATOMIC_RELAXED);
   if (from_signal && t_in_writer) {
     atomic_store_explicit(&g_state, ST_DONE, memory_order_release);
     return;
@@ -657,6 +665,7 @@ cucap_status cucap_rec_output_path(const char *pattern, long pid, long root_pid,
 static void atfork_child(void) {
   int s = atomic_load(&g_state);
   if (s == ST_ACTIVE || s == ST_DONE || atomic_load(&g_activating)) {
+    __atomic_store_n(&cucap_rec_lean, 0, __ATOMIC_RELAXED);
     atomic_store(&g_state, ST_FORKED);
     atomic_store(&g_writer, NULL);  /* not ours: never closed/destroyed here */
     atomic_store(&g_shutting, 1);   /* shutdown_impl: nothing to do */
@@ -773,6 +782,7 @@ static void open_capture(void) {
       continue;
     sigaction(g_fatal_signals[i], &sa, NULL);
   }
+  __atomic_store_n(&cucap_rec_lean, !g_opts.audit && !cucap_rec_stats_on, __ATOMIC_RELAXED);
   atomic_store_explicit(&g_state, ST_ACTIVE, memory_order_release);
   CUCAP_INFO("recording to %s", g_path);
 }
