@@ -618,8 +618,8 @@ typedef struct last_stack {
  * call), that last word is checked for the same verdict instead of equality.
  * Exact: a hit returns the id the walk would have produced; any difference
  * falls back to the walk, which then replaces an entry of the set. Entries
- * are found by the first frames' addresses and return addresses past our own
- * frames (a short chase through hot lines); 4 ways per set. */
+ * are found by the starting frame's address and the program's call site of
+ * the wrapped call; 4 ways per set. */
 #define SC_SETS 32
 #define SC_WAYS 4
 /* A set's tags share one cache line; the chain is read only on a tag match. */
@@ -675,24 +675,12 @@ static sc_thread *sc_get(void) {
   return t;
 }
 
-/* The set of the chain starting at fp0: hashed from the position and return
- * address of the first two frames past ours (both in lines the call just
- * touched). Reads like the walk: inside [fp0, hi), aligned, going up. */
-__attribute__((no_sanitize("address"))) static size_t sc_set_of(uintptr_t fp0, uintptr_t hi) {
-  uintptr_t fp = fp0, k = fp0;
-  int other = 0;
-  for (int i = 0; i < 24 && other < 2; i++) {
-    if (fp < fp0 || fp > hi - 2 * sizeof(uintptr_t) || (fp & 7))
-      break;
-    uintptr_t next = ((const uintptr_t *)fp)[0], ret = ((const uintptr_t *)fp)[1];
-    if (!in_self(ret)) {
-      k = k * 0x9E3779B97F4A7C15ull + (fp ^ (ret << 1));
-      other++;
-    }
-    if (next <= fp)
-      break;
-    fp = next;
-  }
+/* The set of the chain starting at fp0: from that position and the
+ * program's call site of the wrapped call (cucap_rec_thread.call_site, set
+ * by the wrapper; a hint: the chain's verification decides). */
+static size_t sc_set_of(uintptr_t fp0) {
+  cucap_rec_thread *th = cucap_rec_tls;
+  uint64_t k = (uint64_t)fp0 * 0x9E3779B97F4A7C15ull + (th ? (uint64_t)th->call_site : 0);
   k = (k ^ (k >> 29)) * 0xBF58476D1CE4E5B9ull;
   return (size_t)(k >> 59) & (SC_SETS - 1);
 }
@@ -781,7 +769,7 @@ __attribute__((noinline)) static uint32_t stack_id(void) {
     return 0;
   const xmap *xm = xmap_get();
   uint64_t gen = xm ? xm->gen : 0;
-  size_t set = sc_set_of(fp0, hi);
+  size_t set = sc_set_of(fp0);
   sc_tag *tg = T->tags[set];
   for (int i = 0; i < SC_WAYS; i++) {
     if (tg[i].fp0 != fp0)

@@ -144,6 +144,8 @@ typedef struct cucap_rec_thread {
   struct cucap_rec_qtab *q; /* pure-query counts (cucap_rec_query.h); NULL
                                until the thread's first query */
   uint64_t q_flushed;    /* cucap_rec_now() of this thread's last flush of q */
+  uintptr_t call_site;   /* return address of the recorded call being made
+                            (the program's call site; a cache key only) */
 } cucap_rec_thread;
 cucap_rec_thread *cucap_rec_thread_get(void);
 /* The calling thread's state if it exists and recording is active, else
@@ -213,6 +215,11 @@ void cucap_rec_on_activate(void (*fn)(void));
 
 /* 1 when this process is a fork()ed child of a recording process (inert). */
 int cucap_rec_is_forked_child(void);
+
+/* The capture writer's statistics so far (cucap_writer.h; its background
+ * thread's CPU time among them). 0 when no capture is open. */
+struct cucap_writer_stats;
+int cucap_rec_writer_stats(struct cucap_writer_stats *st);
 
 /* Recorded calls per CUPTI driver cbid (for --audit): counts[0..MAX). */
 #define CUCAP_REC_MAX_CBID 2048

@@ -390,6 +390,14 @@ cucap_status cucap_rec_append_call_at(uint8_t *buf, size_t size, size_t seq_off,
   return st;
 }
 
+int cucap_rec_writer_stats(struct cucap_writer_stats *st) {
+  cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
+  if (!w || !st)
+    return 0;
+  cucap_writer_get_stats(w, st);
+  return 1;
+}
+
 static cucap_status append_plain(const uint8_t *buf, size_t size) {
   cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
   if (!w)

@@ -107,6 +107,7 @@ struct cucap_writer {
 
   /* stats (__atomic, relaxed) */
   uint64_t st_chunks, st_blobs, st_dedup, st_raw, st_file, st_waits;
+  uint64_t st_cpu_rec, st_cpu_blob, st_raw_rec, st_chunks_rec;
 };
 
 static uint64_t now_ns(void) {
@@ -334,8 +335,34 @@ static void timer_seal(cucap_writer *w, uint64_t tick_ns) {
   }
 }
 
+/* CPU time of the calling thread (ns). */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Fresh record-chunk buffers are faulted in here, on this thread, so that
+ * the first appends into them (on the program's threads, inside a traced
+ * training step) do not take the page faults: `n` buffers go to the free
+ * list before the first chunk is sealed. */
+static void prefault_record_buffers(cucap_writer *w, int n) {
+  for (int i = 0; i < n; i++) {
+    wchunk *c = wchunk_get(w, CUCAP_FB_CHUNKKIND_RECORDS, 0);
+    if (!c)
+      return;
+    memset(c->buf, 0, c->cap);
+    pthread_mutex_lock(&w->q_mu);
+    c->next = w->free_rec;
+    w->free_rec = c;
+    pthread_mutex_unlock(&w->q_mu);
+  }
+}
+
 static void *bg_main(void *arg) {
   cucap_writer *w = arg;
+  prefault_record_buffers(w, 2);
   unsigned tick_ms = w->o.flush_interval_ms / 4;
   if (tick_ms == 0)
     tick_ms = 1;
@@ -364,7 +391,16 @@ static void *bg_main(void *arg) {
     pthread_cond_broadcast(&w->q_space);
     pthread_mutex_unlock(&w->q_mu);
 
+    uint64_t cpu0 = thread_cpu_ns();
     write_chunk(w, c);
+    uint64_t cpu = thread_cpu_ns() - cpu0;
+    if (c->kind == CUCAP_FB_CHUNKKIND_RECORDS) {
+      STAT_ADD(w, st_cpu_rec, cpu);
+      STAT_ADD(w, st_raw_rec, c->len);
+      STAT_ADD(w, st_chunks_rec, 1);
+    } else {
+      STAT_ADD(w, st_cpu_blob, cpu);
+    }
 
     pthread_mutex_lock(&w->q_mu);
     w->done++;
@@ -991,4 +1027,13 @@ void cucap_writer_get_stats(cucap_writer *w, cucap_writer_stats *st) {
   st->raw_bytes = __atomic_load_n(&w->st_raw, __ATOMIC_RELAXED);
   st->file_bytes = __atomic_load_n(&w->st_file, __ATOMIC_RELAXED);
   st->producer_waits = __atomic_load_n(&w->st_waits, __ATOMIC_RELAXED);
+  st->record_chunks = __atomic_load_n(&w->st_chunks_rec, __ATOMIC_RELAXED);
+  st->record_raw_bytes = __atomic_load_n(&w->st_raw_rec, __ATOMIC_RELAXED);
+  st->record_cpu_ns = __atomic_load_n(&w->st_cpu_rec, __ATOMIC_RELAXED);
+  st->blob_cpu_ns = __atomic_load_n(&w->st_cpu_blob, __ATOMIC_RELAXED);
+  clockid_t cid;
+  struct timespec ts;
+  if (w->thr_started && pthread_getcpuclockid(w->thr, &cid) == 0 &&
+      clock_gettime(cid, &ts) == 0)
+    st->thread_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

@@ -201,7 +201,7 @@ void *cucap_wrapper_lookup(const char *symbol) {
 
 /* ------------------------------------------------------------ per call */
 
-int cucap_call_enter(cucap_call *c, uint32_t api) {
+int cucap_call_enter_at(cucap_call *c, uint32_t api, uintptr_t call_site) {
   c->stats = cucap_rec_stats_on;
   if (__builtin_expect(c->stats, 0)) {
     c->st0 = cucap_rec_stats_clock();
@@ -222,6 +222,7 @@ int cucap_call_enter(cucap_call *c, uint32_t api) {
   if (th->depth)
     return 0;
   th->depth = 1;
+  th->call_site = call_site;
   c->th = th;
   c->api = api;
   c->cbid = cucap_api_table[api].cbid;
@@ -462,7 +463,7 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
     if (!(c->body_type && c->body) && !g_slow_records) {
       _Alignas(8) uint8_t fbuf[FR_MAX];
       size_t fsize = fast_record(fbuf, c, t_exit, r, (uint64_t)(uintptr_t)ctx);
-      cucap_status st = cucap_rec_append_call(fbuf, fsize, c->cbid, &seq);
+      cucap_status st = cucap_rec_append_call_at(fbuf, fsize, 48, c->cbid, &seq);
       if (st != CUCAP_OK && st != CUCAP_ERR_STATE && atomic_fetch_add(&g_build_errors, 1) < 3)
         CUCAP_ERROR("recording %s failed: %s", cucap_api_table[c->api].symbol,
                     cucap_status_str(st));

@@ -72,7 +72,12 @@ typedef struct cucap_call {
  * when the call is to be recorded; 0 when recording is off, the thread is
  * already inside a wrapper (re-entered from a hook or from the driver), or
  * the recorder failed: then the wrapper calls the real function only. */
-int cucap_call_enter(cucap_call *c, uint32_t api);
+int cucap_call_enter_at(cucap_call *c, uint32_t api, uintptr_t call_site);
+/* A macro, so that __builtin_return_address(0) is the wrapper's: the
+ * program's call site, kept in the thread state as the callstack cache's
+ * key (capture/callstack.c). */
+#define cucap_call_enter(c, api)                                               \
+  cucap_call_enter_at((c), (api), (uintptr_t)__builtin_return_address(0))
 
 /* Pure queries (gen_interpose.py's list: side-effect-free Get/Query/
  * Occupancy entry points; format 1.3): the generated wrapper is
