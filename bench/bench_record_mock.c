@@ -5,7 +5,8 @@
  * record`; the difference of the two runs is the recording overhead per call.
  *   LD_LIBRARY_PATH=<build>/tests/mock ./bench/bench_record_mock [N] [CLASS...]
  *   LD_LIBRARY_PATH=<build>/tests/mock cucap record -o x.fb -- ./bench/bench_record_mock [N]
- * Prints "<class>: <ns> ns/call" per class. Classes (all by default):
+ * Prints "<class>: <ns> ns/call" per class. Classes (all but launch_cold by
+ * default):
  *   query        cuCtxGetDevice (a pure query: Get/Query/Occupancy-style)
  *   query3       cuCtxGetDevice + cuDevicePrimaryCtxGetState + cuKernelGetAttribute
  *                (the mix cuDNN/PyTorch make thousands of times per step; per
@@ -23,6 +24,12 @@
  *   memset       cuMemsetD8Async on a stream
  *   dtoh_sync    cuMemcpyDtoHAsync into pinned memory + cuStreamSynchronize
  *                (per pair)
+ *   launch_cold  the launch of `launch` after reading a 16 MiB buffer (the
+ *                program's own work between two launches evicts the data
+ *                caches on a real machine): run under callgrind with
+ *                --cache-sim=yes, recorded minus native D1/LL misses are the
+ *                cache lines the recorder touches per launch (the eviction
+ *                loop is the same in both runs)
  * Under valgrind --tool=callgrind --collect-atstart=no each class's loop is
  * collected and dumped separately (CALLGRIND_DUMP_STATS_AT(class)):
  * bench/record_cost_mock.sh turns the dumps into instructions per call. */
@@ -54,6 +61,17 @@ static CUfunction g_f;
 static CUdeviceptr g_a, g_b, g_c;
 static int g_cnt; /* 0: no element is touched */
 static void *g_args[] = {&g_a, &g_b, &g_c, &g_cnt};
+
+static volatile uint64_t *g_evict;
+enum { EVICT_BYTES = 16 << 20 };
+
+/* reads every line of a buffer larger than the simulated last-level cache */
+__attribute__((noinline)) static void evict(void) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < EVICT_BYTES / 8; i += 8)
+    sum += g_evict[i];
+  g_evict[0] = sum;
+}
 
 static void launch1(void) {
   CK(cuLaunchKernel(g_f, 1, 1, 1, 1, 1, 1, 0, NULL, g_args, NULL));
@@ -91,8 +109,8 @@ typedef struct cls {
 } cls;
 
 static int wanted(int argc, char **argv, const char *name) {
-  if (argc <= 2)
-    return 1;
+  if (argc <= 2) /* all but launch_cold (slow: named explicitly) */
+    return strcmp(name, "launch_cold") != 0;
   for (int i = 2; i < argc; i++)
     if (strcmp(argv[i], name) == 0)
       return 1;
@@ -134,10 +152,13 @@ int main(int argc, char **argv) {
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   uint64_t fake[4];
+  g_evict = calloc(EVICT_BYTES / 8, 8);
+  if (!g_evict)
+    return 1;
 
   static const char *const names[] = {"query", "query3", "bodyless", "launch",
                                       "launch_deep", "launch_junk", "launch_ex",
-                                      "kernel_fn", "memset", "dtoh_sync"};
+                                      "kernel_fn", "memset", "dtoh_sync", "launch_cold"};
   enum { NCLS = sizeof names / sizeof names[0] };
   for (int k = 0; k < NCLS; k++) {
     const char *name = names[k];
@@ -197,6 +218,10 @@ int main(int argc, char **argv) {
         case 9:
           CK(cuMemcpyDtoHAsync(pinned, g_a, 256, s));
           CK(cuStreamSynchronize(s));
+          break;
+        case 10:
+          evict();
+          launch1();
           break;
         }
       }

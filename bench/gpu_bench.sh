@@ -41,7 +41,10 @@
 #  (j) recorder_stats (INFO)    one `cucap record --stats` run of the CNN and
 #      of the transformer: the recorder's cost per driver entry point, kept
 #      in OUT_DIR/stats_cnn.txt and stats_transformer.txt (issue 10's
-#      breakdown; not judged)
+#      breakdown; not judged): recorder_stats_NAME (total ms in the
+#      wrappers), recorder_ns_per_call_NAME, writer_cpu_us_per_step_NAME
+#      (the writer thread's CPU for record chunks / steps, an upper bound)
+#      and writer_thread_cpu_ms_NAME (its whole CPU time)
 #  (k) hostfn_us (INFO)         bench/bench_hostfn: the extra stream time per
 #      no-op host function after a 4 KiB pinned DtoH copy (the stall a
 #      host function adds); record_overhead_reuse (INFO): recorded/native
@@ -569,7 +572,7 @@ step_first() {
 step_stats() {
   [ "${BENCH_STATS:-1}" = 1 ] || return
   section "(j) the recorder's cost per entry point (cucap record --stats)"
-  local name script
+  local name script v
   for name in cnn transformer; do
     script=$CNN; [ $name = transformer ] && script=$TRANSFORMER
     [ -f "$script" ] || continue
@@ -581,7 +584,16 @@ step_stats() {
       log "$name: top entries (full table: $OUT/stats_${name}.txt)"
       head -n 14 "$OUT/stats_${name}.txt"
       tail -n 4 "$OUT/stats_${name}.txt"
-      bench_info "recorder_stats_$name" "$(awk '$1 == "(all)" { print $4 }' "$OUT/stats_${name}.txt")" ms
+      bench_info "recorder_stats_$name" "$(awk '$1 == "(all)" { print $3 }' "$OUT/stats_${name}.txt")" ms
+      bench_info "recorder_ns_per_call_$name" "$(awk '$1 == "(all)" { print $4 }' "$OUT/stats_${name}.txt")" ns
+      # the writer thread's CPU for record chunks per training step (an upper
+      # bound: start-up records are in it too); a 16 KB/step capture should
+      # cost next to nothing, on a core of its own
+      v=$(awk '/^writer CPU: record chunks/ { print $(NF-1) }' "$OUT/stats_${name}.txt")
+      [ -n "$v" ] && bench_info "writer_cpu_us_per_step_$name" \
+        "$(awk -v ms="$v" -v n="$NET_STEPS" 'BEGIN { printf "%.1f", ms * 1000 / n }')" us
+      v=$(awk '/^writer CPU: thread total/ { print $(NF-1) }' "$OUT/stats_${name}.txt")
+      [ -n "$v" ] && bench_info "writer_thread_cpu_ms_$name" "$v" ms
     else
       log "note: --stats run of $name printed no table: $(why "$OUT/stats_${name}.log" $RUN_RC)"
     fi

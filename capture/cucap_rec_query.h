@@ -91,8 +91,10 @@ static inline int cucap_rec_query_count(cucap_rec_thread *th, uint32_t api, int 
  * last flush is older than CUCAP_REC_QUERY_FLUSH_NS. */
 void cucap_rec_query_flush_due(cucap_rec_thread *th, uint64_t now);
 static inline void cucap_rec_query_tick(cucap_rec_thread *th, uint64_t now) {
-  if (__builtin_expect(th->q != NULL, 0) &&
-      now - th->q->t_flush >= CUCAP_REC_QUERY_FLUSH_NS)
+  /* th->q_flushed mirrors the table's last flush by this thread (another
+   * thread's flush_all makes it older: one flush with nothing new, then) -
+   * read from th's own cache line, not the table's */
+  if (__builtin_expect(now - th->q_flushed >= CUCAP_REC_QUERY_FLUSH_NS, 0) && th->q)
     cucap_rec_query_flush_due(th, now);
 }
 /* The calling thread's counts now (a program synchronisation). */

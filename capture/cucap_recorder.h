@@ -147,11 +147,27 @@ typedef struct cucap_rec_thread {
   uint32_t audit_expect; /* --audit: cbid of the wrapper's own real call */
   struct cucap_rec_qtab *q; /* pure-query counts (cucap_rec_query.h); NULL
                                until the thread's first query */
+  uint64_t q_flushed;    /* cucap_rec_now() of this thread's last flush of q */
+  uintptr_t call_site;   /* return address of the recorded call being made
+                            (the program's call site; a cache key only) */
 } cucap_rec_thread;
 cucap_rec_thread *cucap_rec_thread_get(void);
 /* The calling thread's state if it exists and recording is active, else
  * NULL (no allocation: the generated wrappers' fast path). */
 cucap_rec_thread *cucap_rec_thread_peek(void);
+
+/* For the generated wrappers' inline fast paths (interpose_internal.h), inside
+ * libcucap only (hidden): the calling thread's state pointer (what
+ * cucap_rec_thread_peek reads; initial-exec TLS, one %fs load: libcucap is
+ * preloaded, so it lives in the static TLS block), and 1 while recording is
+ * active without --stats and --audit, the modes whose per-call bookkeeping
+ * only the out-of-line paths do. Written by the recorder only. */
+extern __thread cucap_rec_thread *cucap_rec_tls
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern int cucap_rec_lean __attribute__((visibility("hidden")));
+static inline int cucap_rec_lean_on(void) {
+  return __atomic_load_n(&cucap_rec_lean, __ATOMIC_RELAXED);
+}
 
 /* Appends a finished size-prefixed call Record (field 0, `seq`, must be
  * present): takes the next global sequence number (1-based), writes it into
@@ -160,6 +176,10 @@ cucap_rec_thread *cucap_rec_thread_peek(void);
  * be NULL) receives the seq. */
 cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
                                    uint64_t *seq_out);
+/* The same for a hand-laid Record whose `seq` field sits at byte seq_off
+ * (8-aligned, inside the buffer): no field lookup. */
+cucap_status cucap_rec_append_call_at(uint8_t *buf, size_t size, size_t seq_off,
+                                      uint32_t cbid, uint64_t *seq_out);
 
 /* Arms the recorder if CUCAP_OUTPUT is set (called by libcucap's
  * constructor; idempotent): parses CUCAP_OPTIONS and installs the fork
@@ -199,6 +219,11 @@ void cucap_rec_on_activate(void (*fn)(void));
 
 /* 1 when this process is a fork()ed child of a recording process (inert). */
 int cucap_rec_is_forked_child(void);
+
+/* The capture writer's statistics so far (cucap_writer.h; its background
+ * thread's CPU time among them). 0 when no capture is open. */
+struct cucap_writer_stats;
+int cucap_rec_writer_stats(struct cucap_writer_stats *st);
 
 /* Recorded calls per CUPTI driver cbid (for --audit): counts[0..MAX). */
 #define CUCAP_REC_MAX_CBID 2048

@@ -118,6 +118,11 @@ typedef struct cucap_writer_stats {
   uint64_t raw_bytes;         /* uncompressed payload bytes */
   uint64_t file_bytes;        /* bytes written to the file so far */
   uint64_t producer_waits;    /* times an appender waited on a full queue */
+  /* The background thread's CPU time: compressing and writing record
+   * chunks, and blob/index chunks (CLOCK_THREAD_CPUTIME_ID around each),
+   * and its whole CPU time so far (0 once it has exited: after close). */
+  uint64_t record_chunks, record_raw_bytes, record_cpu_ns, blob_cpu_ns;
+  uint64_t thread_cpu_ns;
 } cucap_writer_stats;
 
 void cucap_writer_get_stats(cucap_writer *w, cucap_writer_stats *st);

@@ -39,6 +39,7 @@ static struct cucap_rec_qtab *qtab_create(cucap_rec_thread *th) {
   pthread_mutex_init(&q->mu, NULL);
   q->tid = th->tid;
   q->t_flush = cucap_rec_now();
+  th->q_flushed = q->t_flush;
   pthread_mutex_lock(&g_list_mu);
   q->next = g_list;
   if (g_list)
@@ -175,12 +176,15 @@ void cucap_rec_query_flush_due(cucap_rec_thread *th, uint64_t now) {
   pthread_mutex_lock(&q->mu);
   flush_locked(q, now);
   pthread_mutex_unlock(&q->mu);
+  th->q_flushed = now;
 }
 
 void cucap_rec_query_flush_self(void) {
   cucap_rec_thread *th = cucap_rec_thread_peek();
-  if (th && th->q)
+  if (th && th->q) {
     flush(th->q, 1);
+    th->q_flushed = cucap_rec_now();
+  }
 }
 
 void cucap_rec_query_flush_all(int from_signal) {

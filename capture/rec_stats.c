@@ -11,6 +11,7 @@
 
 #include "cucap_log.h"
 #include "cucap_recorder.h"
+#include "cucap_writer.h"
 
 int cucap_rec_stats_on;
 
@@ -28,7 +29,7 @@ static size_t g_napis;
 static const char *(*g_name)(size_t);
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static stats_block *g_blocks;
-static __thread stats_block *t_block;
+static __thread stats_block *t_block __attribute__((tls_model("initial-exec")));
 static uint64_t g_tick0, g_ns0;
 static atomic_int g_reported;
 
@@ -135,7 +136,7 @@ void cucap_rec_stats_report(void) {
   }
   pthread_mutex_unlock(&g_mu);
   qsort(rows, g_napis, sizeof *rows, by_ticks);
-  size_t cap = 256 + g_napis * 96, len = 0;
+  size_t cap = 1024 + g_napis * 96, len = 0;
   char *text = malloc(cap);
   if (!text) {
     free(rows);
@@ -168,6 +169,24 @@ void cucap_rec_stats_report(void) {
     PUT("%-44s %12llu %12.3f %10.1f\n", extra[k], (unsigned long long)en[k],
         (double)et[k] * ns_per_tick / 1e6,
         en[k] ? (double)et[k] * ns_per_tick / (double)en[k] : 0.0);
+  /* The writer's background thread: compression and I/O, off the program's
+   * threads (what a step costs there is what these lines would add if it
+   * shared their core). count = chunks, avg = ns per chunk. */
+  cucap_writer_stats ws;
+  if (cucap_rec_writer_stats(&ws)) {
+    PUT("%-44s %12llu %12.3f %10.1f\n", "writer CPU: record chunks",
+        (unsigned long long)ws.record_chunks, (double)ws.record_cpu_ns / 1e6,
+        ws.record_chunks ? (double)ws.record_cpu_ns / (double)ws.record_chunks : 0.0);
+    PUT("%-44s %12llu %12.3f %10.1f\n", "writer: raw record MB (in total_ms)",
+        (unsigned long long)ws.record_chunks, (double)ws.record_raw_bytes / 1e6, 0.0);
+    PUT("%-44s %12llu %12.3f %10.1f\n", "writer CPU: blob chunks",
+        (unsigned long long)(ws.chunks - ws.record_chunks), (double)ws.blob_cpu_ns / 1e6,
+        ws.chunks > ws.record_chunks
+            ? (double)ws.blob_cpu_ns / (double)(ws.chunks - ws.record_chunks)
+            : 0.0);
+    PUT("%-44s %12llu %12.3f %10.1f\n", "writer CPU: thread total",
+        (unsigned long long)ws.chunks, (double)ws.thread_cpu_ns / 1e6, 0.0);
+  }
 #undef PUT
   (void)cucap_rec_note("stats", text, calls, NULL, 0);
   /* one log line per table line (the sink formats into a bounded buffer) */

@@ -243,7 +243,10 @@ static atomic_int g_n_at_exit;
 static pthread_key_t g_thread_key;
 /* initial-exec: libcucap is preloaded (static TLS), and a thread's state is
  * read on every wrapped call; 8 bytes of the static TLS surplus otherwise */
-static __thread cucap_rec_thread *t_th __attribute__((tls_model("initial-exec")));
+__thread cucap_rec_thread *cucap_rec_tls __attribute__((tls_model("initial-exec")));
+#define t_th cucap_rec_tls
+/* 1 while ACTIVE without stats/audit (cucap_recorder.h); relaxed accesses */
+int cucap_rec_lean;
 static __thread int t_th_dead; /* thread is exiting: do not recreate state */
 
 static const int g_fatal_signals[] = {SIGSEGV, SIGABRT, SIGTERM, SIGINT};
@@ -362,7 +365,8 @@ static cucap_status rec_writer_failed(cucap_writer *w, cucap_status st) {
       st == CUCAP_ERR_TOO_LARGE)
     return st; /* not the writer's sticky error */
   int s = ST_ACTIVE;
-  atomic_compare_exchange_strong(&g_state, &s, ST_STOPPED);
+  if (atomic_compare_exchange_strong(&g_state, &s, ST_STOPPED))
+    __atomic_store_n(&cucap_rec_lean, 0, __ATOMIC_RELAXED); /* calls pass through */
   if (atomic_exchange(&g_err_logged, 1))
     return CUCAP_ERR_STATE;
   const char *why = w ? cucap_writer_last_error(w) : "";
@@ -404,6 +408,11 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
                                    uint64_t *seq_out) {
   size_t off = root_field_offset(buf, size, 0);
   CUCAP_RETURN_IF(off == 0, CUCAP_ERR_INVALID_ARG);
+  return cucap_rec_append_call_at(buf, size, off, cbid, seq_out);
+}
+
+cucap_status cucap_rec_append_call_at(uint8_t *buf, size_t size, size_t seq_off,
+                                      uint32_t cbid, uint64_t *seq_out) {
   cucap_status st = CUCAP_ERR_STATE;
   uint64_t seq = 0;
   cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
@@ -411,21 +420,28 @@ cucap_status cucap_rec_append_call(uint8_t *buf, size_t size, uint32_t cbid,
     rec_enter();
     if (__builtin_expect(cucap_rec_stats_on, 0)) {
       uint64_t t0 = cucap_rec_stats_clock();
-      st = cucap_writer_append_seq(w, buf, size, off, &g_seq, &seq);
+      st = cucap_writer_append_seq(w, buf, size, seq_off, &g_seq, &seq);
       cucap_rec_stats_add(CUCAP_STATS_APPEND_LOCK, cucap_rec_stats_clock() - t0);
     } else {
-      st = cucap_writer_append_seq(w, buf, size, off, &g_seq, &seq);
+      st = cucap_writer_append_seq(w, buf, size, seq_off, &g_seq, &seq);
     }
     if (__builtin_expect(st != CUCAP_OK, 0))
       st = rec_writer_failed(w, st);
     rec_leave();
   }
-  /* --audit's recorded counts (a shared counter: only when auditing) */
-  if (st == CUCAP_OK && g_opts.audit && cbid < CUCAP_REC_MAX_CBID)
+  if (st == CUCAP_OK && __builtin_expect(g_opts.audit, 0) && cbid < CUCAP_REC_MAX_CBID)
     atomic_fetch_add_explicit(&g_counts[cbid], 1, memory_order_relaxed);
   if (seq_out)
     *seq_out = st == CUCAP_OK ? seq : 0;
   return st;
+}
+
+int cucap_rec_writer_stats(struct cucap_writer_stats *st) {
+  cucap_writer *w = atomic_load_explicit(&g_writer, memory_order_acquire);
+  if (!w || !st)
+    return 0;
+  cucap_writer_get_stats(w, st);
+  return 1;
 }
 
 static cucap_status append_plain(const uint8_t *buf, size_t size) {
@@ -631,6 +647,7 @@ static void shutdown_impl(int mode) {
   int state = atomic_load(&g_state);
   if ((state != ST_ACTIVE && state != ST_STOPPED) || atomic_exchange(&g_shutting, 1))
     return;
+  __atomic_store_n(&cucap_rec_lean, 0, __ATOMIC_RELAXED);
   /* every thread's pure-query counts, before --audit compares them (locks
    * only tried outside a normal exit) */
   cucap_rec_query_flush_all(mode != SHUT_EXIT);
@@ -770,6 +787,7 @@ cucap_status cucap_rec_output_path(const char *pattern, long pid, long root_pid,
 static void atfork_child(void) {
   int s = atomic_load(&g_state);
   if (s == ST_ACTIVE || s == ST_DONE || s == ST_STOPPED || atomic_load(&g_activating)) {
+    __atomic_store_n(&cucap_rec_lean, 0, __ATOMIC_RELAXED);
     atomic_store(&g_state, ST_FORKED);
     atomic_store(&g_writer, NULL);  /* not ours: never closed/destroyed here */
     atomic_store(&g_shutting, 1);   /* shutdown_impl: nothing to do */
@@ -893,6 +911,7 @@ static void open_capture(void) {
       continue;
     sigaction(g_fatal_signals[i], &sa, NULL);
   }
+  __atomic_store_n(&cucap_rec_lean, !g_opts.audit && !cucap_rec_stats_on, __ATOMIC_RELAXED);
   atomic_store_explicit(&g_state, ST_ACTIVE, memory_order_release);
   CUCAP_INFO("recording to %s", g_path);
 }

@@ -66,13 +66,21 @@ typedef struct blob_entry {
 } blob_entry;
 
 struct cucap_writer {
-  int fd;
-  cucap_writer_options o;
-  size_t rec_cap, blob_cap; /* standard buffer capacities */
-
+  /* What every record append touches, first and together (the struct is
+   * 64-byte aligned): the lock, the open chunk, the counters - two cache
+   * lines, instead of five spread over the struct (a training step's own
+   * work evicts them between two launches). */
   pthread_mutex_t rec_mu;
   wchunk *rec_cur;
   uint64_t rec_count;
+  size_t rec_chunk_size; /* o.chunk_size */
+  int err; /* cucap_status, sticky; __atomic access */
+  int closed;
+  uint64_t st_records; /* __atomic, relaxed (stats) */
+
+  int fd;
+  cucap_writer_options o;
+  size_t rec_cap, blob_cap; /* standard buffer capacities */
 
   pthread_mutex_t blob_mu;
   wchunk *blob_cur;
@@ -99,15 +107,13 @@ struct cucap_writer {
   chunk_entry *entries;      /* written chunks, file order */
   size_t nentries, centries;
 
-  int err; /* cucap_status, sticky; __atomic access */
   char errmsg[256]; /* the first error, written before err is set */
   int err_claimed;  /* 1 once a thread owns errmsg (__atomic) */
-  int closed;
   cucap_status close_status;
 
   /* stats (__atomic, relaxed) */
-  uint64_t st_records, st_chunks, st_blobs, st_dedup, st_raw, st_file,
-      st_waits;
+  uint64_t st_chunks, st_blobs, st_dedup, st_raw, st_file, st_waits;
+  uint64_t st_cpu_rec, st_cpu_blob, st_raw_rec, st_chunks_rec;
 
   int tk_point;               /* CUCAP_TEST_KILL_AT (see test_kill) */
   unsigned long tk_nth, tk_count;
@@ -260,9 +266,12 @@ static wchunk *wchunk_get(cucap_writer *w, uint8_t kind, size_t need) {
     pthread_mutex_unlock(&w->q_mu);
   }
   if (!c) {
-    c = calloc(1, sizeof *c);
+    /* the fields an append touches share one cache line */
+    size_t csize = (sizeof *c + 63) & ~(size_t)63;
+    c = aligned_alloc(64, csize);
     if (!c)
       return NULL;
+    memset(c, 0, csize);
     c->cap = need > std ? need : std;
     c->buf = malloc(c->cap);
     if (!c->buf) {
@@ -407,8 +416,34 @@ static void timer_seal(cucap_writer *w, uint64_t tick_ns) {
   }
 }
 
+/* CPU time of the calling thread (ns). */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Fresh record-chunk buffers are faulted in here, on this thread, so that
+ * the first appends into them (on the program's threads, inside a traced
+ * training step) do not take the page faults: `n` buffers go to the free
+ * list before the first chunk is sealed. */
+static void prefault_record_buffers(cucap_writer *w, int n) {
+  for (int i = 0; i < n; i++) {
+    wchunk *c = wchunk_get(w, CUCAP_FB_CHUNKKIND_RECORDS, 0);
+    if (!c)
+      return;
+    memset(c->buf, 0, c->cap);
+    pthread_mutex_lock(&w->q_mu);
+    c->next = w->free_rec;
+    w->free_rec = c;
+    pthread_mutex_unlock(&w->q_mu);
+  }
+}
+
 static void *bg_main(void *arg) {
   cucap_writer *w = arg;
+  prefault_record_buffers(w, 2);
   unsigned tick_ms = w->o.flush_interval_ms / 4;
   if (tick_ms == 0)
     tick_ms = 1;
@@ -437,7 +472,16 @@ static void *bg_main(void *arg) {
     pthread_cond_broadcast(&w->q_space);
     pthread_mutex_unlock(&w->q_mu);
 
+    uint64_t cpu0 = thread_cpu_ns();
     write_chunk(w, c);
+    uint64_t cpu = thread_cpu_ns() - cpu0;
+    if (c->kind == CUCAP_FB_CHUNKKIND_RECORDS) {
+      STAT_ADD(w, st_cpu_rec, cpu);
+      STAT_ADD(w, st_raw_rec, c->len);
+      STAT_ADD(w, st_chunks_rec, 1);
+    } else {
+      STAT_ADD(w, st_cpu_blob, cpu);
+    }
     if (c->kind == CUCAP_FB_CHUNKKIND_BLOBS && pthread_mutex_trylock(&w->rec_mu) == 0) {
       /* The records that refer to these blobs follow them to disk now
        * instead of waiting for the flush interval: a killed program then
@@ -481,8 +525,10 @@ cucap_status cucap_writer_create(const char *path,
     return CUCAP_ERR_VERIFY;
   }
 
-  cucap_writer *w = calloc(1, sizeof *w);
+  size_t wsize = (sizeof(cucap_writer) + 63) & ~(size_t)63;
+  cucap_writer *w = aligned_alloc(64, wsize);
   CUCAP_RETURN_IF(!w, CUCAP_ERR_NOMEM);
+  memset(w, 0, wsize);
   cucap_writer_options_init(&w->o);
   if (opts) {
     w->o = *opts;
@@ -505,6 +551,7 @@ cucap_status cucap_writer_create(const char *path,
   if (w->o.blob_chunk_size > (256u << 20))
     w->o.blob_chunk_size = 256u << 20;
   w->rec_cap = w->o.chunk_size;
+  w->rec_chunk_size = w->o.chunk_size;
   size_t piece_rec = cucap_align8(CUCAP_BLOB_PIECE_HDR + CUCAP_BLOB_PIECE_SIZE);
   w->blob_cap =
       w->o.blob_chunk_size > piece_rec ? w->o.blob_chunk_size : piece_rec;
@@ -724,7 +771,7 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
   }
   uint64_t p = w->rec_count++;
   __atomic_store_n(&w->st_records, w->rec_count, __ATOMIC_RELAXED);
-  if (c->len >= w->o.chunk_size)
+  if (c->len >= w->rec_chunk_size)
     seal_locked(w, &w->rec_cur, 1);
   pthread_mutex_unlock(&w->rec_mu);
   if (pos)
@@ -1090,4 +1137,13 @@ void cucap_writer_get_stats(cucap_writer *w, cucap_writer_stats *st) {
   st->raw_bytes = __atomic_load_n(&w->st_raw, __ATOMIC_RELAXED);
   st->file_bytes = __atomic_load_n(&w->st_file, __ATOMIC_RELAXED);
   st->producer_waits = __atomic_load_n(&w->st_waits, __ATOMIC_RELAXED);
+  st->record_chunks = __atomic_load_n(&w->st_chunks_rec, __ATOMIC_RELAXED);
+  st->record_raw_bytes = __atomic_load_n(&w->st_raw_rec, __ATOMIC_RELAXED);
+  st->record_cpu_ns = __atomic_load_n(&w->st_cpu_rec, __ATOMIC_RELAXED);
+  st->blob_cpu_ns = __atomic_load_n(&w->st_cpu_blob, __ATOMIC_RELAXED);
+  clockid_t cid;
+  struct timespec ts;
+  if (w->thr_started && pthread_getcpuclockid(w->thr, &cid) == 0 &&
+      clock_gettime(cid, &ts) == 0)
+    st->thread_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

@@ -5,6 +5,8 @@
  * the stack and the Launch body built straight into c->b. No malloc, no lock,
  * no syscall unless the function or the stack is new, the block exceeds
  * 4 KiB, or snapshots/launch hashes are on. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +19,8 @@
  * before the real launch) and recorded by the post hook (c->launch_index). */
 static void launch_pre(cucap_call *c, CUfunction f, CUstream s, void **kp, void **extra) {
   c->launch_index = cucap_rec_next_launch_index();
-  if (!cx_capture_any())
+  if (__builtin_expect(cucap_rec_opts()->snapshot == CUCAP_REC_SNAPSHOT_LAUNCH, 0) &&
+      !cx_capture_any())
     cx_snapshot_before_launch(c->launch_index);
   if (cx_managed_any())
     cx_managed_before_launch(CX_U64(f), s, c->variant, kp, extra);
@@ -112,11 +115,67 @@ static long launch_arg_bytes(const cucap_tracked_fn *f, void **kp, void **extra,
   memset(out, 0, total);
   for (uint32_t i = 0; i < f->nparams; i++) {
     const cucap_param_layout *p = &f->params[i];
-    if (kp[i] && p->offset <= total && p->size <= total - p->offset)
-      memcpy(out + p->offset, kp[i], p->size);
+    const void *src = kp[i];
+    if (!src || p->offset > total || p->size > total - p->offset)
+      continue;
+    /* pointers and scalars: one load and store, not a call to memcpy */
+    if (p->size == 8)
+      memcpy(out + p->offset, src, 8);
+    else if (p->size == 4)
+      memcpy(out + p->offset, src, 4);
+    else
+      memcpy(out + p->offset, src, p->size);
   }
   return (long)total;
 }
+
+/* The constant bytes of a launch record with n Record.args, [0, LT + 72):
+ * Record vtable with every field present, the args vector's length, the
+ * Launch vtable (args, attrs and from_extra present) and the Launch table's
+ * soffset; launch_fast copies it and patches what differs per launch. Built
+ * once per n under a lock, published with a release store. */
+enum { LR_TPL = LR_RELEMS + 8 * CUCAP_MAX_ARGS + 32 + LR_LTSIZE };
+static uint8_t g_tpl[CUCAP_MAX_ARGS + 1][LR_TPL];
+static atomic_int g_tpl_ok[CUCAP_MAX_ARGS + 1];
+static pthread_mutex_t g_tpl_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const uint8_t *launch_template(uint32_t n) {
+  if (__builtin_expect(atomic_load_explicit(&g_tpl_ok[n], memory_order_acquire), 1))
+    return g_tpl[n];
+  pthread_mutex_lock(&g_tpl_mu);
+  if (!atomic_load_explicit(&g_tpl_ok[n], memory_order_relaxed)) {
+    uint8_t *t = g_tpl[n];
+    size_t lv = LR_RELEMS + 8 * (size_t)n, lt = lv + 32;
+    memset(t, 0, LR_TPL);
+    put32(t + 4, LR_RT - 4);
+    uint16_t rvt[14] = {28, LR_RTSIZE,
+                        /* seq */ 48 - LR_RT, /* tid */ 44 - LR_RT,
+                        /* t_enter */ 56 - LR_RT, /* t_exit */ 64 - LR_RT,
+                        /* call */ 80 - LR_RT, /* variant */ 96 - LR_RT,
+                        /* result */ 84 - LR_RT, /* args */ 88 - LR_RT,
+                        /* stack */ 92 - LR_RT, /* body_type */ 97 - LR_RT,
+                        /* body */ 100 - LR_RT, /* context */ 72 - LR_RT};
+    memcpy(t + 8, rvt, sizeof rvt);
+    put32(t + LR_RT, LR_RT - 8);
+    put32(t + 88, LR_RVEC - 88);
+    put32(t + LR_RVEC, n);
+    t[97] = CUCAP_FB_BODY_LAUNCH;
+    put32(t + 100, (uint32_t)(lt - 100));
+    uint16_t lvt[15] = {LR_LVSIZE, LR_LTSIZE,
+                        /* kind */ 4, /* function */ 8, /* grid */ 32, /* block */ 44,
+                        /* shared_mem */ 56, /* stream */ 16,
+                        /* args */ 60, /* args_blob */ 0,
+                        /* has_args_blob */ 0, /* attrs */ 64, /* host_fn */ 0,
+                        /* launch_index */ 24, /* from_extra */ 5};
+    memcpy(t + lv, lvt, LR_LVSIZE);
+    put32(t + lt, (uint32_t)(lt - lv));
+    atomic_store_explicit(&g_tpl_ok[n], 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_tpl_mu);
+  return g_tpl[n];
+}
+
+static inline void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
 /* Builds and appends the whole Record; 0 when this launch needs the generic
  * path (nothing was appended then). */
@@ -124,6 +183,8 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
                        const cucap_tracked_fn *fn) {
   _Alignas(8) uint8_t buf[LR_MAX];
   uint32_t n = c->nargs > CUCAP_MAX_ARGS ? CUCAP_MAX_ARGS : c->nargs;
+  if (!n)
+    return 0;
   size_t lv = LR_RELEMS + 8 * (size_t)n, lt = lv + 32;
   int from_extra;
   long na = launch_arg_bytes(fn, d->params, d->extra, buf + lt + LR_LTSIZE + 4, &from_extra);
@@ -143,45 +204,32 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
     cucap_real.cuCtxGetCurrent(&ctx);
   uint64_t ctx64 = CX_U64(ctx);
 
-  memset(buf, 0, LR_RELEMS);
-  memset(buf + lv, 0, lt + LR_LTSIZE - lv);
+  memcpy(buf, launch_template(n), lt + LR_LTSIZE);
   put32(buf, (uint32_t)(end - 4));
-  put32(buf + 4, LR_RT - 4);
-  uint16_t rvt[14] = {28, LR_RTSIZE,
-                      /* seq */ 48 - LR_RT, /* tid */ 44 - LR_RT,
-                      /* t_enter */ 56 - LR_RT, /* t_exit */ 64 - LR_RT,
-                      /* call */ 80 - LR_RT, /* variant */ c->variant ? 96 - LR_RT : 0,
-                      /* result */ 84 - LR_RT, /* args */ n ? 88 - LR_RT : 0,
-                      /* stack */ c->stack ? 92 - LR_RT : 0,
-                      /* body_type */ 97 - LR_RT, /* body */ 100 - LR_RT,
-                      /* context */ ctx64 ? 72 - LR_RT : 0};
-  memcpy(buf + 8, rvt, sizeof rvt);
-  put32(buf + LR_RT, LR_RT - 8);
+  /* absent fields: vtable slot 0 (Record slots 5 variant, 8 stack, 11 context) */
+  if (!c->variant)
+    put16(buf + 8 + 4 + 2 * 5, 0);
+  if (!c->stack)
+    put16(buf + 8 + 4 + 2 * 8, 0);
+  if (!ctx64)
+    put16(buf + 8 + 4 + 2 * 11, 0);
   memcpy(buf + 44, &c->th->tid, 4);
-  /* seq (48) stays 0: patched by cucap_rec_append_call */
+  /* seq (48) stays 0: patched by cucap_rec_append_call_at */
   memcpy(buf + 56, &c->t_enter, 8);
   memcpy(buf + 64, &t_exit, 8);
   memcpy(buf + 72, &ctx64, 8);
   memcpy(buf + 80, &c->cbid, 4);
   put32(buf + 84, (uint32_t)(int32_t)r);
-  if (n) {
-    put32(buf + 88, LR_RVEC - 88);
-    put32(buf + LR_RVEC, n);
-    memcpy(buf + LR_RELEMS, c->args, 8 * (size_t)n);
-  }
+  memcpy(buf + LR_RELEMS, c->args, 8 * (size_t)n);
   memcpy(buf + 92, &c->stack, 4);
   buf[96] = c->variant;
-  buf[97] = CUCAP_FB_BODY_LAUNCH;
-  put32(buf + 100, (uint32_t)(lt - 100));
-
-  uint16_t lvt[15] = {LR_LVSIZE, LR_LTSIZE,
-                      /* kind */ 4, /* function */ 8, /* grid */ 32, /* block */ 44,
-                      /* shared_mem */ 56, /* stream */ 16,
-                      /* args */ na >= 0 ? 60 : 0, /* args_blob */ 0,
-                      /* has_args_blob */ 0, /* attrs */ d->nattrs ? 64 : 0, /* host_fn */ 0,
-                      /* launch_index */ 24, /* from_extra */ from_extra ? 5 : 0};
-  memcpy(buf + lv, lvt, LR_LVSIZE);
-  put32(buf + lt, (uint32_t)(lt - lv));
+  /* Launch vtable slots 6 args, 9 attrs, 12 from_extra */
+  if (na < 0)
+    put16(buf + lv + 4 + 2 * 6, 0);
+  if (!d->nattrs)
+    put16(buf + lv + 4 + 2 * 9, 0);
+  if (!from_extra)
+    put16(buf + lv + 4 + 2 * 12, 0);
   uint8_t *L = buf + lt;
   L[4] = d->kind;
   L[5] = (uint8_t)from_extra;
@@ -215,7 +263,7 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
       memcpy(buf + ti + 16, &d->attrs[i].value, LR_AVAL);
     }
   }
-  cucap_status st = cucap_rec_append_call(buf, end, c->cbid, NULL);
+  cucap_status st = cucap_rec_append_call_at(buf, end, 48, c->cbid, NULL);
   if (st != CUCAP_OK && st != CUCAP_ERR_STATE)
     CUCAP_DEBUG("recording a launch failed: %s", cucap_status_str(st));
   c->drop = 1; /* appended (or the recorder is closing): not again */
@@ -224,11 +272,12 @@ static int launch_fast(cucap_call *c, CUresult r, const launch_desc *d,
 
 static void launch_post(cucap_call *c, CUresult r, const launch_desc *d) {
   cucap_fbb *b = c->b;
-  if (r == CUDA_SUCCESS && d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC)
+  const cucap_rec_options *o = cucap_rec_opts();
+  if (__builtin_expect(o->snapshot == CUCAP_REC_SNAPSHOT_LAUNCH, 0) && r == CUDA_SUCCESS &&
+      d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC)
     cx_snapshot_after_launch(c->launch_index);
   c->stack = cucap_rec_stack_id();
-  if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC && !cucap_rec_opts()->hash_launches &&
-      !slow_launch()) {
+  if (d->kind != CUCAP_FB_LAUNCHKIND_HOSTFUNC && !o->hash_launches && !slow_launch()) {
     const cucap_tracked_fn *fn = cx_function_for_launch(d->function);
     if (launch_fast(c, r, d, fn))
       return;

@@ -364,6 +364,19 @@ void custom_library_get_kernel(cucap_call *c, CUresult r, CUkernel *k, CUlibrary
                 CUCAP_FB_FUNCTIONKIND_KERNEL, name, NULL);
 }
 
+/* custom_table.txt count=: cuDNN/PyTorch ask again before every launch of a
+ * CUkernel, and the driver hands back the same function per (kernel,
+ * context). A successful call returning a function already tracked as this
+ * kernel's has been recorded once with its Function body (which is what a
+ * replay maps the handle with; a library unload forgets it, see
+ * cucap_tracker_module_remove): this one is only counted (QueryCounts). */
+int custom_kernel_get_function_known(CUresult r, CUfunction *pf, CUkernel k) {
+  if (r != CUDA_SUCCESS || !pf || !*pf)
+    return 0;
+  const cucap_tracked_fn *f = cucap_tracker_fn_find(cx_tracker(), CX_U64(*pf));
+  return f && f->module == CX_U64(k) && f->kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION;
+}
+
 void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pf, CUkernel k) {
   uint64_t h = r == CUDA_SUCCESS && pf ? CX_U64(*pf) : 0;
   /* cuDNN/PyTorch ask again before every launch of a CUkernel: the driver

@@ -327,7 +327,7 @@ def parse_table(path, known):
             sym, h = parts[0], {}
             for p in parts[1:]:
                 k, _, v = p.partition("=")
-                if k not in ("pre", "post") or not re.fullmatch(r"[A-Za-z_]\w*", v):
+                if k not in ("pre", "post", "count") or not re.fullmatch(r"[A-Za-z_]\w*", v):
                     errors.append("%s:%d: bad item %r" % (path, ln, p))
                     continue
                 h[k] = v
@@ -336,6 +336,9 @@ def parse_table(path, known):
                 continue
             if sym in hooks:
                 errors.append("%s:%d: %s listed twice" % (path, ln, sym))
+                continue
+            if "count" in h and "pre" in h:
+                errors.append("%s:%d: %s: count= and pre= exclude each other" % (path, ln, sym))
                 continue
             hooks[sym] = h
     if errors:
@@ -554,7 +557,8 @@ def write_wrappers(out, apis, hooks):
     o = [BANNER, "/* One exported wrapper per driver symbol (see interpose_internal.h for the\n"
          " * flow). Hook functions named in custom_table.txt are weak: a hook that is\n"
          " * not linked in is not called. Pure queries (gen_interpose.py: PURE_RE,\n"
-         " * PURE_EXCLUDE_RE) are counted per thread (cucap_query_enter/exit). */\n",
+         " * PURE_EXCLUDE_RE) are counted per thread (cucap_query_begin/end), and\n"
+         " * so are calls of an entry point with a count= hook that holds nothing new. */\n",
          '#include <string.h>\n\n#include "interpose_internal.h"\n\n',
          "#define CUCAP_EXPORT __attribute__((visibility(\"default\")))\n\n",
          "static inline uint64_t cucap_arg_bits(const void *p, size_t n) {\n"
@@ -565,12 +569,15 @@ def write_wrappers(out, apis, hooks):
         h = hooks.get(x["sym"])
         if not h:
             continue
-        for k in ("pre", "post"):
+        for k in ("pre", "post", "count"):
             if k not in h:
                 continue
-            sig = ("void %s(cucap_call *c%s%s)"
-                   % (h[k], ", CUresult r" if k == "post" else "",
-                      "".join(", " + p for p in x["params"])))
+            if k == "count":
+                sig = "int %s(CUresult r%s)" % (h[k], "".join(", " + p for p in x["params"]))
+            else:
+                sig = ("void %s(cucap_call *c%s%s)"
+                       % (h[k], ", CUresult r" if k == "post" else "",
+                          "".join(", " + p for p in x["params"])))
             if h[k] in decl and decl[h[k]][0] != sig:
                 raise SystemExit("custom_table.txt: %s serves symbols with different parameter lists (%s, %s)"
                                  % (h[k], decl[h[k]][1], x["sym"]))
@@ -587,16 +594,34 @@ def write_wrappers(out, apis, hooks):
         o.append("CUCAP_EXPORT CUresult CUDAAPI %s(%s) {\n" % (s, proto_params(x)))
         o.append("  cucap_call c;\n")
         if x["pure"]:
-            o.append("  if (!cucap_query_enter(&c, CUCAP_API_%s))\n" % s)
+            o.append("  if (!cucap_query_begin(&c, CUCAP_API_%s))\n" % s)
             o.append("    return cucap_real.%s ? %s : CUDA_ERROR_NOT_FOUND;\n" % (s, call))
             o.append("  CUCAP_REAL_BEGIN(&c);\n")
             o.append("  CUresult r = cucap_real.%s ? %s : CUDA_ERROR_NOT_FOUND;\n" % (s, call))
             o.append("  CUCAP_REAL_END(&c);\n")
-            o.append("  if (cucap_query_exit(&c, r))\n    return r;\n")
+            o.append("  if (cucap_query_end(&c, r))\n    return r;\n")
             if names:
                 o.append("  " + " ".join(arg_store(i, n, k) for i, (n, k) in
                                          enumerate(zip(names, x["kinds"]))) + "\n")
             o.append("  c.nargs = %d;\n" % len(names))
+            o.append("  cucap_call_exit(&c, r);\n  return r;\n}\n\n")
+            continue
+        if "count" in h:
+            # entered like a pure query; counted when the hook finds nothing new
+            o.append("  if (!cucap_query_begin(&c, CUCAP_API_%s))\n" % s)
+            o.append("    return cucap_real.%s ? %s : CUDA_ERROR_NOT_FOUND;\n" % (s, call))
+            o.append("  CUCAP_REAL_BEGIN(&c);\n")
+            o.append("  CUresult r = cucap_real.%s ? %s : CUDA_ERROR_NOT_FOUND;\n" % (s, call))
+            o.append("  CUCAP_REAL_END(&c);\n")
+            o.append("  if (%s && %s(r%s) && cucap_query_end(&c, r))\n    return r;\n"
+                     % (h["count"], h["count"], "".join(", " + n for n in names)))
+            o.append("  cucap_query_to_call(&c);\n")
+            if names:
+                o.append("  " + " ".join(arg_store(i, n, k) for i, (n, k) in
+                                         enumerate(zip(names, x["kinds"]))) + "\n")
+            o.append("  c.nargs = %d;\n" % len(names))
+            if "post" in h:
+                o.append("  if (%s)\n    %s(&c, r%s);\n" % (h["post"], h["post"], "".join(", " + n for n in names)))
             o.append("  cucap_call_exit(&c, r);\n  return r;\n}\n\n")
             continue
         o.append("  if (!cucap_call_enter(&c, CUCAP_API_%s))\n" % s)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_hash.h"
 #include "cucap_log.h"
 #include "cucap_rec_query.h"
 #include "interpose_internal.h"
@@ -201,13 +202,15 @@ void *cucap_wrapper_lookup(const char *symbol) {
 
 /* ------------------------------------------------------------ per call */
 
-int cucap_call_enter(cucap_call *c, uint32_t api) {
+int cucap_call_enter_at(cucap_call *c, uint32_t api, uintptr_t call_site) {
   c->stats = cucap_rec_stats_on;
   if (__builtin_expect(c->stats, 0)) {
     c->st0 = cucap_rec_stats_clock();
     c->st_real0 = c->st_real1 = 0;
   }
-  cucap_rec_thread *th = cucap_rec_thread_peek(); /* recording, state exists */
+  cucap_rec_thread *th = cucap_rec_tls; /* lean: recording, state exists */
+  if (__builtin_expect(!th || !cucap_rec_lean_on(), 0))
+    th = cucap_rec_thread_peek();
   if (__builtin_expect(!th, 0)) {
     if (!atomic_load_explicit(&g_real_ready, memory_order_acquire))
       cucap_real_init();
@@ -220,6 +223,7 @@ int cucap_call_enter(cucap_call *c, uint32_t api) {
   if (th->depth)
     return 0;
   th->depth = 1;
+  th->call_site = call_site;
   c->th = th;
   c->api = api;
   c->cbid = cucap_api_table[api].cbid;
@@ -274,6 +278,12 @@ int cucap_query_exit(cucap_call *c, CUresult r) {
     return 1;
   }
   /* not countable: the caller records it (cucap_call_exit) */
+  cucap_query_to_call(c);
+  return 0;
+}
+
+void cucap_query_to_call(cucap_call *c) {
+  cucap_rec_thread *th = c->th;
   c->cbid = cucap_api_table[c->api].cbid;
   c->variant = cucap_api_table[c->api].variant;
   c->nargs = 0;
@@ -285,7 +295,7 @@ int cucap_query_exit(cucap_call *c, CUresult r) {
   c->drop = 0;
   c->after_append = NULL;
   c->t_enter = cucap_rec_now();
-  return 0;
+  cucap_rec_query_tick(th, c->t_enter);
 }
 
 static atomic_int g_build_errors;
@@ -454,7 +464,7 @@ void cucap_call_exit(cucap_call *c, CUresult r) {
     if (!(c->body_type && c->body) && !g_slow_records) {
       _Alignas(8) uint8_t fbuf[FR_MAX];
       size_t fsize = fast_record(fbuf, c, t_exit, r, (uint64_t)(uintptr_t)ctx);
-      cucap_status st = cucap_rec_append_call(fbuf, fsize, c->cbid, &seq);
+      cucap_status st = cucap_rec_append_call_at(fbuf, fsize, 48, c->cbid, &seq);
       if (st != CUCAP_OK && st != CUCAP_ERR_STATE && atomic_fetch_add(&g_build_errors, 1) < 3)
         CUCAP_ERROR("recording %s failed: %s", cucap_api_table[c->api].symbol,
                     cucap_status_str(st));
@@ -522,7 +532,10 @@ void cucap_fw_init_post(cucap_call *c, CUresult r, unsigned int Flags) {
 
 static atomic_int g_unwrapped;
 
-static void *map_proc(const char *symbol, void *real) {
+/* The wrapper for a pointer the real cuGetProcAddress returned, or the
+ * pointer itself (*unwrapped = 1) when it maps to no exported symbol. */
+static void *map_proc(const char *symbol, void *real, int *unwrapped) {
+  *unwrapped = 0;
   if (!real)
     return real;
   int i = real_ptr_to_api(real);
@@ -533,13 +546,49 @@ static void *map_proc(const char *symbol, void *real) {
   }
   if (i >= 0)
     return cucap_wrapper_ptrs[i];
+  *unwrapped = 1;
   int n = atomic_fetch_add(&g_unwrapped, 1);
   if (n < 16)
     CUCAP_DEBUG("cuGetProcAddress(%s): returning the real entry point unwrapped",
                 symbol ? symbol : "(null)");
-  if (cucap_rec_active())
-    cucap_rec_note("unwrapped", symbol, (uint64_t)(uintptr_t)real, NULL, 0);
   return real;
+}
+
+/* Lookups already recorded, by (name, cudaVersion, flags, result, what the
+ * app got back): cudart, cuBLAS and cuDNN each resolve hundreds of entry
+ * points, some again and again; a repeated lookup is counted (QueryCounts)
+ * instead of recorded - its Record would say nothing new (the name is in the
+ * first one's Note). Lock-free set of 64-bit keys; full: recorded. A key
+ * collision (2^-64 per pair) only means one lookup counted that should have
+ * been recorded: what the app gets back never depends on this set. */
+#define PROC_SEEN 4096
+static _Atomic uint64_t g_proc_seen[PROC_SEEN];
+
+static uint64_t proc_key(const char *symbol, int version, cuuint64_t flags, CUresult r,
+                         void **pfn, const CUdriverProcAddressQueryResult *status) {
+  uint64_t v[5] = {(uint64_t)(uint32_t)version, (uint64_t)flags,
+                   (uint64_t)(uint32_t)r | (status ? (uint64_t)(uint32_t)*status << 32 : 0),
+                   pfn && r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pfn : 0,
+                   symbol ? cucap_hash64_of(symbol, strnlen(symbol, 256)) : 0};
+  uint64_t k = cucap_hash64_of(v, sizeof v);
+  return k ? k : 1;
+}
+
+/* 1 if key was in the set; else adds it (when there is room) and returns 0. */
+static int proc_seen(uint64_t key) {
+  size_t j = (size_t)(key >> 20) & (PROC_SEEN - 1);
+  for (size_t i = 0; i < 64; i++, j = (j + 1) & (PROC_SEEN - 1)) {
+    uint64_t k = atomic_load_explicit(&g_proc_seen[j], memory_order_relaxed);
+    if (k == key)
+      return 1;
+    if (k == 0) {
+      if (atomic_compare_exchange_strong(&g_proc_seen[j], &k, key))
+        return 0;
+      if (k == key)
+        return 1;
+    }
+  }
+  return 0;
 }
 
 /* The looked-up name as the call's body, Note {kind "proc", text = symbol,
@@ -558,24 +607,43 @@ static void proc_note(cucap_call *c, const char *symbol, int version) {
   c->body_type = CUCAP_FB_BODY_NOTE;
 }
 
+/* After the real lookup (guard held, entered like a pure query): 1 when it
+ * was counted; else c is ready for cucap_call_exit with the Note body. */
+static int proc_after(cucap_call *c, const char *symbol, void **pfn, int version,
+                      cuuint64_t flags, const CUdriverProcAddressQueryResult *status,
+                      CUresult r, int unwrapped) {
+  if (proc_seen(proc_key(symbol, version, flags, r, pfn, status)) && cucap_query_end(c, r))
+    return 1;
+  cucap_query_to_call(c);
+  if (unwrapped)
+    cucap_rec_note("unwrapped", symbol, (uint64_t)(uintptr_t)*pfn, NULL, 0);
+  c->args[0] = (uint64_t)(uintptr_t)symbol;
+  c->args[1] = (uint64_t)(uintptr_t)pfn;
+  c->args[2] = (uint64_t)version;
+  c->args[3] = (uint64_t)flags;
+  c->nargs = 4;
+  proc_note(c, symbol, version);
+  return 0;
+}
+
 CUCAP_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn,
                                                   int cudaVersion, cuuint64_t flags,
                                                   CUdriverProcAddressQueryResult *symbolStatus) {
   cucap_call c;
-  int rec = cucap_call_enter(&c, CUCAP_API_cuGetProcAddress_v2);
+  int rec = cucap_query_begin(&c, CUCAP_API_cuGetProcAddress_v2);
+  if (rec)
+    CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGetProcAddress_v2
                    ? cucap_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus)
                    : CUDA_ERROR_NOT_FOUND;
+  if (rec)
+    CUCAP_REAL_END(&c);
+  int unwrapped = 0;
   if (r == CUDA_SUCCESS && pfn)
-    *pfn = map_proc(symbol, *pfn);
-  if (rec) {
-    c.args[0] = (uint64_t)(uintptr_t)symbol;
-    c.args[1] = (uint64_t)(uintptr_t)pfn;
-    c.args[2] = (uint64_t)cudaVersion;
-    c.args[3] = (uint64_t)flags;
+    *pfn = map_proc(symbol, *pfn, &unwrapped);
+  if (rec && !proc_after(&c, symbol, pfn, cudaVersion, flags, symbolStatus, r, unwrapped)) {
     c.args[4] = (uint64_t)(uintptr_t)symbolStatus;
     c.nargs = 5;
-    proc_note(&c, symbol, cudaVersion);
     cucap_call_exit(&c, r);
   }
   return r;
@@ -584,21 +652,19 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn
 CUCAP_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn,
                                                int cudaVersion, cuuint64_t flags) {
   cucap_call c;
-  int rec = cucap_call_enter(&c, CUCAP_API_cuGetProcAddress);
+  int rec = cucap_query_begin(&c, CUCAP_API_cuGetProcAddress);
+  if (rec)
+    CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGetProcAddress
                    ? cucap_real.cuGetProcAddress(symbol, pfn, cudaVersion, flags)
                    : CUDA_ERROR_NOT_FOUND;
+  if (rec)
+    CUCAP_REAL_END(&c);
+  int unwrapped = 0;
   if (r == CUDA_SUCCESS && pfn)
-    *pfn = map_proc(symbol, *pfn);
-  if (rec) {
-    c.args[0] = (uint64_t)(uintptr_t)symbol;
-    c.args[1] = (uint64_t)(uintptr_t)pfn;
-    c.args[2] = (uint64_t)cudaVersion;
-    c.args[3] = (uint64_t)flags;
-    c.nargs = 4;
-    proc_note(&c, symbol, cudaVersion);
+    *pfn = map_proc(symbol, *pfn, &unwrapped);
+  if (rec && !proc_after(&c, symbol, pfn, cudaVersion, flags, NULL, r, unwrapped))
     cucap_call_exit(&c, r);
-  }
   return r;
 }
 

@@ -31,6 +31,9 @@
 #endif
 #include <cuda.h>
 
+#include <stdatomic.h>
+
+#include "cucap_rec_query.h"
 #include "cucap_rec_stats.h"
 #include "cucap_recorder.h"
 #include "cucap_schema.h" /* generated FlatBuffers API (CUCAP_FB_*) */
@@ -69,7 +72,12 @@ typedef struct cucap_call {
  * when the call is to be recorded; 0 when recording is off, the thread is
  * already inside a wrapper (re-entered from a hook or from the driver), or
  * the recorder failed: then the wrapper calls the real function only. */
-int cucap_call_enter(cucap_call *c, uint32_t api);
+int cucap_call_enter_at(cucap_call *c, uint32_t api, uintptr_t call_site);
+/* A macro, so that __builtin_return_address(0) is the wrapper's: the
+ * program's call site, kept in the thread state as the callstack cache's
+ * key (capture/callstack.c). */
+#define cucap_call_enter(c, api)                                               \
+  cucap_call_enter_at((c), (api), (uintptr_t)__builtin_return_address(0))
 
 /* Pure queries (gen_interpose.py's list: side-effect-free Get/Query/
  * Occupancy entry points; format 1.3): the generated wrapper is
@@ -84,6 +92,45 @@ int cucap_call_enter(cucap_call *c, uint32_t api);
  * prepares c for cucap_call_exit. */
 int cucap_query_enter(cucap_call *c, uint32_t api);
 int cucap_query_exit(cucap_call *c, CUresult r);
+
+/* What the generated wrappers call: the common case of cucap_query_enter/
+ * exit inlined (recording, no --stats/--audit, the thread's table exists and
+ * this (entry point, success) was counted before): a TLS load, the guard, and
+ * one counter increment in the thread's own table - no clock, no lock, no
+ * shared cache line. Everything else goes to the out-of-line functions,
+ * with identical results. */
+static inline int cucap_query_begin(cucap_call *c, uint32_t api) {
+  cucap_rec_thread *th = cucap_rec_tls;
+  if (__builtin_expect(th != NULL && !th->depth && cucap_rec_lean_on(), 1)) {
+    th->depth = 1;
+    c->th = th;
+    c->api = api;
+    c->stats = 0;
+    return 1;
+  }
+  return cucap_query_enter(c, api);
+}
+static inline int cucap_query_end(cucap_call *c, CUresult r) {
+  cucap_rec_thread *th = c->th;
+  struct cucap_rec_qtab *q = th->q;
+  if (__builtin_expect(q != NULL && r == CUDA_SUCCESS && !c->stats, 1)) {
+    uint64_t n = atomic_load_explicit(&q->ok[c->api], memory_order_relaxed);
+    if (__builtin_expect(n != 0, 1)) {
+      atomic_store_explicit(&q->ok[c->api], n + 1, memory_order_relaxed);
+      th->depth = 0;
+      return 1;
+    }
+  }
+  return cucap_query_exit(c, r);
+}
+
+/* Entry points with a `count=` hook (custom_table.txt; cuKernelGetFunction):
+ * entered like pure queries (cucap_query_begin), and counted like them when
+ * the hook says the call holds nothing the capture lacks; otherwise this
+ * prepares c for the pre-existing record path (post hook, cucap_call_exit),
+ * guard still held. The Record's t_enter is then taken after the real call
+ * (the clock is not read for calls that end up counted). */
+void cucap_query_to_call(cucap_call *c);
 
 /* Around the real call in each generated wrapper: --stats measures the time
  * spent in the wrapper outside it (one untaken branch each when off). */

@@ -4,7 +4,8 @@
 /* One exported wrapper per driver symbol (see interpose_internal.h for the
  * flow). Hook functions named in custom_table.txt are weak: a hook that is
  * not linked in is not called. Pure queries (gen_interpose.py: PURE_RE,
- * PURE_EXCLUDE_RE) are counted per thread (cucap_query_enter/exit). */
+ * PURE_EXCLUDE_RE) are counted per thread (cucap_query_begin/end), and
+ * so are calls of an entry point with a count= hook that holds nothing new. */
 #include <string.h>
 
 #include "interpose_internal.h"
@@ -84,6 +85,7 @@ extern void custom_hw_dtoh_pre(cucap_call *c, void *dstHost, CUdeviceptr srcDevi
 extern void custom_hw_unified_async_pre(cucap_call *c, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) __attribute__((weak));
 extern void custom_hw_unified_pre(cucap_call *c, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) __attribute__((weak));
 extern void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pFunc, CUkernel kernel) __attribute__((weak));
+extern int custom_kernel_get_function_known(CUresult r, CUfunction *pFunc, CUkernel kernel) __attribute__((weak));
 extern void custom_kernel_set_attribute(cucap_call *c, CUresult r, CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev) __attribute__((weak));
 extern void custom_kernel_set_cache_config(cucap_call *c, CUresult r, CUkernel kernel, CUfunc_cache config, CUdevice dev) __attribute__((weak));
 extern void custom_launch_coop(cucap_call *c, CUresult r, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams) __attribute__((weak));
@@ -227,12 +229,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(CUarray *pHandle, const CUDA_AR
 
 CUCAP_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1 *pArrayDescriptor, CUarray hArray) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuArray3DGetDescriptor))
+  if (!cucap_query_begin(&c, CUCAP_API_cuArray3DGetDescriptor))
     return cucap_real.cuArray3DGetDescriptor ? cucap_real.cuArray3DGetDescriptor(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArray3DGetDescriptor ? cucap_real.cuArray3DGetDescriptor(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pArrayDescriptor; c.args[1] = (uint64_t)hArray;
   c.nargs = 2;
@@ -242,12 +244,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1 
 
 CUCAP_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuArray3DGetDescriptor_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuArray3DGetDescriptor_v2))
     return cucap_real.cuArray3DGetDescriptor_v2 ? cucap_real.cuArray3DGetDescriptor_v2(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArray3DGetDescriptor_v2 ? cucap_real.cuArray3DGetDescriptor_v2(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pArrayDescriptor; c.args[1] = (uint64_t)hArray;
   c.nargs = 2;
@@ -300,12 +302,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray hArray) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1 *pArrayDescriptor, CUarray hArray) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuArrayGetDescriptor))
+  if (!cucap_query_begin(&c, CUCAP_API_cuArrayGetDescriptor))
     return cucap_real.cuArrayGetDescriptor ? cucap_real.cuArrayGetDescriptor(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetDescriptor ? cucap_real.cuArrayGetDescriptor(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pArrayDescriptor; c.args[1] = (uint64_t)hArray;
   c.nargs = 2;
@@ -315,12 +317,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1 *pAr
 
 CUCAP_EXPORT CUresult CUDAAPI cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuArrayGetDescriptor_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuArrayGetDescriptor_v2))
     return cucap_real.cuArrayGetDescriptor_v2 ? cucap_real.cuArrayGetDescriptor_v2(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetDescriptor_v2 ? cucap_real.cuArrayGetDescriptor_v2(pArrayDescriptor, hArray) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pArrayDescriptor; c.args[1] = (uint64_t)hArray;
   c.nargs = 2;
@@ -330,12 +332,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pAr
 
 CUCAP_EXPORT CUresult CUDAAPI cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUarray array, CUdevice device) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuArrayGetMemoryRequirements))
+  if (!cucap_query_begin(&c, CUCAP_API_cuArrayGetMemoryRequirements))
     return cucap_real.cuArrayGetMemoryRequirements ? cucap_real.cuArrayGetMemoryRequirements(memoryRequirements, array, device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetMemoryRequirements ? cucap_real.cuArrayGetMemoryRequirements(memoryRequirements, array, device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)memoryRequirements; c.args[1] = (uint64_t)array; c.args[2] = (uint64_t)device;
   c.nargs = 3;
@@ -358,12 +360,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuArrayGetPlane(CUarray *pPlaneArray, CUarray hArr
 
 CUCAP_EXPORT CUresult CUDAAPI cuArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES *sparseProperties, CUarray array) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuArrayGetSparseProperties))
+  if (!cucap_query_begin(&c, CUCAP_API_cuArrayGetSparseProperties))
     return cucap_real.cuArrayGetSparseProperties ? cucap_real.cuArrayGetSparseProperties(sparseProperties, array) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuArrayGetSparseProperties ? cucap_real.cuArrayGetSparseProperties(sparseProperties, array) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)sparseProperties; c.args[1] = (uint64_t)array;
   c.nargs = 2;
@@ -386,12 +388,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessCheckpoint(int pid, CUcheckpoin
 
 CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessGetRestoreThreadId(int pid, int *tid) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCheckpointProcessGetRestoreThreadId))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCheckpointProcessGetRestoreThreadId))
     return cucap_real.cuCheckpointProcessGetRestoreThreadId ? cucap_real.cuCheckpointProcessGetRestoreThreadId(pid, tid) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCheckpointProcessGetRestoreThreadId ? cucap_real.cuCheckpointProcessGetRestoreThreadId(pid, tid) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)pid; c.args[1] = (uint64_t)(uintptr_t)tid;
   c.nargs = 2;
@@ -401,12 +403,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessGetRestoreThreadId(int pid, int
 
 CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessGetState(int pid, CUprocessState *state) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCheckpointProcessGetState))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCheckpointProcessGetState))
     return cucap_real.cuCheckpointProcessGetState ? cucap_real.cuCheckpointProcessGetState(pid, state) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCheckpointProcessGetState ? cucap_real.cuCheckpointProcessGetState(pid, state) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)pid; c.args[1] = (uint64_t)(uintptr_t)state;
   c.nargs = 2;
@@ -455,12 +457,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCheckpointProcessUnlock(int pid, CUcheckpointUnl
 
 CUCAP_EXPORT CUresult CUDAAPI cuCoredumpGetAttribute(CUcoredumpSettings attrib, void* value, size_t *size) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCoredumpGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCoredumpGetAttribute))
     return cucap_real.cuCoredumpGetAttribute ? cucap_real.cuCoredumpGetAttribute(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCoredumpGetAttribute ? cucap_real.cuCoredumpGetAttribute(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)attrib; c.args[1] = (uint64_t)(uintptr_t)value; c.args[2] = (uint64_t)(uintptr_t)size;
   c.nargs = 3;
@@ -470,12 +472,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCoredumpGetAttribute(CUcoredumpSettings attrib, 
 
 CUCAP_EXPORT CUresult CUDAAPI cuCoredumpGetAttributeGlobal(CUcoredumpSettings attrib, void *value, size_t *size) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCoredumpGetAttributeGlobal))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCoredumpGetAttributeGlobal))
     return cucap_real.cuCoredumpGetAttributeGlobal ? cucap_real.cuCoredumpGetAttributeGlobal(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCoredumpGetAttributeGlobal ? cucap_real.cuCoredumpGetAttributeGlobal(attrib, value, size) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)attrib; c.args[1] = (uint64_t)(uintptr_t)value; c.args[2] = (uint64_t)(uintptr_t)size;
   c.nargs = 3;
@@ -670,12 +672,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx 
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetApiVersion))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetApiVersion))
     return cucap_real.cuCtxGetApiVersion ? cucap_real.cuCtxGetApiVersion(ctx, version) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetApiVersion ? cucap_real.cuCtxGetApiVersion(ctx, version) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)ctx; c.args[1] = (uint64_t)(uintptr_t)version;
   c.nargs = 2;
@@ -685,12 +687,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *ve
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache *pconfig) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetCacheConfig))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetCacheConfig))
     return cucap_real.cuCtxGetCacheConfig ? cucap_real.cuCtxGetCacheConfig(pconfig) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetCacheConfig ? cucap_real.cuCtxGetCacheConfig(pconfig) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pconfig;
   c.nargs = 1;
@@ -700,12 +702,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache *pconfig) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetCurrent))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetCurrent))
     return cucap_real.cuCtxGetCurrent ? cucap_real.cuCtxGetCurrent(pctx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetCurrent ? cucap_real.cuCtxGetCurrent(pctx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 1;
@@ -715,12 +717,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevResource(CUcontext hCtx, CUdevResource* resource, CUdevResourceType type) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetDevResource))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetDevResource))
     return cucap_real.cuCtxGetDevResource ? cucap_real.cuCtxGetDevResource(hCtx, resource, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetDevResource ? cucap_real.cuCtxGetDevResource(hCtx, resource, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hCtx; c.args[1] = (uint64_t)(uintptr_t)resource; c.args[2] = (uint64_t)type;
   c.nargs = 3;
@@ -730,12 +732,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevResource(CUcontext hCtx, CUdevResource*
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetDevice))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetDevice))
     return cucap_real.cuCtxGetDevice ? cucap_real.cuCtxGetDevice(device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetDevice ? cucap_real.cuCtxGetDevice(device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)device;
   c.nargs = 1;
@@ -745,12 +747,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetDevice_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetDevice_v2))
     return cucap_real.cuCtxGetDevice_v2 ? cucap_real.cuCtxGetDevice_v2(device, ctx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetDevice_v2 ? cucap_real.cuCtxGetDevice_v2(device, ctx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)device; c.args[1] = (uint64_t)ctx;
   c.nargs = 2;
@@ -760,12 +762,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetExecAffinity(CUexecAffinityParam *pExecAffinity, CUexecAffinityType type) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetExecAffinity))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetExecAffinity))
     return cucap_real.cuCtxGetExecAffinity ? cucap_real.cuCtxGetExecAffinity(pExecAffinity, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetExecAffinity ? cucap_real.cuCtxGetExecAffinity(pExecAffinity, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pExecAffinity; c.args[1] = (uint64_t)type;
   c.nargs = 2;
@@ -775,12 +777,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetExecAffinity(CUexecAffinityParam *pExecAff
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetFlags))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetFlags))
     return cucap_real.cuCtxGetFlags ? cucap_real.cuCtxGetFlags(flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetFlags ? cucap_real.cuCtxGetFlags(flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)flags;
   c.nargs = 1;
@@ -790,12 +792,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetId))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetId))
     return cucap_real.cuCtxGetId ? cucap_real.cuCtxGetId(ctx, ctxId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetId ? cucap_real.cuCtxGetId(ctx, ctxId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)ctx; c.args[1] = (uint64_t)(uintptr_t)ctxId;
   c.nargs = 2;
@@ -805,12 +807,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxI
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetLimit))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetLimit))
     return cucap_real.cuCtxGetLimit ? cucap_real.cuCtxGetLimit(pvalue, limit) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetLimit ? cucap_real.cuCtxGetLimit(pvalue, limit) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pvalue; c.args[1] = (uint64_t)limit;
   c.nargs = 2;
@@ -820,12 +822,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig *pConfig) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetSharedMemConfig))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetSharedMemConfig))
     return cucap_real.cuCtxGetSharedMemConfig ? cucap_real.cuCtxGetSharedMemConfig(pConfig) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetSharedMemConfig ? cucap_real.cuCtxGetSharedMemConfig(pConfig) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pConfig;
   c.nargs = 1;
@@ -835,12 +837,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig *pConfig) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuCtxGetStreamPriorityRange))
+  if (!cucap_query_begin(&c, CUCAP_API_cuCtxGetStreamPriorityRange))
     return cucap_real.cuCtxGetStreamPriorityRange ? cucap_real.cuCtxGetStreamPriorityRange(leastPriority, greatestPriority) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuCtxGetStreamPriorityRange ? cucap_real.cuCtxGetStreamPriorityRange(leastPriority, greatestPriority) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)leastPriority; c.args[1] = (uint64_t)(uintptr_t)greatestPriority;
   c.nargs = 2;
@@ -1122,12 +1124,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int *major, int *minor, 
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGet))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGet))
     return cucap_real.cuDeviceGet ? cucap_real.cuDeviceGet(device, ordinal) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGet ? cucap_real.cuDeviceGet(device, ordinal) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)device; c.args[1] = (uint64_t)ordinal;
   c.nargs = 2;
@@ -1137,12 +1139,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetAttribute))
     return cucap_real.cuDeviceGetAttribute ? cucap_real.cuDeviceGetAttribute(pi, attrib, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetAttribute ? cucap_real.cuDeviceGetAttribute(pi, attrib, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pi; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
@@ -1152,12 +1154,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute a
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetByPCIBusId))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetByPCIBusId))
     return cucap_real.cuDeviceGetByPCIBusId ? cucap_real.cuDeviceGetByPCIBusId(dev, pciBusId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetByPCIBusId ? cucap_real.cuDeviceGetByPCIBusId(dev, pciBusId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)dev; c.args[1] = (uint64_t)(uintptr_t)pciBusId;
   c.nargs = 2;
@@ -1167,12 +1169,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *p
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetCount))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetCount))
     return cucap_real.cuDeviceGetCount ? cucap_real.cuDeviceGetCount(count) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetCount ? cucap_real.cuDeviceGetCount(count) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)count;
   c.nargs = 1;
@@ -1182,12 +1184,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetDefaultMemPool))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetDefaultMemPool))
     return cucap_real.cuDeviceGetDefaultMemPool ? cucap_real.cuDeviceGetDefaultMemPool(pool_out, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetDefaultMemPool ? cucap_real.cuDeviceGetDefaultMemPool(pool_out, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pool_out; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
@@ -1197,12 +1199,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, 
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetDevResource(CUdevice device, CUdevResource* resource, CUdevResourceType type) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetDevResource))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetDevResource))
     return cucap_real.cuDeviceGetDevResource ? cucap_real.cuDeviceGetDevResource(device, resource, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetDevResource ? cucap_real.cuDeviceGetDevResource(device, resource, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)device; c.args[1] = (uint64_t)(uintptr_t)resource; c.args[2] = (uint64_t)type;
   c.nargs = 3;
@@ -1212,12 +1214,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetDevResource(CUdevice device, CUdevResou
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetExecAffinitySupport))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetExecAffinitySupport))
     return cucap_real.cuDeviceGetExecAffinitySupport ? cucap_real.cuDeviceGetExecAffinitySupport(pi, type, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetExecAffinitySupport ? cucap_real.cuDeviceGetExecAffinitySupport(pi, type, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pi; c.args[1] = (uint64_t)type; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
@@ -1227,12 +1229,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetExecAffinitySupport(int *pi, CUexecAffi
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetGraphMemAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetGraphMemAttribute))
     return cucap_real.cuDeviceGetGraphMemAttribute ? cucap_real.cuDeviceGetGraphMemAttribute(device, attr, value) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetGraphMemAttribute ? cucap_real.cuDeviceGetGraphMemAttribute(device, attr, value) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)device; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
@@ -1242,12 +1244,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetGraphMemAttribute(CUdevice device, CUgr
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetHostAtomicCapabilities(unsigned int* capabilities, const CUatomicOperation* operations, unsigned int count, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetHostAtomicCapabilities))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetHostAtomicCapabilities))
     return cucap_real.cuDeviceGetHostAtomicCapabilities ? cucap_real.cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetHostAtomicCapabilities ? cucap_real.cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)capabilities; c.args[1] = (uint64_t)(uintptr_t)operations; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
@@ -1257,12 +1259,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetHostAtomicCapabilities(unsigned int* ca
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetLuid))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetLuid))
     return cucap_real.cuDeviceGetLuid ? cucap_real.cuDeviceGetLuid(luid, deviceNodeMask, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetLuid ? cucap_real.cuDeviceGetLuid(luid, deviceNodeMask, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)luid; c.args[1] = (uint64_t)(uintptr_t)deviceNodeMask; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
@@ -1272,12 +1274,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetLuid(char *luid, unsigned int *deviceNo
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetMemPool))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetMemPool))
     return cucap_real.cuDeviceGetMemPool ? cucap_real.cuDeviceGetMemPool(pool, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetMemPool ? cucap_real.cuDeviceGetMemPool(pool, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pool; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
@@ -1287,12 +1289,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice de
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetName))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetName))
     return cucap_real.cuDeviceGetName ? cucap_real.cuDeviceGetName(name, len, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetName ? cucap_real.cuDeviceGetName(name, len, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)name; c.args[1] = (uint64_t)len; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
@@ -1302,12 +1304,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetNvSciSyncAttributes(void *nvSciSyncAttrList, CUdevice dev, int flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetNvSciSyncAttributes))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetNvSciSyncAttributes))
     return cucap_real.cuDeviceGetNvSciSyncAttributes ? cucap_real.cuDeviceGetNvSciSyncAttributes(nvSciSyncAttrList, dev, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetNvSciSyncAttributes ? cucap_real.cuDeviceGetNvSciSyncAttributes(nvSciSyncAttrList, dev, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)nvSciSyncAttrList; c.args[1] = (uint64_t)dev; c.args[2] = (uint64_t)flags;
   c.nargs = 3;
@@ -1317,12 +1319,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetNvSciSyncAttributes(void *nvSciSyncAttr
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetP2PAtomicCapabilities(unsigned int* capabilities, const CUatomicOperation* operations, unsigned int count, CUdevice srcDevice, CUdevice dstDevice) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetP2PAtomicCapabilities))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetP2PAtomicCapabilities))
     return cucap_real.cuDeviceGetP2PAtomicCapabilities ? cucap_real.cuDeviceGetP2PAtomicCapabilities(capabilities, operations, count, srcDevice, dstDevice) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetP2PAtomicCapabilities ? cucap_real.cuDeviceGetP2PAtomicCapabilities(capabilities, operations, count, srcDevice, dstDevice) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)capabilities; c.args[1] = (uint64_t)(uintptr_t)operations; c.args[2] = (uint64_t)count; c.args[3] = (uint64_t)srcDevice; c.args[4] = (uint64_t)dstDevice;
   c.nargs = 5;
@@ -1332,12 +1334,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetP2PAtomicCapabilities(unsigned int* cap
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetP2PAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetP2PAttribute))
     return cucap_real.cuDeviceGetP2PAttribute ? cucap_real.cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetP2PAttribute ? cucap_real.cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)value; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)srcDevice; c.args[3] = (uint64_t)dstDevice;
   c.nargs = 4;
@@ -1347,12 +1349,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAt
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetPCIBusId))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetPCIBusId))
     return cucap_real.cuDeviceGetPCIBusId ? cucap_real.cuDeviceGetPCIBusId(pciBusId, len, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetPCIBusId ? cucap_real.cuDeviceGetPCIBusId(pciBusId, len, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pciBusId; c.args[1] = (uint64_t)len; c.args[2] = (uint64_t)dev;
   c.nargs = 3;
@@ -1362,12 +1364,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdev
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetProperties(CUdevprop *prop, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetProperties))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetProperties))
     return cucap_real.cuDeviceGetProperties ? cucap_real.cuDeviceGetProperties(prop, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetProperties ? cucap_real.cuDeviceGetProperties(prop, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)prop; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
@@ -1377,12 +1379,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetProperties(CUdevprop *prop, CUdevice de
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetTexture1DLinearMaxWidth))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetTexture1DLinearMaxWidth))
     return cucap_real.cuDeviceGetTexture1DLinearMaxWidth ? cucap_real.cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, format, numChannels, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetTexture1DLinearMaxWidth ? cucap_real.cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, format, numChannels, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)maxWidthInElements; c.args[1] = (uint64_t)format; c.args[2] = (uint64_t)numChannels; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
@@ -1392,12 +1394,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidt
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetUuid))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetUuid))
     return cucap_real.cuDeviceGetUuid ? cucap_real.cuDeviceGetUuid(uuid, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetUuid ? cucap_real.cuDeviceGetUuid(uuid, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)uuid; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
@@ -1407,12 +1409,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDeviceGetUuid_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDeviceGetUuid_v2))
     return cucap_real.cuDeviceGetUuid_v2 ? cucap_real.cuDeviceGetUuid_v2(uuid, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDeviceGetUuid_v2 ? cucap_real.cuDeviceGetUuid_v2(uuid, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)uuid; c.args[1] = (uint64_t)dev;
   c.nargs = 2;
@@ -1435,12 +1437,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceGraphMemTrim(CUdevice device) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDevicePrimaryCtxGetState))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDevicePrimaryCtxGetState))
     return cucap_real.cuDevicePrimaryCtxGetState ? cucap_real.cuDevicePrimaryCtxGetState(dev, flags, active) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDevicePrimaryCtxGetState ? cucap_real.cuDevicePrimaryCtxGetState(dev, flags, active) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)dev; c.args[1] = (uint64_t)(uintptr_t)flags; c.args[2] = (uint64_t)(uintptr_t)active;
   c.nargs = 3;
@@ -1641,12 +1643,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuDeviceUnregisterAsyncNotification(CUdevice devic
 
 CUCAP_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuDriverGetVersion))
+  if (!cucap_query_begin(&c, CUCAP_API_cuDriverGetVersion))
     return cucap_real.cuDriverGetVersion ? cucap_real.cuDriverGetVersion(driverVersion) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuDriverGetVersion ? cucap_real.cuDriverGetVersion(driverVersion) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)driverVersion;
   c.nargs = 1;
@@ -1860,12 +1862,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWri
 
 CUCAP_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuFuncGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuFuncGetAttribute))
     return cucap_real.cuFuncGetAttribute ? cucap_real.cuFuncGetAttribute(pi, attrib, hfunc) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncGetAttribute ? cucap_real.cuFuncGetAttribute(pi, attrib, hfunc) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pi; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)hfunc;
   c.nargs = 3;
@@ -1875,12 +1877,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute a
 
 CUCAP_EXPORT CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuFuncGetModule))
+  if (!cucap_query_begin(&c, CUCAP_API_cuFuncGetModule))
     return cucap_real.cuFuncGetModule ? cucap_real.cuFuncGetModule(hmod, hfunc) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncGetModule ? cucap_real.cuFuncGetModule(hmod, hfunc) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)hmod; c.args[1] = (uint64_t)hfunc;
   c.nargs = 2;
@@ -1890,12 +1892,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc) 
 
 CUCAP_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuFuncGetName))
+  if (!cucap_query_begin(&c, CUCAP_API_cuFuncGetName))
     return cucap_real.cuFuncGetName ? cucap_real.cuFuncGetName(name, hfunc) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncGetName ? cucap_real.cuFuncGetName(name, hfunc) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)name; c.args[1] = (uint64_t)hfunc;
   c.nargs = 2;
@@ -1905,12 +1907,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
 
 CUCAP_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuFuncGetParamInfo))
+  if (!cucap_query_begin(&c, CUCAP_API_cuFuncGetParamInfo))
     return cucap_real.cuFuncGetParamInfo ? cucap_real.cuFuncGetParamInfo(func, paramIndex, paramOffset, paramSize) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuFuncGetParamInfo ? cucap_real.cuFuncGetParamInfo(func, paramIndex, paramOffset, paramSize) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)func; c.args[1] = (uint64_t)paramIndex; c.args[2] = (uint64_t)(uintptr_t)paramOffset; c.args[3] = (uint64_t)(uintptr_t)paramSize;
   c.nargs = 4;
@@ -2017,12 +2019,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuFuncSetSharedSize(CUfunction hfunc, unsigned int
 
 CUCAP_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGetErrorName))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGetErrorName))
     return cucap_real.cuGetErrorName ? cucap_real.cuGetErrorName(error, pStr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGetErrorName ? cucap_real.cuGetErrorName(error, pStr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)error; c.args[1] = (uint64_t)(uintptr_t)pStr;
   c.nargs = 2;
@@ -2032,12 +2034,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) 
 
 CUCAP_EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGetErrorString))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGetErrorString))
     return cucap_real.cuGetErrorString ? cucap_real.cuGetErrorString(error, pStr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGetErrorString ? cucap_real.cuGetErrorString(error, pStr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)error; c.args[1] = (uint64_t)(uintptr_t)pStr;
   c.nargs = 2;
@@ -2285,12 +2287,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgrap
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphBatchMemOpNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphBatchMemOpNodeGetParams))
     return cucap_real.cuGraphBatchMemOpNodeGetParams ? cucap_real.cuGraphBatchMemOpNodeGetParams(hNode, nodeParams_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphBatchMemOpNodeGetParams ? cucap_real.cuGraphBatchMemOpNodeGetParams(hNode, nodeParams_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams_out;
   c.nargs = 2;
@@ -2313,12 +2315,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode, 
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphChildGraphNodeGetGraph))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphChildGraphNodeGetGraph))
     return cucap_real.cuGraphChildGraphNodeGetGraph ? cucap_real.cuGraphChildGraphNodeGetGraph(hNode, phGraph) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphChildGraphNodeGetGraph ? cucap_real.cuGraphChildGraphNodeGetGraph(hNode, phGraph) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)phGraph;
   c.nargs = 2;
@@ -2414,12 +2416,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode hNode) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphEventRecordNodeGetEvent))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphEventRecordNodeGetEvent))
     return cucap_real.cuGraphEventRecordNodeGetEvent ? cucap_real.cuGraphEventRecordNodeGetEvent(hNode, event_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphEventRecordNodeGetEvent ? cucap_real.cuGraphEventRecordNodeGetEvent(hNode, event_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)event_out;
   c.nargs = 2;
@@ -2442,12 +2444,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, 
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphEventWaitNodeGetEvent))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphEventWaitNodeGetEvent))
     return cucap_real.cuGraphEventWaitNodeGetEvent ? cucap_real.cuGraphEventWaitNodeGetEvent(hNode, event_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphEventWaitNodeGetEvent ? cucap_real.cuGraphEventWaitNodeGetEvent(hNode, event_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)event_out;
   c.nargs = 2;
@@ -2569,12 +2571,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecExternalSemaphoresWaitNodeSetParams(CUg
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphExecGetFlags))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphExecGetFlags))
     return cucap_real.cuGraphExecGetFlags ? cucap_real.cuGraphExecGetFlags(hGraphExec, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExecGetFlags ? cucap_real.cuGraphExecGetFlags(hGraphExec, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)(uintptr_t)flags;
   c.nargs = 2;
@@ -2702,12 +2704,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgra
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeGetParams(CUgraphNode hNode, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *params_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphExternalSemaphoresSignalNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphExternalSemaphoresSignalNodeGetParams))
     return cucap_real.cuGraphExternalSemaphoresSignalNodeGetParams ? cucap_real.cuGraphExternalSemaphoresSignalNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExternalSemaphoresSignalNodeGetParams ? cucap_real.cuGraphExternalSemaphoresSignalNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)params_out;
   c.nargs = 2;
@@ -2730,12 +2732,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeSetParams(CUgra
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeGetParams(CUgraphNode hNode, CUDA_EXT_SEM_WAIT_NODE_PARAMS *params_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphExternalSemaphoresWaitNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphExternalSemaphoresWaitNodeGetParams))
     return cucap_real.cuGraphExternalSemaphoresWaitNodeGetParams ? cucap_real.cuGraphExternalSemaphoresWaitNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphExternalSemaphoresWaitNodeGetParams ? cucap_real.cuGraphExternalSemaphoresWaitNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)params_out;
   c.nargs = 2;
@@ -2758,12 +2760,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeSetParams(CUgraph
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphGetEdges))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphGetEdges))
     return cucap_real.cuGraphGetEdges ? cucap_real.cuGraphGetEdges(hGraph, from, to, numEdges) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphGetEdges ? cucap_real.cuGraphGetEdges(hGraph, from, to, numEdges) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)from; c.args[2] = (uint64_t)(uintptr_t)to; c.args[3] = (uint64_t)(uintptr_t)numEdges;
   c.nargs = 4;
@@ -2773,12 +2775,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphGetEdges_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphGetEdges_v2))
     return cucap_real.cuGraphGetEdges_v2 ? cucap_real.cuGraphGetEdges_v2(hGraph, from, to, edgeData, numEdges) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphGetEdges_v2 ? cucap_real.cuGraphGetEdges_v2(hGraph, from, to, edgeData, numEdges) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)from; c.args[2] = (uint64_t)(uintptr_t)to; c.args[3] = (uint64_t)(uintptr_t)edgeData; c.args[4] = (uint64_t)(uintptr_t)numEdges;
   c.nargs = 5;
@@ -2788,12 +2790,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *fr
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphGetNodes))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphGetNodes))
     return cucap_real.cuGraphGetNodes ? cucap_real.cuGraphGetNodes(hGraph, nodes, numNodes) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphGetNodes ? cucap_real.cuGraphGetNodes(hGraph, nodes, numNodes) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)nodes; c.args[2] = (uint64_t)(uintptr_t)numNodes;
   c.nargs = 3;
@@ -2803,12 +2805,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphGetRootNodes))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphGetRootNodes))
     return cucap_real.cuGraphGetRootNodes ? cucap_real.cuGraphGetRootNodes(hGraph, rootNodes, numRootNodes) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphGetRootNodes ? cucap_real.cuGraphGetRootNodes(hGraph, rootNodes, numRootNodes) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hGraph; c.args[1] = (uint64_t)(uintptr_t)rootNodes; c.args[2] = (uint64_t)(uintptr_t)numRootNodes;
   c.nargs = 3;
@@ -2818,12 +2820,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *r
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphHostNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphHostNodeGetParams))
     return cucap_real.cuGraphHostNodeGetParams ? cucap_real.cuGraphHostNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphHostNodeGetParams ? cucap_real.cuGraphHostNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
@@ -2934,12 +2936,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeCopyAttributes(CUgraphNode dst, C
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, CUkernelNodeAttrValue *value_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphKernelNodeGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphKernelNodeGetAttribute))
     return cucap_real.cuGraphKernelNodeGetAttribute ? cucap_real.cuGraphKernelNodeGetAttribute(hNode, attr, value_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeGetAttribute ? cucap_real.cuGraphKernelNodeGetAttribute(hNode, attr, value_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value_out;
   c.nargs = 3;
@@ -2949,12 +2951,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode hNode, C
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphKernelNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphKernelNodeGetParams))
     return cucap_real.cuGraphKernelNodeGetParams ? cucap_real.cuGraphKernelNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeGetParams ? cucap_real.cuGraphKernelNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
@@ -2964,12 +2966,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphKernelNodeGetParams_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphKernelNodeGetParams_v2))
     return cucap_real.cuGraphKernelNodeGetParams_v2 ? cucap_real.cuGraphKernelNodeGetParams_v2(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphKernelNodeGetParams_v2 ? cucap_real.cuGraphKernelNodeGetParams_v2(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
@@ -3052,12 +3054,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstrea
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphMemAllocNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphMemAllocNodeGetParams))
     return cucap_real.cuGraphMemAllocNodeGetParams ? cucap_real.cuGraphMemAllocNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemAllocNodeGetParams ? cucap_real.cuGraphMemAllocNodeGetParams(hNode, params_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)params_out;
   c.nargs = 2;
@@ -3067,12 +3069,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CU
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphMemFreeNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphMemFreeNodeGetParams))
     return cucap_real.cuGraphMemFreeNodeGetParams ? cucap_real.cuGraphMemFreeNodeGetParams(hNode, dptr_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemFreeNodeGetParams ? cucap_real.cuGraphMemFreeNodeGetParams(hNode, dptr_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dptr_out;
   c.nargs = 2;
@@ -3082,12 +3084,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUd
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphMemcpyNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphMemcpyNodeGetParams))
     return cucap_real.cuGraphMemcpyNodeGetParams ? cucap_real.cuGraphMemcpyNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemcpyNodeGetParams ? cucap_real.cuGraphMemcpyNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
@@ -3110,12 +3112,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode hNode, cons
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphMemsetNodeGetParams))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphMemsetNodeGetParams))
     return cucap_real.cuGraphMemsetNodeGetParams ? cucap_real.cuGraphMemsetNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphMemsetNodeGetParams ? cucap_real.cuGraphMemsetNodeGetParams(hNode, nodeParams) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)nodeParams;
   c.nargs = 2;
@@ -3151,12 +3153,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode *phNode, CUgrap
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, size_t *numDependencies) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphNodeGetDependencies))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphNodeGetDependencies))
     return cucap_real.cuGraphNodeGetDependencies ? cucap_real.cuGraphNodeGetDependencies(hNode, dependencies, numDependencies) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetDependencies ? cucap_real.cuGraphNodeGetDependencies(hNode, dependencies, numDependencies) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dependencies; c.args[2] = (uint64_t)(uintptr_t)numDependencies;
   c.nargs = 3;
@@ -3166,12 +3168,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgr
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphNodeGetDependencies_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphNodeGetDependencies_v2))
     return cucap_real.cuGraphNodeGetDependencies_v2 ? cucap_real.cuGraphNodeGetDependencies_v2(hNode, dependencies, edgeData, numDependencies) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetDependencies_v2 ? cucap_real.cuGraphNodeGetDependencies_v2(hNode, dependencies, edgeData, numDependencies) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dependencies; c.args[2] = (uint64_t)(uintptr_t)edgeData; c.args[3] = (uint64_t)(uintptr_t)numDependencies;
   c.nargs = 4;
@@ -3181,12 +3183,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode hNode, C
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, size_t *numDependentNodes) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphNodeGetDependentNodes))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphNodeGetDependentNodes))
     return cucap_real.cuGraphNodeGetDependentNodes ? cucap_real.cuGraphNodeGetDependentNodes(hNode, dependentNodes, numDependentNodes) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetDependentNodes ? cucap_real.cuGraphNodeGetDependentNodes(hNode, dependentNodes, numDependentNodes) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dependentNodes; c.args[2] = (uint64_t)(uintptr_t)numDependentNodes;
   c.nargs = 3;
@@ -3196,12 +3198,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode hNode, CU
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData, size_t *numDependentNodes) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphNodeGetDependentNodes_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphNodeGetDependentNodes_v2))
     return cucap_real.cuGraphNodeGetDependentNodes_v2 ? cucap_real.cuGraphNodeGetDependentNodes_v2(hNode, dependentNodes, edgeData, numDependentNodes) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetDependentNodes_v2 ? cucap_real.cuGraphNodeGetDependentNodes_v2(hNode, dependentNodes, edgeData, numDependentNodes) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)dependentNodes; c.args[2] = (uint64_t)(uintptr_t)edgeData; c.args[3] = (uint64_t)(uintptr_t)numDependentNodes;
   c.nargs = 4;
@@ -3211,12 +3213,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode,
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphNodeGetEnabled))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphNodeGetEnabled))
     return cucap_real.cuGraphNodeGetEnabled ? cucap_real.cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetEnabled ? cucap_real.cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hGraphExec; c.args[1] = (uint64_t)hNode; c.args[2] = (uint64_t)(uintptr_t)isEnabled;
   c.nargs = 3;
@@ -3226,12 +3228,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgr
 
 CUCAP_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGraphNodeGetType))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGraphNodeGetType))
     return cucap_real.cuGraphNodeGetType ? cucap_real.cuGraphNodeGetType(hNode, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGraphNodeGetType ? cucap_real.cuGraphNodeGetType(hNode, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hNode; c.args[1] = (uint64_t)(uintptr_t)type;
   c.nargs = 2;
@@ -3520,12 +3522,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxDestroy(CUgreenCtx hCtx) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource* resource, CUdevResourceType type) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGreenCtxGetDevResource))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGreenCtxGetDevResource))
     return cucap_real.cuGreenCtxGetDevResource ? cucap_real.cuGreenCtxGetDevResource(hCtx, resource, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxGetDevResource ? cucap_real.cuGreenCtxGetDevResource(hCtx, resource, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hCtx; c.args[1] = (uint64_t)(uintptr_t)resource; c.args[2] = (uint64_t)type;
   c.nargs = 3;
@@ -3535,12 +3537,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevRes
 
 CUCAP_EXPORT CUresult CUDAAPI cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long long *greenCtxId) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuGreenCtxGetId))
+  if (!cucap_query_begin(&c, CUCAP_API_cuGreenCtxGetId))
     return cucap_real.cuGreenCtxGetId ? cucap_real.cuGreenCtxGetId(greenCtx, greenCtxId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuGreenCtxGetId ? cucap_real.cuGreenCtxGetId(greenCtx, greenCtxId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)greenCtx; c.args[1] = (uint64_t)(uintptr_t)greenCtxId;
   c.nargs = 2;
@@ -3708,12 +3710,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMem
 
 CUCAP_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuKernelGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuKernelGetAttribute))
     return cucap_real.cuKernelGetAttribute ? cucap_real.cuKernelGetAttribute(pi, attrib, kernel, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetAttribute ? cucap_real.cuKernelGetAttribute(pi, attrib, kernel, dev) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pi; c.args[1] = (uint64_t)attrib; c.args[2] = (uint64_t)kernel; c.args[3] = (uint64_t)dev;
   c.nargs = 4;
@@ -3723,11 +3725,14 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute
 
 CUCAP_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
   cucap_call c;
-  if (!cucap_call_enter(&c, CUCAP_API_cuKernelGetFunction))
+  if (!cucap_query_begin(&c, CUCAP_API_cuKernelGetFunction))
     return cucap_real.cuKernelGetFunction ? cucap_real.cuKernelGetFunction(pFunc, kernel) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetFunction ? cucap_real.cuKernelGetFunction(pFunc, kernel) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
+  if (custom_kernel_get_function_known && custom_kernel_get_function_known(r, pFunc, kernel) && cucap_query_end(&c, r))
+    return r;
+  cucap_query_to_call(&c);
   c.args[0] = (uint64_t)(uintptr_t)pFunc; c.args[1] = (uint64_t)kernel;
   c.nargs = 2;
   if (custom_kernel_get_function)
@@ -3738,12 +3743,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel ke
 
 CUCAP_EXPORT CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuKernelGetLibrary))
+  if (!cucap_query_begin(&c, CUCAP_API_cuKernelGetLibrary))
     return cucap_real.cuKernelGetLibrary ? cucap_real.cuKernelGetLibrary(pLib, kernel) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetLibrary ? cucap_real.cuKernelGetLibrary(pLib, kernel) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pLib; c.args[1] = (uint64_t)kernel;
   c.nargs = 2;
@@ -3753,12 +3758,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *pLib, CUkernel kerne
 
 CUCAP_EXPORT CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuKernelGetName))
+  if (!cucap_query_begin(&c, CUCAP_API_cuKernelGetName))
     return cucap_real.cuKernelGetName ? cucap_real.cuKernelGetName(name, hfunc) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetName ? cucap_real.cuKernelGetName(name, hfunc) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)name; c.args[1] = (uint64_t)hfunc;
   c.nargs = 2;
@@ -3768,12 +3773,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
 
 CUCAP_EXPORT CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuKernelGetParamInfo))
+  if (!cucap_query_begin(&c, CUCAP_API_cuKernelGetParamInfo))
     return cucap_real.cuKernelGetParamInfo ? cucap_real.cuKernelGetParamInfo(kernel, paramIndex, paramOffset, paramSize) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuKernelGetParamInfo ? cucap_real.cuKernelGetParamInfo(kernel, paramIndex, paramOffset, paramSize) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)kernel; c.args[1] = (uint64_t)paramIndex; c.args[2] = (uint64_t)(uintptr_t)paramOffset; c.args[3] = (uint64_t)(uintptr_t)paramSize;
   c.nargs = 4;
@@ -4040,12 +4045,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary li
 
 CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuLibraryGetKernelCount))
+  if (!cucap_query_begin(&c, CUCAP_API_cuLibraryGetKernelCount))
     return cucap_real.cuLibraryGetKernelCount ? cucap_real.cuLibraryGetKernelCount(count, lib) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetKernelCount ? cucap_real.cuLibraryGetKernelCount(count, lib) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)count; c.args[1] = (uint64_t)lib;
   c.nargs = 2;
@@ -4055,12 +4060,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlib
 
 CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuLibraryGetManaged))
+  if (!cucap_query_begin(&c, CUCAP_API_cuLibraryGetManaged))
     return cucap_real.cuLibraryGetManaged ? cucap_real.cuLibraryGetManaged(dptr, bytes, library, name) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetManaged ? cucap_real.cuLibraryGetManaged(dptr, bytes, library, name) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)bytes; c.args[2] = (uint64_t)library; c.args[3] = (uint64_t)(uintptr_t)name;
   c.nargs = 4;
@@ -4070,12 +4075,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *byt
 
 CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuLibraryGetModule))
+  if (!cucap_query_begin(&c, CUCAP_API_cuLibraryGetModule))
     return cucap_real.cuLibraryGetModule ? cucap_real.cuLibraryGetModule(pMod, library) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetModule ? cucap_real.cuLibraryGetModule(pMod, library) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pMod; c.args[1] = (uint64_t)library;
   c.nargs = 2;
@@ -4085,12 +4090,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary libra
 
 CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuLibraryGetUnifiedFunction))
+  if (!cucap_query_begin(&c, CUCAP_API_cuLibraryGetUnifiedFunction))
     return cucap_real.cuLibraryGetUnifiedFunction ? cucap_real.cuLibraryGetUnifiedFunction(fptr, library, symbol) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetUnifiedFunction ? cucap_real.cuLibraryGetUnifiedFunction(fptr, library, symbol) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)fptr; c.args[1] = (uint64_t)library; c.args[2] = (uint64_t)(uintptr_t)symbol;
   c.nargs = 3;
@@ -4720,12 +4725,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetAccess))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetAccess))
     return cucap_real.cuMemGetAccess ? cucap_real.cuMemGetAccess(flags, location, ptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAccess ? cucap_real.cuMemGetAccess(flags, location, ptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)flags; c.args[1] = (uint64_t)(uintptr_t)location; c.args[2] = (uint64_t)ptr;
   c.nargs = 3;
@@ -4735,12 +4740,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CU
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdeviceptr_v1 dptr) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetAddressRange))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetAddressRange))
     return cucap_real.cuMemGetAddressRange ? cucap_real.cuMemGetAddressRange(pbase, psize, dptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAddressRange ? cucap_real.cuMemGetAddressRange(pbase, psize, dptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pbase; c.args[1] = (uint64_t)(uintptr_t)psize; c.args[2] = (uint64_t)dptr;
   c.nargs = 3;
@@ -4750,12 +4755,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsign
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetAddressRange_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetAddressRange_v2))
     return cucap_real.cuMemGetAddressRange_v2 ? cucap_real.cuMemGetAddressRange_v2(pbase, psize, dptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAddressRange_v2 ? cucap_real.cuMemGetAddressRange_v2(pbase, psize, dptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pbase; c.args[1] = (uint64_t)(uintptr_t)psize; c.args[2] = (uint64_t)dptr;
   c.nargs = 3;
@@ -4765,12 +4770,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetAllocationGranularity))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetAllocationGranularity))
     return cucap_real.cuMemGetAllocationGranularity ? cucap_real.cuMemGetAllocationGranularity(granularity, prop, option) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAllocationGranularity ? cucap_real.cuMemGetAllocationGranularity(granularity, prop, option) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)granularity; c.args[1] = (uint64_t)(uintptr_t)prop; c.args[2] = (uint64_t)option;
   c.nargs = 3;
@@ -4780,12 +4785,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity,
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetAllocationPropertiesFromHandle))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetAllocationPropertiesFromHandle))
     return cucap_real.cuMemGetAllocationPropertiesFromHandle ? cucap_real.cuMemGetAllocationPropertiesFromHandle(prop, handle) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetAllocationPropertiesFromHandle ? cucap_real.cuMemGetAllocationPropertiesFromHandle(prop, handle) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)prop; c.args[1] = (uint64_t)handle;
   c.nargs = 2;
@@ -4795,12 +4800,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAlloca
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetDefaultMemPool))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetDefaultMemPool))
     return cucap_real.cuMemGetDefaultMemPool ? cucap_real.cuMemGetDefaultMemPool(pool_out, location, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetDefaultMemPool ? cucap_real.cuMemGetDefaultMemPool(pool_out, location, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pool_out; c.args[1] = (uint64_t)(uintptr_t)location; c.args[2] = (uint64_t)type;
   c.nargs = 3;
@@ -4823,12 +4828,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetHandleForAddressRange(void *handle, CUdevi
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int *free, unsigned int *total) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetInfo))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetInfo))
     return cucap_real.cuMemGetInfo ? cucap_real.cuMemGetInfo(free, total) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetInfo ? cucap_real.cuMemGetInfo(free, total) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)free; c.args[1] = (uint64_t)(uintptr_t)total;
   c.nargs = 2;
@@ -4838,12 +4843,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int *free, unsigned int *tot
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetInfo_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetInfo_v2))
     return cucap_real.cuMemGetInfo_v2 ? cucap_real.cuMemGetInfo_v2(free, total) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetInfo_v2 ? cucap_real.cuMemGetInfo_v2(free, total) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)free; c.args[1] = (uint64_t)(uintptr_t)total;
   c.nargs = 2;
@@ -4853,12 +4858,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemGetMemPool))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemGetMemPool))
     return cucap_real.cuMemGetMemPool ? cucap_real.cuMemGetMemPool(pool, location, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemGetMemPool ? cucap_real.cuMemGetMemPool(pool, location, type) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pool; c.args[1] = (uint64_t)(uintptr_t)location; c.args[2] = (uint64_t)type;
   c.nargs = 3;
@@ -4883,12 +4888,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigne
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, void *p, unsigned int Flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemHostGetDevicePointer))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemHostGetDevicePointer))
     return cucap_real.cuMemHostGetDevicePointer ? cucap_real.cuMemHostGetDevicePointer(pdptr, p, Flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostGetDevicePointer ? cucap_real.cuMemHostGetDevicePointer(pdptr, p, Flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = (uint64_t)(uintptr_t)p; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
@@ -4898,12 +4903,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, v
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemHostGetDevicePointer_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemHostGetDevicePointer_v2))
     return cucap_real.cuMemHostGetDevicePointer_v2 ? cucap_real.cuMemHostGetDevicePointer_v2(pdptr, p, Flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostGetDevicePointer_v2 ? cucap_real.cuMemHostGetDevicePointer_v2(pdptr, p, Flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = (uint64_t)(uintptr_t)p; c.args[2] = (uint64_t)Flags;
   c.nargs = 3;
@@ -4913,12 +4918,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, v
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemHostGetFlags))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemHostGetFlags))
     return cucap_real.cuMemHostGetFlags ? cucap_real.cuMemHostGetFlags(pFlags, p) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemHostGetFlags ? cucap_real.cuMemHostGetFlags(pFlags, p) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pFlags; c.args[1] = (uint64_t)(uintptr_t)p;
   c.nargs = 2;
@@ -5083,12 +5088,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolExportToShareableHandle(void *handle_out,
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemPoolGetAccess))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemPoolGetAccess))
     return cucap_real.cuMemPoolGetAccess ? cucap_real.cuMemPoolGetAccess(flags, memPool, location) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolGetAccess ? cucap_real.cuMemPoolGetAccess(flags, memPool, location) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)flags; c.args[1] = (uint64_t)memPool; c.args[2] = (uint64_t)(uintptr_t)location;
   c.nargs = 3;
@@ -5098,12 +5103,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmem
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemPoolGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemPoolGetAttribute))
     return cucap_real.cuMemPoolGetAttribute ? cucap_real.cuMemPoolGetAttribute(pool, attr, value) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemPoolGetAttribute ? cucap_real.cuMemPoolGetAttribute(pool, attr, value) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)pool; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
@@ -5260,12 +5265,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, s
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr, size_t count) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemRangeGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemRangeGetAttribute))
     return cucap_real.cuMemRangeGetAttribute ? cucap_real.cuMemRangeGetAttribute(data, dataSize, attribute, devPtr, count) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemRangeGetAttribute ? cucap_real.cuMemRangeGetAttribute(data, dataSize, attribute, devPtr, count) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)data; c.args[1] = (uint64_t)dataSize; c.args[2] = (uint64_t)attribute; c.args[3] = (uint64_t)devPtr; c.args[4] = (uint64_t)count;
   c.nargs = 5;
@@ -5275,12 +5280,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMemRangeGetAttribute(void *data, size_t dataSize
 
 CUCAP_EXPORT CUresult CUDAAPI cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_attribute *attributes, size_t numAttributes, CUdeviceptr devPtr, size_t count) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMemRangeGetAttributes))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMemRangeGetAttributes))
     return cucap_real.cuMemRangeGetAttributes ? cucap_real.cuMemRangeGetAttributes(data, dataSizes, attributes, numAttributes, devPtr, count) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMemRangeGetAttributes ? cucap_real.cuMemRangeGetAttributes(data, dataSizes, attributes, numAttributes, devPtr, count) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)data; c.args[1] = (uint64_t)(uintptr_t)dataSizes; c.args[2] = (uint64_t)(uintptr_t)attributes; c.args[3] = (uint64_t)numAttributes; c.args[4] = (uint64_t)devPtr; c.args[5] = (uint64_t)count;
   c.nargs = 6;
@@ -6938,12 +6943,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUm
 
 CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUmipmappedArray mipmap, CUdevice device) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMipmappedArrayGetMemoryRequirements))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMipmappedArrayGetMemoryRequirements))
     return cucap_real.cuMipmappedArrayGetMemoryRequirements ? cucap_real.cuMipmappedArrayGetMemoryRequirements(memoryRequirements, mipmap, device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMipmappedArrayGetMemoryRequirements ? cucap_real.cuMipmappedArrayGetMemoryRequirements(memoryRequirements, mipmap, device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)memoryRequirements; c.args[1] = (uint64_t)mipmap; c.args[2] = (uint64_t)device;
   c.nargs = 3;
@@ -6953,12 +6958,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_M
 
 CUCAP_EXPORT CUresult CUDAAPI cuMipmappedArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES *sparseProperties, CUmipmappedArray mipmap) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMipmappedArrayGetSparseProperties))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMipmappedArrayGetSparseProperties))
     return cucap_real.cuMipmappedArrayGetSparseProperties ? cucap_real.cuMipmappedArrayGetSparseProperties(sparseProperties, mipmap) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMipmappedArrayGetSparseProperties ? cucap_real.cuMipmappedArrayGetSparseProperties(sparseProperties, mipmap) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)sparseProperties; c.args[1] = (uint64_t)mipmap;
   c.nargs = 2;
@@ -6996,12 +7001,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hm
 
 CUCAP_EXPORT CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodule mod) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuModuleGetFunctionCount))
+  if (!cucap_query_begin(&c, CUCAP_API_cuModuleGetFunctionCount))
     return cucap_real.cuModuleGetFunctionCount ? cucap_real.cuModuleGetFunctionCount(count, mod) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetFunctionCount ? cucap_real.cuModuleGetFunctionCount(count, mod) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)count; c.args[1] = (uint64_t)mod;
   c.nargs = 2;
@@ -7011,12 +7016,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmo
 
 CUCAP_EXPORT CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod, const char *name) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuModuleGetGlobal))
+  if (!cucap_query_begin(&c, CUCAP_API_cuModuleGetGlobal))
     return cucap_real.cuModuleGetGlobal ? cucap_real.cuModuleGetGlobal(dptr, bytes, hmod, name) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetGlobal ? cucap_real.cuModuleGetGlobal(dptr, bytes, hmod, name) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)dptr; c.args[1] = (uint64_t)(uintptr_t)bytes; c.args[2] = (uint64_t)hmod; c.args[3] = (uint64_t)(uintptr_t)name;
   c.nargs = 4;
@@ -7041,12 +7046,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *by
 
 CUCAP_EXPORT CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuModuleGetLoadingMode))
+  if (!cucap_query_begin(&c, CUCAP_API_cuModuleGetLoadingMode))
     return cucap_real.cuModuleGetLoadingMode ? cucap_real.cuModuleGetLoadingMode(mode) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuModuleGetLoadingMode ? cucap_real.cuModuleGetLoadingMode(mode) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)mode;
   c.nargs = 1;
@@ -7209,12 +7214,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle *mc
 
 CUCAP_EXPORT CUresult CUDAAPI cuMulticastGetGranularity(size_t *granularity, const CUmulticastObjectProp *prop, CUmulticastGranularity_flags option) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuMulticastGetGranularity))
+  if (!cucap_query_begin(&c, CUCAP_API_cuMulticastGetGranularity))
     return cucap_real.cuMulticastGetGranularity ? cucap_real.cuMulticastGetGranularity(granularity, prop, option) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuMulticastGetGranularity ? cucap_real.cuMulticastGetGranularity(granularity, prop, option) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)granularity; c.args[1] = (uint64_t)(uintptr_t)prop; c.args[2] = (uint64_t)option;
   c.nargs = 3;
@@ -7237,12 +7242,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuMulticastUnbind(CUmemGenericAllocationHandle mcH
 
 CUCAP_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuOccupancyAvailableDynamicSMemPerBlock))
+  if (!cucap_query_begin(&c, CUCAP_API_cuOccupancyAvailableDynamicSMemPerBlock))
     return cucap_real.cuOccupancyAvailableDynamicSMemPerBlock ? cucap_real.cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, func, numBlocks, blockSize) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyAvailableDynamicSMemPerBlock ? cucap_real.cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, func, numBlocks, blockSize) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)dynamicSmemSize; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)numBlocks; c.args[3] = (uint64_t)blockSize;
   c.nargs = 4;
@@ -7252,12 +7257,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dy
 
 CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuOccupancyMaxActiveBlocksPerMultiprocessor))
+  if (!cucap_query_begin(&c, CUCAP_API_cuOccupancyMaxActiveBlocksPerMultiprocessor))
     return cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessor ? cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessor ? cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)numBlocks; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)blockSize; c.args[3] = (uint64_t)dynamicSMemSize;
   c.nargs = 4;
@@ -7267,12 +7272,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n
 
 CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags))
+  if (!cucap_query_begin(&c, CUCAP_API_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags))
     return cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags ? cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags ? cucap_real.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)numBlocks; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)blockSize; c.args[3] = (uint64_t)dynamicSMemSize; c.args[4] = (uint64_t)flags;
   c.nargs = 5;
@@ -7282,12 +7287,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFla
 
 CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuOccupancyMaxActiveClusters))
+  if (!cucap_query_begin(&c, CUCAP_API_cuOccupancyMaxActiveClusters))
     return cucap_real.cuOccupancyMaxActiveClusters ? cucap_real.cuOccupancyMaxActiveClusters(numClusters, func, config) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxActiveClusters ? cucap_real.cuOccupancyMaxActiveClusters(numClusters, func, config) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)numClusters; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)(uintptr_t)config;
   c.nargs = 3;
@@ -7297,12 +7302,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUf
 
 CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuOccupancyMaxPotentialBlockSize))
+  if (!cucap_query_begin(&c, CUCAP_API_cuOccupancyMaxPotentialBlockSize))
     return cucap_real.cuOccupancyMaxPotentialBlockSize ? cucap_real.cuOccupancyMaxPotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxPotentialBlockSize ? cucap_real.cuOccupancyMaxPotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)minGridSize; c.args[1] = (uint64_t)(uintptr_t)blockSize; c.args[2] = (uint64_t)func; c.args[3] = (uint64_t)blockSizeToDynamicSMemSize; c.args[4] = (uint64_t)dynamicSMemSize; c.args[5] = (uint64_t)blockSizeLimit;
   c.nargs = 6;
@@ -7312,12 +7317,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize,
 
 CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuOccupancyMaxPotentialBlockSizeWithFlags))
+  if (!cucap_query_begin(&c, CUCAP_API_cuOccupancyMaxPotentialBlockSizeWithFlags))
     return cucap_real.cuOccupancyMaxPotentialBlockSizeWithFlags ? cucap_real.cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxPotentialBlockSizeWithFlags ? cucap_real.cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)minGridSize; c.args[1] = (uint64_t)(uintptr_t)blockSize; c.args[2] = (uint64_t)func; c.args[3] = (uint64_t)blockSizeToDynamicSMemSize; c.args[4] = (uint64_t)dynamicSMemSize; c.args[5] = (uint64_t)blockSizeLimit; c.args[6] = (uint64_t)flags;
   c.nargs = 7;
@@ -7327,12 +7332,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int *min
 
 CUCAP_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuOccupancyMaxPotentialClusterSize))
+  if (!cucap_query_begin(&c, CUCAP_API_cuOccupancyMaxPotentialClusterSize))
     return cucap_real.cuOccupancyMaxPotentialClusterSize ? cucap_real.cuOccupancyMaxPotentialClusterSize(clusterSize, func, config) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuOccupancyMaxPotentialClusterSize ? cucap_real.cuOccupancyMaxPotentialClusterSize(clusterSize, func, config) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)clusterSize; c.args[1] = (uint64_t)func; c.args[2] = (uint64_t)(uintptr_t)config;
   c.nargs = 3;
@@ -7407,12 +7412,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuParamSetv(CUfunction hfunc, int offset, void *pt
 
 CUCAP_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuPointerGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuPointerGetAttribute))
     return cucap_real.cuPointerGetAttribute ? cucap_real.cuPointerGetAttribute(data, attribute, ptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuPointerGetAttribute ? cucap_real.cuPointerGetAttribute(data, attribute, ptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)data; c.args[1] = (uint64_t)attribute; c.args[2] = (uint64_t)ptr;
   c.nargs = 3;
@@ -7422,12 +7427,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attrib
 
 CUCAP_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuPointerGetAttributes))
+  if (!cucap_query_begin(&c, CUCAP_API_cuPointerGetAttributes))
     return cucap_real.cuPointerGetAttributes ? cucap_real.cuPointerGetAttributes(numAttributes, attributes, data, ptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuPointerGetAttributes ? cucap_real.cuPointerGetAttributes(numAttributes, attributes, data, ptr) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)numAttributes; c.args[1] = (uint64_t)(uintptr_t)attributes; c.args[2] = (uint64_t)(uintptr_t)data; c.args[3] = (uint64_t)ptr;
   c.nargs = 4;
@@ -7825,12 +7830,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph 
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetAttribute))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetAttribute))
     return cucap_real.cuStreamGetAttribute ? cucap_real.cuStreamGetAttribute(hStream, attr, value) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetAttribute ? cucap_real.cuStreamGetAttribute(hStream, attr, value) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value;
   c.nargs = 3;
@@ -7840,12 +7845,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetAttribute(CUstream hStream, CUstreamAtt
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetAttribute_ptsz))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetAttribute_ptsz))
     return cucap_real.cuStreamGetAttribute_ptsz ? cucap_real.cuStreamGetAttribute_ptsz(hStream, attr, value_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetAttribute_ptsz ? cucap_real.cuStreamGetAttribute_ptsz(hStream, attr, value_out) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)attr; c.args[2] = (uint64_t)(uintptr_t)value_out;
   c.nargs = 3;
@@ -7945,12 +7950,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, C
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetCtx))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetCtx))
     return cucap_real.cuStreamGetCtx ? cucap_real.cuStreamGetCtx(hStream, pctx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCtx ? cucap_real.cuStreamGetCtx(hStream, pctx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 2;
@@ -7960,12 +7965,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx) 
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetCtx_ptsz))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetCtx_ptsz))
     return cucap_real.cuStreamGetCtx_ptsz ? cucap_real.cuStreamGetCtx_ptsz(hStream, pctx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCtx_ptsz ? cucap_real.cuStreamGetCtx_ptsz(hStream, pctx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)pctx;
   c.nargs = 2;
@@ -7975,12 +7980,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *p
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetCtx_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetCtx_v2))
     return cucap_real.cuStreamGetCtx_v2 ? cucap_real.cuStreamGetCtx_v2(hStream, pCtx, pGreenCtx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCtx_v2 ? cucap_real.cuStreamGetCtx_v2(hStream, pCtx, pGreenCtx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)pCtx; c.args[2] = (uint64_t)(uintptr_t)pGreenCtx;
   c.nargs = 3;
@@ -7990,12 +7995,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCt
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetCtx_v2_ptsz))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetCtx_v2_ptsz))
     return cucap_real.cuStreamGetCtx_v2_ptsz ? cucap_real.cuStreamGetCtx_v2_ptsz(hStream, pCtx, pGreenCtx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetCtx_v2_ptsz ? cucap_real.cuStreamGetCtx_v2_ptsz(hStream, pCtx, pGreenCtx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)pCtx; c.args[2] = (uint64_t)(uintptr_t)pGreenCtx;
   c.nargs = 3;
@@ -8005,12 +8010,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream hStream, CUdevice *device) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetDevice))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetDevice))
     return cucap_real.cuStreamGetDevice ? cucap_real.cuStreamGetDevice(hStream, device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetDevice ? cucap_real.cuStreamGetDevice(hStream, device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)device;
   c.nargs = 2;
@@ -8020,12 +8025,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream hStream, CUdevice *devi
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetDevice_ptsz))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetDevice_ptsz))
     return cucap_real.cuStreamGetDevice_ptsz ? cucap_real.cuStreamGetDevice_ptsz(hStream, device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetDevice_ptsz ? cucap_real.cuStreamGetDevice_ptsz(hStream, device) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)device;
   c.nargs = 2;
@@ -8035,12 +8040,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream hStream, CUdevice 
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetFlags))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetFlags))
     return cucap_real.cuStreamGetFlags ? cucap_real.cuStreamGetFlags(hStream, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetFlags ? cucap_real.cuStreamGetFlags(hStream, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)flags;
   c.nargs = 2;
@@ -8050,12 +8055,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *f
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetFlags_ptsz))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetFlags_ptsz))
     return cucap_real.cuStreamGetFlags_ptsz ? cucap_real.cuStreamGetFlags_ptsz(hStream, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetFlags_ptsz ? cucap_real.cuStreamGetFlags_ptsz(hStream, flags) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)flags;
   c.nargs = 2;
@@ -8065,12 +8070,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream hStream, unsigned i
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetGreenCtx))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetGreenCtx))
     return cucap_real.cuStreamGetGreenCtx ? cucap_real.cuStreamGetGreenCtx(hStream, phCtx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetGreenCtx ? cucap_real.cuStreamGetGreenCtx(hStream, phCtx) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)phCtx;
   c.nargs = 2;
@@ -8080,12 +8085,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream hStream, unsigned long long *streamId) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetId))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetId))
     return cucap_real.cuStreamGetId ? cucap_real.cuStreamGetId(hStream, streamId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetId ? cucap_real.cuStreamGetId(hStream, streamId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)streamId;
   c.nargs = 2;
@@ -8095,12 +8100,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream hStream, unsigned long long
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetId_ptsz))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetId_ptsz))
     return cucap_real.cuStreamGetId_ptsz ? cucap_real.cuStreamGetId_ptsz(hStream, streamId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetId_ptsz ? cucap_real.cuStreamGetId_ptsz(hStream, streamId) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)streamId;
   c.nargs = 2;
@@ -8110,12 +8115,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetId_ptsz(CUstream hStream, unsigned long
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int *priority) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetPriority))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetPriority))
     return cucap_real.cuStreamGetPriority ? cucap_real.cuStreamGetPriority(hStream, priority) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetPriority ? cucap_real.cuStreamGetPriority(hStream, priority) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)priority;
   c.nargs = 2;
@@ -8125,12 +8130,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int *priorit
 
 CUCAP_EXPORT CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream hStream, int *priority) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuStreamGetPriority_ptsz))
+  if (!cucap_query_begin(&c, CUCAP_API_cuStreamGetPriority_ptsz))
     return cucap_real.cuStreamGetPriority_ptsz ? cucap_real.cuStreamGetPriority_ptsz(hStream, priority) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuStreamGetPriority_ptsz ? cucap_real.cuStreamGetPriority_ptsz(hStream, priority) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)hStream; c.args[1] = (uint64_t)(uintptr_t)priority;
   c.nargs = 2;
@@ -8592,12 +8597,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfObjectDestroy(CUsurfObject surfObject) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUsurfObject surfObject) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuSurfObjectGetResourceDesc))
+  if (!cucap_query_begin(&c, CUCAP_API_cuSurfObjectGetResourceDesc))
     return cucap_real.cuSurfObjectGetResourceDesc ? cucap_real.cuSurfObjectGetResourceDesc(pResDesc, surfObject) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSurfObjectGetResourceDesc ? cucap_real.cuSurfObjectGetResourceDesc(pResDesc, surfObject) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pResDesc; c.args[1] = (uint64_t)surfObject;
   c.nargs = 2;
@@ -8607,12 +8612,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *pR
 
 CUCAP_EXPORT CUresult CUDAAPI cuSurfRefGetArray(CUarray *phArray, CUsurfref hSurfRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuSurfRefGetArray))
+  if (!cucap_query_begin(&c, CUCAP_API_cuSurfRefGetArray))
     return cucap_real.cuSurfRefGetArray ? cucap_real.cuSurfRefGetArray(phArray, hSurfRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuSurfRefGetArray ? cucap_real.cuSurfRefGetArray(phArray, hSurfRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)phArray; c.args[1] = (uint64_t)hSurfRef;
   c.nargs = 2;
@@ -8717,12 +8722,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectDestroy(CUtexObject texObject) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUtexObject texObject) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexObjectGetResourceDesc))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexObjectGetResourceDesc))
     return cucap_real.cuTexObjectGetResourceDesc ? cucap_real.cuTexObjectGetResourceDesc(pResDesc, texObject) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexObjectGetResourceDesc ? cucap_real.cuTexObjectGetResourceDesc(pResDesc, texObject) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pResDesc; c.args[1] = (uint64_t)texObject;
   c.nargs = 2;
@@ -8732,12 +8737,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pRe
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC *pResViewDesc, CUtexObject texObject) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexObjectGetResourceViewDesc))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexObjectGetResourceViewDesc))
     return cucap_real.cuTexObjectGetResourceViewDesc ? cucap_real.cuTexObjectGetResourceViewDesc(pResViewDesc, texObject) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexObjectGetResourceViewDesc ? cucap_real.cuTexObjectGetResourceViewDesc(pResViewDesc, texObject) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pResViewDesc; c.args[1] = (uint64_t)texObject;
   c.nargs = 2;
@@ -8747,12 +8752,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC *pTexDesc, CUtexObject texObject) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexObjectGetTextureDesc))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexObjectGetTextureDesc))
     return cucap_real.cuTexObjectGetTextureDesc ? cucap_real.cuTexObjectGetTextureDesc(pTexDesc, texObject) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexObjectGetTextureDesc ? cucap_real.cuTexObjectGetTextureDesc(pTexDesc, texObject) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pTexDesc; c.args[1] = (uint64_t)texObject;
   c.nargs = 2;
@@ -8788,12 +8793,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefDestroy(CUtexref hTexRef) {
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddress(CUdeviceptr_v1 *pdptr, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetAddress))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetAddress))
     return cucap_real.cuTexRefGetAddress ? cucap_real.cuTexRefGetAddress(pdptr, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetAddress ? cucap_real.cuTexRefGetAddress(pdptr, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8803,12 +8808,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddress(CUdeviceptr_v1 *pdptr, CUtexref
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexref hTexRef, int dim) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetAddressMode))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetAddressMode))
     return cucap_real.cuTexRefGetAddressMode ? cucap_real.cuTexRefGetAddressMode(pam, hTexRef, dim) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetAddressMode ? cucap_real.cuTexRefGetAddressMode(pam, hTexRef, dim) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pam; c.args[1] = (uint64_t)hTexRef; c.args[2] = (uint64_t)dim;
   c.nargs = 3;
@@ -8818,12 +8823,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexr
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddress_v2(CUdeviceptr *pdptr, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetAddress_v2))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetAddress_v2))
     return cucap_real.cuTexRefGetAddress_v2 ? cucap_real.cuTexRefGetAddress_v2(pdptr, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetAddress_v2 ? cucap_real.cuTexRefGetAddress_v2(pdptr, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pdptr; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8833,12 +8838,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetAddress_v2(CUdeviceptr *pdptr, CUtexref
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetArray(CUarray *phArray, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetArray))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetArray))
     return cucap_real.cuTexRefGetArray ? cucap_real.cuTexRefGetArray(phArray, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetArray ? cucap_real.cuTexRefGetArray(phArray, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)phArray; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8848,12 +8853,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetArray(CUarray *phArray, CUtexref hTexRe
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetBorderColor(float *pBorderColor, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetBorderColor))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetBorderColor))
     return cucap_real.cuTexRefGetBorderColor ? cucap_real.cuTexRefGetBorderColor(pBorderColor, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetBorderColor ? cucap_real.cuTexRefGetBorderColor(pBorderColor, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pBorderColor; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8863,12 +8868,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetBorderColor(float *pBorderColor, CUtexr
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetFilterMode))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetFilterMode))
     return cucap_real.cuTexRefGetFilterMode ? cucap_real.cuTexRefGetFilterMode(pfm, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetFilterMode ? cucap_real.cuTexRefGetFilterMode(pfm, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pfm; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8878,12 +8883,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetFlags))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetFlags))
     return cucap_real.cuTexRefGetFlags ? cucap_real.cuTexRefGetFlags(pFlags, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetFlags ? cucap_real.cuTexRefGetFlags(pFlags, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pFlags; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8893,12 +8898,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFlags(unsigned int *pFlags, CUtexref hT
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFormat(CUarray_format *pFormat, int *pNumChannels, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetFormat))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetFormat))
     return cucap_real.cuTexRefGetFormat ? cucap_real.cuTexRefGetFormat(pFormat, pNumChannels, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetFormat ? cucap_real.cuTexRefGetFormat(pFormat, pNumChannels, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pFormat; c.args[1] = (uint64_t)(uintptr_t)pNumChannels; c.args[2] = (uint64_t)hTexRef;
   c.nargs = 3;
@@ -8908,12 +8913,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetFormat(CUarray_format *pFormat, int *pN
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetMaxAnisotropy))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetMaxAnisotropy))
     return cucap_real.cuTexRefGetMaxAnisotropy ? cucap_real.cuTexRefGetMaxAnisotropy(pmaxAniso, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMaxAnisotropy ? cucap_real.cuTexRefGetMaxAnisotropy(pmaxAniso, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pmaxAniso; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8923,12 +8928,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref 
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetMipmapFilterMode))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetMipmapFilterMode))
     return cucap_real.cuTexRefGetMipmapFilterMode ? cucap_real.cuTexRefGetMipmapFilterMode(pfm, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMipmapFilterMode ? cucap_real.cuTexRefGetMipmapFilterMode(pfm, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pfm; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8938,12 +8943,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CU
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapLevelBias(float *pbias, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetMipmapLevelBias))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetMipmapLevelBias))
     return cucap_real.cuTexRefGetMipmapLevelBias ? cucap_real.cuTexRefGetMipmapLevelBias(pbias, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMipmapLevelBias ? cucap_real.cuTexRefGetMipmapLevelBias(pbias, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pbias; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;
@@ -8953,12 +8958,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapLevelBias(float *pbias, CUtexref 
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapLevelClamp(float *pminMipmapLevelClamp, float *pmaxMipmapLevelClamp, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetMipmapLevelClamp))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetMipmapLevelClamp))
     return cucap_real.cuTexRefGetMipmapLevelClamp ? cucap_real.cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMipmapLevelClamp ? cucap_real.cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)pminMipmapLevelClamp; c.args[1] = (uint64_t)(uintptr_t)pmaxMipmapLevelClamp; c.args[2] = (uint64_t)hTexRef;
   c.nargs = 3;
@@ -8968,12 +8973,12 @@ CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmapLevelClamp(float *pminMipmapLevel
 
 CUCAP_EXPORT CUresult CUDAAPI cuTexRefGetMipmappedArray(CUmipmappedArray *phMipmappedArray, CUtexref hTexRef) {
   cucap_call c;
-  if (!cucap_query_enter(&c, CUCAP_API_cuTexRefGetMipmappedArray))
+  if (!cucap_query_begin(&c, CUCAP_API_cuTexRefGetMipmappedArray))
     return cucap_real.cuTexRefGetMipmappedArray ? cucap_real.cuTexRefGetMipmappedArray(phMipmappedArray, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuTexRefGetMipmappedArray ? cucap_real.cuTexRefGetMipmappedArray(phMipmappedArray, hTexRef) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_exit(&c, r))
+  if (cucap_query_end(&c, r))
     return r;
   c.args[0] = (uint64_t)(uintptr_t)phMipmappedArray; c.args[1] = (uint64_t)hTexRef;
   c.nargs = 2;

@@ -7,6 +7,7 @@
  * 0 when not recording. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -153,6 +154,121 @@ static void test_junk_frame(void) {
 }
 #endif
 
+/* ---- stack ids while recording: the chain cache (capture/callstack.c)
+ * must give exactly what a walk gives. Call sites below differ at chosen
+ * depths with identical frame sizes (same code), so their chains share the
+ * first frames and the stack positions: only a verified chain tells them
+ * apart. */
+static uint32_t g_ids[8];
+
+__attribute__((noinline)) static uint32_t id_here(void) {
+  uint32_t id = cucap_rec_stack_id();
+  __asm__ volatile("" ::: "memory");
+  return id;
+}
+__attribute__((noinline)) static uint32_t shared_mid(void) {
+  uint32_t id = id_here();
+  __asm__ volatile("" ::: "memory");
+  return id;
+}
+/* two callers of shared_mid with the same frame layout */
+__attribute__((noinline)) static uint32_t site_a(void) {
+  uint32_t id = shared_mid();
+  __asm__ volatile("" ::: "memory");
+  return id;
+}
+__attribute__((noinline)) static uint32_t site_b(void) {
+  uint32_t id = shared_mid();
+  __asm__ volatile("" ::: "memory");
+  return id;
+}
+/* a recursion n deep, then the same leaf: root_a/root_b differ only below
+ * the n recursive frames */
+__attribute__((noinline)) static uint32_t rec_n(int n) {
+  uint32_t id = n ? rec_n(n - 1) : id_here();
+  __asm__ volatile("" ::: "memory");
+  return id;
+}
+__attribute__((noinline)) static uint32_t root_a(int n) {
+  uint32_t id = rec_n(n);
+  __asm__ volatile("" ::: "memory");
+  return id;
+}
+__attribute__((noinline)) static uint32_t root_b(int n) {
+  uint32_t id = rec_n(n);
+  __asm__ volatile("" ::: "memory");
+  return id;
+}
+#if defined(__x86_64__)
+static void id_into(void *arg) { *(uint32_t *)arg = shared_mid(); }
+#endif
+
+static void test_stack_ids(void) {
+  char dir[] = "/tmp/cucap-test-callstack-XXXXXX";
+  TU_REQUIRE(mkdtemp(dir) != NULL);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cap.fb", dir);
+  setenv("CUCAP_OUTPUT", path, 1);
+  setenv("CUCAP_OPTIONS", "stack_depth=32", 1);
+  unsetenv("CUCAP_ROOT_PID");
+  cucap_rec_start("cucap-test", 13000);
+  TU_REQUIRE(cucap_rec_activate() == 1);
+  for (int rep = 0; rep < 4; rep++) { /* first: walks; then: cache hits */
+    uint32_t a = site_a(), b = site_b();
+    uint32_t ra = root_a(12), rb = root_b(12); /* differ 15 frames up */
+    uint32_t da = root_a(40), db = root_b(40); /* differ past the 32-frame limit */
+    CHECK(a && b && a != b);
+    CHECK(ra && rb && ra != rb && ra != a && rb != b);
+    CHECK(da && da == db); /* the walk stops at 32 frames: the same stack */
+    uint32_t now[6] = {a, b, ra, rb, da, db};
+    if (rep == 0)
+      memcpy(g_ids, now, sizeof now);
+    else
+      CHECK(memcmp(g_ids, now, sizeof now) == 0);
+  }
+  /* deeper and shallower stacks through the same sites: other positions
+   * (each call site of this function is a frame of its own: loop) */
+  uint32_t r[3][3];
+  for (int rep = 0; rep < 3; rep++)
+    for (int k = 0; k < 3; k++)
+      r[rep][k] = root_a(5 + k);
+  CHECK(r[0][0] && r[0][1] && r[0][2] && r[0][0] != r[0][1] && r[0][1] != r[0][2]);
+  CHECK(memcmp(r[0], r[1], sizeof r[0]) == 0 && memcmp(r[0], r[2], sizeof r[0]) == 0);
+#if defined(__x86_64__)
+  /* a frame-pointer-less caller: %rbp at a fake frame whose "return
+   * address" is a data word that changes every call; the walk stops there,
+   * so every call is the same stack (and the data word is not in it) */
+  volatile uint64_t fake[4];
+  uint32_t first = 0;
+  for (int i = 0; i < 50; i++) {
+    fake[0] = (uint64_t)(uintptr_t)&fake[2];
+    fake[1] = 0x100000ull + (uint64_t)i * 64;
+    fake[2] = 0;
+    fake[3] = 0;
+    uint32_t id = 0;
+    tcs_call_with_rbp((void *)fake, id_into, &id);
+    if (i == 0)
+      first = id;
+    CHECK(id && id == first);
+  }
+  CHECK(first != g_ids[0] && first != g_ids[1]);
+  /* the same fake frame holding a real return address (inside top) is a
+   * frame: a different stack */
+  fake[0] = (uint64_t)(uintptr_t)&fake[2];
+  fake[1] = (uint64_t)(uintptr_t)top + 16;
+  uint32_t id2 = 0;
+  tcs_call_with_rbp((void *)fake, id_into, &id2);
+  CHECK(id2 && id2 != first);
+#endif
+  /* other threads: their own caches, the same ids for the same stacks */
+  cucap_rec_shutdown();
+  CHECK(cucap_rec_stack_id() == 0);
+  unlink(path);
+  rmdir(dir);
+  unsetenv("CUCAP_OUTPUT");
+  unsetenv("CUCAP_OPTIONS");
+}
+
 int main(void) {
   test_symbolize();
 #if defined(__x86_64__)
@@ -186,5 +302,6 @@ int main(void) {
   }
   CHECK(cucap_callstack_walk(CUCAP_REC_STACK_OFF, NULL, 0) == 0);
   CHECK(cucap_rec_stack_id() == 0); /* not recording */
+  test_stack_ids();
   return tu_finish("test_callstack", checks);
 }
