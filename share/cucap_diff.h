@@ -50,6 +50,8 @@ typedef struct cucap_diff_report {
   uint64_t launches_a, launches_b, launches_matched, launches_differ, launches_unmatched;
   uint64_t copies_compared, copies_differ;
   uint64_t regions_compared, regions_differ;
+  uint64_t host_words;           /* argument words that differ only as host addresses */
+  uint64_t host_launches;        /* launches (otherwise equal) holding them */
   uint64_t kernels_profiled;
   char error[256];
 } cucap_diff_report;

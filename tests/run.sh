@@ -59,6 +59,17 @@ for f in "$BUILD"/fuzz/tests/fuzz/fuzz_*; do
     LD_LIBRARY_PATH="$BUILD/rel/tests/mock" "$BUILD/rel/tools/cucap" record -o "$corpus/train.fb" \
       --snapshot=launch:1 -- "$BUILD/rel/tests/apps/drv_train" 2 >/dev/null 2>&1 || true
   fi
+  # a multi-architecture image (trim/extract reduce it), and two runs of it
+  # whose host and device addresses differ, as one diff pair (fuzz_share.c)
+  if [ "$name" = fuzz_share ] && [ -x "$BUILD/rel/tests/apps/drv_share" ]; then
+    LD_LIBRARY_PATH="$BUILD/rel/tests/mock" "$BUILD/rel/tools/cucap" record -o "$corpus/share.fb" \
+      --snapshot=launch:0 -- "$BUILD/rel/tests/apps/drv_share" 2 >/dev/null 2>&1 || true
+    LD_LIBRARY_PATH="$BUILD/rel/tests/mock" DRV_SHARE_SHIFT=1 CUCAP_MOCK_ADDR_BASE=0x7c0000000000 \
+      "$BUILD/rel/tools/cucap" record -o "$corpus/share2.fb" -- "$BUILD/rel/tests/apps/drv_share" 2 \
+      >/dev/null 2>&1 || true
+    { cat "$corpus/share.fb"; printf '\n--cucap-diff-b--\n'; cat "$corpus/share2.fb"; } \
+      >"$corpus/pair.fb" 2>/dev/null && rm -f "$corpus/share2.fb"
+  fi
   echo "-- $name"
   "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -3
   nfuzz=$((nfuzz + 1))
