@@ -114,10 +114,16 @@ static int hk_of(uint8_t kind) {
 }
 
 /* Host addresses: below 4 GiB a value is a value (floats with a zero upper
- * half, counts), never an address. Stale halves only count from 2^44 up
+ * half, counts, sizes), except in the brk heap, which a program that is not
+ * position-independent (the usual python3) has there and which moves by
+ * whole pages from run to run. Stale halves only count from 2^44 up
  * (x86-64 mappings of PIE programs, libraries, stacks: 0x55.., 0x7f..). */
 #define HOST_MIN ((uint64_t)1 << 32)
 #define HALF_MIN 0x1000u
+
+static int host_ok(uint64_t v, const dm_space *r) {
+  return r && (v >= HOST_MIN || r->kind == CUCAP_FB_ADDRESSKIND_HEAP);
+}
 
 /* Two differing words va (in A) and vb (in B) at the same place: -1 when
  * they are not host addresses of the same kind of region (a difference),
@@ -125,8 +131,9 @@ static int hk_of(uint8_t kind) {
  * offsets inside their regions agree. */
 static int host_rule(const dd *d, uint64_t va, uint64_t vb, int *same) {
   *same = 0;
-  const dm_space *ra = va >= HOST_MIN ? dm_space_at(&d->a, va) : NULL;
-  const dm_space *rb = vb >= HOST_MIN ? dm_space_at(&d->b, vb) : NULL;
+  const dm_space *ra = dm_space_at(&d->a, va), *rb = dm_space_at(&d->b, vb);
+  if (!host_ok(va, ra) || !host_ok(vb, rb))
+    ra = rb = NULL;
   /* Same kind (and file) in both runs. Mappings move by whole pages from
    * run to run (ASLR, or other mappings before them), so the address of the
    * same object keeps its offset in the page; a 4-byte value next to a

@@ -262,8 +262,10 @@ static int on_module_map(dm_model *m, const cucap_fb_module_map *mm) {
       continue;
     uint8_t k = cucap_fb_address_range_kind(r);
     const char *path = cucap_fb_address_range_path(r);
+    /* files by name; device memory is device memory whichever node maps it */
+    uint64_t name = path && k == CUCAP_FB_ADDRESSKIND_FILE ? basename_hash(path) : 0;
     if (!space_add(m, cucap_fb_address_range_start_get(r), cucap_fb_address_range_end_get(r), k,
-                   path ? basename_hash(path) : 0, map))
+                   name, map))
       return 0;
   }
   return 1;
