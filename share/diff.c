@@ -113,34 +113,28 @@ static int hk_of(uint8_t kind) {
   }
 }
 
-/* Host addresses: below 4 GiB a value is a value (floats with a zero upper
- * half, counts, sizes), except in the brk heap, which a program that is not
- * position-independent (the usual python3) has there and which moves by
- * whole pages from run to run. Stale halves only count from 2^44 up
- * (x86-64 mappings of PIE programs, libraries, stacks: 0x55.., 0x7f..). */
+/* Host addresses. Below 4 GiB a word is a value (a float with a zero upper
+ * half, a count, a size), except an 8-aligned word in the brk heap, which a
+ * program that is not position-independent (the usual python3) has there
+ * and whose stale pointers fill struct padding (a float of 0.05 is not
+ * 8-aligned; 0.5 is: the limit of this rule). Stale upper halves only count
+ * from 2^44 up (x86-64 mappings of PIE programs, libraries, stacks: 0x55..,
+ * 0x7f..). */
 #define HOST_MIN ((uint64_t)1 << 32)
 #define HALF_MIN 0x1000u
 
 static int host_ok(uint64_t v, const dm_space *r) {
-  return r && (v >= HOST_MIN || r->kind == CUCAP_FB_ADDRESSKIND_HEAP);
+  return r && (v >= HOST_MIN || (r->kind == CUCAP_FB_ADDRESSKIND_HEAP && v % 8 == 0));
 }
 
 /* Two differing words va (in A) and vb (in B) at the same place: -1 when
  * they are not host addresses of the same kind of region (a difference),
  * else the class (HK_*) they are counted under; *same is set when their
- * offsets inside their regions agree. */
+ * offsets inside their regions agree (the same place in both runs). */
 static int host_rule(const dd *d, uint64_t va, uint64_t vb, int *same) {
   *same = 0;
   const dm_space *ra = dm_space_at(&d->a, va), *rb = dm_space_at(&d->b, vb);
-  if (!host_ok(va, ra) || !host_ok(vb, rb))
-    ra = rb = NULL;
-  /* Same kind (and file) in both runs. Mappings move by whole pages from
-   * run to run (ASLR, or other mappings before them), so the address of the
-   * same object keeps its offset in the page; a 4-byte value next to a
-   * stale upper half does not, mostly. The main stack also moves inside its
-   * page (16-byte steps): no such test there. */
-  if (ra && rb && ra->kind == rb->kind && ra->name == rb->name &&
-      (ra->kind == CUCAP_FB_ADDRESSKIND_STACK || (va & 0xfff) == (vb & 0xfff))) {
+  if (host_ok(va, ra) && host_ok(vb, rb) && ra->kind == rb->kind && ra->name == rb->name) {
     /* the stack grows down: offsets from its top */
     uint64_t oa = ra->kind == CUCAP_FB_ADDRESSKIND_STACK ? ra->end - va : va - ra->start;
     uint64_t ob = rb->kind == CUCAP_FB_ADDRESSKIND_STACK ? rb->end - vb : vb - rb->start;

@@ -10,7 +10,8 @@
 struct share_params {
   float *x;            // 0   updated
   const float *y;      // 8   read
-  int n;               // 16  (20..23 padding)
+  int n;               // 16  (20..23 padding: the program leaves a stale
+                       //     pointer half there)
   const float *host;   // 24  a host stack address (like a cuBLAS scalar in
                        //     host pointer mode): never read here
   float beta;          // 32  (36..39 padding)

@@ -1,6 +1,6 @@
 /* drv_share: a kernel with one struct parameter (device pointers, a host
- * stack address, an address in the program image, a heap address, stale
- * upper halves of a heap pointer in its padding), loaded with
+ * stack address, an address in the program image, a heap address, the
+ * stale upper half of a heap pointer in its padding), loaded with
  * cuLibraryLoadData from a fatbin with SASS for sm_75/80/90 and PTX for
  * compute_80/90 (drv_kernels_share.cu). For `cucap trim`/`extract` (the
  * image is reduced to the recorded GPU's code and must still load) and
@@ -64,8 +64,10 @@ static void run(CUfunction f, int steps, const void *scratch) {
   float s = getf("DRV_SHARE_SCALE", 0.5f);
   uint32_t stale = (uint32_t)((uintptr_t)scratch >> 32); /* what padding often holds */
   for (int step = 0; step < steps; step++) {
+    /* the padding after beta stays 0: a changed beta must be named (next to
+     * a stale upper half it could read as a host address, cucap_diff.h) */
     share_params p = {x + (CUdeviceptr)(step % 2) * 64 * sizeof(float), y, N - 64, stale,
-                      &host_scalar, getf("DRV_SHARE_BETA", 0.25f), stale, k_tag, scratch};
+                      &host_scalar, getf("DRV_SHARE_BETA", 0.25f), 0, k_tag, scratch};
     void *args[] = {&p, &s};
     CK(cuLaunchKernel(f, (N - 64 + T - 1) / T, 1, 1, T, 1, 1, 0, NULL, args, NULL));
     CK(cuMemcpyDtoH(h, x, N * sizeof(float)));
