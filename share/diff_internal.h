@@ -82,6 +82,7 @@ typedef struct dm_model {
   sh_vec space;                /* dm_space: every ModuleMap's address ranges
                                   (and allocations ever made), by start */
   uint32_t nmaps;
+  size_t *slice;               /* [k, k+1): the ranges of map k (0: allocations) */
   sh_map stacks;               /* stack id -> site hash */
   sh_vec objects;              /* dm_object: latest ModuleMap */
   sh_map snap_count;           /* (reason, launch) -> snapshots so far */

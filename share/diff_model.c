@@ -56,6 +56,8 @@ void dm_free(dm_model *m) {
     sh_map_free(ms[i]);
   free(m->strings);
   m->strings = NULL;
+  free(m->slice);
+  m->slice = NULL;
 }
 
 static dm_thread *thread_for(dm_model *m, uint32_t tid, uint32_t *ord) {
@@ -142,26 +144,39 @@ static void alloc_remove(dm_model *m, uint64_t ordinal) {
 
 static int space_cmp(const void *p, const void *q) {
   const dm_space *x = p, *y = q;
-  if (x->start != y->start)
-    return x->start < y->start ? -1 : 1;
-  return x->map < y->map ? -1 : x->map > y->map;
+  if (x->map != y->map)
+    return x->map < y->map ? -1 : 1;
+  return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static void space_finish(dm_model *m) {
+/* Sorts the ranges by (map, start): one slice per ModuleMap (its ranges do
+ * not overlap) and slice 0 for allocations (which may, after reuse), each
+ * with its running largest end. */
+static int space_finish(dm_model *m) {
   dm_space *r = m->space.data;
-  qsort(r, m->space.n, sizeof *r, space_cmp);
+  if (m->space.n)
+    qsort(r, m->space.n, sizeof *r, space_cmp);
+  m->slice = calloc((size_t)m->nmaps + 2, sizeof *m->slice);
+  if (!m->slice)
+    return 0;
   uint64_t mx = 0;
   for (size_t i = 0; i < m->space.n; i++) {
+    if (i == 0 || r[i].map != r[i - 1].map)
+      mx = 0;
     if (r[i].end > mx)
       mx = r[i].end;
     r[i].maxend = mx;
+    m->slice[r[i].map + 1] = i + 1; /* end of slice map */
   }
+  for (uint32_t k = 1; k <= m->nmaps + 1; k++) /* empty slices */
+    if (m->slice[k] < m->slice[k - 1])
+      m->slice[k] = m->slice[k - 1];
+  return 1;
 }
 
-/* Last range starting at or below v, or SIZE_MAX. */
-static size_t space_floor(const dm_model *m, uint64_t v) {
-  size_t lo = 0, hi = m->space.n;
-  const dm_space *r = m->space.data;
+/* Last range of slice [b, e) starting at or below v, or SIZE_MAX. */
+static size_t space_floor(const dm_space *r, size_t b, size_t e, uint64_t v) {
+  size_t lo = b, hi = e;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (r[mid].start <= v)
@@ -169,24 +184,35 @@ static size_t space_floor(const dm_model *m, uint64_t v) {
     else
       hi = mid;
   }
-  return lo ? lo - 1 : SIZE_MAX;
+  return lo > b ? lo - 1 : SIZE_MAX;
 }
 
 const dm_space *dm_space_at(const dm_model *m, uint64_t v) {
-  const dm_space *r = m->space.data, *best = NULL;
-  for (size_t i = space_floor(m, v); i != SIZE_MAX && r[i].maxend > v; i--) {
-    if (v < r[i].end && (!best || r[i].map > best->map))
-      best = &r[i];
-    if (i == 0)
-      break;
+  const dm_space *r = m->space.data;
+  if (!m->slice)
+    return NULL;
+  for (uint32_t mp = m->nmaps + 1; mp-- > 0;) { /* the latest map first */
+    size_t b = m->slice[mp], e = m->slice[mp + 1];
+    for (size_t i = space_floor(r, b, e, v); i != SIZE_MAX && r[i].maxend > v; i--) {
+      if (v < r[i].end)
+        return &r[i];
+      if (i == b)
+        break;
+    }
   }
-  return best;
+  return NULL;
 }
 
 int dm_space_overlaps(const dm_model *m, uint64_t lo, uint64_t hi) {
   const dm_space *r = m->space.data;
-  size_t i = hi ? space_floor(m, hi - 1) : SIZE_MAX;
-  return i != SIZE_MAX && r[i].maxend > lo;
+  if (!m->slice || !hi)
+    return 0;
+  for (uint32_t mp = 0; mp <= m->nmaps; mp++) {
+    size_t i = space_floor(r, m->slice[mp], m->slice[mp + 1], hi - 1);
+    if (i != SIZE_MAX && r[i].maxend > lo)
+      return 1;
+  }
+  return 0;
 }
 
 int dm_word_in_param(const dm_layout *lay, uint32_t n, uint32_t o) {
@@ -564,6 +590,7 @@ cucap_status dm_build(dm_model *m, cucap_reader *r, const cucap_diff_options *o)
     cucap_reader_recovery_get(r, &rv2);
     st = rv2.complete ? CUCAP_OK : CUCAP_ERR_TRUNCATED;
   }
-  space_finish(m);
+  if (st == CUCAP_OK && !space_finish(m))
+    st = CUCAP_ERR_NOMEM;
   return st;
 }
