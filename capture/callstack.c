@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include "cucap_addrspace.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "cucap_rec_stats.h"
@@ -463,6 +464,8 @@ static void loader_counts(unsigned long long v[2]) {
   dl_iterate_phdr(loader_counts_cb, v);
 }
 
+static void final_map(void);
+
 /* g_mu held */
 static cucap_status emit_map_locked(void) {
   unsigned long long counts[2];
@@ -474,15 +477,19 @@ static cucap_status emit_map_locked(void) {
   cucap_status st = CUCAP_ERR_NOMEM;
   if (!s.failed) {
     cucap_fb_ref v = cucap_fbb_vector_refs(b, s.refs, s.n);
+    cucap_fb_ref ranges = cucap_addrspace_build(b); /* 0: unreadable, left out */
     cucap_fb_module_map_start(b);
     cucap_fb_module_map_add_objects(b, v);
+    if (ranges)
+      cucap_fb_module_map_add_ranges(b, ranges);
     cucap_fb_ref mm = cucap_fb_module_map_end(b);
     st = cucap_rec_emit(b, CUCAP_FB_BODY_MODULEMAP, mm, 0);
     free(g_objs);
     g_objs = s.ranges;
     g_nobjs = s.n;
     s.ranges = NULL;
-    atomic_store(&g_map_emitted, 1);
+    if (!atomic_exchange(&g_map_emitted, 1))
+      cucap_rec_at_exit(final_map); /* the address space at the end, too */
     g_map_adds = counts[0];
     g_map_subs = counts[1];
   }
@@ -504,6 +511,15 @@ static cucap_status emit_map_timed_locked(void) {
   cucap_status st = emit_map_locked();
   cucap_rec_stats_add(CUCAP_STATS_MODMAP_SCAN, cucap_rec_stats_clock() - t0);
   return st;
+}
+
+/* At exit: one more map, so that memory mapped after the last scan (the
+ * driver's device ranges, arenas of a long run) is in the capture's address
+ * space (format 1.4 ranges; `cucap diff`). Stacks are all emitted by then:
+ * no Callstack is symbolized with it. */
+static void final_map(void) {
+  if (cucap_callstack_emit_module_map() != CUCAP_OK)
+    CUCAP_DEBUG("callstack: final module map not recorded");
 }
 
 cucap_status cucap_callstack_emit_module_map(void) {

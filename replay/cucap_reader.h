@@ -120,6 +120,11 @@ cucap_status cucap_reader_chunk_get(const cucap_reader *r, size_t i,
 size_t cucap_reader_blob_count(const cucap_reader *r);
 cucap_status cucap_reader_blob_get(const cucap_reader *r, size_t i,
                                    cucap_hash128 *hash, uint64_t *size);
+/* Where blob i is stored: the chunk of its first piece (an index for
+ * cucap_reader_chunk_get) and its number of pieces (one per blob chunk,
+ * in file order from there). */
+cucap_status cucap_reader_blob_place(const cucap_reader *r, size_t i,
+                                     uint32_t *chunk, uint32_t *pieces);
 
 #ifdef __cplusplus
 }

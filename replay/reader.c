@@ -1568,3 +1568,14 @@ cucap_status cucap_reader_blob_get(const cucap_reader *r, size_t i,
     *size = r->blobs[i].size;
   return CUCAP_OK;
 }
+
+cucap_status cucap_reader_blob_place(const cucap_reader *r, size_t i,
+                                     uint32_t *chunk, uint32_t *pieces) {
+  CUCAP_RETURN_IF(!r, CUCAP_ERR_INVALID_ARG);
+  CUCAP_RETURN_IF(i >= r->nblobs, CUCAP_ERR_NOT_FOUND);
+  if (chunk)
+    *chunk = r->blobs[i].chunk;
+  if (pieces)
+    *pieces = r->blobs[i].pieces;
+  return CUCAP_OK;
+}

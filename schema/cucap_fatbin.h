@@ -106,6 +106,30 @@ cucap_status cucap_fatbin_foreach(const void *fatbin, size_t size,
 cucap_status cucap_fatbin_entry_data(const cucap_fatbin_entry *e, void **out,
                                      size_t *out_size);
 
+/* ---- keeping only the code some devices need ---------------------------- */
+
+typedef struct cucap_fatbin_select_stats {
+  size_t entries, kept;          /* entries in the input / in the output */
+  size_t elf_kept, ptx_kept;     /* of those kept: ELF, PTX */
+} cucap_fatbin_select_stats;
+
+/* A copy of a fatbin of `size` bytes holding only what devices of compute
+ * capabilities sms[0..nsms) (e.g. 90) can load: for each sm, every ELF
+ * entry of the highest SASS arch that runs there (same major, minor <= the
+ * device's: what the driver picks), and every PTX entry of the highest
+ * virtual arch <= sm (what the driver JITs when no SASS fits, and what lets
+ * a newer GPU run the image). Entries of other kinds are kept. Entries are
+ * copied byte for byte (headers and compressed payloads unchanged); the
+ * header's size is rewritten; every kept entry keeps its offset modulo 8.
+ * *out is malloc'ed (caller frees), *out_size its size. *out is NULL with
+ * CUCAP_OK when nothing would be dropped, when some sm would be left with
+ * no code (the image is better kept whole), or when an entry's alignment
+ * could not be kept. CUCAP_ERR_CORRUPT/TRUNCATED/UNSUPPORTED for a damaged
+ * or non-fatbin input (nothing allocated). stats may be NULL. */
+cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned *sms,
+                                 size_t nsms, void **out, size_t *out_size,
+                                 cucap_fatbin_select_stats *stats);
+
 /* LZ4 block (no frame) decoder: decodes src into exactly dst_size bytes.
  * CUCAP_ERR_DECOMPRESS on malformed input or size mismatch. */
 cucap_status cucap_lz4_block_decode(const uint8_t *src, size_t src_size,

@@ -354,6 +354,120 @@ cucap_status cucap_fatbin_foreach(const void *fatbin, size_t size,
   return CUCAP_OK;
 }
 
+/* One entry's place in the fatbin (cucap_fatbin_select). */
+typedef struct sel_ent {
+  uint64_t off, len; /* header + payload */
+  unsigned kind, arch;
+  int keep;
+} sel_ent;
+
+static int sass_ok(unsigned have, unsigned want);
+
+cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned *sms,
+                                 size_t nsms, void **out, size_t *out_size,
+                                 cucap_fatbin_select_stats *stats) {
+  CUCAP_RETURN_IF(!fatbin || !out || !out_size || (nsms && !sms), CUCAP_ERR_INVALID_ARG);
+  *out = NULL;
+  *out_size = 0;
+  if (stats)
+    memset(stats, 0, sizeof *stats);
+  CUCAP_RETURN_IF(size < 16, CUCAP_ERR_TRUNCATED);
+  const uint8_t *p = fatbin;
+  CUCAP_RETURN_IF(rd32(p) != CUCAP_FATBIN_MAGIC, CUCAP_ERR_UNSUPPORTED);
+  uint64_t hs = rd16(p + 6), fs = rd64(p + 8);
+  CUCAP_RETURN_IF(hs < 16, CUCAP_ERR_CORRUPT);
+  CUCAP_RETURN_IF(!fits(hs, fs, size), CUCAP_ERR_TRUNCATED);
+  /* the entries (each at least a minimal header) */
+  size_t cap = (size_t)(fs / FATBIN_ENTRY_MIN_HEADER) + 1, n = 0;
+  sel_ent *e = malloc(cap * sizeof *e);
+  CUCAP_RETURN_IF(!e, CUCAP_ERR_NOMEM);
+  uint64_t off = hs, end = hs + fs;
+  while (off < end) {
+    if (end - off < FATBIN_ENTRY_MIN_HEADER || n == cap) {
+      free(e);
+      return CUCAP_ERR_CORRUPT;
+    }
+    const uint8_t *h = p + off;
+    uint64_t ehs = rd32(h + 4), psz = rd64(h + 8);
+    if (ehs < FATBIN_ENTRY_MIN_HEADER || !fits(ehs, psz, end - off)) {
+      free(e);
+      return CUCAP_ERR_CORRUPT;
+    }
+    e[n] = (sel_ent){off, ehs + psz, rd16(h), rd32(h + 28), 0};
+    n++;
+    off += ehs + psz;
+  }
+  /* per device: the best SASS arch and the best PTX arch */
+  int covered_all = 1;
+  for (size_t d = 0; d < nsms; d++) {
+    unsigned best_elf = 0, best_ptx = 0;
+    int have_elf = 0, have_ptx = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (e[i].kind == CUCAP_FATBIN_ENTRY_ELF && sass_ok(e[i].arch, sms[d]) &&
+          (!have_elf || e[i].arch > best_elf)) {
+        best_elf = e[i].arch;
+        have_elf = 1;
+      } else if (e[i].kind == CUCAP_FATBIN_ENTRY_PTX && e[i].arch <= sms[d] &&
+                 (!have_ptx || e[i].arch > best_ptx)) {
+        best_ptx = e[i].arch;
+        have_ptx = 1;
+      }
+    }
+    if (!have_elf && !have_ptx)
+      covered_all = 0;
+    for (size_t i = 0; i < n; i++)
+      if ((have_elf && e[i].kind == CUCAP_FATBIN_ENTRY_ELF && e[i].arch == best_elf) ||
+          (have_ptx && e[i].kind == CUCAP_FATBIN_ENTRY_PTX && e[i].arch == best_ptx))
+        e[i].keep = 1;
+  }
+  size_t kept = 0;
+  uint64_t new_fs = 0;
+  int aligned = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (e[i].kind != CUCAP_FATBIN_ENTRY_ELF && e[i].kind != CUCAP_FATBIN_ENTRY_PTX)
+      e[i].keep = 1; /* a kind this parser does not judge */
+    if (!e[i].keep)
+      continue;
+    if ((hs + new_fs) % 8 != e[i].off % 8)
+      aligned = 0;
+    kept++;
+    new_fs += e[i].len;
+  }
+  int whole = kept == n || !nsms || !covered_all || !aligned;
+  if (stats) {
+    stats->entries = n;
+    for (size_t i = 0; i < n; i++) {
+      if (!whole && !e[i].keep)
+        continue;
+      stats->kept++;
+      stats->elf_kept += e[i].kind == CUCAP_FATBIN_ENTRY_ELF;
+      stats->ptx_kept += e[i].kind == CUCAP_FATBIN_ENTRY_PTX;
+    }
+  }
+  if (whole) {
+    free(e);
+    return CUCAP_OK; /* keep the image whole */
+  }
+  uint8_t *o = malloc((size_t)(hs + new_fs));
+  if (!o) {
+    free(e);
+    return CUCAP_ERR_NOMEM;
+  }
+  memcpy(o, p, (size_t)hs);
+  memcpy(o + 8, &new_fs, 8);
+  uint64_t w = hs;
+  for (size_t i = 0; i < n; i++) {
+    if (!e[i].keep)
+      continue;
+    memcpy(o + w, p + e[i].off, (size_t)e[i].len);
+    w += e[i].len;
+  }
+  free(e);
+  *out = o;
+  *out_size = (size_t)w;
+  return CUCAP_OK;
+}
+
 cucap_status cucap_lz4_block_decode(const uint8_t *src, size_t src_size,
                                     uint8_t *dst, size_t dst_size) {
   size_t ip = 0, op = 0;

@@ -47,6 +47,11 @@ typedef struct cucap_derive_options {
   int minimal;             /* extract: only the allocations that pointer
                               parameters of the launch point into */
   int level;               /* zstd level of the output (0: default) */
+  int keep_all_archs;      /* module images copied whole; by default a
+                              fatbin keeps only the SASS the recorded
+                              devices run and the PTX of the highest
+                              virtual architecture <= theirs (for newer
+                              GPUs to JIT); see derive_image.c */
 } cucap_derive_options;
 
 void cucap_derive_options_init(cucap_derive_options *o);
@@ -61,6 +66,9 @@ typedef struct cucap_derive_report {
   uint64_t regions, region_bytes; /* device regions uploaded */
   uint64_t launches, launch_first, launch_last; /* launches kept */
   uint64_t modules_live, modules_kept;
+  uint64_t images, images_reduced;     /* module images written / of those, reduced */
+  uint64_t image_bytes_in, image_bytes_out; /* their sizes in the source / the output */
+  char archs[64];              /* what was kept, e.g. "sm_90 + PTX <= compute_90" */
   uint64_t out_bytes;          /* size of the file written */
   /* extract */
   uint64_t launch_index;

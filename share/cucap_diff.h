@@ -10,9 +10,14 @@
  *   * launches: aligned by kernel name and host callstack (object + offset
  *     of each frame, stable across runs of the same binaries), the k-th of
  *     each in A with the k-th in B; grid, block, shared memory and the
- *     argument block are compared, 8-byte parameters that point into a
- *     device allocation as (allocation ordinal, offset) instead of raw
- *     addresses; unmatched launches are listed;
+ *     argument block are compared: every 8-aligned word inside a parameter
+ *     that points into a live device or pinned host allocation or a module
+ *     global as (ordinal by creation order / global name, offset), host
+ *     addresses of the same kind of region in both (stack, heap, anonymous
+ *     memory, a file, driver-mapped device memory; from the ModuleMaps'
+ *     address ranges) and stale pointer halves in padding counted apart
+ *     (host_words), everything else byte for byte (docs/design.md, "Diff");
+ *     unmatched launches are listed;
  *   * memory at verify points: the k-th DtoH copy of each thread (size and
  *     payload, with the first differing offset) and snapshot regions
  *     (aligned by reason, launch and allocation ordinal);
@@ -50,6 +55,8 @@ typedef struct cucap_diff_report {
   uint64_t launches_a, launches_b, launches_matched, launches_differ, launches_unmatched;
   uint64_t copies_compared, copies_differ;
   uint64_t regions_compared, regions_differ;
+  uint64_t host_words;           /* argument words that differ only as host addresses */
+  uint64_t host_launches;        /* launches (otherwise equal) holding them */
   uint64_t kernels_profiled;
   char error[256];
 } cucap_diff_report;

@@ -21,6 +21,7 @@
 enum { DV_DROP = 0, DV_STATE = 1, DV_RANGE = 2 };
 
 #define DV_NONE UINT64_MAX
+#define DV_MAX_DEVICES 16
 
 /* Regions read by a replay are split so that one fits in host memory. */
 #define DV_REGION_CHUNK ((uint64_t)64 << 20)
@@ -57,6 +58,7 @@ typedef struct dv_plan {
   sh_vec allocs;            /* dv_alloc (all ever made; live flag) */
   sh_map a_plain, a_vmap, a_vres, a_vcreate, a_pool, a_array, a_access;
   sh_map ctx_create, ctx_primary, mod, fn, fn_mod, stream, event, gexec;
+  sh_map fn_alias;          /* KernelFunction records whose handle is their CUkernel's */
   sh_vec globals;           /* dv_global */
   sh_vec global_writes;     /* dv_gwrite: uploads/memsets into live globals */
   sh_vec graph_fns;         /* dv_gfn: functions of instantiated graphs */
@@ -77,7 +79,46 @@ typedef struct dv_plan {
   sh_vec region_ctx;        /* uint64_t context per region */
   /* counts for the report */
   uint64_t modules_live, modules_kept;
+  /* module images (derive_image.c) */
+  unsigned sms[DV_MAX_DEVICES];  /* compute capabilities of the recorded devices */
+  size_t nsms;
+  int keep_all_archs;       /* images copied whole */
+  sh_vec images;            /* dv_image: every image a kept Module names */
+  /* host callstacks (dv_mark_stacks) */
+  sh_map stack_rec;         /* Callstack id -> record + 1, before the cut */
+  sh_map stack_map;         /* Callstack record -> the ModuleMap record + 1 current there */
+  uint64_t last_map;        /* latest ModuleMap record + 1 before the cut */
 } dv_plan;
+
+/* A module image of the source and what the derived capture stores for it. */
+typedef struct dv_image {
+  cucap_hash128 src, dst;   /* dst == src when copied whole */
+  uint64_t src_size, dst_size;
+  size_t entries, kept;     /* fatbin entries (0: not a fatbin or not selected) */
+  int reduce;               /* for Module Load records (a selection was tried) */
+} dv_image;
+
+/* The recorded devices' compute capabilities: from the header (setup) and
+ * from Devices records (format 1.1; dv_scan_state adds them). */
+void dv_images_setup(dv_plan *p, int keep_all_archs);
+void dv_images_add_devices(dv_plan *p, const cucap_fb_devices *d);
+/* Fills rep's image counts and arch description. */
+void dv_images_report(const dv_plan *p, cucap_derive_report *rep);
+
+/* Stores the image of a Module Load record into w: for a fatbin the entries
+ * the recorded devices need (cucap_fatbin_select) as a new blob, otherwise
+ * the source blob. Once per image. */
+cucap_status dv_image_copy(dv_plan *p, cucap_writer *w, const cucap_fb_module *m);
+
+/* Appends a kept record; a Module record whose image was reduced is
+ * appended with the new blob's hash and size. */
+cucap_status dv_append(dv_plan *p, cucap_writer *w, const void *buf, size_t size,
+                       const cucap_fb_record *rec);
+
+/* Marks (DV_STATE) the Callstack records before the cut that kept records
+ * name, and the ModuleMap current at each (the one a reader symbolizes the
+ * stack with), or the latest one before the cut. One pass over [0, last]. */
+cucap_status dv_mark_stacks(dv_plan *p);
 
 void dv_plan_init(dv_plan *p, cucap_reader *r);
 void dv_plan_free(dv_plan *p);

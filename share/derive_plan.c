@@ -22,18 +22,19 @@ void dv_plan_init(dv_plan *p, cucap_reader *r) {
   sh_vec_init(&p->always, sizeof(uint64_t));
   sh_vec_init(&p->regions, sizeof(cucap_state_region));
   sh_vec_init(&p->region_ctx, sizeof(uint64_t));
+  sh_vec_init(&p->images, sizeof(dv_image));
 }
 
 void dv_plan_free(dv_plan *p) {
   free(p->keep);
   sh_map *maps[] = {&p->a_plain, &p->a_vmap, &p->a_vres, &p->a_vcreate, &p->a_pool,
                     &p->a_array, &p->a_access, &p->ctx_create, &p->ctx_primary, &p->mod,
-                    &p->fn, &p->fn_mod, &p->stream, &p->event, &p->gexec, &p->use_fn,
-                    &p->use_mod, &p->use_stream, &p->use_ctx};
+                    &p->fn, &p->fn_mod, &p->fn_alias, &p->stream, &p->event, &p->gexec, &p->use_fn,
+                    &p->use_mod, &p->use_stream, &p->use_ctx, &p->stack_rec, &p->stack_map};
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
     sh_map_free(maps[i]);
   sh_vec *vecs[] = {&p->allocs, &p->globals, &p->global_writes, &p->graph_fns, &p->always,
-                    &p->regions, &p->region_ctx};
+                    &p->regions, &p->region_ctx, &p->images};
   for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
     sh_vec_free(vecs[i]);
   p->keep = NULL;
@@ -267,6 +268,9 @@ static int scan_one(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
   case CUCAP_FB_BODY_FUNCTION: {
     const cucap_fb_function *f = cucap_fb_record_body_as_function(rec);
     uint64_t h = cucap_fb_function_handle(f);
+    if (h == cucap_fb_function_module(f)) /* a CUfunction equal to its CUkernel (the
+                                             mock): the kernel's record stays */
+      return sh_map_put(&p->fn_alias, h, i + 1);
     return sh_map_put(&p->fn, h, i + 1) &&
            sh_map_put(&p->fn_mod, h, cucap_fb_function_module(f));
   }
@@ -322,10 +326,18 @@ static int scan_one(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
   }
   case CUCAP_FB_BODY_GRAPH:
     return scan_graph(p, rec, i);
+  case CUCAP_FB_BODY_MODULEMAP: /* kept by dv_mark_stacks when a kept stack needs it */
+    p->last_map = i + 1;
+    return 1;
+  case CUCAP_FB_BODY_CALLSTACK: /* kept by dv_mark_stacks when a kept record names it */
+    return sh_map_put(&p->stack_rec,
+                      (uint64_t)cucap_fb_callstack_id(cucap_fb_record_body_as_callstack(rec)) + 1,
+                      i + 1) &&
+           (!p->last_map || sh_map_put(&p->stack_map, i + 1, p->last_map));
   case CUCAP_FB_BODY_DEVICES:
-  case CUCAP_FB_BODY_MODULEMAP:
-  case CUCAP_FB_BODY_CALLSTACK:
   case CUCAP_FB_BODY_NVTX:
+    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_DEVICES)
+      dv_images_add_devices(p, cucap_fb_record_body_as_devices(rec));
     if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NVTX) {
       /* domain and thread names only: ranges before the cut are not kept */
       int op = cucap_fb_nvtx_op(cucap_fb_record_body_as_nvtx(rec));
@@ -499,14 +511,16 @@ void dv_mark_state(dv_plan *p) {
   for (size_t i = 0; i < p->use_fn.cap; i++) {
     if (!p->use_fn.keys || !p->use_fn.keys[i])
       continue;
-    uint64_t f = p->use_fn.keys[i], rec1, m;
+    uint64_t f = p->use_fn.keys[i], rec1, m, krec1;
     if (!sh_map_get(&p->fn, f, &rec1))
       continue; /* made inside the range, or a handle that is no function */
     mark(p, rec1);
+    if (sh_map_get(&p->fn_alias, f, &krec1))
+      mark(p, krec1);
     if (!sh_map_get(&p->fn_mod, f, &m))
       continue;
-    uint64_t krec1, km;
-    if (sh_map_get(&p->fn, m, &krec1)) { /* f is a CUfunction of a CUkernel */
+    uint64_t km;
+    if (m != f && sh_map_get(&p->fn, m, &krec1)) { /* f is a CUfunction of a CUkernel */
       mark(p, krec1);
       if (sh_map_get(&p->fn_mod, m, &km))
         m = km;
@@ -655,4 +669,39 @@ uint64_t dv_state_count(const dv_plan *p) {
   for (uint64_t i = 0; i < p->nrecords && i < p->cut; i++)
     n += p->keep[i] == DV_STATE;
   return n;
+}
+
+/* ---------------------------------------------------------------- stacks */
+
+cucap_status dv_mark_stacks(dv_plan *p) {
+  sh_map used = {0};
+  CUCAP_FORWARD(cucap_reader_rewind(p->r));
+  const cucap_fb_record *rec;
+  const void *buf;
+  size_t size;
+  cucap_status st = CUCAP_OK;
+  for (uint64_t i = 0; i < p->nrecords && i <= p->last; i++) {
+    if ((st = dv_next(p, &rec, &buf, &size)) != CUCAP_OK) {
+      if (st == CUCAP_END)
+        st = CUCAP_ERR_TRUNCATED;
+      break;
+    }
+    uint32_t id = cucap_fb_record_stack(rec);
+    if (p->keep[i] != DV_DROP && id && !sh_map_put(&used, (uint64_t)id + 1, 1)) {
+      st = CUCAP_ERR_NOMEM;
+      break;
+    }
+  }
+  for (size_t k = 0; st == CUCAP_OK && k < used.cap; k++) {
+    uint64_t rec1, map1;
+    if (!used.keys || !used.keys[k] || !sh_map_get(&p->stack_rec, used.keys[k], &rec1))
+      continue; /* defined inside the kept range */
+    mark(p, rec1);
+    if (sh_map_get(&p->stack_map, rec1, &map1))
+      mark(p, map1);
+  }
+  /* the map current at the cut: what stacks defined in the range use */
+  mark(p, p->last_map);
+  sh_map_free(&used);
+  return st;
 }

@@ -175,6 +175,8 @@ static void copy_one(void *u, cucap_hash128 h) {
 }
 
 cucap_status dv_copy_blobs(dv_plan *p, cucap_writer *w, const cucap_fb_record *rec) {
+  if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_MODULE) /* its image, maybe reduced */
+    return dv_image_copy(p, w, cucap_fb_record_body_as_module(rec));
   g_copy_state.p = p;
   g_copy_state.w = w;
   g_copy_state.st = CUCAP_OK;
@@ -300,7 +302,7 @@ cucap_status dv_write(dv_plan *p, cucap_writer *w, uint64_t *written) {
     if (p->keep[i] == DV_DROP)
       continue;
     if ((st = dv_copy_blobs(p, w, rec)) != CUCAP_OK ||
-        (st = cucap_writer_append(w, buf, size, NULL)) != CUCAP_OK)
+        (st = dv_append(p, w, buf, size, rec)) != CUCAP_OK)
       break;
     (*written)++;
   }

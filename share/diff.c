@@ -92,38 +92,139 @@ static void compare_calls(dd *d) {
 
 /* ---------------------------------------------------------------- launches */
 
-static int args_differ(const dm_model *ma, const dm_launch *x, const dm_launch *y, char *what,
-                       size_t n) {
+static const char *cls_name(uint32_t cls) {
+  return cls == DM_PINNED ? "pinned allocation #" : cls == DM_GLOBAL ? "global " : "allocation #";
+}
+
+/* Host address classes counted apart (diff report). */
+enum { HK_STACK, HK_HEAP, HK_ANON, HK_FILE, HK_DEVICE, HK_OTHER, HK_HALF, HK_N };
+static const char *const hk_names[HK_N] = {"stack",  "heap",         "anonymous memory",
+                                           "mapped files", "driver-placed device memory",
+                                           "other", "stale pointer halves"};
+
+static int hk_of(uint8_t kind) {
+  switch (kind) {
+  case CUCAP_FB_ADDRESSKIND_STACK: return HK_STACK;
+  case CUCAP_FB_ADDRESSKIND_HEAP: return HK_HEAP;
+  case CUCAP_FB_ADDRESSKIND_ANON: return HK_ANON;
+  case CUCAP_FB_ADDRESSKIND_FILE: return HK_FILE;
+  case CUCAP_FB_ADDRESSKIND_DEVICE: return HK_DEVICE;
+  default: return HK_OTHER;
+  }
+}
+
+/* Host addresses. Below 4 GiB a word is a value (a float with a zero upper
+ * half, a count, a size), except an 8-aligned word in the brk heap, which a
+ * program that is not position-independent (the usual python3) has there
+ * and whose stale pointers fill struct padding (a float of 0.05 is not
+ * 8-aligned; 0.5 is: the limit of this rule). Stale upper halves only count
+ * from 2^44 up (x86-64 mappings of PIE programs, libraries, stacks: 0x55..,
+ * 0x7f..). */
+#define HOST_MIN ((uint64_t)1 << 32)
+#define HALF_MIN 0x1000u
+
+static int host_ok(uint64_t v, const dm_space *r) {
+  return r && (v >= HOST_MIN || (r->kind == CUCAP_FB_ADDRESSKIND_HEAP && v % 8 == 0));
+}
+
+/* Two differing words va (in A) and vb (in B) at the same place: -1 when
+ * they are not host addresses of the same kind of region (a difference),
+ * else the class (HK_*) they are counted under; *same is set when their
+ * offsets inside their regions agree (the same place in both runs). */
+static int host_rule(const dd *d, uint64_t va, uint64_t vb, int *same) {
+  *same = 0;
+  const dm_space *ra = dm_space_at(&d->a, va), *rb = dm_space_at(&d->b, vb);
+  if (host_ok(va, ra) && host_ok(vb, rb) && ra->kind == rb->kind && ra->name == rb->name) {
+    /* the stack grows down: offsets from its top */
+    uint64_t oa = ra->kind == CUCAP_FB_ADDRESSKIND_STACK ? ra->end - va : va - ra->start;
+    uint64_t ob = rb->kind == CUCAP_FB_ADDRESSKIND_STACK ? rb->end - vb : vb - rb->start;
+    *same = oa == ob;
+    return hk_of(ra->kind);
+  }
+  /* the upper half of a stale pointer left in struct padding, the lower
+   * half overwritten by a member: equal lower halves, upper halves that are
+   * those of mapped addresses in each run */
+  uint32_t la = (uint32_t)va, lb = (uint32_t)vb, ha = (uint32_t)(va >> 32), hb = (uint32_t)(vb >> 32);
+  if (la == lb && ha != hb && ha >= HALF_MIN && hb >= HALF_MIN &&
+      dm_space_overlaps(&d->a, (uint64_t)ha << 32, ((uint64_t)ha + 1) << 32) &&
+      dm_space_overlaps(&d->b, (uint64_t)hb << 32, ((uint64_t)hb + 1) << 32))
+    return HK_HALF;
+  return -1;
+}
+
+/* Compares the argument blocks of x (A) and y (B): 1 and a description in
+ * what when they differ. Words that differ only as host addresses are
+ * counted into host[] (not a difference). */
+static int args_differ(dd *d, const dm_launch *x, const dm_launch *y, char *what, size_t n,
+                       uint64_t host[HK_N]) {
+  const dm_model *ma = &d->a;
   if (x->nargs != y->nargs) {
     snprintf(what, n, "argument block of %u vs %u bytes", x->nargs, y->nargs);
     return 1;
   }
-  for (uint32_t i = 0; i < x->nptrs || i < y->nptrs; i++) {
-    const dm_ptr *p = i < x->nptrs ? &x->ptrs[i] : NULL, *q = i < y->nptrs ? &y->ptrs[i] : NULL;
-    if (!p || !q || p->offset != q->offset || p->alloc != q->alloc || p->delta != q->delta) {
-      const dm_ptr *r = p ? p : q;
-      snprintf(what, n, "pointer at argument offset %u: A %s%" PRIu64 "+%" PRIu64 ", B %s%" PRIu64 "+%" PRIu64,
-               r->offset, p ? "allocation #" : "(none) #", p ? p->alloc : 0, p ? p->delta : 0,
-               q ? "allocation #" : "(none) #", q ? q->alloc : 0, q ? q->delta : 0);
-      return 1;
+  /* words pointing into recorded regions: by (class, ordinal, offset) */
+  for (uint32_t i = 0, j = 0; i < x->nptrs || j < y->nptrs;) {
+    const dm_ptr *p = i < x->nptrs ? &x->ptrs[i] : NULL, *q = j < y->nptrs ? &y->ptrs[j] : NULL;
+    if (p && q && p->offset == q->offset) {
+      if (p->cls != q->cls || p->alloc != q->alloc || p->delta != q->delta) {
+        char ga[40], gb[40];
+        snprintf(ga, sizeof ga, "%s%" PRIu64 "+%" PRIu64, cls_name(p->cls),
+                 p->cls == DM_GLOBAL ? (uint64_t)0 : p->alloc, p->delta);
+        snprintf(gb, sizeof gb, "%s%" PRIu64 "+%" PRIu64, cls_name(q->cls),
+                 q->cls == DM_GLOBAL ? (uint64_t)0 : q->alloc, q->delta);
+        snprintf(what, n, "pointer at argument offset %u: A %s, B %s", p->offset, ga, gb);
+        return 1;
+      }
+      i++, j++;
+      continue;
     }
+    /* a recorded pointer in one capture only */
+    int in_a = p && (!q || p->offset < q->offset);
+    const dm_ptr *r = in_a ? p : q;
+    const dm_launch *other = in_a ? y : x;
+    uint64_t v = 0;
+    memcpy(&v, other->args + r->offset, 8);
+    snprintf(what, n, "pointer at argument offset %u: %s %s%" PRIu64 "+%" PRIu64 ", %s 0x%" PRIx64
+             " (not in a recorded allocation)", r->offset, in_a ? "A" : "B", cls_name(r->cls),
+             r->cls == DM_GLOBAL ? (uint64_t)0 : r->alloc, r->delta, in_a ? "B" : "A", v);
+    return 1;
   }
+  const dm_layout *lay = x->layout ? sh_vec_at(&ma->layouts, x->layout - 1) : NULL;
+  uint64_t found[HK_N] = {0};
   for (uint32_t i = 0; i < x->nargs; i++) {
     if (x->args[i] == y->args[i])
       continue;
+    uint32_t w = i & ~7u;
+    if (dm_word_in_param(lay, x->nargs, w)) {
+      uint64_t va, vb;
+      memcpy(&va, x->args + w, 8);
+      memcpy(&vb, y->args + w, 8);
+      int same = 0, k = host_rule(d, va, vb, &same);
+      if (k >= 0) {
+        if (!same)
+          found[k]++;
+        i = w + 7; /* the rest of the word */
+        continue;
+      }
+    }
     /* the parameter holding byte i, when the layout is known */
-    const dm_layout *lay = x->layout ? sh_vec_at(&ma->layouts, x->layout - 1) : NULL;
     for (uint32_t p = 0; lay && p < lay->n; p++) {
       uint32_t po = lay->off[p], ps = lay->size[p];
       if (i < po || i - po >= ps || po + ps > x->nargs)
         continue;
       char ha[40] = "", hb[40] = "";
-      uint32_t shown = ps > 16 ? 16 : ps;
+      /* up to 16 bytes around the difference (a struct parameter is long) */
+      uint32_t from = ps > 16 && i - po >= 8 ? ((i - po) & ~7u) - 8 + po : po;
+      uint32_t shown = po + ps - from > 16 ? 16 : po + ps - from;
       for (uint32_t k = 0; k < shown; k++) { /* little-endian: most significant first */
-        snprintf(ha + 2 * k, 3, "%02x", x->args[po + shown - 1 - k]);
-        snprintf(hb + 2 * k, 3, "%02x", y->args[po + shown - 1 - k]);
+        snprintf(ha + 2 * k, 3, "%02x", x->args[from + shown - 1 - k]);
+        snprintf(hb + 2 * k, 3, "%02x", y->args[from + shown - 1 - k]);
       }
-      snprintf(what, n, "parameter %u (offset %u, %u bytes): A 0x%s, B 0x%s", p, po, ps, ha, hb);
+      if (from == po && shown == ps)
+        snprintf(what, n, "parameter %u (offset %u, %u bytes): A 0x%s, B 0x%s", p, po, ps, ha, hb);
+      else
+        snprintf(what, n, "parameter %u (offset %u, %u bytes), bytes %u..%u: A 0x%s, B 0x%s", p,
+                 po, ps, from - po, from - po + shown - 1, ha, hb);
       return 1;
     }
     uint32_t o = i & ~7u, m = x->nargs - o < 8 ? x->nargs - o : 8;
@@ -135,6 +236,8 @@ static int args_differ(const dm_model *ma, const dm_launch *x, const dm_launch *
     snprintf(what, n, "argument bytes at offset %u: A %s, B %s", i, ha, hb);
     return 1;
   }
+  for (int k = 0; k < HK_N; k++)
+    host[k] += found[k];
   return 0;
 }
 
@@ -148,6 +251,7 @@ static void compare_launches(dd *d) {
   }
   size_t shown = 0;
   char ka[1024], what[256];
+  uint64_t host[HK_N] = {0};
   for (size_t i = 0; i < d->a.launches.n; i++) {
     dm_launch *x = sh_vec_at(&d->a.launches, i);
     uint64_t j1;
@@ -163,8 +267,15 @@ static void compare_launches(dd *d) {
                "grid=(%u,%u,%u) block=(%u,%u,%u) smem=%u", x->grid[0], x->grid[1], x->grid[2],
                x->block[0], x->block[1], x->block[2], x->smem, y->grid[0], y->grid[1], y->grid[2],
                y->block[0], y->block[1], y->block[2], y->smem);
-    if (!cfg && !args_differ(&d->a, x, y, what, sizeof what))
+    uint64_t before = 0, after = 0;
+    for (int k = 0; k < HK_N; k++)
+      before += host[k];
+    if (!cfg && !args_differ(d, x, y, what, sizeof what, host)) {
+      for (int k = 0; k < HK_N; k++)
+        after += host[k];
+      d->rep->host_launches += after > before;
       continue;
+    }
     d->rep->launches_differ++;
     if (shown++ < d->max)
       fprintf(d->out, "launch %" PRIu64 " (B: %" PRIu64 ") %s, occurrence %" PRIu64
@@ -173,6 +284,19 @@ static void compare_launches(dd *d) {
   }
   if (shown > d->max)
     fprintf(d->out, "... %zu more launches differ\n", shown - d->max);
+  for (int k = 0; k < HK_N; k++)
+    d->rep->host_words += host[k];
+  if (d->rep->host_words) {
+    fprintf(d->out, "host addresses: %" PRIu64 " argument words of %" PRIu64
+            " otherwise equal launches differ only as host addresses (", d->rep->host_words,
+            d->rep->host_launches);
+    for (int k = 0, first = 1; k < HK_N; k++)
+      if (host[k]) {
+        fprintf(d->out, "%s%s %" PRIu64, first ? "" : ", ", hk_names[k], host[k]);
+        first = 0;
+      }
+    fprintf(d->out, "): they change from run to run, not compared\n");
+  }
   shown = 0;
   for (int side = 0; side < 2; side++) {
     const dm_model *m = side ? &d->b : &d->a;
@@ -405,12 +529,16 @@ cucap_status cucap_diff(cucap_reader *a, cucap_reader *b, FILE *out,
   rep->same = !rep->api_diverged && !rep->launches_differ && !rep->launches_unmatched &&
               !rep->copies_differ && !rep->regions_differ;
   compare_profiles(&d);
+  char hosts[64] = "";
+  if (rep->host_words)
+    snprintf(hosts, sizeof hosts, "; %" PRIu64 " host addresses differ (not compared)",
+             rep->host_words);
   fprintf(out, "%s: %" PRIu64 " / %" PRIu64 " calls, %" PRIu64 " launches matched (%" PRIu64
           " differ, %" PRIu64 " unmatched), %" PRIu64 " DtoH copies compared (%" PRIu64
-          " differ), %" PRIu64 " snapshot regions compared (%" PRIu64 " differ)\n",
+          " differ), %" PRIu64 " snapshot regions compared (%" PRIu64 " differ)%s\n",
           rep->same ? "same" : "differ", rep->calls_a, rep->calls_b, rep->launches_matched,
           rep->launches_differ, rep->launches_unmatched, rep->copies_compared, rep->copies_differ,
-          rep->regions_compared, rep->regions_differ);
+          rep->regions_compared, rep->regions_differ, hosts);
   if (fflush(out) != 0 || ferror(out))
     st = CUCAP_ERR_IO;
 out:

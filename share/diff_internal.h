@@ -21,10 +21,16 @@ typedef struct dm_thread {
   uint64_t copies;             /* DtoH copies so far (k-th index) */
 } dm_thread;
 
-typedef struct dm_ptr {        /* an 8-byte parameter pointing into memory */
-  uint32_t offset;             /* in the argument block */
-  uint64_t alloc;              /* allocation ordinal (1-based) */
-  uint64_t delta;              /* offset inside the allocation */
+/* What an 8-byte word of an argument block points into, when it is a
+ * recorded region: compared as (class, ordinal, delta), not by value. */
+enum { DM_DEVICE = 1, DM_PINNED = 2, DM_GLOBAL = 3 };
+
+typedef struct dm_ptr {        /* an argument word pointing into a recorded region */
+  uint32_t offset;             /* in the argument block (a multiple of 8) */
+  uint32_t cls;                /* DM_DEVICE / DM_PINNED / DM_GLOBAL */
+  uint64_t alloc;              /* allocation ordinal (1-based, creation order);
+                                  DM_GLOBAL: hash of the global's name */
+  uint64_t delta;              /* offset inside it */
 } dm_ptr;
 
 typedef struct dm_launch {
@@ -37,7 +43,7 @@ typedef struct dm_launch {
   uint8_t *args;               /* owned; pointer words zeroed */
   uint32_t nargs;
   uint64_t layout;             /* index + 1 into layouts (0: unknown) */
-  dm_ptr *ptrs;                /* owned */
+  dm_ptr *ptrs;                /* owned; by offset */
   uint32_t nptrs;
   int matched;
 } dm_launch;
@@ -70,8 +76,13 @@ typedef struct dm_model {
   sh_map names;                /* function handle -> string id */
   sh_map params;               /* function handle -> index + 1 into layouts */
   sh_vec layouts;              /* dm_layout */
-  sh_vec allocs;               /* dm_alloc: live device allocations */
+  sh_vec allocs;               /* dm_alloc: live device and pinned host
+                                  allocations, module globals; by address */
   uint64_t nalloc;             /* ordinals handed out */
+  sh_vec space;                /* dm_space: every ModuleMap's address ranges
+                                  (and allocations ever made), by start */
+  uint32_t nmaps;
+  size_t *slice;               /* [k, k+1): the ranges of map k (0: allocations) */
   sh_map stacks;               /* stack id -> site hash */
   sh_vec objects;              /* dm_object: latest ModuleMap */
   sh_map snap_count;           /* (reason, launch) -> snapshots so far */
@@ -90,7 +101,28 @@ typedef struct dm_layout {
 
 typedef struct dm_alloc {
   uint64_t addr, size, ordinal;
+  uint32_t cls;                /* DM_DEVICE / DM_PINNED / DM_GLOBAL */
 } dm_alloc;
+
+/* Host address classes of argument words (cucap.fb.AddressKind + these). */
+enum { DM_HOST_NONE = 255 };
+
+typedef struct dm_space {      /* a range of the recorded address space */
+  uint64_t start, end;
+  uint64_t maxend;             /* largest end of this and every range before */
+  uint64_t name;               /* File/Device: hash of the path's basename */
+  uint32_t map;                /* which ModuleMap (later ones win) */
+  uint8_t kind;                /* cucap.fb.AddressKind */
+} dm_space;
+
+/* The address range holding v (the latest map's), or NULL. Only after
+ * dm_build. */
+const dm_space *dm_space_at(const dm_model *m, uint64_t v);
+/* 1 if some recorded range overlaps [lo, hi). */
+int dm_space_overlaps(const dm_model *m, uint64_t lo, uint64_t hi);
+/* 1 if the 8-byte word at offset o of an argument block of n bytes lies
+ * inside one parameter of lay (any 8-aligned word when lay is NULL). */
+int dm_word_in_param(const dm_layout *lay, uint32_t n, uint32_t o);
 
 typedef struct dm_object {
   uint64_t start, end, base;

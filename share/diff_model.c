@@ -47,7 +47,7 @@ void dm_free(dm_model *m) {
     free(l->size);
   }
   sh_vec *vs[] = {&m->threads, &m->launches, &m->copies, &m->regions, &m->layouts,
-                  &m->allocs, &m->objects};
+                  &m->allocs, &m->objects, &m->space};
   for (size_t i = 0; i < sizeof vs / sizeof *vs; i++)
     sh_vec_free(vs[i]);
   sh_map *ms[] = {&m->thread_of, &m->group_count, &m->names, &m->params, &m->stacks,
@@ -56,6 +56,8 @@ void dm_free(dm_model *m) {
     sh_map_free(ms[i]);
   free(m->strings);
   m->strings = NULL;
+  free(m->slice);
+  m->slice = NULL;
 }
 
 static dm_thread *thread_for(dm_model *m, uint32_t tid, uint32_t *ord) {
@@ -78,13 +80,150 @@ static const char *readable(dm_model *m, const char *mangled, char *buf, size_t 
   return m->o->kernel_name && mangled ? m->o->kernel_name(mangled, buf, n) : mangled;
 }
 
+/* Index of the last allocation starting at or below v (allocs is sorted by
+ * address), or SIZE_MAX. */
+static size_t alloc_floor(const dm_model *m, uint64_t v) {
+  size_t lo = 0, hi = m->allocs.n;
+  const dm_alloc *a = m->allocs.data;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (a[mid].addr <= v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo ? lo - 1 : SIZE_MAX;
+}
+
 static const dm_alloc *alloc_at(dm_model *m, uint64_t v) {
-  for (size_t i = m->allocs.n; i-- > 0;) {
-    const dm_alloc *a = sh_vec_at(&m->allocs, i);
-    if (v - a->addr < (a->size ? a->size : 1))
-      return a;
+  const dm_alloc *a = m->allocs.data;
+  /* live allocations do not overlap; a few steps back cover an empty one */
+  for (size_t i = alloc_floor(m, v), k = 0; i != SIZE_MAX && k < 4; i--, k++) {
+    if (v - a[i].addr < (a[i].size ? a[i].size : 1))
+      return &a[i];
+    if (i == 0)
+      break;
   }
   return NULL;
+}
+
+static int space_add(dm_model *m, uint64_t start, uint64_t end, uint8_t kind, uint64_t name,
+                     uint32_t map) {
+  if (end <= start)
+    return 1;
+  dm_space *r = sh_vec_push(&m->space);
+  if (!r)
+    return 0;
+  *r = (dm_space){start, end, 0, name, map, kind};
+  return 1;
+}
+
+/* A live allocation (or global) in address order; also a range of the
+ * address space (a stale pointer to it is still a device address). */
+static int alloc_add(dm_model *m, uint64_t addr, uint64_t size, uint64_t ordinal, uint32_t cls) {
+  if (!sh_vec_push(&m->allocs))
+    return 0;
+  dm_alloc *a = m->allocs.data;
+  size_t at = alloc_floor(m, addr);
+  at = at == SIZE_MAX ? 0 : at + 1;
+  if (at > m->allocs.n - 1)
+    at = m->allocs.n - 1;
+  memmove(&a[at + 1], &a[at], (m->allocs.n - 1 - at) * sizeof *a);
+  a[at] = (dm_alloc){addr, size, ordinal, cls};
+  return space_add(m, addr, addr + (size ? size : 1), CUCAP_FB_ADDRESSKIND_DEVICE, 0, 0);
+}
+
+static void alloc_remove(dm_model *m, uint64_t ordinal) {
+  dm_alloc *a = m->allocs.data;
+  size_t w = 0;
+  for (size_t i = 0; i < m->allocs.n; i++)
+    if (a[i].ordinal != ordinal || a[i].cls == DM_GLOBAL)
+      a[w++] = a[i];
+  m->allocs.n = w;
+}
+
+static int space_cmp(const void *p, const void *q) {
+  const dm_space *x = p, *y = q;
+  if (x->map != y->map)
+    return x->map < y->map ? -1 : 1;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sorts the ranges by (map, start): one slice per ModuleMap (its ranges do
+ * not overlap) and slice 0 for allocations (which may, after reuse), each
+ * with its running largest end. */
+static int space_finish(dm_model *m) {
+  dm_space *r = m->space.data;
+  if (m->space.n)
+    qsort(r, m->space.n, sizeof *r, space_cmp);
+  m->slice = calloc((size_t)m->nmaps + 2, sizeof *m->slice);
+  if (!m->slice)
+    return 0;
+  uint64_t mx = 0;
+  for (size_t i = 0; i < m->space.n; i++) {
+    if (i == 0 || r[i].map != r[i - 1].map)
+      mx = 0;
+    if (r[i].end > mx)
+      mx = r[i].end;
+    r[i].maxend = mx;
+    m->slice[r[i].map + 1] = i + 1; /* end of slice map */
+  }
+  for (uint32_t k = 1; k <= m->nmaps + 1; k++) /* empty slices */
+    if (m->slice[k] < m->slice[k - 1])
+      m->slice[k] = m->slice[k - 1];
+  return 1;
+}
+
+/* Last range of slice [b, e) starting at or below v, or SIZE_MAX. */
+static size_t space_floor(const dm_space *r, size_t b, size_t e, uint64_t v) {
+  size_t lo = b, hi = e;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r[mid].start <= v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > b ? lo - 1 : SIZE_MAX;
+}
+
+const dm_space *dm_space_at(const dm_model *m, uint64_t v) {
+  const dm_space *r = m->space.data;
+  if (!m->slice)
+    return NULL;
+  for (uint32_t mp = m->nmaps + 1; mp-- > 0;) { /* the latest map first */
+    size_t b = m->slice[mp], e = m->slice[mp + 1];
+    for (size_t i = space_floor(r, b, e, v); i != SIZE_MAX && r[i].maxend > v; i--) {
+      if (v < r[i].end)
+        return &r[i];
+      if (i == b)
+        break;
+    }
+  }
+  return NULL;
+}
+
+int dm_space_overlaps(const dm_model *m, uint64_t lo, uint64_t hi) {
+  const dm_space *r = m->space.data;
+  if (!m->slice || !hi)
+    return 0;
+  for (uint32_t mp = 0; mp <= m->nmaps; mp++) {
+    size_t i = space_floor(r, m->slice[mp], m->slice[mp + 1], hi - 1);
+    if (i != SIZE_MAX && r[i].maxend > lo)
+      return 1;
+  }
+  return 0;
+}
+
+int dm_word_in_param(const dm_layout *lay, uint32_t n, uint32_t o) {
+  if (o % 8 || (uint64_t)o + 8 > n)
+    return 0;
+  if (!lay)
+    return 1;
+  for (uint32_t p = 0; p < lay->n; p++)
+    if (lay->off[p] <= o && (uint64_t)o + 8 <= (uint64_t)lay->off[p] + lay->size[p])
+      return 1;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- records */
@@ -126,9 +265,10 @@ static uint64_t basename_hash(const char *path) {
   return mixs(SH_FNV_INIT, s ? s + 1 : path ? path : "?");
 }
 
-static void on_module_map(dm_model *m, const cucap_fb_module_map *mm) {
+static int on_module_map(dm_model *m, const cucap_fb_module_map *mm) {
   m->objects.n = 0;
-  size_t n = cucap_fb_module_map_objects_len(mm);
+  uint32_t map = ++m->nmaps;
+  size_t n = cucap_fb_module_map_objects_len(mm), nr = cucap_fb_module_map_ranges_len(mm);
   for (size_t i = 0; i < n; i++) {
     const cucap_fb_loaded_object *o = cucap_fb_module_map_objects_at(mm, i);
     dm_object *d = o ? sh_vec_push(&m->objects) : NULL;
@@ -138,7 +278,23 @@ static void on_module_map(dm_model *m, const cucap_fb_module_map *mm) {
     d->end = cucap_fb_loaded_object_end_get(o);
     d->base = cucap_fb_loaded_object_base(o);
     d->name = basename_hash(cucap_fb_loaded_object_path(o));
+    /* before format 1.4 (no ranges) the objects are the known host ranges */
+    if (!nr && !space_add(m, d->start, d->end, CUCAP_FB_ADDRESSKIND_FILE, d->name, map))
+      return 0;
   }
+  for (size_t i = 0; i < nr; i++) {
+    const cucap_fb_address_range *r = cucap_fb_module_map_ranges_at(mm, i);
+    if (!r)
+      continue;
+    uint8_t k = cucap_fb_address_range_kind(r);
+    const char *path = cucap_fb_address_range_path(r);
+    /* files by name; device memory is device memory whichever node maps it */
+    uint64_t name = path && k == CUCAP_FB_ADDRESSKIND_FILE ? basename_hash(path) : 0;
+    if (!space_add(m, cucap_fb_address_range_start_get(r), cucap_fb_address_range_end_get(r), k,
+                   name, map))
+      return 0;
+  }
+  return 1;
 }
 
 /* A call site: the frames as (object, offset), which reruns keep. */
@@ -198,24 +354,25 @@ static int on_launch(dm_model *m, const cucap_fb_record *rec, const cucap_fb_lau
       memcpy(d->args, args, n);
   }
   d->nargs = (uint32_t)n;
-  /* pointers into device memory become (allocation, offset) */
+  /* Every 8-aligned word inside one parameter (pointer parameters and the
+   * pointers inside struct parameters: CUTLASS Params, TensorIterator
+   * offsets...) that points into a live device or pinned allocation or a
+   * module global becomes (class, ordinal, offset); the bytes are zeroed. */
   uint64_t li1 = 0;
   const dm_layout *lay = sh_map_get(&m->params, fh, &li1) ? sh_vec_at(&m->layouts, li1 - 1) : NULL;
   d->layout = lay ? li1 : 0;
-  size_t cand = lay ? lay->n : n / 8;
-  d->ptrs = calloc(cand ? cand : 1, sizeof *d->ptrs);
+  d->ptrs = calloc(n / 8 ? n / 8 : 1, sizeof *d->ptrs);
   if (!d->ptrs)
     return 0;
-  for (size_t i = 0; i < cand; i++) {
-    uint32_t off = lay ? lay->off[i] : (uint32_t)(8 * i);
-    if ((lay && lay->size[i] != 8) || off % 8 || (size_t)off + 8 > n)
+  for (uint32_t off = 0; (size_t)off + 8 <= n; off += 8) {
+    if (!dm_word_in_param(lay, (uint32_t)n, off))
       continue;
     uint64_t v;
     memcpy(&v, d->args + off, 8);
-    const dm_alloc *a = alloc_at(m, v);
+    const dm_alloc *a = v ? alloc_at(m, v) : NULL;
     if (!a)
       continue;
-    d->ptrs[d->nptrs++] = (dm_ptr){off, a->ordinal, v - a->addr};
+    d->ptrs[d->nptrs++] = (dm_ptr){off, a->cls, a->ordinal, v - a->addr};
     memset(d->args + off, 0, 8);
   }
   char buf[1024];
@@ -282,8 +439,17 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
     key = mixs(key, cucap_fb_function_name(cucap_fb_record_body_as_function(rec)));
     break;
   case CUCAP_FB_BODY_MODULEMAP:
-    on_module_map(m, cucap_fb_record_body_as_module_map(rec));
-    return 1;
+    return on_module_map(m, cucap_fb_record_body_as_module_map(rec));
+  case CUCAP_FB_BODY_GLOBAL: {
+    const cucap_fb_global *g = cucap_fb_record_body_as_global(rec);
+    const char *gn = cucap_fb_global_name(g);
+    if (ok && cucap_fb_global_address(g) &&
+        !alloc_add(m, cucap_fb_global_address(g), cucap_fb_global_size(g),
+                   mixs(SH_FNV_INIT, gn ? gn : "?") | 1, DM_GLOBAL))
+      return 0;
+    key = mixs(key, gn);
+    break;
+  }
   case CUCAP_FB_BODY_CALLSTACK:
     return on_callstack(m, cucap_fb_record_body_as_callstack(rec));
   case CUCAP_FB_BODY_SNAPSHOT:
@@ -299,26 +465,29 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
     const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
     key = mix64(mix64(key, cucap_fb_alloc_kind(a)), cucap_fb_alloc_size(a));
     snprintf(what, sizeof what, "%" PRIu64 " bytes", cucap_fb_alloc_size(a));
-    if (ok && sh_alloc_is_device(cucap_fb_alloc_kind(a))) {
-      dm_alloc *d = sh_vec_push(&m->allocs);
-      if (!d)
+    int k = cucap_fb_alloc_kind(a);
+    if (ok && sh_alloc_is_device(k)) {
+      if (!alloc_add(m, cucap_fb_alloc_address(a), sh_alloc_size(a), ++m->nalloc, DM_DEVICE))
         return 0;
-      d->addr = cucap_fb_alloc_address(a);
-      d->size = sh_alloc_size(a);
-      d->ordinal = ++m->nalloc;
+    } else if (ok && (k == CUCAP_FB_ALLOCKIND_HOST || k == CUCAP_FB_ALLOCKIND_HOSTALLOC ||
+                      k == CUCAP_FB_ALLOCKIND_HOSTREGISTER)) {
+      /* page-locked host memory: at its host address and, when the driver
+       * gave another, at its device alias */
+      uint64_t ha = cucap_fb_alloc_host_address(a), da = cucap_fb_alloc_address(a);
+      uint64_t ord = ++m->nalloc, sz = cucap_fb_alloc_size(a);
+      if (!ha)
+        ha = da;
+      if ((ha && !alloc_add(m, ha, sz, ord, DM_PINNED)) ||
+          (da && da != ha && !alloc_add(m, da, sz, ord, DM_PINNED)))
+        return 0;
     }
     break;
   }
   case CUCAP_FB_BODY_FREE: {
     uint64_t addr = cucap_fb_free_address(cucap_fb_record_body_as_free(rec));
-    for (size_t i = 0; ok && i < m->allocs.n; i++) {
-      dm_alloc *a = sh_vec_at(&m->allocs, i);
-      if (a->addr == addr) { /* order of the rest is kept: newest last */
-        memmove(a, a + 1, (m->allocs.n - i - 1) * sizeof *a);
-        m->allocs.n--;
-        break;
-      }
-    }
+    const dm_alloc *a = ok && addr ? alloc_at(m, addr) : NULL;
+    if (a && a->addr == addr && a->cls != DM_GLOBAL)
+      alloc_remove(m, a->ordinal);
     break;
   }
   case CUCAP_FB_BODY_MEMCPY: {
@@ -409,6 +578,7 @@ cucap_status dm_build(dm_model *m, cucap_reader *r, const cucap_diff_options *o)
   sh_vec_init(&m->layouts, sizeof(dm_layout));
   sh_vec_init(&m->allocs, sizeof(dm_alloc));
   sh_vec_init(&m->objects, sizeof(dm_object));
+  sh_vec_init(&m->space, sizeof(dm_space));
   cucap_status st = cucap_reader_rewind(r);
   const void *rv, *buf;
   size_t size;
@@ -420,5 +590,7 @@ cucap_status dm_build(dm_model *m, cucap_reader *r, const cucap_diff_options *o)
     cucap_reader_recovery_get(r, &rv2);
     st = rv2.complete ? CUCAP_OK : CUCAP_ERR_TRUNCATED;
   }
+  if (st == CUCAP_OK && !space_finish(m))
+    st = CUCAP_ERR_NOMEM;
   return st;
 }

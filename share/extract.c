@@ -299,6 +299,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
     goto out;
   }
   p.minimal = o->minimal;
+  dv_images_setup(&p, o->keep_all_archs);
   p.primary_only = 1; /* one launch needs no context of its own: loops cleanly */
   if (o->minimal && (st = mark_pointed(&p, lrec.rec, frec.rec)) != CUCAP_OK) {
     dv_fail(rep, st, 3, "reading the launch's arguments: %s", cucap_status_str(st));
@@ -307,6 +308,8 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
   if ((st = dv_scan_uses(&p)) != CUCAP_OK)
     goto out;
   dv_mark_state(&p);
+  if ((st = dv_mark_stacks(&p)) != CUCAP_OK)
+    goto out;
   if (before.rec)
     st = dv_regions_from_snapshot(&p, cucap_fb_record_body_as_snapshot(before.rec), &p.regions,
                                   &p.region_ctx, o->minimal);
@@ -407,6 +410,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
   rep->launch_first = rep->launch_last = f.li;
   rep->modules_live = p.modules_live;
   rep->modules_kept = p.modules_kept;
+  dv_images_report(&p, rep);
 out:
   if (st != CUCAP_OK && !rep->error[0])
     dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3, "%s",

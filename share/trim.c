@@ -225,6 +225,7 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
   for (uint64_t i = p.first; i <= p.last; i++)
     p.keep[i] = DV_RANGE;
   p.all_streams = 1;
+  dv_images_setup(&p, o->keep_all_archs);
   if ((st = dv_scan_state(&p)) != CUCAP_OK) {
     damaged(rep, src, st);
     goto out;
@@ -240,6 +241,10 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
     goto out;
   }
   dv_mark_state(&p);
+  if ((st = dv_mark_stacks(&p)) != CUCAP_OK) {
+    damaged(rep, src, st);
+    goto out;
+  }
   if (p.snap_rec != DV_NONE) {
     if ((st = dv_read_at(&p, p.snap_rec, &snap)) != CUCAP_OK) {
       damaged(rep, src, st);
@@ -308,6 +313,7 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
   rep->launch_last = org.launch_last;
   rep->modules_live = p.modules_live;
   rep->modules_kept = p.modules_kept;
+  dv_images_report(&p, rep);
 out:
   cucap_writer_destroy(w);
   if (w && st != CUCAP_OK)

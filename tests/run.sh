@@ -54,6 +54,18 @@ fi
 [ -x "$BUILD/rel/tests/apps/drv_train" ] &&
   { LD_LIBRARY_PATH="$BUILD/rel/tests/mock" "$BUILD/rel/tools/cucap" record -o "$FW/fuzz_share/corpus/train.fb" \
       --snapshot=launch:1 -- "$BUILD/rel/tests/apps/drv_train" 2 >/dev/null 2>&1 || true; }
+# a multi-architecture image (trim/extract reduce it), and two runs of it
+# whose host and device addresses differ, as one diff pair (fuzz_share.c)
+if [ -x "$BUILD/rel/tests/apps/drv_share" ]; then
+  C="$FW/fuzz_share/corpus"
+  LD_LIBRARY_PATH="$BUILD/rel/tests/mock" "$BUILD/rel/tools/cucap" record -o "$C/share.fb" \
+    --snapshot=launch:0 -- "$BUILD/rel/tests/apps/drv_share" 2 >/dev/null 2>&1 || true
+  LD_LIBRARY_PATH="$BUILD/rel/tests/mock" DRV_SHARE_SHIFT=1 CUCAP_MOCK_ADDR_BASE=0x7c0000000000 \
+    "$BUILD/rel/tools/cucap" record -o "$C/share2.fb" -- "$BUILD/rel/tests/apps/drv_share" 2 \
+    >/dev/null 2>&1 || true
+  { cat "$C/share.fb"; printf '\n--cucap-diff-b--\n'; cat "$C/share2.fb"; } \
+    >"$C/pair.fb" 2>/dev/null && rm -f "$C/share2.fb"
+fi
 CUCAP_FUZZ_MERGE=none CUCAP_FUZZ_WORK="$FW" \
   bash tests/fuzz/run_long.sh "$FUZZ_SECONDS" 1 "$BUILD/fuzz/tests/fuzz" | tee "$BUILD/fuzz.log"
 nfuzz=$(grep -c ' crashes 0$' "$BUILD/fuzz.log" || true)

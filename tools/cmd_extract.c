@@ -14,7 +14,7 @@
 static const char extract_usage[] =
     "usage: cucap extract CAPTURE (--launch N | --kernel NAME [--nth K]) -o OUT\n"
     "                     [--minimal] [--emit-c DIR] [--replay] [--device N]\n"
-    "                     [--level N] [--no-demangle]\n"
+    "                     [--level N] [--no-demangle] [--keep-all-archs]\n"
     "  --launch N     the launch with index N (0-based, as `cucap dump` shows)\n"
     "  --kernel NAME  the K-th launch (--nth, default 0) of kernel NAME: mangled,\n"
     "                 demangled, or its bare name (\"saxpy\")\n"
@@ -25,13 +25,15 @@ static const char extract_usage[] =
     "  --replay       take memory before and after the launch by replaying the\n"
     "                 capture on this machine's GPU (else the capture needs\n"
     "                 record --snapshot=launch:N)\n"
+    "  --keep-all-archs  copy the module image whole (default: a fatbin keeps\n"
+    "                 the recorded GPU's SASS and the PTX <= its architecture)\n"
     "OUT replays standalone: `cucap replay OUT --verify [--loop 1000]`.\n"
     "exit: 0 ok, 2 usage / launch not found / no memory source, 3 damaged\n"
     "input, 4 I/O error or replay failure\n";
 
 int cucap_cmd_extract(int argc, char **argv) {
   enum { O_LAUNCH = 256, O_KERNEL, O_NTH, O_MIN, O_EMIT, O_REPLAY, O_DEVICE, O_LEVEL,
-         O_LIBCUDA, O_NODEM };
+         O_LIBCUDA, O_NODEM, O_ALLARCH };
   static const struct option lo[] = {
       {"output", required_argument, NULL, 'o'},   {"launch", required_argument, NULL, O_LAUNCH},
       {"kernel", required_argument, NULL, O_KERNEL}, {"nth", required_argument, NULL, O_NTH},
@@ -39,6 +41,7 @@ int cucap_cmd_extract(int argc, char **argv) {
       {"replay", no_argument, NULL, O_REPLAY},     {"device", required_argument, NULL, O_DEVICE},
       {"level", required_argument, NULL, O_LEVEL}, {"libcuda", required_argument, NULL, O_LIBCUDA},
       {"no-demangle", no_argument, NULL, O_NODEM}, {"help", no_argument, NULL, 'h'},
+      {"keep-all-archs", no_argument, NULL, O_ALLARCH},
       {NULL, 0, NULL, 0}};
   const char *out = NULL, *emit = NULL;
   cucap_derive_options o;
@@ -58,6 +61,7 @@ int cucap_cmd_extract(int argc, char **argv) {
     case O_REPLAY: o.replay = 1; break;
     case O_LIBCUDA: o.libcuda = optarg; break;
     case O_NODEM: demangle = 0; break;
+    case O_ALLARCH: o.keep_all_archs = 1; break;
     case O_LAUNCH:
     case O_NTH:
     case O_DEVICE:
@@ -116,6 +120,7 @@ int cucap_cmd_extract(int argc, char **argv) {
   else
     printf("no expected result stored (record with --snapshot=launch:%" PRIu64
            " or use --replay to have one)\n", rep.launch_index);
+  cucap_cli_print_images(&rep);
   if (emit) {
     char msg[512] = "";
     cucap_reader *x = NULL;

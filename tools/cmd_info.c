@@ -58,6 +58,7 @@ typedef struct info_stats {
   u64map live;
   uint64_t mem_in_use, mem_high;
   uint64_t nvtx_ranges;
+  info_store store; /* stored bytes by use */
 } info_stats;
 
 static const char info_usage[] =
@@ -67,7 +68,8 @@ static const char info_usage[] =
     "  allocations, the top kernels by launch count (demangled unless\n"
     "  --no-demangle), the device memory high-water mark, NVTX ranges,\n"
     "  where a trimmed/extracted file came from, blobs, chunks, raw vs\n"
-    "  compressed size, duration, the\n"
+    "  compressed size, stored bytes by use (module images, memory uploads,\n"
+    "  copies, snapshots, argument blocks, records), duration, the\n"
     "  driver-call audit (captures made with `record --audit`) and whether\n"
     "  the file is complete.\n"
     "  --json   one JSON object instead of text\n"
@@ -130,6 +132,7 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
     const cucap_fb_record *rec = rec_v;
     st->records++;
     cucap_cli_fnames_feed(st->names, rec);
+    info_store_feed(&st->store, rec);
     uint8_t bt = cucap_fb_record_body_type(rec);
     st->by_body[bt]++;
     uint32_t call = cucap_fb_record_call(rec);
@@ -493,6 +496,7 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("payload:         %" PRIu64 " bytes raw, %" PRIu64
          " compressed (ratio %.2fx)\n",
          t->rec.raw_bytes, t->rec.compressed_bytes, ratio);
+  info_store_print_text(&st->store);
   human_bytes(t->rec.file_size, tmp2, sizeof tmp2);
   printf("file size:       %" PRIu64 " bytes (%s)\n", t->rec.file_size, tmp2);
   printf("duration:        %.6f s%s\n", (double)t->duration_ns / 1e9,
@@ -632,6 +636,7 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
                            ? (double)t->rec.raw_bytes /
                                  (double)t->rec.compressed_bytes
                            : 0.0);
+  info_store_print_json(w, &st->store);
   cucap_json_key(w, "file_size");
   cucap_json_uint(w, t->rec.file_size);
   cucap_json_key(w, "duration_ns");
@@ -713,6 +718,7 @@ int cucap_cmd_info(int argc, char **argv) {
       t.blob_bytes += sz;
     }
   }
+  info_store_total(&st->store, r);
   const cucap_fb_file_header *h = cucap_reader_header(r);
   uint64_t start = cucap_fb_file_header_start_mono_ns(h);
   if (t.rec.end_mono_ns && t.rec.end_mono_ns >= start) {
@@ -745,6 +751,7 @@ int cucap_cmd_info(int argc, char **argv) {
   cucap_cli_fnames_destroy(st->names);
   info_map_free(&st->fn_launches);
   info_map_free(&st->live);
+  info_store_free(&st->store);
   free(st->devices_buf);
   free(st->audit_buf);
   free(st);

@@ -13,7 +13,7 @@
 
 static const char trim_usage[] =
     "usage: cucap trim CAPTURE -o OUT --range=SPEC [--replay] [--device N]\n"
-    "                  [--level N]\n"
+    "                  [--level N] [--keep-all-archs]\n"
     "  --range=SPEC   launch:N | launch:A-B   kernel launches A..B (0-based)\n"
     "                 nvtx:NAME[@K]           the K-th NVTX range NAME\n"
     "                 profiler[@K]            the K-th cuProfilerStart..Stop\n"
@@ -23,6 +23,9 @@ static const char trim_usage[] =
     "                 needs a snapshot there: record --snapshot=range:NAME[@K]\n"
     "                 or --snapshot=launch:A)\n"
     "  --device N     GPU for --replay; --level N  zstd level of OUT\n"
+    "  --keep-all-archs  copy module images whole (by default a fatbin keeps the\n"
+    "                 SASS of the recorded GPU and the PTX of the highest virtual\n"
+    "                 architecture <= it, which newer GPUs JIT)\n"
     "OUT starts with the objects and memory live at the range start, then the\n"
     "range's records; its header says where the memory contents came from.\n"
     "exit: 0 ok, 2 usage / range not found / no memory source, 3 damaged\n"
@@ -32,12 +35,21 @@ static const char *state_name(int s) {
   return s == 1 ? "a snapshot recorded there" : s == 2 ? "a replay up to it" : "nothing";
 }
 
+void cucap_cli_print_images(const cucap_derive_report *rep) {
+  if (!rep->images)
+    return;
+  printf("module images: %" PRIu64 " (%" PRIu64 " reduced to %s), %" PRIu64 " -> %" PRIu64
+         " bytes%s\n", rep->images, rep->images_reduced, rep->archs, rep->image_bytes_in,
+         rep->image_bytes_out, rep->images_reduced ? "; --keep-all-archs keeps them whole" : "");
+}
+
 int cucap_cmd_trim(int argc, char **argv) {
-  enum { O_RANGE = 256, O_REPLAY, O_DEVICE, O_LEVEL, O_LIBCUDA };
+  enum { O_RANGE = 256, O_REPLAY, O_DEVICE, O_LEVEL, O_LIBCUDA, O_ALLARCH };
   static const struct option lo[] = {
       {"output", required_argument, NULL, 'o'},   {"range", required_argument, NULL, O_RANGE},
       {"replay", no_argument, NULL, O_REPLAY},     {"device", required_argument, NULL, O_DEVICE},
       {"level", required_argument, NULL, O_LEVEL}, {"libcuda", required_argument, NULL, O_LIBCUDA},
+      {"keep-all-archs", no_argument, NULL, O_ALLARCH},
       {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
   const char *out = NULL, *range_text = NULL;
   cucap_derive_options o;
@@ -50,6 +62,7 @@ int cucap_cmd_trim(int argc, char **argv) {
     case 'o': out = optarg; break;
     case O_RANGE: range_text = optarg; break;
     case O_REPLAY: o.replay = 1; break;
+    case O_ALLARCH: o.keep_all_archs = 1; break;
     case O_LIBCUDA: o.libcuda = optarg; break;
     case O_DEVICE:
       if (cucap_cli_parse_u64(optarg, &v) || v > 1024) {
@@ -109,5 +122,6 @@ int cucap_cmd_trim(int argc, char **argv) {
          state_name(rep.state), rep.cut, rep.state_records, rep.regions, rep.region_bytes,
          rep.modules_kept, rep.modules_live, rv.file_size, rep.out_bytes,
          rv.file_size ? (double)rep.out_bytes / (double)rv.file_size : 0.0);
+  cucap_cli_print_images(&rep);
   return CUCAP_EXIT_OK;
 }

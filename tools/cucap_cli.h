@@ -65,6 +65,11 @@ int cucap_cli_replay_profile(const char *path, struct cucap_replay_options *ro,
  * problems -> 3, MISMATCH -> 1, INVALID_ARG -> 2). */
 int cucap_cli_exit_code(cucap_status s);
 
+/* trim / extract: one line on the module images the derived capture holds
+ * (how many were reduced to the recorded GPU's code, sizes before/after). */
+struct cucap_derive_report;
+void cucap_cli_print_images(const struct cucap_derive_report *rep);
+
 /* Prints "cucap <cmd>: <file>: <message>\n" to stderr (file may be NULL). */
 void cucap_cli_error(const char *cmd, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

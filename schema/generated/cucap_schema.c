@@ -223,6 +223,19 @@ const char *cucap_fb_graph_node_type_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_graph_node_type, v);
 }
 
+static const cucap_fb_enum_val cucap_fb__vals_address_kind[] = {
+  {0, "Anon"},
+  {1, "Stack"},
+  {2, "Heap"},
+  {3, "File"},
+  {4, "Device"},
+  {5, "Other"},
+};
+const cucap_fb_enum_desc cucap_fb_enum_desc_address_kind = {"AddressKind", 6, cucap_fb__vals_address_kind};
+const char *cucap_fb_address_kind_name(int v) {
+  return cucap_fb_enum_name(&cucap_fb_enum_desc_address_kind, v);
+}
+
 static const cucap_fb_enum_val cucap_fb__vals_snapshot_reason[] = {
   {0, "Exit"},
   {1, "BeforeLaunch"},
@@ -779,10 +792,25 @@ void cucap_fb_loaded_object_to_json(const cucap_fb_loaded_object *t, cucap_json 
   cucap_fb_table_to_json(t, &cucap_fb_table_desc_loaded_object, w, flags);
 }
 
+static const cucap_fb_field_desc cucap_fb__fields_address_range[] = {
+  {"start", 0, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"end", 1, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
+  {"kind", 2, CUCAP_FB_K_U8, 0, &cucap_fb_enum_desc_address_kind, NULL, NULL, NULL},
+  {"path", 3, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
+};
+const cucap_fb_table_desc cucap_fb_table_desc_address_range = {"AddressRange", 4, 4, cucap_fb__fields_address_range};
+cucap_status cucap_fb_address_range_verify(const void *buf, size_t len, int size_prefixed) {
+  return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_address_range);
+}
+void cucap_fb_address_range_to_json(const cucap_fb_address_range *t, cucap_json *w, unsigned flags) {
+  cucap_fb_table_to_json(t, &cucap_fb_table_desc_address_range, w, flags);
+}
+
 static const cucap_fb_field_desc cucap_fb__fields_module_map[] = {
   {"objects", 0, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_loaded_object, NULL},
+  {"ranges", 1, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_address_range, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_module_map = {"ModuleMap", 1, 1, cucap_fb__fields_module_map};
+const cucap_fb_table_desc cucap_fb_table_desc_module_map = {"ModuleMap", 2, 2, cucap_fb__fields_module_map};
 cucap_status cucap_fb_module_map_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_module_map);
 }
@@ -1258,6 +1286,7 @@ const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES]
   &cucap_fb_table_desc_graph,
   &cucap_fb_table_desc_callstack,
   &cucap_fb_table_desc_loaded_object,
+  &cucap_fb_table_desc_address_range,
   &cucap_fb_table_desc_module_map,
   &cucap_fb_table_desc_mem_region,
   &cucap_fb_table_desc_snapshot,

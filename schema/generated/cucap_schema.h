@@ -240,6 +240,17 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_graph_op;
 const char *cucap_fb_graph_node_type_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_graph_node_type;
 
+/* enum AddressKind : ubyte */
+#define CUCAP_FB_ADDRESSKIND_ANON 0
+#define CUCAP_FB_ADDRESSKIND_STACK 1
+#define CUCAP_FB_ADDRESSKIND_HEAP 2
+#define CUCAP_FB_ADDRESSKIND_FILE 3
+#define CUCAP_FB_ADDRESSKIND_DEVICE 4
+#define CUCAP_FB_ADDRESSKIND_OTHER 5
+/* Name of value v ("Launch"), or NULL if v has no name. Static. */
+const char *cucap_fb_address_kind_name(int v);
+extern const cucap_fb_enum_desc cucap_fb_enum_desc_address_kind;
+
 /* enum SnapshotReason : ubyte */
 #define CUCAP_FB_SNAPSHOTREASON_EXIT 0
 #define CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH 1
@@ -357,6 +368,7 @@ typedef struct cucap_fb_graph_node cucap_fb_graph_node;
 typedef struct cucap_fb_graph cucap_fb_graph;
 typedef struct cucap_fb_callstack cucap_fb_callstack;
 typedef struct cucap_fb_loaded_object cucap_fb_loaded_object;
+typedef struct cucap_fb_address_range cucap_fb_address_range;
 typedef struct cucap_fb_module_map cucap_fb_module_map;
 typedef struct cucap_fb_mem_region cucap_fb_mem_region;
 typedef struct cucap_fb_snapshot cucap_fb_snapshot;
@@ -1454,9 +1466,43 @@ static inline const cucap_fb_loaded_object *cucap_fb_loaded_object_root_sp(const
 cucap_status cucap_fb_loaded_object_verify(const void *buf, size_t len, int size_prefixed);
 void cucap_fb_loaded_object_to_json(const cucap_fb_loaded_object *t, cucap_json *w, unsigned flags);
 
+/* ---- table AddressRange ---- */
+extern const cucap_fb_table_desc cucap_fb_table_desc_address_range;
+static inline void cucap_fb_address_range_start(cucap_fbb *b) { cucap_fbb_table_start(b, 4); }
+static inline cucap_fb_ref cucap_fb_address_range_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
+static inline void cucap_fb_address_range_add_start(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 0, v); }
+static inline uint64_t cucap_fb_address_range_start_get(const cucap_fb_address_range *t) { return cucap_fb__read_u64(t, 0, 0); }
+static inline int cucap_fb_address_range_start_is_present(const cucap_fb_address_range *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_address_range_add_end(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 1, v); }
+static inline uint64_t cucap_fb_address_range_end_get(const cucap_fb_address_range *t) { return cucap_fb__read_u64(t, 1, 0); }
+static inline int cucap_fb_address_range_end_is_present(const cucap_fb_address_range *t) { return cucap_fb__field(t, 1) != NULL; }
+static inline void cucap_fb_address_range_add_kind(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 2, v); }
+static inline uint8_t cucap_fb_address_range_kind(const cucap_fb_address_range *t) { return cucap_fb__read_u8(t, 2, 0); }
+static inline int cucap_fb_address_range_kind_is_present(const cucap_fb_address_range *t) { return cucap_fb__field(t, 2) != NULL; }
+static inline void cucap_fb_address_range_add_path(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 3, v); }
+static inline const char *cucap_fb_address_range_path(const cucap_fb_address_range *t) {
+  const uint8_t *s = cucap_fb__ref(t, 3);
+  return s ? (const char *)s + 4 : NULL;
+}
+static inline size_t cucap_fb_address_range_path_len(const cucap_fb_address_range *t) {
+  const uint8_t *s = cucap_fb__ref(t, 3);
+  return s ? cucap_fb__u32(s) : 0;
+}
+static inline int cucap_fb_address_range_path_is_present(const cucap_fb_address_range *t) { return cucap_fb__field(t, 3) != NULL; }
+/* Root table of a plain / size-prefixed buffer (verify first). */
+static inline const cucap_fb_address_range *cucap_fb_address_range_root(const void *buf) {
+  return (const cucap_fb_address_range *)cucap_fb__root(buf);
+}
+static inline const cucap_fb_address_range *cucap_fb_address_range_root_sp(const void *buf) {
+  return (const cucap_fb_address_range *)cucap_fb__root_sp(buf);
+}
+/* CUCAP_OK if buf[0, len) is a valid buffer with a AddressRange root. */
+cucap_status cucap_fb_address_range_verify(const void *buf, size_t len, int size_prefixed);
+void cucap_fb_address_range_to_json(const cucap_fb_address_range *t, cucap_json *w, unsigned flags);
+
 /* ---- table ModuleMap ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_module_map;
-static inline void cucap_fb_module_map_start(cucap_fbb *b) { cucap_fbb_table_start(b, 1); }
+static inline void cucap_fb_module_map_start(cucap_fbb *b) { cucap_fbb_table_start(b, 2); }
 static inline cucap_fb_ref cucap_fb_module_map_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_module_map_add_objects(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 0, v); }
 static inline size_t cucap_fb_module_map_objects_len(const cucap_fb_module_map *t) { size_t c; cucap_fb__vec(t, 0, &c); return c; }
@@ -1464,6 +1510,12 @@ static inline const cucap_fb_loaded_object *cucap_fb_module_map_objects_at(const
   return (const cucap_fb_loaded_object *)cucap_fb__vec_ref_at(t, 0, i);
 }
 static inline int cucap_fb_module_map_objects_is_present(const cucap_fb_module_map *t) { return cucap_fb__field(t, 0) != NULL; }
+static inline void cucap_fb_module_map_add_ranges(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 1, v); }
+static inline size_t cucap_fb_module_map_ranges_len(const cucap_fb_module_map *t) { size_t c; cucap_fb__vec(t, 1, &c); return c; }
+static inline const cucap_fb_address_range *cucap_fb_module_map_ranges_at(const cucap_fb_module_map *t, size_t i) {
+  return (const cucap_fb_address_range *)cucap_fb__vec_ref_at(t, 1, i);
+}
+static inline int cucap_fb_module_map_ranges_is_present(const cucap_fb_module_map *t) { return cucap_fb__field(t, 1) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_module_map *cucap_fb_module_map_root(const void *buf) {
   return (const cucap_fb_module_map *)cucap_fb__root(buf);
@@ -2817,7 +2869,7 @@ cucap_status cucap_fb_chunk_index_verify(const void *buf, size_t len, int size_p
 void cucap_fb_chunk_index_to_json(const cucap_fb_chunk_index *t, cucap_json *w, unsigned flags);
 
 /* Every table descriptor, in schema order (tests, tools). */
-#define CUCAP_FB_SCHEMA_NTABLES 50
+#define CUCAP_FB_SCHEMA_NTABLES 51
 extern const cucap_fb_table_desc *const cucap_fb_schema_tables[CUCAP_FB_SCHEMA_NTABLES];
 
 #ifdef __cplusplus

@@ -42,6 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)cucap_image_has_code_for(data, size, 90);
   size_t es;
   (void)cucap_elf_size(data, size, &es);
+  const unsigned sms[2] = {86, 90};
+  void *sel = NULL;
+  size_t seln = 0;
+  if (cucap_fatbin_select(data, size, sms, 2, &sel, &seln, NULL) == CUCAP_OK && sel) {
+    if (seln > size) /* a selection never grows the image */
+      __builtin_trap();
+    free(sel);
+  }
   uint8_t out[4096];
   (void)cucap_lz4_block_decode(data, size, out, size < sizeof out ? size : sizeof out);
   return 0;

@@ -5,8 +5,11 @@
  * (every range kind, recorded snapshots only: no replay here) and
  * cucap_extract (launch 0 and by kernel name), whose outputs land in a
  * private temporary directory; an extracted file is read back and turned
- * into a C program (cucap_emit_c). Seed with a small capture (tests/run.sh
- * uses cucap-testgen's and drv_train's). */
+ * into a C program (cucap_emit_c). An input holding two captures separated
+ * by PAIR_MARK is diffed A against B instead (the comparison of argument
+ * words, host address ranges and allocations of two different runs). Seed
+ * with a small capture (tests/run.sh uses cucap-testgen's, drv_train's and
+ * drv_share's, and a pair of drv_share runs). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char g_dir[256];
 static FILE *g_null;
+
+#define PAIR_MARK "\n--cucap-diff-b--\n"
+
+static void run_pair(const uint8_t *a, size_t na, const uint8_t *b, size_t nb) {
+  cucap_reader *ra = NULL, *rb = NULL;
+  if (cucap_reader_open_memory(a, na, NULL, &ra, NULL, 0) == CUCAP_OK &&
+      cucap_reader_open_memory(b, nb, NULL, &rb, NULL, 0) == CUCAP_OK) {
+    cucap_diff_options dopt;
+    memset(&dopt, 0, sizeof dopt);
+    cucap_diff_report dr;
+    cucap_diff(ra, rb, g_null, &dopt, &dr);
+  }
+  cucap_reader_destroy(ra);
+  cucap_reader_destroy(rb);
+}
 
 static void run(const uint8_t *d, size_t n) {
   cucap_reader *r = NULL, *r2 = NULL;
@@ -77,13 +95,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!g_null)
       abort();
   }
-  run(data, size);
+  const uint8_t *mark = memmem(data, size, PAIR_MARK, sizeof PAIR_MARK - 1);
   uint8_t *copy = malloc(size ? size : 1);
   if (!copy)
     return 0;
   memcpy(copy, data, size);
-  fix_checks(copy, size);
-  run(copy, size);
+  if (mark) {
+    size_t na = (size_t)(mark - data), off = na + sizeof PAIR_MARK - 1;
+    run_pair(data, na, data + off, size - off);
+    fix_checks(copy, na);
+    fix_checks(copy + off, size - off);
+    run_pair(copy, na, copy + off, size - off);
+  } else {
+    run(data, size);
+    fix_checks(copy, size);
+    run(copy, size);
+  }
   free(copy);
   return 0;
 }

@@ -19,9 +19,19 @@
 #     (bench/libkernel_times.so -> gpu_times_csv.py -> --profile): Perfetto
 #     (decoded and checked when protoc is there; the file is kept in OUT_DIR)
 #     and Chrome JSON (checked).
-#  4. diff: two recordings of torch_mlp -> "same", exit 0; --lr changed ->
-#     exit 1 naming a launch whose argument differs; drv_train likewise.
+#  4. diff: two recordings of torch_mlp -> "same", exit 0 (host addresses in
+#     arguments counted apart: the "host addresses:" line goes to the
+#     summary); --lr changed -> exit 1 naming a launch whose argument
+#     differs; drv_train likewise.
 #  5. drv_train on the real driver: trim --replay, extract + C program.
+#  5b. drv_share: its multi-arch fatbin reduced by trim (recorded snapshot and
+#     --replay) and extract, replayed with --verify by the real driver; diff
+#     of two runs with other host/device addresses: same; a changed struct
+#     member: named.
+#  5c. with CUCAP_SHARE_TRIM="CAPTURE A-B": trim --replay of that capture,
+#     size breakdown, replay --verify.
+# Sizes: every trim line shows the compressed bytes by use (module images,
+# memory uploads, records: `cucap info`'s "stored by use").
 #  6. OUT_DIR/sample.fb: examples/saxpy recorded by this cucap (format 1.3,
 #     cuGetProcAddress names) to replace examples/sample.fb.
 set -uo pipefail
@@ -43,6 +53,14 @@ res() { # status name detail
   case $1 in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) skip=$((skip+1));; esac
 }
 size() { stat -c %s "$1"; }
+# "images 3.1 MB, uploads 0.4 MB, records 0.1 MB" (compressed, from `cucap info`'s stored bytes by use)
+breakdown() {
+  "$CUCAP" info --json "$1" 2>/dev/null | "$PY" -c '
+import json, sys
+st = json.load(sys.stdin).get("stored", {})
+parts = ["%s %.2f MB" % (k, v["compressed_bytes"] / 1e6) for k, v in st.items() if v.get("count")]
+print(", ".join(parts))' 2>/dev/null
+}
 ratio() { "$PY" -c "import sys; print('%.4f' % (int(sys.argv[1]) / int(sys.argv[2])))" "$1" "$2"; }
 verify() { # name capture [options]
   local name=$1 cap=$2; shift 2
@@ -100,9 +118,10 @@ if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     if "$CUCAP" trim "$W/mlp.fb" -o "$out" "$@" >"$out.txt" 2>&1; then
       "$CUCAP" info "$out" >"$OUT/$(basename "$out" .fb).info.txt" 2>&1
       local r; r=$(ratio "$(size "$out")" "$(size "$W/mlp.fb")")
+      local bd; bd="$(breakdown "$out"); $(grep -m1 '^module images:' "$out.txt" | cut -c1-110)"
       if "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.2 else 1)" "$r"; then
-        res PASS "trim $name < 1/5" "$(size "$out") of $(size "$W/mlp.fb") bytes = $r"
-      else res FAIL "trim $name < 1/5" "$(size "$out") of $(size "$W/mlp.fb") bytes = $r ($(cut -c1-100 "$out.txt"))"; fi
+        res PASS "trim $name < 1/5" "$(size "$out") of $(size "$W/mlp.fb") bytes = $r ($bd)"
+      else res FAIL "trim $name < 1/5" "$(size "$out") of $(size "$W/mlp.fb") bytes = $r ($bd; $(head -1 "$out.txt" | cut -c1-100))"; fi
       verify "trim $name replay --verify" "$out"
     else res FAIL "trim $name" "$(tail -1 "$out.txt")"; fi
   }
@@ -155,8 +174,9 @@ print(m[0] if m else "")' "$W/step.info.json" "$1"; }
   "$CUCAP" record -o "$W/d2.fb" -- "${D[@]}" >/dev/null 2>&1
   "$CUCAP" record -o "$W/d3.fb" -- "${D[@]}" --lr 0.04 >/dev/null 2>&1
   "$CUCAP" diff "$W/d1.fb" "$W/d2.fb" >"$W/diff-same.txt" 2>&1; rc=$?
-  [ $rc = 0 ] && res PASS "diff torch_mlp twice: same" "$(tail -1 "$W/diff-same.txt")" ||
+  [ $rc = 0 ] && res PASS "diff torch_mlp twice: same" "$(tail -1 "$W/diff-same.txt" | cut -c1-200)" ||
     res FAIL "diff torch_mlp twice: same" "exit $rc: $(head -3 "$W/diff-same.txt" | tr '\n' ' ' | cut -c1-160)"
+  grep -m1 '^host addresses:' "$W/diff-same.txt" | cut -c1-250 >>"$OUT/share_summary.txt"
   "$CUCAP" diff "$W/d1.fb" "$W/d3.fb" >"$W/diff-lr.txt" 2>&1; rc=$?
   if [ $rc = 1 ] && grep -qE '^launch [0-9]+ .*: parameter [0-9]+' "$W/diff-lr.txt"; then
     res PASS "diff --lr changed: names the launch" "$(grep -m1 -E '^launch ' "$W/diff-lr.txt" | cut -c1-160)"
@@ -182,6 +202,51 @@ if [ -x "$APPS/drv_train" ]; then
   extract_check drv_saxpy "$W/t1.fb" saxpy
 else
   res SKIP "drv_train checks" "not built"
+fi
+
+# ---- 5b. drv_share: a fatbin with SASS sm_75/80/90 + PTX compute_80/90 reduced
+# by trim/extract to what the recorded GPU runs, loaded by the real driver;
+# diff of two runs whose host and device addresses differ (64 GiB reserved
+# first, a deeper stack) inside a struct parameter
+if [ -x "$APPS/drv_share" ]; then
+  "$CUCAP" record --snapshot=launch:2 -o "$W/sh.fb" -- "$APPS/drv_share" >"$W/sh.out" 2>/dev/null
+  "$CUCAP" record -o "$W/sh1.fb" -- "$APPS/drv_share" >/dev/null 2>&1
+  DRV_SHARE_SHIFT=1 "$CUCAP" record -o "$W/sh2.fb" -- "$APPS/drv_share" >/dev/null 2>&1
+  DRV_SHARE_BETA=0.5 "$CUCAP" record -o "$W/sh3.fb" -- "$APPS/drv_share" >/dev/null 2>&1
+  diff -q "$W/sh.out" "$ROOT/tests/apps/drv_share.expected" >/dev/null && res PASS "drv_share on the GPU" "output as on the mock" ||
+    res FAIL "drv_share on the GPU" "output differs from drv_share.expected"
+  if "$CUCAP" trim "$W/sh.fb" -o "$W/sh-trim.fb" --range=launch:2-3 >"$W/sh-trim.txt" 2>&1 &&
+     grep -q "^module images: 1 (1 reduced to sm_90 + PTX <= compute_90)" "$W/sh-trim.txt"; then
+    res PASS "drv_share trim: image reduced" "$(grep '^module images:' "$W/sh-trim.txt" | cut -c1-120)"
+    verify "drv_share trim (reduced image) --verify" "$W/sh-trim.fb"
+  else res FAIL "drv_share trim: image reduced" "$(tail -2 "$W/sh-trim.txt" | tr '\n' ' ' | cut -c1-150)"; fi
+  if "$CUCAP" trim "$W/sh1.fb" -o "$W/sh-trimr.fb" --range=launch:2-3 --replay >"$W/sh-trimr.txt" 2>&1; then
+    verify "drv_share trim --replay (reduced) --verify" "$W/sh-trimr.fb"
+  else res FAIL "drv_share trim --replay" "$(tail -1 "$W/sh-trimr.txt")"; fi
+  extract_check drv_share_x "$W/sh1.fb" struct_axpy
+  "$CUCAP" diff "$W/sh1.fb" "$W/sh2.fb" >"$W/sh-d.txt" 2>&1; rc=$?
+  [ $rc = 0 ] && res PASS "diff drv_share (other addresses): same" "$(head -1 "$W/sh-d.txt" | cut -c1-160)" ||
+    res FAIL "diff drv_share (other addresses): same" "exit $rc: $(head -2 "$W/sh-d.txt" | tr '\n' ' ' | cut -c1-160)"
+  "$CUCAP" diff "$W/sh1.fb" "$W/sh3.fb" >"$W/sh-db.txt" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "struct_axpy, occurrence 0 at its call site: parameter 0 (offset 0, 56 bytes)" "$W/sh-db.txt" &&
+    res PASS "diff drv_share struct member changed" "$(head -1 "$W/sh-db.txt" | cut -c1-160)" ||
+    res FAIL "diff drv_share struct member changed" "exit $rc: $(head -2 "$W/sh-db.txt" | tr '\n' ' ' | cut -c1-160)"
+else
+  res SKIP "drv_share checks" "not built"
+fi
+
+# ---- 5c. (optional) a given capture trimmed by launch range with --replay:
+# CUCAP_SHARE_TRIM="CAPTURE A-B", e.g. the 3-step transformer of run2
+# ("/path/torch_transformer.fb 519-805": one AdamW step); size breakdown
+# and replay --verify of the trimmed file
+if [ -n "${CUCAP_SHARE_TRIM:-}" ]; then
+  set -- $CUCAP_SHARE_TRIM
+  if [ -f "${1:-}" ] && [ -n "${2:-}" ] &&
+     "$CUCAP" trim "$1" -o "$W/given.fb" --range="launch:$2" --replay >"$W/given.txt" 2>&1; then
+    "$CUCAP" info "$W/given.fb" >"$OUT/given.info.txt" 2>&1
+    res PASS "trim launch:$2 of $(basename "$1") --replay" "$(size "$1") -> $(size "$W/given.fb") bytes = $(ratio "$(size "$W/given.fb")" "$(size "$1")") ($(breakdown "$W/given.fb"))"
+    verify "trim of $(basename "$1") --verify" "$W/given.fb"
+  else res FAIL "trim launch:${2:-?} of ${1:-?} --replay" "$(tail -1 "$W/given.txt" 2>/dev/null)"; fi
 fi
 
 # ---- 6. a new examples/sample.fb

@@ -22,6 +22,13 @@
 #  5. diff: two recordings of the same program: "same", exit 0; a changed
 #     kernel argument (DRV_TRAIN_SCALE): exit 1 naming the scale launches'
 #     parameter 1; two GPU timings files: per-kernel changes listed.
+#  5b. drv_share (a fatbin with SASS sm_75/80/90 + PTX compute_80/90, a
+#     struct parameter with device pointers, host addresses and stale pointer
+#     halves): trim/extract reduce the image to sm_90 SASS + compute_90 PTX,
+#     a new blob the Module record names, and the mock replays it with
+#     --verify (--keep-all-archs keeps the source image); diff of two runs
+#     with other device/host addresses: "same", host addresses counted
+#     apart; a changed struct member or scalar is named.
 #  6. bad input: truncated / bit-flipped captures and a broken timings file
 #     give exit 3 and one error line from every new command, never a crash.
 # Skips (77) without the mock, drv_train or cucap.
@@ -208,6 +215,86 @@ else bad "diff changed argument rc=$rc"; cat "$T/d2.txt"; fi
 "$CUCAP" diff "$T/plain.fb" "$T/plain2.fb" --profile-a "$T/times.csv" --profile-b "$T/times2.csv" >"$T/d3.txt" 2>&1; rc=$?
 [ $rc = 0 ] && grep -q "^  scale: 8.000 us (8 launches) -> 16.000 us (8) +100.0%; achieved_occupancy 0.5 -> 0.25" "$T/d3.txt" &&
   ok "diff with profiles: $(grep -m1 '^  scale' "$T/d3.txt")" || { bad "diff profiles rc=$rc"; cat "$T/d3.txt"; }
+
+# ---- 5b. drv_share: a multi-architecture image (SASS sm_75/80/90, PTX
+# compute_80/90) and a struct parameter holding device pointers, host
+# addresses and stale pointer halves in its padding
+SH="$APPS_DIR/drv_share"
+if [ -x "$SH" ]; then
+  shrec() { # out env... -- options
+    local out=$1; shift
+    env "$@" "$CUCAP" record -o "$out" ${SHOPT:-} -- "$SH" >"$out.out" 2>"$out.err" ||
+      { bad "record drv_share $* (rc $?)"; tail -3 "$out.err"; }
+  }
+  SHOPT=--snapshot=launch:2 shrec "$T/sh.fb" X=1
+  cmp -s "$T/sh.fb.out" "$SRC/tests/apps/drv_share.expected" && ok "drv_share output unchanged under record" ||
+    bad "drv_share output differs under record"
+  # trim: the image keeps the sm_90 SASS and the compute_90 PTX, a new blob
+  # the trimmed Module record names; the mock loads it and the replay verifies
+  if "$CUCAP" trim "$T/sh.fb" -o "$T/sh-trim.fb" --range=launch:2-3 >"$T/sh-trim.txt" 2>&1 &&
+     grep -q "^module images: 1 (1 reduced to sm_90 + PTX <= compute_90), [0-9]* -> [0-9]* bytes" "$T/sh-trim.txt"; then
+    ok "trim of a multi-arch image: $(tail -1 "$T/sh-trim.txt" | cut -c1-100)"
+  else bad "trim drv_share"; cat "$T/sh-trim.txt"; fi
+  verify "trim drv_share (reduced image)" "$T/sh-trim.fb"
+  "$CUCAP" trim "$T/sh.fb" -o "$T/sh-all.fb" --range=launch:2-3 --keep-all-archs >"$T/sh-all.txt" 2>&1 ||
+    bad "trim --keep-all-archs"
+  verify "trim drv_share --keep-all-archs" "$T/sh-all.fb"
+  for f in sh sh-trim sh-all; do
+    "$CUCAP" dump --json --body Module --no-symbols "$T/$f.fb" >"$T/$f.mod.jsonl" 2>/dev/null
+  done
+  if "$PY" - "$T/sh.mod.jsonl" "$T/sh-trim.mod.jsonl" "$T/sh-all.mod.jsonl" <<'PYEOF'; then
+import json, sys
+def load(p):
+    return [json.loads(l)["body"] for l in open(p) if '"body"' in l and '"Load"' in l]
+src, red, full = (load(p) for p in sys.argv[1:4])
+assert len(src) == len(red) == len(full) == 1, (src, red, full)
+assert full[0]["image"] == src[0]["image"] and full[0]["image_size"] == src[0]["image_size"], full
+assert red[0]["image"] != src[0]["image"] and red[0]["image_size"] < src[0]["image_size"] / 2, (red, src)
+PYEOF
+    ok "the trimmed Module record names the reduced image; --keep-all-archs the source's"
+  else bad "Module records of the trimmed captures"; fi
+  "$CUCAP" dump --json --body Launch "$T/sh-trim.fb" >"$T/sh-trim.launch.jsonl" 2>/dev/null
+  grep -q '"callstack":\[' "$T/sh-trim.launch.jsonl" && ok "trimmed launches keep their callstacks" ||
+    bad "trimmed launches lost their callstacks"
+  # extract: the emitted module file is the reduced fatbin
+  if "$CUCAP" extract "$T/sh.fb" --launch 2 -o "$T/sh-ex.fb" --emit-c "$T/shc" >"$T/sh-ex.txt" 2>&1 &&
+     "$PY" - "$T/shc/module.bin" <<'PYEOF'; then
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+magic, ver, hs, fs = struct.unpack_from("<IHHQ", d, 0)
+assert magic == 0xBA55ED50 and hs + fs == len(d) and len(d) % 8 == 0, (hex(magic), hs, fs, len(d))
+off, kept = hs, []
+while off < hs + fs:
+    kind, _, ehs, psz = struct.unpack_from("<HHIQ", d, off)
+    kept.append(("ELF" if kind == 2 else "PTX" if kind == 1 else kind, struct.unpack_from("<I", d, off + 28)[0]))
+    off += ehs + psz
+assert off == hs + fs and sorted(kept) == [("ELF", 90), ("PTX", 90)], kept
+PYEOF
+    ok "extract: the module file holds sm_90 SASS + compute_90 PTX only"
+  else bad "extract drv_share image"; cat "$T/sh-ex.txt"; fi
+  verify "extract drv_share (reduced image)" "$T/sh-ex.fb"
+  # diff: another run with other device and host addresses (mock base,
+  # 64 GiB reserved first, a deeper stack): the same program
+  SHOPT= shrec "$T/sh1.fb" X=1
+  SHOPT= shrec "$T/sh2.fb" DRV_SHARE_SHIFT=1 CUCAP_MOCK_ADDR_BASE=0x7c0000000000
+  SHOPT= shrec "$T/sh-beta.fb" DRV_SHARE_SHIFT=1 DRV_SHARE_BETA=0.5
+  SHOPT= shrec "$T/sh-scale.fb" DRV_SHARE_SCALE=0.25
+  "$CUCAP" diff "$T/sh1.fb" "$T/sh2.fb" >"$T/shd.txt" 2>&1; rc=$?
+  if [ $rc = 0 ] && grep -q "^same: .* 6 launches matched (0 differ, 0 unmatched).*host addresses differ (not compared)$" "$T/shd.txt" &&
+     grep -qE "^host addresses: [0-9]+ argument words of 6 otherwise equal launches differ only as host addresses \(stack [1-9].*stale pointer halves [1-9]" "$T/shd.txt"; then
+    ok "diff of two runs with other addresses: same ($(head -1 "$T/shd.txt" | cut -c1-150))"
+  else bad "diff drv_share runs rc=$rc"; cat "$T/shd.txt"; fi
+  "$CUCAP" diff "$T/sh1.fb" "$T/sh-beta.fb" >"$T/shb.txt" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "^launch 0 (B: 0) struct_axpy, occurrence 0 at its call site: parameter 0 (offset 0, 56 bytes), bytes 24..39: A 0x000000003e800000[0-9a-f]\{16\}, B 0x000000003f000000" "$T/shb.txt" &&
+    ok "diff: a changed member of a struct parameter is named: $(head -1 "$T/shb.txt" | cut -c1-140)" ||
+    { bad "diff beta rc=$rc"; cat "$T/shb.txt"; }
+  "$CUCAP" diff "$T/sh2.fb" "$T/sh-scale.fb" >"$T/shs.txt" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "^launch 0 (B: 0) struct_axpy, occurrence 0 at its call site: parameter 1 (offset 56, 4 bytes): A 0x3f000000, B 0x3e800000" "$T/shs.txt" &&
+    grep -q "^differ: .* 6 launches matched (6 differ, 0 unmatched)" "$T/shs.txt" &&
+    ok "diff: a changed scalar next to the struct is named" || { bad "diff scale rc=$rc"; cat "$T/shs.txt"; }
+else
+  bad "drv_share not built"
+fi
 
 # ---- info / dump readability
 "$CUCAP" info "$T/plain.fb" >"$T/info.txt" 2>&1

@@ -260,10 +260,27 @@ static void k_tex_atlas(const mock_thread *t, void **args) {
   }
 }
 
+/* drv_kernels_share.cu: struct_axpy(share_params p, float s); the struct's
+ * layout: x @0, y @8, n @16, host @24, beta @32, tag @40, scratch @48. */
+static void k_struct_axpy(const mock_thread *t, void **args) {
+  const unsigned char *p = args[0];
+  float *x;
+  const float *y;
+  int n;
+  float beta;
+  memcpy(&x, p, 8);
+  memcpy(&y, p + 8, 8);
+  memcpy(&n, p + 16, 4);
+  memcpy(&beta, p + 32, 4);
+  long long i = GID(t);
+  if (i < n) x[i] = x[i] * ARG(float, 1) + beta * y[i];
+}
+
 static const struct {
   const char *name;
   mock_host_kernel fn;
 } table[] = {
+  {"struct_axpy", k_struct_axpy},
   {"vec_add", k_vec_add}, {"scale", k_scale}, {"fill", k_fill}, {"saxpy", k_saxpy},
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
   {"gather_ptr", k_gather_ptr}, {"cond_set", k_cond_set}, {"cond_loop", k_cond_loop},

@@ -4,7 +4,8 @@
  * chosen from these figures); the frame-pointer walk stops at a "frame"
  * whose return address is no code (what code built without frame pointers
  * leaves in %rbp) instead of recording data words. cucap_rec_stack_id() is
- * 0 when not recording. */
+ * 0 when not recording. The address-space reader of ModuleMap records
+ * (capture/addrspace.c) merges and classifies /proc/PID/maps lines. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 #include <link.h>
 #include <unistd.h>
 
+#include "cucap_addrspace.h"
 #include "cucap_callstack.h"
+#include "cucap_schema.h"
 #include "cucap_symbolize.h"
 #include "cucap_recorder.h"
 #include "testutil.h"
@@ -269,7 +272,79 @@ static void test_stack_ids(void) {
   unsetenv("CUCAP_OPTIONS");
 }
 
+/* capture/addrspace.c: /proc/PID/maps text -> merged AddressRange vector
+ * (ModuleMap.ranges, format 1.4). */
+static const cucap_fb_module_map *map_of(cucap_fbb *b, cucap_fb_ref ranges) {
+  cucap_fb_module_map_start(b);
+  if (ranges)
+    cucap_fb_module_map_add_ranges(b, ranges);
+  size_t len = 0;
+  const uint8_t *buf = cucap_fbb_finish(b, cucap_fb_module_map_end(b), 0, &len);
+  if (!buf || cucap_fb_module_map_verify(buf, len, 0) != CUCAP_OK)
+    return NULL;
+  return cucap_fb_module_map_root(buf);
+}
+
+static void test_addrspace(void) {
+  static const char maps[] =
+      "55d0a0000000-55d0a0001000 r--p 00000000 08:01 123   /usr/bin/app\n"
+      "55d0a0001000-55d0a0003000 r-xp 00001000 08:01 123   /usr/bin/app\n"
+      "55d0a0100000-55d0a0200000 rw-p 00000000 00:00 0     [heap]\n"
+      "7f0000000000-7f0000200000 rw-s 00000000 00:05 77    /dev/nvidia-uvm\n"
+      "7f1000000000-7f1000001000 ---p 00000000 00:00 0 \n"
+      "7f1000001000-7f1000800000 rw-p 00000000 00:00 0     [anon:glibc arena]\n"
+      "7f1000800000-7f1000900000 r-xp 00000000 08:01 9     /lib/libc.so.6\n"
+      "garbage line\n"
+      "7f1000900000-7f1000800000 r-xp 00000000 08:01 9     /lib/backwards.so\n"
+      "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n"
+      "7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0     [vdso]\n"
+      "7ffd00200000-7ffd0020"; /* cut short */
+  cucap_fbb *b = cucap_fbb_create(4096);
+  TU_REQUIRE(b);
+  const cucap_fb_module_map *mm = map_of(b, cucap_addrspace_build_from(b, maps, sizeof maps - 1));
+  TU_REQUIRE(mm);
+  struct { uint64_t s, e; int k; const char *path; } want[] = {
+      {0x55d0a0000000, 0x55d0a0003000, CUCAP_FB_ADDRESSKIND_FILE, "/usr/bin/app"},
+      {0x55d0a0100000, 0x55d0a0200000, CUCAP_FB_ADDRESSKIND_HEAP, NULL},
+      {0x7f0000000000, 0x7f0000200000, CUCAP_FB_ADDRESSKIND_DEVICE, "/dev/nvidia-uvm"},
+      {0x7f1000000000, 0x7f1000800000, CUCAP_FB_ADDRESSKIND_ANON, NULL}, /* merged */
+      {0x7f1000800000, 0x7f1000900000, CUCAP_FB_ADDRESSKIND_FILE, "/lib/libc.so.6"},
+      {0x7ffd00000000, 0x7ffd00021000, CUCAP_FB_ADDRESSKIND_STACK, NULL},
+      {0x7ffd00100000, 0x7ffd00102000, CUCAP_FB_ADDRESSKIND_OTHER, NULL}};
+  size_t n = cucap_fb_module_map_ranges_len(mm), nw = sizeof want / sizeof *want;
+  CHECK(n == nw);
+  for (size_t i = 0; i < n && i < nw; i++) {
+    const cucap_fb_address_range *r = cucap_fb_module_map_ranges_at(mm, i);
+    CHECK(cucap_fb_address_range_start_get(r) == want[i].s &&
+          cucap_fb_address_range_end_get(r) == want[i].e &&
+          cucap_fb_address_range_kind(r) == want[i].k);
+    const char *p = cucap_fb_address_range_path(r);
+    CHECK(want[i].path ? p && !strcmp(p, want[i].path) : !p);
+  }
+  /* this process: the stack holds a local, the executable a function */
+  cucap_fbb_reset(b);
+  mm = map_of(b, cucap_addrspace_build(b));
+  TU_REQUIRE(mm);
+  int local = 0, stack_ok = 0, code_ok = 0;
+  uint64_t prev_end = 0;
+  for (size_t i = 0; i < cucap_fb_module_map_ranges_len(mm); i++) {
+    const cucap_fb_address_range *r = cucap_fb_module_map_ranges_at(mm, i);
+    uint64_t s = cucap_fb_address_range_start_get(r), e = cucap_fb_address_range_end_get(r);
+    CHECK(s >= prev_end && e > s); /* sorted, not overlapping */
+    prev_end = e;
+    if ((uintptr_t)&local - s < e - s)
+      stack_ok = cucap_fb_address_range_kind(r) == CUCAP_FB_ADDRESSKIND_STACK;
+    if ((uintptr_t)&test_addrspace - s < e - s)
+      code_ok = cucap_fb_address_range_kind(r) == CUCAP_FB_ADDRESSKIND_FILE;
+  }
+  CHECK(stack_ok && code_ok);
+  cucap_fbb_reset(b);
+  CHECK(cucap_addrspace_build_from(b, "", 0) != 0); /* an empty vector */
+  cucap_fbb_destroy(b);
+}
+
 int main(void) {
+  test_addrspace();
   test_symbolize();
 #if defined(__x86_64__)
   test_junk_frame();

@@ -141,6 +141,131 @@ static void test_lz4(void) {
   CHECK(cucap_lz4_block_decode(bad, sizeof bad, dst, 15) == CUCAP_ERR_DECOMPRESS);
 }
 
+/* What cucap_fatbin_select keeps of one image, as "E90 P90" (ELF/PTX and
+ * arch, in image order). */
+typedef struct sel_desc {
+  char s[128];
+} sel_desc;
+
+static int describe_entry(const cucap_fatbin_entry *e, void *user) {
+  sel_desc *d = user;
+  size_t l = strlen(d->s);
+  snprintf(d->s + l, sizeof d->s - l, "%s%c%u", l ? " " : "",
+           e->kind == CUCAP_FATBIN_ENTRY_ELF ? 'E' : e->kind == CUCAP_FATBIN_ENTRY_PTX ? 'P' : '?',
+           e->arch);
+  return 0;
+}
+
+static void check_select(const uint8_t *img, size_t n, const unsigned *sms, size_t nsms,
+                         const char *want) {
+  void *o = NULL;
+  size_t on = 0;
+  cucap_fatbin_select_stats st;
+  CHECK(cucap_fatbin_select(img, n, sms, nsms, &o, &on, &st) == CUCAP_OK);
+  CHECK(st.entries == 5);
+  if (!want) { /* the image stays whole */
+    CHECK(o == NULL && st.kept == 5);
+    return;
+  }
+  CHECK(o != NULL);
+  if (!o)
+    return;
+  sel_desc d = {""};
+  CHECK(cucap_fatbin_foreach(o, on, describe_entry, &d) == CUCAP_OK);
+  if (strcmp(d.s, want) != 0)
+    fprintf(stderr, "select: kept \"%s\", expected \"%s\"\n", d.s, want);
+  CHECK(strcmp(d.s, want) == 0);
+  cucap_image_info info;
+  CHECK(cucap_image_detect(o, on, &info) == CUCAP_OK && info.size == on && on < n);
+  CHECK(on % 8 == 0);
+  for (size_t i = 0; i < nsms; i++)
+    CHECK(cucap_image_has_code_for(o, on, sms[i]) == 1);
+  if (strchr(d.s, 'E'))
+    check_k_layout(o, on); /* the kernels' parameter layouts are still there */
+  /* the selection of a selection keeps it */
+  void *o2 = NULL;
+  size_t on2 = 0;
+  CHECK(cucap_fatbin_select(o, on, sms, nsms, &o2, &on2, NULL) == CUCAP_OK && o2 == NULL);
+  free(o);
+}
+
+/* A fatbin with SASS for sm_75/80/90 and PTX for compute_80/90 (what
+ * frameworks ship, smaller), reduced for various devices. */
+static void test_select(const char *dir, const char *nvcc) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && %s -fatbin -gencode arch=compute_75,code=sm_75 "
+           "-gencode arch=compute_80,code=[sm_80,compute_80] "
+           "-gencode arch=compute_90,code=[sm_90,compute_90] -o multi.fatbin k.cu",
+           dir, nvcc);
+  TU_REQUIRE(system(cmd) == 0);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/multi.fatbin", dir);
+  size_t n;
+  uint8_t *img = slurp(path, &n);
+  TU_REQUIRE(img);
+  sel_desc all = {""};
+  CHECK(cucap_fatbin_foreach(img, n, describe_entry, &all) == CUCAP_OK);
+  /* nvcc's order of entries is its own: compare sets through the selection */
+  const unsigned h100[] = {90}, a10[] = {86}, b200[] = {100}, v100[] = {70}, mixed[] = {86, 90};
+  char w90[64], w86[64], wmix[64];
+  /* expected strings follow the image's entry order */
+  w90[0] = w86[0] = wmix[0] = 0;
+  {
+    const char *tok = all.s;
+    while (*tok) {
+      char t[8] = "";
+      size_t k = 0;
+      while (tok[k] && tok[k] != ' ' && k < sizeof t - 1) {
+        t[k] = tok[k];
+        k++;
+      }
+      t[k] = 0;
+      tok += k + (tok[k] == ' ');
+      int is90 = !strcmp(t, "E90") || !strcmp(t, "P90");
+      int is80 = !strcmp(t, "E80") || !strcmp(t, "P80");
+      if (is90)
+        snprintf(w90 + strlen(w90), sizeof w90 - strlen(w90), "%s%s", w90[0] ? " " : "", t);
+      if (is80)
+        snprintf(w86 + strlen(w86), sizeof w86 - strlen(w86), "%s%s", w86[0] ? " " : "", t);
+      if (is80 || is90)
+        snprintf(wmix + strlen(wmix), sizeof wmix - strlen(wmix), "%s%s", wmix[0] ? " " : "", t);
+    }
+  }
+  CHECK(strlen(w90) == 7 && strlen(w86) == 7 && strlen(wmix) == 15);
+  check_select(img, n, h100, 1, w90);  /* sm_90 SASS + compute_90 PTX */
+  check_select(img, n, a10, 1, w86);   /* sm_86: sm_80 SASS + compute_80 PTX */
+  check_select(img, n, mixed, 2, wmix);
+  check_select(img, n, b200, 1, "P90"); /* no SASS runs there: the PTX JITs */
+  check_select(img, n, v100, 1, NULL); /* nothing runs there: kept whole */
+  check_select(img, n, h100, 0, NULL); /* no device known: kept whole */
+  /* damaged copies: an error or a valid smaller fatbin, never a crash */
+  uint8_t *b = malloc(n);
+  for (size_t cut = 0; cut < n; cut += (cut < 256 ? 1 : 97)) {
+    memcpy(b, img, cut);
+    void *o = NULL;
+    size_t on;
+    if (cucap_fatbin_select(b, cut, h100, 1, &o, &on, NULL) == CUCAP_OK && o) {
+      CHECK(on <= cut);
+      free(o);
+    }
+  }
+  srand(2);
+  for (int i = 0; i < 300; i++) {
+    memcpy(b, img, n);
+    for (int j = 0; j < 4; j++)
+      b[(size_t)rand() % n] ^= (uint8_t)(1u << (rand() % 8));
+    void *o = NULL;
+    size_t on;
+    if (cucap_fatbin_select(b, n, mixed, 2, &o, &on, NULL) == CUCAP_OK && o) {
+      CHECK(on <= n);
+      free(o);
+    }
+  }
+  free(b);
+  free(img);
+}
+
 int main(void) {
   test_lz4();
   const char *home = getenv("CUDA_HOME");
@@ -223,6 +348,7 @@ int main(void) {
       mangle(img, n);
     free(img);
   }
+  test_select(dir, nvcc);
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0)
     fprintf(stderr, "could not remove %s\n", dir);

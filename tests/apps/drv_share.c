@@ -1,0 +1,107 @@
+/* drv_share: a kernel with one struct parameter (device pointers, a host
+ * stack address, an address in the program image, a heap address, the
+ * stale upper half of a heap pointer in its padding), loaded with
+ * cuLibraryLoadData from a fatbin with SASS for sm_75/80/90 and PTX for
+ * compute_80/90 (drv_kernels_share.cu). For `cucap trim`/`extract` (the
+ * image is reduced to the recorded GPU's code and must still load) and
+ * `cucap diff` (two runs differ in every host address, not in what the
+ * pointers designate). Results are exact (small binary fractions), the same
+ * on the mock and on a GPU.
+ * Usage: drv_share [STEPS] (default 6).
+ * DRV_SHARE_SHIFT=1: reserve 64 GiB of address space and 512 bytes of stack
+ *   first, so that heap and stack addresses (and the upper halves of heap
+ *   addresses) differ from a run without it, with or without ASLR;
+ * DRV_SHARE_SCALE=F: the scalar parameter s (default 0.5);
+ * DRV_SHARE_BETA=F: the struct member beta (default 0.25). */
+#include <alloca.h>
+#include <sys/mman.h>
+
+#include "drv_common.h"
+
+#ifndef SHARE_FATBIN_PATH
+#error "SHARE_FATBIN_PATH must name the fatbin built from drv_kernels_share.cu"
+#endif
+__asm__(".section .rodata\n"
+        ".balign 16\n"
+        "share_fatbin:\n"
+        ".incbin \"" SHARE_FATBIN_PATH "\"\n"
+        ".previous\n");
+extern const unsigned char share_fatbin[];
+
+static const char k_tag[] = "drv_share tag";
+
+typedef struct share_params { /* drv_kernels_share.cu */
+  CUdeviceptr x, y;
+  int n;
+  uint32_t pad0;
+  const float *host;
+  float beta;
+  uint32_t pad1;
+  const char *tag;
+  const void *scratch;
+} share_params;
+
+static float getf(const char *name, float dflt) {
+  const char *s = getenv(name);
+  return s && *s ? (float)atof(s) : dflt;
+}
+
+static void run(CUfunction f, int steps, const void *scratch) {
+  enum { N = 4096, T = 256 };
+  float host_scalar = 1.0f; /* its address goes into the parameters */
+  float *h = malloc(N * sizeof *h);
+  if (!h)
+    exit(1);
+  CUdeviceptr x, y;
+  CK(cuMemAlloc(&x, N * sizeof(float)));
+  CK(cuMemAlloc(&y, N * sizeof(float)));
+  for (int i = 0; i < N; i++)
+    h[i] = (float)(i % 13);
+  CK(cuMemcpyHtoD(x, h, N * sizeof(float)));
+  for (int i = 0; i < N; i++)
+    h[i] = (float)(i % 5) - 2.0f;
+  CK(cuMemcpyHtoD(y, h, N * sizeof(float)));
+  float s = getf("DRV_SHARE_SCALE", 0.5f);
+  uint32_t stale = (uint32_t)((uintptr_t)scratch >> 32); /* what padding often holds */
+  for (int step = 0; step < steps; step++) {
+    /* the padding after beta stays 0: a changed beta must be named (next to
+     * a stale upper half it could read as a host address, cucap_diff.h) */
+    share_params p = {x + (CUdeviceptr)(step % 2) * 64 * sizeof(float), y, N - 64, stale,
+                      &host_scalar, getf("DRV_SHARE_BETA", 0.25f), 0, k_tag, scratch};
+    void *args[] = {&p, &s};
+    CK(cuLaunchKernel(f, (N - 64 + T - 1) / T, 1, 1, T, 1, 1, 0, NULL, args, NULL));
+    CK(cuMemcpyDtoH(h, x, N * sizeof(float)));
+    printf("step %d: sum=%.6f hash=%016llx\n", step, drv_sum(h, N),
+           (unsigned long long)drv_hash(h, N * sizeof(float)));
+  }
+  CK(cuMemFree(x));
+  CK(cuMemFree(y));
+  free(h);
+}
+
+int main(int argc, char **argv) {
+  int steps = argc > 1 ? atoi(argv[1]) : 6;
+  if (steps < 1 || steps > 1000)
+    steps = 6;
+  int shift = getenv("DRV_SHARE_SHIFT") && atoi(getenv("DRV_SHARE_SHIFT"));
+  if (shift && mmap(NULL, (size_t)64 << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0) == MAP_FAILED)
+    return 1;
+  void *scratch = malloc(1 << 20); /* mmap'ed by malloc: below the reservation */
+  if (!scratch)
+    return 1;
+  CUcontext ctx = drv_setup();
+  CUlibrary lib;
+  CUkernel k;
+  CUfunction f;
+  CK(cuLibraryLoadData(&lib, share_fatbin, NULL, NULL, 0, NULL, NULL, 0));
+  CK(cuLibraryGetKernel(&k, lib, "struct_axpy"));
+  CK(cuKernelGetFunction(&f, k));
+  volatile char *deeper = alloca(shift ? 512 : 16); /* moves host_scalar's frame */
+  deeper[0] = 0;
+  run(f, steps, scratch);
+  CK(cuLibraryUnload(lib));
+  CK(cuCtxDestroy(ctx));
+  free(scratch);
+  return 0;
+}
