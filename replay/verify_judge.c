@@ -463,7 +463,8 @@ void vo_judge(vo_verifier *v) {
     ord[i].region = v->chk[i].region;
     ord[i].ix = i;
   }
-  qsort(ord, v->nchk, sizeof *ord, vo_ord_cmp);
+  if (v->nchk)
+    qsort(ord, v->nchk, sizeof *ord, vo_ord_cmp);
   vo_reloc_apply(v); /* before v->want holds a check's recorded bytes */
   for (size_t k = 0; k < v->nchk; k++) {
     vo_check *c = &v->chk[ord[k].ix];

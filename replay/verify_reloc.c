@@ -12,10 +12,14 @@
  * aligned 8-byte word of a copy or snapshot region whose replayed value g
  * and recorded value r
  *   - both look like device pointers into driver-placed memory: between
- *     4 GiB and 256 TiB, within 1 TiB of the capture's allocations (the
- *     device's address window: newdelete's popped values side by side,
- *     0x7e00000026, are 140 TB away from its allocations at 0x7f9b...),
- *     inside none of them;
+ *     4 GiB and 256 TiB, inside none of the capture's allocations, and
+ *     either within 1 TiB of them (vo_ptr_like, also what the "addresses"
+ *     hint uses) or 16-byte aligned (what device malloc and new return).
+ *     On the H100 the device heap lies near 8 GiB (0x2067ff920) while
+ *     cuMemAlloc memory is at 0x7f..., 140 TB away, so distance alone
+ *     cannot tell; two small ints side by side, like newdelete's popped
+ *     values 0x7e00000026, are neither near nor aligned, and aligned ones
+ *     still need the shared 64 KiB-multiple offset below;
  *   - differ by a multiple of 64 KiB (memory is placed with at least that
  *     granularity), and none of its bytes is nondeterministic;
  * is a *candidate*. Candidates whose difference g - r is shared by at least
@@ -55,6 +59,19 @@ int vo_ptr_like(uint64_t x, const rp_range *allocs, size_t nallocs) {
   return near;
 }
 
+/* vo_ptr_like, or a 16-byte aligned value in the same bounds (a device
+ * heap pointer far from the capture's allocations). */
+static int vo_rl_like(uint64_t x, const rp_range *allocs, size_t nallocs) {
+  if (vo_ptr_like(x, allocs, nallocs))
+    return 1;
+  if ((x & 15) || x < ((uint64_t)1 << 32) || x >= ((uint64_t)1 << 48))
+    return 0;
+  for (size_t i = 0; i < nallocs; i++)
+    if (x - allocs[i].addr < allocs[i].size)
+      return 0;
+  return 1;
+}
+
 size_t vo_rl_candidates(const uint8_t *got, const uint8_t *want, const uint8_t *nd,
                         uint64_t size, unsigned align, const rp_range *allocs, size_t nallocs,
                         size_t check, vo_rl_cand *out, size_t max) {
@@ -70,8 +87,8 @@ size_t vo_rl_candidates(const uint8_t *got, const uint8_t *want, const uint8_t *
     int varies = 0;
     for (uint64_t k = o; nd && k < o + 8 && !varies; k++)
       varies = (nd[k >> 3] >> (k & 7)) & 1;
-    if (varies || (g - r) % VO_RL_GRAIN || !vo_ptr_like(g, allocs, nallocs) ||
-        !vo_ptr_like(r, allocs, nallocs))
+    if (varies || (g - r) % VO_RL_GRAIN || !vo_rl_like(g, allocs, nallocs) ||
+        !vo_rl_like(r, allocs, nallocs))
       continue;
     out[n].check = check;
     out[n].off = o;
@@ -93,7 +110,8 @@ static int vo_rl_cmp(const void *a, const void *b) {
 
 void vo_rl_choose(vo_rl_cand *c, size_t n, vo_rl_result *res) {
   memset(res, 0, sizeof *res);
-  qsort(c, n, sizeof *c, vo_rl_cmp);
+  if (n) /* c may be NULL */
+    qsort(c, n, sizeof *c, vo_rl_cmp);
   /* the largest groups of one offset, each of at least VO_RL_MIN_WORDS */
   for (size_t i = 0; i < n;) {
     size_t j = i;

@@ -379,8 +379,16 @@ cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t ms
   const cucap_fb_launch *l = cucap_fb_record_body_as_launch(s.launch.rec);
   const ec_fn *fn = fn_of(&s, cucap_fb_launch_function(l));
   const ec_fn *named = fn;
-  if (fn && !fn->name[0])
-    named = fn_of(&s, fn->module); /* a CUfunction of a CUkernel */
+  /* A CUfunction of a CUkernel (cuKernelGetFunction): its module field is
+   * the CUkernel, whose own record names the library. On the mock both
+   * handles are one number and fn_of finds the kernel's record first. */
+  if (fn && (!fn->name[0] || fn->kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION)) {
+    const ec_fn *k = fn_of(&s, fn->module);
+    if (k && k != fn)
+      named = k;
+    else if (!fn->name[0])
+      named = NULL;
+  }
   if (!fn || !named || !named->name[0]) {
     fail(&s, "%s", "the launched function is not described in the capture");
     goto out;

@@ -62,6 +62,27 @@ static void newdelete_payload(void) {
   TU_CHECK(like == 0);
 }
 
+/* The H100's device heap (drv_sched on the GPU): pointers near 8 GiB, the
+ * program's allocations at 0x7f..., 140 TB away; the replay's heap 12 MiB
+ * lower. Aligned heap pointers are candidates however far they are. */
+static void far_heap(void) {
+  uint64_t want[32], got[32];
+  vo_rl_cand c[32];
+  vo_rl_result res;
+  for (int k = 0; k < 32; k++) {
+    want[k] = 0x2067ff920ull + 16ull * (uint64_t)k;
+    got[k] = want[k] - 0xC00000;
+  }
+  size_t n = vo_rl_candidates((const uint8_t *)got, (const uint8_t *)want, NULL, sizeof got, 0,
+                              allocs, na, 0, c, 32);
+  vo_rl_choose(c, n, &res);
+  checks++;
+  TU_CHECK(n == 32 && res.noffsets == 1 && res.total_words == 32 &&
+           res.offset[0] == -(int64_t)0xC00000);
+  checks++;
+  TU_CHECK(!vo_ptr_like(want[0], allocs, na)); /* the hint stays distance-based */
+}
+
 static void heap_pointers(void) {
   uint64_t want[64], got[64];
   vo_rl_cand c[64];
@@ -139,6 +160,7 @@ static void no_evidence(void) {
 int main(void) {
   newdelete_payload();
   heap_pointers();
+  far_heap();
   no_evidence();
   return tu_finish("test_verify_reloc", checks);
 }
