@@ -259,6 +259,8 @@ typedef struct ck_metrics {
   int stopped;                /* this pass reached Stop */
   int all_submitted;
   int win_failed;             /* the current window failed (win_note) */
+  int rp_broken;              /* a range profiler call itself failed (not a
+                                 pass count): CUPTI is not asked again */
   int in_range;               /* a user range is pushed, not popped yet */
   int over;                   /* no more windows: the phase is over */
   unsigned window_passes;

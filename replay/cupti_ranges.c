@@ -261,6 +261,7 @@ static void ck_rp_stop(ck_engine *E) {
     if (!m->win_failed)
       snprintf(m->win_note, sizeof m->win_note, "%s", E->last_msg);
     m->win_failed = 1;
+    m->rp_broken = 1;
     return;
   }
   m->all_submitted = sp.isAllPassSubmitted;
@@ -537,6 +538,14 @@ static void ck_metrics_final(ck_engine *E) {
  * section note is then final). */
 static int ck_win_next(ck_engine *E) {
   ck_metrics *m = E->m;
+  if (m->rp_broken && E->cur_win + 1 < E->nwin) {
+    size_t left = E->nwin - E->cur_win - 1;
+    m->failed_windows += left;
+    CUCAP_ERROR("profile: the range profiler failed (%s): the %zu metrics window(s) left "
+                "are not measured in this run (their kernels get no metrics; timeline "
+                "and PC sampling go on)", m->win_note[0] ? m->win_note : E->last_msg, left);
+    E->cur_win = E->nwin - 1;
+  }
   for (E->cur_win++; E->cur_win < E->nwin && !E->dead; E->cur_win++) {
     if (ck_win_setup(E))
       return 1;
@@ -609,8 +618,13 @@ static int ck_metrics_pass_end_inner(ck_engine *E) {
       m->win_failed = 1;
   }
   if (m->win_failed && !E->dead) {
-    if (w->graph && w->mode == CK_WIN_AUTO && E->api.cuptiRangeProfilerPushRange &&
-        E->api.cuptiRangeProfilerPopRange) {
+    /* After a failed cuptiRangeProfilerStop (CUPTI_ERROR_UNKNOWN on a window
+     * of CUDA graph launches, H100, CUPTI 13.0) enabling the range profiler
+     * again crashed inside libcupti (SIGSEGV in
+     * cuptiRangeProfilerCounterDataImageInitialize): no user-range retry
+     * then, and no later window (rp_broken, ck_win_next). */
+    if (w->graph && w->mode == CK_WIN_AUTO && !m->rp_broken &&
+        E->api.cuptiRangeProfilerPushRange && E->api.cuptiRangeProfilerPopRange) {
       if (!m->graph_note[0])
         snprintf(m->graph_note, sizeof m->graph_note, "%s", m->win_note);
       CUCAP_WARN("profile: metrics window %zu (%zu CUDA graph launch(es)): "

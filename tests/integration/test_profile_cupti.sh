@@ -318,17 +318,19 @@ if [ "$rc" = 0 ] && check detach \
 else
   bad "CUPTI detach: rc=$rc"; tail -5 "$T/detach.err"
 fi
-# drv_capture: a plain launch, then graph launches of two captured graphs
+# drv_capture: a plain launch, then graph launches of two captured graphs.
+# A failed cuptiRangeProfilerStop (what the H100 answers for an auto range
+# over graph launches) is not followed by another cuptiRangeProfilerEnable:
+# on the H100 that re-enable crashed inside libcupti. The graph launches'
+# kernels get no metrics and the section says why; plain launches keep theirs.
 MOCK_CUPTI_GRAPH_AUTO_FAIL=1 prof gfail "$T/drv_capture.fb" --cache=flush --no-pc
 if [ "$(cat "$T/gfail.rc")" = 0 ] && check gfail \
     "sec['metrics'] == 'partial'" \
-    "'measured as a whole' in d['sections']['metrics']['note'] and 'CUPTI_ERROR_UNKNOWN' in d['sections']['metrics']['note']" \
-    "len(d['graph_launches']) > 0 and all(g['kernels'] > 0 and all(v is not None for v in g['metrics']) for g in d['graph_launches'])" \
+    "'CUPTI_ERROR_UNKNOWN' in d['sections']['metrics']['note']" \
     "all(k.get('metrics') and all(v is not None for v in k['metrics']) for k in K if k['launch_index'] is not None)" \
     "any(k['launch_index'] is not None for k in K)" \
-    "all(all(v is None for v in k['metrics']) for k in K if k['launch_index'] is None)" \
-    "len(d['graph_launches']) == len({k['rec_index'] for k in K if k['launch_index'] is None})"; then
-  ok "auto range failing on graph launches: plain launches keep metrics, each graph launch measured as a whole"
+    "all(all(v is None for v in (k.get('metrics') or [None])) for k in K if k['launch_index'] is None)"; then
+  ok "auto range failing on graph launches: plain launches keep metrics, graph launches none, no second Enable"
 else
   bad "graph auto range failure: rc=$(cat "$T/gfail.rc")"; tail -5 "$T/gfail.err"
 fi
