@@ -9,12 +9,15 @@
  *
  * Range modes. Plain launches: auto range, one range per kernel (CUPTI
  * serializes the kernels and synchronizes after each one). Graph launches:
- * auto range first; when CUPTI fails on them (an error from Start/Stop or a
- * range count that does not fit), the window is measured again with one
+ * auto range first; when the ranges do not fit (a range count CUPTI got
+ * wrong, not an error of a CUPTI call) the window is measured again with one
  * user range around each graph launch (Push before, Pop after, the context
  * idle at both ends): metrics per graph launch instead of per kernel, said
- * so in the section note. A window that fails either way costs only its own
- * kernels their metrics.
+ * so in the section note. When a range profiler call itself fails (Stop:
+ * CUPTI_ERROR_UNKNOWN on graph launches, H100) nothing more is asked of the
+ * range profiler in this run (rp_broken): re-enabling it then crashed
+ * libcupti. A window that fails costs only its own kernels, and those of
+ * the windows after a failed call, their metrics.
  *
  * Attribution of auto ranges: they come in kernel execution order. The
  * first timeline pass fixed which kernels every op runs (E->kern, in record
