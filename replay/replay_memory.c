@@ -352,7 +352,9 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
     *ranges += okb;
     f->reserved = okb > 0;
   }
-  qsort(m->resv, m->nresv, sizeof *m->resv, rp_range_cmp_addr);
+  /* m->resv is still NULL when no reservation was made */
+  if (m->nresv > 1)
+    qsort(m->resv, m->nresv, sizeof *m->resv, rp_range_cmp_addr);
   /* back every piece, clipped to the reservations */
   m->chunks = calloc(nu + m->nresv + 1, sizeof *m->chunks);
   if (!m->chunks) {
