@@ -258,7 +258,8 @@ static void json_info(cucap_profile *p, cucap_json *w) {
   cucap_json_key(w, "device");
   cucap_json_string(w, in->device);
   cucap_json_key(w, "cc");
-  cucap_json_int(w, in->cc_major * 10 + in->cc_minor);
+  /* 64-bit: the fields come from the file as it was read, any int. */
+  cucap_json_int(w, (int64_t)in->cc_major * 10 + in->cc_minor);
   cucap_json_key(w, "sm_count");
   cucap_json_int(w, in->sm_count);
   cucap_json_key(w, "driver_version");

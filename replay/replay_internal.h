@@ -192,7 +192,7 @@ typedef struct rp_mem {
   rp_range *pins; size_t npins, cappins; /* recorded page-locked host ranges */
   size_t pins_backed;               /* of those: device memory inside a
                                        reserved range stands in for them */
-  rp_range *resv; size_t nresv;     /* reservations made (sorted) */
+  rp_range *resv; size_t nresv, capresv; /* reservations made (sorted) */
 } rp_mem;
 
 int rp_mem_add_recorded(rp_mem *m, uint64_t addr, uint64_t size);

@@ -221,13 +221,17 @@ static int rp_reserve_at(rp_mem *m, rp_driver *d, uint64_t a, uint64_t size,
   CUdeviceptr p = 0;
   CUresult r = d->df.MemAddressReserve(&p, size, 0, a, 0);
   if (r == CUDA_SUCCESS && p == a) {
-    rp_range *n = realloc(m->resv, (m->nresv + 1) * sizeof *n);
-    if (!n) {
-      if (d->df.MemAddressFree)
-        d->df.MemAddressFree(p, size);
-      return 0;
+    if (m->nresv == m->capresv) { /* grown by doubling: blocks come by the thousand */
+      size_t nc = m->capresv ? m->capresv * 2 : 16;
+      rp_range *n = realloc(m->resv, nc * sizeof *n);
+      if (!n) {
+        if (d->df.MemAddressFree)
+          d->df.MemAddressFree(p, size);
+        return 0;
+      }
+      m->resv = n;
+      m->capresv = nc;
     }
-    m->resv = n;
     m->resv[m->nresv].addr = a;
     m->resv[m->nresv].size = size;
     m->nresv++;
@@ -315,7 +319,16 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
   }
   nu = rp_union(u, nu, align);
   /* reservations: each super-range whole, else each of its salign blocks
-   * that holds something (one collision then costs one block, not all) */
+   * that holds something (one collision then costs one block, not all).
+   * Blocks one by one are worth only what device memory can back: pieces
+   * that fit in it use at most total / salign blocks plus two per piece
+   * (its ends). Past that budget the rest is relocated; without it, an
+   * absurd recorded size cost one driver call per 32 MiB block (and as
+   * many failing cuMemCreate calls after). */
+  size_t total = 0;
+  if (!d->df.DeviceTotalMem || d->df.DeviceTotalMem(&total, dev) != CUDA_SUCCESS)
+    total = 0;
+  uint64_t budget = total / salign + 2 * (uint64_t)nu + 1;
   size_t failed = 0, ui = 0;
   for (size_t i = 0; i < m->nfixed; i++) {
     rp_fixed *f = &m->fixed[i];
@@ -329,30 +342,39 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
       continue;
     }
     size_t nb = 0, okb = 0;
+    int over = 0;
     for (uint64_t b = f->addr; b < f->addr + f->size; b += salign) {
       int used = 0;
       for (size_t k = u0; k < ui && !used; k++)
         used = u[k].addr < b + salign && b < u[k].addr + u[k].size;
       if (!used)
         continue;
+      if (!budget) {
+        over = 1;
+        break;
+      }
+      budget--;
       nb++;
       if (f->size > salign && rp_reserve_at(m, d, b, salign, 0))
         okb++;
     }
-    if (okb < nb) {
+    if (okb < nb || over) {
       char what[512];
       rp_mem_describe_va(f->addr, f->size, what, sizeof what);
       CUCAP_WARN("replay: cannot reserve 0x%llx+0x%llx (32 MiB-aligned "
-                 "super-range) at its recorded address; %zu of its %zu used "
-                 "32 MiB block(s) reserved one by one, allocations in the "
+                 "super-range) at its recorded address; %zu of %s%zu used "
+                 "32 MiB block(s) reserved one by one%s, allocations in the "
                  "others are relocated (%s)",
                  (unsigned long long)f->addr, (unsigned long long)f->size, okb,
-                 nb, what);
+                 over ? "the first " : "its ", nb,
+                 over ? " (more than device memory could back)" : "", what);
     }
     *ranges += okb;
     f->reserved = okb > 0;
   }
-  qsort(m->resv, m->nresv, sizeof *m->resv, rp_range_cmp_addr);
+  /* m->resv is still NULL when no reservation was made */
+  if (m->nresv > 1)
+    qsort(m->resv, m->nresv, sizeof *m->resv, rp_range_cmp_addr);
   /* back every piece, clipped to the reservations */
   m->chunks = calloc(nu + m->nresv + 1, sizeof *m->chunks);
   if (!m->chunks) {

@@ -110,7 +110,8 @@ static int vo_rl_cmp(const void *a, const void *b) {
 
 void vo_rl_choose(vo_rl_cand *c, size_t n, vo_rl_result *res) {
   memset(res, 0, sizeof *res);
-  if (n) /* c may be NULL */
+  /* c is NULL when no check had candidates, and qsort's base must not be */
+  if (n > 1)
     qsort(c, n, sizeof *c, vo_rl_cmp);
   /* the largest groups of one offset, each of at least VO_RL_MIN_WORDS */
   for (size_t i = 0; i < n;) {
