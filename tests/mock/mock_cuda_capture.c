@@ -137,14 +137,16 @@ struct mock_queue {
 };
 
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-static int async_mode = -1;
+static int async_mode = -1; /* __atomic: threads may ask first at once */
 
 int mock_async(void) {
-  if (async_mode < 0) {
+  int m = __atomic_load_n(&async_mode, __ATOMIC_RELAXED);
+  if (m < 0) {
     const char *e = getenv("CUCAP_MOCK_ASYNC");
-    async_mode = e && *e == '1';
+    m = e && *e == '1';
+    __atomic_store_n(&async_mode, m, __ATOMIC_RELAXED);
   }
-  return async_mode;
+  return m;
 }
 
 static struct CUstream_st *stream_list_head(void);
