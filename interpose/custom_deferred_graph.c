@@ -43,7 +43,12 @@ static pthread_mutex_t g_gmu = PTHREAD_MUTEX_INITIALIZER;
 static capcopy *g_cap;
 static int g_ncap;
 static struct { uint64_t exec, graph; } g_exec[CX_MAX_EXECS];
-static int g_nexec;
+static int g_nexec; /* under g_gmu; read unlocked only through nexec_hint */
+
+/* A lock-free "is there any exec at all" for the launch paths (relaxed: an
+ * exec instantiated concurrently on another thread may be missed, as with
+ * any unordered calls of two threads). */
+static int nexec_hint(void) { return __atomic_load_n(&g_nexec, __ATOMIC_RELAXED); }
 
 /* The pending results of one graph launch, until its record's seq is known. */
 typedef struct glaunch {
@@ -258,7 +263,7 @@ void cx_deferred_graph_instantiate(cucap_call *c, uint64_t graph, uint64_t exec)
       g_exec[i].exec = exec;
       g_exec[i].graph = graph;
       if (i == g_nexec)
-        g_nexec++;
+        __atomic_store_n(&g_nexec, g_nexec + 1, __ATOMIC_RELAXED);
     }
   }
   pthread_mutex_unlock(&g_gmu);
@@ -271,8 +276,8 @@ void cx_deferred_graph_instantiate(cucap_call *c, uint64_t graph, uint64_t exec)
 }
 
 void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s) {
-  if (!g_nexec)
-    return; /* benign race: a graph instantiated concurrently is missed */
+  if (!nexec_hint())
+    return;
   uint64_t graph = 0;
   pthread_mutex_lock(&g_gmu);
   for (int i = 0; i < g_nexec; i++)
@@ -326,7 +331,7 @@ void cx_deferred_graph_launch(cucap_call *c, uint64_t exec, CUstream s) {
 }
 
 void cx_deferred_graph_before_launch(cucap_call *c, uint64_t exec, CUstream s) {
-  if (!g_nexec || !cx_deferred_pending())
+  if (!nexec_hint() || !cx_deferred_pending())
     return;
   uint64_t graph = 0;
   pthread_mutex_lock(&g_gmu);
@@ -349,7 +354,8 @@ void cx_deferred_graph_forget(uint64_t graph, uint64_t exec) {
     for (int i = 0; i < g_nexec; i++)
       if (g_exec[i].exec == exec) {
         graph = graph ? graph : g_exec[i].graph;
-        g_exec[i] = g_exec[--g_nexec];
+        g_exec[i] = g_exec[g_nexec - 1];
+        __atomic_store_n(&g_nexec, g_nexec - 1, __ATOMIC_RELAXED);
         break;
       }
   }

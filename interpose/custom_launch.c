@@ -75,14 +75,16 @@ enum {
 };
 _Static_assert(sizeof(CUlaunchAttributeValue) % 8 == 0, "attribute records stay 8-aligned");
 
-static int g_slow_launch = -1; /* CUCAP_SLOW_RECORDS=1 (read once, benign race) */
+/* CUCAP_SLOW_RECORDS=1, read once; relaxed atomics: threads may launch
+ * first at once (every one computes the same value) */
+static int g_slow_launch = -1;
 
 static int slow_launch(void) {
-  int v = g_slow_launch;
+  int v = __atomic_load_n(&g_slow_launch, __ATOMIC_RELAXED);
   if (__builtin_expect(v < 0, 0)) {
     const char *e = getenv("CUCAP_SLOW_RECORDS");
     v = e && *e == '1';
-    g_slow_launch = v;
+    __atomic_store_n(&g_slow_launch, v, __ATOMIC_RELAXED);
   }
   return v;
 }
