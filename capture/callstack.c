@@ -16,6 +16,7 @@
  * walk stopped by an unknown address asks the loader whether objects were
  * added (dlopen) when its stack is new, and every 1024th time on a thread
  * otherwise; a changed loader state rescans the map and walks again. */
+#include "cucap_sort.h"
 #include "cucap_callstack.h"
 
 #include <elf.h>
@@ -128,7 +129,7 @@ static void xmap_rebuild(void) {
     m->n = x.n;
     if (x.n)
       memcpy(m->r, x.r, x.n * 2 * sizeof(uintptr_t));
-    qsort(m->r, m->n, 2 * sizeof(uintptr_t), cmp_range);
+    cucap_sort(m->r, m->n, 2 * sizeof(uintptr_t), cmp_range);
     m->older = atomic_load_explicit(&g_xmap, memory_order_relaxed);
     m->gen = m->older ? m->older->gen + 1 : 1;
     atomic_store_explicit(&g_xmap, m, memory_order_release);

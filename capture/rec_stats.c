@@ -1,5 +1,6 @@
 /* rec_stats.c - per-entry-point cost counters of the recorder. See
  * cucap_rec_stats.h. */
+#include "cucap_sort.h"
 #include "cucap_rec_stats.h"
 
 #include <pthread.h>
@@ -135,7 +136,7 @@ void cucap_rec_stats_report(void) {
     }
   }
   pthread_mutex_unlock(&g_mu);
-  qsort(rows, g_napis, sizeof *rows, by_ticks);
+  cucap_sort(rows, g_napis, sizeof *rows, by_ticks);
   size_t cap = 1024 + g_napis * 96, len = 0;
   char *text = malloc(cap);
   if (!text) {

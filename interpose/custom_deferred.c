@@ -67,6 +67,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cucap_sort.h"
 #include "cucap_rec_query.h"
 #include "custom_internal.h"
 
@@ -393,7 +394,7 @@ static int cmp_ord(const void *a, const void *b) {
 /* Writes the results of ready[0..n) in the order the copies were made and
  * frees them (and the array when owned). */
 static void emit_all(pend **ready, size_t n, int owned) {
-  qsort(ready, n, sizeof *ready, cmp_ord);
+  cucap_sort(ready, n, sizeof *ready, cmp_ord);
   for (size_t i = 0; i < n; i++) {
     emit_result(ready[i]);
     pend_free(ready[i]);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "cucap_rec_query.h"
@@ -168,7 +169,7 @@ static void real_init_once(void) {
         g_nptrmap++;
       }
     }
-    qsort(g_ptrmap, g_nptrmap, sizeof g_ptrmap[0], cmp_ptr_api);
+    cucap_sort(g_ptrmap, g_nptrmap, sizeof g_ptrmap[0], cmp_ptr_api);
   }
   g_libcuda = h;
   atomic_store_explicit(&g_real_ready, 1, memory_order_release);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "analyze_internal.h"
 #include "cucap_schema.h"
 
@@ -99,7 +100,7 @@ static int cmp_site(const void *x, const void *y) {
 
 void az_sites_take(cucap_analysis *a, cucap_finding *f, az_sites *t) {
   if (t->n)
-    qsort(t->s, t->n, sizeof *t->s, cmp_site);
+    cucap_sort(t->s, t->n, sizeof *t->s, cmp_site);
   f->nsites = 0;
   for (size_t i = 0; i < t->n && f->nsites < a->o.max_sites; i++)
     f->sites[f->nsites++] = t->s[i];
@@ -117,7 +118,7 @@ static int cmp_u64(const void *x, const void *y) {
 static uint64_t median_u64(uint64_t *v, size_t n) {
   if (!n)
     return 0;
-  qsort(v, n, sizeof *v, cmp_u64);
+  cucap_sort(v, n, sizeof *v, cmp_u64);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -268,7 +269,7 @@ static void bw_stats(const cucap_analysis *a, int dir, uint16_t mem, double *bes
     v[(*n)++] = g;
   }
   if (*n) {
-    qsort(v, *n, sizeof *v, cmp_dbl);
+    cucap_sort(v, *n, sizeof *v, cmp_dbl);
     *best = v[*n - 1];
     *med = *n % 2 ? v[*n / 2] : (v[*n / 2 - 1] + v[*n / 2]) / 2;
   }
@@ -484,7 +485,7 @@ static int cmp_span(const void *x, const void *y) {
 
 /* total length of the union of the spans (sorts them) */
 static uint64_t union_len(span *s, size_t n) {
-  qsort(s, n, sizeof *s, cmp_span);
+  cucap_sort(s, n, sizeof *s, cmp_span);
   uint64_t tot = 0, lo = 0, hi = 0;
   for (size_t i = 0; i < n; i++) {
     if (i && s[i].lo <= hi) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "analyze_internal.h"
 
 static int is_work(const az_ev *e) {
@@ -33,7 +34,7 @@ static int cmp_u64(const void *x, const void *y) {
 static uint64_t median(uint64_t *v, size_t n) {
   if (!n)
     return 0;
-  qsort(v, n, sizeof *v, cmp_u64);
+  cucap_sort(v, n, sizeof *v, cmp_u64);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

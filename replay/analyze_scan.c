@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "analyze_internal.h"
 #include "cucap_reader.h"
 #include "cucap_schema.h"
@@ -609,7 +610,7 @@ cucap_status az_scan(cucap_analysis *a, cucap_reader *r) {
       }
     }
     g_sort_ev = a->ev;
-    qsort(a->work_by_t0, a->nwork, sizeof *a->work_by_t0, cmp_t0_q);
+    cucap_sort(a->work_by_t0, a->nwork, sizeof *a->work_by_t0, cmp_t0_q);
   }
   az_map_free(&S.fn_name);
   az_map_free(&S.event_stream);

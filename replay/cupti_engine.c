@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cucap_sort.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "cupti_internal.h"
@@ -71,7 +72,7 @@ int64_t ck_corr_op(ck_engine *E, uint32_t corr) {
   if (!corr)
     return -1; /* no id (continuous PC sampling, no API activity) */
   if (E->corr_unsorted) {
-    qsort(E->corr, E->ncorr, sizeof *E->corr, ck_corr_cmp);
+    cucap_sort(E->corr, E->ncorr, sizeof *E->corr, ck_corr_cmp);
     E->corr_unsorted = 0;
   }
   size_t lo = 0, hi = E->ncorr;

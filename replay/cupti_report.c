@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "cucap_json.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
@@ -133,7 +134,7 @@ static int ck_sum_cmp(const void *a, const void *b) {
 /* Keeps the CUCAP_CUPTI_TOP largest of a (what -> samples) tally. */
 static void ck_top(cucap_cupti_hot *all, size_t n, cucap_cupti_hot *out,
                    unsigned *nout) {
-  qsort(all, n, sizeof *all, ck_hot_cmp);
+  cucap_sort(all, n, sizeof *all, ck_hot_cmp);
   *nout = 0;
   for (size_t i = 0; i < n && *nout < CUCAP_CUPTI_TOP; i++)
     if (all[i].samples)
@@ -235,7 +236,7 @@ size_t cucap_cupti_summaries(cucap_cupti *E,
   free(tmp);
   free(kslot);
   rp_map_free(&byname);
-  qsort(sum, ns, sizeof *sum, ck_sum_cmp);
+  cucap_sort(sum, ns, sizeof *sum, ck_sum_cmp);
   E->sum = sum;
   E->nsum = ns;
   *out = sum;

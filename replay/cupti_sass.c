@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cucap_sort.h"
 #include "cucap_fatbin.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
@@ -337,7 +338,7 @@ void ck_sites_resolve(ck_engine *E) {
     }
     if (tool && !cb->disasm_done) {
       g_sort_engine = E;
-      qsort(idx, n, sizeof *idx, ck_site_cmp);
+      cucap_sort(idx, n, sizeof *idx, ck_site_cmp);
       ck_dis_job *j = &jobs[njobs];
       j->c = (ck_dis_ctx){E, cb->crc, idx, n, 0};
       j->cb = cb;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
@@ -273,8 +274,8 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
     else
       ct[nc++] = t;
   }
-  qsort(kt, nk, sizeof *kt, ck_tl_cmp);
-  qsort(ct, nc, sizeof *ct, ck_tl_cmp);
+  cucap_sort(kt, nk, sizeof *kt, ck_tl_cmp);
+  cucap_sort(ct, nc, sizeof *ct, ck_tl_cmp);
   /* copies outside any op are the replayer's own (restoring memory between
    * passes); a kernel outside any op is a real attribution problem */
   E->unattributed += unattr;
@@ -415,7 +416,7 @@ static void ck_stats(double *d, unsigned n, double *med, double *mn,
     sum += d[i];
   if (t) {
     memcpy(t, d, n * sizeof *t);
-    qsort(t, n, sizeof *t, ck_dcmp);
+    cucap_sort(t, n, sizeof *t, ck_dcmp);
     *med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     *mn = t[0];
     *mx = t[n - 1];

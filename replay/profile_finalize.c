@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "cucap_demangle.h"
 #include "profile_internal.h"
 
@@ -39,7 +40,7 @@ static int cmp_timing(const void *x, const void *y) {
 
 static void rows_reindex(pf_rows *t) {
   if (t->n)
-    qsort(t->r, t->n, sizeof *t->r, cmp_row);
+    cucap_sort(t->r, t->n, sizeof *t->r, cmp_row);
   az_map_free(&t->idx);
   for (size_t i = 0; i < t->n; i++) {
     uint64_t h = pf_mix3(t->r[i].key, t->r[i].pc, t->r[i].what);
@@ -168,12 +169,12 @@ static void finalize_launch(cucap_profile *p, pf_launch *L, const sol_ids *ids) 
   l->median_ns = l->min_ns = l->max_ns = 0;
   l->spread_pct = 0;
   if (l->ntimings) {
-    qsort(L->t, l->ntimings, sizeof *L->t, cmp_timing);
+    cucap_sort(L->t, l->ntimings, sizeof *L->t, cmp_timing);
     uint64_t *d = malloc(l->ntimings * sizeof *d);
     if (d) {
       for (size_t i = 0; i < l->ntimings; i++)
         d[i] = L->t[i].end_ns - L->t[i].start_ns;
-      qsort(d, l->ntimings, sizeof *d, cmp_u64);
+      cucap_sort(d, l->ntimings, sizeof *d, cmp_u64);
       size_t n = l->ntimings;
       l->median_ns = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
       l->min_ns = d[0];
@@ -261,12 +262,12 @@ static void finalize_kernels(cucap_profile *p, const sol_ids *ids) {
       acc_rows(p, L, &st, &ln);
     }
     if (nmed) {
-      qsort(med, nmed, sizeof *med, cmp_u64);
+      cucap_sort(med, nmed, sizeof *med, cmp_u64);
       o->median_ns = nmed % 2 ? med[nmed / 2] : (med[nmed / 2 - 1] + med[nmed / 2]) / 2;
     }
     free(med);
     if (nspr) {
-      qsort(spr, nspr, sizeof *spr, cmp_u64);
+      cucap_sort(spr, nspr, sizeof *spr, cmp_u64);
       o->spread_pct = (double)(nspr % 2 ? spr[nspr / 2] : (spr[nspr / 2 - 1] + spr[nspr / 2]) / 2) / 1000.0;
     }
     free(spr);
@@ -291,7 +292,7 @@ static void finalize_kernels(cucap_profile *p, const sol_ids *ids) {
   for (size_t k = 0; k < p->nk; k++)
     p->K[k].pub.share_pct = all ? 100.0 * (double)p->K[k].pub.total_ns / (double)all : 0;
   if (p->nk)
-    qsort(p->K, p->nk, sizeof *p->K, cmp_kernel);
+    cucap_sort(p->K, p->nk, sizeof *p->K, cmp_kernel);
   free(of);
 }
 
@@ -299,7 +300,7 @@ cucap_status cucap_profile_finalize(cucap_profile *p) {
   if (!p->dirty && p->K)
     return CUCAP_OK;
   if (p->nl)
-    qsort(p->L, p->nl, sizeof *p->L, cmp_launch);
+    cucap_sort(p->L, p->nl, sizeof *p->L, cmp_launch);
   az_map_free(&p->key_idx);
   for (size_t i = 0; i < p->nl; i++)
     if (!az_map_put(&p->key_idx, p->L[i].pub.key, i + 1))

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "cucap_demangle.h"
 #include "profile_internal.h"
 
@@ -147,7 +148,7 @@ cucap_status cucap_profile_write_folded(cucap_profile *p, FILE *out, size_t *lin
     }
   }
   if (n)
-    qsort(v, n, sizeof *v, cmp_line);
+    cucap_sort(v, n, sizeof *v, cmp_line);
   size_t written = 0;
   for (size_t i = 0; i < n; i++) {
     uint64_t c = v[i].n;

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cucap_sort.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "replay_host.h"
@@ -111,7 +112,7 @@ static void rp_host_group(rp_host_pins *p) {
     return;
   uint64_t pg = rp_page();
   if (p->n)
-    qsort(p->v, p->n, sizeof *p->v, rp_host_cmp);
+    cucap_sort(p->v, p->n, sizeof *p->v, rp_host_cmp);
   for (size_t i = 0; i < p->n;) {
     uint64_t s = p->v[i].host & ~(pg - 1);
     uint64_t e = (p->v[i].host + p->v[i].size + pg - 1) & ~(pg - 1);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cucap_sort.h"
 #include "cucap_log.h"
 #include "replay_internal.h"
 #include "replay_state.h"
@@ -60,7 +61,7 @@ static size_t rp_union(rp_range *r, size_t n, uint64_t align) {
     r[i].addr = s;
     r[i].size = e - s;
   }
-  qsort(r, n, sizeof *r, rp_range_cmp);
+  cucap_sort(r, n, sizeof *r, rp_range_cmp);
   size_t o = 0;
   for (size_t i = 1; i < n; i++) {
     uint64_t oe = r[o].addr + r[o].size;
@@ -374,7 +375,7 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
   }
   /* m->resv is still NULL when no reservation was made */
   if (m->nresv > 1)
-    qsort(m->resv, m->nresv, sizeof *m->resv, rp_range_cmp_addr);
+    cucap_sort(m->resv, m->nresv, sizeof *m->resv, rp_range_cmp_addr);
   /* back every piece, clipped to the reservations */
   m->chunks = calloc(nu + m->nresv + 1, sizeof *m->chunks);
   if (!m->chunks) {

@@ -1,5 +1,6 @@
 /* symbolize.c - frame address -> object+offset -> function+offset. See
  * cucap_symbolize.h. */
+#include "cucap_sort.h"
 #include "cucap_symbolize.h"
 
 #include <elf.h>
@@ -232,7 +233,7 @@ static void load_symbols(symfile *f) {
       names_len = 0;
     }
   }
-  qsort(f->syms, nsyms, sizeof *f->syms, sym_cmp);
+  cucap_sort(f->syms, nsyms, sizeof *f->syms, sym_cmp);
   f->nsyms = nsyms;
 out:
   munmap((void *)p, size);

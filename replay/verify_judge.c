@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "verify_internal.h"
@@ -464,7 +465,7 @@ void vo_judge(vo_verifier *v) {
     ord[i].ix = i;
   }
   if (v->nchk)
-    qsort(ord, v->nchk, sizeof *ord, vo_ord_cmp);
+    cucap_sort(ord, v->nchk, sizeof *ord, vo_ord_cmp);
   vo_reloc_apply(v); /* before v->want holds a check's recorded bytes */
   for (size_t k = 0; k < v->nchk; k++) {
     vo_check *c = &v->chk[ord[k].ix];

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "cucap_log.h"
 #include "verify_internal.h"
 
@@ -112,7 +113,7 @@ void vo_rl_choose(vo_rl_cand *c, size_t n, vo_rl_result *res) {
   memset(res, 0, sizeof *res);
   /* c is NULL when no check had candidates, and qsort's base must not be */
   if (n > 1)
-    qsort(c, n, sizeof *c, vo_rl_cmp);
+    cucap_sort(c, n, sizeof *c, vo_rl_cmp);
   /* the largest groups of one offset, each of at least VO_RL_MIN_WORDS */
   for (size_t i = 0; i < n;) {
     size_t j = i;

@@ -1,5 +1,6 @@
 /* fatbin.c - fatbin / fatbinary / ELF cubin / PTX parser. See cucap_fatbin.h. Every read is bounds-checked: the input
  * is untrusted (a fuzz target, tests/fuzz/fuzz_fatbin.c, exercises it). */
+#include "cucap_sort.h"
 #include "cucap_fatbin.h"
 
 #include <elf.h>
@@ -266,7 +267,7 @@ static cucap_status parse_nvinfo(const uint8_t *d, size_t n,
   }
   if (st == CUCAP_OK) {
     if (nrec > 1)
-      qsort(recs, nrec, sizeof *recs, kp_cmp);
+      cucap_sort(recs, nrec, sizeof *recs, kp_cmp);
     uint32_t end = 0;
     for (size_t i = 0; i < nrec; i++) {
       if (i < max) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "derive_internal.h"
 
 void dv_plan_init(dv_plan *p, cucap_reader *r) {
@@ -590,8 +591,10 @@ static int region_cmp(const void *a, const void *b) {
 
 /* Sorts regions by address, moving the contexts along. */
 static void sort_regions(sh_vec *g, sh_vec *ctx) {
+  if (g->n < 2) /* nothing to sort; g->data may be NULL (qsort's must not) */
+    return;
   if (!ctx) {
-    qsort(g->data, g->n, sizeof(cucap_state_region), region_cmp);
+    cucap_sort(g->data, g->n, sizeof(cucap_state_region), region_cmp);
     return;
   }
   /* pair them up through the region's 'read' field as an index */
@@ -599,7 +602,7 @@ static void sort_regions(sh_vec *g, sh_vec *ctx) {
   uint64_t *c = ctx->data;
   for (size_t i = 0; i < g->n; i++)
     r[i].read = (int)i;
-  qsort(r, g->n, sizeof *r, region_cmp);
+  cucap_sort(r, g->n, sizeof *r, region_cmp);
   uint64_t *nc = malloc((g->n ? g->n : 1) * sizeof *nc);
   if (nc) {
     for (size_t i = 0; i < g->n; i++)

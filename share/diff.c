@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "diff_internal.h"
 
 typedef struct dd {
@@ -475,7 +476,7 @@ static void compare_profiles(dd *d) {
       }
     }
   }
-  qsort(ks.data, ks.n, sizeof(kstat), kstat_cmp);
+  cucap_sort(ks.data, ks.n, sizeof(kstat), kstat_cmp);
   d->rep->kernels_profiled = ks.n;
   fprintf(d->out, "GPU time per kernel (A -> B, largest change first):\n");
   for (size_t i = 0; i < ks.n && i < d->max; i++) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "diff_internal.h"
 
 uint32_t dm_str(dm_model *m, const char *s) {
@@ -155,7 +156,7 @@ static int space_cmp(const void *p, const void *q) {
 static int space_finish(dm_model *m) {
   dm_space *r = m->space.data;
   if (m->space.n)
-    qsort(r, m->space.n, sizeof *r, space_cmp);
+    cucap_sort(r, m->space.n, sizeof *r, space_cmp);
   m->slice = calloc((size_t)m->nmaps + 2, sizeof *m->slice);
   if (!m->slice)
     return 0;

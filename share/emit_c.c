@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cucap_sort.h"
 #include "cucap_derive.h"
 #include "cucap_state_observer.h"
 #include "share_internal.h"
@@ -514,7 +515,7 @@ cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t ms
     if (!covered)
       regs[nreg++] = (ec_reg){g->address, g->size, -1};
   }
-  qsort(regs, nreg, sizeof *regs, reg_cmp);
+  cucap_sort(regs, nreg, sizeof *regs, reg_cmp);
   for (size_t i = 0; i < nreg; i++) {
     if (regs[i].file >= 0)
       fprintf(c, "  {0x%" PRIx64 "ull, %" PRIu64 "ull, \"mem%ld.bin\"},\n", regs[i].addr,

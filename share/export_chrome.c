@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "export_internal.h"
 
 static void jstr(FILE *f, const char *s) {
@@ -46,7 +47,7 @@ cucap_status xp_write_chrome(const xp_model *m, FILE *f) {
     return CUCAP_ERR_NOMEM;
   for (size_t i = 0; i < m->events.n; i++)
     ev[i] = sh_vec_at(&m->events, i);
-  qsort(ev, m->events.n, sizeof *ev, ev_cmp);
+  cucap_sort(ev, m->events.n, sizeof *ev, ev_cmp);
   fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"cucap export\"},\"traceEvents\":[\n", f);
   fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":", m->pid);
   jstr(f, xp_s(m, m->process_name));

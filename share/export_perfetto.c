@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_sort.h"
 #include "export_internal.h"
 
 /* ---------------------------------------------------------------- encoding */
@@ -231,7 +232,7 @@ cucap_status xp_write_perfetto(const xp_model *m, FILE *out) {
     a[na++] = (atom){e->ts, 1, UINT64_MAX - e->dur, e->order, e};
     a[na++] = (atom){e->ts + e->dur, 0, UINT64_MAX - e->ts, UINT64_MAX - e->order, e};
   }
-  qsort(a, na, sizeof *a, atom_cmp);
+  cucap_sort(a, na, sizeof *a, atom_cmp);
   /* absolute-looking times: nanoseconds from 1 (some consumers treat a
    * timestamp of 0 as unset) */
   for (size_t i = 0; i < na && !w.err; i++)
