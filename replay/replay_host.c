@@ -17,6 +17,12 @@
 #include "cucap_schema.h"
 #include "replay_host.h"
 
+/* Nothing a program allocates lives below Linux's default vm.mmap_min_addr
+ * (64 KiB). A recorded range there comes from a damaged capture; mapped by a
+ * privileged replayer (root may map page 0), it would turn the replayer's
+ * own NULL dereferences into silent accesses. */
+#define RP_HOST_MIN_ADDR ((uint64_t)64 << 10)
+
 typedef CUresult (*rp_host_getproc_fn)(const char *, void **, int, cuuint64_t,
                                        CUdriverProcAddressQueryResult *);
 
@@ -145,7 +151,7 @@ size_t rp_host_pins_premap(rp_host_pins *p, rp_mem *m) {
   rp_host_group(p);
   for (size_t i = 0; i < p->n; i = p->v[i].gend) {
     rp_host_pin *g = &p->v[i];
-    if (g->ge <= g->gs || g->map_size)
+    if (g->ge <= g->gs || g->gs < RP_HOST_MIN_ADDR || g->map_size)
       continue;
     /* next to a device range the driver is asked for: left alone until the
      * device reservations are made (a host mapping held across cuInit near
@@ -179,7 +185,8 @@ size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d, const rp_mem *m) 
     rp_host_pin *g = &p->v[i];
     size_t gi = i, j = g->gend;
     uint64_t s = g->gs, e = g->ge;
-    if (!e || e <= s) { /* wrapped past the top of the address space */
+    /* wrapped past the top of the address space, or in the first 64 KiB */
+    if (!e || e <= s || s < RP_HOST_MIN_ADDR) {
       rp_host_fail(&warned, s, 0, "invalid range", d, CUDA_SUCCESS);
       p->failed++;
       continue;
