@@ -18,6 +18,12 @@
 #include "cucap_schema.h"
 #include "replay_host.h"
 
+/* Nothing a program allocates lives below Linux's default vm.mmap_min_addr
+ * (64 KiB). A recorded range there comes from a damaged capture; mapped by a
+ * privileged replayer (root may map page 0), it would turn the replayer's
+ * own NULL dereferences into silent accesses. */
+#define RP_HOST_MIN_ADDR ((uint64_t)64 << 10)
+
 typedef CUresult (*rp_host_getproc_fn)(const char *, void **, int, cuuint64_t,
                                        CUdriverProcAddressQueryResult *);
 
@@ -146,7 +152,7 @@ size_t rp_host_pins_premap(rp_host_pins *p, rp_mem *m) {
   rp_host_group(p);
   for (size_t i = 0; i < p->n; i = p->v[i].gend) {
     rp_host_pin *g = &p->v[i];
-    if (g->ge <= g->gs || g->map_size)
+    if (g->ge <= g->gs || g->gs < RP_HOST_MIN_ADDR || g->map_size)
       continue;
     /* next to a device range the driver is asked for: left alone until the
      * device reservations are made (a host mapping held across cuInit near
@@ -180,7 +186,8 @@ size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d, const rp_mem *m) 
     rp_host_pin *g = &p->v[i];
     size_t gi = i, j = g->gend;
     uint64_t s = g->gs, e = g->ge;
-    if (!e || e <= s) { /* wrapped past the top of the address space */
+    /* wrapped past the top of the address space, or in the first 64 KiB */
+    if (!e || e <= s || s < RP_HOST_MIN_ADDR) {
       rp_host_fail(&warned, s, 0, "invalid range", d, CUDA_SUCCESS);
       p->failed++;
       continue;
@@ -260,9 +267,23 @@ size_t rp_host_pins_place(rp_host_pins *p, const rp_driver *d, const rp_mem *m) 
 }
 
 void rp_host_pins_zero(rp_host_pins *p) {
-  for (size_t i = 0; p && i < p->n; i++)
-    if (p->v[i].map_size)
-      memset((void *)(uintptr_t)p->v[i].map_addr, 0, p->v[i].map_size);
+  for (size_t i = 0; p && i < p->n; i++) {
+    rp_host_pin *e = &p->v[i];
+    if (!e->map_size)
+      continue;
+    /* A mapping the driver did not register is ours alone: fresh anonymous
+     * pages over it read 0 without being touched. A memset made every page
+     * of it resident (fuzz_replay: a recorded 1.9 GB pinned allocation
+     * whose registration failed cost 1.9 GB per pass). Registered memory
+     * is pinned by the driver: zeroed in place, its pages are resident
+     * anyway. */
+    if (!e->registered &&
+        mmap((void *)(uintptr_t)e->map_addr, e->map_size, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+            (void *)(uintptr_t)e->map_addr)
+      continue;
+    memset((void *)(uintptr_t)e->map_addr, 0, e->map_size);
+  }
 }
 
 void rp_host_pins_release(rp_host_pins *p, const rp_driver *d) {

@@ -596,6 +596,8 @@ CUresult CUDAAPI cuMemHostRegister(void *p, size_t n, unsigned int flags) {
   (void)flags;
   MOCK_TRY(mock_need_ctx());
   if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
+  /* the driver pins the pages: as finite as for cuMemAllocHost */
+  if (n > MOCK_TOTAL_MEM) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mock_lock);
   int dup = reg_find((uintptr_t)p, REG_HOST) != NULL;
   /* mapped = 1 marks "registered, not ours to free" */

@@ -50,6 +50,7 @@ void mock_modules_ctx_destroyed(CUcontext c) {
     m->next = dead_modules;
     dead_modules = m;
     m->magic = MOCK_MAGIC_DEAD; /* kept: a later use aborts */
+    MOCK_LIVE(MOCK_LIVE_MODULE, -1); /* the context took it, as the driver does */
     for (CUfunction f = m->funcs; f; f = f->next) {
       f->magic = MOCK_MAGIC_DEAD;
       free(f->name);
