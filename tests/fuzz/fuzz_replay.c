@@ -20,12 +20,8 @@
  *
  * The mock runs with CUCAP_MOCK_NO_KERNELS=1 (a capture may hand any pointer
  * to a kernel; on a GPU that is an illegal-address error, not a replayer
- * crash) and 64 MiB of device memory (absurd sizes fail as they would on a
- * GPU, with CUDA_ERROR_OUT_OF_MEMORY). The replayer bounds its host buffers
- * by the device's memory, so this also bounds what one input may allocate:
- * with 256 MiB, ASan's quarantine and the allocator's caches of such buffers
- * took the process past libFuzzer's 2 GiB RSS limit within seconds, with no
- * leak (LSan found none).
+ * crash) and 256 MiB of device memory (absurd sizes fail as they would on a
+ * GPU, with CUDA_ERROR_OUT_OF_MEMORY).
  *
  * Debugging a finding: CUCAP_FUZZ_REPLAY_KEEP=path.fb ./fuzz_replay crash-...
  * keeps the generated capture there (for cucap dump / cucap replay), logs at
@@ -577,7 +573,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
   setenv("CUCAP_MOCK_NO_KERNELS", "1", 1);
-  setenv("CUCAP_MOCK_MEM_LIMIT", "67108864", 1);
+  setenv("CUCAP_MOCK_MEM_LIMIT", "268435456", 1);
   const char *keep = getenv("CUCAP_FUZZ_REPLAY_KEEP");
   g_verbose = keep && *keep;
   cucap_log_set_level(g_verbose ? CUCAP_LOG_INFO : CUCAP_LOG_OFF);
