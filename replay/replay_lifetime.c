@@ -52,13 +52,6 @@ static size_t rp_forget_owned(rp_state *R, rp_map *m, uint64_t ctx) {
       n++;
     }
   }
-  for (uint64_t k = 0; k <= 1; k++) { /* recorded handles 0 and 1: side slots */
-    uint64_t v, o = 0;
-    if (rp_map_get(m, k, &v) && rp_map_get(&R->owner, v, &o) && o == ctx) {
-      rp_map_del(m, k, NULL);
-      n++;
-    }
-  }
   return n;
 }
 

@@ -46,31 +46,33 @@
 #define VO_RL_WINDOW ((uint64_t)1 << 40)
 #define VO_RL_MAX_CANDS ((size_t)1 << 20)
 
-int vo_ptr_like(uint64_t x, const rp_range *allocs, size_t nallocs) {
+/* x is in the device pointer window (4 GiB to 256 TiB) and inside none of
+ * the capture's allocations (placed by the replay); *near: within
+ * VO_RL_WINDOW of one of them. */
+static int vo_outside_allocs(uint64_t x, const rp_range *allocs, size_t nallocs, int *near) {
+  *near = 0;
   if (x < ((uint64_t)1 << 32) || x >= ((uint64_t)1 << 48))
     return 0;
-  int near = 0;
   for (size_t i = 0; i < nallocs; i++) {
     const rp_range *a = &allocs[i];
     if (x - a->addr < a->size)
-      return 0; /* the capture's own memory: placed by the replay */
+      return 0;
     uint64_t d = x > a->addr ? x - a->addr : a->addr - x;
-    near |= d < VO_RL_WINDOW;
+    *near |= d < VO_RL_WINDOW;
   }
-  return near;
+  return 1;
+}
+
+int vo_ptr_like(uint64_t x, const rp_range *allocs, size_t nallocs) {
+  int near;
+  return vo_outside_allocs(x, allocs, nallocs, &near) && near;
 }
 
 /* vo_ptr_like, or a 16-byte aligned value in the same bounds (a device
  * heap pointer far from the capture's allocations). */
 static int vo_rl_like(uint64_t x, const rp_range *allocs, size_t nallocs) {
-  if (vo_ptr_like(x, allocs, nallocs))
-    return 1;
-  if ((x & 15) || x < ((uint64_t)1 << 32) || x >= ((uint64_t)1 << 48))
-    return 0;
-  for (size_t i = 0; i < nallocs; i++)
-    if (x - allocs[i].addr < allocs[i].size)
-      return 0;
-  return 1;
+  int near;
+  return vo_outside_allocs(x, allocs, nallocs, &near) && (near || (x & 15) == 0);
 }
 
 size_t vo_rl_candidates(const uint8_t *got, const uint8_t *want, const uint8_t *nd,
