@@ -200,6 +200,15 @@ void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...
  * synchronised; pass_end and end are called) and no further pass runs.
  * For observers that only need a prefix of the capture (trim --replay). */
 void cucap_replay_session_stop(cucap_replay_session *s);
+/* Contexts the program creates (cuCtxCreate) live for the whole run
+ * instead of one pass: the first pass creates each, later passes make the
+ * same live context current again at its recorded cuCtxCreate, and a
+ * recorded cuCtxDestroy only waits for its work and stops its use; its
+ * objects still go between passes, and the contexts are destroyed when the
+ * run ends. For observers whose state is bound to a context across passes
+ * (CUPTI's range profiler, PC sampling). Call from attach or begin. Each
+ * pass then also waits for these contexts' work before pass_end. */
+void cucap_replay_session_keep_contexts(cucap_replay_session *s);
 /* Stops the replay with an error (exit code 4, or 3 for CUCAP_ERR_ENV /
  * CUCAP_ERR_UNSUPPORTED). */
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,

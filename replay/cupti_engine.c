@@ -285,7 +285,16 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   CK_PROC(E, s, MemsetD8Async, "cuMemsetD8Async", 3020);
   CK_PROC(E, s, DeviceGetAttribute, "cuDeviceGetAttribute", 2000);
   CK_PROC(E, s, CtxGetCurrent, "cuCtxGetCurrent", 4000);
+  CK_PROC(E, s, CtxSetCurrent, "cuCtxSetCurrent", 4000);
   CK_PROC(E, s, DriverGetVersion, "cuDriverGetVersion", 2020);
+  CK_PROC(E, s, ModuleLoadData, "cuModuleLoadData", 2000);
+  CK_PROC(E, s, ModuleGetFunction, "cuModuleGetFunction", 2000);
+  CK_PROC(E, s, ModuleUnload, "cuModuleUnload", 2000);
+  CK_PROC(E, s, LaunchKernel, "cuLaunchKernel", 4000);
+  E->primary = E->ctx;
+  /* the range profiler and PC sampling collect in one context over several
+   * passes: a context the program creates must outlive the pass */
+  cucap_replay_session_keep_contexts(s);
   uint32_t cid = 0;
   if (E->ctx && E->api.cuptiGetContextId &&
       CK_CALL(E, cuptiGetContextId, E->ctx, &cid))
@@ -350,6 +359,58 @@ static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
                 E->phase_pass + 1);
 }
 
+/* The first pass notes every context that ran a launch (kernel or graph),
+ * with its CUPTI context id. */
+static void ck_note_ctx(ck_engine *E, const cucap_replay_op *op) {
+  CUcontext c = (CUcontext)(uintptr_t)op->context;
+  if (!c && E->cu.CtxGetCurrent && E->cu.CtxGetCurrent(&c) != CUDA_SUCCESS)
+    c = NULL;
+  if (!c || E->nctxs == CK_MAX_CTXS)
+    return;
+  for (size_t i = 0; i < E->nctxs; i++)
+    if (E->ctxs[i].ctx == c)
+      return;
+  uint32_t id = 0;
+  int q = E->quiet;
+  E->quiet = 1;
+  if (!E->api.cuptiGetContextId || !CK_CALL(E, cuptiGetContextId, c, &id))
+    id = 0;
+  E->quiet = q;
+  E->ctxs[E->nctxs].ctx = c;
+  E->ctxs[E->nctxs].id = id;
+  E->nctxs++;
+}
+
+/* After the first timeline pass: CUPTI is bound to the context where most
+ * kernels of the window ran (the primary one on a tie), so programs that
+ * create their own context (cuCtxCreate) are profiled too; the replay keeps
+ * that context alive across passes (cucap_replay_session_keep_contexts).
+ * Kernels of other contexts get timeline entries only, and say so. */
+static void ck_pick_ctx(ck_engine *E) {
+  size_t best = 0, bestn = 0;
+  int found = 0;
+  for (size_t i = 0; i < E->nctxs; i++) {
+    size_t n = 0;
+    for (size_t k = 0; k < E->nkern; k++)
+      n += E->ctxs[i].id && E->kx[k].context_id == E->ctxs[i].id &&
+           ck_in_window(E, E->kern[k].rec_index);
+    if (n && (!found || n > bestn ||
+              (n == bestn && E->ctxs[i].ctx == E->primary))) {
+      best = i;
+      bestn = n;
+      found = 1;
+    }
+  }
+  if (!found || E->ctxs[best].ctx == E->ctx)
+    return;
+  E->ctx = E->ctxs[best].ctx;
+  E->ctx_id = E->ctxs[best].id;
+  CUCAP_INFO("profile: %zu kernel execution(s) of the window ran in a context "
+             "the program created (cuCtxCreate, CUPTI context %u): metrics, "
+             "PC sampling and SASS metrics are collected there", bestn,
+             E->ctx_id);
+}
+
 static void ck_op_before(void *u, cucap_replay_session *s,
                          const cucap_replay_op *op) {
   ck_engine *E = u;
@@ -360,6 +421,8 @@ static void ck_op_before(void *u, cucap_replay_session *s,
   E->cur_op = -1;
   E->in_op = 1;
   if (op->pass == 0) {
+    if (op->body_type == CUCAP_FB_BODY_LAUNCH || op->body_type == CUCAP_FB_BODY_GRAPH)
+      ck_note_ctx(E, op);
     if (op->body_type == CUCAP_FB_BODY_CALLSTACK ||
         op->body_type == CUCAP_FB_BODY_MODULEMAP)
       ck_stack_feed(E, op->record);
@@ -512,6 +575,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     }
     ck_timeline_finish(E);
     ck_timeline_disable(E);
+    ck_pick_ctx(E);
     break;
   case CK_PH_METRICS:
     if (ck_metrics_pass_end(E)) {
@@ -563,12 +627,7 @@ static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
       E->quiet = 0;
     }
     ck_prof_deinit(E);
-    if (E->flush_buf && E->cu.MemFree) {
-      E->own_call = 1;
-      E->cu.MemFree(E->flush_buf);
-      E->own_call = 0;
-      E->flush_buf = 0;
-    }
+    ck_flush_free(E);
     ck_timeline_disable(E);
     if (E->sub && !E->dead) {
       int q = E->quiet;

@@ -301,7 +301,10 @@ struct cucap_cupti {
 
   /* replay side */
   cucap_replay_session *s;
-  CUcontext ctx;             /* the replay's primary context */
+  CUcontext ctx;             /* the profiled context: the replay's primary
+                                context, or one the program created
+                                (cuCtxCreate) if the window's kernels ran
+                                there (ck_pick_ctx) */
   uint32_t ctx_id;           /* its CUPTI context id (0: unknown) */
   int device;
   int cc;                    /* compute capability, e.g. 90 */
@@ -316,8 +319,21 @@ struct cucap_cupti {
     CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
     CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
     CUresult (*CtxGetCurrent)(CUcontext *);
+    CUresult (*CtxSetCurrent)(CUcontext);
     CUresult (*DriverGetVersion)(int *);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
   } cu;
+  /* contexts the first pass ran launches in, with their CUPTI ids: the
+   * profiled one (ctx) is where most kernels of the window ran */
+#define CK_MAX_CTXS 16
+  struct { CUcontext ctx; uint32_t id; } ctxs[CK_MAX_CTXS];
+  size_t nctxs;
+  CUcontext primary;         /* the replay's primary context */
 
   /* pass plan */
   ck_phase phase;
@@ -369,8 +385,10 @@ struct cucap_cupti {
   cucap_cupti_graph_metric *gmet; /* graph launches measured as a whole;
                                      each metrics array malloc'ed */
   size_t ngmet, capgmet;
-  CUdeviceptr flush_buf;
+  CUdeviceptr flush_buf;     /* cupti_flush.c, in the profiled context */
   size_t flush_bytes;
+  CUmodule flush_mod;        /* the read-only flush kernel (NULL: memset) */
+  CUfunction flush_fn;
   uint64_t flushes_this_pass;
 
   /* PC sampling */
@@ -490,7 +508,15 @@ long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
 
 /* cupti_pcsamp.c */
 void ck_pcs_free(ck_engine *E);
-size_t ck_primary_kernels(const ck_engine *E);
+size_t ck_ctx_kernels(const ck_engine *E);
+/* cupti_flush.c: --cache=flush. setup allocates the buffer and loads the
+ * flush kernel in the profiled context (nothing when not asked for or
+ * already done); run enqueues one flush on stream (the profiled context
+ * current), 0 when there is none (or it failed: no more then); free
+ * releases both. */
+void ck_flush_setup(ck_engine *E);
+int ck_flush_run(ck_engine *E, CUstream stream);
+void ck_flush_free(ck_engine *E);
 int ck_pcs_setup(ck_engine *E);              /* before the PC pass */
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op);

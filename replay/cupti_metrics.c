@@ -195,7 +195,7 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
 
 /* ------------------------------------------------------------ windows */
 
-/* In the range profiler's view: the replay's primary context and the
+/* In the range profiler's view: the profiled context (ck_pick_ctx) and the
  * launch window. */
 int ck_kernel_profiled(const ck_engine *E, size_t k) {
   return (!E->ctx_id || E->kx[k].context_id == E->ctx_id) &&
@@ -261,10 +261,9 @@ int ck_metrics_plan(ck_engine *E) {
   if (!E->nwin) {
     if (other_ctx)
       ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
-                 "the %zu kernel execution(s) of the window ran in a CUDA "
-                 "context the program created (cuCtxCreate); the range "
-                 "profiler is bound to the replay's primary context, so they "
-                 "get no metrics (not supported yet)", other_ctx);
+                 "the %zu kernel execution(s) of the window ran outside "
+                 "the profiled context (CUPTI could not tell which context "
+                 "they ran in), so they get no metrics", other_ctx);
     else
       ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
                  "no kernel ran in the profiled window");
@@ -272,7 +271,8 @@ int ck_metrics_plan(ck_engine *E) {
   }
   if (other_ctx)
     CUCAP_WARN("profile: %zu kernel execution(s) ran in contexts other than "
-               "the primary one: no metrics for them", other_ctx);
+               "the profiled one: no metrics for them (CUPTI's range "
+               "profiler measures one context)", other_ctx);
   /* room for twice the kernels: flush memsets that form ranges, or ranges
    * nobody expected, are then counted (and fail the window loudly) rather
    * than dropped silently */
@@ -299,22 +299,7 @@ int ck_metrics_plan(ck_engine *E) {
              "to %zu ranges each, counter data image %zu KiB, %u counter "
              "pass(es) per window", E->nwin, ngraph, m->max_ranges,
              m->counter_size >> 10, E->env.metric_passes);
-  /* one flush buffer for the whole phase (twice the L2: every line of the
-   * L2 is written, whatever its replacement policy) */
-  if (E->o.cache_flush && E->env.l2_bytes && E->cu.MemAlloc &&
-      E->cu.MemsetD8Async && !E->flush_buf) {
-    E->own_call = 1;
-    CUresult r = E->cu.MemAlloc(&E->flush_buf, 2 * E->env.l2_bytes);
-    E->own_call = 0;
-    if (r == CUDA_SUCCESS) {
-      E->flush_bytes = 2 * E->env.l2_bytes;
-    } else {
-      E->flush_buf = 0;
-      CUCAP_WARN("profile: --cache=flush: cannot allocate the %" PRIu64
-                 " MiB flush buffer (CUresult %d); L2 is not flushed",
-                 (2 * E->env.l2_bytes) >> 20, (int)r);
-    }
-  }
+  ck_flush_setup(E); /* one flush buffer for the whole phase */
   return 1;
 }
 

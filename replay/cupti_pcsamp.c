@@ -359,9 +359,9 @@ void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op) {
     ck_pcs_stop(E);
 }
 
-/* Kernels of the window that ran in the replay's primary context (the one
- * PC sampling, the range profiler and SASS metrics are bound to). */
-size_t ck_primary_kernels(const ck_engine *E) {
+/* Kernels of the window that ran in the profiled context (the one PC
+ * sampling, the range profiler and SASS metrics are bound to: ck_pick_ctx). */
+size_t ck_ctx_kernels(const ck_engine *E) {
   size_t n = 0;
   for (size_t k = 0; k < E->nkern; k++)
     n += !E->ctx_id || E->kx[k].context_id == E->ctx_id;
@@ -419,11 +419,11 @@ void ck_pcs_pass_end(ck_engine *E) {
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
                "sampling never started: %s",
                p->why[0] ? p->why : "no op of the window ran");
-  else if (!E->nsamp && ck_primary_kernels(E) == 0)
+  else if (!E->nsamp && ck_ctx_kernels(E) == 0)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE,
-               "the %zu kernel execution(s) of the window ran in a CUDA "
-               "context the program created (cuCtxCreate); PC sampling is "
-               "bound to the replay's primary context (not supported yet)",
+               "none of the %zu kernel execution(s) of the window ran in "
+               "the profiled context (CUPTI binds PC sampling to one "
+               "context: the one where most of them ran)",
                E->nkern);
   else if (!E->nsamp && p->why[0])
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,

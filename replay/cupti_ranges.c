@@ -22,9 +22,10 @@
  * Attribution of auto ranges: they come in kernel execution order. The
  * first timeline pass fixed which kernels every op runs (E->kern, in record
  * order); the kernels of a window in the replay's primary context, in that
- * order, are the expected ranges. With --cache=flush a memset precedes each
- * profiled op; should the memset itself form a range, the ranges are matched
- * with those memsets interleaved. Any other count fails the window loudly
+ * order, are the expected ranges. With --cache=flush a flush (cupti_flush.c)
+ * precedes each profiled op; when it forms a range of its own (the flush
+ * kernel does; a memset may), the ranges are matched with those flushes
+ * interleaved. Any other count fails the window loudly
  * (no metrics for it, the note says expected vs got). gpu__time_duration is
  * compared with the timeline as a sanity check of the order. */
 #include <inttypes.h>
@@ -211,28 +212,15 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
   if (k0 < 0)
     return; /* no kernel of this op: nothing to flush or to range */
   int graph_op = E->kern[k0].launch_index == CUCAP_REPLAY_NO_LAUNCH;
-  if (E->flush_buf) {
-    /* flush L2 right before the op's kernels: on its stream (ordered with
-     * them); a graph launch's stream is not known here, so the memset goes
-     * to the NULL stream and the context is synchronized after it */
-    E->own_call = 1;
-    CUresult r = E->cu.MemsetD8Async(E->flush_buf, 0, E->flush_bytes,
-                                     (CUstream)(uintptr_t)op->stream);
-    E->own_call = 0;
-    if (r != CUDA_SUCCESS) {
-      CUCAP_WARN("profile: L2 flush memset failed (CUresult %d); no more "
-                 "flushes", (int)r);
-      E->own_call = 1;
-      E->cu.MemFree(E->flush_buf);
-      E->own_call = 0;
-      E->flush_buf = 0;
-    } else {
-      if (graph_op && !op->stream && w->mode != CK_WIN_USER)
-        ck_own_sync(E);
-      if (ck_grow((void **)&m->flushed, &m->capflushed, m->nflushed + 1,
-                  sizeof *m->flushed))
-        m->flushed[m->nflushed++] = op->rec_index;
-    }
+  /* flush L2 right before the op's kernels: on its stream (ordered with
+   * them); a graph launch's stream is not known here, so the flush goes to
+   * the NULL stream and the context is synchronized after it */
+  if (ck_flush_run(E, (CUstream)(uintptr_t)op->stream)) {
+    if (graph_op && !op->stream && w->mode != CK_WIN_USER)
+      ck_own_sync(E);
+    if (ck_grow((void **)&m->flushed, &m->capflushed, m->nflushed + 1,
+                sizeof *m->flushed))
+      m->flushed[m->nflushed++] = op->rec_index;
   }
   if (w->mode == CK_WIN_USER) {
     ck_own_sync(E); /* the range starts with the context idle */
@@ -334,7 +322,7 @@ long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
     snprintf(E->m->win_note, sizeof E->m->win_note,
              "the range profiler returned %zu ranges, the timeline has %zu "
              "kernel executions there%s; ranges cannot be attributed to "
-             "launches", n_ranges, nk, nf ? " (plus L2 flush memsets)" : "");
+             "launches", n_ranges, nk, nf ? " (plus L2 flushes)" : "");
   return -1;
 }
 
@@ -659,12 +647,7 @@ static int ck_metrics_pass_end_inner(ck_engine *E) {
  * profiling hardware). */
 void ck_metrics_done(ck_engine *E) {
   ck_metrics_free(E);
-  if (E->flush_buf && E->cu.MemFree) {
-    E->own_call = 1;
-    E->cu.MemFree(E->flush_buf);
-    E->own_call = 0;
-    E->flush_buf = 0;
-  }
+  ck_flush_free(E);
 }
 
 int ck_metrics_pass_end(ck_engine *E) {

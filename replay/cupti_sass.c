@@ -563,11 +563,11 @@ void ck_sass_pass_end(ck_engine *E) {
   else if (!E->nkern)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
                "no kernel ran in the profiled window: nothing to measure");
-  else if (!E->nsass && ck_primary_kernels(E) == 0)
+  else if (!E->nsass && ck_ctx_kernels(E) == 0)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE,
-               "the %zu kernel execution(s) of the window ran in a CUDA "
-               "context the program created (cuCtxCreate); SASS metrics are "
-               "bound to the replay's primary context (not supported yet)",
+               "none of the %zu kernel execution(s) of the window ran in "
+               "the profiled context (CUPTI binds SASS metrics to one "
+               "context: the one where most of them ran)",
                E->nkern);
   else if (!E->nsass)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED,

@@ -130,8 +130,8 @@ int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
   return 1;
 }
 
-static void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec,
-                           CUcontext live) {
+void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec,
+                    CUcontext live) {
   rp_map_put(&R->tid_ctx, cucap_fb_record_tid(rec), (uint64_t)(uintptr_t)live);
 }
 
@@ -290,11 +290,7 @@ uint64_t rp_alloc_size(const cucap_fb_alloc *a) {
 /* Destroys the context created for recorded handle h, if any; whatever
  * referred to it (current context, recording threads, the push stack) falls
  * back to the primary context. */
-static void rp_ctx_destroy_created(rp_state *R, uint64_t h) {
-  uint64_t live;
-  if (!rp_map_del(&R->ctx_created, h, &live))
-    return;
-  rp_map_del(&R->ctx, h, NULL);
+void rp_ctx_unref(rp_state *R, uint64_t live) {
   if ((CUcontext)(uintptr_t)live == R->cur) {
     R->d.df.CtxSetCurrent(R->primary);
     R->cur = R->primary;
@@ -305,6 +301,17 @@ static void rp_ctx_destroy_created(rp_state *R, uint64_t h) {
   for (size_t i = 0; i < R->nctx_stack; i++)
     if (R->ctx_stack[i] == live)
       R->ctx_stack[i] = (uint64_t)(uintptr_t)R->primary;
+  R->last_ctx_rec = 0;
+}
+
+static void rp_ctx_destroy_created(rp_state *R, uint64_t h) {
+  uint64_t live;
+  if (R->keep_ctx)
+    rp_ctx_kept_release(R, h);
+  if (!rp_map_del(&R->ctx_created, h, &live))
+    return;
+  rp_map_del(&R->ctx, h, NULL);
+  rp_ctx_unref(R, live);
   rp_ctx_dying(R, (CUcontext)(uintptr_t)live); /* and its arrays, textures */
   if (R->d.df.CtxDestroy)
     R->d.df.CtxDestroy((CUcontext)(uintptr_t)live);
@@ -322,6 +329,8 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
       return;
     }
+    if (R->keep_ctx && rp_ctx_kept_reuse(R, rec, h))
+      break;
     /* a handle still mapped was destroyed without a record (or reused) */
     rp_ctx_destroy_created(R, h);
     if (!rp_cu(R, R->d.df.CtxCreate(&nc, cucap_fb_context_flags(c), R->dev),
@@ -335,7 +344,8 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
     if (R->d.df.CtxPopCurrent && R->d.df.CtxPopCurrent(&top) == CUDA_SUCCESS && top == nc)
       R->d.df.CtxSetCurrent(nc);
     R->cur = nc; /* cuCtxCreate makes it current */
-    if (!rp_map_put(&R->ctx_created, h, (uint64_t)(uintptr_t)nc)) {
+    if (!rp_map_put(R->keep_ctx ? &R->ctx_kept : &R->ctx_created, h,
+                    (uint64_t)(uintptr_t)nc)) {
       R->d.df.CtxDestroy(nc);
       R->d.df.CtxSetCurrent(R->primary);
       R->cur = R->primary;

@@ -238,3 +238,66 @@ int rp_lib_option_safe(int opt) {
          opt != CU_LIBRARY_BINARY_IS_PRESERVED && opt >= 0 &&
          opt < CU_LIBRARY_NUM_OPTIONS;
 }
+
+/* ------------------------------------------------------- kept contexts */
+
+/* Profiling keeps the contexts a program creates for the whole run: CUPTI's
+ * range profiler, PC sampling and SASS metrics are bound to one context and
+ * collect over several passes, which a context re-created in every pass
+ * would lose. Their objects still go between passes (rp_destroy_live
+ * unloads, destroys and frees what the maps hold, in the owning context), so
+ * every pass still starts from the same state. */
+int rp_ctx_kept_reuse(rp_state *R, const cucap_fb_record *rec, uint64_t h) {
+  uint64_t live = 0;
+  if (!rp_map_get(&R->ctx_kept, h, &live))
+    return 0;
+  if (R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live) != CUDA_SUCCESS)
+    return 0;
+  R->cur = (CUcontext)(uintptr_t)live;
+  rp_map_put(&R->ctx, h, live);
+  rp_ctx_set_tid(R, rec, R->cur);
+  return 1;
+}
+
+void rp_ctx_kept_release(rp_state *R, uint64_t h) {
+  uint64_t live = 0, mapped = 0;
+  if (!rp_map_get(&R->ctx_kept, h, &live) || !rp_map_get(&R->ctx, h, &mapped) ||
+      mapped != live)
+    return;
+  /* cuCtxDestroy waits for the context's work: so does this */
+  if (R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live) == CUDA_SUCCESS) {
+    R->cur = (CUcontext)(uintptr_t)live;
+    R->d.df.CtxSynchronize();
+  }
+  rp_map_del(&R->ctx, h, NULL);
+  rp_ctx_unref(R, live);
+  if (R->cur != R->primary && R->d.df.CtxSetCurrent(R->primary) == CUDA_SUCCESS)
+    R->cur = R->primary;
+}
+
+void rp_ctx_kept_sync(rp_state *R) {
+  size_t pos = 0;
+  uint64_t v = 0;
+  while (rp_map_next(&R->ctx_kept, &pos, NULL, &v)) {
+    if (R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)v) != CUDA_SUCCESS)
+      continue;
+    R->cur = (CUcontext)(uintptr_t)v;
+    rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (end of pass)");
+  }
+}
+
+void rp_ctx_kept_destroy(rp_state *R) {
+  size_t pos = 0;
+  uint64_t v = 0;
+  while (R->d.df.CtxDestroy && rp_map_next(&R->ctx_kept, &pos, NULL, &v)) {
+    CUcontext c = (CUcontext)(uintptr_t)v;
+    rp_ctx_unref(R, v);
+    rp_ctx_dying(R, c);
+    R->d.df.CtxDestroy(c);
+    if (R->cur == c)
+      R->cur = NULL;
+  }
+  rp_map_free(&R->ctx_kept);
+  if (R->primary && R->d.df.CtxSetCurrent(R->primary) == CUDA_SUCCESS)
+    R->cur = R->primary;
+}

@@ -239,6 +239,10 @@ void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...
 
 void cucap_replay_session_stop(cucap_replay_session *s) { rp_of(s)->stop = 1; }
 
+void cucap_replay_session_keep_contexts(cucap_replay_session *s) {
+  rp_of(s)->keep_ctx = 1;
+}
+
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,
                                const char *fmt, ...) {
   rp_state *R = rp_of(s);

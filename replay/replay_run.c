@@ -650,6 +650,8 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     /* captures the program never ended (a file cut short while capturing)
      * would make the synchronisation below illegal */
     rp_captures_close(R);
+    if (R->keep_ctx)
+      rp_ctx_kept_sync(R);
     if (R->primary && R->cur != R->primary) {
       R->d.df.CtxSetCurrent(R->primary);
       R->cur = R->primary;
@@ -684,6 +686,7 @@ out:
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
+    rp_ctx_kept_destroy(R);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
       if (R->stage_ev[i])
         R->d.df.EventDestroy(R->stage_ev[i]);
@@ -710,6 +713,7 @@ out:
   free(R->funcs);
   rp_deferred_free(R);
   rp_map_free(&R->ctx);
+  rp_map_free(&R->ctx_kept); /* no driver: nothing was created */
   rp_map_free(&R->tid_ctx);
   if (!rep->error[0] && rep->mismatches) {
     rep->status = CUCAP_ERR_MISMATCH;

@@ -48,6 +48,11 @@ typedef struct rp_state {
   CUcontext primary, cur;
   int primary_retained;
   rp_map ctx, ctx_created, stream, event, module, library, func, graph, gexec;
+  /* keep_ctx (cucap_replay_session_keep_contexts): contexts the program
+   * creates live for the whole run, recorded handle -> live context; they
+   * are not in ctx_created (replay_lifetime.c) */
+  int keep_ctx;
+  rp_map ctx_kept;
   rp_map tid_ctx;             /* recording tid -> live current context */
   rp_map owner;               /* live object -> live context it was made in */
 #define RP_CTX_STACK 64
@@ -224,6 +229,19 @@ CUcontext rp_owner_of(rp_state *R, uint64_t live); /* NULL: unknown */
  * arrays/texture objects (rp_object_context_gone) are forgotten (the driver
  * frees them), functions of its modules marked dead. */
 void rp_ctx_dying(rp_state *R, CUcontext live);
+/* Whatever refers to live context `live` (the current context, recording
+ * threads, the push stack) falls back to the primary context. */
+void rp_ctx_unref(rp_state *R, uint64_t live);
+void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec, CUcontext live);
+/* Kept contexts (R->keep_ctx): a recorded cuCtxCreate of handle h that a
+ * kept context already answers makes it current again (returns 1); a
+ * recorded cuCtxDestroy only waits for its work and drops the program's
+ * references; rp_ctx_kept_sync waits for all of them (end of a pass),
+ * rp_ctx_kept_destroy destroys them (end of the run). */
+int rp_ctx_kept_reuse(rp_state *R, const cucap_fb_record *rec, uint64_t h);
+void rp_ctx_kept_release(rp_state *R, uint64_t h);
+void rp_ctx_kept_sync(rp_state *R);
+void rp_ctx_kept_destroy(rp_state *R);
 /* The CUfunction to launch fi with in the current context (a CUkernel's is
  * per context); NULL if its module died (or a driver error, R->failed). */
 CUfunction rp_func_fn(rp_state *R, rp_func *fi);

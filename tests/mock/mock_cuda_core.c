@@ -1199,6 +1199,8 @@ CUresult mock_run_op_traced(const mock_op *op, CUstream s) {
   mock_tool_event ev = {0};
   ev.what = MOCK_TOOL_RUN;
   ev.stream = s;
+  ev.ctx = is_real_stream(s) && s->owner ? (const void *)s->owner
+                                         : (const void *)current_ctx();
   ev.graph = mock_tool_graph;
   ev.start_ns = tool_ns();
   CUresult rc = mock_run_op(op);

@@ -136,6 +136,7 @@ static size_t rec_size(CUpti_ActivityKind k) {
 /* ---- range profiler ----------------------------------------------------- */
 int mcu_rp_enabled;
 static int rp_started, rp_configured;
+static const void *rp_ctx; /* the context the range profiler measures */
 static size_t rp_passes_done, rp_max_ranges;
 static uint8_t *rp_image;
 static size_t rp_image_size;
@@ -235,7 +236,7 @@ static void on_event(void *user, const mock_tool_event *ev) {
       k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       k.start = ev->start_ns;
       k.end = end;
-      k.contextId = 1;
+      k.contextId = mcu_ctx_id(ev->ctx);
       k.streamId = ev->stream ? 7 : 1;
       k.gridX = (int32_t)ev->grid[0], k.gridY = (int32_t)ev->grid[1], k.gridZ = (int32_t)ev->grid[2];
       k.blockX = (int32_t)ev->block[0], k.blockY = (int32_t)ev->block[1], k.blockZ = (int32_t)ev->block[2];
@@ -244,15 +245,15 @@ static void on_event(void *user, const mock_tool_event *ev) {
       k.name = keep_name(ev->kernel ? ev->kernel : "?");
       act_push(&k, sizeof k);
     }
-    if (rp_started) {
+    if (rp_started && ev->ctx == rp_ctx) {
       rp_kernel((double)(end - ev->start_ns), ev->graph);
       if (mcu_env_on("MOCK_CUPTI_EXTRA_RANGE") && rp_n == 1 && !rp_user)
         rp_add(1.0);
     }
     uint64_t crc = ev->image ? mcu_fnv64(ev->image, ev->image_size) : 1;
     const char *fn = keep_name(ev->kernel ? ev->kernel : "?");
-    mcu_pcs_kernel(corr_cur, crc, fn);
-    mcu_sass_kernel((uint32_t)crc, fn);
+    mcu_pcs_kernel(ev->ctx, corr_cur, crc, fn);
+    mcu_sass_kernel(ev->ctx, (uint32_t)crc, fn);
   } else {
     int set = ev->kind == MOCK_TOOL_SET;
     CUpti_ActivityKind kind = set ? CUPTI_ACTIVITY_KIND_MEMSET : CUPTI_ACTIVITY_KIND_MEMCPY;
@@ -264,7 +265,7 @@ static void on_event(void *user, const mock_tool_event *ev) {
         m.bytes = ev->bytes;
         m.start = ev->start_ns;
         m.end = end;
-        m.contextId = 1;
+        m.contextId = mcu_ctx_id(ev->ctx);
         m.streamId = ev->stream ? 7 : 1;
         m.correlationId = corr_cur;
         act_push(&m, sizeof m);
@@ -276,13 +277,14 @@ static void on_event(void *user, const mock_tool_event *ev) {
         m.bytes = ev->bytes;
         m.start = ev->start_ns;
         m.end = end;
-        m.contextId = 1;
+        m.contextId = mcu_ctx_id(ev->ctx);
         m.streamId = ev->stream ? 7 : 1;
         m.correlationId = corr_cur;
         act_push(&m, sizeof m);
       }
     }
-    if (set && rp_started && !rp_user && mcu_env_on("MOCK_CUPTI_MEMSET_RANGES"))
+    if (set && rp_started && ev->ctx == rp_ctx && !rp_user &&
+        mcu_env_on("MOCK_CUPTI_MEMSET_RANGES"))
       rp_add((double)(end - ev->start_ns));
   }
   pthread_mutex_unlock(&mcu_mu);
@@ -370,11 +372,25 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
   return CUPTI_SUCCESS;
 }
 
+static const void *ctx_seen[256];
+static size_t nctx_seen;
+
+uint32_t mcu_ctx_id(const void *ctx) {
+  for (size_t i = 0; i < nctx_seen; i++)
+    if (ctx_seen[i] == ctx)
+      return (uint32_t)i + 1;
+  if (nctx_seen == sizeof ctx_seen / sizeof *ctx_seen)
+    return 0;
+  ctx_seen[nctx_seen++] = ctx;
+  return (uint32_t)nctx_seen;
+}
+
 CUptiResult CUPTIAPI cuptiGetContextId(CUcontext ctx, uint32_t *id) {
-  (void)ctx;
-  if (!id)
+  if (!id || !ctx)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  *id = 1;
+  pthread_mutex_lock(&mcu_mu);
+  *id = mcu_ctx_id(ctx);
+  pthread_mutex_unlock(&mcu_mu);
   return CUPTI_SUCCESS;
 }
 
@@ -614,6 +630,7 @@ CUptiResult CUPTIAPI cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params 
   if (mcu_pcs_busy())
     return CUPTI_ERROR_INVALID_OPERATION;
   mcu_rp_enabled = 1;
+  rp_ctx = p->ctx;
   p->pRangeProfilerObject = (CUpti_RangeProfiler_Object *)&rp_obj_token;
   return CUPTI_SUCCESS;
 }

@@ -15,9 +15,14 @@ void mcu_detach(void);           /* CUPTI tears itself down */
 void mcu_alive_or_die(const char *fn); /* aborts once detached */
 uint64_t mcu_fnv64(const void *p, size_t n);
 
-/* mock_cupti_pcs.c; the kernel hooks run under mcu_mu */
-void mcu_pcs_kernel(uint32_t corr, uint64_t crc, const char *fn);
-void mcu_sass_kernel(uint32_t crc, const char *fn);
+/* CUPTI's context ids: one per CUcontext, in the order first seen */
+uint32_t mcu_ctx_id(const void *ctx);
+
+/* mock_cupti_pcs.c; the kernel hooks run under mcu_mu. PC sampling and
+ * SASS metrics are enabled for one context: kernels of others are not
+ * seen (as with CUPTI). */
+void mcu_pcs_kernel(const void *ctx, uint32_t corr, uint64_t crc, const char *fn);
+void mcu_sass_kernel(const void *ctx, uint32_t crc, const char *fn);
 int mcu_pcs_busy(void);      /* PC sampling enabled or SASS metrics set up */
 
 #endif

@@ -46,8 +46,10 @@ static const char *const sass_names[3] = {"smsp__sass_inst_executed",
 
 int mcu_pcs_busy(void) { return pcs_enabled || sass_config; }
 
-void mcu_pcs_kernel(uint32_t corr, uint64_t crc, const char *fn) {
-  if (pcs_started) {
+static const void *pcs_ctx, *sass_ctx;
+
+void mcu_pcs_kernel(const void *ctx, uint32_t corr, uint64_t crc, const char *fn) {
+  if (pcs_started && ctx == pcs_ctx) {
     if (pcs_n + 3 > pcs_cap) {
       size_t nc = pcs_cap ? pcs_cap * 2 : 64;
       pcrec *np = realloc(pcs_pend, nc * sizeof *np);
@@ -69,8 +71,8 @@ void mcu_pcs_kernel(uint32_t corr, uint64_t crc, const char *fn) {
   }
 }
 
-void mcu_sass_kernel(uint32_t crc, const char *fn) {
-  if (sass_enabled) {
+void mcu_sass_kernel(const void *ctx, uint32_t crc, const char *fn) {
+  if (sass_enabled && ctx == sass_ctx) {
     for (uint32_t pc = 0x10; pc <= 0x30; pc += 0x10) {
       size_t i = 0;
       while (i < nsass && !(sass[i].crc == crc && sass[i].fn == fn &&
@@ -105,6 +107,7 @@ CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
   if (mcu_rp_enabled || sass_config) /* one at a time (see mock_cupti.c) */
     return CUPTI_ERROR_INVALID_OPERATION;
   pcs_enabled = 1;
+  pcs_ctx = p->ctx;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {
@@ -273,6 +276,7 @@ CUptiResult CUPTIAPI cuptiSassMetricsEnable(CUpti_SassMetricsEnable_Params *p) {
   if (!p || !sass_config || sass_enabled)
     return CUPTI_ERROR_INVALID_OPERATION;
   sass_enabled = 1;
+  sass_ctx = p->ctx;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiSassMetricsDisable(CUpti_SassMetricsDisable_Params *p) {

@@ -37,6 +37,7 @@ typedef struct mock_tool_event {
   uint64_t start_ns, end_ns;/* RUN: CLOCK_MONOTONIC around the work */
   const void *image;        /* RUN kernel: its module's code; MODULE: same */
   size_t image_size;
+  const void *ctx;          /* RUN: the CUcontext the work runs in */
 } mock_tool_event;
 
 typedef void (*mock_tool_fn)(void *user, const mock_tool_event *ev);
