@@ -610,11 +610,19 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   double gpu_ms_total = 0;
   int gpu_ok = ev0 && ev1;
   double t0 = rp_now();
+  /* CUCAP_REPLAY_OPTIME=1: where a replay's wall time goes, per record
+   * body type and between passes, logged at info level at the end (for
+   * tuning multi-pass profiling; costs two clock reads per record) */
+  const char *ot = getenv("CUCAP_REPLAY_OPTIME");
+  int optime = ot && *ot == '1';
+  double body_s[64] = {0}, reset_s = 0;
+  uint64_t body_n[64] = {0};
   int more = 0; /* an observer asked for another pass */
   for (unsigned loop = 0; (loop < loops || more) && !R->failed && !R->stop &&
                           loop < CUCAP_REPLAY_MAX_PASSES;
        loop++) {
     R->pass = loop;
+    double tr = optime ? rp_now() : 0;
     if (loop > 0) {
       rp_destroy_live(R);
       rp_host_pins_zero(&pins);
@@ -626,6 +634,8 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     rp_cu(R, rp_mem_zero(&R->mem, &R->d), "cuMemsetD8 (pass start)");
     if (loop > 0)
       rp_restore(R);
+    if (optime)
+      reset_s += rp_now() - tr;
     rp_obs_pass_begin(R);
     if (cucap_reader_rewind(R->r) != CUCAP_OK) {
       rp_set_error(R, CUCAP_ERR_IO, CUCAP_REPLAY_EXIT_FAILED,
@@ -640,7 +650,15 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     R->end_pass = 0;
     while (!R->failed && !R->stop && R->rec_index < rep->records &&
            cucap_reader_next(R->r, &recp, &buf, &sz) == CUCAP_OK) {
-      rp_execute(R, recp);
+      if (optime) {
+        double te = rp_now();
+        rp_execute(R, recp);
+        int bt = cucap_fb_record_body_type((const cucap_fb_record *)recp) & 63;
+        body_s[bt] += rp_now() - te;
+        body_n[bt]++;
+      } else {
+        rp_execute(R, recp);
+      }
       R->rec_index++;
       if (R->end_pass && !rp_capture_any(R))
         break; /* cucap_replay_session_end_pass (captures, dry ones too, end first) */
@@ -671,6 +689,14 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     more = rp_obs_pass_end(R);
   }
   rep->replay_wall_s = rp_now() - t0;
+  if (optime) {
+    CUCAP_INFO("replay: optime: %.3f s in %u pass(es), %.3f s resetting between "
+               "passes", rep->replay_wall_s, rep->loops, reset_s);
+    for (int b = 0; b < 64; b++)
+      if (body_n[b])
+        CUCAP_INFO("replay: optime: %-16s %8" PRIu64 " records %.3f s",
+                   cucap_fb_body_name(b), body_n[b], body_s[b]);
+  }
   if (gpu_ok && rep->loops)
     rep->gpu_time_s = gpu_ms_total * 1e-3;
   if (rep->loops && rep->replay_wall_s > 0)

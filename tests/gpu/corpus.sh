@@ -8,7 +8,9 @@
 # runs the program natively twice more, a second apart, and says whether the
 # program's own output differs between native runs (digits and minus signs stripped and
 # lines sorted, as run.sh compares): that is the program's nondeterminism,
-# shown with the diff, not cucap's.
+# shown with the diff, not cucap's. Programs whose replay verify found
+# different get the same treatment for their results (two more recordings,
+# compared with `cucap diff`).
 set -uo pipefail
 BUILD=$(readlink -f "$1"); TGZ=$(readlink -f "$2"); RUN=$(readlink -f "$3")
 OUT=$(mkdir -p "$4" && readlink -f "$4"); P=${5:-6}
@@ -29,4 +31,23 @@ grep '^FAIL .* same=no ' "$OUT/corpus_lines.txt" 2>/dev/null | awk '{print $2}' 
     echo "DETERMINISTIC-NATIVELY $n: three native runs agree; the recorded output differs (see $OUT/runs/$n)"
   fi
 done | tee "$OUT/nondet.txt"
+# Replays that verify found different (replay exit 1, the recorded output
+# the same): record the program twice more and compare what it copied back
+# with `cucap diff`. When the copy verify names (by its seq) also differs
+# between two recordings, the program's results vary run to run: that is
+# the program's nondeterminism (the proof is in $OUT/nondet/<name>/), not
+# the replay's.
+grep '^FAIL .* same=yes replay=1 ' "$OUT/corpus_lines.txt" 2>/dev/null | awk '{print $2}' | while read -r n; do
+  d=$CS/$n; w=$OUT/nondet/$n; mkdir -p "$w"
+  seq=$(grep -o 'seq [0-9]*) differs' "$OUT/runs/$n/replay.out" | head -1 | awk '{print $2}' | tr -d ')')
+  (cd "$d" && timeout 240 "$BUILD/tools/cucap" record -o "$w/rec2.fb" -- "./$n" >/dev/null 2>&1
+   sleep 1.1; timeout 240 "$BUILD/tools/cucap" record -o "$w/rec3.fb" -- "./$n" >/dev/null 2>&1)
+  "$BUILD/tools/cucap" diff "$OUT/runs/$n/cap.fb" "$w/rec2.fb" >"$w/diff12.txt" 2>&1
+  "$BUILD/tools/cucap" diff "$w/rec2.fb" "$w/rec3.fb" >"$w/diff23.txt" 2>&1
+  if [ -n "$seq" ] && grep -q "(seq $seq / " "$w/diff12.txt" "$w/diff23.txt"; then
+    echo "NONDETERMINISTIC-NATIVELY $n: the copy verify flags (seq $seq) also differs between two recordings of the program ($(grep -h "(seq $seq / " "$w/diff12.txt" "$w/diff23.txt" | head -1 | cut -c1-140))"
+  else
+    echo "DETERMINISTIC-NATIVELY $n: three recordings agree on the copy verify flags (seq ${seq:-?}); the replay differs (see $OUT/runs/$n/replay.out)"
+  fi
+done | tee -a "$OUT/nondet.txt"
 rm -rf "$SRC"
