@@ -248,7 +248,11 @@ int ck_metrics_plan(ck_engine *E) {
         cur.rec_lo = r;
         cur.k_lo = i;
         cur.graph = g;
-        cur.mode = CK_WIN_AUTO;
+        /* graph launches: one user range per launch from the start. With
+         * auto range cuptiRangeProfilerStop fails with CUPTI_ERROR_UNKNOWN
+         * on a window of graph launches (H100, CUPTI 13.0), and the range
+         * profiler cannot be used again in that run (cupti_ranges.c). */
+        cur.mode = g ? CK_WIN_USER : CK_WIN_AUTO;
       }
       cnt += c;
       cur.nops++;
@@ -288,6 +292,10 @@ int ck_metrics_plan(ck_engine *E) {
   size_t ngraph = 0;
   for (size_t w = 0; w < E->nwin; w++)
     ngraph += E->win[w].graph;
+  if (ngraph)
+    snprintf(m->graph_note, sizeof m->graph_note, "cuptiRangeProfilerStop "
+             "fails with CUPTI_ERROR_UNKNOWN on auto ranges over graph "
+             "launches (H100, CUPTI 13.0)");
   if (!ck_win_setup(E)) {
     int denied = E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
     ck_section(E, CUCAP_CUPTI_METRICS,

@@ -9,11 +9,11 @@
  *
  * Range modes. Plain launches: auto range, one range per kernel (CUPTI
  * serializes the kernels and synchronizes after each one). Graph launches:
- * auto range first; when the ranges do not fit (a range count CUPTI got
- * wrong, not an error of a CUPTI call) the window is measured again with one
- * user range around each graph launch (Push before, Pop after, the context
- * idle at both ends): metrics per graph launch instead of per kernel, said
- * so in the section note. When a range profiler call itself fails (Stop:
+ * one user range around each graph launch (Push before, Pop after, the
+ * context idle at both ends): metrics per graph launch instead of per
+ * kernel, said so in the section note (ck_metrics_plan). A window of graph
+ * launches in auto range (none is planned so any more) that fails by its
+ * range count is measured again in user ranges. When a range profiler call itself fails (Stop:
  * CUPTI_ERROR_UNKNOWN on graph launches, H100) nothing more is asked of the
  * range profiler in this run (rp_broken): re-enabling it then crashed
  * libcupti. A window that fails costs only its own kernels, and those of
@@ -501,7 +501,7 @@ static void ck_metrics_final(ck_engine *E) {
                           "; %zu CUDA graph launch(es) measured as a whole "
                           "(one user range per graph launch: metrics per "
                           "graph launch, not per kernel) because CUPTI's auto "
-                          "range failed on graph launches: %.300s", E->ngmet,
+                          "range does not work on graph launches: %.300s", E->ngmet,
                           m->graph_note);
   if (m->failed_windows && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,

@@ -72,6 +72,9 @@ int main(void) {
   CK(cuModuleGetFunction(&f_fill, mod, "fill"));
   CK(cuModuleGetFunction(&f_cond_set, ext, "cond_set"));
   CK(cuModuleGetFunction(&f_cond_loop, ext, "cond_loop"));
+  /* s does not wait for the legacy NULL stream: every memset before a
+   * launch on s goes to s itself (a cuMemsetD32 on the NULL stream would
+   * race with the graph; it lost under record once, H100) */
   CUstream s;
   CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CK(cuMemAlloc(&dx, N * sizeof(float)));
@@ -97,7 +100,7 @@ int main(void) {
     CUgraphExec x;
     CK(cuGraphInstantiate(&x, g, 0));
     for (int flag = 1; flag >= 0; flag--) {
-      CK(cuMemsetD32(dflag, (unsigned)flag, 1));
+      CK(cuMemsetD32Async(dflag, (unsigned)flag, 1, s));
       CK(cuGraphLaunch(x, s));
       CK(cuStreamSynchronize(s));
       printf("if flag=%d: ", flag);
@@ -116,7 +119,7 @@ int main(void) {
     CUgraph *body = cond_node(&c, g, NULL, 0, h, CU_GRAPH_COND_TYPE_WHILE, 1, ctx);
     void *la[] = {&dcount, &dx, &h, &n};
     kernel_node(&k, body[0], NULL, 0, f_cond_loop, la);
-    CK(cuMemsetD32(dcount, 5, 1));
+    CK(cuMemsetD32Async(dcount, 5, 1, s));
     launch(g, s);
     show("while 5");
     CK(cuGraphDestroy(g));
@@ -140,8 +143,8 @@ int main(void) {
     CK(cuGraphInstantiate(&x, g, 0));
     int sels[3] = {0, 2, 7};
     for (int i = 0; i < 3; i++) {
-      CK(cuMemsetD32(dx, 0, N));
-      CK(cuMemsetD32(dflag, (unsigned)sels[i], 1));
+      CK(cuMemsetD32Async(dx, 0, N, s));
+      CK(cuMemsetD32Async(dflag, (unsigned)sels[i], 1, s));
       CK(cuGraphLaunch(x, s));
       CK(cuStreamSynchronize(s));
       printf("switch %d: ", sels[i]);
@@ -163,7 +166,7 @@ int main(void) {
     CK(cuLaunchKernel(f_cond_loop, N / T, 1, 1, T, 1, 1, 0, s, la, NULL));
     CUgraph same;
     CK(cuStreamEndCapture(s, &same));
-    CK(cuMemsetD32(dcount, 3, 1));
+    CK(cuMemsetD32Async(dcount, 3, 1, s));
     launch(g, s);
     show("while 3 (captured body)");
     CK(cuGraphDestroy(g));
@@ -202,7 +205,7 @@ int main(void) {
     CUgraphExec x;
     CK(cuGraphInstantiate(&x, cg, 0));
     for (int flag = 0; flag <= 1; flag++) {
-      CK(cuMemsetD32(dflag, (unsigned)flag, 1));
+      CK(cuMemsetD32Async(dflag, (unsigned)flag, 1, s));
       CK(cuGraphLaunch(x, s));
       CK(cuStreamSynchronize(s));
       printf("captured if flag=%d: ", flag);
