@@ -53,6 +53,22 @@ cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, int exit_code,
   return st;
 }
 
+cucap_status dv_output_open(dv_plan *p, const cucap_derive_options *o, const char *out_path,
+                            const dv_origin *org, cucap_derive_report *rep, cucap_writer **w) {
+  cucap_status st = dv_writer_open(p, out_path, o->level, org, w);
+  if (st != CUCAP_OK)
+    return dv_fail(rep, st, 4, "cannot create %s: %s", out_path, cucap_status_str(st));
+  /* blobs first: a damaged one fails the command as bad input (exit 3),
+     not as a failed replay or write */
+  if ((st = dv_copy_kept_blobs(p, *w)) != CUCAP_OK)
+    return dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3,
+                   "the capture is damaged (%s): a module image, payload or snapshot it "
+                   "keeps cannot be read", cucap_status_str(st));
+  if (o->replay && !o->source_path) /* the replay runs the source file itself */
+    return dv_fail(rep, CUCAP_ERR_INVALID_ARG, 2, "--replay needs the capture's path");
+  return CUCAP_OK;
+}
+
 cucap_status dv_next(dv_plan *p, const cucap_fb_record **rec, const void **buf, size_t *size) {
   const void *rv = NULL;
   cucap_status st = cucap_reader_next(p->r, &rv, buf, size);

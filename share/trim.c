@@ -262,22 +262,10 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
   dv_origin org = {"trim", o->source_path, o->selection ? o->selection : sel, rep->state,
                    dv_state_count(&p), p.seq_first == UINT64_MAX ? 0 : p.seq_first,
                    p.seq_last, p.launches ? p.launch_first : 0, p.launch_last, p.cut};
-  if ((st = dv_writer_open(&p, out_path, o->level, &org, &w)) != CUCAP_OK) {
-    dv_fail(rep, st, 4, "cannot create %s: %s", out_path, cucap_status_str(st));
+  if ((st = dv_output_open(&p, o, out_path, &org, rep, &w)) != CUCAP_OK)
     goto out;
-  }
-  if ((st = dv_copy_kept_blobs(&p, w)) != CUCAP_OK) {
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3,
-            "the capture is damaged (%s): a module image, payload or snapshot it keeps "
-            "cannot be read", cucap_status_str(st));
-    goto out;
-  }
   if (o->replay) {
     char msg[512] = "";
-    if (!o->source_path) {
-      st = dv_fail(rep, CUCAP_ERR_INVALID_ARG, 2, "--replay needs the capture's path");
-      goto out;
-    }
     st = dv_replay_read(o, w, p.cut, p.regions.data, p.regions.n, NULL, 0, NULL, msg,
                         sizeof msg);
     if (st != CUCAP_OK) {
