@@ -197,6 +197,13 @@ cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, int exit_code,
 cucap_status dv_output_open(dv_plan *p, const cucap_derive_options *o, const char *out_path,
                             const dv_origin *org, cucap_derive_report *rep, cucap_writer **w);
 
+/* The closing step of trim and extract: closes w and fills rep with what
+ * both report (output size, cut, kept records, state prefix, regions,
+ * modules, images); the launch fields are the caller's. Errors are reported
+ * into rep. */
+cucap_status dv_output_close(dv_plan *p, cucap_writer *w, const char *out_path,
+                             const dv_origin *org, cucap_derive_report *rep);
+
 /* Reads the next record; CUCAP_END at the end. Errors are reported into rep. */
 cucap_status dv_next(dv_plan *p, const cucap_fb_record **rec, const void **buf, size_t *size);
 

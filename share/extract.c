@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "derive_internal.h"
 
@@ -379,26 +378,11 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
     }
     rep->records_written++;
   }
-  if ((st = cucap_writer_close(w)) != CUCAP_OK) {
-    dv_fail(rep, st, 4, "writing %s: %s", out_path, cucap_status_str(st));
+  if ((st = dv_output_close(&p, w, out_path, &org, rep)) != CUCAP_OK)
     goto out;
-  }
-  struct stat sb;
-  if (stat(out_path, &sb) == 0)
-    rep->out_bytes = (uint64_t)sb.st_size;
-  rep->cut = p.cut;
-  rep->first_record = p.first;
-  rep->last_record = p.last;
-  rep->state_records = org.state_records;
-  rep->regions = p.regions.n;
-  for (size_t i = 0; i < p.regions.n; i++)
-    rep->region_bytes += ((cucap_state_region *)sh_vec_at(&p.regions, i))->size;
   rep->expected_regions = expect.n;
   rep->launches = 1;
   rep->launch_first = rep->launch_last = f.li;
-  rep->modules_live = p.modules_live;
-  rep->modules_kept = p.modules_kept;
-  dv_images_report(&p, rep);
 out:
   if (st != CUCAP_OK && !rep->error[0])
     dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3, "%s",

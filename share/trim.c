@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "derive_internal.h"
 
@@ -281,27 +280,11 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
       damaged(rep, src, st);
     goto out;
   }
-  st = cucap_writer_close(w);
-  if (st != CUCAP_OK) {
-    dv_fail(rep, st, 4, "writing %s: %s", out_path, cucap_status_str(st));
+  if ((st = dv_output_close(&p, w, out_path, &org, rep)) != CUCAP_OK)
     goto out;
-  }
-  struct stat sb;
-  if (stat(out_path, &sb) == 0)
-    rep->out_bytes = (uint64_t)sb.st_size;
-  rep->cut = p.cut;
-  rep->first_record = p.first;
-  rep->last_record = p.last;
-  rep->state_records = org.state_records;
-  rep->regions = p.regions.n;
-  for (size_t i = 0; i < p.regions.n; i++)
-    rep->region_bytes += ((cucap_state_region *)sh_vec_at(&p.regions, i))->size;
   rep->launches = p.launches;
   rep->launch_first = org.launch_first;
   rep->launch_last = org.launch_last;
-  rep->modules_live = p.modules_live;
-  rep->modules_kept = p.modules_kept;
-  dv_images_report(&p, rep);
 out:
   cucap_writer_destroy(w);
   if (w && st != CUCAP_OK)
