@@ -509,6 +509,20 @@ static void *bg_main(void *arg) {
 
 /* ---------------------------------------------------------------- create */
 
+/* The teardown that cucap_writer_create's failure path and
+ * cucap_writer_destroy share: the compressors, the locks, the writer. */
+static void writer_free(cucap_writer *w) {
+  ZSTD_freeCCtx(w->cctx);
+  ZSTD_freeCCtx(w->rec_cctx);
+  pthread_mutex_destroy(&w->rec_mu);
+  pthread_mutex_destroy(&w->blob_mu);
+  pthread_mutex_destroy(&w->q_mu);
+  pthread_cond_destroy(&w->q_nonempty);
+  pthread_cond_destroy(&w->q_space);
+  pthread_cond_destroy(&w->q_done);
+  free(w);
+}
+
 cucap_status cucap_writer_create(const char *path,
                                  const cucap_writer_options *opts,
                                  const void *header, size_t header_size,
@@ -654,15 +668,7 @@ cucap_status cucap_writer_create(const char *path,
 fail:
   if (w->fd >= 0)
     close(w->fd);
-  ZSTD_freeCCtx(w->cctx);
-  ZSTD_freeCCtx(w->rec_cctx);
-  pthread_mutex_destroy(&w->rec_mu);
-  pthread_mutex_destroy(&w->blob_mu);
-  pthread_mutex_destroy(&w->q_mu);
-  pthread_cond_destroy(&w->q_nonempty);
-  pthread_cond_destroy(&w->q_space);
-  pthread_cond_destroy(&w->q_done);
-  free(w);
+  writer_free(w);
   return st;
 }
 
@@ -1109,19 +1115,11 @@ void cucap_writer_destroy(cucap_writer *w) {
     n = c->next;
     wchunk_free(c);
   }
-  ZSTD_freeCCtx(w->cctx);
-  ZSTD_freeCCtx(w->rec_cctx);
   free(w->cbuf);
   free(w->entries);
   free(w->blobs);
   free(w->bset);
-  pthread_mutex_destroy(&w->rec_mu);
-  pthread_mutex_destroy(&w->blob_mu);
-  pthread_mutex_destroy(&w->q_mu);
-  pthread_cond_destroy(&w->q_nonempty);
-  pthread_cond_destroy(&w->q_space);
-  pthread_cond_destroy(&w->q_done);
-  free(w);
+  writer_free(w);
 }
 
 void cucap_writer_get_stats(cucap_writer *w, cucap_writer_stats *st) {

@@ -203,24 +203,33 @@ void *cucap_wrapper_lookup(const char *symbol) {
 
 /* ------------------------------------------------------------ per call */
 
-int cucap_call_enter_at(cucap_call *c, uint32_t api, uintptr_t call_site) {
+/* Starts the call's overhead statistics when they are on. */
+static void call_stats_start(cucap_call *c) {
   c->stats = cucap_rec_stats_on;
   if (__builtin_expect(c->stats, 0)) {
     c->st0 = cucap_rec_stats_clock();
     c->st_real0 = c->st_real1 = 0;
   }
+}
+
+/* A thread's first intercepted call: resolves the real entry points and
+ * creates the thread's state; the first call of the process also opens
+ * the capture. NULL when not recording. */
+static cucap_rec_thread *thread_first_call(void) {
+  if (!atomic_load_explicit(&g_real_ready, memory_order_acquire))
+    cucap_real_init();
+  if (!cucap_rec_active() && !cucap_rec_activate())
+    return NULL;
+  return cucap_rec_thread_get();
+}
+
+int cucap_call_enter_at(cucap_call *c, uint32_t api, uintptr_t call_site) {
+  call_stats_start(c);
   cucap_rec_thread *th = cucap_rec_tls; /* lean: recording, state exists */
   if (__builtin_expect(!th || !cucap_rec_lean_on(), 0))
     th = cucap_rec_thread_peek();
-  if (__builtin_expect(!th, 0)) {
-    if (!atomic_load_explicit(&g_real_ready, memory_order_acquire))
-      cucap_real_init();
-    /* The first intercepted call of the process opens the capture. */
-    if (!cucap_rec_active() && !cucap_rec_activate())
-      return 0;
-    if (!(th = cucap_rec_thread_get()))
-      return 0;
-  }
+  if (__builtin_expect(!th, 0) && !(th = thread_first_call()))
+    return 0;
   if (th->depth)
     return 0;
   th->depth = 1;
@@ -244,20 +253,10 @@ int cucap_call_enter_at(cucap_call *c, uint32_t api, uintptr_t call_site) {
 }
 
 int cucap_query_enter(cucap_call *c, uint32_t api) {
-  c->stats = cucap_rec_stats_on;
-  if (__builtin_expect(c->stats, 0)) {
-    c->st0 = cucap_rec_stats_clock();
-    c->st_real0 = c->st_real1 = 0;
-  }
+  call_stats_start(c);
   cucap_rec_thread *th = cucap_rec_thread_peek();
-  if (__builtin_expect(!th, 0)) {
-    if (!atomic_load_explicit(&g_real_ready, memory_order_acquire))
-      cucap_real_init();
-    if (!cucap_rec_active() && !cucap_rec_activate())
-      return 0;
-    if (!(th = cucap_rec_thread_get()))
-      return 0;
-  }
+  if (__builtin_expect(!th, 0) && !(th = thread_first_call()))
+    return 0;
   if (th->depth)
     return 0;
   th->depth = 1;

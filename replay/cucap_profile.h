@@ -66,6 +66,29 @@ typedef struct cucap_json cucap_json;
 #define CUCAP_METRIC_TENSOR_HMMA "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 #define CUCAP_METRIC_TENSOR_GMMA "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
 
+/* Warp stall reasons, each per issued instruction: the `full` metric set
+ * of every profiler (profiler_common.c, cupti_sets.c) lists all of them, in
+ * this order. A comma-separated list, for array initializers. */
+#define CUCAP_METRICS_WARP_STALLS \
+  "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_drain_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_misc_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio", \
+  "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio"
+
 /* ---- bottleneck classification (profile_classify.c; docs/design.md) ---- */
 /* A unit at or above this % of its peak bounds the kernel. */
 #define CUCAP_CLASSIFY_BOUND_PCT 60.0

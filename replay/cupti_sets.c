@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cucap_profile.h"
 #include "cupti_internal.h"
 
 /* Metric names that exist on sm_90 (checked against the chip at begin:
@@ -34,24 +35,7 @@ static const char *const ck_set_full_extra[] = {
     /* occupancy */
     "sm__maximum_warps_per_active_cycle_pct",
     /* warp states: stalls per issued instruction */
-    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_drain_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_misc_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+    CUCAP_METRICS_WARP_STALLS,
     /* instruction mix and issue */
     "smsp__inst_executed.sum",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",

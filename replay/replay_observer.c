@@ -14,12 +14,16 @@ static cucap_replay_session *rp_session(rp_state *R) {
   return (cucap_replay_session *)R;
 }
 
-cucap_status rp_obs_attach(rp_state *R) {
+/* Calls attach (begin: begin) of every observer that has one, in order;
+ * the first that fails fails the replay, named (exit 3 for a missing
+ * environment or an unsupported request, else 4). */
+static cucap_status obs_start(rp_state *R, int begin) {
   for (size_t i = 0; i < R->o->nobservers && !R->failed; i++) {
     const cucap_replay_observer *ob = R->o->observers[i];
-    if (!ob->attach)
+    cucap_status (*fn)(void *, cucap_replay_session *) = begin ? ob->begin : ob->attach;
+    if (!fn)
       continue;
-    cucap_status st = ob->attach(ob->user, rp_session(R));
+    cucap_status st = fn(ob->user, rp_session(R));
     if (st != CUCAP_OK) {
       rp_set_error(R, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED
                               ? CUCAP_REPLAY_EXIT_INPUT : CUCAP_REPLAY_EXIT_FAILED,
@@ -31,22 +35,9 @@ cucap_status rp_obs_attach(rp_state *R) {
   return R->failed ? R->rep->status : CUCAP_OK;
 }
 
-cucap_status rp_obs_begin(rp_state *R) {
-  for (size_t i = 0; i < R->o->nobservers && !R->failed; i++) {
-    const cucap_replay_observer *ob = R->o->observers[i];
-    if (!ob->begin)
-      continue;
-    cucap_status st = ob->begin(ob->user, rp_session(R));
-    if (st != CUCAP_OK) {
-      rp_set_error(R, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED
-                              ? CUCAP_REPLAY_EXIT_INPUT : CUCAP_REPLAY_EXIT_FAILED,
-                   "%s: %s", ob->name ? ob->name : "observer",
-                   cucap_status_str(st));
-      return st;
-    }
-  }
-  return R->failed ? R->rep->status : CUCAP_OK;
-}
+cucap_status rp_obs_attach(rp_state *R) { return obs_start(R, 0); }
+
+cucap_status rp_obs_begin(rp_state *R) { return obs_start(R, 1); }
 
 void rp_obs_pass_begin(rp_state *R) {
   for (size_t i = 0; i < R->o->nobservers; i++) {

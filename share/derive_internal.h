@@ -189,6 +189,21 @@ uint64_t dv_state_count(const dv_plan *p);
 cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, int exit_code,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* The output step of trim and extract: creates the writer at out_path
+ * (dv_writer_open), copies the kept records' blobs into it
+ * (dv_copy_kept_blobs) and, with o->replay, checks that the replay can run.
+ * Errors are reported into rep; *w is set once the writer exists, for the
+ * caller to destroy (and remove out_path) on any failure. */
+cucap_status dv_output_open(dv_plan *p, const cucap_derive_options *o, const char *out_path,
+                            const dv_origin *org, cucap_derive_report *rep, cucap_writer **w);
+
+/* The closing step of trim and extract: closes w and fills rep with what
+ * both report (output size, cut, kept records, state prefix, regions,
+ * modules, images); the launch fields are the caller's. Errors are reported
+ * into rep. */
+cucap_status dv_output_close(dv_plan *p, cucap_writer *w, const char *out_path,
+                             const dv_origin *org, cucap_derive_report *rep);
+
 /* Reads the next record; CUCAP_END at the end. Errors are reported into rep. */
 cucap_status dv_next(dv_plan *p, const cucap_fb_record **rec, const void **buf, size_t *size);
 

@@ -1,11 +1,13 @@
 /* derive_plan.c - which records of a source capture a derived capture
  * keeps: objects live at the cut, what the kept range uses, the device
- * regions to upload (derive_internal.h). */
+ * regions to upload (derive_internal.h); and the output steps trim and
+ * extract share (dv_output_open, dv_output_close). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cucap_sort.h"
 #include "derive_internal.h"
@@ -51,6 +53,43 @@ cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, int exit_code,
     rep->exit_code = exit_code;
   }
   return st;
+}
+
+cucap_status dv_output_open(dv_plan *p, const cucap_derive_options *o, const char *out_path,
+                            const dv_origin *org, cucap_derive_report *rep, cucap_writer **w) {
+  cucap_status st = dv_writer_open(p, out_path, o->level, org, w);
+  if (st != CUCAP_OK)
+    return dv_fail(rep, st, 4, "cannot create %s: %s", out_path, cucap_status_str(st));
+  /* blobs first: a damaged one fails the command as bad input (exit 3),
+     not as a failed replay or write */
+  if ((st = dv_copy_kept_blobs(p, *w)) != CUCAP_OK)
+    return dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3,
+                   "the capture is damaged (%s): a module image, payload or snapshot it "
+                   "keeps cannot be read", cucap_status_str(st));
+  if (o->replay && !o->source_path) /* the replay runs the source file itself */
+    return dv_fail(rep, CUCAP_ERR_INVALID_ARG, 2, "--replay needs the capture's path");
+  return CUCAP_OK;
+}
+
+cucap_status dv_output_close(dv_plan *p, cucap_writer *w, const char *out_path,
+                             const dv_origin *org, cucap_derive_report *rep) {
+  cucap_status st = cucap_writer_close(w);
+  if (st != CUCAP_OK)
+    return dv_fail(rep, st, 4, "writing %s: %s", out_path, cucap_status_str(st));
+  struct stat sb;
+  if (stat(out_path, &sb) == 0)
+    rep->out_bytes = (uint64_t)sb.st_size;
+  rep->cut = p->cut;
+  rep->first_record = p->first;
+  rep->last_record = p->last;
+  rep->state_records = org->state_records;
+  rep->regions = p->regions.n;
+  for (size_t i = 0; i < p->regions.n; i++)
+    rep->region_bytes += ((cucap_state_region *)sh_vec_at(&p->regions, i))->size;
+  rep->modules_live = p->modules_live;
+  rep->modules_kept = p->modules_kept;
+  dv_images_report(p, rep);
+  return CUCAP_OK;
 }
 
 cucap_status dv_next(dv_plan *p, const cucap_fb_record **rec, const void **buf, size_t *size) {

@@ -10,20 +10,7 @@
 #include "diff_internal.h"
 
 uint32_t dm_str(dm_model *m, const char *s) {
-  size_t n = strlen(s) + 1;
-  if (m->nstr + n > m->capstr) {
-    size_t nc = m->capstr ? m->capstr * 2 : 4096;
-    while (nc < m->nstr + n)
-      nc *= 2;
-    char *ns = realloc(m->strings, nc);
-    if (!ns)
-      return 0;
-    m->strings = ns;
-    m->capstr = nc;
-  }
-  memcpy(m->strings + m->nstr, s, n);
-  m->nstr += n;
-  return (uint32_t)(m->nstr - n + 1);
+  return (uint32_t)sh_strings_add(&m->strings, &m->nstr, &m->capstr, s);
 }
 
 const char *dm_s(const dm_model *m, uint32_t id) {

@@ -24,20 +24,8 @@ uint32_t xp_str(xp_model *m, const char *s) {
   for (uint64_t k = h; sh_map_get(&m->str_ids, k, &id); k = k * 31 + 7)
     if (!strcmp(m->strings + id - 1, s))
       return (uint32_t)id;
-  size_t n = strlen(s) + 1;
-  if (m->nstr + n > m->capstr) {
-    size_t nc = m->capstr ? m->capstr * 2 : 4096;
-    while (nc < m->nstr + n)
-      nc *= 2;
-    char *ns = realloc(m->strings, nc);
-    if (!ns)
-      return 0;
-    m->strings = ns;
-    m->capstr = nc;
-  }
-  memcpy(m->strings + m->nstr, s, n);
-  id = m->nstr + 1;
-  m->nstr += n;
+  if (!(id = sh_strings_add(&m->strings, &m->nstr, &m->capstr, s)))
+    return 0;
   uint64_t k = h;
   while (sh_map_get(&m->str_ids, k, NULL))
     k = k * 31 + 7;

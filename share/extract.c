@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "derive_internal.h"
 
@@ -334,22 +333,10 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
   dv_origin org = {"extract", o->source_path, o->selection ? o->selection : selection,
                    rep->state, dv_state_count(&p), cucap_fb_record_seq(lrec.rec),
                    cucap_fb_record_seq(lrec.rec), f.li, f.li, p.cut};
-  if ((st = dv_writer_open(&p, out_path, o->level, &org, &w)) != CUCAP_OK) {
-    dv_fail(rep, st, 4, "cannot create %s: %s", out_path, cucap_status_str(st));
+  if ((st = dv_output_open(&p, o, out_path, &org, rep, &w)) != CUCAP_OK)
     goto out;
-  }
-  if ((st = dv_copy_kept_blobs(&p, w)) != CUCAP_OK) {
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3,
-            "the capture is damaged (%s): a module image, payload or snapshot it keeps "
-            "cannot be read", cucap_status_str(st));
-    goto out;
-  }
   if (o->replay) {
     char msg[512] = "";
-    if (!o->source_path) {
-      st = dv_fail(rep, CUCAP_ERR_INVALID_ARG, 2, "--replay needs the capture's path");
-      goto out;
-    }
     st = dv_replay_read(o, w, f.launch, p.regions.data, p.regions.n, expect.data, expect.n,
                         &rep->expected_checksum, msg, sizeof msg);
     if (st != CUCAP_OK) {
@@ -391,26 +378,11 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
     }
     rep->records_written++;
   }
-  if ((st = cucap_writer_close(w)) != CUCAP_OK) {
-    dv_fail(rep, st, 4, "writing %s: %s", out_path, cucap_status_str(st));
+  if ((st = dv_output_close(&p, w, out_path, &org, rep)) != CUCAP_OK)
     goto out;
-  }
-  struct stat sb;
-  if (stat(out_path, &sb) == 0)
-    rep->out_bytes = (uint64_t)sb.st_size;
-  rep->cut = p.cut;
-  rep->first_record = p.first;
-  rep->last_record = p.last;
-  rep->state_records = org.state_records;
-  rep->regions = p.regions.n;
-  for (size_t i = 0; i < p.regions.n; i++)
-    rep->region_bytes += ((cucap_state_region *)sh_vec_at(&p.regions, i))->size;
   rep->expected_regions = expect.n;
   rep->launches = 1;
   rep->launch_first = rep->launch_last = f.li;
-  rep->modules_live = p.modules_live;
-  rep->modules_kept = p.modules_kept;
-  dv_images_report(&p, rep);
 out:
   if (st != CUCAP_OK && !rep->error[0])
     dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3, "%s",

@@ -37,6 +37,11 @@ void *sh_vec_push(sh_vec *v);             /* zeroed new element; NULL on OOM */
 void *sh_vec_at(const sh_vec *v, size_t i);
 void sh_vec_free(sh_vec *v);
 
+/* Appends s and its NUL to a string arena (*buf: *len bytes used of *cap,
+ * grown by doubling). Returns the copy's offset + 1, so that id 0 stays
+ * free for "no string"; 0 on OOM (the arena unchanged). */
+uint64_t sh_strings_add(char **buf, size_t *len, size_t *cap, const char *s);
+
 /* A private copy of a record buffer (size-prefixed) and the Record in it;
  * the copy is 8-aligned like the reader's. NULL on OOM. Free with free(). */
 typedef struct sh_rec_copy {

@@ -201,6 +201,23 @@ void sh_record_blobs(const cucap_fb_record *rec, sh_blob_fn fn, void *user) {
   }
 }
 
+uint64_t sh_strings_add(char **buf, size_t *len, size_t *cap, const char *s) {
+  size_t n = strlen(s) + 1;
+  if (*len + n > *cap) {
+    size_t nc = *cap ? *cap * 2 : 4096;
+    while (nc < *len + n)
+      nc *= 2;
+    char *ns = realloc(*buf, nc);
+    if (!ns)
+      return 0;
+    *buf = ns;
+    *cap = nc;
+  }
+  memcpy(*buf + *len, s, n);
+  *len += n;
+  return *len - n + 1;
+}
+
 int sh_alloc_is_device(int k) {
   return k == CUCAP_FB_ALLOCKIND_DEVICE || k == CUCAP_FB_ALLOCKIND_PITCH ||
          k == CUCAP_FB_ALLOCKIND_MANAGED || k == CUCAP_FB_ALLOCKIND_ASYNC ||

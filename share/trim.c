@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "derive_internal.h"
 
@@ -262,22 +261,10 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
   dv_origin org = {"trim", o->source_path, o->selection ? o->selection : sel, rep->state,
                    dv_state_count(&p), p.seq_first == UINT64_MAX ? 0 : p.seq_first,
                    p.seq_last, p.launches ? p.launch_first : 0, p.launch_last, p.cut};
-  if ((st = dv_writer_open(&p, out_path, o->level, &org, &w)) != CUCAP_OK) {
-    dv_fail(rep, st, 4, "cannot create %s: %s", out_path, cucap_status_str(st));
+  if ((st = dv_output_open(&p, o, out_path, &org, rep, &w)) != CUCAP_OK)
     goto out;
-  }
-  if ((st = dv_copy_kept_blobs(&p, w)) != CUCAP_OK) {
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3,
-            "the capture is damaged (%s): a module image, payload or snapshot it keeps "
-            "cannot be read", cucap_status_str(st));
-    goto out;
-  }
   if (o->replay) {
     char msg[512] = "";
-    if (!o->source_path) {
-      st = dv_fail(rep, CUCAP_ERR_INVALID_ARG, 2, "--replay needs the capture's path");
-      goto out;
-    }
     st = dv_replay_read(o, w, p.cut, p.regions.data, p.regions.n, NULL, 0, NULL, msg,
                         sizeof msg);
     if (st != CUCAP_OK) {
@@ -293,27 +280,11 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
       damaged(rep, src, st);
     goto out;
   }
-  st = cucap_writer_close(w);
-  if (st != CUCAP_OK) {
-    dv_fail(rep, st, 4, "writing %s: %s", out_path, cucap_status_str(st));
+  if ((st = dv_output_close(&p, w, out_path, &org, rep)) != CUCAP_OK)
     goto out;
-  }
-  struct stat sb;
-  if (stat(out_path, &sb) == 0)
-    rep->out_bytes = (uint64_t)sb.st_size;
-  rep->cut = p.cut;
-  rep->first_record = p.first;
-  rep->last_record = p.last;
-  rep->state_records = org.state_records;
-  rep->regions = p.regions.n;
-  for (size_t i = 0; i < p.regions.n; i++)
-    rep->region_bytes += ((cucap_state_region *)sh_vec_at(&p.regions, i))->size;
   rep->launches = p.launches;
   rep->launch_first = org.launch_first;
   rep->launch_last = org.launch_last;
-  rep->modules_live = p.modules_live;
-  rep->modules_kept = p.modules_kept;
-  dv_images_report(&p, rep);
 out:
   cucap_writer_destroy(w);
   if (w && st != CUCAP_OK)

@@ -84,60 +84,33 @@ static int refuse_open(const char *path) {
   return 0;
 }
 
-int open(const char *path, int flags, ...) {
-  static int (*real)(const char *, int, ...);
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
-  if (refuse_open(path)) return -1;
-  if (!real) real = (int (*)(const char *, int, ...))next("open");
-  return open_hook(path, real(path, flags, mode));
-}
+/* The body of every open-family wrapper: the mode argument exists only when
+ * the flags create a file; a watched path may be refused (CUCAP_FI_OPEN);
+ * otherwise the real call NAME (of type TYPE) gets the leading arguments,
+ * flags and mode, and the descriptor it returns is watched or not. */
+#define FI_OPEN_BODY(NAME, TYPE, ...)                      \
+  static TYPE real;                                        \
+  mode_t mode = 0;                                         \
+  if (flags & (O_CREAT | O_TMPFILE)) {                     \
+    va_list ap;                                            \
+    va_start(ap, flags);                                   \
+    mode = (mode_t)va_arg(ap, int);                        \
+    va_end(ap);                                            \
+  }                                                        \
+  if (refuse_open(path)) return -1;                        \
+  if (!real) real = (TYPE)next(NAME);                      \
+  return open_hook(path, real(__VA_ARGS__, flags, mode))
 
-int open64(const char *path, int flags, ...) {
-  static int (*real)(const char *, int, ...);
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
-  if (refuse_open(path)) return -1;
-  if (!real) real = (int (*)(const char *, int, ...))next("open64");
-  return open_hook(path, real(path, flags, mode));
-}
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*openat_fn)(int, const char *, int, ...);
 
+int open(const char *path, int flags, ...) { FI_OPEN_BODY("open", open_fn, path); }
+int open64(const char *path, int flags, ...) { FI_OPEN_BODY("open64", open_fn, path); }
 int openat(int dir, const char *path, int flags, ...) {
-  static int (*real)(int, const char *, int, ...);
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
-  if (refuse_open(path)) return -1;
-  if (!real) real = (int (*)(int, const char *, int, ...))next("openat");
-  return open_hook(path, real(dir, path, flags, mode));
+  FI_OPEN_BODY("openat", openat_fn, dir, path);
 }
-
 int openat64(int dir, const char *path, int flags, ...) {
-  static int (*real)(int, const char *, int, ...);
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
-  if (refuse_open(path)) return -1;
-  if (!real) real = (int (*)(int, const char *, int, ...))next("openat64");
-  return open_hook(path, real(dir, path, flags, mode));
+  FI_OPEN_BODY("openat64", openat_fn, dir, path);
 }
 
 int creat(const char *path, mode_t mode) { return open(path, O_CREAT | O_WRONLY | O_TRUNC, mode); }
@@ -166,30 +139,27 @@ static size_t allow(size_t n) {
   }
 }
 
+/* Cuts *n to what a write to fd may write now; 0 when a watched write
+ * fails (errno set). Unwatched files and empty writes pass unchanged. */
+static int write_allowed(int fd, size_t *n) {
+  fi_init();
+  if (!watched(fd) || *n == 0) return 1;
+  *n = allow(*n);
+  if (*n) return 1;
+  errno = g_errno;
+  return 0;
+}
+
 ssize_t write(int fd, const void *buf, size_t n) {
   static ssize_t (*real)(int, const void *, size_t);
   if (!real) real = (ssize_t(*)(int, const void *, size_t))next("write");
-  fi_init();
-  if (!watched(fd) || n == 0) return real(fd, buf, n);
-  size_t a = allow(n);
-  if (!a) {
-    errno = g_errno;
-    return -1;
-  }
-  return real(fd, buf, a);
+  return write_allowed(fd, &n) ? real(fd, buf, n) : -1;
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
   static ssize_t (*real)(int, const void *, size_t, off_t);
   if (!real) real = (ssize_t(*)(int, const void *, size_t, off_t))next("pwrite");
-  fi_init();
-  if (!watched(fd) || n == 0) return real(fd, buf, n, off);
-  size_t a = allow(n);
-  if (!a) {
-    errno = g_errno;
-    return -1;
-  }
-  return real(fd, buf, a, off);
+  return write_allowed(fd, &n) ? real(fd, buf, n, off) : -1;
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); }

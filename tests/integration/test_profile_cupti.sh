@@ -62,21 +62,33 @@ prof() { # prof NAME CAPTURE [args...]: runs the engine, keeps rc/out/err
   echo $? > "$T/$name.rc"
 }
 
-# check NAME PYTHON-EXPR...: every expression must hold over the JSON `d`
-check() {
-  local name="$1"; shift
-  "$PY" - "$T/$name.json" "$@" <<'PYEOF'
+# holds KIND NAME PYTHON-EXPR...: every expression must hold over $T/NAME.json.
+# KIND engine (`cucap cupti profile --json`): d is the JSON, sec the section
+# states, K the kernels; KIND replay (`cucap replay --profile --json`): d is
+# its "profile", sec/src/msg the sections' states/sources/messages, L the
+# launches.
+holds() {
+  local kind="$1" name="$2"; shift 2
+  "$PY" - "$kind" "$T/$name.json" "$@" <<'PYEOF'
 import json, sys
-d = json.load(open(sys.argv[1]))
+d = json.load(open(sys.argv[2]))
+if sys.argv[1] == "replay":
+    d = d["profile"]
 sec = {k: v["state"] for k, v in d["sections"].items()}
-K = d["kernels"]
-bad = [e for e in sys.argv[2:] if not eval(e)]
+if sys.argv[1] == "replay":
+    src = {k: v["source"] for k, v in d["sections"].items()}
+    msg = {k: v["message"] for k, v in d["sections"].items()}
+    L = d["launches"]
+else:
+    K = d["kernels"]
+bad = [e for e in sys.argv[3:] if not eval(e)]
 for e in bad:
     print("  does not hold: " + e)
     print("  sections: " + json.dumps(d["sections"]))
 sys.exit(1 if bad else 0)
 PYEOF
 }
+check() { holds engine "$@"; } # check NAME PYTHON-EXPR... (the engine's JSON)
 
 for app in drv_basic drv_streams drv_graph drv_graph_explicit drv_capture; do
   [ -x "$APPS_DIR/$app" ] || continue
@@ -352,78 +364,55 @@ rprof() { # rprof NAME CAPTURE [args...]: replay --profile --json
   "$CUCAP" replay "$cap" --profile --json "$@" > "$T/$name.json" 2> "$T/$name.err"
   echo $? > "$T/$name.rc"
 }
-rcheck() {
-  local name="$1"; shift
-  "$PY" - "$T/$name.json" "$@" <<'PYEOF'
-import json, sys
-d = json.load(open(sys.argv[1]))["profile"]
-sec = {k: v["state"] for k, v in d["sections"].items()}
-src = {k: v["source"] for k, v in d["sections"].items()}
-msg = {k: v["message"] for k, v in d["sections"].items()}
-L = d["launches"]
-bad = [e for e in sys.argv[2:] if not eval(e)]
-for e in bad:
-    print("  does not hold: " + e)
-    print("  sections: " + json.dumps(d["sections"]))
-sys.exit(1 if bad else 0)
-PYEOF
+# rexpect NAME OK-MESSAGE BAD-MESSAGE PYTHON-EXPR...: NAME's replay exited 0
+# and every expression holds over its profile (holds replay); otherwise
+# BAD-MESSAGE with the exit status and the end of its stderr.
+rexpect() {
+  local name="$1" okmsg="$2" badmsg="$3"; shift 3
+  if [ "$(cat "$T/$name.rc")" = 0 ] && holds replay "$name" "$@"; then
+    ok "$okmsg"
+  else
+    bad "$badmsg: rc=$(cat "$T/$name.rc")"; tail -3 "$T/$name.err"
+  fi
 }
 if "$CUCAP" replay --help 2>&1 | grep -q -- '--profile'; then
   rprof rp "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --pc-sampling --sass-metrics
-  if [ "$(cat "$T/rp.rc")" = 0 ] && rcheck rp \
-      "sec['timeline'] == 'ok' and src['timeline'] == 'cupti-activity'" \
-      "sec['metrics'] in ('ok', 'partial') and src['metrics'] == 'cupti-range-profiler'" \
-      "sec['pc_sampling'] == 'ok'" \
-      "d['replay']['backend'] == 'cupti'" \
-      "all(len(l['timings']) == 1 and len(l['metrics']) >= 5 for l in L if l['kernel'] != '')" \
-      "len(d['pc_samples']) > 0 and len(d['sass_metrics']) > 0" \
-      "len(d['activities']) > 0"; then
-    ok "replay --profile: CUPTI backend fills timeline, metrics, PC samples, SASS metrics"
-  else
-    bad "replay --profile (CUPTI backend): rc=$(cat "$T/rp.rc")"; tail -3 "$T/rp.err"
-  fi
+  rexpect rp "replay --profile: CUPTI backend fills timeline, metrics, PC samples, SASS metrics" \
+    "replay --profile (CUPTI backend)" \
+    "sec['timeline'] == 'ok' and src['timeline'] == 'cupti-activity'" \
+    "sec['metrics'] in ('ok', 'partial') and src['metrics'] == 'cupti-range-profiler'" \
+    "sec['pc_sampling'] == 'ok'" \
+    "d['replay']['backend'] == 'cupti'" \
+    "all(len(l['timings']) == 1 and len(l['metrics']) >= 5 for l in L if l['kernel'] != '')" \
+    "len(d['pc_samples']) > 0 and len(d['sass_metrics']) > 0" \
+    "len(d['activities']) > 0"
   MOCK_CUPTI_ATTACH_FAIL=1 rprof rpatt "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --pc-sampling
-  if [ "$(cat "$T/rpatt.rc")" = 0 ] && rcheck rpatt \
-      "sec['timeline'] == 'ok' and src['timeline'] == 'cuda-events'" \
-      "sec['metrics'] == 'unavailable' and 'CUPTI cannot attach' in msg['metrics']" \
-      "sec['pc_sampling'] == 'unavailable'"; then
-    ok "replay --profile, CUPTI cannot attach: event timeline, sections say why"
-  else
-    bad "replay --profile attach failure: rc=$(cat "$T/rpatt.rc")"; tail -3 "$T/rpatt.err"
-  fi
+  rexpect rpatt "replay --profile, CUPTI cannot attach: event timeline, sections say why" \
+    "replay --profile attach failure" \
+    "sec['timeline'] == 'ok' and src['timeline'] == 'cuda-events'" \
+    "sec['metrics'] == 'unavailable' and 'CUPTI cannot attach' in msg['metrics']" \
+    "sec['pc_sampling'] == 'unavailable'"
   rprof rpnone "$T/drv_streams.fb" --cupti /nonexistent/libcupti.so.13 --cache=keep
-  if [ "$(cat "$T/rpnone.rc")" = 0 ] && rcheck rpnone \
-      "src['timeline'] == 'cuda-events'" \
-      "sec['metrics'] == 'unavailable' and 'CUPTI' in msg['metrics']"; then
-    ok "replay --profile without CUPTI: event timeline, metrics unavailable with the reason"
-  else
-    bad "replay --profile without CUPTI: rc=$(cat "$T/rpnone.rc")"; tail -3 "$T/rpnone.err"
-  fi
+  rexpect rpnone "replay --profile without CUPTI: event timeline, metrics unavailable with the reason" \
+    "replay --profile without CUPTI" \
+    "src['timeline'] == 'cuda-events'" \
+    "sec['metrics'] == 'unavailable' and 'CUPTI' in msg['metrics']"
   MOCK_CUPTI_NO_COUNTERS=1 rprof rppriv "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep
-  if [ "$(cat "$T/rppriv.rc")" = 0 ] && rcheck rppriv \
-      "sec['timeline'] == 'ok' and src['timeline'] == 'cupti-activity'" \
-      "sec['metrics'] == 'unavailable' and 'NVreg_RestrictProfilingToAdminUsers' in msg['metrics']"; then
-    ok "replay --profile, counters refused: CUPTI timeline kept, metrics say what to change"
-  else
-    bad "replay --profile counters refused: rc=$(cat "$T/rppriv.rc")"; tail -3 "$T/rppriv.err"
-  fi
+  rexpect rppriv "replay --profile, counters refused: CUPTI timeline kept, metrics say what to change" \
+    "replay --profile counters refused" \
+    "sec['timeline'] == 'ok' and src['timeline'] == 'cupti-activity'" \
+    "sec['metrics'] == 'unavailable' and 'NVreg_RestrictProfilingToAdminUsers' in msg['metrics']"
   rprof rpdrop "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep \
     --metrics=sm__throughput.avg.pct_of_peak_sustained_elapsed,bogus_metric.sum
-  if [ "$(cat "$T/rpdrop.rc")" = 0 ] && rcheck rpdrop \
-      "sec['metrics'] == 'partial' and 'not on this chip: bogus_metric.sum' in msg['metrics']" \
-      "all(list(l['metrics']) == ['sm__throughput.avg.pct_of_peak_sustained_elapsed'] for l in L if l['kernel'])"; then
-    ok "replay --profile, a metric the chip lacks: dropped, named, section partial"
-  else
-    bad "replay --profile dropped metric: rc=$(cat "$T/rpdrop.rc")"; tail -3 "$T/rpdrop.err"
-  fi
+  rexpect rpdrop "replay --profile, a metric the chip lacks: dropped, named, section partial" \
+    "replay --profile dropped metric" \
+    "sec['metrics'] == 'partial' and 'not on this chip: bogus_metric.sum' in msg['metrics']" \
+    "all(list(l['metrics']) == ['sm__throughput.avg.pct_of_peak_sustained_elapsed'] for l in L if l['kernel'])"
   rprof rprange "$T/drv_streams.fb" --cupti "$MOCK_CUPTI" --cache=keep --range launch:1-2
-  if [ "$(cat "$T/rprange.rc")" = 0 ] && rcheck rprange \
-      "all(len(l['timings']) == 1 for l in L if l['kernel'])" \
-      "all((len(l['metrics']) > 0) == (l.get('launch_index') in (1, 2)) for l in L if l['kernel'])"; then
-    ok "replay --profile --range launch:1-2: every launch timed, metrics for 1 and 2 only"
-  else
-    bad "replay --profile --range: rc=$(cat "$T/rprange.rc")"; tail -3 "$T/rprange.err"
-  fi
+  rexpect rprange "replay --profile --range launch:1-2: every launch timed, metrics for 1 and 2 only" \
+    "replay --profile --range" \
+    "all(len(l['timings']) == 1 for l in L if l['kernel'])" \
+    "all((len(l['metrics']) > 0) == (l.get('launch_index') in (1, 2)) for l in L if l['kernel'])"
 else
   echo "note: this cucap has no replay --profile; backend checks skipped"
 fi

@@ -42,11 +42,7 @@ static void emit(uint8_t type, cucap_fb_ref body) {
   cucap_fb_record_add_t_exit(B, SEQ * 1000 + 500);
   cucap_fb_record_add_context(B, CTX);
   cucap_fb_record_add_body(B, type, body);
-  cucap_fb_ref r = cucap_fb_record_end(B);
-  size_t sz = 0;
-  const uint8_t *buf = cucap_fbb_finish(B, r, 1, &sz);
-  TU_REQUIRE(buf && cucap_writer_append(W, buf, sz, NULL) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  tc_record_append(B, W);
 }
 
 /* A call recorded without a body: Record.call and Record.args only. */
@@ -57,19 +53,10 @@ static void emit_call(uint32_t cbid, const uint64_t *args, size_t n) {
   cucap_fb_record_add_call(B, cbid);
   cucap_fb_record_add_args(B, av);
   cucap_fb_record_add_context(B, CTX);
-  cucap_fb_ref r = cucap_fb_record_end(B);
-  size_t sz = 0;
-  const uint8_t *buf = cucap_fbb_finish(B, r, 1, &sz);
-  TU_REQUIRE(buf && cucap_writer_append(W, buf, sz, NULL) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  tc_record_append(B, W);
 }
 
-static cucap_fb_hash128 blob(const void *p, size_t n) {
-  cucap_hash128 h;
-  TU_REQUIRE(cucap_writer_put_blob(W, p, n, &h) == CUCAP_OK);
-  cucap_fb_hash128 x = {h.lo, h.hi};
-  return x;
-}
+static cucap_fb_hash128 blob(const void *p, size_t n) { return tc_blob_put(W, p, n); }
 
 long NLAUNCH = 1; /* launches of vec_add in write_capture */
 /* CAP_PINNED: a HostAlloc(DEVICEMAP) at a free address (placed by replay)
@@ -120,12 +107,7 @@ void write_capture(const char *path, int flags) {
   cucap_fb_file_header_add_format_minor(B, CUCAP_FORMAT_MINOR);
   cucap_fb_file_header_add_start_mono_ns(B, 1000000);
   cucap_fb_file_header_add_devices(B, devs);
-  cucap_fb_ref hdr = cucap_fb_file_header_end(B);
-  size_t hsz = 0;
-  const uint8_t *hb = cucap_fbb_finish(B, hdr, 1, &hsz);
-  TU_REQUIRE(hb);
-  TU_REQUIRE(cucap_writer_create(path, NULL, hb, hsz, &W) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  W = tc_capture_create(path, B, cucap_fb_file_header_end(B));
   SEQ = 0;
 
   static float a[N], b[N], c[N];
@@ -304,11 +286,7 @@ void write_capture(const char *path, int flags) {
     cucap_fb_free_add_address(B, ADDR[i]);
     emit(CUCAP_FB_BODY_FREE, cucap_fb_free_end(B));
   }
-  TU_REQUIRE(cucap_writer_close(W) == CUCAP_OK);
-  cucap_writer_destroy(W);
-  W = NULL;
-  cucap_fbb_destroy(B);
-  B = NULL;
+  tc_capture_close(&B, &W);
 }
 
 /* Capture 2: a library (cuLibraryLoadData) kernel launched with
@@ -331,22 +309,15 @@ static void emit_v(uint8_t type, cucap_fb_ref body, int variant) {
   cucap_fb_record_add_t_exit(B, SEQ * 1000 + 500);
   cucap_fb_record_add_variant(B, (uint8_t)variant);
   cucap_fb_record_add_body(B, type, body);
-  cucap_fb_ref r = cucap_fb_record_end(B);
-  size_t sz = 0;
-  const uint8_t *buf = cucap_fbb_finish(B, r, 1, &sz);
-  TU_REQUIRE(buf && cucap_writer_append(W, buf, sz, NULL) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  tc_record_append(B, W);
 }
 
 void write_capture2(const char *path) {
   B = cucap_fbb_create(0);
+  TU_REQUIRE(B);
   cucap_fb_file_header_start(B);
   cucap_fb_file_header_add_format_major(B, CUCAP_FORMAT_MAJOR);
-  cucap_fb_ref hdr = cucap_fb_file_header_end(B);
-  size_t hsz = 0;
-  const uint8_t *hb = cucap_fbb_finish(B, hdr, 1, &hsz);
-  TU_REQUIRE(hb && cucap_writer_create(path, NULL, hb, hsz, &W) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  W = tc_capture_create(path, B, cucap_fb_file_header_end(B));
   SEQ = 0;
   cucap_fb_context_start(B);
   cucap_fb_context_add_op(B, CUCAP_FB_CONTEXTOP_PRIMARYRETAIN);
@@ -484,11 +455,7 @@ void write_capture2(const char *path) {
     cucap_fb_stream_add_handle(B, sh[i]);
     emit_v(CUCAP_FB_BODY_STREAM, cucap_fb_stream_end(B), 0);
   }
-  TU_REQUIRE(cucap_writer_close(W) == CUCAP_OK);
-  cucap_writer_destroy(W);
-  W = NULL;
-  cucap_fbb_destroy(B);
-  B = NULL;
+  tc_capture_close(&B, &W);
 }
 
 
@@ -579,13 +546,10 @@ static void nd_dtoh(uint64_t src, const void *data, size_t n) {
 
 void write_capture_nondet(const char *path, int flags) {
   B = cucap_fbb_create(0);
+  TU_REQUIRE(B);
   cucap_fb_file_header_start(B);
   cucap_fb_file_header_add_format_major(B, CUCAP_FORMAT_MAJOR);
-  cucap_fb_ref hdr = cucap_fb_file_header_end(B);
-  size_t hsz = 0;
-  const uint8_t *hb = cucap_fbb_finish(B, hdr, 1, &hsz);
-  TU_REQUIRE(hb && cucap_writer_create(path, NULL, hb, hsz, &W) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  W = tc_capture_create(path, B, cucap_fb_file_header_end(B));
   SEQ = 0;
 
   static float a[N], b[N], c[N], c2[N];
@@ -654,9 +618,48 @@ void write_capture_nondet(const char *path, int flags) {
   memcpy(args + 8, &ADDR[0], 8);
   nd_launch(FN, 2, args, sizeof args);                 /* c = a + a */
   nd_region_snapshot(CUCAP_FB_SNAPSHOTREASON_EXIT, 0, ADDR[0], a, sizeof a);
-  TU_REQUIRE(cucap_writer_close(W) == CUCAP_OK);
-  cucap_writer_destroy(W);
-  W = NULL;
-  cucap_fbb_destroy(B);
-  B = NULL;
+  tc_capture_close(&B, &W);
+}
+
+/* ---------------------------------------------------- writing by hand */
+
+cucap_writer *tc_capture_create(const char *path, cucap_fbb *b, cucap_fb_ref hdr) {
+  size_t hsz = 0;
+  const uint8_t *hb = cucap_fbb_finish(b, hdr, 1, &hsz);
+  cucap_writer *w = NULL;
+  TU_REQUIRE(hb && cucap_writer_create(path, NULL, hb, hsz, &w) == CUCAP_OK);
+  cucap_fbb_reset(b);
+  return w;
+}
+
+cucap_writer *tc_capture_open(const char *path, cucap_fbb **b) {
+  *b = cucap_fbb_create(0);
+  TU_REQUIRE(*b);
+  cucap_fb_file_header_start(*b);
+  cucap_fb_file_header_add_format_major(*b, CUCAP_FORMAT_MAJOR);
+  cucap_fb_file_header_add_format_minor(*b, CUCAP_FORMAT_MINOR);
+  return tc_capture_create(path, *b, cucap_fb_file_header_end(*b));
+}
+
+void tc_record_append(cucap_fbb *b, cucap_writer *w) {
+  cucap_fb_ref r = cucap_fb_record_end(b);
+  size_t sz = 0;
+  const uint8_t *buf = cucap_fbb_finish(b, r, 1, &sz);
+  TU_REQUIRE(buf && cucap_writer_append(w, buf, sz, NULL) == CUCAP_OK);
+  cucap_fbb_reset(b);
+}
+
+cucap_fb_hash128 tc_blob_put(cucap_writer *w, const void *p, size_t n) {
+  cucap_hash128 h;
+  TU_REQUIRE(cucap_writer_put_blob(w, p, n, &h) == CUCAP_OK);
+  cucap_fb_hash128 x = {h.lo, h.hi};
+  return x;
+}
+
+void tc_capture_close(cucap_fbb **b, cucap_writer **w) {
+  TU_REQUIRE(cucap_writer_close(*w) == CUCAP_OK);
+  cucap_writer_destroy(*w);
+  *w = NULL;
+  cucap_fbb_destroy(*b);
+  *b = NULL;
 }

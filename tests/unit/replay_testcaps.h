@@ -1,8 +1,12 @@
 /* replay_testcaps.h - small captures for the replayer's unit tests, built
- * with the writer and the generated builders (replay_testcaps.c). Shared by
- * test_replay.c and test_replay_observer.c. */
+ * with the writer and the generated builders (replay_testcaps.c), and the
+ * helpers they are written with, for tests that write captures of their
+ * own. Linked into every test_replay*, test_profiler and test_share. */
 #ifndef CUCAP_REPLAY_TESTCAPS_H
 #define CUCAP_REPLAY_TESTCAPS_H
+
+#include "cucap_schema.h"
+#include "cucap_writer.h"
 
 #define N 1024                    /* elements of each vec_add buffer */
 #define W2 256                    /* write_capture2: bytes per row */
@@ -38,4 +42,20 @@ enum { NONDET_FLIP = 1 };
  * Manual / AfterLaunch / Exit snapshots and LaunchHash records; NONDET_FLIP
  * flips a recorded byte of the deterministic copy. */
 void write_capture_nondet(const char *path, int flags);
+
+/* Writing a capture by hand: tables are built on the caller's builder b,
+ * records appended to its writer w. Each exits the process on failure
+ * (TU_REQUIRE). */
+/* Finishes the FileHeader table hdr built on b, creates path with it as
+ * the header, and resets b for the records. */
+cucap_writer *tc_capture_create(const char *path, cucap_fbb *b, cucap_fb_ref hdr);
+/* A new builder *b, and path created with a header of the current format
+ * (major and minor) and nothing else. */
+cucap_writer *tc_capture_open(const char *path, cucap_fbb **b);
+/* Ends the Record table started on b, appends it to w and resets b. */
+void tc_record_append(cucap_fbb *b, cucap_writer *w);
+/* Stores p[0, n) in w as a blob; its hash as the schema's struct. */
+cucap_fb_hash128 tc_blob_put(cucap_writer *w, const void *p, size_t n);
+/* Closes the capture, destroys the writer and the builder (both set NULL). */
+void tc_capture_close(cucap_fbb **b, cucap_writer **w);
 #endif

@@ -25,6 +25,7 @@
 #include "cucap_replay.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
+#include "replay_testcaps.h"
 #include "testutil.h"
 
 static int checks;
@@ -45,18 +46,7 @@ static void emit(uint8_t type, cucap_fb_ref body) {
   cucap_fb_record_add_t_exit(B, SEQ * 1000);
   cucap_fb_record_add_context(B, CTX);
   cucap_fb_record_add_body(B, type, body);
-  cucap_fb_ref r = cucap_fb_record_end(B);
-  size_t sz = 0;
-  const uint8_t *buf = cucap_fbb_finish(B, r, 1, &sz);
-  TU_REQUIRE(buf && cucap_writer_append(W, buf, sz, NULL) == CUCAP_OK);
-  cucap_fbb_reset(B);
-}
-
-static cucap_fb_hash128 blob(const void *p, size_t n) {
-  cucap_hash128 h;
-  TU_REQUIRE(cucap_writer_put_blob(W, p, n, &h) == CUCAP_OK);
-  cucap_fb_hash128 x = {h.lo, h.hi};
-  return x;
+  tc_record_append(B, W);
 }
 
 static const char ptx[] =
@@ -65,22 +55,13 @@ static const char ptx[] =
     ".visible .entry fill(\n .param .u64 x,\n .param .f32 v,\n .param .u32 n\n)\n{\n ret;\n}\n";
 
 static void open_capture(const char *path) {
-  B = cucap_fbb_create(0);
-  TU_REQUIRE(B);
-  cucap_fb_file_header_start(B);
-  cucap_fb_file_header_add_format_major(B, CUCAP_FORMAT_MAJOR);
-  cucap_fb_file_header_add_format_minor(B, CUCAP_FORMAT_MINOR);
-  cucap_fb_ref hdr = cucap_fb_file_header_end(B);
-  size_t hsz = 0;
-  const uint8_t *hb = cucap_fbb_finish(B, hdr, 1, &hsz);
-  TU_REQUIRE(hb && cucap_writer_create(path, NULL, hb, hsz, &W) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  W = tc_capture_open(path, &B);
   SEQ = 0;
   cucap_fb_context_start(B);
   cucap_fb_context_add_op(B, CUCAP_FB_CONTEXTOP_PRIMARYRETAIN);
   cucap_fb_context_add_handle(B, CTX);
   emit(CUCAP_FB_BODY_CONTEXT, cucap_fb_context_end(B));
-  cucap_fb_hash128 img = blob(ptx, sizeof ptx);
+  cucap_fb_hash128 img = tc_blob_put(W, ptx, sizeof ptx);
   cucap_fb_module_start(B);
   cucap_fb_module_add_op(B, CUCAP_FB_MODULEOP_LOAD);
   cucap_fb_module_add_handle(B, MOD);
@@ -105,13 +86,7 @@ static void open_capture(const char *path) {
   }
 }
 
-static void close_capture(void) {
-  TU_REQUIRE(cucap_writer_close(W) == CUCAP_OK);
-  cucap_writer_destroy(W);
-  W = NULL;
-  cucap_fbb_destroy(B);
-  B = NULL;
-}
+static void close_capture(void) { tc_capture_close(&B, &W); }
 
 static void alloc(int kind, uint64_t addr, uint64_t size) {
   cucap_fb_alloc_start(B);
@@ -124,7 +99,7 @@ static void alloc(int kind, uint64_t addr, uint64_t size) {
 }
 
 static void copy(int kind, uint64_t dst, uint64_t src, const void *data, uint64_t n) {
-  cucap_fb_hash128 h = blob(data, n);
+  cucap_fb_hash128 h = tc_blob_put(W, data, n);
   cucap_fb_memcpy_start(B);
   cucap_fb_memcpy_add_kind(B, (uint8_t)kind);
   cucap_fb_memcpy_add_dst(B, dst);
@@ -257,8 +232,8 @@ int main(void) {
     cucap_replay_report_print(&rep, stderr, 0);
 
   /* 2: pinned host memory inside a device super-range */
-  const uint64_t D2 = 0x7e3200000000ULL, H2 = 0x7e3200400000ULL;
-  write_pinned(p, D2, H2);
+  const uint64_t PD = 0x7e3200000000ULL, PH = 0x7e3200400000ULL;
+  write_pinned(p, PD, PH);
   opts(&o);
   cucap_log_set_sink(sink, NULL);
   cucap_log_set_level(CUCAP_LOG_WARN);

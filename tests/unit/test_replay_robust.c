@@ -29,6 +29,7 @@
 #include "cucap_schema.h"
 #include "cucap_writer.h"
 #include "replay_internal.h"
+#include "replay_testcaps.h"
 #include "testutil.h"
 
 static int checks;
@@ -42,11 +43,7 @@ static void emit(uint8_t type, cucap_fb_ref body) {
   cucap_fb_record_add_seq(B, ++SEQ);
   cucap_fb_record_add_t_exit(B, SEQ * 1000);
   cucap_fb_record_add_body(B, type, body); /* body 0: the type without a table */
-  cucap_fb_ref r = cucap_fb_record_end(B);
-  size_t sz = 0;
-  const uint8_t *buf = cucap_fbb_finish(B, r, 1, &sz);
-  TU_REQUIRE(buf && cucap_writer_append(W, buf, sz, NULL) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  tc_record_append(B, W);
 }
 
 /* An empty table (no fields) usable as any Body member. */
@@ -56,26 +53,11 @@ static cucap_fb_ref empty_table(void) {
 }
 
 static void open_capture(const char *path) {
-  B = cucap_fbb_create(0);
-  TU_REQUIRE(B);
-  cucap_fb_file_header_start(B);
-  cucap_fb_file_header_add_format_major(B, CUCAP_FORMAT_MAJOR);
-  cucap_fb_file_header_add_format_minor(B, CUCAP_FORMAT_MINOR);
-  cucap_fb_ref hdr = cucap_fb_file_header_end(B);
-  size_t hsz = 0;
-  const uint8_t *hb = cucap_fbb_finish(B, hdr, 1, &hsz);
-  TU_REQUIRE(hb && cucap_writer_create(path, NULL, hb, hsz, &W) == CUCAP_OK);
-  cucap_fbb_reset(B);
+  W = tc_capture_open(path, &B);
   SEQ = 0;
 }
 
-static void close_capture(void) {
-  TU_REQUIRE(cucap_writer_close(W) == CUCAP_OK);
-  cucap_writer_destroy(W);
-  W = NULL;
-  cucap_fbb_destroy(B);
-  B = NULL;
-}
+static void close_capture(void) { tc_capture_close(&B, &W); }
 
 /* Every body type empty, then every body type without a table. */
 static void write_hollow(const char *path) {
