@@ -552,7 +552,13 @@ cucap_status cucap_writer_create(const char *path,
     w->o.blob_chunk_size = 256u << 20;
   w->rec_cap = w->o.chunk_size;
   w->rec_chunk_size = w->o.chunk_size;
-  size_t piece_rec = cucap_align8(CUCAP_BLOB_PIECE_HDR + CUCAP_BLOB_PIECE_SIZE);
+  /* A standard blob buffer holds one piece of up to blob_chunk_size bytes
+   * (at most a whole piece); a larger piece gets a buffer of its own, freed
+   * once written. Small blob chunks then do not cost 4 MiB buffers each. */
+  size_t piece_max = w->o.blob_chunk_size < CUCAP_BLOB_PIECE_SIZE
+                         ? w->o.blob_chunk_size
+                         : CUCAP_BLOB_PIECE_SIZE;
+  size_t piece_rec = cucap_align8(CUCAP_BLOB_PIECE_HDR + piece_max);
   w->blob_cap =
       w->o.blob_chunk_size > piece_rec ? w->o.blob_chunk_size : piece_rec;
   w->fd = -1;
