@@ -301,6 +301,9 @@ static int seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
       pthread_cond_wait(&w->q_space, &w->q_mu);
   }
   uint64_t number = w->sealed++;
+  /* once queued, c belongs to the background thread (which frees an
+   * oversize buffer after writing it): nothing of it is read after that */
+  size_t raw = c->len;
   /* Blob table entries learn their chunk number now (blob_mu is held by
    * whoever seals a blob chunk). */
   for (size_t i = 0; i < c->nstarts; i++)
@@ -315,7 +318,7 @@ static int seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
   pthread_cond_signal(&w->q_nonempty);
   pthread_mutex_unlock(&w->q_mu);
   test_kill(w, TK_SEAL, NULL, 0);
-  STAT_ADD(w, st_raw, c->len);
+  STAT_ADD(w, st_raw, raw);
   *curp = NULL; /* a fresh buffer is taken on the next append */
   return 1;
 }
