@@ -301,6 +301,9 @@ static int seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
       pthread_cond_wait(&w->q_space, &w->q_mu);
   }
   uint64_t number = w->sealed++;
+  /* once queued, c belongs to the background thread (which frees an
+   * oversize buffer after writing it): nothing of it is read after that */
+  size_t raw = c->len;
   /* Blob table entries learn their chunk number now (blob_mu is held by
    * whoever seals a blob chunk). */
   for (size_t i = 0; i < c->nstarts; i++)
@@ -315,7 +318,7 @@ static int seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
   pthread_cond_signal(&w->q_nonempty);
   pthread_mutex_unlock(&w->q_mu);
   test_kill(w, TK_SEAL, NULL, 0);
-  STAT_ADD(w, st_raw, c->len);
+  STAT_ADD(w, st_raw, raw);
   *curp = NULL; /* a fresh buffer is taken on the next append */
   return 1;
 }
@@ -566,7 +569,13 @@ cucap_status cucap_writer_create(const char *path,
     w->o.blob_chunk_size = 256u << 20;
   w->rec_cap = w->o.chunk_size;
   w->rec_chunk_size = w->o.chunk_size;
-  size_t piece_rec = cucap_align8(CUCAP_BLOB_PIECE_HDR + CUCAP_BLOB_PIECE_SIZE);
+  /* A standard blob buffer holds one piece of up to blob_chunk_size bytes
+   * (at most a whole piece); a larger piece gets a buffer of its own, freed
+   * once written. Small blob chunks then do not cost 4 MiB buffers each. */
+  size_t piece_max = w->o.blob_chunk_size < CUCAP_BLOB_PIECE_SIZE
+                         ? w->o.blob_chunk_size
+                         : CUCAP_BLOB_PIECE_SIZE;
+  size_t piece_rec = cucap_align8(CUCAP_BLOB_PIECE_HDR + piece_max);
   w->blob_cap =
       w->o.blob_chunk_size > piece_rec ? w->o.blob_chunk_size : piece_rec;
   w->fd = -1;

@@ -593,6 +593,10 @@ void rp_patch_payload(rp_state *R, void *hb, uint64_t size, uint64_t dst,
   uint64_t dh = cucap_fb_copy_geometry_dst_height(g);
   uint64_t x0 = cucap_fb_copy_geometry_dst_x_bytes(g), y0 = cucap_fb_copy_geometry_dst_y(g);
   uint64_t z0 = cucap_fb_copy_geometry_dst_z(g);
+  /* rows of 0 bytes hold no pointer (and never run past the payload: a
+   * recorded 2^32 x 2^32 of them was a fuzz_replay timeout) */
+  if (!w)
+    return;
   for (uint64_t z = 0; z < dd; z++)
     for (uint64_t y = 0; y < h; y++) {
       uint64_t off = (z * h + y) * w;

@@ -372,6 +372,36 @@ static cucap_status vo_read_region(vo_verifier *v, uint64_t addr, uint64_t size)
   return CUCAP_OK;
 }
 
+/* Hash of the region's bytes, read back a piece (VO_READ_CHUNK) at a time:
+ * a launch hash names a size but carries no data, and reading it whole
+ * into one buffer let a recorded 4 GiB region allocate 4 GiB (fuzz_replay,
+ * libFuzzer's malloc limit) before the device read could fail. */
+static cucap_status vo_hash_region(vo_verifier *v, uint64_t addr, uint64_t size,
+                                   cucap_hash128 *out) {
+  if (size <= VO_READ_CHUNK) {
+    cucap_status st = vo_read_region(v, addr, size);
+    if (st == CUCAP_OK)
+      *out = cucap_hash128_of(v->got, (size_t)size);
+    return st;
+  }
+  if (!vo_grow(&v->got, &v->got_cap, VO_READ_CHUNK))
+    return CUCAP_ERR_NOMEM;
+  cucap_hash_state *hs = cucap_hash_state_create();
+  if (!hs)
+    return CUCAP_ERR_NOMEM;
+  cucap_status st = CUCAP_OK;
+  for (uint64_t off = 0; off < size && st == CUCAP_OK; off += VO_READ_CHUNK) {
+    uint64_t n = size - off < VO_READ_CHUNK ? size - off : VO_READ_CHUNK;
+    st = cucap_replay_session_read(v->s, addr + off, v->got, n);
+    if (st == CUCAP_OK)
+      cucap_hash_state_update(hs, v->got, (size_t)n);
+  }
+  if (st == CUCAP_OK)
+    *out = cucap_hash_state_digest(hs);
+  cucap_hash_state_destroy(hs);
+  return st;
+}
+
 /* "exit", "after-launch", "manual"; reasons appended to the schema later
  * (e.g. sync points of managed memory) by their schema name, lower-cased */
 static void vo_reason_name(int reason, char *out, size_t cap) {
@@ -446,12 +476,12 @@ static void vo_hashes(vo_verifier *v, const cucap_replay_op *op,
     const vo_region *g = &p->regions[i];
     if (!g->has)
       continue;
-    if (vo_read_region(v, g->addr, g->size) != CUCAP_OK) {
+    cucap_hash128 h;
+    if (vo_hash_region(v, g->addr, g->size, &h) != CUCAP_OK) {
       if (v->pass == 0)
         rep->copies_unverifiable++;
       continue;
     }
-    cucap_hash128 h = cucap_hash128_of(v->got, g->size);
     uint64_t key = vo_key(p->rec_index, (uint32_t)i), ix = 0;
     int known = rp_map_get(&v->seen, key, &ix);
     if (!known)

@@ -454,6 +454,31 @@ int mock_dev_range_ok(CUdeviceptr p, size_t n) {
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+void mock_fill(void *p, int b, size_t n) {
+  uintptr_t a = (uintptr_t)p;
+  uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = round_up(a, pg), hi = (a + n) / pg * pg;
+  /* trylock: an op may run with mock_lock held; then it is just written */
+  if (b != 0 || n < (64u << 10) || hi <= lo || pthread_mutex_trylock(&mock_lock) != 0) {
+    memset(p, b, n);
+    return;
+  }
+  /* the registry says what backs [lo, hi): a private anonymous mapping
+   * (cuMemAlloc*) drops its pages, a memfd mapping (cuMemMap) punches a
+   * hole in its file; anything else (or a failure) is written */
+  reg_entry *r = reg_find(a, -1);
+  int dropped = 0;
+  if (r && (r->kind == REG_DEVICE || r->kind == REG_MAPPED) && a + n <= r->start + r->size)
+    dropped = madvise((void *)lo, hi - lo, r->kind == REG_DEVICE ? MADV_DONTNEED : MADV_REMOVE) == 0;
+  pthread_mutex_unlock(&mock_lock);
+  if (!dropped) {
+    memset(p, 0, n);
+    return;
+  }
+  memset(p, 0, lo - a);
+  memset((void *)hi, 0, a + n - hi);
+}
+
 CUresult mock_alloc_device(CUdeviceptr *out, size_t size) {
   MOCK_TRY(mock_need_ctx());
   if (!out || size == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -1390,6 +1415,53 @@ static const mock_proc core_procs[] = {
   {NULL, 0, NULL}};
 #undef P
 
+/* Every table in search order (rank 0, the per-thread variants, only with
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), indexed once by name:
+ * sorted by (name, rank) and binary-searched. A replay asks for a few
+ * hundred entry points, and scanning every table with strcmp for each was a
+ * visible part of fuzz_replay's time. */
+typedef struct proc_ix {
+  const char *name;
+  int rank;
+  const mock_proc *p;
+} proc_ix;
+static proc_ix *pix;
+static size_t npix;
+static pthread_once_t pix_once = PTHREAD_ONCE_INIT;
+#define NRANKS 8
+static const mock_proc *rank_table(int r) {
+  switch (r) {
+  case 0: return mock_procs_pt;
+  case 1: return mock_procs_legacy;
+  case 2: return mock_procs_module;
+  case 3: return mock_procs_graph;
+  case 4: return mock_procs_graph_ext;
+  case 5: return mock_procs_attr;
+  case 6: return mock_procs_array;
+  default: return core_procs;
+  }
+}
+static int pix_cmp(const void *a, const void *b) {
+  const proc_ix *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  if (c) return c;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return x->p < y->p ? -1 : x->p > y->p; /* table order */
+}
+static void pix_build(void) {
+  size_t n = 0;
+  for (int r = 0; r < NRANKS; r++)
+    for (const mock_proc *t = rank_table(r); t->name; t++) n++;
+  proc_ix *v = malloc(n * sizeof *v);
+  if (!v) return; /* lookups scan the tables */
+  n = 0;
+  for (int r = 0; r < NRANKS; r++)
+    for (const mock_proc *t = rank_table(r); t->name; t++) v[n++] = (proc_ix){t->name, r, t};
+  qsort(v, n, sizeof *v, pix_cmp);
+  npix = n;
+  pix = v;
+}
+
 /* Best entry for (name, version) in one table: the highest min_version that
  * does not exceed `version`. *seen is set when the name exists at all. */
 static void *lookup(const mock_proc *t, const char *name, int version, int *seen) {
@@ -1406,19 +1478,43 @@ static void *lookup(const mock_proc *t, const char *name, int version, int *seen
   return best;
 }
 
+/* The first table (from rank `first`) with an entry for (name, version),
+ * as the scan of lookup() over the tables in order would find it. */
+static void *lookup_all(int first, const char *name, int version, int *seen) {
+  pthread_once(&pix_once, pix_build);
+  if (!pix) {
+    void *f = NULL;
+    for (int r = first; r < NRANKS && !f; r++) f = lookup(rank_table(r), name, version, seen);
+    return f;
+  }
+  size_t lo = 0, hi = npix; /* first entry whose name is >= name */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(pix[mid].name, name) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t i = lo; i < npix && strcmp(pix[i].name, name) == 0;) {
+    int r = pix[i].rank;
+    void *best = NULL;
+    int best_v = -1;
+    for (; i < npix && pix[i].rank == r && strcmp(pix[i].name, name) == 0; i++) {
+      if (r < first) continue;
+      *seen = 1;
+      if (pix[i].p->min_version <= version && pix[i].p->min_version > best_v) {
+        best = pix[i].p->fn;
+        best_v = pix[i].p->min_version;
+      }
+    }
+    if (best) return best;
+  }
+  return NULL;
+}
+
 CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                      CUdriverProcAddressQueryResult *status) {
   if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   int seen = 0;
-  void *f = NULL;
-  if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) f = lookup(mock_procs_pt, symbol, version, &seen);
-  if (!f) f = lookup(mock_procs_legacy, symbol, version, &seen);
-  if (!f) f = lookup(mock_procs_module, symbol, version, &seen);
-  if (!f) f = lookup(mock_procs_graph, symbol, version, &seen);
-  if (!f) f = lookup(mock_procs_graph_ext, symbol, version, &seen);
-  if (!f) f = lookup(mock_procs_attr, symbol, version, &seen);
-  if (!f) f = lookup(mock_procs_array, symbol, version, &seen);
-  if (!f) f = lookup(core_procs, symbol, version, &seen);
+  void *f = lookup_all(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? 0 : 1, symbol, version, &seen);
   if (f && !(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) f = mock_fail_wrap(symbol, f);
   *pfn = f;
   if (status)

@@ -231,6 +231,13 @@ double mock_now_ms(void);
  * CU_MEMORYTYPE_HOST otherwise (0 if the range straddles an allocation). */
 unsigned mock_mem_type(const void *p);
 int mock_dev_range_ok(CUdeviceptr p, size_t n);
+/* Memset of [p, p+n) to byte b (MOCK_OP_SET). Zeroing whole pages of one
+ * device allocation or mapping gives them back to the kernel (MADV_DONTNEED
+ * / MADV_REMOVE: they read as zeros again) instead of writing them: a
+ * replay zeroes every allocation and fixed range it makes, and writing
+ * hundreds of MiB per replay (faulting in every page) was most of what
+ * fuzz_replay spent. Anything else is a plain memset. */
+void mock_fill(void *p, int b, size_t n);
 
 /* Operations that a capturing stream records instead of executing. */
 typedef enum mock_op_kind {

@@ -586,16 +586,35 @@ CUresult mock_run_op(const mock_op *op) {
         memmove((uint8_t *)op->dst + z * op->dslice + r * op->dpitch,
                 (const uint8_t *)op->src + z * op->sslice + r * op->spitch, op->width);
     return CUDA_SUCCESS;
-  case MOCK_OP_SET:
+  case MOCK_OP_SET: {
+    /* elem-byte elements of value; a value whose bytes are all equal (0
+     * above all) is a memset (mock_fill), rows back to back in one go */
+    unsigned es = op->elem == 1 || op->elem == 2 ? op->elem : 4;
+    uint8_t v[4];
+    memcpy(v, &op->value, 4); /* little-endian: v[0..es) is the element */
+    int same = 1;
+    for (unsigned k = 1; k < es; k++) same &= v[k] == v[0];
+    size_t rowb = op->width * es;
+    if (same && op->height && (op->height == 1 || op->dpitch == rowb)) {
+      mock_fill(op->dst, v[0], rowb * op->height);
+      return CUDA_SUCCESS;
+    }
     for (size_t r = 0; r < op->height; r++) {
       uint8_t *row = (uint8_t *)op->dst + r * op->dpitch;
-      for (size_t i = 0; i < op->width; i++) {
-        if (op->elem == 1) row[i] = (uint8_t)op->value;
-        else if (op->elem == 2) { uint16_t v = (uint16_t)op->value; memcpy(row + 2 * i, &v, 2); }
-        else memcpy(row + 4 * i, &op->value, 4);
+      if (same) {
+        mock_fill(row, v[0], rowb);
+        continue;
+      }
+      if (!rowb) continue;
+      memcpy(row, v, es); /* then doubling copies of what is written */
+      for (size_t done = es; done < rowb;) {
+        size_t c = done < rowb - done ? done : rowb - done;
+        memcpy(row + done, row, c);
+        done += c;
       }
     }
     return CUDA_SUCCESS;
+  }
   case MOCK_OP_HOST:
     op->fn(op->user);
     return CUDA_SUCCESS;
