@@ -185,7 +185,10 @@ static void *cap_stash_dtoh(rp_state *R, const cucap_fb_memcpy *c) {
   e->src = cucap_fb_memcpy_src(c);
   e->dst = cucap_fb_memcpy_dst(c);
   e->size = cucap_fb_memcpy_size(c);
-  if (!cucap_fb_memcpy_geometry(c) && e->size && e->size <= ((uint64_t)1 << 34))
+  /* no copy from the device is larger than its memory (a recorded size
+   * beyond it is not replayable: no buffer, the copy is not verified) */
+  if (!cucap_fb_memcpy_geometry(c) && e->size && e->size <= ((uint64_t)1 << 34) &&
+      (!R->dev_mem || e->size <= R->dev_mem))
     e->host = rp_capture_host_buffer(R, e->size);
   return e->host;
 }

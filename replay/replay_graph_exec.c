@@ -158,6 +158,13 @@ static void gx_upload(rp_state *R, const cucap_fb_record *rec, CUgraphExec ex, u
 static void gx_instantiate(rp_state *R, const cucap_fb_record *rec, const cucap_fb_graph *g) {
   uint64_t live = 0, sig = 0;
   uint64_t rg = cucap_fb_graph_graph(g);
+  /* a successful cuGraphInstantiate never returns a NULL exec, and a slot
+   * of the exec table with recorded exec 0 reads as free (gx_new): a
+   * rebuilt graph kept there would never be destroyed */
+  if (!cucap_fb_graph_exec(g)) {
+    rp_skip(R, "cuGraphInstantiate (recorded exec handle 0)");
+    return;
+  }
   if (!R->d.df.GraphInstantiateWithFlags) {
     rp_skip(R, "cuGraphInstantiate (driver lacks it)");
     return;
