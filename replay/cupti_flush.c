@@ -72,7 +72,8 @@ static const char ck_flush_ptx[] =
 
 #define CK_FLUSH_THREADS 512
 
-/* Runs fn with the profiled context current, and the current one back. */
+/* Makes the profiled context current (1), the one current before in *prev
+ * for ck_ctx_back; 0 when that cannot be done. */
 static int ck_in_ctx(ck_engine *E, CUcontext *prev) {
   *prev = NULL;
   if (!E->cu.CtxGetCurrent || !E->cu.CtxSetCurrent ||

@@ -271,7 +271,7 @@ typedef struct ck_metrics {
   size_t graph_user_windows;  /* graph windows measured per graph launch */
   char win_note[1024];        /* why the current window failed */
   char fail_note[1200];       /* the first failed window's note */
-  char graph_note[1024];       /* why auto range gave up on graph launches */
+  char graph_note[1024];       /* why graph launches are measured in user ranges */
 } ck_metrics;
 typedef struct ck_pcs ck_pcs;         /* cupti_pcsamp.c */
 

@@ -248,11 +248,15 @@ int ck_metrics_plan(ck_engine *E) {
         cur.rec_lo = r;
         cur.k_lo = i;
         cur.graph = g;
-        /* graph launches: one user range per launch from the start. With
-         * auto range cuptiRangeProfilerStop fails with CUPTI_ERROR_UNKNOWN
-         * on a window of graph launches (H100, CUPTI 13.0), and the range
-         * profiler cannot be used again in that run (cupti_ranges.c). */
-        cur.mode = g ? CK_WIN_USER : CK_WIN_AUTO;
+        /* graph launches: one user range per launch (where CUPTI has
+         * user ranges). With auto range cuptiRangeProfilerStop fails with
+         * CUPTI_ERROR_UNKNOWN on a window of graph launches (H100, CUPTI
+         * 13.0), and the range profiler cannot be used again in that run
+         * (cupti_ranges.c). */
+        cur.mode = g && E->api.cuptiRangeProfilerPushRange &&
+                           E->api.cuptiRangeProfilerPopRange
+                       ? CK_WIN_USER
+                       : CK_WIN_AUTO;
       }
       cnt += c;
       cur.nops++;

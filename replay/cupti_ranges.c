@@ -11,17 +11,16 @@
  * serializes the kernels and synchronizes after each one). Graph launches:
  * one user range around each graph launch (Push before, Pop after, the
  * context idle at both ends): metrics per graph launch instead of per
- * kernel, said so in the section note (ck_metrics_plan). A window of graph
- * launches in auto range (none is planned so any more) that fails by its
- * range count is measured again in user ranges. When a range profiler call itself fails (Stop:
- * CUPTI_ERROR_UNKNOWN on graph launches, H100) nothing more is asked of the
- * range profiler in this run (rp_broken): re-enabling it then crashed
- * libcupti. A window that fails costs only its own kernels, and those of
- * the windows after a failed call, their metrics.
+ * kernel, said so in the section note (ck_metrics_plan). When a range
+ * profiler call itself fails (Stop: CUPTI_ERROR_UNKNOWN on auto ranges over
+ * graph launches, H100) nothing more is asked of the range profiler in this
+ * run (rp_broken): re-enabling it then crashed libcupti. A window that
+ * fails costs only its own kernels, and those of the windows after a failed
+ * call, their metrics.
  *
  * Attribution of auto ranges: they come in kernel execution order. The
  * first timeline pass fixed which kernels every op runs (E->kern, in record
- * order); the kernels of a window in the replay's primary context, in that
+ * order); the kernels of a window in the profiled context, in that
  * order, are the expected ranges. With --cache=flush a flush (cupti_flush.c)
  * precedes each profiled op; when it forms a range of its own (the flush
  * kernel does; a memset may), the ranges are matched with those flushes
@@ -609,25 +608,6 @@ static int ck_metrics_pass_end_inner(ck_engine *E) {
       m->win_failed = 1;
   }
   if (m->win_failed && !E->dead) {
-    /* After a failed cuptiRangeProfilerStop (CUPTI_ERROR_UNKNOWN on a window
-     * of CUDA graph launches, H100, CUPTI 13.0) enabling the range profiler
-     * again crashed inside libcupti (SIGSEGV in
-     * cuptiRangeProfilerCounterDataImageInitialize): no user-range retry
-     * then, and no later window (rp_broken, ck_win_next). */
-    if (w->graph && w->mode == CK_WIN_AUTO && !m->rp_broken &&
-        E->api.cuptiRangeProfilerPushRange && E->api.cuptiRangeProfilerPopRange) {
-      if (!m->graph_note[0])
-        snprintf(m->graph_note, sizeof m->graph_note, "%s", m->win_note);
-      CUCAP_WARN("profile: metrics window %zu (%zu CUDA graph launch(es)): "
-                 "auto range failed (%s); measuring each graph launch as a "
-                 "whole (one user range per launch)", E->cur_win + 1, w->nops,
-                 m->win_note);
-      w->mode = CK_WIN_USER;
-      if (ck_win_setup(E))
-        return 1; /* the same window, in user range mode */
-      snprintf(m->win_note, sizeof m->win_note, "user range setup: %.990s",
-               E->last_msg);
-    }
     m->failed_windows++;
     if (!m->fail_note[0])
       snprintf(m->fail_note, sizeof m->fail_note,

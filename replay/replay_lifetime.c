@@ -270,9 +270,7 @@ void rp_ctx_kept_release(rp_state *R, uint64_t h) {
     R->d.df.CtxSynchronize();
   }
   rp_map_del(&R->ctx, h, NULL);
-  rp_ctx_unref(R, live);
-  if (R->cur != R->primary && R->d.df.CtxSetCurrent(R->primary) == CUDA_SUCCESS)
-    R->cur = R->primary;
+  rp_ctx_unref(R, live); /* the primary context current again */
 }
 
 void rp_ctx_kept_sync(rp_state *R) {
@@ -286,18 +284,15 @@ void rp_ctx_kept_sync(rp_state *R) {
   }
 }
 
-void rp_ctx_kept_destroy(rp_state *R) {
+void rp_ctx_destroy_all(rp_state *R, rp_map *m) {
   size_t pos = 0;
   uint64_t v = 0;
-  while (R->d.df.CtxDestroy && rp_map_next(&R->ctx_kept, &pos, NULL, &v)) {
+  while (R->d.df.CtxDestroy && rp_map_next(m, &pos, NULL, &v)) {
     CUcontext c = (CUcontext)(uintptr_t)v;
-    rp_ctx_unref(R, v);
     rp_ctx_dying(R, c);
     R->d.df.CtxDestroy(c);
     if (R->cur == c)
       R->cur = NULL;
   }
-  rp_map_free(&R->ctx_kept);
-  if (R->primary && R->d.df.CtxSetCurrent(R->primary) == CUDA_SUCCESS)
-    R->cur = R->primary;
+  rp_map_free(m);
 }

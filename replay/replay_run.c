@@ -373,17 +373,7 @@ static void rp_destroy_live(rp_state *R) {
   R->nfuncs = 0;
   rp_map_free(&R->func);
   R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
-  /* created contexts */
-  size_t cpos = 0;
-  uint64_t cv = 0;
-  while (R->d.df.CtxDestroy && rp_map_next(&R->ctx_created, &cpos, NULL, &cv)) {
-    CUcontext c = (CUcontext)(uintptr_t)cv;
-    rp_ctx_dying(R, c);
-    R->d.df.CtxDestroy(c);
-    if (R->cur == c)
-      R->cur = NULL;
-  }
-  rp_map_free(&R->ctx_created);
+  rp_ctx_destroy_all(R, &R->ctx_created); /* created contexts */
   rp_map_free(&R->ctx);
   rp_map_free(&R->tid_ctx);
   rp_map_free(&R->owner);
@@ -712,7 +702,7 @@ out:
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
-    rp_ctx_kept_destroy(R);
+    rp_ctx_destroy_all(R, &R->ctx_kept);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
       if (R->stage_ev[i])
         R->d.df.EventDestroy(R->stage_ev[i]);

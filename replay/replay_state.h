@@ -236,12 +236,14 @@ void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec, CUcontext live);
 /* Kept contexts (R->keep_ctx): a recorded cuCtxCreate of handle h that a
  * kept context already answers makes it current again (returns 1); a
  * recorded cuCtxDestroy only waits for its work and drops the program's
- * references; rp_ctx_kept_sync waits for all of them (end of a pass),
- * rp_ctx_kept_destroy destroys them (end of the run). */
+ * references; rp_ctx_kept_sync waits for all of them (end of a pass). */
 int rp_ctx_kept_reuse(rp_state *R, const cucap_fb_record *rec, uint64_t h);
 void rp_ctx_kept_release(rp_state *R, uint64_t h);
 void rp_ctx_kept_sync(rp_state *R);
-void rp_ctx_kept_destroy(rp_state *R);
+/* Destroys every live context of m (recorded handle -> live context:
+ * R->ctx_created between passes, R->ctx_kept at the end of the run), what
+ * the replay knew of them first (rp_ctx_dying), and empties m. */
+void rp_ctx_destroy_all(rp_state *R, rp_map *m);
 /* The CUfunction to launch fi with in the current context (a CUkernel's is
  * per context); NULL if its module died (or a driver error, R->failed). */
 CUfunction rp_func_fn(rp_state *R, rp_func *fi);
