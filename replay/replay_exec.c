@@ -425,6 +425,19 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
   int kind = cucap_fb_module_kind(m);
   switch (cucap_fb_module_op(m)) {
   case CUCAP_FB_MODULEOP_LOAD: {
+    int library = kind == CUCAP_FB_MODULEKIND_LIBRARY;
+    if (R->mk) { /* loaded by this record in an earlier pass and kept */
+      if (!rp_ctx_rec(R, rec))
+        return;
+      uint64_t kept = rp_modkeep_get(R, R->rec_index, library);
+      if (kept) {
+        if (!rp_live_put(R, library ? &R->library : &R->module, h, kept))
+          return;
+        if (!library)
+          rp_owned(R, kept);
+        break;
+      }
+    }
     if (!cucap_fb_module_image(m)) {
       rp_skip(R, "module load without stored image");
       return;
@@ -484,6 +497,7 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
         return;
       if (!rp_live_put(R, &R->library, h, (uint64_t)(uintptr_t)lib))
         return;
+      rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
     } else {
       CUmodule mod = NULL;
       if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, img, nj, nj ? jo : NULL,
@@ -493,6 +507,7 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
       if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
         return;
       rp_owned(R, (uint64_t)(uintptr_t)mod);
+      rp_modkeep_add(R, R->rec_index, 0, (uint64_t)(uintptr_t)mod, img, isz);
     }
     break;
   }
@@ -500,10 +515,11 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
     uint64_t live;
     rp_ctx_rec(R, rec);
     if (rp_map_del(&R->library, h, &live)) {
-      if (R->d.df.LibraryUnload)
+      if (R->d.df.LibraryUnload && !rp_modkeep_has(R, live))
         R->d.df.LibraryUnload((CUlibrary)(uintptr_t)live);
     } else if (rp_map_del(&R->module, h, &live)) {
-      R->d.df.ModuleUnload((CUmodule)(uintptr_t)live);
+      if (!rp_modkeep_has(R, live))
+        R->d.df.ModuleUnload((CUmodule)(uintptr_t)live);
     }
     break;
   }

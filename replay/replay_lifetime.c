@@ -75,6 +75,7 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
       R->d.df.CtxSetCurrent(prev);
   }
   /* the program's objects in it: the driver frees them with the context */
+  rp_modkeep_ctx_gone(R, live);
   size_t n = rp_object_context_gone(R, c); /* arrays, textures, surfaces */
   rp_map *maps[] = {&R->stream, &R->event, &R->module, &R->gexec};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++)

@@ -306,6 +306,8 @@ void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live) {
     }
     R->d.df.StreamDestroy(v);
   }
+  else if (rp_modkeep_has(R, (uint64_t)(uintptr_t)v))
+    ; /* kept for the next pass: unloaded by rp_modkeep_release */
   else if (mp == &R->library && R->d.df.LibraryUnload)
     R->d.df.LibraryUnload(v);
   else if (mp == &R->module)
@@ -622,8 +624,10 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
      * replay that missed a write differs from the recording the same way
      * each time, never "nondeterministically") */
     rp_cu(R, rp_mem_zero(&R->mem, &R->d), "cuMemsetD8 (pass start)");
-    if (loop > 0)
+    if (loop > 0) {
       rp_restore(R);
+      rp_modkeep_restore(R);
+    }
     if (optime)
       reset_s += rp_now() - tr;
     rp_obs_pass_begin(R);
@@ -702,6 +706,7 @@ out:
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
+    rp_modkeep_release(R); /* in their contexts: before those go */
     rp_ctx_destroy_all(R, &R->ctx_kept);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
       if (R->stage_ev[i])
@@ -716,6 +721,7 @@ out:
     if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease)
       R->d.df.DevicePrimaryCtxRelease(R->dev);
   } else {
+    rp_modkeep_release(R);
     rp_graphs_reset(R, 1);
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, NULL);

@@ -53,6 +53,7 @@ typedef struct rp_state {
    * are not in ctx_created (replay_lifetime.c) */
   int keep_ctx;
   rp_map ctx_kept;
+  struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   rp_map tid_ctx;             /* recording tid -> live current context */
   rp_map owner;               /* live object -> live context it was made in */
 #define RP_CTX_STACK 64
@@ -244,6 +245,23 @@ void rp_ctx_kept_sync(rp_state *R);
  * R->ctx_created between passes, R->ctx_kept at the end of the run), what
  * the replay knew of them first (rp_ctx_dying), and empties m. */
 void rp_ctx_destroy_all(rp_state *R, rp_map *m);
+/* Modules kept loaded across passes (replay_modkeep.c). rp_modkeep_get: the
+ * live module (or library) the load record at rec_index got in an earlier
+ * pass in the current context, 0 if none (load it). rp_modkeep_add: after a
+ * fresh load, keeps it if a multi-pass run wants it and its variables can
+ * be restored (img/isz: what the driver loaded; read during the call only).
+ * rp_modkeep_has: live is kept (its unload is the run's, not the pass's).
+ * rp_modkeep_restore: variables back to load-time contents (pass start).
+ * rp_modkeep_ctx_gone: ctx is being destroyed (the driver frees them).
+ * rp_modkeep_release: unloads all kept modules, frees the table (end). */
+int rp_modkeep_wanted(const rp_state *R);
+uint64_t rp_modkeep_get(rp_state *R, uint64_t rec_index, int library);
+void rp_modkeep_add(rp_state *R, uint64_t rec_index, int library, uint64_t live,
+                    const void *img, size_t isz);
+int rp_modkeep_has(const rp_state *R, uint64_t live);
+void rp_modkeep_restore(rp_state *R);
+void rp_modkeep_ctx_gone(rp_state *R, CUcontext ctx);
+void rp_modkeep_release(rp_state *R);
 /* The CUfunction to launch fi with in the current context (a CUkernel's is
  * per context); NULL if its module died (or a driver error, R->failed). */
 CUfunction rp_func_fn(rp_state *R, rp_func *fi);

@@ -187,6 +187,26 @@ cucap_status cucap_cubin_arch(const void *elf, size_t size, unsigned *sm);
  * `.target sm_NN` line (1 when absent). Malformed images give 0. */
 int cucap_image_has_code_for(const void *image, size_t size, unsigned sm);
 
+/* ---- device variables ------------------------------------------------- */
+
+/* Calls fn(name, size, user) for every variable the driver places in device
+ * memory when it loads an ELF cubin: __device__ (initialised or not),
+ * __managed__ and __constant__ variables (object symbols of .nv.global*,
+ * .nv.constantN with N > 0). name is valid during the call; fn returns
+ * nonzero to stop. CUCAP_ERR_CORRUPT for a damaged symbol table. */
+typedef int (*cucap_var_fn)(const char *name, uint64_t size, void *user);
+cucap_status cucap_cubin_foreach_variable(const void *elf, size_t size,
+                                          cucap_var_fn fn, void *user);
+
+/* The same for the code a device of compute capability `sm` loads from an
+ * image: a cubin's own, or a fatbin's ELF entries of the SASS arch the
+ * driver picks (same major, the highest minor <= sm's). CUCAP_ERR_UNSUPPORTED
+ * for PTX and for a fatbin without SASS for sm: the driver would JIT it and
+ * its variables are not known without compiling. */
+cucap_status cucap_image_foreach_variable(const void *image, size_t size,
+                                          unsigned sm, cucap_var_fn fn,
+                                          void *user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -741,3 +741,111 @@ int cucap_image_has_code_for(const void *image, size_t size, unsigned sm) {
     return 0;
   }
 }
+
+/* ---------------------------------------------------- device variables */
+
+/* A variable the loader places: an object symbol with a size, defined in a
+ * global-memory section (.nv.global: zero-filled, .nv.global.init) or a
+ * user constant bank (.nv.constantN, N > 0; bank 0 holds each kernel's
+ * parameters and has no object symbols). __managed__ variables live in
+ * .nv.global too. */
+static int var_section(const char *n) {
+  if (!n)
+    return 0;
+  if (!strncmp(n, ".nv.global", 10))
+    return n[10] == 0 || n[10] == '.';
+  return !strncmp(n, ".nv.constant", 12) && n[12] >= '1' && n[12] <= '9';
+}
+
+cucap_status cucap_cubin_foreach_variable(const void *elf, size_t size,
+                                          cucap_var_fn fn, void *user) {
+  elf_view v;
+  CUCAP_RETURN_IF(!fn, CUCAP_ERR_INVALID_ARG);
+  CUCAP_FORWARD(elf_open(elf, size, &v));
+  for (unsigned s = 0; s < v.eh.e_shnum; s++) {
+    Elf64_Shdr sh, strh;
+    if (!elf_shdr(&v, s, &sh) || sh.sh_type != SHT_SYMTAB)
+      continue;
+    CUCAP_RETURN_IF(sh.sh_entsize < sizeof(Elf64_Sym) ||
+                        !elf_shdr(&v, sh.sh_link, &strh),
+                    CUCAP_ERR_CORRUPT);
+    const uint8_t *sym = elf_sec_data(&v, &sh);
+    const uint8_t *str = elf_sec_data(&v, &strh);
+    CUCAP_RETURN_IF(!sym || !str, CUCAP_ERR_CORRUPT);
+    uint64_t nsym = sh.sh_size / sh.sh_entsize;
+    for (uint64_t k = 0; k < nsym; k++) {
+      Elf64_Sym es;
+      Elf64_Shdr ds;
+      memcpy(&es, sym + k * sh.sh_entsize, sizeof es);
+      if (ELF64_ST_TYPE(es.st_info) != STT_OBJECT || !es.st_size ||
+          es.st_shndx == SHN_UNDEF || es.st_shndx >= SHN_LORESERVE ||
+          es.st_name >= strh.sh_size || !elf_shdr(&v, es.st_shndx, &ds) ||
+          !var_section(elf_sec_name(&v, &ds)))
+        continue;
+      const char *nm = (const char *)str + es.st_name;
+      if (!memchr(nm, 0, strh.sh_size - es.st_name))
+        return CUCAP_ERR_CORRUPT;
+      if (fn(nm, es.st_size, user))
+        return CUCAP_OK;
+    }
+    return CUCAP_OK; /* one symbol table */
+  }
+  return CUCAP_OK;
+}
+
+typedef struct var_search {
+  unsigned sm, best;
+  cucap_var_fn fn;
+  void *user;
+  cucap_status st;
+  int stop;
+} var_search;
+
+static int var_best(const cucap_fatbin_entry *e, void *user) {
+  var_search *s = user;
+  if (e->kind == CUCAP_FATBIN_ENTRY_ELF && sass_ok(e->arch, s->sm) &&
+      e->arch >= s->best)
+    s->best = e->arch;
+  return 0;
+}
+
+static int var_stop(const char *name, uint64_t size, void *user) {
+  var_search *s = user;
+  return s->stop = s->fn(name, size, s->user);
+}
+
+static int var_entry(const cucap_fatbin_entry *e, void *user) {
+  var_search *s = user;
+  if (e->kind != CUCAP_FATBIN_ENTRY_ELF || e->arch != s->best)
+    return 0;
+  void *d = NULL;
+  size_t n = e->payload_size;
+  const void *img = e->payload;
+  if (e->codec) {
+    cucap_status st = cucap_fatbin_entry_data(e, &d, &n);
+    if (st != CUCAP_OK) {
+      s->st = st;
+      return 1;
+    }
+    img = d;
+  }
+  s->st = cucap_cubin_foreach_variable(img, n, var_stop, s);
+  free(d);
+  return s->st != CUCAP_OK || s->stop;
+}
+
+cucap_status cucap_image_foreach_variable(const void *image, size_t size,
+                                          unsigned sm, cucap_var_fn fn,
+                                          void *user) {
+  cucap_image_info info;
+  CUCAP_RETURN_IF(!fn, CUCAP_ERR_INVALID_ARG);
+  CUCAP_FORWARD(cucap_image_detect(image, size, &info));
+  if (info.data_format == CUCAP_IMAGE_CUBIN)
+    return cucap_cubin_foreach_variable(info.data, info.data_size, fn, user);
+  CUCAP_RETURN_IF(info.data_format != CUCAP_IMAGE_FATBIN, CUCAP_ERR_UNSUPPORTED);
+  var_search s = {sm, 0, fn, user, CUCAP_OK, 0};
+  CUCAP_FORWARD(cucap_fatbin_foreach(info.data, info.data_size, var_best, &s));
+  CUCAP_RETURN_IF(!s.best, CUCAP_ERR_UNSUPPORTED); /* the driver would JIT */
+  CUCAP_FORWARD(cucap_fatbin_foreach(info.data, info.data_size, var_entry, &s));
+  return s.st;
+}

@@ -24,3 +24,17 @@ extern "C" __global__ void cond_loop(int *counter, float *x, cudaGraphConditiona
     cudaGraphSetConditional(h, *counter > 0);
   }
 }
+// Module variables (drv_globals): a kernel updates them, so a replay that
+// keeps the module loaded between passes must give back their load-time
+// contents at each pass start.
+__device__ int ext_counter = 7;
+__device__ float ext_table[4];
+__constant__ int ext_coef[2] = {3, 5};
+extern "C" __global__ void bump_globals(int *out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    ext_counter += ext_coef[0];
+    ext_table[1] += (float)ext_coef[1];
+    out[0] = ext_counter;
+    out[1] = (int)ext_table[1];
+  }
+}

@@ -4,6 +4,7 @@
  *        schema/fatbin.c schema/status.c -lzstd */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cucap_fatbin.h"
 
@@ -24,6 +25,12 @@ static int on_kernel(const char *name, void *user) {
   return 0;
 }
 
+static int on_var(const char *name, uint64_t size, void *user) {
+  (void)size;
+  *(size_t *)user += strlen(name); /* names are NUL-terminated in bounds */
+  return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cucap_image_info info;
   (void)cucap_image_detect(data, size, &info);
@@ -40,6 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint32_t t;
   (void)cucap_image_kernel_params(data, size, "k", p, 16, &n, &t);
   (void)cucap_image_has_code_for(data, size, 90);
+  size_t names_len = 0;
+  (void)cucap_image_foreach_variable(data, size, 90, on_var, &names_len);
+  (void)cucap_cubin_foreach_variable(data, size, on_var, &names_len);
   size_t es;
   (void)cucap_elf_size(data, size, &es);
   const unsigned sms[2] = {86, 90};

@@ -15,6 +15,11 @@
 #     upload are relocated (16384 rewritten), all bytes matched.
 #  5. replay --loop 3: conditional handles are new values in loops 2 and 3
 #     (the mock counts them up), mapped in kernel parameters.
+#  6. drv_globals (module variables written by the host): replay --loop 3
+#     keeps its module loaded across passes and gives the variables back
+#     their load-time contents at each pass start (every byte matched in
+#     every pass, none "nondeterministic"); CUCAP_REPLAY_RELOAD_MODULES=1
+#     (a fresh load in every pass) gives the same.
 # Skips (77) when the mock, the apps or cucap are missing.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
@@ -24,7 +29,7 @@ SRC="${CUCAP_SOURCE_DIR:-}"
 if [ ! -e "$MOCK_LIBDIR/libcuda.so.1" ] || [ ! -x "$CUCAP" ]; then
   echo "SKIP: mock libcuda ($MOCK_LIBDIR) or cucap ($CUCAP) missing"; exit 77
 fi
-for app in drv_graph_cond drv_graph_mem drv_reloc; do
+for app in drv_graph_cond drv_graph_mem drv_reloc drv_globals; do
   if [ -z "$APPS_DIR" ] || [ ! -x "$APPS_DIR/$app" ]; then
     echo "SKIP: $app not built (APPS_DIR=$APPS_DIR)"; exit 77
   fi
@@ -113,6 +118,24 @@ if [ $rc -eq 0 ] && grep -q "all bytes matched" "$T/loop.rep" \
 else
   bad "drv_graph_cond --loop 3 rc=$rc"; cat "$T/loop.rep"
 fi
+
+# ---- 6. module variables across passes ------------------------------------------------
+app=drv_globals
+if "$CUCAP" record -o "$T/$app.fb" -- "$APPS_DIR/$app" > "$T/$app.out" 2> "$T/$app.err" &&
+   { [ -z "$SRC" ] || diff -u "$SRC/tests/apps/$app.expected" "$T/$app.out"; }; then
+  ok "record $app"
+else bad "record $app"; tail -5 "$T/$app.err"; fi
+for reload in 0 1; do
+  CUCAP_REPLAY_RELOAD_MODULES=$reload CUCAP_LOG_LEVEL=info "$CUCAP" replay "$T/$app.fb" \
+    --verify --loop 3 > "$T/g$reload.rep" 2>&1; rc=$?
+  kept=$(grep -c "1 module(s) kept loaded across passes, 56 byte(s) of their variables restored" "$T/g$reload.rep")
+  if [ $rc -eq 0 ] && grep -q "56 of 56 bytes matched; 0 unverifiable; all bytes matched (3 passes)" "$T/g$reload.rep" &&
+     [ "$kept" = $((1 - reload)) ]; then
+    ok "$app --loop 3, RELOAD_MODULES=$reload: every byte matched in every pass (kept modules: $kept)"
+  else
+    bad "$app --loop 3, RELOAD_MODULES=$reload rc=$rc kept=$kept"; cat "$T/g$reload.rep"
+  fi
+done
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -21,7 +21,12 @@ static const char *kSrc =
     " { if (p) p[0] = a + s.v[3] + f; }\n"
     "extern \"C\" __global__ void add(int n, float *x)"
     " { int i = threadIdx.x; if (i < n) x[i] += 1; }\n"
-    "extern \"C\" __global__ void noargs() {}\n";
+    "extern \"C\" __global__ void noargs() {}\n"
+    "__device__ int g_count = 3;\n"
+    "__constant__ float g_coef[4];\n"
+    "extern \"C\" __global__ void usevars(float *x)"
+    " { __shared__ float s[8]; s[threadIdx.x & 7] = g_coef[1];"
+    " x[threadIdx.x] = s[threadIdx.x & 7] + atomicAdd(&g_count, 1); }\n";
 
 static uint8_t *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -39,6 +44,40 @@ static uint8_t *slurp(const char *path, size_t *n) {
   fclose(f);
   *n = (size_t)sz;
   return b;
+}
+
+typedef struct vars_seen {
+  int count, coef, other;
+} vars_seen;
+
+static int on_var(const char *name, uint64_t size, void *user) {
+  vars_seen *v = user;
+  if (!strcmp(name, "g_count") && size == 4)
+    v->count++;
+  else if (!strcmp(name, "g_coef") && size == 16)
+    v->coef++;
+  else
+    v->other++; /* shared memory or a kernel's parameter bank would be wrong */
+  return 0;
+}
+
+/* Module variables (what the replayer restores when it keeps a module loaded
+ * across passes): both, with their sizes, nothing else; PTX and an image
+ * without SASS for the device are refused (the driver would JIT them). */
+static void check_vars(const void *img, size_t size, int is_ptx) {
+  vars_seen v = {0, 0, 0};
+  cucap_status st = cucap_image_foreach_variable(img, size, 90, on_var, &v);
+  if (is_ptx) {
+    CHECK(st == CUCAP_ERR_UNSUPPORTED);
+    return;
+  }
+  CHECK(st == CUCAP_OK);
+  CHECK(v.count == 1 && v.coef == 1 && v.other == 0);
+  vars_seen w = {0, 0, 0};
+  st = cucap_image_foreach_variable(img, size, 80, on_var, &w);
+  /* a cubin is what it is (the driver refuses it on sm_80); a fatbin with
+   * only sm_90 SASS would be JIT-compiled from its PTX there */
+  CHECK(st == CUCAP_OK || st == CUCAP_ERR_UNSUPPORTED);
 }
 
 static void check_k_layout(const void *img, size_t size) {
@@ -314,6 +353,7 @@ int main(void) {
     CHECK(cucap_image_has_code_for(img, info.size, 80) == 0);
     if (fmts[i] != CUCAP_IMAGE_PTX)
       check_k_layout(img, info.size);
+    check_vars(img, info.size, fmts[i] == CUCAP_IMAGE_PTX);
     if (fmts[i] == CUCAP_IMAGE_FATBIN) {
       ecount c = {0};
       CHECK(cucap_fatbin_foreach(img, n, count_entry, &c) == CUCAP_OK);
@@ -340,7 +380,7 @@ int main(void) {
     if (fmts[i] == CUCAP_IMAGE_CUBIN) {
       int kc = 0;
       CHECK(cucap_cubin_foreach_kernel(img, n, kcount, &kc) == CUCAP_OK);
-      CHECK(kc == 3);
+      CHECK(kc == 4);
       unsigned sm = 0;
       CHECK(cucap_cubin_arch(img, n, &sm) == CUCAP_OK && sm == 90);
     }

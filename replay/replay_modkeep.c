@@ -1,0 +1,286 @@
+/* replay_modkeep.c - module images kept loaded across replay passes.
+ *
+ * A multi-pass replay (--loop N, verify's extra passes, and above all
+ * --profile, whose metric, PC-sampling and SASS passes re-run the same
+ * window) used to unload every module at the end of a pass and load it
+ * again in the next: on the H100, torch_mlp spent 0.53 s of a 0.88 s
+ * `replay --loop 3` reloading its 38 modules, and a profile paid again, in
+ * every pass, for the lazy loading of each kernel at its first launch.
+ *
+ * Here a module or library loaded by the load record at file index i stays
+ * loaded for the run; the same record in a later pass gets the same handle
+ * back. What a fresh load would give that a kept module does not is its
+ * variables' load-time contents (kernels write __device__ variables, the
+ * program writes __constant__ ones): they are read once, right after the
+ * first load, for every variable of the code the driver loads
+ * (cucap_image_foreach_variable: the ELF symbol table) and written back at
+ * the start of every later pass, before any record runs. So every pass still
+ * starts from the state a fresh load gives.
+ *
+ * Kept only when that is exact:
+ *  - the image has SASS for this GPU (a PTX-only image is JIT-compiled and its
+ *    variables are unknown without compiling: reloaded every pass as before);
+ *  - every variable was found and read (else: reloaded every pass);
+ *  - it was loaded in a context that lives across passes (the primary
+ *    context, or a program context kept by cucap_replay_session_keep_contexts);
+ *    a program context re-created in every pass takes its modules along.
+ * The program's unload record only drops the handle from the pass's maps;
+ * the kept module is unloaded at the end of the run (rp_modkeep_release) or
+ * when its context is destroyed (rp_modkeep_ctx_gone). Function attributes
+ * set on its functions persist into the next pass, where the program's own
+ * calls set them again. CUCAP_REPLAY_RELOAD_MODULES=1 turns all this off.
+ *
+ * Owns: the kept-module table (R->mk); the executor (replay_exec.c) asks it at
+ * each module load and unload, the pass loop (replay_run.c) at pass start and
+ * at the end of the run. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_fatbin.h"
+#include "cucap_log.h"
+#include "replay_state.h"
+
+typedef struct mk_var {
+  CUdeviceptr addr;
+  size_t size;
+  size_t off; /* into mk_mod.init */
+} mk_var;
+
+typedef struct mk_mod {
+  uint64_t rec_index; /* the load record (same in every pass) */
+  uint64_t live;      /* CUmodule or CUlibrary */
+  int library;
+  CUcontext ctx; /* where it was loaded */
+  mk_var *vars;
+  size_t nvars;
+  uint8_t *init; /* load-time contents of the variables */
+  size_t init_bytes;
+} mk_mod;
+
+struct rp_modkeep {
+  mk_mod *m;
+  size_t n, cap;
+  rp_map by_rec;  /* load record index -> slot + 1 */
+  rp_map by_live; /* live handle -> slot + 1 */
+  uint64_t restored_bytes;
+};
+
+static int mk_enabled(void) {
+  const char *e = getenv("CUCAP_REPLAY_RELOAD_MODULES");
+  return !(e && *e == '1');
+}
+
+int rp_modkeep_wanted(const rp_state *R) {
+  if (!mk_enabled() || R->capturing)
+    return 0;
+  /* a multi-pass run: loops asked for, an observer that profiles, or a pass
+   * after the first (verify's extra passes) */
+  unsigned loops = R->o->loops ? R->o->loops : 1;
+  if (loops < 2 && !R->keep_ctx && R->pass == 0)
+    return 0;
+  if (R->cur == R->primary)
+    return 1;
+  size_t pos = 0;
+  uint64_t v = 0;
+  while (rp_map_next(&R->ctx_kept, &pos, NULL, &v))
+    if ((CUcontext)(uintptr_t)v == R->cur)
+      return 1;
+  return 0;
+}
+
+uint64_t rp_modkeep_get(rp_state *R, uint64_t rec_index, int library) {
+  uint64_t slot = 0;
+  if (!R->mk || !rp_map_get(&R->mk->by_rec, rec_index, &slot))
+    return 0;
+  mk_mod *m = &R->mk->m[slot - 1];
+  if (m->library != library || m->ctx != R->cur)
+    return 0;
+  return m->live;
+}
+
+int rp_modkeep_has(const rp_state *R, uint64_t live) {
+  return R->mk && live && rp_map_get(&R->mk->by_live, live, NULL);
+}
+
+typedef struct mk_scan {
+  rp_state *R;
+  uint64_t live;
+  int library;
+  mk_mod *m;
+  int failed;
+} mk_scan;
+
+static int mk_var_add(const char *name, uint64_t size, void *user) {
+  mk_scan *s = user;
+  rp_state *R = s->R;
+  CUdeviceptr addr = 0;
+  size_t got = 0;
+  CUresult r = CUDA_ERROR_NOT_FOUND;
+  if (s->library && R->d.df.LibraryGetGlobal)
+    r = R->d.df.LibraryGetGlobal(&addr, &got, (CUlibrary)(uintptr_t)s->live, name);
+  else if (!s->library && R->d.df.ModuleGetGlobal)
+    r = R->d.df.ModuleGetGlobal(&addr, &got, (CUmodule)(uintptr_t)s->live, name);
+  if (r != CUDA_SUCCESS || !addr || !got) {
+    CUCAP_DEBUG("replay: module variable %s (%" PRIu64 " bytes) not found "
+                "(CUresult %d): module reloaded in every pass", name, size, (int)r);
+    return s->failed = 1;
+  }
+  mk_mod *m = s->m;
+  for (size_t i = 0; i < m->nvars; i++)
+    if (m->vars[i].addr == addr)
+      return 0; /* the same variable under another symbol */
+  if (m->nvars % 16 == 0) {
+    mk_var *nv = realloc(m->vars, (m->nvars + 16) * sizeof *nv);
+    if (!nv)
+      return s->failed = 1;
+    m->vars = nv;
+  }
+  m->vars[m->nvars++] = (mk_var){addr, got, m->init_bytes};
+  m->init_bytes += got;
+  return 0;
+}
+
+static void mk_mod_free(mk_mod *m) {
+  free(m->vars);
+  free(m->init);
+  memset(m, 0, sizeof *m);
+}
+
+void rp_modkeep_add(rp_state *R, uint64_t rec_index, int library, uint64_t live,
+                    const void *img, size_t isz) {
+  if (!live || !rp_modkeep_wanted(R) || !R->d.df.MemcpyDtoHAsync ||
+      !R->d.df.MemcpyHtoDAsync)
+    return;
+  if (!R->mk && !(R->mk = calloc(1, sizeof *R->mk)))
+    return;
+  struct rp_modkeep *K = R->mk;
+  if (rp_map_get(&K->by_rec, rec_index, NULL))
+    return; /* kept in another context already: this one is per pass */
+  mk_mod m = {rec_index, live, library, R->cur, NULL, 0, NULL, 0};
+  mk_scan s = {R, live, library, &m, 0};
+  cucap_status st = cucap_image_foreach_variable(img, isz, (unsigned)R->cc,
+                                                 mk_var_add, &s);
+  if (st != CUCAP_OK || s.failed) {
+    if (st != CUCAP_OK)
+      CUCAP_DEBUG("replay: load record %" PRIu64 ": variables not known (%s): "
+                  "module reloaded in every pass", rec_index, cucap_status_str(st));
+    mk_mod_free(&m);
+    return;
+  }
+  if (m.init_bytes && !(m.init = malloc(m.init_bytes))) {
+    mk_mod_free(&m);
+    return;
+  }
+  /* pageable host memory: each copy is done when the call returns; the
+   * stream synchronisation below makes sure of it */
+  for (size_t i = 0; i < m.nvars; i++)
+    if (R->d.df.MemcpyDtoHAsync(m.init + m.vars[i].off, m.vars[i].addr,
+                                m.vars[i].size, NULL) != CUDA_SUCCESS) {
+      mk_mod_free(&m);
+      return;
+    }
+  if (m.nvars && R->d.df.StreamSynchronize(NULL) != CUDA_SUCCESS) {
+    mk_mod_free(&m);
+    return;
+  }
+  if (K->n == K->cap) {
+    size_t nc = K->cap ? K->cap * 2 : 16;
+    mk_mod *nm = realloc(K->m, nc * sizeof *nm);
+    if (!nm) {
+      mk_mod_free(&m);
+      return;
+    }
+    K->m = nm;
+    K->cap = nc;
+  }
+  if (!rp_map_put(&K->by_rec, rec_index, K->n + 1) ||
+      !rp_map_put(&K->by_live, live, K->n + 1)) {
+    rp_map_del(&K->by_rec, rec_index, NULL);
+    mk_mod_free(&m);
+    return;
+  }
+  K->m[K->n++] = m;
+}
+
+/* Writes every kept module's variables back to their load-time contents (at
+ * pass start). The copies go to the legacy stream, which the program's
+ * non-blocking streams do not wait for: each context is synchronised after
+ * its copies, so they are done before any record of the pass runs. */
+void rp_modkeep_restore(rp_state *R) {
+  struct rp_modkeep *K = R->mk;
+  if (!K || !K->n)
+    return;
+  CUcontext prev = R->cur;
+  for (size_t i = 0; i < K->n; i++) {
+    mk_mod *m = &K->m[i];
+    if (!m->live || !m->nvars)
+      continue;
+    if (m->ctx != R->cur) {
+      if (R->d.df.CtxSynchronize() != CUDA_SUCCESS ||
+          R->d.df.CtxSetCurrent(m->ctx) != CUDA_SUCCESS)
+        continue;
+      R->cur = m->ctx;
+    }
+    for (size_t v = 0; v < m->nvars; v++) {
+      if (!rp_cu(R, R->d.df.MemcpyHtoDAsync(m->vars[v].addr,
+                                            m->init + m->vars[v].off,
+                                            m->vars[v].size, NULL),
+                 "cuMemcpyHtoDAsync (module variables, pass start)"))
+        return;
+      K->restored_bytes += m->vars[v].size;
+    }
+  }
+  rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (module variables)");
+  if (prev && R->cur != prev && R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
+    R->cur = prev;
+}
+
+static void mk_unload(rp_state *R, mk_mod *m) {
+  if (m->library) {
+    if (R->d.df.LibraryUnload)
+      R->d.df.LibraryUnload((CUlibrary)(uintptr_t)m->live);
+  } else if (R->d.df.ModuleUnload) {
+    R->d.df.ModuleUnload((CUmodule)(uintptr_t)m->live);
+  }
+}
+
+static void mk_forget(struct rp_modkeep *K, mk_mod *m) {
+  rp_map_del(&K->by_rec, m->rec_index, NULL);
+  rp_map_del(&K->by_live, m->live, NULL);
+  mk_mod_free(m); /* the slot stays, empty (live 0) */
+}
+
+void rp_modkeep_ctx_gone(rp_state *R, CUcontext ctx) {
+  struct rp_modkeep *K = R->mk;
+  for (size_t i = 0; K && i < K->n; i++)
+    if (K->m[i].live && K->m[i].ctx == ctx)
+      mk_forget(K, &K->m[i]); /* the driver frees it with the context */
+}
+
+void rp_modkeep_release(rp_state *R) {
+  struct rp_modkeep *K = R->mk;
+  if (!K)
+    return;
+  size_t kept = 0;
+  for (size_t i = 0; i < K->n; i++) {
+    mk_mod *m = &K->m[i];
+    if (!m->live)
+      continue;
+    kept++;
+    if (R->d.lib && (m->ctx == R->cur ||
+                     R->d.df.CtxSetCurrent(m->ctx) == CUDA_SUCCESS)) {
+      R->cur = m->ctx;
+      mk_unload(R, m);
+    }
+    mk_mod_free(m);
+  }
+  if (kept)
+    CUCAP_INFO("replay: %zu module(s) kept loaded across passes, %" PRIu64
+               " byte(s) of their variables restored", kept, K->restored_bytes);
+  free(K->m);
+  rp_map_free(&K->by_rec);
+  rp_map_free(&K->by_live);
+  free(K);
+  R->mk = NULL;
+}
