@@ -76,7 +76,7 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
 
 for a in drv_basic drv_streams drv_reuse drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
          drv_capture drv_managed drv_nondet rt_storm drv_attrs drv_texture \
-         drv_graph_cond drv_graph_mem drv_reloc drv_graph_host drv_sched drv_managed_host drv_share \
+         drv_graph_cond drv_graph_mem drv_reloc drv_globals drv_graph_host drv_sched drv_managed_host drv_share \
          rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
 done
@@ -132,6 +132,9 @@ EXTRA_REQUIRE=' [1-9][0-9]* pointer\(s\) in uploaded data patched' \
 # graph features replayed again and again: conditional handles made anew
 # each pass (mapped in kernel parameters), graph allocations, exec updates
 extra loop3-graph-cond "$APPS/drv_graph_cond" -- --loop 3 --verify
+# module variables a kernel updates: every pass starts from their load-time
+# contents (the module is kept loaded across passes: replay/replay_modkeep.c)
+EXTRA_REQUIRE="all bytes matched \\(3 passes\\)" extra loop3-globals "$APPS/drv_globals" -- --loop 3 --verify
 extra relocate-graph-mem "$APPS/drv_graph_mem" -- --relocate --verify
 # copy nodes with host memory (UNIFIED types, pageable stack/heap, a clone,
 # simpleCudaGraphs' pattern): results after a host node are host-written
