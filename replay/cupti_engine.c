@@ -555,7 +555,6 @@ static int ck_next_phase(ck_engine *E, ck_phase from) {
 
 static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   ck_engine *E = u;
-  (void)s;
   (void)pass;
   if (!E->attached || E->phase == CK_PH_DONE)
     return 0;
@@ -593,6 +592,10 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     break;
   }
   int more = ck_next_phase(E, ph);
+  /* SASS metrics patch functions as their modules load: that pass loads
+   * them again after cuptiSassMetricsSetConfig, as a single pass would */
+  if (more && E->phase == CK_PH_SASS && ph != CK_PH_SASS)
+    cucap_replay_session_fresh_modules(s);
   E->tm.t_last_pass_end = ck_now();
   return more;
 }

@@ -28,7 +28,11 @@
  * the kept module is unloaded at the end of the run (rp_modkeep_release) or
  * when its context is destroyed (rp_modkeep_ctx_gone). Function attributes
  * set on its functions persist into the next pass, where the program's own
- * calls set them again. CUCAP_REPLAY_RELOAD_MODULES=1 turns all this off.
+ * calls set them again. An observer can ask for one pass with fresh loads
+ * (cucap_replay_session_fresh_modules: the CUPTI engine's SASS-metrics pass,
+ * since CUPTI patches functions as they load): the kept modules are unloaded
+ * at that pass's start and the loads of that pass are kept instead.
+ * CUCAP_REPLAY_RELOAD_MODULES=1 turns all this off.
  *
  * Owns: the kept-module table (R->mk); the executor (replay_exec.c) asks it at
  * each module load and unload, the pass loop (replay_run.c) at pass start and
@@ -64,6 +68,7 @@ struct rp_modkeep {
   rp_map by_rec;  /* load record index -> slot + 1 */
   rp_map by_live; /* live handle -> slot + 1 */
   uint64_t restored_bytes;
+  size_t dropped; /* modules unloaded for cucap_replay_session_fresh_modules */
 };
 
 static int mk_enabled(void) {
@@ -258,10 +263,9 @@ void rp_modkeep_ctx_gone(rp_state *R, CUcontext ctx) {
       mk_forget(K, &K->m[i]); /* the driver frees it with the context */
 }
 
-void rp_modkeep_release(rp_state *R) {
-  struct rp_modkeep *K = R->mk;
-  if (!K)
-    return;
+/* Unloads every kept module in its context (when the driver is there) and
+ * empties the table; returns how many there were. */
+static size_t mk_unload_all(rp_state *R, struct rp_modkeep *K) {
   size_t kept = 0;
   for (size_t i = 0; i < K->n; i++) {
     mk_mod *m = &K->m[i];
@@ -275,12 +279,32 @@ void rp_modkeep_release(rp_state *R) {
     }
     mk_mod_free(m);
   }
-  if (kept)
-    CUCAP_INFO("replay: %zu module(s) kept loaded across passes, %" PRIu64
-               " byte(s) of their variables restored", kept, K->restored_bytes);
-  free(K->m);
+  K->n = 0;
   rp_map_free(&K->by_rec);
   rp_map_free(&K->by_live);
+  return kept;
+}
+
+void rp_modkeep_drop(rp_state *R) {
+  if (!R->mk)
+    return;
+  CUcontext prev = R->cur;
+  size_t n = mk_unload_all(R, R->mk);
+  R->mk->dropped += n;
+  if (prev && R->cur != prev && R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
+    R->cur = prev;
+}
+
+void rp_modkeep_release(rp_state *R) {
+  struct rp_modkeep *K = R->mk;
+  if (!K)
+    return;
+  size_t kept = mk_unload_all(R, K);
+  if (kept || K->dropped)
+    CUCAP_INFO("replay: %zu module(s) kept loaded across passes, %" PRIu64
+               " byte(s) of their variables restored%s", kept, K->restored_bytes,
+               K->dropped ? " (loaded again once, on an observer's request)" : "");
+  free(K->m);
   free(K);
   R->mk = NULL;
 }

@@ -626,7 +626,11 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     rp_cu(R, rp_mem_zero(&R->mem, &R->d), "cuMemsetD8 (pass start)");
     if (loop > 0) {
       rp_restore(R);
-      rp_modkeep_restore(R);
+      if (R->mk_fresh)
+        rp_modkeep_drop(R);
+      else
+        rp_modkeep_restore(R);
+      R->mk_fresh = 0;
     }
     if (optime)
       reset_s += rp_now() - tr;

@@ -54,6 +54,7 @@ typedef struct rp_state {
   int keep_ctx;
   rp_map ctx_kept;
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
+  int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
   rp_map tid_ctx;             /* recording tid -> live current context */
   rp_map owner;               /* live object -> live context it was made in */
 #define RP_CTX_STACK 64
@@ -262,6 +263,9 @@ int rp_modkeep_has(const rp_state *R, uint64_t live);
 void rp_modkeep_restore(rp_state *R);
 void rp_modkeep_ctx_gone(rp_state *R, CUcontext ctx);
 void rp_modkeep_release(rp_state *R);
+/* rp_modkeep_release for cucap_replay_session_fresh_modules (pass start,
+ * after rp_destroy_live): the pass loads every module again, and keeps it. */
+void rp_modkeep_drop(rp_state *R);
 /* The CUfunction to launch fi with in the current context (a CUkernel's is
  * per context); NULL if its module died (or a driver error, R->failed). */
 CUfunction rp_func_fn(rp_state *R, rp_func *fi);
