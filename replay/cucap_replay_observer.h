@@ -212,8 +212,8 @@ void cucap_replay_session_keep_contexts(cucap_replay_session *s);
 /* A multi-pass run keeps module images loaded across passes (their
  * variables restored at each pass start); this makes the next pass load
  * every module anew, as a single-pass replay does, for an observer that
- * must see modules load after it set something up (CUPTI's SASS metrics
- * patch functions as they load). Call from pass_end. */
+ * must see modules load after it set something up (CUPTI's PC sampling and
+ * SASS metrics). Call from pass_end. */
 void cucap_replay_session_fresh_modules(cucap_replay_session *s);
 /* Stops the replay with an error (exit code 4, or 3 for CUCAP_ERR_ENV /
  * CUCAP_ERR_UNSUPPORTED). */

@@ -29,8 +29,9 @@
  * when its context is destroyed (rp_modkeep_ctx_gone). Function attributes
  * set on its functions persist into the next pass, where the program's own
  * calls set them again. An observer can ask for one pass with fresh loads
- * (cucap_replay_session_fresh_modules: the CUPTI engine's SASS-metrics pass,
- * since CUPTI patches functions as they load): the kept modules are unloaded
+ * (cucap_replay_session_fresh_modules: the CUPTI engine's PC-sampling and
+ * SASS-metrics passes, which see only functions loaded after they were set
+ * up): the kept modules are unloaded
  * at that pass's start and the loads of that pass are kept instead.
  * CUCAP_REPLAY_RELOAD_MODULES=1 turns all this off.
  *
