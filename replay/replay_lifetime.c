@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "replay_graph.h"
 #include "replay_state.h"
 
 void rp_owned(rp_state *R, uint64_t live) {
@@ -74,7 +75,22 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
     if (prev && prev != live)
       R->d.df.CtxSetCurrent(prev);
   }
-  /* the program's objects in it: the driver frees them with the context */
+  /* graph execs the program left in it are destroyed here, with their
+   * rebuilt graphs, rather than left to cuCtxDestroy (found by fuzz_replay:
+   * an exec instantiated in a context the capture then created again under
+   * the same handle stayed alive after the run) */
+  {
+    size_t gp = 0;
+    uint64_t gk = 0, gv = 0, go = 0;
+    while (rp_map_next(&R->gexec, &gp, &gk, &gv))
+      if (rp_map_get(&R->owner, gv, &go) && go == c) {
+        if (R->d.df.GraphExecDestroy)
+          R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)gv);
+        rp_map_del(&R->gexec, gk, NULL);
+        rp_graph_exec_destroyed(R, gk);
+      }
+  }
+  /* the program's other objects in it: the driver frees them with it */
   rp_modkeep_ctx_gone(R, live);
   size_t n = rp_object_context_gone(R, c); /* arrays, textures, surfaces */
   rp_map *maps[] = {&R->stream, &R->event, &R->module, &R->gexec};
