@@ -893,12 +893,14 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     }
     unsigned slot = 0;
     int kept = 0;
-    void *hb = rp_payload(R, c, size, &slot, &kept);
+    void *hb = rp_paycache_get(R, c, size, dst, g); /* patched already */
+    int cached = hb != NULL;
+    if (!cached && (hb = rp_payload(R, c, size, &slot, &kept)))
+      rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
     if (!hb) {
       rp_skip(R, "HtoD copy (payload blob missing)");
       return;
     }
-    rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
     uint64_t d = rp_tr(R, dst);
     if (R->obj) /* texture/surface handles stored in device memory */
       rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
@@ -909,7 +911,7 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       res = fn->MemcpyHtoDAsync(d, hb, size, st);
     if (!rp_cu(R, res, "cuMemcpyHtoD"))
       return;
-    if (!kept)
+    if (!kept && !cached)
       rp_stage_done(R, slot, st, fn);
     /* a synchronous copy completes before the call returns (errors too) */
     if (!async && !R->capturing &&

@@ -77,13 +77,15 @@ static int mk_enabled(void) {
   return !(e && *e == '1');
 }
 
-int rp_modkeep_wanted(const rp_state *R) {
-  if (!mk_enabled() || R->capturing)
-    return 0;
-  /* a multi-pass run: loops asked for, an observer that profiles, or a pass
-   * after the first (verify's extra passes) */
+int rp_multipass(const rp_state *R) {
+  /* loops asked for, an observer that profiles, or a pass after the first
+   * (verify's extra passes) */
   unsigned loops = R->o->loops ? R->o->loops : 1;
-  if (loops < 2 && !R->keep_ctx && R->pass == 0)
+  return loops > 1 || R->keep_ctx || R->pass > 0;
+}
+
+int rp_modkeep_wanted(const rp_state *R) {
+  if (!mk_enabled() || R->capturing || !rp_multipass(R))
     return 0;
   if (R->cur == R->primary)
     return 1;

@@ -718,6 +718,7 @@ out:
       rp_free_host(R, &R->stage[i], R->stage_pinned[i]);
     }
     rp_free_host(R, &R->scratch, R->scratch_pinned);
+    rp_paycache_free(R); /* page-locked: while the primary context lives */
     rp_free_host(R, &R->expect, R->expect_pinned);
     rp_graphs_reset(R, 1);
     rp_mem_release(&R->mem, &R->d);
@@ -726,6 +727,7 @@ out:
       R->d.df.DevicePrimaryCtxRelease(R->dev);
   } else {
     rp_modkeep_release(R);
+    rp_paycache_free(R);
     rp_graphs_reset(R, 1);
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, NULL);

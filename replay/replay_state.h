@@ -55,6 +55,7 @@ typedef struct rp_state {
   rp_map ctx_kept;
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
+  struct rp_paycache *pc;     /* replay_paycache.c: copy payloads kept */
   rp_map tid_ctx;             /* recording tid -> live current context */
   rp_map owner;               /* live object -> live context it was made in */
 #define RP_CTX_STACK 64
@@ -255,6 +256,9 @@ void rp_ctx_destroy_all(rp_state *R, rp_map *m);
  * rp_modkeep_restore: variables back to load-time contents (pass start).
  * rp_modkeep_ctx_gone: ctx is being destroyed (the driver frees them).
  * rp_modkeep_release: unloads all kept modules, frees the table (end). */
+/* A run of several passes (loops, an observer that keeps contexts, a pass
+ * after the first): what kept modules and cached payloads pay off for. */
+int rp_multipass(const rp_state *R);
 int rp_modkeep_wanted(const rp_state *R);
 uint64_t rp_modkeep_get(rp_state *R, uint64_t rec_index, int library);
 void rp_modkeep_add(rp_state *R, uint64_t rec_index, int library, uint64_t live,
@@ -266,6 +270,14 @@ void rp_modkeep_release(rp_state *R);
 /* rp_modkeep_release for cucap_replay_session_fresh_modules (pass start,
  * after rp_destroy_live): the pass loads every module again, and keeps it. */
 void rp_modkeep_drop(rp_state *R);
+/* Copy payloads kept across passes (replay_paycache.c). rp_paycache_get: the
+ * page-locked, relocated payload of the HtoD copy being replayed (copy size
+ * bytes to dst, geometry g or NULL), valid until rp_paycache_free; NULL when
+ * it is not cached (take the staging path: small, capturing, texture
+ * handles, single pass, over budget). rp_paycache_free: end of the run. */
+void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
+                      uint64_t dst, const cucap_fb_copy_geometry *g);
+void rp_paycache_free(rp_state *R);
 /* The CUfunction to launch fi with in the current context (a CUkernel's is
  * per context); NULL if its module died (or a driver error, R->failed). */
 CUfunction rp_func_fn(rp_state *R, rp_func *fi);

@@ -20,6 +20,11 @@
 #     their load-time contents at each pass start (every byte matched in
 #     every pass, none "nondeterministic"); CUCAP_REPLAY_RELOAD_MODULES=1
 #     (a fresh load in every pass) gives the same.
+#  7. copy payloads cached across passes (replay/replay_paycache.c, every
+#     size with CUCAP_REPLAY_PAYLOAD_CACHE_MIN=1): drv_reloc --loop 3 copies
+#     from the cache in passes 2 and 3, every byte matched; with --relocate
+#     the pointers inside the upload are patched again for each pass's
+#     placement (still every byte matched, 3 x 16384 patched).
 # Skips (77) when the mock, the apps or cucap are missing.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
@@ -136,6 +141,20 @@ for reload in 0 1; do
     bad "$app --loop 3, RELOAD_MODULES=$reload rc=$rc kept=$kept"; cat "$T/g$reload.rep"
   fi
 done
+
+# ---- 7. copy payloads cached across passes ---------------------------------------------
+CUCAP_REPLAY_PAYLOAD_CACHE_MIN=1 CUCAP_LOG_LEVEL=info "$CUCAP" replay "$T/drv_reloc.fb" --verify \
+  --loop 3 > "$T/pc.rep" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "all bytes matched (3 passes)" "$T/pc.rep" &&
+   grep -q "4 copies (0 MiB) replayed from 2 cached payload(s)" "$T/pc.rep"; then
+  ok "drv_reloc --loop 3: copies of passes 2-3 from cached payloads, every byte matched"
+else bad "drv_reloc --loop 3 payload cache rc=$rc"; cat "$T/pc.rep"; fi
+CUCAP_REPLAY_PAYLOAD_CACHE_MIN=1 CUCAP_MOCK_ADDR_BASE=0x7d0000000000 "$CUCAP" replay "$T/drv_reloc.fb" \
+  --verify --relocate --loop 3 > "$T/pcr.rep" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "all bytes matched (3 passes)" "$T/pcr.rep" &&
+   grep -q " 49152 pointer(s) in uploaded data patched" "$T/pcr.rep"; then
+  ok "drv_reloc --relocate --loop 3: cached payloads patched again per pass, every byte matched"
+else bad "drv_reloc --relocate --loop 3 payload cache rc=$rc"; cat "$T/pcr.rep"; fi
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

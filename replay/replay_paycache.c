@@ -1,0 +1,166 @@
+/* replay_paycache.c - copy payloads kept in page-locked memory across passes.
+ *
+ * A copy to the device replays its payload from the capture: the blob is
+ * decompressed into a staging buffer and copied from there, in every pass.
+ * A profile runs the same window 10-15 times, and a program that uploads a
+ * large input before it pays that each time: on the H100, rt_profile's
+ * 256 MiB upload was 1.38 s of a 3.4 s `--metrics=full` profile (15 passes).
+ *
+ * In a multi-pass run (the same rule as kept modules: --loop N, an observer
+ * that keeps contexts, or a pass after the first) a copy of at least
+ * a MiB or more keeps its payload, decompressed and with its
+ * pointers relocated (rp_patch_payload), in a page-locked buffer of its own,
+ * keyed by the copy's record index (the same in every pass). Later passes
+ * copy from that buffer: one DMA, no decompression, no staging wait. The
+ * relocation of pointers inside the payload depends on where this pass
+ * placed things: the entry remembers a hash of the relocation table it was
+ * patched with, and a pass whose table differs reads and patches it again.
+ * Payloads that hold texture/surface handles (R->obj: handles are new in
+ * each pass) and copies inside a stream capture take the staging path.
+ *
+ * Budget: CUCAP_REPLAY_PAYLOAD_CACHE_MB (default: a quarter of physical
+ * memory, at most 8 GiB; 0 turns it off); past it, copies stage as before.
+ *
+ * Owns: the cache table (R->pc) and its page-locked buffers, freed at the
+ * end of the run (rp_paycache_free, while the primary context lives). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cucap_log.h"
+#include "replay_state.h"
+
+/* smaller copies decompress in microseconds; CUCAP_REPLAY_PAYLOAD_CACHE_MIN
+ * (bytes) overrides it for tests */
+static uint64_t pc_min(void) {
+  const char *e = getenv("CUCAP_REPLAY_PAYLOAD_CACHE_MIN");
+  return e && *e ? strtoull(e, NULL, 10) : (uint64_t)1 << 20;
+}
+
+typedef struct pc_ent {
+  void *buf;           /* page-locked, the patched payload */
+  uint64_t size;       /* bytes copied */
+  uint64_t reloc_key;  /* relocation table it was patched with */
+  uint64_t patched;    /* pointers rewritten in it (for the report) */
+} pc_ent;
+
+struct rp_paycache {
+  pc_ent *e;
+  size_t n, cap;
+  rp_map by_rec; /* copy record index -> slot + 1 */
+  uint64_t bytes, budget, min;
+  uint64_t hits, hit_bytes;
+  int full_noted;
+};
+
+static uint64_t pc_budget(void) {
+  const char *e = getenv("CUCAP_REPLAY_PAYLOAD_CACHE_MB");
+  if (e && *e)
+    return strtoull(e, NULL, 10) << 20;
+  long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
+  uint64_t quarter = pages > 0 && pg > 0 ? (uint64_t)pages * (uint64_t)pg / 4 : 0;
+  uint64_t cap = (uint64_t)8 << 30;
+  return quarter < cap ? quarter : cap;
+}
+
+/* FNV-1a over the relocation table: equal tables patch equally. */
+static uint64_t pc_reloc_key(const rp_state *R) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < R->mem.nreloc; i++) {
+    const rp_reloc *r = &R->mem.reloc[i];
+    uint64_t w[3] = {r->addr, r->size, r->live};
+    const uint8_t *p = (const uint8_t *)w;
+    for (size_t k = 0; k < sizeof w; k++)
+      h = (h ^ p[k]) * 1099511628211ull;
+  }
+  return h;
+}
+
+void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
+                      uint64_t dst, const cucap_fb_copy_geometry *g) {
+  if (R->capturing || R->obj || !rp_multipass(R))
+    return NULL;
+  if (!R->pc) {
+    uint64_t b = pc_budget();
+    if (!b || !(R->pc = calloc(1, sizeof *R->pc)))
+      return NULL;
+    R->pc->budget = b;
+    R->pc->min = pc_min();
+  }
+  if (size < R->pc->min)
+    return NULL;
+  struct rp_paycache *P = R->pc;
+  cucap_hash128 h = rp_h(cucap_fb_memcpy_payload(c));
+  uint64_t bsz = 0;
+  if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK || bsz < size)
+    return NULL;
+  uint64_t key = pc_reloc_key(R), slot = 0;
+  pc_ent *e = NULL;
+  if (rp_map_get(&P->by_rec, R->rec_index, &slot)) {
+    e = &P->e[slot - 1];
+    if (e->size != bsz)
+      return NULL; /* not the same copy (cannot happen in file order) */
+    if (e->reloc_key == key) {
+      P->hits++;
+      P->hit_bytes += bsz;
+      R->rep->patched_pointers += e->patched;
+      return e->buf;
+    }
+  } else {
+    if (P->bytes + bsz > P->budget) {
+      if (!P->full_noted++)
+        CUCAP_INFO("replay: payload cache full (%" PRIu64 " MiB): larger copies "
+                   "are read from the capture in every pass", P->budget >> 20);
+      return NULL;
+    }
+    if (P->n == P->cap) {
+      size_t nc = P->cap ? P->cap * 2 : 16;
+      pc_ent *ne = realloc(P->e, nc * sizeof *ne);
+      if (!ne)
+        return NULL;
+      P->e = ne;
+      P->cap = nc;
+    }
+    void *buf = rp_host_buf_alloc(R, bsz);
+    if (!buf)
+      return NULL;
+    if (!rp_map_put(&P->by_rec, R->rec_index, P->n + 1)) {
+      rp_host_buf_free(R, buf);
+      return NULL;
+    }
+    e = &P->e[P->n++];
+    memset(e, 0, sizeof *e);
+    e->buf = buf;
+    e->size = bsz;
+    P->bytes += bsz;
+  }
+  /* first use, or the relocations moved: read and patch it again (the
+   * previous pass's copies from it finished at that pass's end) */
+  if (cucap_reader_blob_read(R->r, h, e->buf, bsz) != CUCAP_OK) {
+    e->reloc_key = ~key; /* never a hit */
+    return NULL;
+  }
+  uint64_t before = R->rep->patched_pointers;
+  rp_patch_payload(R, e->buf, size, dst, g);
+  e->patched = R->rep->patched_pointers - before;
+  e->reloc_key = key;
+  return e->buf;
+}
+
+void rp_paycache_free(rp_state *R) {
+  struct rp_paycache *P = R->pc;
+  if (!P)
+    return;
+  if (P->hits)
+    CUCAP_INFO("replay: %" PRIu64 " copies (%" PRIu64 " MiB) replayed from %zu "
+               "cached payload(s) (%" PRIu64 " MiB page-locked)", P->hits,
+               P->hit_bytes >> 20, P->n, P->bytes >> 20);
+  for (size_t i = 0; i < P->n; i++)
+    if (R->d.lib)
+      rp_host_buf_free(R, P->e[i].buf);
+  free(P->e);
+  rp_map_free(&P->by_rec);
+  free(P);
+  R->pc = NULL;
+}
