@@ -55,6 +55,7 @@ typedef struct rp_state {
   rp_map ctx_kept;
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
+  int mk_off;                 /* modules are no longer kept (after mk_fresh) */
   struct rp_paycache *pc;     /* replay_paycache.c: copy payloads kept */
   rp_map tid_ctx;             /* recording tid -> live current context */
   rp_map owner;               /* live object -> live context it was made in */
@@ -268,7 +269,7 @@ void rp_modkeep_restore(rp_state *R);
 void rp_modkeep_ctx_gone(rp_state *R, CUcontext ctx);
 void rp_modkeep_release(rp_state *R);
 /* rp_modkeep_release for cucap_replay_session_fresh_modules (pass start,
- * after rp_destroy_live): the pass loads every module again, and keeps it. */
+ * after rp_destroy_live): this and every later pass load their modules. */
 void rp_modkeep_drop(rp_state *R);
 /* Copy payloads kept across passes (replay_paycache.c). rp_paycache_get: the
  * page-locked, relocated payload of the HtoD copy being replayed (copy size

@@ -18,7 +18,7 @@
 #  6. drv_globals (module variables written by the host): replay --loop 3
 #     keeps its module loaded across passes and gives the variables back
 #     their load-time contents at each pass start (every byte matched in
-#     every pass, none "nondeterministic"); CUCAP_REPLAY_RELOAD_MODULES=1
+#     every pass, none "nondeterministic"); without CUCAP_REPLAY_KEEP_MODULES=1
 #     (a fresh load in every pass) gives the same.
 #  7. copy payloads cached across passes (replay/replay_paycache.c, every
 #     size with CUCAP_REPLAY_PAYLOAD_CACHE_MIN=1): drv_reloc --loop 3 copies
@@ -131,14 +131,14 @@ if "$CUCAP" record -o "$T/$app.fb" -- "$APPS_DIR/$app" > "$T/$app.out" 2> "$T/$a
   ok "record $app"
 else bad "record $app"; tail -5 "$T/$app.err"; fi
 for reload in 0 1; do
-  CUCAP_REPLAY_RELOAD_MODULES=$reload CUCAP_LOG_LEVEL=info "$CUCAP" replay "$T/$app.fb" \
+  CUCAP_REPLAY_KEEP_MODULES=$((1 - reload)) CUCAP_LOG_LEVEL=info "$CUCAP" replay "$T/$app.fb" \
     --verify --loop 3 > "$T/g$reload.rep" 2>&1; rc=$?
   kept=$(grep -c "1 module(s) kept loaded across passes, 56 byte(s) of their variables restored" "$T/g$reload.rep")
   if [ $rc -eq 0 ] && grep -q "56 of 56 bytes matched; 0 unverifiable; all bytes matched (3 passes)" "$T/g$reload.rep" &&
      [ "$kept" = $((1 - reload)) ]; then
-    ok "$app --loop 3, RELOAD_MODULES=$reload: every byte matched in every pass (kept modules: $kept)"
+    ok "$app --loop 3, KEEP_MODULES=$((1 - reload)): every byte matched in every pass (kept modules: $kept)"
   else
-    bad "$app --loop 3, RELOAD_MODULES=$reload rc=$rc kept=$kept"; cat "$T/g$reload.rep"
+    bad "$app --loop 3, KEEP_MODULES=$((1 - reload)) rc=$rc kept=$kept"; cat "$T/g$reload.rep"
   fi
 done
 

@@ -124,8 +124,10 @@ static int count_entry(const cucap_fatbin_entry *e, void *user) {
   if (cucap_fatbin_entry_data(e, &d, &n) == CUCAP_OK) {
     if (e->kind == CUCAP_FATBIN_ENTRY_ELF && n >= 4 && memcmp(d, "\x7f" "ELF", 4) == 0)
       c->decoded_ok++;
-    if (e->kind == CUCAP_FATBIN_ENTRY_PTX && strstr((char *)d, ".entry") &&
-        memchr(d, 0, n))
+    /* the PTX text is NUL-terminated inside the entry (memchr before strstr:
+     * with kSrc's variables the text filled the entry to its last byte) */
+    if (e->kind == CUCAP_FATBIN_ENTRY_PTX && memchr(d, 0, n) &&
+        strstr((char *)d, ".entry"))
       c->decoded_ok++;
     free(d);
   }
