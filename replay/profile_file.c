@@ -654,7 +654,11 @@ cucap_status cucap_profile_load_memory(const void *data, size_t size, cucap_prof
   uint8_t *raw = NULL;
   if (flags & PF_FLAG_ZSTD) {
     unsigned long long fcs = ZSTD_getFrameContentSize(payload, pn);
-    if (fcs == ZSTD_CONTENTSIZE_ERROR || (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != raw_n))
+    /* the writer always stores the content size; a frame without it, or one
+     * claiming more than 4096x its compressed bytes, is not ours (found by
+     * fuzz_profile: a 2 GiB allocation for a few bytes) */
+    if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN ||
+        fcs != raw_n || raw_n / 4096 > pn)
       return bad(&L, "compressed payload");
     raw = malloc(raw_n);
     if (!raw)
