@@ -48,6 +48,17 @@ static inline void drv_print(const char *label, const float *x, size_t n) {
 }
 
 /* cuInit + device 0 + a new context, made current. */
+/* The device's primary context, retained and made current (as cudart does);
+ * release it with cuDevicePrimaryCtxRelease(*dev). */
+static inline CUcontext drv_setup_primary(CUdevice *dev) {
+  CUcontext ctx;
+  CK(cuInit(0));
+  CK(cuDeviceGet(dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, *dev));
+  CK(cuCtxSetCurrent(ctx));
+  return ctx;
+}
+
 static inline CUcontext drv_setup(void) {
   CUdevice dev;
   CUcontext ctx;

@@ -11,11 +11,7 @@ extern const unsigned char drv_ext_fatbin[];
 
 int main(void) {
   CUdevice dev;
-  CUcontext ctx;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
+  drv_setup_primary(&dev);
   CUmodule ext;
   CUfunction bump;
   CK(cuModuleLoadData(&ext, drv_ext_fatbin));

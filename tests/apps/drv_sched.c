@@ -23,11 +23,7 @@ extern const unsigned char sched_fatbin[];
 int main(void) {
   enum { N = 1 << 12, BLOCKS = 64, THREADS = 256 };
   CUdevice dev;
-  CUcontext ctx;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
+  drv_setup_primary(&dev);
   CUmodule mod, smod;
   CUfunction fill, probe, heap;
   CK(cuModuleLoadData(&mod, drv_fatbin));
