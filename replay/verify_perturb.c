@@ -13,10 +13,17 @@
  * spin kernel (a tiny PTX module JIT-compiled for the device, loaded in the
  * primary context through the session's entry points) is launched on a
  * cucap-owned non-blocking stream of that context: it writes no memory and
- * busy-waits on %globaltimer for 2-50 us in a varying number of blocks,
- * either light (1-4 warps a block: it shares SMs with the program's blocks,
- * whose warps then interleave differently) or heavy (1024 threads a block,
- * up to two per SM: the program's blocks start later and on other SMs).
+ * busy-waits on %globaltimer, each block for its own time (2-50 us, drawn
+ * per block, so SMs come free in a random order rather than all at once),
+ * in one of three shapes: light (1-4 warps a block on up to every SM: it
+ * shares SMs with the program's blocks, whose warps then interleave
+ * differently), heavy (1024 threads a block, up to two per SM: the program's
+ * blocks start later and on other SMs) or everywhere (one 1024-thread block
+ * per SM: every block of the program shares its SM with a spinner that
+ * ends at another time, so its blocks run at unequal speeds - the one that
+ * changes which block wins a race among blocks started together, as in
+ * newdelete's push/pop, where the other two left block 0 first in all 6
+ * replays on the H100).
  * What and how much is drawn per (pass, record) from a fixed seed: a
  * perturbed pass is reproducible. About one launch in eight stays
  * unperturbed; at most ~4096 launches a pass are (a program with more gets
@@ -85,13 +92,30 @@ static const char *vp_isa(int drv) {
   return "6.0";
 }
 
+/* cucap_perturb_spin(min_ns, span_ns, seed): block b spins
+ * min_ns + mix(seed, b) % span_ns nanoseconds of %globaltimer. */
 static const char vp_ptx_body[] =
     ".address_size 64\n"
-    ".visible .entry cucap_perturb_spin(.param .u64 cucap_perturb_spin_param_0)\n"
+    ".visible .entry cucap_perturb_spin(.param .u64 cucap_perturb_spin_param_0,\n"
+    "    .param .u64 cucap_perturb_spin_param_1, .param .u64 cucap_perturb_spin_param_2)\n"
     "{\n"
     "  .reg .pred %p<2>;\n"
-    "  .reg .b64 %rd<5>;\n"
+    "  .reg .b32 %r<2>;\n"
+    "  .reg .b64 %rd<12>;\n"
     "  ld.param.u64 %rd1, [cucap_perturb_spin_param_0];\n"
+    "  ld.param.u64 %rd5, [cucap_perturb_spin_param_1];\n"
+    "  ld.param.u64 %rd6, [cucap_perturb_spin_param_2];\n"
+    "  mov.u32 %r1, %ctaid.x;\n"
+    "  cvt.u64.u32 %rd7, %r1;\n"
+    "  add.u64 %rd7, %rd7, 1;\n"
+    "  mul.lo.u64 %rd8, %rd7, 0x9E3779B97F4A7C15;\n"
+    "  xor.b64 %rd8, %rd8, %rd6;\n"
+    "  shr.u64 %rd9, %rd8, 29;\n"
+    "  xor.b64 %rd8, %rd8, %rd9;\n"
+    "  mul.lo.u64 %rd8, %rd8, 0xBF58476D1CE4E5B9;\n"
+    "  shr.u64 %rd9, %rd8, 32;\n"
+    "  rem.u64 %rd10, %rd9, %rd5;\n"
+    "  add.u64 %rd1, %rd1, %rd10;\n"
     "  mov.u64 %rd2, %globaltimer;\n"
     "$L__spin:\n"
     "  mov.u64 %rd3, %globaltimer;\n"
@@ -212,11 +236,21 @@ void vo_perturb_op(vo_verifier *v, const cucap_replay_op *op) {
   /* a sample of ~VP_MAX_PER_PASS launches, and about 1 in 8 left alone */
   if ((r & 7) == 0 || (total > VP_MAX_PER_PASS && (r >> 3) % total >= VP_MAX_PER_PASS))
     return;
-  int heavy = (r >> 24) & 1;
-  unsigned blocks = 1 + (unsigned)((r >> 25) % (uint64_t)(heavy ? 2 * p->nsm : p->nsm));
-  unsigned threads = heavy ? 1024 : 32u * (1 + (unsigned)((r >> 40) & 3));
-  unsigned long long ns = VP_MIN_NS + (r >> 42) % VP_SPAN_NS;
-  void *args[] = {&ns};
+  /* shape: light, heavy or everywhere (see the top of this file) */
+  unsigned shape = (unsigned)((r >> 24) % 3);
+  unsigned blocks, threads;
+  if (shape == 0) {
+    blocks = 1 + (unsigned)((r >> 26) % (uint64_t)p->nsm);
+    threads = 32u * (1 + (unsigned)((r >> 40) & 3));
+  } else if (shape == 1) {
+    blocks = 1 + (unsigned)((r >> 26) % (uint64_t)(2 * p->nsm));
+    threads = 1024;
+  } else {
+    blocks = (unsigned)p->nsm;
+    threads = 1024;
+  }
+  unsigned long long min_ns = VP_MIN_NS, span_ns = VP_SPAN_NS, seed = vp_mix(r);
+  void *args[] = {&min_ns, &span_ns, &seed};
   CUresult res = p->launch(p->spin, blocks, 1, 1, threads, 1, 1, 0, p->stream, args, NULL);
   if (res != CUDA_SUCCESS) {
     char why[96];
