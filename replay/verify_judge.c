@@ -511,24 +511,18 @@ void vo_judge(vo_verifier *v) {
     const uint8_t *want = v->want, *base = c->ref ? c->ref : want;
     uint64_t det = 0, off = c->size, nruns = 0, first_nd = c->size;
     uint64_t rlb = 0; /* bytes of accepted relocated pointers */
-    for (uint64_t i = vo_first_diff(base, want, c->size); i < c->size;) {
-      if (c->rl && (c->rl[i >> 3] >> (i & 7)) & 1) {
-        rlb++;
-      } else if (!vo_nd_get(c, i)) {
-        det++;
-        if (off == c->size)
-          off = i;
+    det = vo_count_diff(base, want, c->size, c->rl, c->nd, &rlb, NULL, &off);
+    for (uint64_t i = 0; c->nd && i < c->size; i++) {
+      if (!(i & 7) && !c->nd[i >> 3]) { /* a clear bitmap byte: 8 bytes at once */
+        i += 7;
+        continue;
       }
-      i++;
-      if (i < c->size)
-        i += vo_first_diff(base + i, want + i, c->size - i);
-    }
-    for (uint64_t i = 0; c->nd && i < c->size; i++)
       if (vo_nd_get(c, i) && (i == 0 || !vo_nd_get(c, i - 1))) {
         nruns++;
         if (first_nd == c->size)
           first_nd = i;
       }
+    }
     uint64_t lost = det + c->nd_count + rlb;
     rep->bytes_matched -= lost <= rep->bytes_matched ? lost : rep->bytes_matched;
     if (det && c->hostw[0] && !v->o->strict) {
