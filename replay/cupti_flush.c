@@ -18,6 +18,7 @@
  * cupti_ranges.c matches ranges with the flushes interleaved (m->flushed).
  * Should the module not load, the memset flush is used (and said so). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,6 +108,8 @@ void ck_flush_setup(ck_engine *E) {
                bytes >> 20, (int)r);
   } else {
     E->flush_bytes = bytes;
+    const char *fs = getenv("CUCAP_PROFILE_FLUSH_SYNC");
+    E->flush_sync = !(fs && *fs == '0');
     if (E->cu.MemsetD8Async(E->flush_buf, 0, bytes, NULL) == CUDA_SUCCESS &&
         E->cu.CtxSynchronize() == CUDA_SUCCESS && E->cu.ModuleLoadData &&
         E->cu.ModuleGetFunction && E->cu.LaunchKernel &&

@@ -390,6 +390,7 @@ struct cucap_cupti {
   CUmodule flush_mod;        /* the read-only flush kernel (NULL: memset) */
   CUfunction flush_fn;
   uint64_t flushes_this_pass;
+  int flush_sync;            /* wait for idle after each flush (cupti_ranges.c) */
 
   /* PC sampling */
   ck_pcs *pcs;

@@ -33,7 +33,8 @@
  * SASS-metrics passes, which see only functions loaded after they were set
  * up): the kept modules are unloaded
  * at that pass's start and no module is kept from then on.
- * CUCAP_REPLAY_KEEP_MODULES=1 turns it on (off by default: see mk_enabled).
+ * On by default; CUCAP_REPLAY_KEEP_MODULES=0 turns it off (every pass loads
+ * its modules again, as before).
  *
  * Owns: the kept-module table (R->mk); the executor (replay_exec.c) asks it at
  * each module load and unload, the pass loop (replay_run.c) at pass start and
@@ -72,13 +73,13 @@ struct rp_modkeep {
   size_t dropped; /* modules unloaded for cucap_replay_session_fresh_modules */
 };
 
-/* Opt-in (CUCAP_REPLAY_KEEP_MODULES=1) for now: on the H100 it made a
- * torch_mlp `--metrics=full` profile 1.7x faster and every check passed, but
- * under ASan the mock's drv_graph_explicit profile with PC sampling and SASS
- * metrics ends with LeakSanitizer's tracer crashing (cause not found yet). */
+/* On unless CUCAP_REPLAY_KEEP_MODULES=0. (It was opt-in for a while: under
+ * ASan, the mock's drv_graph_explicit profile with PC sampling and SASS
+ * metrics ended in a LeakSanitizer tracer crash. That is a sanitizer runtime
+ * bug, not this file's: see cucap_main.c's __asan_default_options.) */
 static int mk_enabled(void) {
   const char *e = getenv("CUCAP_REPLAY_KEEP_MODULES");
-  return e && *e == '1';
+  return !(e && *e == '0');
 }
 
 int rp_multipass(const rp_state *R) {
