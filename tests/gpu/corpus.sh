@@ -15,6 +15,14 @@ set -uo pipefail
 BUILD=$(readlink -f "$1"); TGZ=$(readlink -f "$2"); RUN=$(readlink -f "$3")
 OUT=$(mkdir -p "$4" && readlink -f "$4"); P=${5:-6}
 SRC=$(mktemp -d); tar xzf "$TGZ" -C "$SRC"
+# The driver's JIT cache (~/.nv/ComputeCache) is state that run.sh's own
+# native run changes: the native run of ptxjit compiles its PTX and fills
+# the cache, the recorded run that follows hits it, and the linker's info
+# log it prints (CU_JIT_INFO_LOG_BUFFER) is then empty - an output difference
+# made by the order of the runs, with or without cucap (two native runs in a
+# row differ the same way). So the corpus runs with the cache off, for the
+# native and the recorded runs alike; CUCAP_CORPUS_JIT_CACHE=1 keeps it.
+[ "${CUCAP_CORPUS_JIT_CACHE:-0}" = 1 ] || export CUDA_CACHE_DISABLE=1
 CS=$SRC/cuda-samples
 bash "$RUN" "$BUILD/tools/cucap" "$CS" "$OUT/runs" "$P" | tail -1 | tee "$OUT/corpus_summary.txt"
 cp "$OUT/runs/summary.txt" "$OUT/corpus_lines.txt" 2>/dev/null
