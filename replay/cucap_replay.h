@@ -133,6 +133,9 @@ typedef struct cucap_replay_report {
    * region; not mismatches. bytes_matched excludes them. */
   unsigned verify_passes;        /* passes compared (0: no verification ran) */
   uint64_t nondet_bytes;
+  uint64_t reordered_bytes;      /* of nondet_bytes: the same in every pass, unlike the
+                                    recording, in a copy that differs only in the order
+                                    of its values (replay/verify_order.c) */
   uint64_t nondet_copies, nondet_regions; /* copies / snapshot or hash regions holding them */
   char nondet_kernels[256];      /* "k1, k2": kernels that wrote them ("" if none) */
   char nondet_detail[1024];      /* one line per copy/region ("  nondeterministic: ...\n") */

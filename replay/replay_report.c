@@ -78,9 +78,10 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     fprintf(f, ",\"verify_passes\":%u,\"nondeterministic_bytes\":%" PRIu64
             ",\"nondeterministic_copies\":%" PRIu64
             ",\"nondeterministic_regions\":%" PRIu64
+            ",\"reordered_bytes\":%" PRIu64
             ",\"nondeterministic_kernels\":",
             p->verify_passes, p->nondet_bytes, p->nondet_copies,
-            p->nondet_regions);
+            p->nondet_regions, p->reordered_bytes);
     rp_json_str(f, p->nondet_kernels);
     fprintf(f, ",\"nondeterministic\":");
     rp_json_str(f, p->nondet_detail);
@@ -152,6 +153,9 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
               "replays; in %" PRIu64 " copies", p->nondet_bytes, p->nondet_copies);
       if (p->nondet_regions)
         fprintf(f, " and %" PRIu64 " regions", p->nondet_regions);
+      if (p->reordered_bytes)
+        fprintf(f, "; %" PRIu64 " of them the same in every replay but in another order "
+                "than the recording", p->reordered_bytes);
       if (p->nondet_kernels[0])
         fprintf(f, ", written by kernels %s", p->nondet_kernels);
       fputc(')', f);

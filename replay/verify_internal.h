@@ -210,6 +210,11 @@ void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got);
 uint64_t vo_dev_addr(const vo_check *c, uint64_t off);
 int vo_nd_get(const vo_check *c, uint64_t i);
 uint64_t vo_first_diff(const uint8_t *a, const uint8_t *b, uint64_t n);
+/* verify_order.c: 1 when check c (first compared pass `got`, recording
+ * `want`) differs only in the order of its 4-byte values over the words that
+ * vary or differ (*words: how many); 0 otherwise or when not applicable. */
+int vo_order_only(const vo_check *c, const uint8_t *got, const uint8_t *want,
+                  uint64_t *words);
 uint64_t vo_count_diff(const uint8_t *a, const uint8_t *b, uint64_t n, const uint8_t *rl,
                        const uint8_t *nd, uint64_t *in_rl, uint64_t *in_nd, uint64_t *first);
 int vo_grow(uint8_t **buf, size_t *cap, uint64_t need);

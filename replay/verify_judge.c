@@ -469,7 +469,7 @@ void vo_judge(vo_verifier *v) {
   vo_reloc_apply(v); /* before v->want holds a check's recorded bytes */
   for (size_t k = 0; k < v->nchk; k++) {
     vo_check *c = &v->chk[ord[k].ix];
-    char pn[48], where[96];
+    char pn[48], where[320];
     if (c->kind == VO_HASH) {
       if (c->hash_nd) {
         snprintf(where, sizeof where, " at 0x%" PRIx64 " (content differs "
@@ -525,6 +525,12 @@ void vo_judge(vo_verifier *v) {
     }
     uint64_t lost = det + c->nd_count + rlb;
     rep->bytes_matched -= lost <= rep->bytes_matched ? lost : rep->bytes_matched;
+    uint64_t ow = 0, reordered = 0; /* verify_order.c */
+    if (det && !(c->hostw[0] && !v->o->strict) && vo_order_only(c, base, want, &ow)) {
+      reordered = det;
+      rep->reordered_bytes += det;
+      det = 0;
+    }
     if (det && c->hostw[0] && !v->o->strict) {
       vo_host_written(v, c, off, base[off], want[off], det);
     } else if (det) {
@@ -541,9 +547,14 @@ void vo_judge(vo_verifier *v) {
       vo_byte_mismatch(v, c, off, base[off], want[off], det, besides, hints);
     }
     if (c->nd_count) {
-      snprintf(where, sizeof where, " in %" PRIu64 " range(s) from 0x%" PRIx64,
-               nruns, c->addr ? vo_dev_addr(c, first_nd) : first_nd);
-      vo_nondet(v, &sm, c, c->nd_count, where);
+      char ord_note[160] = "";
+      if (reordered)
+        snprintf(ord_note, sizeof ord_note, "; %" PRIu64 " more differ from the recording "
+                 "only in order (its 4-byte values in the %" PRIu64 " words that vary or "
+                 "differ are a permutation of the replay's)", reordered, ow);
+      snprintf(where, sizeof where, " in %" PRIu64 " range(s) from 0x%" PRIx64 "%s",
+               nruns, c->addr ? vo_dev_addr(c, first_nd) : first_nd, ord_note);
+      vo_nondet(v, &sm, c, c->nd_count + reordered, where);
     }
   }
   free(ord);

@@ -22,3 +22,18 @@ extern "C" __global__ void heap_ptrs(unsigned long long *out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = (unsigned long long)p;
   free(p);
 }
+// drv_sched: newdelete's shared stack. Thread 0 of every block pushes its
+// block index (stack_push); then every thread of a grid pops once
+// (stack_pop): which threads get a value, and which value, is decided by the
+// atomics - the recording and a replay hand the same values to other
+// threads. The host sorts what it copies back, as newdelete does.
+extern "C" __global__ void stack_push(int *stack, int *top) {
+  if (threadIdx.x == 0) {
+    int i = atomicAdd(top, 1);
+    stack[i] = blockIdx.x;
+  }
+}
+extern "C" __global__ void stack_pop(int *stack, int *top, int *out) {
+  int i = atomicSub(top, 1) - 1;
+  out[blockIdx.x * blockDim.x + threadIdx.x] = i >= 0 ? stack[i] : -1;
+}

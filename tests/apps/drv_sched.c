@@ -7,7 +7,11 @@
  * deterministic. `cucap replay --verify` must pass with the chain's bytes
  * reported as nondeterministic (seen to vary in the perturbed passes) and
  * the heap pointers as relocated pointers, and fail on a flipped byte of the
- * deterministic results (tests/integration/test_replay_nondet.sh). */
+ * deterministic results (tests/integration/test_replay_nondet.sh). Last,
+ * newdelete's shared stack (128 blocks push, 16384 threads pop): the popped
+ * values land on other threads from run to run; verify passes it as
+ * "differs only in order" (replay/verify_order.c) and fails on a flipped
+ * value. */
 #include "drv_common.h"
 
 #ifndef NONDET_FATBIN_PATH
@@ -25,17 +29,25 @@ int main(void) {
   CUdevice dev;
   drv_setup_primary(&dev);
   CUmodule mod, smod;
-  CUfunction fill, probe, heap;
+  CUfunction fill, probe, heap, push, pop;
   CK(cuModuleLoadData(&mod, drv_fatbin));
   CK(cuModuleLoadData(&smod, sched_fatbin));
   CK(cuModuleGetFunction(&fill, mod, "fill"));
   CK(cuModuleGetFunction(&probe, smod, "sched_probe"));
   CK(cuModuleGetFunction(&heap, smod, "heap_ptrs"));
+  CK(cuModuleGetFunction(&push, smod, "stack_push"));
+  CK(cuModuleGetFunction(&pop, smod, "stack_pop"));
   CUdeviceptr dchain, dfill, dptrs;
   CK(cuMemAlloc(&dchain, 2 * sizeof(int)));
   CK(cuMemAlloc(&dfill, N * sizeof(float)));
   CK(cuMemAlloc(&dptrs, 32 * sizeof(unsigned long long)));
   CK(cuMemsetD32(dchain, 0, 2));
+  enum { SB = 128, ST = 128 }; /* newdelete's shape */
+  CUdeviceptr dstack, dtop, dpopped;
+  CK(cuMemAlloc(&dstack, SB * sizeof(int)));
+  CK(cuMemAlloc(&dtop, sizeof(int)));
+  CK(cuMemAlloc(&dpopped, SB * ST * sizeof(int)));
+  CK(cuMemsetD32(dtop, 0, 1));
   void *pa[] = {&dchain};
   CK(cuLaunchKernel(probe, BLOCKS, 1, 1, THREADS, 1, 1, 0, NULL, pa, NULL));
   float v = 3.0f;
@@ -44,6 +56,10 @@ int main(void) {
   CK(cuLaunchKernel(fill, N / 256, 1, 1, 256, 1, 1, 0, NULL, fa, NULL));
   void *ha[] = {&dptrs};
   CK(cuLaunchKernel(heap, 1, 1, 1, 32, 1, 1, 0, NULL, ha, NULL));
+  void *pua[] = {&dstack, &dtop};
+  CK(cuLaunchKernel(push, SB, 1, 1, ST, 1, 1, 0, NULL, pua, NULL));
+  void *poa[] = {&dstack, &dtop, &dpopped};
+  CK(cuLaunchKernel(pop, SB, 1, 1, ST, 1, 1, 0, NULL, poa, NULL));
   CK(cuCtxSynchronize());
   int chain[2];
   float *h = malloc(N * sizeof *h);
@@ -52,15 +68,26 @@ int main(void) {
   CK(cuMemcpyDtoH(chain, dchain, sizeof chain));
   unsigned long long ptrs[32];
   CK(cuMemcpyDtoH(ptrs, dptrs, sizeof ptrs));
+  int *popped = malloc(SB * ST * sizeof *popped), got[SB] = {0}, npopped = 0, each = 1;
+  if (!popped) return 1;
+  CK(cuMemcpyDtoH(popped, dpopped, SB * ST * sizeof(int)));
+  for (int i = 0; i < SB * ST; i++)
+    if (popped[i] >= 0 && popped[i] < SB) { got[popped[i]]++; npopped++; }
+  for (int i = 0; i < SB; i++) each &= got[i] == 1;
+  free(popped);
   int distinct = 1;
   for (int i = 1; i < 32; i++) distinct &= ptrs[i] != ptrs[i - 1] && ptrs[i] != 0;
   printf("threads counted: %d\n", chain[1]);
   printf("heap pointers distinct: %d\n", distinct);
   printf("chain within the grid: %d\n", chain[0] >= 0);
   drv_print("filled", h, N);
+  printf("stack: %d values popped, each block's once: %d\n", npopped, each);
   CK(cuMemFree(dchain));
   CK(cuMemFree(dfill));
   CK(cuMemFree(dptrs));
+  CK(cuMemFree(dstack));
+  CK(cuMemFree(dtop));
+  CK(cuMemFree(dpopped));
   CK(cuModuleUnload(smod));
   CK(cuModuleUnload(mod));
   CK(cuDevicePrimaryCtxRelease(dev));

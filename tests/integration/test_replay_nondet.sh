@@ -21,7 +21,11 @@
 #     of the deterministic copy still fails after 5 perturbed passes (of 7:
 #     the first is plain, the last names the chain's writer). Its copy of
 #     device-malloc pointers (the mock's heap is placed per process) is 32
-#     relocated pointers, one offset.
+#     relocated pointers, one offset. Its stack (newdelete's push/pop: the
+#     popped values land on other threads in every process) varies in the
+#     perturbed passes and the pops that agreed in every pass differ from the
+#     recording only in order (verify_order.c): passes; a flipped popped
+#     value fails, and so do those pops with CUCAP_REPLAY_VERIFY_ORDER=0.
 # Skips (77) without the mock or the app.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
@@ -137,10 +141,11 @@ if [ -x "$APPS_DIR/drv_sched" ]; then
     bad "drv_sched unperturbed rc=$rc"; cat "$T/s0.out" "$T/s0.err"
   fi
   "$CUCAP" replay "$T/s.fb" --verify --json > "$T/s.json" 2> "$T/s.err"; rc=$?
-  if [ $rc -eq 0 ] && grep -q '"mismatches":0' "$T/s.json" && grep -q '"nondeterministic_kernels":"sched_probe"' "$T/s.json" \
+  if [ $rc -eq 0 ] && grep -q '"mismatches":0' "$T/s.json" && grep -q '"nondeterministic_kernels":"sched_probe, stack_pop"' "$T/s.json" \
+     && grep -q '"reordered_bytes":[1-9]' "$T/s.json" && grep -q 'only in order' "$T/s.json" \
      && grep -q '"perturbed_passes":[1-9]' "$T/s.json" && grep -q '"perturb_note":""' "$T/s.json" \
      && grep -q '"relocated_pointer_words":32,"relocated_pointer_offsets":"[+-]0x[0-9a-f]* (32 words)"' "$T/s.json"; then
-    ok "drv_sched: varies in the perturbed pass: nondeterministic, written by sched_probe; 32 heap pointers relocated"
+    ok "drv_sched: varies in the perturbed pass: nondeterministic, written by sched_probe; 32 heap pointers relocated; the stack's pops differ only in order ($(grep -o '"reordered_bytes":[0-9]*' "$T/s.json"))"
   else
     bad "drv_sched perturbed rc=$rc"; cat "$T/s.json" "$T/s.err"
   fi
@@ -151,6 +156,21 @@ if [ -x "$APPS_DIR/drv_sched" ]; then
       ok "drv_sched: a flipped byte of the deterministic copy fails after 5 perturbed passes (and the diagnostic one)"
     else
       bad "drv_sched flipped rc=$rc"; cat "$T/sf.out" "$T/sf.err"
+    fi
+  fi
+  # the popped values (the 4th copy): a flipped value is not a reordering
+  if [ -x "$HELPER" ] && CUCAP_TEST_FLIP_NTH=3 "$HELPER" --flip-dtoh "$T/s.fb" "$T/sflip3.fb" 8 > /dev/null 2>&1; then
+    "$CUCAP" replay "$T/sflip3.fb" --verify --json > "$T/sf3.json" 2> "$T/sf3.err"; rc=$?
+    if [ $rc -eq 1 ] && grep -q '"reordered_bytes":0' "$T/sf3.json" && grep -q 'differs at offset' "$T/sf3.err"; then
+      ok "drv_sched: a flipped byte among the popped values fails (the values are no longer a permutation)"
+    else
+      bad "drv_sched flipped pop rc=$rc"; cat "$T/sf3.json" "$T/sf3.err"
+    fi
+    CUCAP_REPLAY_VERIFY_ORDER=0 "$CUCAP" replay "$T/s.fb" --verify > "$T/so.out" 2> "$T/so.err"; rc=$?
+    if [ $rc -eq 1 ] && grep -q "may still be nondeterminism" "$T/so.err"; then
+      ok "drv_sched with CUCAP_REPLAY_VERIFY_ORDER=0: the pops that agreed in every pass are a mismatch"
+    else
+      bad "drv_sched order rule off rc=$rc"; cat "$T/so.out" "$T/so.err"
     fi
   fi
 else

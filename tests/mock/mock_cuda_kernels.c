@@ -113,11 +113,14 @@ static void k_stamp(const mock_thread *t, void **args) {
  * grid then changes it - a replay that is not perturbed agrees with itself
  * and differs from the recording, as on the H100. */
 static unsigned spin_blocks_recent; /* grid of the spin kernels since the last probe */
+static unsigned spin_blocks_pop;    /* the same for stack_pop (not reset by sched_probe) */
 
 static void k_perturb_spin(const mock_thread *t, void **args) {
   (void)args;
-  if (!t->threadIdx.x && !t->blockIdx.x)
+  if (!t->threadIdx.x && !t->blockIdx.x) {
     __atomic_add_fetch(&spin_blocks_recent, t->gridDim.x, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&spin_blocks_pop, t->gridDim.x, __ATOMIC_RELAXED);
+  }
 }
 
 static void k_sched_probe(const mock_thread *t, void **args) {
@@ -127,6 +130,38 @@ static void k_sched_probe(const mock_thread *t, void **args) {
     out[0] = (int)(getpid() % 100000) + 100000 * (int)(spun % 1000);
   }
   out[1] += 1; /* a count of threads: deterministic */
+}
+
+/* stack_push/stack_pop: newdelete's shared stack (drv_sched). On a GPU the
+ * atomics decide which threads pop a value; here thread (0,0) of the pop
+ * does every pop, handing value k to the thread at (seed + k * stride) mod
+ * the grid size (a power of two, the stride odd: distinct threads), the seed
+ * standing for the scheduler's state as in sched_probe: the process id, and
+ * the spin kernels run since the last probe. Other threads get -1. */
+static void k_stack_push(const mock_thread *t, void **args) {
+  if (t->threadIdx.x)
+    return;
+  int *stack = ARG(int *, 0), *top = ARG(int *, 1);
+  int i = __atomic_fetch_add(top, 1, __ATOMIC_RELAXED);
+  stack[i] = (int)t->blockIdx.x;
+}
+
+static void k_stack_pop(const mock_thread *t, void **args) {
+  if (t->threadIdx.x || t->blockIdx.x)
+    return;
+  int *stack = ARG(int *, 0), *top = ARG(int *, 1), *out = ARG(int *, 2);
+  unsigned long long n = (unsigned long long)t->gridDim.x * t->blockDim.x;
+  unsigned spun = __atomic_exchange_n(&spin_blocks_pop, 0, __ATOMIC_RELAXED);
+  unsigned long long seed = (unsigned long long)getpid() * 7919ull + spun * 104729ull;
+  for (unsigned long long i = 0; i < n; i++)
+    out[i] = -1;
+  int k = 0;
+  while (*top > 0 && (unsigned long long)k < n) {
+    int v = stack[--*top];
+    out[(seed + (unsigned long long)k * 2654435761ull) % n] = v;
+    k++;
+  }
+  *top -= (int)(n - (unsigned long long)k); /* every other thread's pop, as on a GPU */
 }
 
 /* heap_ptrs: what device malloc returns, stored for the host. The mock's
@@ -284,7 +319,7 @@ static const struct {
   {"vec_add", k_vec_add}, {"scale", k_scale}, {"fill", k_fill}, {"saxpy", k_saxpy},
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
   {"gather_ptr", k_gather_ptr}, {"cond_set", k_cond_set}, {"cond_loop", k_cond_loop},
-  {"stamp", k_stamp}, {"cucap_perturb_spin", k_perturb_spin}, {"sched_probe", k_sched_probe},
+  {"stamp", k_stamp}, {"cucap_perturb_spin", k_perturb_spin}, {"sched_probe", k_sched_probe}, {"stack_push", k_stack_push}, {"stack_pop", k_stack_pop},
   {"heap_ptrs", k_heap_ptrs},
   {"smem_big", k_smem_big}, {"cluster_info", k_cluster_info}, {"heap_probe", k_heap_probe},
   {"attr_probe", k_attr_probe}, {"limit_probe", k_limit_probe},

@@ -48,7 +48,7 @@ static void opts(cucap_replay_options *o) {
  * copies capture IN to OUT, flipping one byte (at OFFSET, clamped) of the
  * payload blob of the first DtoH copy that has one. The blob keeps its hash
  * (the reader does not re-hash blobs), so only --verify can notice. Prints
- * "flipped <offset> seq <seq>".
+ * "flipped <offset> seq <seq>". CUCAP_TEST_FLIP_NTH=N: the (N+1)th such copy.
  *   test_replay --flip-copy-results IN OUT OFFSET
  * the same for the blob of every CopyResult snapshot region (the results of
  * asynchronous copies to the host, captured ones included). Prints
@@ -103,11 +103,13 @@ static int rewrite(const char *in, const char *out, uint64_t off, const char *dr
     }
     found = nresults > 0;
   }
+  const char *nth_env = getenv("CUCAP_TEST_FLIP_NTH"); /* skip the first N such copies */
+  long nth = nth_env ? atol(nth_env) : 0;
   while (!drop && !found && cucap_reader_next(r, &rec, &buf, &sz) == CUCAP_OK) {
     const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
     if (c && cucap_fb_memcpy_kind(c) == CUCAP_FB_MEMCPYKIND_DTOH &&
         cucap_fb_memcpy_has_payload(c) && cucap_fb_memcpy_payload(c) &&
-        cucap_fb_memcpy_size(c) > 0) {
+        cucap_fb_memcpy_size(c) > 0 && nth-- <= 0) {
       target.lo = cucap_fb_memcpy_payload(c)->lo;
       target.hi = cucap_fb_memcpy_payload(c)->hi;
       seq = cucap_fb_record_seq(rec);
