@@ -289,6 +289,29 @@ int rp_capture_any(const rp_state *R) {
   return R->capturing || (R->gs && R->gs->dry.count);
 }
 
+size_t rp_captures_close_ctx(rp_state *R, CUcontext ctx) {
+  rp_graphs *gs = R->gs;
+  if (!gs || !gs->capturing.count || !ctx)
+    return 0;
+  uint64_t recs[64];
+  size_t n = 0, pos = 0;
+  uint64_t k = 0, lv = 0;
+  while (n < sizeof recs / sizeof recs[0] && rp_map_next(&gs->capturing, &pos, &k, &lv)) {
+    if (rp_owner_of(R, lv) != ctx)
+      continue;
+    CUgraph g = NULL;
+    if (R->d.df.StreamEndCapture &&
+        R->d.df.StreamEndCapture((CUstream)(uintptr_t)lv, &g) == CUDA_SUCCESS && g &&
+        R->d.df.GraphDestroy)
+      R->d.df.GraphDestroy(g);
+    recs[n++] = k;
+  }
+  for (size_t i = 0; i < n; i++)
+    rp_map_del(&gs->capturing, recs[i], NULL);
+  R->capturing = R->capturing > (int)n ? R->capturing - (int)n : 0;
+  return n;
+}
+
 size_t rp_captures_close(rp_state *R) {
   rp_graphs *gs = R->gs;
   size_t n = 0;

@@ -574,6 +574,7 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   int kind = cucap_fb_function_kind(f);
   uint64_t mlive = 0, idx;
   void *live = NULL;
+  CUcontext mod_owner = NULL; /* a module's function lives and dies with its module's context */
   rp_ctx_rec(R, rec);
   if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
     /* module field = the CUkernel */
@@ -595,6 +596,7 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
       live = k;
     }
   } else if (name && rp_map_get(&R->module, mh, &mlive)) {
+    mod_owner = rp_owner_of(R, mlive);
     CUfunction fn = NULL;
     if (!rp_cu(R, R->d.df.ModuleGetFunction(&fn, (CUmodule)(uintptr_t)mlive,
                                             name),
@@ -640,7 +642,14 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   memset(fi, 0, sizeof *fi);
   fi->handle = h;
   fi->live = (uint64_t)(uintptr_t)live;
-  if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL) /* a module's or per-context */
+  /* A module's function belongs to the module's context, which need not be
+   * the current one (a capture may look a function up with another context
+   * current: found by fuzz_replay, the function outlived its module's
+   * context and a launch used it); a cuKernelGetFunction result belongs to
+   * the current context. */
+  if (mod_owner)
+    rp_map_put(&R->owner, fi->live, (uint64_t)(uintptr_t)mod_owner);
+  else if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL)
     rp_owned(R, fi->live);
   fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
   fi->kind = kind;

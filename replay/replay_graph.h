@@ -181,6 +181,10 @@ int rp_capture_any(const rp_state *R);
 /* End of a pass: captures the program left open are ended (their graphs
  * dropped) so that the final synchronisation is legal; returns how many. */
 size_t rp_captures_close(rp_state *R);
+/* Ends the open captures of streams that context ctx owns (it is about to be
+ * destroyed: the graph being built would outlive it) and drops their graphs.
+ * Returns how many. */
+size_t rp_captures_close_ctx(rp_state *R, CUcontext ctx);
 /* Payload stashed for a host source at src (size bytes), or NULL. */
 const rp_stash *rp_capture_stash_find(rp_state *R, uint64_t src, uint64_t size);
 /* The copy to the host from device address src to host address dst of size

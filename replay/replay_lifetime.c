@@ -63,6 +63,9 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   /* our staging copies in it must be done before its events go */
   CUcontext prev = R->cur;
   if (R->d.df.CtxSetCurrent(live) == CUDA_SUCCESS) {
+    /* a capture still open on one of its streams ends here, its graph
+     * dropped (fuzz_replay: the graph outlived the context) */
+    rp_captures_close_ctx(R, live);
     R->d.df.CtxSynchronize();
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
       if (R->stage_ev[i] && R->stage_ev_ctx[i] == live) {

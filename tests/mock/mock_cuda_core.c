@@ -1308,6 +1308,10 @@ CUresult mock_capture_set_deps(CUstream s, CUgraphNode *deps, size_t nd, unsigne
   return CUDA_SUCCESS;
 }
 
+/* Graphs of captures ended invalidated: gone for the program, kept here
+ * (reachable, so not a leak) because events may still point at them. */
+static struct mock_graph *mock_dead_graphs;
+
 CUresult mock_end_capture(CUstream s, CUgraph *out) {
   MOCK_TRY(mock_check_stream(s));
   if (!out) return CUDA_ERROR_INVALID_VALUE;
@@ -1323,7 +1327,14 @@ CUresult mock_end_capture(CUstream s, CUgraph *out) {
   mock_capture_unregister(g);
   if (g->invalidated) { /* the graph is gone; events recorded in it forget it lazily */
     *out = NULL;
-    g->magic = 0; /* leaked on purpose: events may still point at it */
+    g->magic = 0; /* never freed: events may still point at it */
+    /* gone for the program (the driver frees it): not a live object of its
+     * (fuzz_replay counted it as a leak of the replayer's) */
+    MOCK_LIVE(MOCK_LIVE_GRAPH, -1);
+    pthread_mutex_lock(&mock_lock);
+    g->dead_next = mock_dead_graphs;
+    mock_dead_graphs = g;
+    pthread_mutex_unlock(&mock_lock);
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   }
   *out = (CUgraph)g;

@@ -337,6 +337,7 @@ struct mock_graph {
   /* while capturing into it (mock_cuda_capture.c) */
   int cap_mode;               /* CUstreamCaptureMode of cuStreamBeginCapture */
   int invalidated;            /* a prohibited call happened: EndCapture fails */
+  struct mock_graph *dead_next; /* kept on mock_dead_graphs once ended invalidated */
   pthread_t owner;            /* thread that began the capture */
   unsigned long long cap_id;
   mock_op *ops;

@@ -125,7 +125,7 @@ int main(void) {
   {
     CUdeviceptr d;
     EXPECT(cuMemAlloc(&d, 16) == CUDA_SUCCESS);
-    CUgraph g, g2;
+    CUgraph g = NULL, g2 = NULL;
     CUgraphNode a, b, e, foreign;
     EXPECT(cuGraphCreate(&g, 0) == CUDA_SUCCESS && cuGraphCreate(&g2, 0) == CUDA_SUCCESS);
     CUDA_MEMSET_NODE_PARAMS ms = {0};
