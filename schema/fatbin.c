@@ -2,6 +2,7 @@
  * is untrusted (a fuzz target, tests/fuzz/fuzz_fatbin.c, exercises it). */
 #include "cucap_sort.h"
 #include "cucap_fatbin.h"
+#include "fatbin_elf.h"
 
 #include <elf.h>
 #include <stdlib.h>
@@ -26,13 +27,7 @@ static int fits(uint64_t a, uint64_t b, uint64_t lim) {
 
 /* ------------------------------------------------------------------ ELF */
 
-typedef struct elf_view {
-  const uint8_t *p;
-  size_t size;
-  Elf64_Ehdr eh;
-} elf_view;
-
-static cucap_status elf_open(const void *data, size_t size, elf_view *v) {
+cucap_status fb_elf_open(const void *data, size_t size, fb_elf *v) {
   CUCAP_RETURN_IF(!data, CUCAP_ERR_INVALID_ARG);
   CUCAP_RETURN_IF(size < sizeof(Elf64_Ehdr), CUCAP_ERR_TRUNCATED);
   const uint8_t *p = data;
@@ -51,7 +46,7 @@ static cucap_status elf_open(const void *data, size_t size, elf_view *v) {
   return CUCAP_OK;
 }
 
-static int elf_shdr(const elf_view *v, unsigned i, Elf64_Shdr *sh) {
+int fb_elf_shdr(const fb_elf *v, unsigned i, Elf64_Shdr *sh) {
   if (i >= v->eh.e_shnum)
     return 0;
   memcpy(sh, v->p + v->eh.e_shoff + (uint64_t)i * v->eh.e_shentsize, sizeof *sh);
@@ -59,18 +54,18 @@ static int elf_shdr(const elf_view *v, unsigned i, Elf64_Shdr *sh) {
 }
 
 /* Section contents, NULL if out of bounds or NOBITS. */
-static const uint8_t *elf_sec_data(const elf_view *v, const Elf64_Shdr *sh) {
+const uint8_t *fb_elf_sec_data(const fb_elf *v, const Elf64_Shdr *sh) {
   if (sh->sh_type == SHT_NOBITS || !fits(sh->sh_offset, sh->sh_size, v->size))
     return NULL;
   return v->p + sh->sh_offset;
 }
 
 /* Name of section sh from .shstrtab; NULL if malformed. */
-static const char *elf_sec_name(const elf_view *v, const Elf64_Shdr *sh) {
+const char *fb_elf_sec_name(const fb_elf *v, const Elf64_Shdr *sh) {
   Elf64_Shdr str;
-  if (!elf_shdr(v, v->eh.e_shstrndx, &str))
+  if (!fb_elf_shdr(v, v->eh.e_shstrndx, &str))
     return NULL;
-  const uint8_t *d = elf_sec_data(v, &str);
+  const uint8_t *d = fb_elf_sec_data(v, &str);
   if (!d || sh->sh_name >= str.sh_size)
     return NULL;
   const char *s = (const char *)d + sh->sh_name;
@@ -125,54 +120,76 @@ cucap_status cucap_elf_size(const void *elf, size_t avail, size_t *out) {
   return CUCAP_OK;
 }
 
+typedef struct fsym_search {
+  const char *const *names;
+  size_t n, found;
+  uint32_t *idx;
+} fsym_search;
+
+static int fsym_match(const Elf64_Sym *es, const char *nm, uint64_t k, void *user) {
+  fsym_search *f = user;
+  if (ELF64_ST_TYPE(es->st_info) != STT_FUNC || !nm || k >= UINT32_MAX)
+    return 0;
+  for (size_t i = 0; i < f->n; i++)
+    if (f->idx[i] == UINT32_MAX && f->names[i] && !strcmp(f->names[i], nm)) {
+      f->idx[i] = (uint32_t)k;
+      f->found++;
+    }
+  return 0;
+}
+
 size_t cucap_cubin_function_symbols(const void *elf, size_t size,
                                     const char *const *names, size_t n,
                                     uint32_t *idx) {
   for (size_t i = 0; i < n; i++)
     idx[i] = UINT32_MAX;
-  elf_view v;
-  if (!n || elf_open(elf, size, &v) != CUCAP_OK)
+  fb_elf v;
+  if (!n || fb_elf_open(elf, size, &v) != CUCAP_OK)
     return 0;
-  size_t found = 0;
-  for (unsigned s = 0; s < v.eh.e_shnum; s++) {
+  fsym_search f = {names, n, 0, idx};
+  (void)fb_elf_foreach_symbol(&v, 0, fsym_match, &f);
+  return f.found;
+}
+
+/* The symbol iterator of fatbin_elf.h: the first SHT_SYMTAB's entries, with
+ * their names (NULL when st_name is out of the string table or the name is
+ * not NUL-terminated in it). */
+cucap_status fb_elf_foreach_symbol(const fb_elf *v, int strict, fb_sym_fn fn, void *user) {
+  for (unsigned s = 0; s < v->eh.e_shnum; s++) {
     Elf64_Shdr sh, strh;
-    if (!elf_shdr(&v, s, &sh) || sh.sh_type != SHT_SYMTAB ||
-        sh.sh_entsize < sizeof(Elf64_Sym) || !elf_shdr(&v, sh.sh_link, &strh))
+    if (!fb_elf_shdr(v, s, &sh) || sh.sh_type != SHT_SYMTAB)
       continue;
-    const uint8_t *sym = elf_sec_data(&v, &sh);
-    const uint8_t *str = elf_sec_data(&v, &strh);
+    if (sh.sh_entsize < sizeof(Elf64_Sym) || !fb_elf_shdr(v, sh.sh_link, &strh))
+      return strict ? CUCAP_ERR_CORRUPT : CUCAP_OK;
+    const uint8_t *sym = fb_elf_sec_data(v, &sh);
+    const uint8_t *str = fb_elf_sec_data(v, &strh);
     if (!sym || !str)
-      continue;
+      return strict ? CUCAP_ERR_CORRUPT : CUCAP_OK;
     uint64_t nsym = sh.sh_size / sh.sh_entsize;
-    for (uint64_t k = 0; k < nsym && k < UINT32_MAX; k++) {
+    for (uint64_t k = 0; k < nsym; k++) {
       Elf64_Sym es;
       memcpy(&es, sym + k * sh.sh_entsize, sizeof es);
-      if (ELF64_ST_TYPE(es.st_info) != STT_FUNC || es.st_name >= strh.sh_size)
-        continue;
-      const char *nm = (const char *)str + es.st_name;
-      size_t maxl = strh.sh_size - es.st_name;
-      if (!memchr(nm, 0, maxl))
-        continue;
-      for (size_t i = 0; i < n; i++)
-        if (idx[i] == UINT32_MAX && names[i] && !strcmp(names[i], nm)) {
-          idx[i] = (uint32_t)k;
-          found++;
-        }
+      const char *nm = NULL;
+      if (es.st_name < strh.sh_size &&
+          memchr(str + es.st_name, 0, strh.sh_size - es.st_name))
+        nm = (const char *)str + es.st_name;
+      if (fn(&es, nm, k, user))
+        break;
     }
-    break; /* one symbol table */
+    return CUCAP_OK; /* one symbol table */
   }
-  return found;
+  return CUCAP_OK;
 }
 
 int cucap_cubin_has_line_info(const void *elf, size_t size) {
-  elf_view v;
-  if (elf_open(elf, size, &v) != CUCAP_OK)
+  fb_elf v;
+  if (fb_elf_open(elf, size, &v) != CUCAP_OK)
     return 0;
   for (unsigned s = 0; s < v.eh.e_shnum; s++) {
     Elf64_Shdr sh;
-    if (!elf_shdr(&v, s, &sh))
+    if (!fb_elf_shdr(&v, s, &sh))
       continue;
-    const char *n = elf_sec_name(&v, &sh);
+    const char *n = fb_elf_sec_name(&v, &sh);
     if (n && (!strcmp(n, ".debug_line") || !strcmp(n, ".nv_debug_line_sass")))
       return 1;
   }
@@ -180,8 +197,8 @@ int cucap_cubin_has_line_info(const void *elf, size_t size) {
 }
 
 cucap_status cucap_cubin_arch(const void *elf, size_t size, unsigned *sm) {
-  elf_view v;
-  CUCAP_FORWARD(elf_open(elf, size, &v));
+  fb_elf v;
+  CUCAP_FORWARD(fb_elf_open(elf, size, &v));
   CUCAP_RETURN_IF(v.eh.e_machine != EM_CUDA_, CUCAP_ERR_UNSUPPORTED);
   unsigned abiver = v.p[EI_ABIVERSION];
   *sm = abiver >= 8 ? (v.eh.e_flags >> 8) & 0xff : v.eh.e_flags & 0xff;
@@ -190,15 +207,15 @@ cucap_status cucap_cubin_arch(const void *elf, size_t size, unsigned *sm) {
 
 cucap_status cucap_cubin_foreach_kernel(const void *elf, size_t size,
                                         cucap_kernel_fn fn, void *user) {
-  elf_view v;
+  fb_elf v;
   CUCAP_RETURN_IF(!fn, CUCAP_ERR_INVALID_ARG);
-  CUCAP_FORWARD(elf_open(elf, size, &v));
+  CUCAP_FORWARD(fb_elf_open(elf, size, &v));
   for (unsigned i = 0; i < v.eh.e_shnum; i++) {
     Elf64_Shdr sh;
-    elf_shdr(&v, i, &sh);
+    fb_elf_shdr(&v, i, &sh);
     if (sh.sh_type != SHT_CUDA_INFO_)
       continue;
-    const char *n = elf_sec_name(&v, &sh);
+    const char *n = fb_elf_sec_name(&v, &sh);
     if (n && strncmp(n, ".nv.info.", 9) == 0 && n[9] && fn(n + 9, user))
       break;
   }
@@ -288,21 +305,21 @@ cucap_status cucap_cubin_kernel_params(const void *elf, size_t size,
                                        const char *kernel,
                                        cucap_param_layout *out, size_t max,
                                        size_t *count, uint32_t *total_bytes) {
-  elf_view v;
+  fb_elf v;
   CUCAP_RETURN_IF(!kernel || !count || !total_bytes || (max && !out),
                   CUCAP_ERR_INVALID_ARG);
-  CUCAP_FORWARD(elf_open(elf, size, &v));
+  CUCAP_FORWARD(fb_elf_open(elf, size, &v));
   size_t klen = strlen(kernel);
   for (unsigned i = 0; i < v.eh.e_shnum; i++) {
     Elf64_Shdr sh;
-    elf_shdr(&v, i, &sh);
+    fb_elf_shdr(&v, i, &sh);
     if (sh.sh_type != SHT_CUDA_INFO_)
       continue;
-    const char *n = elf_sec_name(&v, &sh);
+    const char *n = fb_elf_sec_name(&v, &sh);
     if (!n || strncmp(n, ".nv.info.", 9) != 0 || strncmp(n + 9, kernel, klen) ||
         n[9 + klen])
       continue;
-    const uint8_t *d = elf_sec_data(&v, &sh);
+    const uint8_t *d = fb_elf_sec_data(&v, &sh);
     CUCAP_RETURN_IF(!d, CUCAP_ERR_CORRUPT);
     return parse_nvinfo(d, sh.sh_size, out, max, count, total_bytes);
   }
@@ -362,7 +379,6 @@ typedef struct sel_ent {
   int keep;
 } sel_ent;
 
-static int sass_ok(unsigned have, unsigned want);
 
 cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned *sms,
                                  size_t nsms, void **out, size_t *out_size,
@@ -404,7 +420,7 @@ cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned
     unsigned best_elf = 0, best_ptx = 0;
     int have_elf = 0, have_ptx = 0;
     for (size_t i = 0; i < n; i++) {
-      if (e[i].kind == CUCAP_FATBIN_ENTRY_ELF && sass_ok(e[i].arch, sms[d]) &&
+      if (e[i].kind == CUCAP_FATBIN_ENTRY_ELF && fb_sass_ok(e[i].arch, sms[d]) &&
           (!have_elf || e[i].arch > best_elf)) {
         best_elf = e[i].arch;
         have_elf = 1;
@@ -684,7 +700,7 @@ cucap_status cucap_image_kernel_params(const void *image, size_t size,
   return s.st;
 }
 
-static int sass_ok(unsigned have, unsigned want) {
+int fb_sass_ok(unsigned have, unsigned want) {
   return have / 10 == want / 10 && have % 10 <= want % 10;
 }
 
@@ -710,7 +726,7 @@ typedef struct arch_search {
 
 static int arch_entry(const cucap_fatbin_entry *e, void *user) {
   arch_search *s = user;
-  if (e->kind == CUCAP_FATBIN_ENTRY_ELF && sass_ok(e->arch, s->sm))
+  if (e->kind == CUCAP_FATBIN_ENTRY_ELF && fb_sass_ok(e->arch, s->sm))
     s->ok = 1;
   else if (e->kind == CUCAP_FATBIN_ENTRY_PTX && e->arch <= s->sm)
     s->ok = 1;
@@ -725,7 +741,7 @@ int cucap_image_has_code_for(const void *image, size_t size, unsigned sm) {
   case CUCAP_IMAGE_CUBIN: {
     unsigned a;
     return cucap_cubin_arch(info.data, info.data_size, &a) == CUCAP_OK &&
-           sass_ok(a, sm);
+           fb_sass_ok(a, sm);
   }
   case CUCAP_IMAGE_PTX: {
     unsigned t = ptx_target(info.data, info.data_size);
@@ -740,112 +756,4 @@ int cucap_image_has_code_for(const void *image, size_t size, unsigned sm) {
   default:
     return 0;
   }
-}
-
-/* ---------------------------------------------------- device variables */
-
-/* A variable the loader places: an object symbol with a size, defined in a
- * global-memory section (.nv.global: zero-filled, .nv.global.init) or a
- * user constant bank (.nv.constantN, N > 0; bank 0 holds each kernel's
- * parameters and has no object symbols). __managed__ variables live in
- * .nv.global too. */
-static int var_section(const char *n) {
-  if (!n)
-    return 0;
-  if (!strncmp(n, ".nv.global", 10))
-    return n[10] == 0 || n[10] == '.';
-  return !strncmp(n, ".nv.constant", 12) && n[12] >= '1' && n[12] <= '9';
-}
-
-cucap_status cucap_cubin_foreach_variable(const void *elf, size_t size,
-                                          cucap_var_fn fn, void *user) {
-  elf_view v;
-  CUCAP_RETURN_IF(!fn, CUCAP_ERR_INVALID_ARG);
-  CUCAP_FORWARD(elf_open(elf, size, &v));
-  for (unsigned s = 0; s < v.eh.e_shnum; s++) {
-    Elf64_Shdr sh, strh;
-    if (!elf_shdr(&v, s, &sh) || sh.sh_type != SHT_SYMTAB)
-      continue;
-    CUCAP_RETURN_IF(sh.sh_entsize < sizeof(Elf64_Sym) ||
-                        !elf_shdr(&v, sh.sh_link, &strh),
-                    CUCAP_ERR_CORRUPT);
-    const uint8_t *sym = elf_sec_data(&v, &sh);
-    const uint8_t *str = elf_sec_data(&v, &strh);
-    CUCAP_RETURN_IF(!sym || !str, CUCAP_ERR_CORRUPT);
-    uint64_t nsym = sh.sh_size / sh.sh_entsize;
-    for (uint64_t k = 0; k < nsym; k++) {
-      Elf64_Sym es;
-      Elf64_Shdr ds;
-      memcpy(&es, sym + k * sh.sh_entsize, sizeof es);
-      if (ELF64_ST_TYPE(es.st_info) != STT_OBJECT || !es.st_size ||
-          es.st_shndx == SHN_UNDEF || es.st_shndx >= SHN_LORESERVE ||
-          es.st_name >= strh.sh_size || !elf_shdr(&v, es.st_shndx, &ds) ||
-          !var_section(elf_sec_name(&v, &ds)))
-        continue;
-      const char *nm = (const char *)str + es.st_name;
-      if (!memchr(nm, 0, strh.sh_size - es.st_name))
-        return CUCAP_ERR_CORRUPT;
-      if (fn(nm, es.st_size, user))
-        return CUCAP_OK;
-    }
-    return CUCAP_OK; /* one symbol table */
-  }
-  return CUCAP_OK;
-}
-
-typedef struct var_search {
-  unsigned sm, best;
-  cucap_var_fn fn;
-  void *user;
-  cucap_status st;
-  int stop;
-} var_search;
-
-static int var_best(const cucap_fatbin_entry *e, void *user) {
-  var_search *s = user;
-  if (e->kind == CUCAP_FATBIN_ENTRY_ELF && sass_ok(e->arch, s->sm) &&
-      e->arch >= s->best)
-    s->best = e->arch;
-  return 0;
-}
-
-static int var_stop(const char *name, uint64_t size, void *user) {
-  var_search *s = user;
-  return s->stop = s->fn(name, size, s->user);
-}
-
-static int var_entry(const cucap_fatbin_entry *e, void *user) {
-  var_search *s = user;
-  if (e->kind != CUCAP_FATBIN_ENTRY_ELF || e->arch != s->best)
-    return 0;
-  void *d = NULL;
-  size_t n = e->payload_size;
-  const void *img = e->payload;
-  if (e->codec) {
-    cucap_status st = cucap_fatbin_entry_data(e, &d, &n);
-    if (st != CUCAP_OK) {
-      s->st = st;
-      return 1;
-    }
-    img = d;
-  }
-  s->st = cucap_cubin_foreach_variable(img, n, var_stop, s);
-  free(d);
-  return s->st != CUCAP_OK || s->stop;
-}
-
-cucap_status cucap_image_foreach_variable(const void *image, size_t size,
-                                          unsigned sm, cucap_var_fn fn,
-                                          void *user) {
-  cucap_image_info info;
-  CUCAP_RETURN_IF(!fn, CUCAP_ERR_INVALID_ARG);
-  CUCAP_FORWARD(cucap_image_detect(image, size, &info));
-  if (info.data_format == CUCAP_IMAGE_CUBIN)
-    return cucap_cubin_foreach_variable(info.data, info.data_size, fn, user);
-  CUCAP_RETURN_IF(info.data_format != CUCAP_IMAGE_FATBIN, CUCAP_ERR_UNSUPPORTED);
-  var_search s = {sm, 0, fn, user, CUCAP_OK, 0};
-  CUCAP_FORWARD(cucap_fatbin_foreach(info.data, info.data_size, var_best, &s));
-  CUCAP_RETURN_IF(!s.best, CUCAP_ERR_UNSUPPORTED); /* the driver would JIT */
-  CUCAP_FORWARD(cucap_fatbin_foreach(info.data, info.data_size, var_entry, &s));
-  return s.st;
 }
