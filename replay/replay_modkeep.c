@@ -235,16 +235,20 @@ void rp_modkeep_restore(rp_state *R) {
         continue;
       R->cur = m->ctx;
     }
-    for (size_t v = 0; v < m->nvars; v++) {
-      if (!rp_cu(R, R->d.df.MemcpyHtoDAsync(m->vars[v].addr,
-                                            m->init + m->vars[v].off,
-                                            m->vars[v].size, NULL),
-                 "cuMemcpyHtoDAsync (module variables, pass start)"))
-        return;
-      K->restored_bytes += m->vars[v].size;
+    int failed = 0;
+    for (size_t v = 0; v < m->nvars && !failed; v++) {
+      failed = !rp_cu(R, R->d.df.MemcpyHtoDAsync(m->vars[v].addr,
+                                                 m->init + m->vars[v].off,
+                                                 m->vars[v].size, NULL),
+                      "cuMemcpyHtoDAsync (module variables, pass start)");
+      if (!failed)
+        K->restored_bytes += m->vars[v].size;
     }
+    if (failed)
+      break; /* the run stops (rp_cu set the error); the caller's context back first */
   }
-  rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (module variables)");
+  if (!R->failed)
+    rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (module variables)");
   if (prev && R->cur != prev && R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
     R->cur = prev;
 }
