@@ -42,13 +42,19 @@ uint64_t vo_key(uint64_t rec_index, uint32_t region) {
   return (rec_index << 24) ^ region ^ ((uint64_t)region << 52);
 }
 
+/* Data loops of verify that are not worth coverage instrumentation (under
+ * libFuzzer each compare in them is a traced comparison). */
+#if defined(__clang__)
+#define VO_NO_COVERAGE __attribute__((no_sanitize("coverage")))
+#else
+#define VO_NO_COVERAGE
+#endif
+
 /* The byte comparator under every verify check (copies of up to GiBs).
  * Not coverage-instrumented: under libFuzzer each 8-byte compare here was a
  * traced comparison, half of fuzz_replay's time, and it has no branches worth
  * steering by. (memcmp would be intercepted and traced the same way.) */
-#if defined(__clang__)
-__attribute__((no_sanitize("coverage")))
-#endif
+VO_NO_COVERAGE
 uint64_t vo_first_diff(const uint8_t *a, const uint8_t *b, uint64_t n) {
   uint64_t i = 0;
   while (i + 32 <= n) { /* four words a step: the compiler vectorises it */
@@ -68,9 +74,7 @@ uint64_t vo_first_diff(const uint8_t *a, const uint8_t *b, uint64_t n) {
  * rl, then of nd; either may be NULL): in rl, else in nd, else neither
  * (returned, the first at *first, n if none). Uninstrumented like
  * vo_first_diff: a fuzzed copy differs in every byte. */
-#if defined(__clang__)
-__attribute__((no_sanitize("coverage")))
-#endif
+VO_NO_COVERAGE
 uint64_t vo_count_diff(const uint8_t *a, const uint8_t *b, uint64_t n, const uint8_t *rl,
                        const uint8_t *nd, uint64_t *in_rl, uint64_t *in_nd, uint64_t *first) {
   uint64_t det = 0, r = 0, d = 0, f = n;
@@ -132,7 +136,7 @@ int vo_nd_get(const vo_check *c, uint64_t i) {
  * on an H100: between the recording and the replays, not between replays
  * milliseconds apart). Little-endian: the low half is at the lower address.
  * Word boundaries follow the device address (c->align = address % 8). */
-static void vo_nd_word(vo_check *c, uint64_t i) {
+VO_NO_COVERAGE static void vo_nd_word(vo_check *c, uint64_t i) {
   uint64_t p = i + c->align, w8 = p & ~(uint64_t)7;
   uint64_t from = (p - w8) < 4 ? w8 : w8 + 4, to = w8 + 8;
   for (uint64_t q = from; q < to; q++) {
@@ -148,9 +152,22 @@ static void vo_nd_word(vo_check *c, uint64_t i) {
 }
 
 /* The first byte after the 4-byte word holding byte i. */
-static uint64_t vo_next_word(const vo_check *c, uint64_t i) {
+VO_NO_COVERAGE static uint64_t vo_next_word(const vo_check *c, uint64_t i) {
   uint64_t n = ((i + c->align) & ~(uint64_t)3) + 4;
   return n - c->align;
+}
+
+/* Marks every 4-byte word (see vo_nd_word) where got and base differ, from
+ * byte `from` (their first difference) on. Uninstrumented, like the
+ * comparators: a fuzzed copy differs in every word. */
+VO_NO_COVERAGE static void vo_nd_mark(vo_check *c, const uint8_t *got, const uint8_t *base,
+                                      uint64_t size, uint64_t from) {
+  for (uint64_t i = from; i < size;) {
+    vo_nd_word(c, i);
+    i = vo_next_word(c, i);
+    if (i < size)
+      i += vo_first_diff(got + i, base + i, size - i);
+  }
 }
 
 uint32_t vo_intern(vo_verifier *v, const char *name, int kernel) {
@@ -321,21 +338,11 @@ void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
     if (!known) { /* the first pass that compares it: keep its bytes */
       memcpy(c->ref, got, size);
     } else {      /* earlier passes matched the recording */
-      for (uint64_t i = d; i < size;) {
-        vo_nd_word(c, i);
-        i = vo_next_word(c, i);
-        if (i < size)
-          i += vo_first_diff(got + i, want + i, size - i);
-      }
+      vo_nd_mark(c, got, want, size, d);
     }
   } else { /* compare with the first pass */
     const uint8_t *base = c->ref ? c->ref : want;
-    for (uint64_t i = vo_first_diff(got, base, size); i < size;) {
-      vo_nd_word(c, i);
-      i = vo_next_word(c, i);
-      if (i < size)
-        i += vo_first_diff(got + i, base + i, size - i);
-    }
+    vo_nd_mark(c, got, base, size, vo_first_diff(got, base, size));
   }
   /* undecided: differs from the recording, agreed so far */
   c->undecided = c->ref ? vo_count_diff(c->ref, want, size, NULL, c->nd, NULL, NULL, NULL) : 0;
