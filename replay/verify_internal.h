@@ -209,6 +209,10 @@ vo_ring *vo_ring_of(vo_verifier *v, uint64_t stream, int make);
 void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got);
 uint64_t vo_dev_addr(const vo_check *c, uint64_t off);
 int vo_nd_get(const vo_check *c, uint64_t i);
+/* Marks the 4-byte words where got and base differ, from byte `from` (their
+ * first difference) on, nondeterministic in c->nd (verify_bytes.c). */
+void vo_nd_mark(vo_check *c, const uint8_t *got, const uint8_t *base, uint64_t size,
+                uint64_t from);
 uint64_t vo_first_diff(const uint8_t *a, const uint8_t *b, uint64_t n);
 /* verify_order.c: 1 when check c (first compared pass `got`, recording
  * `want`) differs only in the order of its 4-byte values over the words that
