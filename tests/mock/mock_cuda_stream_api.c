@@ -5,6 +5,7 @@
  * same definitions into cuMemcpyHtoD_v2_ptds, cuLaunchKernel_ptsz, ... and the
  * table into mock_procs_pt. Everything executes synchronously, so the two
  * variants behave identically. */
+#include <stdint.h>
 #include "mock_cuda_internal.h"
 
 #include <string.h>
@@ -141,7 +142,8 @@ static CUresult mock_memset(CUdeviceptr dst, size_t pitch, uint32_t value, unsig
   if (width == 0 || height == 0) return CUDA_SUCCESS;
   if (dst % elem) return CUDA_ERROR_INVALID_VALUE;
   if (!pitch) pitch = width * elem;
-  if (pitch < width * elem) return CUDA_ERROR_INVALID_VALUE;
+  if (width > SIZE_MAX / elem || pitch < width * elem) return CUDA_ERROR_INVALID_VALUE;
+  if (height > 1 && (height - 1) > (SIZE_MAX - width * elem) / pitch) return CUDA_ERROR_INVALID_VALUE;
   if (!mock_dev_range_ok(dst, (height - 1) * pitch + width * elem)) return CUDA_ERROR_INVALID_VALUE;
   mock_op op = {0};
   op.kind = MOCK_OP_SET;
