@@ -289,6 +289,15 @@ int rp_capture_any(const rp_state *R) {
   return R->capturing || (R->gs && R->gs->dry.count);
 }
 
+int rp_capture_end_drop(rp_state *R, CUstream s) {
+  CUgraph g = NULL;
+  if (!R->d.df.StreamEndCapture || R->d.df.StreamEndCapture(s, &g) != CUDA_SUCCESS)
+    return 0;
+  if (g && R->d.df.GraphDestroy)
+    R->d.df.GraphDestroy(g);
+  return 1;
+}
+
 size_t rp_captures_close_ctx(rp_state *R, CUcontext ctx) {
   rp_graphs *gs = R->gs;
   if (!gs || !gs->capturing.count || !ctx)
@@ -299,11 +308,7 @@ size_t rp_captures_close_ctx(rp_state *R, CUcontext ctx) {
   while (n < sizeof recs / sizeof recs[0] && rp_map_next(&gs->capturing, &pos, &k, &lv)) {
     if (rp_owner_of(R, lv) != ctx)
       continue;
-    CUgraph g = NULL;
-    if (R->d.df.StreamEndCapture &&
-        R->d.df.StreamEndCapture((CUstream)(uintptr_t)lv, &g) == CUDA_SUCCESS && g &&
-        R->d.df.GraphDestroy)
-      R->d.df.GraphDestroy(g);
+    rp_capture_end_drop(R, (CUstream)(uintptr_t)lv);
     recs[n++] = k;
   }
   for (size_t i = 0; i < n; i++)
@@ -320,11 +325,7 @@ size_t rp_captures_close(rp_state *R) {
   size_t pos = 0;
   uint64_t lv = 0;
   while (rp_map_next(&gs->capturing, &pos, NULL, &lv)) {
-    CUstream live = (CUstream)(uintptr_t)lv;
-    CUgraph g = NULL;
-    if (R->d.df.StreamEndCapture && R->d.df.StreamEndCapture(live, &g) == CUDA_SUCCESS && g &&
-        R->d.df.GraphDestroy)
-      R->d.df.GraphDestroy(g);
+    rp_capture_end_drop(R, (CUstream)(uintptr_t)lv);
     n++;
   }
   rp_map_free(&gs->capturing);

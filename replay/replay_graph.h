@@ -181,6 +181,9 @@ int rp_capture_any(const rp_state *R);
 /* End of a pass: captures the program left open are ended (their graphs
  * dropped) so that the final synchronisation is legal; returns how many. */
 size_t rp_captures_close(rp_state *R);
+/* Ends the capture open on live stream s and destroys the graph it built;
+ * 1 if cuStreamEndCapture succeeded. */
+int rp_capture_end_drop(rp_state *R, CUstream s);
 /* Ends the open captures of streams that context ctx owns (it is about to be
  * destroyed: the graph being built would outlive it) and drops their graphs.
  * Returns how many. */

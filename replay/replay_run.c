@@ -297,13 +297,8 @@ void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live) {
   else if (mp == &R->stream) {
     /* a stream still capturing (its EndCapture was not recorded) ends the
      * capture first, or the graph being built would be lost */
-    CUgraph g = NULL;
-    if (R->capturing && R->d.df.StreamEndCapture &&
-        R->d.df.StreamEndCapture(v, &g) == CUDA_SUCCESS) {
+    if (R->capturing && rp_capture_end_drop(R, v))
       R->capturing--;
-      if (g && R->d.df.GraphDestroy)
-        R->d.df.GraphDestroy(g);
-    }
     R->d.df.StreamDestroy(v);
   }
   else if (rp_modkeep_has(R, (uint64_t)(uintptr_t)v))
@@ -339,10 +334,7 @@ static void rp_end_captures(rp_state *R) {
     /* slots cap and cap+1 hold recorded handles 0 and 1 (flag bits) */
     if (i < m->cap ? m->keys[i] <= 1 : !(m->keys[m->cap] & (1u << (i - m->cap))))
       continue;
-    CUgraph g = NULL;
-    if (R->d.df.StreamEndCapture((CUstream)(uintptr_t)m->vals[i], &g) ==
-            CUDA_SUCCESS && g && R->d.df.GraphDestroy)
-      R->d.df.GraphDestroy(g);
+    rp_capture_end_drop(R, (CUstream)(uintptr_t)m->vals[i]);
   }
   R->capturing = 0;
 }
