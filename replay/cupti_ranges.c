@@ -221,8 +221,7 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
      * kernels 0.5-0.7 us longer than ncu does (FillFunctor 2.94 against
      * 2.24 us). CUCAP_PROFILE_FLUSH_SYNC=0: no wait (except for graph
      * launches on the NULL stream, which need it for ordering). */
-    if ((graph_op && !op->stream && w->mode != CK_WIN_USER) ||
-        (w->mode != CK_WIN_USER && E->flush_sync))
+    if (w->mode != CK_WIN_USER && (E->flush_sync || (graph_op && !op->stream)))
       ck_own_sync(E);
     if (ck_grow((void **)&m->flushed, &m->capflushed, m->nflushed + 1,
                 sizeof *m->flushed))

@@ -220,7 +220,7 @@ uint64_t vo_first_diff(const uint8_t *a, const uint8_t *b, uint64_t n);
 int vo_order_only(const vo_check *c, const uint8_t *got, const uint8_t *want,
                   uint64_t *words);
 uint64_t vo_count_diff(const uint8_t *a, const uint8_t *b, uint64_t n, const uint8_t *rl,
-                       const uint8_t *nd, uint64_t *in_rl, uint64_t *in_nd, uint64_t *first);
+                       const uint8_t *nd, uint64_t *in_rl, uint64_t *first);
 int vo_grow(uint8_t **buf, size_t *cap, uint64_t need);
 uint32_t vo_intern(vo_verifier *v, const char *name, int kernel);
 int vo_reads_blob(vo_verifier *v, cucap_hash128 h, uint64_t size); /* into v->want */

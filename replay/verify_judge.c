@@ -511,7 +511,7 @@ void vo_judge(vo_verifier *v) {
     const uint8_t *want = v->want, *base = c->ref ? c->ref : want;
     uint64_t det = 0, off = c->size, nruns = 0, first_nd = c->size;
     uint64_t rlb = 0; /* bytes of accepted relocated pointers */
-    det = vo_count_diff(base, want, c->size, c->rl, c->nd, &rlb, NULL, &off);
+    det = vo_count_diff(base, want, c->size, c->rl, c->nd, &rlb, &off);
     for (uint64_t i = 0; c->nd && i < c->size; i++) {
       if (!(i & 7) && !c->nd[i >> 3]) { /* a clear bitmap byte: 8 bytes at once */
         i += 7;

@@ -243,7 +243,7 @@ void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
     vo_nd_mark(c, got, base, size, vo_first_diff(got, base, size));
   }
   /* undecided: differs from the recording, agreed so far */
-  c->undecided = c->ref ? vo_count_diff(c->ref, want, size, NULL, c->nd, NULL, NULL, NULL) : 0;
+  c->undecided = c->ref ? vo_count_diff(c->ref, want, size, NULL, c->nd, NULL, NULL) : 0;
 }
 
 static int vo_kind_is_dtoh(vo_verifier *v, const cucap_fb_memcpy *m) {

@@ -52,6 +52,14 @@ static int vo_word_flagged(const uint8_t *map, uint64_t i) {
   return map && (map[i >> 3] >> (i & 7) & 0xf) != 0; /* i % 4 == 0: one nibble */
 }
 
+/* Word i (a multiple of 4) takes part: it differs or varies, and holds no
+ * relocated pointer. */
+static int vo_order_word(const vo_check *c, const uint8_t *got, const uint8_t *want,
+                         uint64_t i) {
+  return !vo_word_flagged(c->rl, i) &&
+         (memcmp(got + i, want + i, 4) || vo_word_flagged(c->nd, i));
+}
+
 int vo_order_only(const vo_check *c, const uint8_t *got, const uint8_t *want,
                   uint64_t *words) {
   *words = 0;
@@ -61,9 +69,7 @@ int vo_order_only(const vo_check *c, const uint8_t *got, const uint8_t *want,
     return 0;
   uint64_t n = 0;
   for (uint64_t i = 0; i < c->size; i += 4)
-    if (!vo_word_flagged(c->rl, i) &&
-        (memcmp(got + i, want + i, 4) || vo_word_flagged(c->nd, i)))
-      n++;
+    n += vo_order_word(c, got, want, i);
   if (!n || n > VO_ORDER_MAX_WORDS)
     return 0;
   uint32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
@@ -74,8 +80,7 @@ int vo_order_only(const vo_check *c, const uint8_t *got, const uint8_t *want,
   }
   uint64_t k = 0;
   for (uint64_t i = 0; i < c->size; i += 4)
-    if (!vo_word_flagged(c->rl, i) &&
-        (memcmp(got + i, want + i, 4) || vo_word_flagged(c->nd, i))) {
+    if (vo_order_word(c, got, want, i)) {
       memcpy(&a[k], got + i, 4);
       memcpy(&b[k], want + i, 4);
       k++;
