@@ -302,19 +302,25 @@ size_t rp_captures_close_ctx(rp_state *R, CUcontext ctx) {
   rp_graphs *gs = R->gs;
   if (!gs || !gs->capturing.count || !ctx)
     return 0;
+  /* in batches: entries are deleted after the walk, not during it */
   uint64_t recs[64];
-  size_t n = 0, pos = 0;
-  uint64_t k = 0, lv = 0;
-  while (n < sizeof recs / sizeof recs[0] && rp_map_next(&gs->capturing, &pos, &k, &lv)) {
-    if (rp_owner_of(R, lv) != ctx)
-      continue;
-    rp_capture_end_drop(R, (CUstream)(uintptr_t)lv);
-    recs[n++] = k;
-  }
-  for (size_t i = 0; i < n; i++)
-    rp_map_del(&gs->capturing, recs[i], NULL);
-  R->capturing = R->capturing > (int)n ? R->capturing - (int)n : 0;
-  return n;
+  size_t total = 0, n;
+  do {
+    size_t pos = 0;
+    uint64_t k = 0, lv = 0;
+    n = 0;
+    while (n < sizeof recs / sizeof recs[0] && rp_map_next(&gs->capturing, &pos, &k, &lv)) {
+      if (rp_owner_of(R, lv) != ctx)
+        continue;
+      rp_capture_end_drop(R, (CUstream)(uintptr_t)lv);
+      recs[n++] = k;
+    }
+    for (size_t i = 0; i < n; i++)
+      rp_map_del(&gs->capturing, recs[i], NULL);
+    total += n;
+  } while (n == sizeof recs / sizeof recs[0]);
+  R->capturing = R->capturing > (int)total ? R->capturing - (int)total : 0;
+  return total;
 }
 
 size_t rp_captures_close(rp_state *R) {
