@@ -180,37 +180,69 @@ cucap_fb_ref cx_function_body(cucap_fbb *b, const cucap_tracked_fn *f) {
   return cucap_fb_function_end(b);
 }
 
-const cucap_tracked_fn *cx_function_for_launch(uint64_t handle) {
-  const cucap_tracked_fn *f = cucap_tracker_fn_find(cx_tracker(), handle);
-  if (f || !handle)
-    return f;
-  /* Slow path, once per handle: a CUfunction/CUkernel we did not see being
-   * created (cudart passes CUkernel handles; enumerate APIs; export tables). */
-  const char *name = NULL;
-  uint64_t module = 0;
-  uint8_t kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
-  CUmodule mod = NULL;
-  cx_relaxed rx;
-  cx_relax_begin(&rx);
-  if (cucap_real.cuFuncGetName &&
-      cucap_real.cuFuncGetName(&name, (CUfunction)(uintptr_t)handle) == CUDA_SUCCESS) {
-    if (cucap_real.cuFuncGetModule &&
-        cucap_real.cuFuncGetModule(&mod, (CUfunction)(uintptr_t)handle) == CUDA_SUCCESS)
-      module = CX_U64(mod);
-  } else if (cucap_real.cuKernelGetName &&
-             cucap_real.cuKernelGetName(&name, (CUkernel)(uintptr_t)handle) == CUDA_SUCCESS) {
-    kind = CUCAP_FB_FUNCTIONKIND_KERNEL;
-  }
-  cx_relax_end(&rx);
-  f = cx_function_learn(handle, module, kind, name);
-  if (!f)
-    return NULL;
+/* Records f's Function body as an extra record (before the call's own). */
+static void fn_emit(const cucap_tracked_fn *f) {
   cucap_fbb *b = cucap_rec_builder();
   if (b) {
     cucap_fbb_reset(b);
     cucap_fb_ref body = cx_function_body(b, f);
     (void)cucap_rec_emit(b, CUCAP_FB_BODY_FUNCTION, body, 0);
   }
+}
+
+const cucap_tracked_fn *cx_kernel_learn(uint64_t k) {
+  const cucap_tracked_fn *f = cucap_tracker_fn_find(cx_tracker(), k);
+  if (f || !k)
+    return f;
+  const char *name = NULL;
+  CUlibrary lib = NULL;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
+  int ok = cucap_real.cuKernelGetName &&
+           cucap_real.cuKernelGetName(&name, (CUkernel)(uintptr_t)k) == CUDA_SUCCESS;
+  if (ok && (!cucap_real.cuKernelGetLibrary ||
+             cucap_real.cuKernelGetLibrary(&lib, (CUkernel)(uintptr_t)k) != CUDA_SUCCESS))
+    lib = NULL; /* a library of its own (cudart's): found by name in a replay */
+  cx_relax_end(&rx);
+  if (!ok || !name)
+    return NULL;
+  f = cx_function_learn(k, CX_U64(lib), CUCAP_FB_FUNCTIONKIND_KERNEL, name);
+  if (f)
+    fn_emit(f);
+  return f;
+}
+
+const cucap_tracked_fn *cx_function_for_launch(uint64_t handle) {
+  const cucap_tracked_fn *f = cucap_tracker_fn_find(cx_tracker(), handle);
+  if (f || !handle)
+    return f;
+  /* Slow path, once per handle: a CUfunction/CUkernel we did not see being
+   * created (cudart passes CUkernel handles; enumerate APIs; export tables).
+   * The driver answers cuFuncGetName/cuFuncGetModule for a CUkernel too,
+   * with the library's module in the current context, which no record
+   * defines: a handle whose module is unknown is tried as a CUkernel first
+   * (the replay then finds it by name in its library). */
+  const char *name = NULL;
+  uint64_t module = 0;
+  CUmodule mod = NULL;
+  cucap_tracked_module tm;
+  cx_relaxed rx;
+  cx_relax_begin(&rx);
+  int is_fn = cucap_real.cuFuncGetName &&
+              cucap_real.cuFuncGetName(&name, (CUfunction)(uintptr_t)handle) == CUDA_SUCCESS;
+  if (is_fn && cucap_real.cuFuncGetModule &&
+      cucap_real.cuFuncGetModule(&mod, (CUfunction)(uintptr_t)handle) == CUDA_SUCCESS)
+    module = CX_U64(mod);
+  cx_relax_end(&rx);
+  if (!is_fn || !cucap_tracker_module_find(cx_tracker(), module, &tm)) {
+    if ((f = cx_kernel_learn(handle)))
+      return f;
+    if (!is_fn)
+      return NULL;
+  }
+  f = cx_function_learn(handle, module, CUCAP_FB_FUNCTIONKIND_FUNCTION, name);
+  if (f)
+    fn_emit(f);
   return f;
 }
 

@@ -77,6 +77,14 @@ void cx_launch_args(cucap_fbb *b, const cucap_tracked_fn *f,
  * records their Function body as an extra record. */
 const cucap_tracked_fn *cx_function_for_launch(uint64_t handle);
 
+/* Tracker entry for a CUkernel; one the recorder did not see being looked up
+ * (cuLibraryEnumerateKernels, cudart's own lookups) is learned as if by
+ * cuLibraryGetKernel of its library (cuKernelGetLibrary, cuKernelGetName)
+ * and its Function body recorded as an extra record, so that a replay finds
+ * it by name in its own copy of the library. NULL if k is no CUkernel or on
+ * OOM. The entry stays valid until its library is forgotten. */
+const cucap_tracked_fn *cx_kernel_learn(uint64_t k);
+
 /* Memcpy body (geometry, kind, no payload) of a graph memcpy node. */
 cucap_fb_ref cx_memcpy3d_node_body(cucap_fbb *b, const CUDA_MEMCPY3D *p);
 

@@ -200,6 +200,36 @@ void custom_library_unload(cucap_call *c, CUresult r, CUlibrary lib) {
   module_emit(c, &m);
 }
 
+/* ---- cuLibraryGetModule ----
+ * A library's module in the current context: functions looked up in it (or
+ * launched through a handle whose cuFuncGetModule is it) name this handle,
+ * which no load record defines. The LibraryModule record ties it to its
+ * library, so a replay asks its own library for the module. The module
+ * belongs to the library (the app never unloads it): tracked without an
+ * image, forgotten when the handle is loaded or unloaded as a module. */
+int custom_library_get_module_known(CUresult r, CUmodule *pmod, CUlibrary lib) {
+  (void)lib;
+  cucap_tracked_module tm;
+  return r == CUDA_SUCCESS && pmod && *pmod &&
+         cucap_tracker_module_find(cx_tracker(), CX_U64(*pmod), &tm);
+}
+
+void custom_library_get_module(cucap_call *c, CUresult r, CUmodule *pmod, CUlibrary lib) {
+  c->stack = cucap_rec_stack_id();
+  if (r != CUDA_SUCCESS || !pmod || !*pmod)
+    return;
+  cucap_tracked_module tm = {CX_U64(*pmod), CUCAP_FB_MODULEKIND_MODULE, 0, {0, 0}, 0};
+  if (cucap_tracker_module_add(cx_tracker(), &tm, NULL) != CUCAP_OK)
+    CUCAP_WARN("module tracking failed (OOM)");
+  cucap_fb_module_start(c->b);
+  cucap_fb_module_add_op(c->b, CUCAP_FB_MODULEOP_LIBRARYMODULE);
+  cucap_fb_module_add_kind(c->b, CUCAP_FB_MODULEKIND_MODULE);
+  cucap_fb_module_add_handle(c->b, CX_U64(*pmod));
+  cucap_fb_module_add_library(c->b, CX_U64(lib));
+  c->body = cucap_fb_module_end(c->b);
+  c->body_type = CUCAP_FB_BODY_MODULE;
+}
+
 /* ---- cuLink* (the linked cubin becomes the image of LinkComplete) ---- */
 
 void custom_link_create(cucap_call *c, CUresult r, unsigned int n, CUjit_option *opts,
@@ -390,6 +420,8 @@ void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pf, CUker
     return;
   }
   const cucap_tracked_fn *kf = cucap_tracker_fn_find(cx_tracker(), CX_U64(k));
+  if (!kf)
+    kf = cx_kernel_learn(CX_U64(k));
   if (kf) {
     function_post(c, r, h, CX_U64(k), CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION, NULL, kf);
   } else {

@@ -108,6 +108,9 @@ typedef struct cucap_replay_report {
   uint64_t patched_pointers;           /* 8-byte values inside uploaded data
                                           (HtoD payloads) that pointed into a
                                           relocated range, rewritten */
+  uint64_t found_by_name;              /* functions whose module or CUkernel
+                                          the capture never defined, found by
+                                          name in a loaded library/module */
   /* ops replayed with a stand-in (a host node as an empty node, ...), by
    * name; refused with --strict like skipped ones */
   uint64_t substituted;

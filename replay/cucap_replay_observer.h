@@ -215,6 +215,13 @@ void cucap_replay_session_keep_contexts(cucap_replay_session *s);
  * must see modules load after it set something up (CUPTI's PC sampling and
  * SASS metrics). Call from pass_end. */
 void cucap_replay_session_fresh_modules(cucap_replay_session *s);
+/* The current pass leaves out copies to the host (their bytes land in a
+ * scratch buffer of the replayer's and no device memory depends on them):
+ * no DMA, no wait for the stream. For passes whose results are read on the
+ * device only (CUPTI counter passes). Ignored while --verify runs (it
+ * compares those bytes) and inside a stream capture (the copy is part of
+ * the graph). Call from pass_begin; every pass starts without it. */
+void cucap_replay_session_skip_host_reads(cucap_replay_session *s);
 /* Stops the replay with an error (exit code 4, or 3 for CUCAP_ERR_ENV /
  * CUCAP_ERR_UNSUPPORTED). */
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,

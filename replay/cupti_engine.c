@@ -342,7 +342,6 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
 
 static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   ck_engine *E = u;
-  (void)s;
   if (!E->attached)
     return;
   E->pass = pass;
@@ -353,6 +352,10 @@ static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   E->ncorr = 0;
   E->corr_unsorted = 0;
   E->flushes_this_pass = 0;
+  /* counter, PC-sampling and SASS passes measure kernels: copies back to
+   * the host are only part of the timeline */
+  if (E->phase != CK_PH_TIMELINE && E->phase != CK_PH_DONE)
+    cucap_replay_session_skip_host_reads(s);
   if (E->phase != CK_PH_DONE)
     CUCAP_DEBUG("profile: pass %u: %s pass %u", pass,
                 cucap_cupti_section_name((cucap_cupti_section_id)E->phase),

@@ -511,10 +511,15 @@ static void rp_op_module(rp_state *R, const cucap_fb_record *rec,
     }
     break;
   }
+  case CUCAP_FB_MODULEOP_LIBRARYMODULE:
+    rp_op_library_module(R, rec, m);
+    return;
   case CUCAP_FB_MODULEOP_UNLOAD: {
     uint64_t live;
     rp_ctx_rec(R, rec);
-    if (rp_map_del(&R->library, h, &live)) {
+    if (rp_map_del(&R->libmod, h, NULL)) {
+      /* a library's module: the library owns it */
+    } else if (rp_map_del(&R->library, h, &live)) {
       if (R->d.df.LibraryUnload && !rp_modkeep_has(R, live))
         R->d.df.LibraryUnload((CUlibrary)(uintptr_t)live);
     } else if (rp_map_del(&R->module, h, &live)) {
@@ -543,7 +548,7 @@ static void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   if (rp_map_get(&R->library, mh, &live) && R->d.df.LibraryGetGlobal)
     r = R->d.df.LibraryGetGlobal(&addr, &size, (CUlibrary)(uintptr_t)live,
                                  name);
-  else if (rp_map_get(&R->module, mh, &live) && R->d.df.ModuleGetGlobal)
+  else if (rp_module_live(R, mh, &live) && R->d.df.ModuleGetGlobal)
     r = R->d.df.ModuleGetGlobal(&addr, &size, (CUmodule)(uintptr_t)live, name);
   if (r != CUDA_SUCCESS) {
     rp_skip(R, "module global lookup");
@@ -595,7 +600,7 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
         return;
       live = k;
     }
-  } else if (name && rp_map_get(&R->module, mh, &mlive)) {
+  } else if (name && rp_module_live(R, mh, &mlive)) {
     mod_owner = rp_owner_of(R, mlive);
     CUfunction fn = NULL;
     if (!rp_cu(R, R->d.df.ModuleGetFunction(&fn, (CUmodule)(uintptr_t)mlive,
@@ -603,6 +608,28 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
                "cuModuleGetFunction"))
       return;
     live = fn;
+  }
+  if (!live && name) {
+    /* its module or CUkernel was never defined in the capture */
+    uint64_t flive = 0, fmod = 0;
+    int how = rp_func_by_name(R, name, &flive, &fmod);
+    if (how == 1 && kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
+      CUfunction fn = NULL;
+      if (!rp_cu(R, R->d.df.KernelGetFunction(&fn, (CUkernel)(uintptr_t)flive),
+                 "cuKernelGetFunction"))
+        return;
+      live = fn;
+    } else if (how == 1) {
+      live = (void *)(uintptr_t)flive;
+      kind = CUCAP_FB_FUNCTIONKIND_KERNEL; /* launched through the CUkernel */
+    } else if (how == 2) {
+      live = (void *)(uintptr_t)flive;
+      mod_owner = rp_owner_of(R, fmod);
+      if (kind == CUCAP_FB_FUNCTIONKIND_KERNEL)
+        kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
+    }
+    if (live)
+      R->rep->found_by_name++;
   }
   if (!live) {
     rp_skip(R, "function lookup (module not loaded)");
@@ -928,6 +955,11 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       return;
   } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
     void *hb;
+    if (R->skip_host_reads && R->o->verify == CUCAP_REPLAY_VERIFY_NONE && !R->capturing) {
+      R->host_reads_skipped++; /* nothing on the device reads the bytes */
+      R->rep->executed++;
+      return;
+    }
     if (R->dev_mem && size > R->dev_mem) {
       rp_set_error(R, CUCAP_ERR_CORRUPT, CUCAP_REPLAY_EXIT_INPUT,
                    "record %" PRIu64 " (seq %" PRIu64 "): a DtoH copy of %" PRIu64
@@ -1091,8 +1123,14 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   if (R->mem.nreloc) {
     if (fi->nparams) {
       for (size_t i = 0; i < fi->nparams; i++) {
-        uint32_t off = fi->params[i].offset;
-        if (fi->params[i].size == 8 && off % 8 == 0 && off + 8 <= n) {
+        uint32_t off = fi->params[i].offset, psz = fi->params[i].size;
+        if (psz > 8 && off < n) {
+          /* a struct parameter (CUTLASS/cuBLAS Params, cublasSplitKParams
+           * with its alpha/beta pointers into cuBLAS's deviceConstants):
+           * its 8-aligned words that point into moved ranges */
+          R->rep->patched_params +=
+              rp_mem_patch_row(&R->mem, args + off, psz < n - off ? psz : n - off, off);
+        } else if (psz == 8 && off % 8 == 0 && off + 8 <= n) {
           uint64_t v;
           memcpy(&v, args + off, 8);
           int rel = 0;

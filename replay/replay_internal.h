@@ -63,6 +63,7 @@
   X(LibraryLoadData, "cuLibraryLoadData", 12000, PFN_cuLibraryLoadData_v12000, "cuLibraryLoadData", 0) \
   X(LibraryUnload, "cuLibraryUnload", 12000, PFN_cuLibraryUnload_v12000, "cuLibraryUnload", 0) \
   X(LibraryGetKernel, "cuLibraryGetKernel", 12000, PFN_cuLibraryGetKernel_v12000, "cuLibraryGetKernel", 0) \
+  X(LibraryGetModule, "cuLibraryGetModule", 12000, PFN_cuLibraryGetModule_v12000, "cuLibraryGetModule", 0) \
   X(LibraryGetGlobal, "cuLibraryGetGlobal", 12000, PFN_cuLibraryGetGlobal_v12000, "cuLibraryGetGlobal", 0) \
   X(KernelGetFunction, "cuKernelGetFunction", 12000, PFN_cuKernelGetFunction_v12000, "cuKernelGetFunction", 0) \
   X(FuncGetParamInfo, "cuFuncGetParamInfo", 12040, PFN_cuFuncGetParamInfo_v12040, "cuFuncGetParamInfo", 0) \

@@ -96,7 +96,7 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   /* the program's other objects in it: the driver frees them with it */
   rp_modkeep_ctx_gone(R, live);
   size_t n = rp_object_context_gone(R, c); /* arrays, textures, surfaces */
-  rp_map *maps[] = {&R->stream, &R->event, &R->module, &R->gexec};
+  rp_map *maps[] = {&R->stream, &R->event, &R->module, &R->libmod, &R->gexec};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++)
     n += rp_forget_owned(R, maps[m], c);
   for (size_t i = 0; i < R->nfuncs; i++) {

@@ -53,9 +53,10 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
             p->patched_handles, p->pinned_host_ranges, p->pinned_host_failed,
             p->env_warnings);
     fprintf(f, ",\"pinned_host_device_backed\":%" PRIu64
-            ",\"patched_pointers\":%" PRIu64 ",\"substituted\":%" PRIu64
-            ",\"substituted_ops\":{",
-            p->pinned_host_device_backed, p->patched_pointers, p->substituted);
+            ",\"patched_pointers\":%" PRIu64 ",\"found_by_name\":%" PRIu64
+            ",\"substituted\":%" PRIu64 ",\"substituted_ops\":{",
+            p->pinned_host_device_backed, p->patched_pointers, p->found_by_name,
+            p->substituted);
     for (unsigned i = 0; i < p->subst_kinds; i++) {
       if (i)
         fputc(',', f);
@@ -125,6 +126,9 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
   if (p->patched_pointers)
     fprintf(f, ", %" PRIu64 " pointer(s) in uploaded data patched",
             p->patched_pointers);
+  if (p->found_by_name)
+    fprintf(f, ", %" PRIu64 " function(s) found by name (module not in the capture)",
+            p->found_by_name);
   if (p->pinned_host_ranges || p->pinned_host_failed || p->pinned_host_device_backed)
     fprintf(f, "; %" PRIu64 " pinned host range(s) at recorded addresses, %" PRIu64
             " not placed", p->pinned_host_ranges, p->pinned_host_failed);

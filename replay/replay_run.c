@@ -344,6 +344,7 @@ static void rp_destroy_live(rp_state *R) {
   rp_end_captures(R);
   rp_object_destroy_live(R); /* texture/surface objects, arrays */
   rp_attr_reset(R);
+  rp_map_free(&R->libmod); /* the libraries' own: dropped with them below */
   rp_map *maps[] = {&R->gexec, &R->graph, &R->event, &R->stream, &R->library,
                     &R->module};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
@@ -626,6 +627,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     }
     if (optime)
       reset_s += rp_now() - tr;
+    R->skip_host_reads = 0; /* an observer asks again in each pass */
     rp_obs_pass_begin(R);
     if (cucap_reader_rewind(R->r) != CUCAP_OK) {
       rp_set_error(R, CUCAP_ERR_IO, CUCAP_REPLAY_EXIT_FAILED,
@@ -687,6 +689,9 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
         CUCAP_INFO("replay: optime: %-16s %8" PRIu64 " records %.3f s",
                    cucap_fb_body_name(b), body_n[b], body_s[b]);
   }
+  if (R->host_reads_skipped)
+    CUCAP_INFO("replay: %" PRIu64 " copies to the host left out in passes that read "
+               "results on the device only", R->host_reads_skipped);
   if (gpu_ok && rep->loops)
     rep->gpu_time_s = gpu_ms_total * 1e-3;
   if (rep->loops && rep->replay_wall_s > 0)

@@ -48,6 +48,7 @@ typedef struct rp_state {
   CUcontext primary, cur;
   int primary_retained;
   rp_map ctx, ctx_created, stream, event, module, library, func, graph, gexec;
+  rp_map libmod;              /* replay_lookup.c: library modules, never unloaded */
   /* keep_ctx (cucap_replay_session_keep_contexts): contexts the program
    * creates live for the whole run, recorded handle -> live context; they
    * are not in ctx_created (replay_lifetime.c) */
@@ -55,6 +56,8 @@ typedef struct rp_state {
   rp_map ctx_kept;
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
+  int skip_host_reads;        /* cucap_replay_session_skip_host_reads: this pass */
+  uint64_t host_reads_skipped;
   int mk_off;                 /* modules are no longer kept (after mk_fresh) */
   struct rp_paycache *pc;     /* replay_paycache.c: copy payloads kept */
   rp_map tid_ctx;             /* recording tid -> live current context */
@@ -224,6 +227,17 @@ void rp_object_fix_expected(rp_state *R, const void *got, void *want,
 size_t rp_object_context_gone(rp_state *R, uint64_t ctx);
 /* Destroys every live array/object and frees the maps (loops, end). */
 void rp_object_destroy_live(rp_state *R);
+
+/* replay_lookup.c: library modules (LibraryModule records) and functions
+ * found by name where the capture never defined their module. */
+void rp_op_library_module(rp_state *R, const cucap_fb_record *rec,
+                          const cucap_fb_module *m);
+/* Live module of recorded module handle h: a loaded one or a library's. */
+int rp_module_live(const rp_state *R, uint64_t h, uint64_t *live);
+/* The one kernel named `name` among the live libraries and modules:
+ * 1 = a CUkernel (*live), 2 = a CUfunction (*live) of live module *module,
+ * 0 = none, or several (ambiguous). */
+int rp_func_by_name(rp_state *R, const char *name, uint64_t *live, uint64_t *module);
 
 /* replay_lifetime.c: objects that die with their context */
 void rp_owned(rp_state *R, uint64_t live);       /* made in R->cur */

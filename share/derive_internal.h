@@ -59,6 +59,7 @@ typedef struct dv_plan {
   sh_map a_plain, a_vmap, a_vres, a_vcreate, a_pool, a_array, a_access;
   sh_map ctx_create, ctx_primary, mod, fn, fn_mod, stream, event, gexec;
   sh_map fn_alias;          /* KernelFunction records whose handle is their CUkernel's */
+  sh_map mod_lib;           /* LibraryModule: a library's module -> its library */
   sh_vec globals;           /* dv_global */
   sh_vec global_writes;     /* dv_gwrite: uploads/memsets into live globals */
   sh_vec graph_fns;         /* dv_gfn: functions of instantiated graphs */

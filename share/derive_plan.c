@@ -32,7 +32,7 @@ void dv_plan_free(dv_plan *p) {
   free(p->keep);
   sh_map *maps[] = {&p->a_plain, &p->a_vmap, &p->a_vres, &p->a_vcreate, &p->a_pool,
                     &p->a_array, &p->a_access, &p->ctx_create, &p->ctx_primary, &p->mod,
-                    &p->fn, &p->fn_mod, &p->fn_alias, &p->stream, &p->event, &p->gexec, &p->use_fn,
+                    &p->fn, &p->fn_mod, &p->fn_alias, &p->mod_lib, &p->stream, &p->event, &p->gexec, &p->use_fn,
                     &p->use_mod, &p->use_stream, &p->use_ctx, &p->stack_rec, &p->stack_map};
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
     sh_map_free(maps[i]);
@@ -192,6 +192,9 @@ static const dv_global *global_at(dv_plan *p, uint64_t addr) {
 
 static void module_gone(dv_plan *p, uint64_t h) {
   sh_map_del(&p->mod, h, NULL);
+  for (size_t i = 0; i < p->mod_lib.cap; i++) /* a library's modules go with it */
+    if (p->mod_lib.keys && p->mod_lib.keys[i] && p->mod_lib.vals[i] == h)
+      sh_map_del(&p->mod, p->mod_lib.keys[i], NULL);
   for (size_t i = 0; i < p->fn_mod.cap; i++) {
     if (!p->fn_mod.keys || !p->fn_mod.keys[i] || p->fn_mod.vals[i] != h)
       continue;
@@ -301,6 +304,9 @@ static int scan_one(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
     uint64_t h = cucap_fb_module_handle(m);
     if (cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD)
       return sh_map_put(&p->mod, h, i + 1);
+    if (cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LIBRARYMODULE) /* kept with its library */
+      return sh_map_put(&p->mod, h, i + 1) &&
+             sh_map_put(&p->mod_lib, h, cucap_fb_module_library(m));
     if (cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_UNLOAD)
       module_gone(p, h);
     return 1;
@@ -570,6 +576,9 @@ void dv_mark_state(dv_plan *p) {
   for (size_t i = 0; i < p->use_mod.cap; i++)
     if (p->use_mod.keys && p->use_mod.keys[i])
       (void)sh_map_put(&kept_mod, p->use_mod.keys[i], 1);
+  for (size_t i = 0; i < p->mod_lib.cap; i++) /* a library's module needs the library */
+    if (p->mod_lib.keys && p->mod_lib.keys[i] && sh_map_get(&kept_mod, p->mod_lib.keys[i], NULL))
+      (void)sh_map_put(&kept_mod, p->mod_lib.vals[i], 1);
   p->modules_live = p->mod.count;
   for (size_t i = 0; i < p->mod.cap; i++) {
     if (!p->mod.keys || !p->mod.keys[i] || !sh_map_get(&kept_mod, p->mod.keys[i], NULL))

@@ -148,6 +148,11 @@ static void summary(const dump_names *dn, const cucap_fb_record *rec, char *out,
       break;
     const char *on = cucap_fb_module_op_name(cucap_fb_module_op(m));
     const char *p = cucap_fb_module_path(m);
+    if (cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LIBRARYMODULE) {
+      snprintf(out, n, " %s handle=0x%" PRIx64 " library=0x%" PRIx64, on ? on : "?",
+               cucap_fb_module_handle(m), cucap_fb_module_library(m));
+      break;
+    }
     snprintf(out, n, " %s handle=0x%" PRIx64 " size=%" PRIu64 "%s%s",
              on ? on : "?", cucap_fb_module_handle(m),
              cucap_fb_module_image_size(m), p ? " path=" : "", p ? p : "");

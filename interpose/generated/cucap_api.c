@@ -921,7 +921,7 @@ const cucap_api_info cucap_api_table[CUCAP_API_COUNT] = {
   {"cuLibraryGetKernel", "cuLibraryGetKernel", 12000, CUCAP_FB_CALLVARIANT_DEFAULT, 681, 3, an_cuLibraryGetKernel, 0},
   {"cuLibraryGetKernelCount", "cuLibraryGetKernelCount", 12040, CUCAP_FB_CALLVARIANT_DEFAULT, 739, 2, an_cuLibraryGetKernelCount, 1},
   {"cuLibraryGetManaged", "cuLibraryGetManaged", 12000, CUCAP_FB_CALLVARIANT_DEFAULT, 685, 4, an_cuLibraryGetManaged, 1},
-  {"cuLibraryGetModule", "cuLibraryGetModule", 12000, CUCAP_FB_CALLVARIANT_DEFAULT, 682, 2, an_cuLibraryGetModule, 1},
+  {"cuLibraryGetModule", "cuLibraryGetModule", 12000, CUCAP_FB_CALLVARIANT_DEFAULT, 682, 2, an_cuLibraryGetModule, 0},
   {"cuLibraryGetUnifiedFunction", "cuLibraryGetUnifiedFunction", 12000, CUCAP_FB_CALLVARIANT_DEFAULT, 700, 3, an_cuLibraryGetUnifiedFunction, 1},
   {"cuLibraryLoadData", "cuLibraryLoadData", 12000, CUCAP_FB_CALLVARIANT_DEFAULT, 678, 8, an_cuLibraryLoadData, 0},
   {"cuLibraryLoadFromFile", "cuLibraryLoadFromFile", 12000, CUCAP_FB_CALLVARIANT_DEFAULT, 679, 8, an_cuLibraryLoadFromFile, 0},

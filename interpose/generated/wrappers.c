@@ -97,6 +97,8 @@ extern void custom_launch_kernel(cucap_call *c, CUresult r, CUfunction f, unsign
 extern void custom_launch_kernel_pre(cucap_call *c, CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra) __attribute__((weak));
 extern void custom_library_get_global(cucap_call *c, CUresult r, CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) __attribute__((weak));
 extern void custom_library_get_kernel(cucap_call *c, CUresult r, CUkernel *pKernel, CUlibrary library, const char *name) __attribute__((weak));
+extern void custom_library_get_module(cucap_call *c, CUresult r, CUmodule *pMod, CUlibrary library) __attribute__((weak));
+extern int custom_library_get_module_known(CUresult r, CUmodule *pMod, CUlibrary library) __attribute__((weak));
 extern void custom_library_load_data(cucap_call *c, CUresult r, CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void** libraryOptionValues, unsigned int numLibraryOptions) __attribute__((weak));
 extern void custom_library_load_file(cucap_call *c, CUresult r, CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) __attribute__((weak));
 extern void custom_library_unload(cucap_call *c, CUresult r, CUlibrary library) __attribute__((weak));
@@ -4080,10 +4082,13 @@ CUCAP_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary libra
   CUCAP_REAL_BEGIN(&c);
   CUresult r = cucap_real.cuLibraryGetModule ? cucap_real.cuLibraryGetModule(pMod, library) : CUDA_ERROR_NOT_FOUND;
   CUCAP_REAL_END(&c);
-  if (cucap_query_end(&c, r))
+  if (custom_library_get_module_known && custom_library_get_module_known(r, pMod, library) && cucap_query_end(&c, r))
     return r;
+  cucap_query_to_call(&c);
   c.args[0] = (uint64_t)(uintptr_t)pMod; c.args[1] = (uint64_t)library;
   c.nargs = 2;
+  if (custom_library_get_module)
+    custom_library_get_module(&c, r, pMod, library);
   cucap_call_exit(&c, r);
   return r;
 }

@@ -59,8 +59,9 @@ static const cucap_fb_enum_val cucap_fb__vals_module_op[] = {
   {3, "LinkAdd"},
   {4, "LinkComplete"},
   {5, "LinkDestroy"},
+  {6, "LibraryModule"},
 };
-const cucap_fb_enum_desc cucap_fb_enum_desc_module_op = {"ModuleOp", 6, cucap_fb__vals_module_op};
+const cucap_fb_enum_desc cucap_fb_enum_desc_module_op = {"ModuleOp", 7, cucap_fb__vals_module_op};
 const char *cucap_fb_module_op_name(int v) {
   return cucap_fb_enum_name(&cucap_fb_enum_desc_module_op, v);
 }
@@ -504,8 +505,9 @@ static const cucap_fb_field_desc cucap_fb__fields_module[] = {
   {"library_options", 8, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_jit_option, NULL},
   {"name", 9, CUCAP_FB_K_STRING, 0, NULL, NULL, NULL, NULL},
   {"input_type", 10, CUCAP_FB_K_I32, 0, NULL, NULL, NULL, NULL},
+  {"library", 11, CUCAP_FB_K_U64, 0, NULL, NULL, NULL, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_module = {"Module", 11, 11, cucap_fb__fields_module};
+const cucap_fb_table_desc cucap_fb_table_desc_module = {"Module", 12, 12, cucap_fb__fields_module};
 cucap_status cucap_fb_module_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_module);
 }

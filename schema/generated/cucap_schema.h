@@ -98,6 +98,7 @@ extern const cucap_fb_enum_desc cucap_fb_enum_desc_module_kind;
 #define CUCAP_FB_MODULEOP_LINKADD 3
 #define CUCAP_FB_MODULEOP_LINKCOMPLETE 4
 #define CUCAP_FB_MODULEOP_LINKDESTROY 5
+#define CUCAP_FB_MODULEOP_LIBRARYMODULE 6
 /* Name of value v ("Launch"), or NULL if v has no name. Static. */
 const char *cucap_fb_module_op_name(int v);
 extern const cucap_fb_enum_desc cucap_fb_enum_desc_module_op;
@@ -713,7 +714,7 @@ void cucap_fb_jit_option_to_json(const cucap_fb_jit_option *t, cucap_json *w, un
 
 /* ---- table Module ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_module;
-static inline void cucap_fb_module_start(cucap_fbb *b) { cucap_fbb_table_start(b, 11); }
+static inline void cucap_fb_module_start(cucap_fbb *b) { cucap_fbb_table_start(b, 12); }
 static inline cucap_fb_ref cucap_fb_module_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_module_add_op(cucap_fbb *b, uint8_t v) { cucap_fbb_add_u8(b, 0, v); }
 static inline uint8_t cucap_fb_module_op(const cucap_fb_module *t) { return cucap_fb__read_u8(t, 0, 0); }
@@ -768,6 +769,9 @@ static inline int cucap_fb_module_name_is_present(const cucap_fb_module *t) { re
 static inline void cucap_fb_module_add_input_type(cucap_fbb *b, int32_t v) { cucap_fbb_add_u32(b, 10, (uint32_t)v); }
 static inline int32_t cucap_fb_module_input_type(const cucap_fb_module *t) { return cucap_fb__read_i32(t, 10, 0); }
 static inline int cucap_fb_module_input_type_is_present(const cucap_fb_module *t) { return cucap_fb__field(t, 10) != NULL; }
+static inline void cucap_fb_module_add_library(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 11, v); }
+static inline uint64_t cucap_fb_module_library(const cucap_fb_module *t) { return cucap_fb__read_u64(t, 11, 0); }
+static inline int cucap_fb_module_library_is_present(const cucap_fb_module *t) { return cucap_fb__field(t, 11) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_module *cucap_fb_module_root(const void *buf) {
   return (const cucap_fb_module *)cucap_fb__root(buf);

@@ -25,7 +25,7 @@ import json
 import sys
 
 HANDLE_KEYS = {
-    "handle", "address", "dst", "src", "function", "module", "stream", "event",
+    "handle", "address", "dst", "src", "function", "module", "library", "stream", "event",
     "graph", "exec", "host_fn", "context", "pool", "end_event", "host_address",
     "child_graph", "src_context", "dst_context", "src_array", "dst_array",
     "value_ptr",

@@ -14,6 +14,7 @@
 #     and a range ends each pass after its last launch (fewer ops executed);
 #     --max-ranges 1: one window per kernel, still all attributed; counter
 #     passes follow CUPTI's count (MOCK_CUPTI_PASSES=3 -> 3 metrics passes);
+#  3b. counter passes leave out copies to the host, the timeline keeps them;
 #  4. counters refused (MOCK_CUPTI_NO_COUNTERS): exit 0, timeline collected,
 #     metrics "unavailable" naming NVreg_RestrictProfilingToAdminUsers;
 #  5. one range too many (MOCK_CUPTI_EXTRA_RANGE): metrics "failed", the
@@ -188,6 +189,16 @@ print(n)')
     bad "$app: folded stacks"; head -3 "$T/$app.folded"
   fi
 done
+
+# counter passes leave out copies to the host (nothing on the device reads
+# them); the timeline pass keeps them, so copies are still in the timeline
+CUCAP_LOG_LEVEL=info prof dtoh "$T/drv_basic.fb" --cache=keep --no-pc
+if [ "$(cat "$T/dtoh.rc")" = 0 ] && grep -q "copies to the host left out in passes" "$T/dtoh.err" \
+   && check dtoh "len(d['copies']) > 0" "sec['metrics'] == 'collected'"; then
+  ok "counter passes leave out copies to the host, the timeline keeps them"
+else
+  bad "copies to the host in counter passes: rc=$(cat "$T/dtoh.rc")"; tail -3 "$T/dtoh.err"
+fi
 
 # nvdisasm: -fun with symbol indices (names make the real one exit 1), one
 # run per sampled cubin, never the whole cubin; not run without PC samples

@@ -68,6 +68,28 @@ for app in drv_basic drv_streams drv_threads drv_jit drv_library drv_pitch drv_g
 done
 [ ${#recorded[@]} -gt 0 ] || { echo "SKIP: no app could be recorded"; exit 77; }
 
+# Kernels no lookup record defines (drv_library's second library: enumerated
+# CUkernels launched cast, through cuKernelGetFunction, through the library's
+# module and in a graph node, as cudart and XLA do): --strict refuses any
+# skipped op. With cuKernelGetLibrary unsupported (drivers before 12.5, and
+# captures recorded before format 1.5), the replay finds them by name.
+if [ -x "$APPS_DIR/drv_library" ]; then
+  for nolib in 0 1; do
+    CUCAP_MOCK_NO_KERNEL_LIBRARY=$nolib "$CUCAP" record -o "$T/lib$nolib.fb" -- "$APPS_DIR/drv_library" \
+      > /dev/null 2> "$T/lib$nolib.rec.err" || { bad "drv_library (nolib=$nolib): record failed"; continue; }
+    "$CUCAP" replay "$T/lib$nolib.fb" --verify --strict > "$T/lib$nolib.out" 2>&1; rc=$?
+    byname=$(grep -c "found by name" "$T/lib$nolib.out")
+    if [ $rc -eq 0 ] && grep -q "all bytes matched" "$T/lib$nolib.out" && [ "$byname" = "$nolib" ]; then
+      ok "drv_library enumerated kernels, cuKernelGetLibrary $([ $nolib = 1 ] && echo unsupported: found by name || echo supported): replay --strict --verify"
+    else
+      bad "drv_library enumerated kernels (nolib=$nolib) rc=$rc by-name=$byname"; cat "$T/lib$nolib.out"
+    fi
+  done
+  if "$CUCAP" dump "$T/lib0.fb" | grep -q "LibraryModule handle=0x[0-9a-f]* library=0x"; then
+    ok "cuLibraryGetModule recorded as a LibraryModule record"
+  else bad "no LibraryModule record in drv_library's capture"; fi
+fi
+
 # 32 MiB super-ranges: recorded at addresses that are 2 MiB- but not 32 MiB-
 # aligned, replayed with a mock that (like the real driver) ignores such
 # hints (CUCAP_MOCK_STRICT_VA=1): fixed placement must still succeed.

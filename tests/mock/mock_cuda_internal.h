@@ -143,6 +143,7 @@ struct CUmod_st {
   mock_global *globals;
   size_t nglobals;
   CUcontext owner;         /* context current at load; NULL for a library's */
+  struct CUlib_st *lib;    /* the library whose module this is, or NULL */
   struct CUmod_st *next;   /* global list of loaded modules (mock_cuda_module.c) */
 };
 

@@ -69,6 +69,19 @@ static void k_gather_ptr(const mock_thread *t, void **args) {
   if (i < ARG(int, 2)) out[i] = *ptrs[i];
 }
 
+/* copy_struct(s): one struct parameter {const float *src; float *dst;
+ * int n} - pointers inside a by-value struct, as in CUTLASS/cuBLAS Params */
+typedef struct mock_copy_args {
+  const float *src;
+  float *dst;
+  int n;
+} mock_copy_args;
+static void k_copy_struct(const mock_thread *t, void **args) {
+  const mock_copy_args *a = (const mock_copy_args *)args[0];
+  long long i = GID(t);
+  if (i < a->n) a->dst[i] = a->src[i];
+}
+
 /* cudaGraphSetConditional(h, *v) from thread 0 */
 static void k_cond_set(const mock_thread *t, void **args) {
   if (GID(t) == 0) mock_cond_set(ARG(unsigned long long, 0), (unsigned)*ARG(const int *, 1));
@@ -318,7 +331,7 @@ static const struct {
   {"struct_axpy", k_struct_axpy},
   {"vec_add", k_vec_add}, {"scale", k_scale}, {"fill", k_fill}, {"saxpy", k_saxpy},
   {"increment", k_increment}, {"poly", k_poly}, {"add_rc2d", k_add_rc2d}, {"empty_kernel", k_empty},
-  {"gather_ptr", k_gather_ptr}, {"cond_set", k_cond_set}, {"cond_loop", k_cond_loop},
+  {"gather_ptr", k_gather_ptr}, {"copy_struct", k_copy_struct}, {"cond_set", k_cond_set}, {"cond_loop", k_cond_loop},
   {"stamp", k_stamp}, {"cucap_perturb_spin", k_perturb_spin}, {"sched_probe", k_sched_probe}, {"stack_push", k_stack_push}, {"stack_pop", k_stack_pop},
   {"heap_ptrs", k_heap_ptrs},
   {"smem_big", k_smem_big}, {"cluster_info", k_cluster_info}, {"heap_probe", k_heap_probe},

@@ -314,6 +314,7 @@ static CUresult library_load(CUlibrary *out, const void *image, size_t size) {
   if (rc != CUDA_SUCCESS) { free(l); return rc; }
   module_unlist(l->mod); /* a library lives in every context: not the loader's */
   l->mod->owner = NULL;
+  l->mod->lib = l;
   l->magic = MOCK_MAGIC_LIBRARY;
   MOCK_LIVE(MOCK_LIVE_LIBRARY, 1);
   *out = l;
@@ -404,9 +405,17 @@ CUresult CUDAAPI cuKernelGetFunction(CUfunction *pf, CUkernel k) {
   return CUDA_SUCCESS;
 }
 
+/* CUCAP_MOCK_NO_KERNEL_LIBRARY=1: unsupported, as before CUDA 12.5 (the
+ * recorder then records a CUkernel without its library; tests of the
+ * replay's lookup by name use it). */
 CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *pl, CUkernel k) {
-  (void)pl; (void)k;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  const char *off = getenv("CUCAP_MOCK_NO_KERNEL_LIBRARY");
+  if (off && *off == '1') return CUDA_ERROR_NOT_SUPPORTED;
+  if (!pl) return CUDA_ERROR_INVALID_VALUE;
+  CUfunction f = (CUfunction)k;
+  if (!func_ok(f) || !f->mod || !f->mod->lib) return CUDA_ERROR_INVALID_HANDLE;
+  *pl = f->mod->lib;
+  return CUDA_SUCCESS;
 }
 
 /* ---- function queries --------------------------------------------------- */

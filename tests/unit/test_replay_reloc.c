@@ -13,6 +13,9 @@
  *  3. A super-range (two used 32 MiB blocks) whose second block is taken:
  *     the first block is still reserved at its address, only the allocation
  *     in the second is relocated.
+ *  4. Pointers inside a struct parameter passed by value (copy_struct: one
+ *     24-byte parameter {src, dst, n}, like cuBLAS's cublasSplitKParams with
+ *     its alpha/beta pointers): relocated, both words are rewritten.
  * Runs on the mock libcuda; skips (77) without it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +42,7 @@ static uint64_t SEQ;
 #define MOD 0x3D3D000ULL
 #define FG 0xF0F0000ULL /* gather_ptr */
 #define FF 0xF0F1000ULL /* fill */
+#define FS 0xF0F2000ULL /* copy_struct */
 
 static void emit(uint8_t type, cucap_fb_ref body) {
   cucap_fb_record_start(B);
@@ -52,7 +56,8 @@ static void emit(uint8_t type, cucap_fb_ref body) {
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry gather_ptr(\n .param .u64 p,\n .param .u64 o,\n .param .u32 n\n)\n{\n ret;\n}\n"
-    ".visible .entry fill(\n .param .u64 x,\n .param .f32 v,\n .param .u32 n\n)\n{\n ret;\n}\n";
+    ".visible .entry fill(\n .param .u64 x,\n .param .f32 v,\n .param .u32 n\n)\n{\n ret;\n}\n"
+    ".visible .entry copy_struct(\n .param .align 8 .b8 s[24]\n)\n{\n ret;\n}\n";
 
 static void open_capture(const char *path) {
   W = tc_capture_open(path, &B);
@@ -68,20 +73,22 @@ static void open_capture(const char *path) {
   cucap_fb_module_add_image(B, &img);
   cucap_fb_module_add_format(B, CUCAP_FB_IMAGEFORMAT_PTX);
   emit(CUCAP_FB_BODY_MODULE, cucap_fb_module_end(B));
-  const char *names[2] = {"gather_ptr", "fill"};
-  const uint64_t fh[2] = {FG, FF};
-  for (int i = 0; i < 2; i++) {
+  const char *names[3] = {"gather_ptr", "fill", "copy_struct"};
+  const uint64_t fh[3] = {FG, FF, FS};
+  for (int i = 0; i < 3; i++) {
     cucap_fb_param_info pi[3] = {{0, 8}, {8, 8}, {16, 4}};
     if (i == 1)
       pi[1].size = 4, pi[2].offset = 12;
-    cucap_fb_ref pv = cucap_fbb_vector(B, pi, 3, sizeof pi[0], 4);
+    if (i == 2)
+      pi[0].size = 24;
+    cucap_fb_ref pv = cucap_fbb_vector(B, pi, i == 2 ? 1 : 3, sizeof pi[0], 4);
     cucap_fb_ref nm = cucap_fbb_string(B, names[i], strlen(names[i]));
     cucap_fb_function_start(B);
     cucap_fb_function_add_handle(B, fh[i]);
     cucap_fb_function_add_module(B, MOD);
     cucap_fb_function_add_name(B, nm);
     cucap_fb_function_add_params(B, pv);
-    cucap_fb_function_add_param_bytes(B, i ? 16 : 20);
+    cucap_fb_function_add_param_bytes(B, i == 2 ? 24 : i ? 16 : 20);
     emit(CUCAP_FB_BODY_FUNCTION, cucap_fb_function_end(B));
   }
 }
@@ -145,6 +152,25 @@ static void write_linked(const char *path, uint64_t pa, uint64_t ba, uint64_t oa
   memcpy(args + 16, &n, 4);
   launch(FG, args, sizeof args);
   copy(CUCAP_FB_MEMCPYKIND_DTOH, 0x3000, oa, want, sizeof want);
+  close_capture();
+}
+
+/* 4: copy_struct({src, dst, NE}) from src to dst */
+static void write_struct(const char *path, uint64_t src, uint64_t dst) {
+  open_capture(path);
+  alloc(CUCAP_FB_ALLOCKIND_DEVICE, src, NE * 4);
+  alloc(CUCAP_FB_ALLOCKIND_DEVICE, dst, NE * 4);
+  static float vals[NE];
+  for (int i = 0; i < NE; i++)
+    vals[i] = (float)(i * 5 + 2);
+  copy(CUCAP_FB_MEMCPYKIND_HTOD, src, 0x1000, vals, sizeof vals);
+  uint8_t args[24] = {0};
+  int n = NE;
+  memcpy(args, &src, 8);
+  memcpy(args + 8, &dst, 8);
+  memcpy(args + 16, &n, 4);
+  launch(FS, args, sizeof args);
+  copy(CUCAP_FB_MEMCPYKIND_DTOH, 0x3000, dst, vals, sizeof vals);
   close_capture();
 }
 
@@ -260,6 +286,17 @@ int main(void) {
   TU_CHECK(rep.fixed_ranges == 1 && rep.relocated_allocs == 1); /* block 0 kept */
   TU_CHECK(rep.patched_pointers == NE);
   TU_CHECK(rep.mismatches == 0 && rep.exit_code == 0);
+  if (rep.error[0] || rep.mismatches)
+    cucap_replay_report_print(&rep, stderr, 0);
+
+  /* 4: pointers inside a struct parameter, everything relocated */
+  write_struct(p, 0x7e3600000000ULL, 0x7e3600200000ULL);
+  opts(&o);
+  o.relocate = 1;
+  TU_CHECK(cucap_replay_run(p, &o, &rep) == CUCAP_OK);
+  checks += 2;
+  TU_CHECK(rep.relocated_allocs == 2 && rep.patched_params == 2);
+  TU_CHECK(rep.mismatches == 0 && rep.bytes_matched == NE * 4 && rep.exit_code == 0);
   if (rep.error[0] || rep.mismatches)
     cucap_replay_report_print(&rep, stderr, 0);
 
