@@ -11,7 +11,8 @@ everything that varies between runs removed or made canonical:
   * handle/address fields (handle, address, dst, src, function, module,
     stream, event, graph, exec, ...) become canonical names "@1", "@2", ...
     in order of first appearance, so relations survive (a Launch's function
-    equals its Function's handle) while values do not;
+    equals its Function's handle) while values do not; a module or library
+    handle unloaded is forgotten (a new one of the same value is a new name);
   * Launch.args (contain device pointers) become their byte length,
     args_blob hashes are dropped; Event.elapsed_ms is dropped; Module.path
     keeps its basename; MemRegion.address becomes canonical.
@@ -48,6 +49,11 @@ class Canon:
         if v not in self.ids:
             self.ids[v] = "@%d" % (len(self.ids) + 1)
         return self.ids[v]
+
+    def forget(self, v):
+        """An unloaded handle: the allocator may hand its value out again
+        (or not, under ASan's quarantine); a later one gets a new name."""
+        self.ids.pop(v, None)
 
 
 def walk(obj, canon, parent=None):
@@ -104,6 +110,8 @@ def strip(lines, loose=False):
         if body is not None:
             parent = "launch" if rec.get("body_type") == "Launch" else None
             rec["body"] = walk(body, canon, parent)
+            if rec.get("body_type") == "Module" and body.get("op") == "Unload":
+                canon.forget(body.get("handle"))
         out.append(json.dumps(rec, sort_keys=False, separators=(",", ":")))
     if loose:
         out.sort()
