@@ -50,7 +50,9 @@ static void enumerated_library(int n, CUdeviceptr da, CUdeviceptr db, CUdevicept
   CK(cuGraphCreate(&g, 0));
   CUDA_KERNEL_NODE_PARAMS kp;
   memset(&kp, 0, sizeof kp);
-  kp.func = (CUfunction)e_add;
+  kp.func = NULL; /* the CUkernel itself (CUDA_KERNEL_NODE_PARAMS_v2.kern) */
+  kp.kern = e_add;
+  CK(cuCtxGetCurrent(&kp.ctx));
   kp.gridDimX = (n + 127) / 128, kp.gridDimY = 1, kp.gridDimZ = 1;
   kp.blockDimX = 128, kp.blockDimY = 1, kp.blockDimZ = 1;
   void *gargs[] = {&dc, &db, &dc, &n};

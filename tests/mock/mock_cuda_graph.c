@@ -245,9 +245,11 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *pn, CUgraph h, const CUgraphN
   MOCK_TRY(mock_need_ctx());
   struct mock_graph *g = graph_of(h, MOCK_MAGIC_GRAPH);
   if (!g || !pn || !p) return CUDA_ERROR_INVALID_VALUE;
-  if (!p->func) return p->kern ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+  /* func NULL: the CUkernel `kern` (the mock's CUkernel is its function) */
+  CUfunction fn = p->func ? p->func : (CUfunction)p->kern;
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
   mock_op op;
-  MOCK_TRY(mock_kernel_op(p->func, (mock_dim3){p->gridDimX, p->gridDimY, p->gridDimZ},
+  MOCK_TRY(mock_kernel_op(fn, (mock_dim3){p->gridDimX, p->gridDimY, p->gridDimZ},
                           (mock_dim3){p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes, p->kernelParams,
                           p->extra, &op));
   struct mock_node *n;
