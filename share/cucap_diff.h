@@ -57,6 +57,10 @@ typedef struct cucap_diff_report {
   uint64_t regions_compared, regions_differ;
   uint64_t host_words;           /* argument words that differ only as host addresses */
   uint64_t host_launches;        /* launches (otherwise equal) holding them */
+  uint64_t noeffect_launches;    /* launches whose argument bytes differ (no pointer
+                                    into recorded memory among them) while the
+                                    memory after them is the same in both
+                                    captures (LaunchHash: record --hash-launches) */
   uint64_t kernels_profiled;
   char error[256];
 } cucap_diff_report;

@@ -46,6 +46,8 @@ typedef struct dm_launch {
   dm_ptr *ptrs;                /* owned; by offset */
   uint32_t nptrs;
   int matched;
+  int has_effect;              /* a LaunchHash followed it (record --hash-launches) */
+  uint64_t effect;             /* order-free hash of its regions' (size, content) */
 } dm_launch;
 
 typedef struct dm_copy {       /* a DtoH copy: the bytes the program saw */
@@ -73,6 +75,7 @@ typedef struct dm_model {
   sh_vec copies;               /* dm_copy */
   sh_vec regions;              /* dm_region */
   sh_map group_count;          /* group -> launches so far */
+  sh_map effects;              /* launch index + 1 -> memory after it (LaunchHash) */
   sh_map names;                /* function handle -> string id */
   sh_map params;               /* function handle -> index + 1 into layouts */
   sh_vec layouts;              /* dm_layout */

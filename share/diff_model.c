@@ -38,7 +38,7 @@ void dm_free(dm_model *m) {
                   &m->allocs, &m->objects, &m->space};
   for (size_t i = 0; i < sizeof vs / sizeof *vs; i++)
     sh_vec_free(vs[i]);
-  sh_map *ms[] = {&m->thread_of, &m->group_count, &m->names, &m->params, &m->stacks,
+  sh_map *ms[] = {&m->thread_of, &m->group_count, &m->effects, &m->names, &m->params, &m->stacks,
                   &m->snap_count, &m->copy_by_seq};
   for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
     sh_map_free(ms[i]);
@@ -302,6 +302,23 @@ static int on_callstack(dm_model *m, const cucap_fb_callstack *cs) {
   return sh_map_put(&m->stacks, cucap_fb_callstack_id(cs), h | 1);
 }
 
+/* The memory after a launch (--hash-launches). The recorder writes the
+ * LaunchHash while it records the launch, before the Launch record itself:
+ * kept by launch index until that launch comes. Regions are combined
+ * without their addresses or order: the two captures place memory
+ * independently. */
+static int on_launch_hash(dm_model *m, const cucap_fb_launch_hash *h) {
+  uint64_t li = cucap_fb_launch_hash_launch_index(h), e = 0;
+  size_t n = cucap_fb_launch_hash_regions_len(h);
+  for (size_t i = 0; i < n; i++) {
+    const cucap_fb_mem_region *r = cucap_fb_launch_hash_regions_at(h, i);
+    const cucap_fb_hash128 *c = cucap_fb_mem_region_hash(r);
+    e += mix64(mix64(mix64(SH_FNV_INIT, cucap_fb_mem_region_size(r)), c ? c->lo : 0),
+               c ? c->hi : 0);
+  }
+  return sh_map_put(&m->effects, li + 1, mix64(e, n));
+}
+
 static int on_launch(dm_model *m, const cucap_fb_record *rec, const cucap_fb_launch *l,
                      uint64_t *key, char *what, size_t wn) {
   uint64_t fh = cucap_fb_launch_function(l), nid = 0, site = 0;
@@ -311,6 +328,7 @@ static int on_launch(dm_model *m, const cucap_fb_record *rec, const cucap_fb_lau
   if (!d)
     return 0;
   d->launch_index = cucap_fb_launch_launch_index(l);
+  d->has_effect = sh_map_get(&m->effects, d->launch_index + 1, &d->effect);
   d->seq = cucap_fb_record_seq(rec);
   d->name = (uint32_t)nid;
   d->site = site;
@@ -442,6 +460,8 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
     return on_callstack(m, cucap_fb_record_body_as_callstack(rec));
   case CUCAP_FB_BODY_SNAPSHOT:
     return on_snapshot(m, cucap_fb_record_body_as_snapshot(rec));
+  case CUCAP_FB_BODY_LAUNCHHASH:
+    return on_launch_hash(m, cucap_fb_record_body_as_launch_hash(rec));
   case CUCAP_FB_BODY_LAUNCH: {
     const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
     if (ok && cucap_fb_launch_kind(l) != CUCAP_FB_LAUNCHKIND_HOSTFUNC &&

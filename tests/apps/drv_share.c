@@ -12,7 +12,10 @@
  *   first, so that heap and stack addresses (and the upper halves of heap
  *   addresses) differ from a run without it, with or without ASLR;
  * DRV_SHARE_SCALE=F: the scalar parameter s (default 0.5);
- * DRV_SHARE_BETA=F: the struct member beta (default 0.25). */
+ * DRV_SHARE_BETA=F: the struct member beta (default 0.25);
+ * DRV_SHARE_JUNK=N: the padding after beta holds N (default 0), bytes the
+ *   kernel never reads, as stale stack bytes in unused slots of PyTorch's
+ *   TensorListMetadata do (cucap diff with launch hashes: without effect). */
 #include <alloca.h>
 #include <sys/mman.h>
 
@@ -66,8 +69,10 @@ static void run(CUfunction f, int steps, const void *scratch) {
   for (int step = 0; step < steps; step++) {
     /* the padding after beta stays 0: a changed beta must be named (next to
      * a stale upper half it could read as a host address, cucap_diff.h) */
+    const char *junk = getenv("DRV_SHARE_JUNK");
     share_params p = {x + (CUdeviceptr)(step % 2) * 64 * sizeof(float), y, N - 64, stale,
-                      &host_scalar, getf("DRV_SHARE_BETA", 0.25f), 0, k_tag, scratch};
+                      &host_scalar, getf("DRV_SHARE_BETA", 0.25f),
+                      junk ? (uint32_t)strtoul(junk, NULL, 10) : 0, k_tag, scratch};
     void *args[] = {&p, &s};
     CK(cuLaunchKernel(f, (N - 64 + T - 1) / T, 1, 1, T, 1, 1, 0, NULL, args, NULL));
     CK(cuMemcpyDtoH(h, x, N * sizeof(float)));

@@ -28,7 +28,9 @@
 #     a new blob the Module record names, and the mock replays it with
 #     --verify (--keep-all-archs keeps the source image); diff of two runs
 #     with other device/host addresses: "same", host addresses counted
-#     apart; a changed struct member or scalar is named.
+#     apart; a changed struct member or scalar is named; stale padding
+#     bytes the kernel never reads (DRV_SHARE_JUNK): "same" with launch
+#     hashes in both captures (without effect), a difference without them.
 #  6. bad input: truncated / bit-flipped captures and a broken timings file
 #     give exit 3 and one error line from every new command, never a crash.
 # Skips (77) without the mock, drv_train or cucap.
@@ -292,6 +294,28 @@ PYEOF
   [ $rc = 1 ] && grep -q "^launch 0 (B: 0) struct_axpy, occurrence 0 at its call site: parameter 1 (offset 56, 4 bytes): A 0x3f000000, B 0x3e800000" "$T/shs.txt" &&
     grep -q "^differ: .* 6 launches matched (6 differ, 0 unmatched)" "$T/shs.txt" &&
     ok "diff: a changed scalar next to the struct is named" || { bad "diff scale rc=$rc"; cat "$T/shs.txt"; }
+  # stale bytes the kernel never reads (the padding after beta): with launch
+  # hashes in both captures, the same memory after every launch makes them
+  # "without effect"; without hashes they are a difference; a changed beta
+  # next to them changes the memory and is named
+  SHOPT=--hash-launches shrec "$T/shj1.fb" DRV_SHARE_JUNK=305419896
+  SHOPT=--hash-launches shrec "$T/shj2.fb" DRV_SHARE_JUNK=2596069104 DRV_SHARE_SHIFT=1
+  SHOPT=--hash-launches shrec "$T/shjb.fb" DRV_SHARE_JUNK=2596069104 DRV_SHARE_BETA=0.5
+  SHOPT= shrec "$T/shj3.fb" DRV_SHARE_JUNK=2596069104
+  "$CUCAP" diff "$T/shj1.fb" "$T/shj2.fb" >"$T/shj.txt" 2>&1; rc=$?
+  [ $rc = 0 ] && grep -q "^without effect: 6 launches' argument bytes differ" "$T/shj.txt" &&
+    grep -q "^same: .* 6 launches matched (0 differ" "$T/shj.txt" &&
+    ok "diff: stale bytes the kernel never reads, same memory after each launch: same" ||
+    { bad "diff junk with hashes rc=$rc"; cat "$T/shj.txt"; }
+  "$CUCAP" diff "$T/shj1.fb" "$T/shjb.fb" >"$T/shjb.txt" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "^launch 0 (B: 0) struct_axpy, .*parameter 0 (offset 0, 56 bytes)" "$T/shjb.txt" &&
+    ! grep -q "^without effect" "$T/shjb.txt" &&
+    ok "diff: a changed beta next to stale bytes changes the memory: named" ||
+    { bad "diff junk+beta rc=$rc"; cat "$T/shjb.txt"; }
+  "$CUCAP" diff "$T/sh1.fb" "$T/shj3.fb" >"$T/shj3.txt" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "^differ: .* 6 launches matched (6 differ" "$T/shj3.txt" &&
+    ok "diff: stale bytes without launch hashes are a difference" ||
+    { bad "diff junk without hashes rc=$rc"; cat "$T/shj3.txt"; }
 else
   bad "drv_share not built"
 fi
