@@ -164,6 +164,11 @@ void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_mem
     rp_skip(R, "array copy without geometry");
     return;
   }
+  if ((k == CUCAP_FB_MEMCPYKIND_HTOA || k == CUCAP_FB_MEMCPYKIND_ATOH) &&
+      !rp_geometry_fits(g, size)) {
+    rp_skip(R, "copy whose geometry exceeds its size");
+    return;
+  }
   int src_arr = k == CUCAP_FB_MEMCPYKIND_ATOH || k == CUCAP_FB_MEMCPYKIND_ATOD ||
                 k == CUCAP_FB_MEMCPYKIND_ATOA;
   int dst_arr = k == CUCAP_FB_MEMCPYKIND_HTOA || k == CUCAP_FB_MEMCPYKIND_DTOA ||

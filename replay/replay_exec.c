@@ -845,6 +845,16 @@ void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64
   p->dstHeight = cucap_fb_copy_geometry_dst_height(g);
 }
 
+int rp_geometry_fits(const cucap_fb_copy_geometry *g, uint64_t size) {
+  uint64_t w = cucap_fb_copy_geometry_width_bytes(g), h = cucap_fb_copy_geometry_height(g);
+  uint64_t d = cucap_fb_copy_geometry_depth(g), rows;
+  if (!h)
+    h = 1;
+  if (!d)
+    d = 1;
+  return !__builtin_mul_overflow(h, d, &rows) && (!w || rows <= size / w);
+}
+
 static void rp_copy2d(const cucap_fb_copy_geometry *g, int dtoh,
                       uint64_t dev, void *host, CUstream st, const rp_fns *fn,
                       CUresult *res) {
@@ -918,6 +928,11 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     return;
   }
   const cucap_fb_copy_geometry *g = cucap_fb_memcpy_geometry(c);
+  if (g && (k == CUCAP_FB_MEMCPYKIND_HTOD || k == CUCAP_FB_MEMCPYKIND_DTOH) &&
+      !rp_geometry_fits(g, size)) {
+    rp_skip(R, "copy whose geometry exceeds its size");
+    return;
+  }
   if (!rp_ctx_rec(R, rec))
     return;
   CUstream st = rp_stream(R, cucap_fb_memcpy_stream(c));

@@ -228,6 +228,10 @@ size_t rp_object_context_gone(rp_state *R, uint64_t ctx);
 /* Destroys every live array/object and frees the maps (loops, end). */
 void rp_object_destroy_live(rp_state *R);
 
+/* replay_exec.c: 1 if a copy's geometry (width x height x depth) fits the
+ * `size` bytes of its packed host side (a damaged capture may say more). */
+int rp_geometry_fits(const cucap_fb_copy_geometry *g, uint64_t size);
+
 /* replay_lookup.c: library modules (LibraryModule records) and functions
  * found by name where the capture never defined their module. */
 void rp_op_library_module(rp_state *R, const cucap_fb_record *rec,
