@@ -922,6 +922,10 @@ static void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     R->rep->ignored++;
     return;
   }
+  if (!size) { /* XLA's InitializeTypedBuffer copies 0 bytes: nothing to do */
+    R->rep->executed++;
+    return;
+  }
   const char *bad = rp_unreplayable(rec);
   if (bad) {
     rp_skip(R, bad);
