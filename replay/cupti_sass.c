@@ -429,26 +429,14 @@ int ck_sass_setup(ck_engine *E) {
   return 1;
 }
 
-/* Diagnostics knobs (the H100 collected no records for kernels of a
- * context the program created, see docs/design.md):
- * CUCAP_PROFILE_SASS_ENABLE=pass enables collection at the pass's first op
- * instead of the window's; CUCAP_PROFILE_SASS_LAZY=0 patches every loaded
- * function at enable time instead of at its first execution. */
-static int ck_sass_env(const char *name, const char *val) {
-  const char *e = getenv(name);
-  return e && strcmp(e, val) == 0;
-}
-
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
-  if (E->sass_state != 1 || op->capturing)
-    return;
-  if (!ck_sass_env("CUCAP_PROFILE_SASS_ENABLE", "pass") && !ck_in_window(E, op->rec_index))
+  if (E->sass_state != 1 || op->capturing || !ck_in_window(E, op->rec_index))
     return;
   CUpti_SassMetricsEnable_Params ep;
   memset(&ep, 0, sizeof ep);
   ep.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE;
   ep.ctx = E->ctx;
-  ep.enableLazyPatching = !ck_sass_env("CUCAP_PROFILE_SASS_LAZY", "0");
+  ep.enableLazyPatching = 1;
   E->sass_state = CK_CALL(E, cuptiSassMetricsEnable, &ep) ? 2 : 4;
   if (E->sass_state == 4)
     snprintf(E->sass_why, sizeof E->sass_why, "%s", E->last_msg);
