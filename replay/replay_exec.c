@@ -1328,11 +1328,23 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
       return;
     break;
   }
+  case CUCAP_FB_STREAMOP_QUERY:
+    /* A query that succeeded told the program the stream's work was done,
+     * and what it did next may rely on it (XLA's and PyTorch's allocators
+     * reuse memory on another stream after it, with no event between): the
+     * replay waits there. (Failed queries never reach the executor.) */
+    if (R->capturing) {
+      R->rep->ignored++;
+      return;
+    }
+    if (!rp_cu(R, fn->StreamSynchronize(rp_stream(R, h)), "cuStreamSynchronize (cuStreamQuery)"))
+      return;
+    break;
   case CUCAP_FB_STREAMOP_WAITVALUE:
   case CUCAP_FB_STREAMOP_WRITEVALUE:
     rp_skip(R, rp_unreplayable(rec));
     return;
-  default: /* query, set attribute */
+  default: /* set attribute */
     R->rep->ignored++;
     return;
   }
@@ -1373,6 +1385,16 @@ static void rp_op_event(rp_state *R, const cucap_fb_record *rec,
   case CUCAP_FB_EVENTOP_SYNCHRONIZE: {
     CUevent ev = rp_event(R, h);
     if (ev && !rp_cu(R, R->d.df.EventSynchronize(ev), "cuEventSynchronize"))
+      return;
+    break;
+  }
+  case CUCAP_FB_EVENTOP_QUERY: { /* succeeded: the work before it was done (as above) */
+    CUevent ev = R->capturing ? NULL : rp_event(R, h);
+    if (!ev) {
+      R->rep->ignored++;
+      return;
+    }
+    if (!rp_cu(R, R->d.df.EventSynchronize(ev), "cuEventSynchronize (cuEventQuery)"))
       return;
     break;
   }

@@ -90,6 +90,20 @@ if [ -x "$APPS_DIR/drv_library" ]; then
   else bad "no LibraryModule record in drv_library's capture"; fi
 fi
 
+# A successful cuStreamQuery/cuEventQuery orders what the program does
+# next (drv_query launches on another stream after it, with no event): the
+# mock's asynchronous mode runs queued work only when waited for, so a
+# replay that ignored the queries would read the buffer before it is filled.
+if [ -x "$APPS_DIR/drv_query" ]; then
+  if CUCAP_MOCK_ASYNC=1 "$CUCAP" record -o "$T/query.fb" -- "$APPS_DIR/drv_query" > "$T/query.rec" 2>&1 &&
+     CUCAP_MOCK_ASYNC=1 "$CUCAP" replay "$T/query.fb" --verify > "$T/query.out" 2>&1 &&
+     grep -q "all bytes matched" "$T/query.out"; then
+    ok "drv_query: the replay waits where a stream/event query succeeded (asynchronous mock)"
+  else
+    bad "drv_query: replay after successful queries"; tail -3 "$T/query.out"
+  fi
+fi
+
 # 32 MiB super-ranges: recorded at addresses that are 2 MiB- but not 32 MiB-
 # aligned, replayed with a mock that (like the real driver) ignores such
 # hints (CUCAP_MOCK_STRICT_VA=1): fixed placement must still succeed.
