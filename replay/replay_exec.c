@@ -697,6 +697,16 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
     if (end > fi->layout_bytes)
       fi->layout_bytes = end;
   }
+  if (fi->layout_bytes > RP_MAX_PARAM_BYTES) {
+    /* no kernel takes that much (the driver's limit is 32 KiB): a damaged
+     * capture (fuzz_replay: a 4 GB layout sized a graph node's block); the
+     * recorded argument block alone is launched */
+    free(fi->params);
+    fi->params = NULL;
+    fi->nparams = 0;
+    fi->param_bytes = 0;
+    fi->layout_bytes = 0;
+  }
   R->last_fn_idx = 0; /* funcs[] may have moved or changed */
   R->rep->executed++;
 }

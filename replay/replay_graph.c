@@ -132,7 +132,7 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const rp_map 
   cucap_hash128 bh = {0, 0};
   if (cucap_fb_launch_has_args_blob(l)) {
     bh = rp_h(cucap_fb_launch_args_blob(l));
-    if (cucap_reader_blob_size(R->r, bh, &bsz) != CUCAP_OK || bsz > (1u << 20))
+    if (cucap_reader_blob_size(R->r, bh, &bsz) != CUCAP_OK || bsz > RP_MAX_PARAM_BYTES)
       return "graph: kernel argument blob missing";
     n = bsz;
   }
