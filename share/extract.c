@@ -185,6 +185,13 @@ static cucap_status checksum_blobs(dv_plan *p, const sh_vec *g, uint64_t *out) {
   cucap_status st = CUCAP_OK;
   for (size_t i = 0; i < g->n && st == CUCAP_OK; i++) {
     const cucap_state_region *r = sh_vec_at(g, i);
+    /* the region's recorded size must be its blob's (found by fuzz_share:
+     * a size of 2^46 from a damaged capture sized the buffer) */
+    uint64_t bsz = 0;
+    if (cucap_reader_blob_size(p->r, r->data, &bsz) != CUCAP_OK || bsz != r->size) {
+      st = CUCAP_ERR_CORRUPT;
+      break;
+    }
     if (r->size > cap) {
       void *nb = r->size <= SIZE_MAX ? realloc(buf, (size_t)r->size) : NULL;
       if (!nb) {
