@@ -159,6 +159,11 @@ const cucap_tracked_fn *cx_function_learn(uint64_t handle, uint64_t module,
 }
 
 cucap_fb_ref cx_function_body(cucap_fbb *b, const cucap_tracked_fn *f) {
+  return cx_function_body_as(b, f, f->kind, f->module);
+}
+
+cucap_fb_ref cx_function_body_as(cucap_fbb *b, const cucap_tracked_fn *f, uint8_t kind,
+                                 uint64_t module) {
   cucap_fb_ref name = f->name ? cucap_fbb_string(b, f->name, strlen(f->name)) : 0;
   cucap_fb_ref params = 0;
   if (f->nparams) {
@@ -168,9 +173,9 @@ cucap_fb_ref cx_function_body(cucap_fbb *b, const cucap_tracked_fn *f) {
                                              f->nparams);
   }
   cucap_fb_function_start(b);
-  cucap_fb_function_add_kind(b, f->kind);
+  cucap_fb_function_add_kind(b, kind);
   cucap_fb_function_add_handle(b, f->handle);
-  cucap_fb_function_add_module(b, f->module);
+  cucap_fb_function_add_module(b, module);
   if (name)
     cucap_fb_function_add_name(b, name);
   if (params)

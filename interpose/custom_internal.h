@@ -51,8 +51,10 @@ void *cx_read_file(const char *path, size_t *size);
 const cucap_tracked_fn *cx_function_learn(uint64_t handle, uint64_t module,
                                           uint8_t kind, const char *name);
 
-/* Builds a Function body for f with b. */
+/* Builds a Function body for f with b (_as: with another kind and module). */
 cucap_fb_ref cx_function_body(cucap_fbb *b, const cucap_tracked_fn *f);
+cucap_fb_ref cx_function_body_as(cucap_fbb *b, const cucap_tracked_fn *f, uint8_t kind,
+                                 uint64_t module);
 
 /* Argument block of a launch, prepared before the Launch table is started
  * (vectors cannot be created while a table is open): an inline vector when

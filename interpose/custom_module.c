@@ -422,6 +422,18 @@ void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pf, CUker
   const cucap_tracked_fn *kf = cucap_tracker_fn_find(cx_tracker(), CX_U64(k));
   if (!kf)
     kf = cx_kernel_learn(CX_U64(k));
+  if (kf && h == CX_U64(k)) {
+    /* the function is the kernel's own handle (the mock's are): the
+     * kernel's entry stays as it is, owned by its library, so that an
+     * unload forgets the handle (else a reused one was taken for the old
+     * function) */
+    c->stack = cucap_rec_stack_id();
+    if (r == CUDA_SUCCESS) {
+      c->body = cx_function_body_as(c->b, kf, CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION, CX_U64(k));
+      c->body_type = CUCAP_FB_BODY_FUNCTION;
+    }
+    return;
+  }
   if (kf) {
     function_post(c, r, h, CX_U64(k), CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION, NULL, kf);
   } else {
