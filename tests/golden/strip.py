@@ -12,7 +12,8 @@ everything that varies between runs removed or made canonical:
     stream, event, graph, exec, ...) become canonical names "@1", "@2", ...
     in order of first appearance, so relations survive (a Launch's function
     equals its Function's handle) while values do not; a module or library
-    handle unloaded is forgotten (a new one of the same value is a new name);
+    handle unloaded is forgotten with its functions (a new one of the same
+    value is a new name);
   * Launch.args (contain device pointers) become their byte length,
     args_blob hashes are dropped; Event.elapsed_ms is dropped; Module.path
     keeps its basename; MemRegion.address becomes canonical.
@@ -40,6 +41,7 @@ class Canon:
     def __init__(self, loose):
         self.loose = loose
         self.ids = {}
+        self.fn_mod = {}  # raw function handle -> raw module handle
 
     def name(self, v):
         if not isinstance(v, int) or v == 0:
@@ -50,10 +52,17 @@ class Canon:
             self.ids[v] = "@%d" % (len(self.ids) + 1)
         return self.ids[v]
 
-    def forget(self, v):
-        """An unloaded handle: the allocator may hand its value out again
-        (or not, under ASan's quarantine); a later one gets a new name."""
-        self.ids.pop(v, None)
+    def forget_module(self, m):
+        """An unloaded module or library, its functions and the functions
+        got from those: the allocator may hand their values out again (or
+        not, under ASan's quarantine or TSan's allocator); a later one gets
+        a new name."""
+        gone = {m}
+        for _ in range(2):
+            gone |= {f for f, mod in self.fn_mod.items() if mod in gone}
+        for v in gone:
+            self.ids.pop(v, None)
+            self.fn_mod.pop(v, None)
 
 
 def walk(obj, canon, parent=None):
@@ -109,9 +118,13 @@ def strip(lines, loose=False):
         body = rec.get("body")
         if body is not None:
             parent = "launch" if rec.get("body_type") == "Launch" else None
+            if rec.get("body_type") == "Function" and body.get("module") != body.get("handle"):
+                # (a KernelFunction equal to its CUkernel, as the mock's are,
+                # keeps its kernel's module)
+                canon.fn_mod[body.get("handle")] = body.get("module")
             rec["body"] = walk(body, canon, parent)
             if rec.get("body_type") == "Module" and body.get("op") == "Unload":
-                canon.forget(body.get("handle"))
+                canon.forget_module(body.get("handle"))
         out.append(json.dumps(rec, sort_keys=False, separators=(",", ":")))
     if loose:
         out.sort()
