@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct CUlib_st {
   uint32_t magic;
@@ -710,8 +711,24 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
   return CUDA_SUCCESS;
 }
 
+/* CUCAP_MOCK_LAUNCH_US=N: each cuLaunchKernel takes N µs more (busy), as a
+ * launch does on a loaded machine (test_replay_managed_host). */
+static void launch_delay(void) {
+  static long us = -1;
+  if (us < 0) {
+    const char *e = getenv("CUCAP_MOCK_LAUNCH_US");
+    us = e && *e ? strtol(e, NULL, 10) : 0;
+  }
+  if (us <= 0) return;
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+}
+
 CUresult mock_launch(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned shmem, CUstream s, void **params,
                      void **extra) {
+  launch_delay();
   MOCK_TRY(mock_check_stream(s));
   MOCK_TRY(mock_legacy_check(s, 0));
   mock_op op;
