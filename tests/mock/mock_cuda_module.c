@@ -5,6 +5,7 @@
  * casting CUkernel to CUfunction works as with the real driver. */
 #include "mock_cuda_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -714,10 +715,12 @@ CUresult mock_kernel_op(CUfunction f, mock_dim3 grid, mock_dim3 block, unsigned 
 /* CUCAP_MOCK_LAUNCH_US=N: each cuLaunchKernel takes N µs more (busy), as a
  * launch does on a loaded machine (test_replay_managed_host). */
 static void launch_delay(void) {
-  static long us = -1;
+  static _Atomic long cached = -1; /* launches come from many threads */
+  long us = atomic_load_explicit(&cached, memory_order_relaxed);
   if (us < 0) {
     const char *e = getenv("CUCAP_MOCK_LAUNCH_US");
     us = e && *e ? strtol(e, NULL, 10) : 0;
+    atomic_store_explicit(&cached, us, memory_order_relaxed);
   }
   if (us <= 0) return;
   struct timespec a, b;
