@@ -1153,12 +1153,10 @@ static void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
     if (fi->nparams) {
       for (size_t i = 0; i < fi->nparams; i++) {
         uint32_t off = fi->params[i].offset, psz = fi->params[i].size;
-        if (psz > 8 && off < n) {
+        if (psz > 8) {
           /* a struct parameter (CUTLASS/cuBLAS Params, cublasSplitKParams
-           * with its alpha/beta pointers into cuBLAS's deviceConstants):
-           * its 8-aligned words that point into moved ranges */
-          R->rep->patched_params +=
-              rp_mem_patch_row(&R->mem, args + off, psz < n - off ? psz : n - off, off);
+           * with its alpha/beta pointers into cuBLAS's deviceConstants) */
+          R->rep->patched_params += rp_mem_patch_struct(&R->mem, args, n, off, psz);
         } else if (psz == 8 && off % 8 == 0 && off + 8 <= n) {
           uint64_t v;
           memcpy(&v, args + off, 8);

@@ -154,11 +154,10 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const rp_map 
   size_t np = fi->nparams ? fi->nparams : n / 8;
   for (size_t i = 0; i < np; i++) {
     uint32_t off = fi->nparams ? fi->params[i].offset : (uint32_t)(i * 8);
-    if (fi->nparams && fi->params[i].size > 8 && off < n && R->mem.nreloc) {
-      /* a struct parameter: its pointer words (as for a stream launch) */
-      uint32_t psz = fi->params[i].size;
-      R->rep->patched_params +=
-          rp_mem_patch_row(&R->mem, out->args + off, psz < n - off ? psz : n - off, off);
+    if (fi->nparams && fi->params[i].size > 8) { /* a struct parameter */
+      if (R->mem.nreloc)
+        R->rep->patched_params +=
+            rp_mem_patch_struct(&R->mem, out->args, n, off, fi->params[i].size);
       continue;
     }
     if (fi->nparams && (fi->params[i].size != 8 || off % 8))

@@ -254,6 +254,16 @@ static inline uint64_t rp_mem_translate(const rp_mem *m, uint64_t addr,
  * 8-aligned device address and points into a relocated recorded range.
  * Returns how many were rewritten. */
 size_t rp_mem_patch_row(const rp_mem *m, uint8_t *buf, uint64_t n, uint64_t dev);
+/* The same for a struct parameter of `size` bytes at offset off of an
+ * argument block of n bytes (CUTLASS/cuBLAS Params: pointers inside it). */
+static inline size_t rp_mem_patch_struct(const rp_mem *m, uint8_t *args, size_t n,
+                                         uint32_t off, uint32_t size) {
+  return off < n ? rp_mem_patch_row(m, args + off, size < n - off ? size : n - off, off) : 0;
+}
+
+/* Largest kernel argument block a capture may describe (the driver's limit
+ * is 32,764 bytes): recorded layouts and argument blobs past it are not used. */
+#define RP_MAX_PARAM_BYTES ((size_t)1 << 20)
 
 /* Zero-fills every mapped piece (the start of each replay pass; the NULL
  * stream, synchronised). Returns the first failure. */

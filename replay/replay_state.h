@@ -228,10 +228,6 @@ size_t rp_object_context_gone(rp_state *R, uint64_t ctx);
 /* Destroys every live array/object and frees the maps (loops, end). */
 void rp_object_destroy_live(rp_state *R);
 
-/* Largest kernel parameter block a capture may describe (the driver's limit
- * is 32,764 bytes; argument blobs are bounded the same way). */
-#define RP_MAX_PARAM_BYTES ((size_t)1 << 20)
-
 /* replay_exec.c: 1 if a copy's geometry (width x height x depth) fits the
  * `size` bytes of its packed host side (a damaged capture may say more). */
 int rp_geometry_fits(const cucap_fb_copy_geometry *g, uint64_t size);

@@ -136,7 +136,7 @@ static void vo_mlaunch(vo_verifier *v, const cucap_replay_op *op, const cucap_fb
     cucap_hash128 h = vo_h(cucap_fb_launch_args_blob(l));
     uint64_t bs = 0;
     a = NULL;
-    if (cucap_reader_blob_size(v->r, h, &bs) == CUCAP_OK && bs <= (1u << 20) &&
+    if (cucap_reader_blob_size(v->r, h, &bs) == CUCAP_OK && bs <= RP_MAX_PARAM_BYTES &&
         (own = malloc(bs ? bs : 1)) && cucap_reader_blob_read(v->r, h, own, bs) == CUCAP_OK) {
       a = own;
       n = bs;
