@@ -117,35 +117,85 @@ static cucap_fb_ref node_host_refs(cucap_fbb *b, CUgraphNode node) {
   return cucap_fb_graph_node_create_host_refs(b, refs, n);
 }
 
-/* A node's dependencies: cuda.h (12.3+) maps cuGraphNodeGetDependencies to
- * _v2 (edge data, which we do not need); the v1 entry is only a fallback for
- * older drivers. */
-static CUresult node_deps(CUgraphNode node, CUgraphNode *deps, size_t *n) {
-  if (cucap_real.cuGraphNodeGetDependencies_v2)
-    return cucap_real.cuGraphNodeGetDependencies_v2(node, deps, NULL, n);
-  if (cucap_real.cuGraphNodeGetDependencies)
-    return cucap_real.cuGraphNodeGetDependencies(node, deps, n);
-  return CUDA_ERROR_NOT_FOUND;
+/* A node's dependencies and the data of each edge. cuda.h (12.3+) maps
+ * cuGraphNodeGetDependencies to _v2; asked without edge data, _v2 (and v1)
+ * fail with CUDA_ERROR_LOSSY_QUERY as soon as one edge is not a default
+ * one - a programmatic edge, which stream capture makes of kernels launched
+ * with programmatic stream serialization (cuBLASLt and XLA on Hopper). Such
+ * a node used to be recorded with no dependencies at all, so its graph was
+ * rebuilt with kernels racing each other. Should the count query be refused
+ * as lossy too, the buffers grow until the list fits. Returns the number of dependencies (dv and ev malloc'ed, the caller
+ * frees both; *ev is NULL without _v2) or 0 with nothing allocated. */
+static size_t node_deps(CUgraphNode node, CUgraphNode **dv, CUgraphEdgeData **ev) {
+  *dv = NULL;
+  *ev = NULL;
+  size_t n = 0;
+  if (cucap_real.cuGraphNodeGetDependencies_v2) {
+    CUresult r = cucap_real.cuGraphNodeGetDependencies_v2(node, NULL, NULL, &n);
+    size_t cap = r == CUDA_SUCCESS ? n : r == CUDA_ERROR_LOSSY_QUERY ? 16 : 0;
+    while (cap && cap < (1u << 20)) {
+      CUgraphNode *d = calloc(cap, sizeof *d);
+      CUgraphEdgeData *e = calloc(cap, sizeof *e);
+      size_t got = cap;
+      if (!d || !e ||
+          cucap_real.cuGraphNodeGetDependencies_v2(node, d, e, &got) != CUDA_SUCCESS) {
+        free(d);
+        free(e);
+        return 0;
+      }
+      /* a full buffer may have been too small (the driver fills what fits) */
+      if (got < cap || (r == CUDA_SUCCESS && got == n)) {
+        *dv = d;
+        *ev = e;
+        return got;
+      }
+      free(d);
+      free(e);
+      cap *= 2;
+    }
+    return 0;
+  }
+  if (!cucap_real.cuGraphNodeGetDependencies ||
+      cucap_real.cuGraphNodeGetDependencies(node, NULL, &n) != CUDA_SUCCESS || !n ||
+      n >= (1u << 20) || !(*dv = malloc(n * sizeof **dv)))
+    return 0;
+  if (cucap_real.cuGraphNodeGetDependencies(node, *dv, &n) != CUDA_SUCCESS) {
+    free(*dv);
+    *dv = NULL;
+    return 0;
+  }
+  return n;
 }
 
 cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth) {
   CUgraphNodeType type = (CUgraphNodeType)255;
   if (cucap_real.cuGraphNodeGetType)
     (void)cucap_real.cuGraphNodeGetType(node, &type);
-  /* dependencies */
-  cucap_fb_ref deps = 0;
-  size_t nd = 0;
-  if (node_deps(node, NULL, &nd) == CUDA_SUCCESS && nd && nd < (1u << 20)) {
-    CUgraphNode *dv = malloc(nd * sizeof *dv);
-    uint64_t *du = malloc(nd * sizeof *du);
-    if (dv && du && node_deps(node, dv, &nd) == CUDA_SUCCESS) {
-      for (size_t k = 0; k < nd; k++)
-        du[k] = CX_U64(dv[k]);
-      deps = cucap_fb_graph_node_create_dependencies(b, du, nd);
+  /* dependencies, and the data of their edges when one is not default */
+  cucap_fb_ref deps = 0, edges = 0;
+  CUgraphNode *dv = NULL;
+  CUgraphEdgeData *ev = NULL;
+  size_t nd = node_deps(node, &dv, &ev);
+  uint64_t *du = nd ? malloc(nd * sizeof *du) : NULL;
+  uint32_t *eu = nd && ev ? malloc(nd * sizeof *eu) : NULL;
+  if (du) {
+    int any = 0;
+    for (size_t k = 0; k < nd; k++) {
+      du[k] = CX_U64(dv[k]);
+      if (eu) {
+        eu[k] = (uint32_t)ev[k].from_port | (uint32_t)ev[k].to_port << 8 |
+                (uint32_t)ev[k].type << 16;
+        any |= eu[k] != 0;
+      }
     }
-    free(dv);
-    free(du);
+    deps = cucap_fb_graph_node_create_dependencies(b, du, nd);
+    if (any)
+      edges = cucap_fb_graph_node_create_dependency_edges(b, eu, nd);
   }
+  free(dv);
+  free(ev);
+  free(du);
+  free(eu);
   cucap_fb_ref launch = 0, mcpy = 0, mset = 0, alloc = 0, host_refs = 0;
   uint64_t child = 0, event = 0;
   switch (type) {
@@ -200,6 +250,8 @@ cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth)
                                                        : CUCAP_FB_GRAPHNODETYPE_UNKNOWN);
   if (deps)
     cucap_fb_graph_node_add_dependencies(b, deps);
+  if (edges)
+    cucap_fb_graph_node_add_dependency_edges(b, edges);
   if (launch)
     cucap_fb_graph_node_add_launch(b, launch);
   if (mcpy)

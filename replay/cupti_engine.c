@@ -247,9 +247,20 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
                        "check that libcupti (%s) matches the driver "
                        "(`cucap doctor`)", E->last_msg, E->api.path);
   }
-  if (!CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API))
-    return ck_fail_env(E, s, "CUPTI callbacks cannot be enabled: %s",
-                       E->last_msg);
+  /* callbacks only for the calls that queue GPU work (and the probe's):
+   * a callback on every driver call the replayer makes was most of the
+   * timeline pass's overhead on launch-bound captures */
+  int scoped = ck_work_cbids_init(E);
+  for (size_t i = 0; scoped && i < E->nwork_cbid; i++)
+    if (!CK_CALL(E, cuptiEnableCallback, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                 (CUpti_CallbackId)E->work_cbid[i]))
+      scoped = 0;
+  if (!scoped) {
+    E->nwork_cbid = 0;
+    if (!CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API))
+      return ck_fail_env(E, s, "CUPTI callbacks cannot be enabled: %s",
+                         E->last_msg);
+  }
   /* module loads only matter to PC sampling and SASS metrics (the cubins);
    * asked for only then, CUPTI keeps no copy of every module loaded */
   if ((E->o.pc_sampling || E->o.sass_metrics) &&
@@ -810,6 +821,7 @@ void cucap_cupti_destroy(cucap_cupti *E) {
   free(E->copy);
   free(E->cx);
   free(E->ops);
+  free(E->work_cbid);
   free(E->corr);
   free(E->mnames);
   free(E->mvals);

@@ -38,6 +38,8 @@ enum { CK_CORE = 1, CK_PROF = 2, CK_PCS = 4, CK_SASS = 8, CK_OPT = 16 };
   X(cuptiUnsubscribe, CK_CORE)                                                 \
   X(cuptiEnableDomain, CK_CORE)                                                \
   X(cuptiEnableCallback, CK_OPT)                                               \
+  X(cuptiGetCallbackName, CK_OPT)                                              \
+  X(cuptiActivityEnableDriverApi, CK_OPT)                                      \
   X(cuptiActivityRegisterCallbacks, CK_CORE)                                   \
   X(cuptiActivityEnable, CK_CORE)                                              \
   X(cuptiActivityDisable, CK_CORE)                                             \
@@ -297,6 +299,14 @@ struct cucap_cupti {
   volatile int probing;      /* ck_cupti_alive: count driver callbacks */
   volatile unsigned probe_hits;
   unsigned act_on;           /* activity kinds this engine enabled (bit k) */
+  /* The driver calls that put work on the GPU (launches, copies, memsets,
+   * graph launches) and the probe's two calls: the only ones the engine
+   * takes callbacks and API records for (ck_work_cbids_init). n == 0: the
+   * whole driver domain and the DRIVER activity kind, as before CUPTI
+   * could select (or CUCAP_CUPTI_API_SCOPE=all). */
+  uint32_t *work_cbid;
+  size_t nwork_cbid, cap_work_cbid;
+  int api_recs_on;           /* per-cbid API records currently enabled */
   ck_timing tm;
 
   /* replay side */
@@ -417,7 +427,13 @@ struct cucap_cupti {
   size_t nimages, capimages;
   pthread_mutex_t cubin_mu;  /* the module callback may run on any thread */
 
-  /* host callstacks (first pass) */
+  /* host callstacks: the first pass keeps the Callstack and ModuleMap
+   * records' contents (ck_stack_feed); they are symbolized when first asked
+   * for (ck_stacks_resolve), after the passes: symbolizing inside the
+   * timeline pass put ~0.5 s of host gaps between its launches (torch_mlp,
+   * 104 stacks, run Q) */
+  struct ck_defer *defer;
+  size_t ndefer, capdefer;
   cucap_symbolizer *sym;
   ck_stack *stack;
   size_t nstack, capstack;
@@ -464,6 +480,7 @@ int ck_timeline_attach(ck_engine *E);        /* register buffers, enable kinds *
 void ck_timeline_disable(ck_engine *E);
 void ck_timeline_forget(ck_engine *E);       /* no CUPTI call: unhook only */
 void ck_api_records(ck_engine *E, int on);   /* DRIVER activity (corr ids) */
+int ck_work_cbids_init(ck_engine *E);        /* cupti_timeline.c */
 /* After a timeline pass (context synchronized): flush, join, store. */
 void ck_timeline_pass_end(ck_engine *E, unsigned tpass);
 void ck_timeline_finish(ck_engine *E);       /* medians, spreads */
@@ -542,6 +559,7 @@ void ck_sass_pass_end(ck_engine *E);
 
 /* cupti_report.c */
 void ck_stack_feed(ck_engine *E, const void *record); /* Callstack/ModuleMap */
+void ck_stacks_resolve(ck_engine *E);                 /* symbolize what was fed */
 void ck_report_free(ck_engine *E);
 void ck_timing_log(ck_engine *E); /* the timing breakdown, at info level */
 

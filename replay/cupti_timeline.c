@@ -149,11 +149,57 @@ int ck_timeline_attach(ck_engine *E) {
   return 1;
 }
 
+/* The driver calls the engine joins by correlation id: every entry point
+ * whose name starts with one of these (all versions and _ptsz/_ptds forms),
+ * plus the two ck_cupti_alive calls. Names come from CUPTI itself
+ * (cuptiGetCallbackName), so a newer CUPTI's new launch or copy entry
+ * points are included without a rebuild. */
+static int ck_work_name(const char *n) {
+  static const char *const pre[] = {"cuLaunch", "cuMemcpy", "cuMemset",
+                                    "cuGraphLaunch"};
+  for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
+    if (!strncmp(n, pre[i], strlen(pre[i])))
+      return 1;
+  return !strcmp(n, "cuCtxGetCurrent") || !strcmp(n, "cuDriverGetVersion");
+}
+
+int ck_work_cbids_init(ck_engine *E) {
+  const char *sc = getenv("CUCAP_CUPTI_API_SCOPE");
+  E->nwork_cbid = 0;
+  if ((sc && !strcmp(sc, "all")) || !E->api.cuptiEnableCallback ||
+      !E->api.cuptiGetCallbackName)
+    return 0;
+  /* ids past this build's header come from a newer CUPTI: keep asking
+   * until names stop for a while */
+  unsigned misses = 0;
+  for (uint32_t id = 1; id < 65536 && (id < CUPTI_DRIVER_TRACE_CBID_SIZE || misses < 256);
+       id++) {
+    const char *name = NULL;
+    if (E->api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) !=
+            CUPTI_SUCCESS || !name) {
+      misses++;
+      continue;
+    }
+    misses = 0;
+    if (!ck_work_name(name))
+      continue;
+    if (!ck_grow((void **)&E->work_cbid, &E->cap_work_cbid, E->nwork_cbid + 1,
+                 sizeof *E->work_cbid))
+      return 0;
+    E->work_cbid[E->nwork_cbid++] = id;
+  }
+  CUCAP_DEBUG("profile: driver callbacks and API records for %zu entry points",
+              E->nwork_cbid);
+  return E->nwork_cbid > 2;
+}
+
 /* CUPTI documents correlation ids as generated only while an API activity
- * kind is enabled: DRIVER records are switched on for the passes that join
- * by correlation id (timeline, PC sampling) and dropped on arrival. Every
- * switch goes through ck_act_set (enabled once, disabled only when this
- * engine enabled it, never once CUPTI is dead).
+ * kind is enabled: API records are switched on for the passes that join by
+ * correlation id (timeline, PC sampling) and dropped on arrival. With a
+ * work set (ck_work_cbids_init) and cuptiActivityEnableDriverApi, only the
+ * work calls produce records; otherwise the whole DRIVER kind does. Every
+ * kind switch goes through ck_act_set (enabled once, disabled only when
+ * this engine enabled it, never once CUPTI is dead).
  * CUCAP_CUPTI_NO_API_RECORDS=1 leaves them off (to measure whether the
  * callbacks' ids are enough, and what the records cost). */
 void ck_api_records(ck_engine *E, int on) {
@@ -162,9 +208,24 @@ void ck_api_records(ck_engine *E, int on) {
     return;
   int q = E->quiet;
   E->quiet = !on;
-  if (!ck_act_set(E, CUPTI_ACTIVITY_KIND_DRIVER, on))
+  if (E->nwork_cbid && E->api.cuptiActivityEnableDriverApi && !E->dead) {
+    if (!!E->api_recs_on != !!on) {
+      size_t i = 0;
+      for (; i < E->nwork_cbid; i++)
+        if (!CK_CALL(E, cuptiActivityEnableDriverApi,
+                     (CUpti_CallbackId)E->work_cbid[i], (uint8_t)!!on))
+          break;
+      if (i == E->nwork_cbid)
+        E->api_recs_on = on;
+      else if (on) /* fall back to every driver call */
+        ck_act_set(E, CUPTI_ACTIVITY_KIND_DRIVER, 1);
+    }
+    if (!on)
+      ck_act_set(E, CUPTI_ACTIVITY_KIND_DRIVER, 0);
+  } else if (!ck_act_set(E, CUPTI_ACTIVITY_KIND_DRIVER, on)) {
     CUCAP_DEBUG("profile: driver API activity records %s: %s",
                 on ? "not enabled" : "not disabled", E->last_msg);
+  }
   E->quiet = q;
 }
 

@@ -628,8 +628,13 @@ static void rp_op_function(rp_state *R, const cucap_fb_record *rec,
       if (kind == CUCAP_FB_FUNCTIONKIND_KERNEL)
         kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
     }
-    if (live)
+    if (live) {
       R->rep->found_by_name++;
+      if (R->pass == 0)
+        CUCAP_INFO("replay: kernel %s (record %" PRIu64 ") found by name in a "
+                   "%s the capture loaded: its own module was never recorded",
+                   name, R->rec_index, how == 1 ? "library" : "module");
+    }
   }
   if (!live) {
     rp_skip(R, "function lookup (module not loaded)");

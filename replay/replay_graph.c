@@ -77,6 +77,8 @@ const rg_fns *rp_graph_fns(rp_state *R) {
   RG(f->AddMemFree, PFN_cuGraphAddMemFreeNode_v11040, "cuGraphAddMemFreeNode", 11040,
      "cuGraphAddMemFreeNode");
   RG(f->AddNode, PFN_cuGraphAddNode_v12030, "cuGraphAddNode", 12030, "cuGraphAddNode_v2");
+  RG(f->AddDepsEdge, PFN_cuGraphAddDependencies_v12030, "cuGraphAddDependencies", 12030,
+     "cuGraphAddDependencies_v2");
   RG(f->CondHandleCreate, PFN_cuGraphConditionalHandleCreate_v12030, "cuGraphConditionalHandleCreate",
      12030, "cuGraphConditionalHandleCreate");
   RG(f->GetNodes, PFN_cuGraphGetNodes_v10000, "cuGraphGetNodes", 10000, "cuGraphGetNodes");
@@ -387,6 +389,9 @@ uint64_t rp_graph_signature(const cucap_fb_graph *g) {
     size_t nd = 0;
     const uint64_t *dv = cucap_fb_graph_node_dependencies(n, &nd);
     h = rg_sig_bytes(h, (const uint8_t *)dv, nd * 8);
+    size_t ne = 0;
+    const uint32_t *ev = cucap_fb_graph_node_dependency_edges(n, &ne);
+    h = rg_sig_bytes(h, (const uint8_t *)ev, ne * 4);
     const cucap_fb_launch *l = cucap_fb_graph_node_launch(n);
     if (l) {
       size_t na = 0;
@@ -697,8 +702,10 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_ma
       maxd = d;
   }
   CUgraphNode *deps = malloc(maxd * sizeof *deps);
+  CUgraphNode *late = malloc(maxd * sizeof *late); /* edges with data */
+  CUgraphEdgeData *late_e = malloc(maxd * sizeof *late_e);
   const char *why = NULL;
-  if (!done || !deps) {
+  if (!done || !deps || !late || !late_e) {
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     goto out;
   }
@@ -709,23 +716,54 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_ma
       if (done[i])
         continue;
       const cucap_fb_graph_node *n = cucap_fb_graph_nodes_at(g, i);
-      size_t nd = 0;
+      size_t nd = 0, ne = 0;
       const uint64_t *dv = cucap_fb_graph_node_dependencies(n, &nd);
+      const uint32_t *ev = cucap_fb_graph_node_dependency_edges(n, &ne);
+      if (ne != nd)
+        ev = NULL; /* not parallel to the dependencies: all default */
       int ready = 1;
+      size_t nplain = 0, nlate = 0;
       for (size_t k = 0; k < nd && ready; k++) {
         uint64_t rec_dep, v;
+        uint32_t e = 0;
         memcpy(&rec_dep, dv + k, sizeof rec_dep);
-        if (rp_map_get(live, rec_dep, &v))
-          deps[k] = (CUgraphNode)(uintptr_t)v;
-        else
+        if (ev)
+          memcpy(&e, ev + k, sizeof e);
+        if (!rp_map_get(live, rec_dep, &v)) {
           ready = 0;
+        } else if (e && c->f->AddDepsEdge) {
+          /* added once the node exists: cuGraphAdd*Node takes default
+           * edges only */
+          late[nlate] = (CUgraphNode)(uintptr_t)v;
+          memset(&late_e[nlate], 0, sizeof late_e[nlate]);
+          late_e[nlate].from_port = (unsigned char)(e & 0xff);
+          late_e[nlate].to_port = (unsigned char)(e >> 8 & 0xff);
+          late_e[nlate].type = (unsigned char)(e >> 16 & 0xff);
+          nlate++;
+        } else {
+          /* a driver without edge data: a full dependency, stricter than
+           * the recorded one, never a race */
+          deps[nplain++] = (CUgraphNode)(uintptr_t)v;
+        }
       }
       if (!ready)
         continue;
       CUgraphNode node = NULL;
-      why = rg_add(c, gr, n, deps, nd, &node, depth);
+      why = rg_add(c, gr, n, deps, nplain, &node, depth);
       if (why || R->failed)
         goto out;
+      for (size_t k = 0; k < nlate; k++) {
+        CUresult r = c->f->AddDepsEdge(gr, &late[k], &node, &late_e[k], 1);
+        if (r != CUDA_SUCCESS) {
+          /* the driver refuses this kind of edge here: keep the order */
+          CUCAP_DEBUG("replay: graph edge with data (port %u->%u, type %u) "
+                      "refused (CUresult %d): added as a full dependency",
+                      late_e[k].from_port, late_e[k].to_port, late_e[k].type, (int)r);
+          if (!rp_cu(R, c->f->AddDepsEdge(gr, &late[k], &node, NULL, 1),
+                     "cuGraphAddDependencies"))
+            goto out;
+        }
+      }
       if (!rp_map_put(live, cucap_fb_graph_node_handle(n), (uint64_t)(uintptr_t)node)) {
         rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
         goto out;
@@ -741,6 +779,8 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_ma
 out:
   free(done);
   free(deps);
+  free(late);
+  free(late_e);
   rp_map_free(&local);
   return why;
 }

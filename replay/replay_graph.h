@@ -29,6 +29,7 @@ typedef struct rg_fns {
   PFN_cuGraphAddMemAllocNode_v11040 AddMemAlloc;
   PFN_cuGraphAddMemFreeNode_v11040 AddMemFree;
   PFN_cuGraphAddNode_v12030 AddNode;
+  PFN_cuGraphAddDependencies_v12030 AddDepsEdge; /* edges with data (1.6) */
   PFN_cuGraphConditionalHandleCreate_v12030 CondHandleCreate;
   PFN_cuGraphGetNodes_v10000 GetNodes;
   PFN_cuGraphNodeGetType_v10000 NodeGetType;

@@ -600,6 +600,13 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * tuning multi-pass profiling; costs two clock reads per record) */
   const char *ot = getenv("CUCAP_REPLAY_OPTIME");
   int optime = ot && *ot == '1';
+  /* CUCAP_REPLAY_SERIALIZE=1 (diagnostic): the context is synchronised
+   * after every record (not while a stream captures), so no two GPU
+   * operations of the replay overlap. A capture that replays right only so
+   * lacks an ordering the replay does not reproduce (an event, a host
+   * function, a stream-ordered free); one that still differs lacks data. */
+  const char *se = getenv("CUCAP_REPLAY_SERIALIZE");
+  int serialize = se && *se == '1';
   double body_s[64] = {0}, reset_s = 0;
   uint64_t body_n[64] = {0};
   int more = 0; /* an observer asked for another pass */
@@ -651,6 +658,8 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
       } else {
         rp_execute(R, recp);
       }
+      if (serialize && !R->failed && !rp_capture_any(R) && R->d.df.CtxSynchronize)
+        R->d.df.CtxSynchronize();
       R->rec_index++;
       if (R->end_pass && !rp_capture_any(R))
         break; /* cucap_replay_session_end_pass (captures, dry ones too, end first) */

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define CUCAP_FORMAT_MAJOR 1
-#define CUCAP_FORMAT_MINOR 5
+#define CUCAP_FORMAT_MINOR 6
 #define CUCAP_VERSION_STRING "0.1.0"
 
 /* "\x89CUCAP\r\n": the high byte catches 7-bit transfers, CRLF catches

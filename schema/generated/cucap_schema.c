@@ -739,8 +739,9 @@ static const cucap_fb_field_desc cucap_fb__fields_graph_node[] = {
   {"bodies", 14, CUCAP_FB_K_VECTOR, CUCAP_FB_K_TABLE, NULL, NULL, &cucap_fb_table_desc_graph, NULL},
   {"set_enabled", 15, CUCAP_FB_K_U8, 0, NULL, NULL, NULL, NULL},
   {"host_refs", 16, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U64, NULL, NULL, NULL, NULL},
+  {"dependency_edges", 17, CUCAP_FB_K_VECTOR, CUCAP_FB_K_U32, NULL, NULL, NULL, NULL},
 };
-const cucap_fb_table_desc cucap_fb_table_desc_graph_node = {"GraphNode", 17, 17, cucap_fb__fields_graph_node};
+const cucap_fb_table_desc cucap_fb_table_desc_graph_node = {"GraphNode", 18, 18, cucap_fb__fields_graph_node};
 cucap_status cucap_fb_graph_node_verify(const void *buf, size_t len, int size_prefixed) {
   return cucap_fb_verify_table(buf, len, size_prefixed, &cucap_fb_table_desc_graph_node);
 }

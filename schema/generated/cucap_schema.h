@@ -1273,7 +1273,7 @@ void cucap_fb_event_to_json(const cucap_fb_event *t, cucap_json *w, unsigned fla
 
 /* ---- table GraphNode ---- */
 extern const cucap_fb_table_desc cucap_fb_table_desc_graph_node;
-static inline void cucap_fb_graph_node_start(cucap_fbb *b) { cucap_fbb_table_start(b, 17); }
+static inline void cucap_fb_graph_node_start(cucap_fbb *b) { cucap_fbb_table_start(b, 18); }
 static inline cucap_fb_ref cucap_fb_graph_node_end(cucap_fbb *b) { return cucap_fbb_table_end(b); }
 static inline void cucap_fb_graph_node_add_handle(cucap_fbb *b, uint64_t v) { cucap_fbb_add_u64(b, 0, v); }
 static inline uint64_t cucap_fb_graph_node_handle(const cucap_fb_graph_node *t) { return cucap_fb__read_u64(t, 0, 0); }
@@ -1341,6 +1341,15 @@ static inline const uint64_t *cucap_fb_graph_node_host_refs(const cucap_fb_graph
   return (const uint64_t *)cucap_fb__vec(t, 16, count);
 }
 static inline int cucap_fb_graph_node_host_refs_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 16) != NULL; }
+static inline void cucap_fb_graph_node_add_dependency_edges(cucap_fbb *b, cucap_fb_ref v) { cucap_fbb_add_ref(b, 17, v); }
+static inline size_t cucap_fb_graph_node_dependency_edges_len(const cucap_fb_graph_node *t) { size_t c; cucap_fb__vec(t, 17, &c); return c; }
+static inline cucap_fb_ref cucap_fb_graph_node_create_dependency_edges(cucap_fbb *b, const uint32_t *v, size_t n) {
+  return cucap_fbb_vector(b, v, n, 4, 4);
+}
+static inline const uint32_t *cucap_fb_graph_node_dependency_edges(const cucap_fb_graph_node *t, size_t *count) {
+  return (const uint32_t *)cucap_fb__vec(t, 17, count);
+}
+static inline int cucap_fb_graph_node_dependency_edges_is_present(const cucap_fb_graph_node *t) { return cucap_fb__field(t, 17) != NULL; }
 /* Root table of a plain / size-prefixed buffer (verify first). */
 static inline const cucap_fb_graph_node *cucap_fb_graph_node_root(const void *buf) {
   return (const cucap_fb_graph_node *)cucap_fb__root(buf);

@@ -2,7 +2,10 @@
  * stream capture), instantiates it, launches it 5 times, checks the result.
  *
  *   M: memset y = 1.0f
- *   K1: saxpy y = 2x + y      (after M)      K2: scale w *= 2   (after M)
+ *   K1: saxpy y = 2x + y      (after M)      K2: scale w *= 2   (after M, and
+ *                                            after K1 by a programmatic edge:
+ *                                            programmatic dependent launch,
+ *                                            K2 reads nothing K1 writes)
  *   E: empty node joining K1, K2
  *   K3: vec_add z = y + w     (edge E -> K3 added by cuGraphAddDependencies;
  *                              arguments passed as an `extra` buffer)
@@ -75,6 +78,20 @@ int main(void) {
   kp.func = scale;
   kp.kernelParams = sc;
   CK(cuGraphAddKernelNode(&k2, g, &m, 1, &kp));
+  {
+    /* the edge stream capture makes of a kernel launched with programmatic
+     * stream serialization; a driver or GPU without it gets a plain edge
+     * (the same order, the same results) */
+    CUgraphEdgeData pe;
+    memset(&pe, 0, sizeof pe);
+    pe.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+    pe.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+    CUresult r = cuGraphAddDependencies(g, &k1, &k2, &pe, 1);
+    if (r != CUDA_SUCCESS) {
+      fprintf(stderr, "programmatic edge refused (%d): a plain one instead\n", (int)r);
+      CK(cuGraphAddDependencies(g, &k1, &k2, NULL, 1));
+    }
+  }
   /* E */
   CUgraphNode par[2] = {k1, k2};
   CK(cuGraphAddEmptyNode(&e, g, par, 2));
@@ -114,9 +131,12 @@ int main(void) {
   const char *names[6] = {"M", "K1", "K2", "E", "K3", "C"};
   for (int i = 0; i < 6; i++) {
     CUgraphNodeType t;
-    size_t nd = 0;
+    /* with edge data: a node with a programmatic edge refuses a lossy query */
+    CUgraphNode dd[8];
+    CUgraphEdgeData ed[8];
+    size_t nd = 8;
     CK(cuGraphNodeGetType(mine[i], &t));
-    CK(cuGraphNodeGetDependencies(mine[i], NULL, NULL, &nd));
+    CK(cuGraphNodeGetDependencies(mine[i], dd, ed, &nd));
     printf("node %s: %s, %zu dependencies\n", names[i], type_name(t), nd);
   }
 

@@ -59,6 +59,7 @@ static void graph_free(struct mock_graph *g);
 static void node_free(struct mock_node *n) {
   free(n->op.argbuf);
   free(n->deps);
+  free(n->edges);
   free(n->kparams);
   for (unsigned i = 0; i < n->nbodies; i++)
     if (n->bodies[i]) graph_free(n->bodies[i]);
@@ -97,7 +98,7 @@ struct mock_graph *mock_graph_new(void) {
   return g;
 }
 
-static CUresult node_add_dep(struct mock_node *n, struct mock_node *d) {
+static CUresult node_add_dep_e(struct mock_node *n, struct mock_node *d, const CUgraphEdgeData *e) {
   for (size_t i = 0; i < n->ndeps; i++)
     if (n->deps[i] == d) return CUDA_ERROR_INVALID_VALUE; /* duplicate edge */
   if (n->ndeps == n->capdeps) {
@@ -105,10 +106,19 @@ static CUresult node_add_dep(struct mock_node *n, struct mock_node *d) {
     struct mock_node **p = realloc(n->deps, nc * sizeof *p);
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
     n->deps = p;
+    CUgraphEdgeData *q = realloc(n->edges, nc * sizeof *q);
+    if (!q) return CUDA_ERROR_OUT_OF_MEMORY;
+    n->edges = q;
     n->capdeps = nc;
   }
+  if (e) n->edges[n->ndeps] = *e;
+  else memset(&n->edges[n->ndeps], 0, sizeof n->edges[n->ndeps]);
   n->deps[n->ndeps++] = d;
   return CUDA_SUCCESS;
+}
+
+static CUresult node_add_dep(struct mock_node *n, struct mock_node *d) {
+  return node_add_dep_e(n, d, NULL);
 }
 
 /* The parameters a recorder reads back, for ops that came from capture. */
@@ -341,9 +351,15 @@ CUresult CUDAAPI cuGraphAddDependencies(CUgraph h, const CUgraphNode *from, cons
   for (size_t i = 0; i < n; i++) {
     struct mock_node *a = node_of(from[i]), *b = node_of(to[i]);
     if (!a || !b || a->graph != g || b->graph != g || a == b) return CUDA_ERROR_INVALID_VALUE;
-    if (edges && !edge_default(&edges[i])) return CUDA_ERROR_NOT_SUPPORTED;
+    /* what the driver accepts: programmatic edges from a kernel node to a
+     * kernel node (the mock runs them as full dependencies) */
+    if (edges && !edge_default(&edges[i]) &&
+        (a->type != CU_GRAPH_NODE_TYPE_KERNEL || b->type != CU_GRAPH_NODE_TYPE_KERNEL ||
+         edges[i].to_port || edges[i].type != CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC))
+      return CUDA_ERROR_NOT_SUPPORTED;
   }
-  for (size_t i = 0; i < n; i++) MOCK_TRY(node_add_dep(node_of(to[i]), node_of(from[i])));
+  for (size_t i = 0; i < n; i++)
+    MOCK_TRY(node_add_dep_e(node_of(to[i]), node_of(from[i]), edges ? &edges[i] : NULL));
   return CUDA_SUCCESS;
 }
 /* pre-12.3 signature (no edge data), exported as `cuGraphAddDependencies` */
@@ -405,12 +421,23 @@ CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode h, CUgraphNode *deps, CU
   struct mock_node *n = node_of(h);
   if (!n || !nd) return CUDA_ERROR_INVALID_VALUE;
   if (!deps) {
+    /* MOCK_LOSSY_COUNT=1: the count query is refused as lossy too */
+    if (!edges && getenv("MOCK_LOSSY_COUNT"))
+      for (size_t i = 0; i < n->ndeps; i++)
+        if (!edge_default(&n->edges[i])) return CUDA_ERROR_LOSSY_QUERY;
     *nd = n->ndeps;
     return CUDA_SUCCESS;
   }
+  /* a non-default edge cannot be returned without its data */
+  if (!edges)
+    for (size_t i = 0; i < n->ndeps && i < *nd; i++)
+      if (!edge_default(&n->edges[i])) return CUDA_ERROR_LOSSY_QUERY;
   for (size_t i = 0; i < *nd; i++) {
     deps[i] = i < n->ndeps ? (CUgraphNode)n->deps[i] : NULL;
-    if (edges) memset(&edges[i], 0, sizeof edges[i]);
+    if (edges) {
+      if (i < n->ndeps) edges[i] = n->edges[i];
+      else memset(&edges[i], 0, sizeof edges[i]);
+    }
   }
   if (*nd > n->ndeps) *nd = n->ndeps;
   return CUDA_SUCCESS;

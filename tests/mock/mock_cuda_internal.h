@@ -316,6 +316,8 @@ struct mock_node {
   CUgraphNodeType type;
   mock_op op;                 /* what the node does (argbuf owned) */
   struct mock_node **deps;    /* owned array, pointers not owned */
+  CUgraphEdgeData *edges;     /* owned, parallel to deps (edge data kept, the
+                                 mock runs every edge as a full dependency) */
   size_t ndeps, capdeps;
   void **kparams;             /* owned: kernelParams view into op.argbuf */
   CUDA_MEMCPY3D copy;         /* memcpy nodes: as given (or synthesized) */

@@ -30,7 +30,12 @@
  * (auto range over kernels of a graph launch: cuptiRangeProfilerStop fails
  * with CUPTI_ERROR_UNKNOWN; user ranges around graph launches work),
  * MOCK_CUPTI_HW_BUSY=1 (another process holds the GPU's counters:
- * cuptiProfilerGetCounterAvailability fails with CUPTI_ERROR_HARDWARE_BUSY).
+ * cuptiProfilerGetCounterAvailability fails with CUPTI_ERROR_HARDWARE_BUSY),
+ * MOCK_CUPTI_NO_SCOPE=1 (an older CUPTI: no cuptiGetCallbackName, so the
+ * engine takes the whole driver domain), MOCK_CUPTI_SCOPE_ONLY=1 (enabling
+ * the whole driver domain fails: only per-cbid callbacks and
+ * cuptiActivityEnableDriverApi records work, which proves the engine uses
+ * them).
  *
  * Strict where CUPTI's rules are easy to break: disabling an activity kind
  * that is not enabled aborts (enable/disable must pair up). */
@@ -84,6 +89,12 @@ static const char *keep_name(const char *s) {
 
 static CUpti_CallbackFunc sub_cb;
 static void *sub_user;
+/* per-cbid driver callbacks and API records (cuptiEnableCallback,
+ * cuptiActivityEnableDriverApi); the mock's submissions are cuLaunchKernel,
+ * its other calls cuCtxGetCurrent */
+static unsigned char drv_cb[CUPTI_DRIVER_TRACE_CBID_SIZE];
+static unsigned char drv_api[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
 static int dom_driver, dom_resource, subscribed;
 static uint32_t corr_next = 100, corr_cur;
 
@@ -186,9 +197,11 @@ static void on_event(void *user, const mock_tool_event *ev) {
     /* MOCK_CUPTI_CORR_NEEDS_API: no correlation ids unless DRIVER activity
      * is enabled (what CUPTI's documentation says) */
     if (mcu_env_on("MOCK_CUPTI_CORR_NEEDS_API") &&
-        !(act_kinds & (1u << CUPTI_ACTIVITY_KIND_DRIVER)))
+        !(act_kinds & (1u << CUPTI_ACTIVITY_KIND_DRIVER)) &&
+        !drv_api[CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel])
       corr_cur = 0;
-    CUpti_CallbackFunc cb = dom_driver ? sub_cb : NULL;
+    CUpti_CallbackFunc cb =
+        dom_driver || drv_cb[CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] ? sub_cb : NULL;
     pthread_mutex_unlock(&mcu_mu);
     if (cb) {
       CUpti_CallbackData d;
@@ -203,7 +216,8 @@ static void on_event(void *user, const mock_tool_event *ev) {
   }
   if (ev->what == MOCK_TOOL_CALL) { /* a driver call without GPU work */
     uint32_t corr = corr_next++;
-    CUpti_CallbackFunc cb = dom_driver ? sub_cb : NULL;
+    CUpti_CallbackFunc cb =
+        dom_driver || drv_cb[CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent] ? sub_cb : NULL;
     pthread_mutex_unlock(&mcu_mu);
     if (cb) {
       CUpti_CallbackData d;
@@ -345,6 +359,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s) {
   (void)s;
   mcu_alive_or_die("cuptiUnsubscribe");
   subscribed = dom_driver = dom_resource = 0;
+  memset(drv_cb, 0, sizeof drv_cb);
   sub_cb = NULL;
   return CUPTI_SUCCESS;
 }
@@ -354,9 +369,13 @@ CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s
   mcu_alive_or_die("cuptiEnableDomain");
   if (!s || !subscribed)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  if (d == CUPTI_CB_DOMAIN_DRIVER_API)
+  if (d == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (enable && mcu_env_on("MOCK_CUPTI_SCOPE_ONLY"))
+      return CUPTI_ERROR_NOT_SUPPORTED;
     dom_driver = enable != 0;
-  else if (d == CUPTI_CB_DOMAIN_RESOURCE)
+    if (!enable)
+      memset(drv_cb, 0, sizeof drv_cb);
+  } else if (d == CUPTI_CB_DOMAIN_RESOURCE)
     dom_resource = enable != 0;
   return CUPTI_SUCCESS;
 }
@@ -369,6 +388,42 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
   /* the engine asks for module loads only: that is all the mock delivers */
   if (d == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_MODULE_LOADED)
     dom_resource = enable != 0;
+  else if (d == CUPTI_CB_DOMAIN_DRIVER_API && id < CUPTI_DRIVER_TRACE_CBID_SIZE)
+    drv_cb[id] = enable != 0;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t id,
+                                          const char **name) {
+  static const struct { uint32_t id; const char *name; } names[] = {
+      {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+      {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, "cuLaunchKernel_ptsz"},
+      {CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, "cuCtxGetCurrent"},
+      {CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion, "cuDriverGetVersion"},
+      {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2"},
+      {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2"},
+      {CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, "cuMemsetD8_v2"},
+      {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch"},
+      {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
+  };
+  mcu_alive_or_die("cuptiGetCallbackName");
+  if (mcu_env_on("MOCK_CUPTI_NO_SCOPE"))
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  if (!name || d != CUPTI_CB_DOMAIN_DRIVER_API)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (names[i].id == id) {
+      *name = names[i].name;
+      return CUPTI_SUCCESS;
+    }
+  return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId id, uint8_t enable) {
+  mcu_alive_or_die("cuptiActivityEnableDriverApi");
+  if (id >= CUPTI_DRIVER_TRACE_CBID_SIZE)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  drv_api[id] = enable != 0;
   return CUPTI_SUCCESS;
 }
 
