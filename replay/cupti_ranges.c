@@ -2,10 +2,10 @@
  * metrics passes, one window (cupti_metrics.c) at a time, in user replay:
  * the replayer provides one pass per counter pass; Start at the window's
  * first op, Stop after its last, until Stop reports every pass submitted;
- * then DecodeData and EvaluateToGpuValues per range. Every window gets a
- * range profiler object of its own (Enable, counter data image, SetConfig,
- * ..., Disable: CUPTI's documented sequence), so a window that fails leaves
- * nothing behind for the next one.
+ * then DecodeData and EvaluateToGpuValues per range. The windows share one
+ * range profiler object (Enable once; counter data image and SetConfig per
+ * window; Disable at the end: see ck_rp_reusable); a window that did not
+ * end cleanly gets the next one a new object.
  *
  * Range modes. Plain launches: auto range, one range per kernel (CUPTI
  * serializes the kernels and synchronizes after each one). Graph launches:
@@ -69,22 +69,40 @@ void ck_rp_release(ck_engine *E) {
   m->rp = NULL;
 }
 
+/* One range profiler object serves every window of the run (a fresh
+ * counter data image and SetConfig per window). An object per window
+ * (Disable, then Enable again) crashed inside libcupti on the H100 (CUPTI
+ * 13.0, run U: SIGSEGV in cuptiRangeProfilerCounterDataImageInitialize of
+ * the second window, drv_library: plain launches, then graph launches, in a
+ * context the program created), as it had after a failed Stop (run 10).
+ * After a window that did not end cleanly (started, or inside a range) the
+ * object is still replaced. CUCAP_CUPTI_RP_PER_WINDOW=1: an object per
+ * window, as before. */
+static int ck_rp_reusable(const ck_metrics *m) {
+  const char *e = getenv("CUCAP_CUPTI_RP_PER_WINDOW");
+  return m->rp && !m->started && !m->in_range && !(e && *e == '1');
+}
+
 int ck_win_setup(ck_engine *E) {
   ck_metrics *m = E->m;
   const ck_window *w = &E->win[E->cur_win];
   double t0 = ck_now();
-  ck_rp_release(E);
+  int reuse = ck_rp_reusable(m);
+  if (!reuse)
+    ck_rp_release(E);
   m->started = m->stopped = m->all_submitted = m->win_failed = 0;
   m->in_range = 0;
   m->window_passes = 0;
   m->win_note[0] = 0;
-  CUpti_RangeProfiler_Enable_Params ep;
-  memset(&ep, 0, sizeof ep);
-  ep.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
-  ep.ctx = E->ctx;
-  if (!CK_CALL(E, cuptiRangeProfilerEnable, &ep))
-    return 0;
-  m->rp = ep.pRangeProfilerObject;
+  if (!reuse) {
+    CUpti_RangeProfiler_Enable_Params ep;
+    memset(&ep, 0, sizeof ep);
+    ep.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+    ep.ctx = E->ctx;
+    if (!CK_CALL(E, cuptiRangeProfilerEnable, &ep))
+      return 0;
+    m->rp = ep.pRangeProfilerObject;
+  }
   if (!m->counter) { /* the same size for every window: computed once */
     CUpti_RangeProfiler_GetCounterDataSize_Params gs;
     memset(&gs, 0, sizeof gs);
