@@ -253,7 +253,7 @@ typedef struct ck_metrics {
                                  keeps a pointer to it (freed with it) */
   uint8_t *config;
   size_t config_size;
-  uint8_t *counter;           /* counter data image, reused by every window */
+  uint8_t *counter;           /* counter data image of the current object */
   size_t counter_size;
   size_t max_ranges;          /* per window, flush ranges included */
   CUpti_RangeProfiler_Object *rp; /* the current window's (NULL: none) */
@@ -261,6 +261,7 @@ typedef struct ck_metrics {
   int stopped;                /* this pass reached Stop */
   int all_submitted;
   int win_failed;             /* the current window failed (win_note) */
+  int rp_mode;                /* range mode (ck_window.mode) rp was set up for */
   int rp_broken;              /* a range profiler call itself failed (not a
                                  pass count): CUPTI is not asked again */
   int in_range;               /* a user range is pushed, not popped yet */

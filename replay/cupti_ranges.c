@@ -69,25 +69,29 @@ void ck_rp_release(ck_engine *E) {
   m->rp = NULL;
 }
 
-/* One range profiler object serves every window of the run (a fresh
- * counter data image and SetConfig per window). An object per window
- * (Disable, then Enable again) crashed inside libcupti on the H100 (CUPTI
- * 13.0, run U: SIGSEGV in cuptiRangeProfilerCounterDataImageInitialize of
- * the second window, drv_library: plain launches, then graph launches, in a
- * context the program created), as it had after a failed Stop (run 10).
- * After a window that did not end cleanly (started, or inside a range) the
- * object is still replaced. CUCAP_CUPTI_RP_PER_WINDOW=1: an object per
- * window, as before. */
-static int ck_rp_reusable(const ck_metrics *m) {
+/* Windows in the same range mode share one range profiler object (a fresh
+ * counter data image initialization and SetConfig per window); a new
+ * object - enabled when the mode changes, after a window that did not end
+ * cleanly, or for every window with CUCAP_CUPTI_RP_PER_WINDOW=1 - gets a
+ * counter data image of its own, sized by GetCounterDataSize of that object
+ * and newly allocated. On the H100 (CUPTI 13.0):
+ *  - a second object initializing the image sized for the first crashed
+ *    inside libcupti (SIGSEGV in cuptiRangeProfilerCounterDataImageInitialize;
+ *    runs U and V: drv_library, torch_cudagraph), as it had after a failed
+ *    Stop (run 10); with an image per object every window runs (run W);
+ *  - an object set up for auto ranges, given a user-range config, refuses
+ *    cuptiRangeProfilerPushRange (CUPTI_ERROR_INVALID_PARAMETER, run V). */
+static int ck_rp_reusable(const ck_metrics *m, int mode) {
   const char *e = getenv("CUCAP_CUPTI_RP_PER_WINDOW");
-  return m->rp && !m->started && !m->in_range && !(e && *e == '1');
+  return m->rp && m->rp_mode == mode && !m->started && !m->in_range &&
+         !(e && *e == '1');
 }
 
 int ck_win_setup(ck_engine *E) {
   ck_metrics *m = E->m;
   const ck_window *w = &E->win[E->cur_win];
   double t0 = ck_now();
-  int reuse = ck_rp_reusable(m);
+  int reuse = ck_rp_reusable(m, w->mode);
   if (!reuse)
     ck_rp_release(E);
   m->started = m->stopped = m->all_submitted = m->win_failed = 0;
@@ -102,8 +106,10 @@ int ck_win_setup(ck_engine *E) {
     if (!CK_CALL(E, cuptiRangeProfilerEnable, &ep))
       return 0;
     m->rp = ep.pRangeProfilerObject;
-  }
-  if (!m->counter) { /* the same size for every window: computed once */
+    m->rp_mode = w->mode;
+    /* the image belongs to the object: a new one for a new object */
+    free(m->counter);
+    m->counter = NULL;
     CUpti_RangeProfiler_GetCounterDataSize_Params gs;
     memset(&gs, 0, sizeof gs);
     gs.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;

@@ -423,6 +423,16 @@ static cucap_fb_ref b_graph(fz *z) {
       for (unsigned k = 0; k < nd; k++)
         deps[k] = 0x9000 + pick(z, 10);
       cucap_fb_ref dv = nd ? cucap_fbb_vector(z->b, deps, nd, 8, 8) : 0;
+      /* edge data (format 1.6): usually parallel to the dependencies,
+       * sometimes of another length; values programmatic or anything */
+      cucap_fb_ref ev = 0;
+      if (nd && chance(z, 3)) {
+        uint32_t edges[5];
+        unsigned ne = chance(z, 5) ? pick(z, 5) : nd;
+        for (unsigned k = 0; k < ne; k++)
+          edges[k] = chance(z, 2) ? (uint32_t)take(z, 4) : 1u | 1u << 16;
+        ev = ne ? cucap_fbb_vector(z->b, edges, ne, 4, 4) : 0;
+      }
       cucap_fb_ref body = 0;
       if (type == CUCAP_FB_GRAPHNODETYPE_KERNEL && !chance(z, 6))
         body = b_launch(z);
@@ -435,6 +445,8 @@ static cucap_fb_ref b_graph(fz *z) {
       cucap_fb_graph_node_add_type(z->b, type);
       if (dv)
         cucap_fb_graph_node_add_dependencies(z->b, dv);
+      if (ev)
+        cucap_fb_graph_node_add_dependency_edges(z->b, ev);
       if (body && type == CUCAP_FB_GRAPHNODETYPE_KERNEL)
         cucap_fb_graph_node_add_launch(z->b, body);
       if (body && type == CUCAP_FB_GRAPHNODETYPE_MEMCPY)

@@ -155,6 +155,8 @@ static double *rp_durs; /* this pass */
 static size_t rp_n, rp_cap;
 static int rp_obj_token, host_obj_token;
 static int rp_user;         /* CUPTI_UserRange configured */
+static int rp_sized;        /* GetCounterDataSize was asked of this object */
+static int rp_mode_set = -1; /* the range mode this object was first set to */
 static int rp_open;         /* a user range is pushed */
 static int rp_graph_bad;    /* MOCK_CUPTI_GRAPH_AUTO_FAIL tripped this pass */
 static char *rp_names[4096];/* user range names of this pass */
@@ -685,6 +687,8 @@ CUptiResult CUPTIAPI cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params 
   if (mcu_pcs_busy())
     return CUPTI_ERROR_INVALID_OPERATION;
   mcu_rp_enabled = 1;
+  rp_sized = 0;
+  rp_mode_set = -1;
   rp_ctx = p->ctx;
   p->pRangeProfilerObject = (CUpti_RangeProfiler_Object *)&rp_obj_token;
   return CUPTI_SUCCESS;
@@ -701,12 +705,21 @@ CUptiResult CUPTIAPI cuptiRangeProfilerGetCounterDataSize(
   if (!p || !mcu_rp_enabled || !p->maxNumOfRanges || p->maxNumRangeTreeNodes < p->maxNumOfRanges)
     return CUPTI_ERROR_INVALID_PARAMETER;
   p->counterDataSize = 16 + 8 * p->maxNumOfRanges;
+  rp_sized = 1;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataImageInitialize(
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p) {
   if (!p || !p->pCounterData || p->counterDataSize < 16)
     return CUPTI_ERROR_INVALID_PARAMETER;
+  /* CUPTI 13.0 on the H100 crashed here (SIGSEGV, runs U and V) for a
+   * second object whose image had been sized for the first one (no
+   * GetCounterDataSize of its own): the mock aborts likewise */
+  if (mcu_rp_enabled && !rp_sized) {
+    fprintf(stderr, "mock CUPTI: cuptiRangeProfilerCounterDataImageInitialize for an "
+                    "object whose counter data size was never asked (CUPTI crashed)\n");
+    abort();
+  }
   memset(p->pCounterData, 0, p->counterDataSize);
   uint64_t cap = (p->counterDataSize - 16) / 8;
   memcpy(p->pCounterData, &cap, 8);
@@ -721,6 +734,12 @@ CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_P
   if (p->range == CUPTI_UserRange && (p->numNestingLevels != 1 ||
                                       p->minNestingLevel != 1))
     return CUPTI_ERROR_INVALID_PARAMETER;
+  /* an object set up for auto ranges refuses user ranges later (CUPTI
+   * 13.0: cuptiRangeProfilerPushRange fails with INVALID_PARAMETER, run
+   * V): the mock refuses the config */
+  if (rp_mode_set >= 0 && rp_mode_set != (int)p->range)
+    return CUPTI_ERROR_INVALID_OPERATION;
+  rp_mode_set = (int)p->range;
   rp_user = p->range == CUPTI_UserRange;
   rp_image = p->pCounterDataImage;
   rp_image_size = p->counterDataImageSize;
