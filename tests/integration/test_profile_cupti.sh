@@ -300,31 +300,25 @@ else
 fi
 
 # ---- 6b. correlation ids that need API activity records --------------------
-MOCK_CUPTI_CORR_NEEDS_API=1 prof corrapi "$T/drv_streams.fb" --cache=keep
-if [ "$(cat "$T/corrapi.rc")" = 0 ] && check corrapi \
-    "sec['timeline'] == 'collected' and len(K) == 5" \
-    "sec['pc-sampling'] == 'collected' and len(d['pc_samples']) > 0"; then
-  ok "ids only with DRIVER activity: the engine enables it, kernels attributed"
-else
-  bad "correlation ids with DRIVER activity"; tail -3 "$T/corrapi.err"
-fi
-# the same with only per-cbid callbacks/records available, and with none
-MOCK_CUPTI_SCOPE_ONLY=1 MOCK_CUPTI_CORR_NEEDS_API=1 prof corrscope "$T/drv_streams.fb" --cache=keep
-if [ "$(cat "$T/corrscope.rc")" = 0 ] && check corrscope \
-    "sec['timeline'] == 'collected' and len(K) == 5" \
-    "sec['pc-sampling'] == 'collected' and len(d['pc_samples']) > 0"; then
-  ok "work calls only: callbacks and API records per cbid, kernels attributed"
-else
-  bad "per-cbid callbacks"; tail -3 "$T/corrscope.err"
-fi
-MOCK_CUPTI_NO_SCOPE=1 MOCK_CUPTI_CORR_NEEDS_API=1 prof corrall "$T/drv_streams.fb" --cache=keep
-if [ "$(cat "$T/corrall.rc")" = 0 ] && check corrall \
-    "sec['timeline'] == 'collected' and len(K) == 5" \
-    "sec['pc-sampling'] == 'collected' and len(d['pc_samples']) > 0"; then
-  ok "no callback names (older CUPTI): whole driver domain, kernels attributed"
-else
-  bad "whole-domain fallback"; tail -3 "$T/corrall.err"
-fi
+# corr_case NAME "ENV=1 ..." WHAT: ids only with API records (the mock's
+# MOCK_CUPTI_CORR_NEEDS_API), drv_streams' 5 kernels attributed, PC samples
+corr_case() {
+  local name=$1 envs=$2 what=$3
+  # shellcheck disable=SC2086
+  (export $envs MOCK_CUPTI_CORR_NEEDS_API=1; prof "$name" "$T/drv_streams.fb" --cache=keep)
+  if [ "$(cat "$T/$name.rc")" = 0 ] && check "$name" \
+      "sec['timeline'] == 'collected' and len(K) == 5" \
+      "sec['pc-sampling'] == 'collected' and len(d['pc_samples']) > 0"; then
+    ok "$what"
+  else
+    bad "$what"; tail -3 "$T/$name.err"
+  fi
+}
+corr_case corrapi "" "ids only with DRIVER activity: the engine enables it, kernels attributed"
+corr_case corrscope "MOCK_CUPTI_SCOPE_ONLY=1" \
+  "work calls only: callbacks and API records per cbid, kernels attributed"
+corr_case corrall "MOCK_CUPTI_NO_SCOPE=1" \
+  "no callback names (older CUPTI): whole driver domain, kernels attributed"
 CUCAP_CUPTI_NO_API_RECORDS=1 MOCK_CUPTI_CORR_NEEDS_API=1 prof corrnone "$T/drv_streams.fb" --cache=keep --no-pc
 if [ "$(cat "$T/corrnone.rc")" = 0 ] && check corrnone "len(K) == 0" \
    && grep -q "kernel record(s) matched no replayed op" "$T/corrnone.err"; then
