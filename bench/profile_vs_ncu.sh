@@ -52,6 +52,7 @@ SOL=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram
 command -v "$NCU" >/dev/null 2>&1 || { echo "BENCH profile_vs_ncu 0 - target=ncu-present FAIL (no $NCU)"; exit 1; }
 now() { date +%s.%N; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b-a}'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}'; }
 
 declare -A CMD
 HAVE_TORCH=0
@@ -248,8 +249,8 @@ PYEOF
     pa+=("$a") pb+=("$b")
   done
   if [ ${#pa[@]} -gt 0 ]; then
-    a=$(printf '%s\n' "${pa[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}')
-    b=$(printf '%s\n' "${pb[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}')
+    a=$(median "${pa[@]}")
+    b=$(median "${pb[@]}")
     r=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", (a>0)?b/a:0}')
     st=$(awk -v r="$r" 'BEGIN{print (r>0 && r<=1.25)?"PASS":"FAIL"}')
     echo "BENCH timeline_overhead_$P $r x target=<=1.25 $st (medians of $TL_RUNS alternating runs: replay --loop 5 $a s [${pa[*]}], timeline x5 $b s [${pb[*]}])"

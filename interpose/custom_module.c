@@ -413,9 +413,7 @@ void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pf, CUker
    * hands back the same function per (kernel, context). Already recorded
    * (the Function body of the first call maps it): a plain record. A
    * library unload forgets it (cucap_tracker_module_remove). */
-  const cucap_tracked_fn *known = h ? cucap_tracker_fn_find(cx_tracker(), h) : NULL;
-  if (known && known->module == CX_U64(k) &&
-      known->kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
+  if (custom_kernel_get_function_known(r, pf, k)) {
     c->stack = cucap_rec_stack_id();
     return;
   }

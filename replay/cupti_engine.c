@@ -248,8 +248,7 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
                        "(`cucap doctor`)", E->last_msg, E->api.path);
   }
   /* callbacks only for the calls that queue GPU work (and the probe's):
-   * a callback on every driver call the replayer makes was most of the
-   * timeline pass's overhead on launch-bound captures */
+   * the replayer's own queries need none (see ck_work_cbids_init) */
   int scoped = ck_work_cbids_init(E);
   for (size_t i = 0; scoped && i < E->nwork_cbid; i++)
     if (!CK_CALL(E, cuptiEnableCallback, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API,

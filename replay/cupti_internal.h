@@ -20,7 +20,7 @@
 
 #include "cucap_cupti.h"
 #include "cucap_hash.h"
-#include "cucap_symbolize.h"
+#include "cucap_stacktab.h"
 #include "cupti_disasm.h"
 #include "replay_internal.h" /* rp_map */
 
@@ -192,12 +192,6 @@ typedef struct ck_sassrec {
   uint32_t pc;
   uint64_t v[3];
 } ck_sassrec;
-
-typedef struct ck_stack {
-  uint32_t id;
-  uint32_t n;
-  const char **frames;       /* interned formatted frames */
-} ck_stack;
 
 /* One profiled window of the metrics phase: kernels [k_lo, k_hi) of E->kern
  * (sorted by record), submitted by records [rec_lo, rec_hi]. A window holds
@@ -428,17 +422,14 @@ struct cucap_cupti {
   size_t nimages, capimages;
   pthread_mutex_t cubin_mu;  /* the module callback may run on any thread */
 
-  /* host callstacks: the first pass keeps the Callstack and ModuleMap
-   * records' contents (ck_stack_feed); they are symbolized when first asked
-   * for (ck_stacks_resolve), after the passes: symbolizing inside the
-   * timeline pass put ~0.5 s of host gaps between its launches (torch_mlp,
-   * 104 stacks, run Q) */
-  struct ck_defer *defer;
-  size_t ndefer, capdefer;
-  cucap_symbolizer *sym;
-  ck_stack *stack;
-  size_t nstack, capstack;
-  rp_map stack_idx;          /* id -> index + 1 */
+  /* host callstacks: the first pass feeds the Callstack and ModuleMap
+   * records to a stack table (cucap_stacktab.h), which copies them and
+   * symbolizes a stack when it is first asked for, after the passes:
+   * symbolizing inside the timeline pass put ~0.5 s of host gaps between
+   * its launches (torch_mlp, 104 stacks, run Q) */
+  cucap_stacktab *stab;
+  uint32_t *stack_ids;       /* the ids fed, in file order (JSON) */
+  size_t nstack_ids, capstack_ids;
 
   /* summaries (built lazily) */
   cucap_cupti_kernel_summary *sum;
@@ -560,7 +551,6 @@ void ck_sass_pass_end(ck_engine *E);
 
 /* cupti_report.c */
 void ck_stack_feed(ck_engine *E, const void *record); /* Callstack/ModuleMap */
-void ck_stacks_resolve(ck_engine *E);                 /* symbolize what was fed */
 void ck_report_free(ck_engine *E);
 void ck_timing_log(ck_engine *E); /* the timing breakdown, at info level */
 

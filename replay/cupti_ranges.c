@@ -2,10 +2,10 @@
  * metrics passes, one window (cupti_metrics.c) at a time, in user replay:
  * the replayer provides one pass per counter pass; Start at the window's
  * first op, Stop after its last, until Stop reports every pass submitted;
- * then DecodeData and EvaluateToGpuValues per range. The windows share one
- * range profiler object (Enable once; counter data image and SetConfig per
- * window; Disable at the end: see ck_rp_reusable); a window that did not
- * end cleanly gets the next one a new object.
+ * then DecodeData and EvaluateToGpuValues per range. Windows in the same
+ * range mode share a range profiler object (counter data image and
+ * SetConfig per window); a change of mode, or a window that did not end
+ * cleanly, gets a new object with an image of its own (ck_rp_reusable).
  *
  * Range modes. Plain launches: auto range, one range per kernel (CUPTI
  * serializes the kernels and synchronizes after each one). Graph launches:

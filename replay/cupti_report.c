@@ -18,155 +18,39 @@
 
 /* ------------------------------------------------------------ stacks */
 
-/* One Callstack or ModuleMap record as the first pass saw it. */
-typedef struct ck_defer_obj {
-  char *path;
-  uint8_t *bid;
-  size_t bl;
-  uint64_t base, start, end;
-} ck_defer_obj;
-
-struct ck_defer {
-  int map;              /* 1: a ModuleMap (objs), 0: a Callstack (id, frames) */
-  uint32_t id;
-  size_t n;             /* frames or objects */
-  uint64_t *frames;
-  ck_defer_obj *objs;
-};
-
-static void ck_defer_free(struct ck_defer *d) {
-  for (size_t i = 0; d->objs && i < d->n; i++) {
-    free(d->objs[i].path);
-    free(d->objs[i].bid);
-  }
-  free(d->objs);
-  free(d->frames);
-}
-
 void ck_stack_feed(ck_engine *E, const void *record) {
+  if (!E->stab && cucap_stacktab_create(1, &E->stab) != CUCAP_OK)
+    return;
   const cucap_fb_record *rec = record;
-  if (!ck_grow((void **)&E->defer, &E->capdefer, E->ndefer + 1, sizeof *E->defer))
+  const cucap_fb_callstack *cs =
+      cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_CALLSTACK
+          ? cucap_fb_record_body_as_callstack(rec)
+          : NULL;
+  uint32_t id = cs ? cucap_fb_callstack_id(cs) : 0;
+  int had = id && cucap_stacktab_known(E->stab, id);
+  cucap_stacktab_feed(E->stab, record);
+  if (!id || had || !cucap_stacktab_known(E->stab, id))
     return;
-  struct ck_defer d;
-  memset(&d, 0, sizeof d);
-  if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_MODULEMAP) {
-    const cucap_fb_module_map *mm = cucap_fb_record_body_as_module_map(rec);
-    if (!mm)
-      return;
-    size_t n = cucap_fb_module_map_objects_len(mm);
-    d.map = 1;
-    d.objs = calloc(n ? n : 1, sizeof *d.objs);
-    if (!d.objs)
-      return;
-    for (size_t i = 0; i < n; i++) {
-      const cucap_fb_loaded_object *o = cucap_fb_module_map_objects_at(mm, i);
-      const char *path = o ? cucap_fb_loaded_object_path(o) : NULL;
-      if (!path)
-        continue;
-      ck_defer_obj *q = &d.objs[d.n];
-      size_t bl = 0;
-      const uint8_t *bid = cucap_fb_loaded_object_build_id(o, &bl);
-      q->path = strdup(path);
-      if (bid && bl && (q->bid = malloc(bl))) {
-        memcpy(q->bid, bid, bl);
-        q->bl = bl;
-      }
-      q->base = cucap_fb_loaded_object_base(o);
-      q->start = cucap_fb_loaded_object_start_get(o);
-      q->end = cucap_fb_loaded_object_end_get(o);
-      if (!q->path) {
-        free(q->bid);
-        continue;
-      }
-      d.n++;
-    }
-  } else {
-    const cucap_fb_callstack *cs = cucap_fb_record_body_as_callstack(rec);
-    if (!cs || !cucap_fb_callstack_id(cs))
-      return;
-    size_t n = 0;
-    const uint64_t *fr = cucap_fb_callstack_frames(cs, &n);
-    if (!fr)
-      n = 0;
-    if (n > 256)
-      n = 256;
-    d.id = cucap_fb_callstack_id(cs);
-    d.frames = malloc((n ? n : 1) * sizeof *d.frames);
-    if (!d.frames)
-      return;
-    if (n)
-      memcpy(d.frames, fr, n * sizeof *d.frames);
-    d.n = n;
-  }
-  E->defer[E->ndefer++] = d;
-}
-
-/* Symbolizes the fed records in their order (each stack with the module
- * map in effect when it was recorded), once. */
-void ck_stacks_resolve(ck_engine *E) {
-  if (!E->ndefer)
-    return;
-  if (!E->sym && cucap_symbolizer_create(&E->sym) != CUCAP_OK)
-    goto out;
-  for (size_t k = 0; k < E->ndefer; k++) {
-    const struct ck_defer *d = &E->defer[k];
-    if (d->map) {
-      cucap_symbolizer_clear(E->sym);
-      for (size_t i = 0; i < d->n; i++)
-        (void)cucap_symbolizer_add_object(E->sym, d->objs[i].path, d->objs[i].bid,
-                                          d->objs[i].bl, d->objs[i].base,
-                                          d->objs[i].start, d->objs[i].end);
-      continue;
-    }
-    if (rp_map_get(&E->stack_idx, d->id, NULL))
-      continue;
-    const char **frames = calloc(d->n ? d->n : 1, sizeof *frames);
-    if (!frames ||
-        !ck_grow((void **)&E->stack, &E->capstack, E->nstack + 1, sizeof *E->stack)) {
-      free(frames);
-      break;
-    }
-    for (size_t i = 0; i < d->n; i++) {
-      char buf[1024];
-      if (cucap_symbolizer_format(E->sym, d->frames[i], buf, sizeof buf) < 0)
-        snprintf(buf, sizeof buf, "0x%" PRIx64, d->frames[i]);
-      frames[i] = ck_intern(&E->str, buf);
-    }
-    E->stack[E->nstack] = (ck_stack){d->id, (uint32_t)d->n, frames};
-    rp_map_put(&E->stack_idx, d->id, E->nstack + 1);
-    E->nstack++;
-  }
-out:
-  for (size_t k = 0; k < E->ndefer; k++)
-    ck_defer_free(&E->defer[k]);
-  E->ndefer = 0;
+  /* formatted with the module map of the moment the stack was recorded */
+  cucap_stacktab_use(E->stab, id);
+  if (ck_grow((void **)&E->stack_ids, &E->capstack_ids, E->nstack_ids + 1,
+              sizeof *E->stack_ids))
+    E->stack_ids[E->nstack_ids++] = id;
 }
 
 size_t cucap_cupti_callstack(cucap_cupti *e, uint32_t id,
                              const char *const **out) {
-  uint64_t v = 0;
-  *out = NULL;
-  ck_stacks_resolve(e);
-  if (!id || !rp_map_get(&e->stack_idx, id, &v))
-    return 0;
-  *out = e->stack[v - 1].frames;
-  return e->stack[v - 1].n;
+  size_t n = 0;
+  *out = e->stab ? cucap_stacktab_frames(e->stab, id, &n, NULL) : NULL;
+  return *out ? n : 0;
 }
 
 void ck_report_free(ck_engine *E) {
-  for (size_t k = 0; k < E->ndefer; k++)
-    ck_defer_free(&E->defer[k]);
-  free(E->defer);
-  E->defer = NULL;
-  E->ndefer = E->capdefer = 0;
-  for (size_t i = 0; i < E->nstack; i++)
-    free(E->stack[i].frames);
-  free(E->stack);
-  E->stack = NULL;
-  E->nstack = E->capstack = 0;
-  rp_map_free(&E->stack_idx);
-  cucap_symbolizer_destroy(E->sym);
-  E->sym = NULL;
+  cucap_stacktab_destroy(E->stab);
+  E->stab = NULL;
+  free(E->stack_ids);
+  E->stack_ids = NULL;
+  E->nstack_ids = E->capstack_ids = 0;
   free(E->sum);
   E->sum = NULL;
   E->nsum = 0;
@@ -705,14 +589,17 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
   cucap_json_array_end(w);
   cucap_json_key(w, "callstacks");
   cucap_json_object_begin(w);
-  ck_stacks_resolve(E);
-  for (size_t i = 0; i < E->nstack; i++) {
+  for (size_t i = 0; i < E->nstack_ids; i++) {
+    const char *const *fr = NULL;
+    size_t nf = cucap_cupti_callstack(E, E->stack_ids[i], &fr);
+    if (!fr)
+      continue;
     char id[16];
-    snprintf(id, sizeof id, "%u", E->stack[i].id);
+    snprintf(id, sizeof id, "%u", E->stack_ids[i]);
     cucap_json_key(w, id);
     cucap_json_array_begin(w);
-    for (uint32_t j = 0; j < E->stack[i].n; j++)
-      cucap_json_string(w, E->stack[i].frames[j]);
+    for (size_t j = 0; j < nf; j++)
+      cucap_json_string(w, fr[j]);
     cucap_json_array_end(w);
   }
   cucap_json_object_end(w);

@@ -210,14 +210,14 @@ void ck_api_records(ck_engine *E, int on) {
   E->quiet = !on;
   if (E->nwork_cbid && E->api.cuptiActivityEnableDriverApi && !E->dead) {
     if (!!E->api_recs_on != !!on) {
-      size_t i = 0;
-      for (; i < E->nwork_cbid; i++)
-        if (!CK_CALL(E, cuptiActivityEnableDriverApi,
-                     (CUpti_CallbackId)E->work_cbid[i], (uint8_t)!!on))
-          break;
-      if (i == E->nwork_cbid)
-        E->api_recs_on = on;
-      else if (on) /* fall back to every driver call */
+      /* every id is switched (a partial failure leaves none behind on the
+       * way off); records for every driver call if one cannot be on */
+      int all = 1;
+      for (size_t i = 0; i < E->nwork_cbid; i++)
+        all &= CK_CALL(E, cuptiActivityEnableDriverApi,
+                       (CUpti_CallbackId)E->work_cbid[i], (uint8_t)!!on);
+      E->api_recs_on = on;
+      if (on && !all)
         ck_act_set(E, CUPTI_ACTIVITY_KIND_DRIVER, 1);
     }
     if (!on)
