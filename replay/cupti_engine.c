@@ -229,6 +229,7 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
   if (!E->api.lib && !ck_api_load(&E->api, E->o.library, msg, sizeof msg))
     return ck_fail_env(E, s, "%s", msg);
   snprintf(E->env.library, sizeof E->env.library, "%s", E->api.path);
+  CUCAP_DEBUG("profile: setup: CUPTI loaded");
   uint32_t v = 0;
   if (CK_CALL(E, cuptiGetVersion, &v))
     E->env.version = v;
@@ -247,6 +248,7 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
                        "check that libcupti (%s) matches the driver "
                        "(`cucap doctor`)", E->last_msg, E->api.path);
   }
+  CUCAP_DEBUG("profile: setup: subscribed");
   /* callbacks only for the calls that queue GPU work (and the probe's):
    * the replayer's own queries need none (see ck_work_cbids_init) */
   int scoped = ck_work_cbids_init(E);
@@ -337,6 +339,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
       E->cu.DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
                                (CUdevice)E->device) == CUDA_SUCCESS && l2 > 0)
     E->env.l2_bytes = (uint64_t)l2;
+  CUCAP_DEBUG("profile: setup: device queried");
   if (E->o.metrics && *E->o.metrics) {
     char msg[512] = "";
     if (ck_metrics_begin(E, msg, sizeof msg) < 0) {

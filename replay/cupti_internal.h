@@ -250,7 +250,18 @@ typedef struct ck_metrics {
   uint8_t *counter;           /* counter data image of the current object */
   size_t counter_size;
   size_t max_ranges;          /* per window, flush ranges included */
+  /* gpu__time_duration.sum from a counter pass of its own (cupti_metrics.c
+   * ck_dur_config): dhost/dconfig NULL when the main config is that metric
+   * alone, or when the own config could not be made */
+  CUpti_Profiler_Host_Object *dhost;
+  uint8_t *dconfig;
+  size_t dconfig_size;
+  int dur_col;                /* its column in E->mnames, -1: not asked */
+  int dur_phase;              /* the current window runs the duration config */
+  size_t dur_attributed;      /* kernels whose duration came from it */
+  char dur_note[256];         /* why a duration pass failed (first one) */
   CUpti_RangeProfiler_Object *rp; /* the current window's (NULL: none) */
+  int rp_dur;                 /* rp was set up for the duration config */
   int started;                /* between Start and Stop */
   int stopped;                /* this pass reached Stop */
   int all_submitted;
@@ -484,6 +495,11 @@ int ck_prof_init(ck_engine *E);
 void ck_prof_deinit(ck_engine *E);
 
 /* cupti_metrics.c */
+/* the duration-only config (cupti_metrics.c): made at begin, freed with
+ * the metrics state */
+extern const char *const ck_dur_name[1]; /* {"gpu__time_duration.sum"} */
+void ck_dur_config(ck_engine *E, const uint8_t *avail);
+void ck_dur_free(ck_engine *E);
 void ck_metrics_free(ck_engine *E);
 const char *ck_privilege_hint(void);
 /* Kernel k is measured by the range profiler: in the replay's primary

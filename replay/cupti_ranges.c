@@ -83,8 +83,8 @@ void ck_rp_release(ck_engine *E) {
  *    cuptiRangeProfilerPushRange (CUPTI_ERROR_INVALID_PARAMETER, run V). */
 static int ck_rp_reusable(const ck_metrics *m, int mode) {
   const char *e = getenv("CUCAP_CUPTI_RP_PER_WINDOW");
-  return m->rp && m->rp_mode == mode && !m->started && !m->in_range &&
-         !(e && *e == '1');
+  return m->rp && m->rp_mode == mode && m->rp_dur == m->dur_phase &&
+         !m->started && !m->in_range && !(e && *e == '1');
 }
 
 int ck_win_setup(ck_engine *E) {
@@ -107,6 +107,7 @@ int ck_win_setup(ck_engine *E) {
       return 0;
     m->rp = ep.pRangeProfilerObject;
     m->rp_mode = w->mode;
+    m->rp_dur = m->dur_phase;
     /* the image belongs to the object: a new one for a new object */
     free(m->counter);
     m->counter = NULL;
@@ -114,8 +115,8 @@ int ck_win_setup(ck_engine *E) {
     memset(&gs, 0, sizeof gs);
     gs.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
     gs.pRangeProfilerObject = m->rp;
-    gs.pMetricNames = E->mnames;
-    gs.numMetrics = E->nmnames;
+    gs.pMetricNames = m->dur_phase ? (const char **)ck_dur_name : E->mnames;
+    gs.numMetrics = m->dur_phase ? 1 : E->nmnames;
     gs.maxNumOfRanges = m->max_ranges;
     gs.maxNumRangeTreeNodes = (uint32_t)m->max_ranges;
     if (!CK_CALL(E, cuptiRangeProfilerGetCounterDataSize, &gs))
@@ -140,8 +141,8 @@ int ck_win_setup(ck_engine *E) {
   memset(&sc, 0, sizeof sc);
   sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
   sc.pRangeProfilerObject = m->rp;
-  sc.configSize = m->config_size;
-  sc.pConfig = m->config;
+  sc.configSize = m->dur_phase ? m->dconfig_size : m->config_size;
+  sc.pConfig = m->dur_phase ? m->dconfig : m->config;
   sc.counterDataImageSize = m->counter_size;
   sc.pCounterDataImage = m->counter;
   sc.range = w->mode == CK_WIN_USER ? CUPTI_UserRange : CUPTI_AutoRange;
@@ -154,8 +155,9 @@ int ck_win_setup(ck_engine *E) {
   if (!CK_CALL(E, cuptiRangeProfilerSetConfig, &sc))
     return 0;
   E->tm.rp_setup_s += ck_now() - t0;
-  CUCAP_DEBUG("profile: metrics window %zu of %zu: records %" PRIu64 "..%" PRIu64
-              ", %zu op(s) of %s, %s range", E->cur_win + 1, E->nwin, w->rec_lo,
+  CUCAP_DEBUG("profile: metrics window %zu of %zu%s: records %" PRIu64 "..%" PRIu64
+              ", %zu op(s) of %s, %s range", E->cur_win + 1, E->nwin,
+              m->dur_phase ? " (duration pass)" : "", w->rec_lo,
               w->rec_hi, w->nops, w->graph ? "graph launches" : "plain launches",
               w->mode == CK_WIN_USER ? "user (one per graph launch)"
                                      : "auto (one per kernel)");
@@ -228,6 +230,8 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     m->started = 1;
     m->nflushed = 0;
     m->t_start = ck_now();
+    CUCAP_DEBUG("profile: metrics window %zu: range profiler started",
+                E->cur_win);
   }
   if (!m->started || op->capturing)
     return;
@@ -360,12 +364,12 @@ static int ck_eval(ck_engine *E, size_t r, double *vals) {
   CUpti_Profiler_Host_EvaluateToGpuValues_Params ev;
   memset(&ev, 0, sizeof ev);
   ev.structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
-  ev.pHostObject = m->host;
+  ev.pHostObject = m->dur_phase ? m->dhost : m->host;
   ev.pCounterDataImage = m->counter;
   ev.counterDataImageSize = m->counter_size;
   ev.rangeIndex = r;
-  ev.ppMetricNames = E->mnames;
-  ev.numMetrics = E->nmnames;
+  ev.ppMetricNames = m->dur_phase ? (const char **)ck_dur_name : E->mnames;
+  ev.numMetrics = m->dur_phase ? 1 : E->nmnames;
   ev.pMetricValues = vals;
   return CK_CALL(E, cuptiProfilerHostEvaluateToGpuValues, &ev);
 }
@@ -412,6 +416,11 @@ static int ck_collect_auto(ck_engine *E, const ck_window *w, size_t n,
     }
     if (!ck_eval(E, r, vals))
       continue;
+    if (m->dur_phase) { /* the duration column only */
+      E->mvals[(size_t)seq[r] * E->nmnames + (size_t)m->dur_col] = vals[0];
+      m->dur_attributed++;
+      continue;
+    }
     memcpy(E->mvals + (size_t)seq[r] * E->nmnames, vals,
            E->nmnames * sizeof *vals);
     m->attributed++;
@@ -536,6 +545,13 @@ static void ck_metrics_final(ck_engine *E) {
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; %zu of %zu window(s) failed, first: %.500s",
                           m->failed_windows, E->nwin, m->fail_note);
+  if (m->dur_attributed && l < sizeof extra)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          "; gpu__time_duration.sum of %zu kernel(s) from a "
+                          "pass of its own", m->dur_attributed);
+  if (m->dur_note[0] && l < sizeof extra)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          "; a duration pass failed: %.250s", m->dur_note);
   if (E->flush_buf && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; L2 flushed before each launch");
@@ -558,6 +574,21 @@ static void ck_metrics_final(ck_engine *E) {
  * section note is then final). */
 static int ck_win_next(ck_engine *E) {
   ck_metrics *m = E->m;
+  /* a window of plain launches measured with the main config: its
+   * duration pass next (ck_dur_config), the same window again */
+  if (!m->dur_phase && m->dhost && !m->rp_broken && !E->dead &&
+      E->cur_win < E->nwin && E->win[E->cur_win].mode == CK_WIN_AUTO &&
+      !m->win_failed) {
+    m->dur_phase = 1;
+    if (ck_win_setup(E))
+      return 1;
+    if (!m->dur_note[0])
+      snprintf(m->dur_note, sizeof m->dur_note, "%.250s", E->last_msg);
+    CUCAP_WARN("profile: metrics window %zu: the duration pass cannot be set "
+               "up (%s); its gpu__time_duration.sum comes from the other "
+               "metrics' passes", E->cur_win + 1, E->last_msg);
+  }
+  m->dur_phase = 0;
   if (m->rp_broken && E->cur_win + 1 < E->nwin) {
     size_t left = E->nwin - E->cur_win - 1;
     m->failed_windows += left;
@@ -637,7 +668,14 @@ static int ck_metrics_pass_end_inner(ck_engine *E) {
     if (!ck_window_collect(E))
       m->win_failed = 1;
   }
-  if (m->win_failed && !E->dead) {
+  if (m->win_failed && m->dur_phase && !E->dead) {
+    /* the main config's values stay; only the duration is not its own */
+    if (!m->dur_note[0])
+      snprintf(m->dur_note, sizeof m->dur_note, "%.250s", m->win_note);
+    CUCAP_WARN("profile: metrics window %zu: the duration pass failed (%s); "
+               "its gpu__time_duration.sum comes from the other metrics' "
+               "passes", E->cur_win + 1, m->win_note);
+  } else if (m->win_failed && !E->dead) {
     m->failed_windows++;
     if (!m->fail_note[0])
       snprintf(m->fail_note, sizeof m->fail_note,

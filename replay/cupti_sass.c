@@ -28,6 +28,7 @@
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "cucap_reader.h"
+#include "cucap_schema.h"
 #include "cupti_internal.h"
 
 /* ------------------------------------------------------------ cubins */
@@ -432,6 +433,21 @@ int ck_sass_setup(ck_engine *E) {
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
   if (E->sass_state != 1 || op->capturing || !ck_in_window(E, op->rec_index))
     return;
+  /* Enabled right before the window's first launch in the profiled
+   * context, that context current. Enabled at the window's first record
+   * instead (record 0 of a whole capture, the replayer's primary context
+   * current, the program's modules not loaded yet in this pass), CUPTI
+   * returned no record for any program whose code comes through the driver
+   * API (H100, runs U-X and AA: drv_basic, drv_threads, drv_library,
+   * drv_jit), while a standalone program that enables it with the context
+   * current got records for kernels loaded every way (cuModuleLoadData of
+   * a fatbin, cubin or PTX, cuLibraryLoadData, cudart), before or after the
+   * enable, in the primary context or its own (run Z). */
+  if (op->body_type != CUCAP_FB_BODY_LAUNCH && op->body_type != CUCAP_FB_BODY_GRAPH)
+    return;
+  CUcontext cur = NULL;
+  if (E->cu.CtxGetCurrent && (E->cu.CtxGetCurrent(&cur) != CUDA_SUCCESS || cur != E->ctx))
+    return;
   CUpti_SassMetricsEnable_Params ep;
   memset(&ep, 0, sizeof ep);
   ep.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE;
@@ -440,6 +456,9 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
   E->sass_state = CK_CALL(E, cuptiSassMetricsEnable, &ep) ? 2 : 4;
   if (E->sass_state == 4)
     snprintf(E->sass_why, sizeof E->sass_why, "%s", E->last_msg);
+  CUCAP_DEBUG("profile: sass-metrics: %s on context %p before record %" PRIu64,
+              E->sass_state == 2 ? "enabled" : "not enabled", (void *)E->ctx,
+              op->rec_index);
 }
 
 static void ck_sass_collect(ck_engine *E) {
@@ -452,8 +471,11 @@ static void ck_sass_collect(ck_engine *E) {
   memset(&pp, 0, sizeof pp);
   pp.structSize = CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE;
   pp.ctx = E->ctx;
-  if (CK_CALL(E, cuptiSassMetricsGetDataProperties, &pp) &&
-      pp.numOfPatchedInstructionRecords && pp.numOfInstances) {
+  int got = CK_CALL(E, cuptiSassMetricsGetDataProperties, &pp);
+  CUCAP_DEBUG("profile: sass-metrics: %zu record(s) x %zu instance(s) on "
+              "context %p", got ? pp.numOfPatchedInstructionRecords : 0,
+              got ? pp.numOfInstances : 0, (void *)E->ctx);
+  if (got && pp.numOfPatchedInstructionRecords && pp.numOfInstances) {
     size_t nr = pp.numOfPatchedInstructionRecords, ni = pp.numOfInstances;
     CUpti_SassMetrics_Data *d = calloc(nr, sizeof *d);
     CUpti_SassMetrics_InstanceValue *iv = calloc(nr * ni, sizeof *iv);

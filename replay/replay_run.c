@@ -467,6 +467,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * then held in the host address space (PROT_NONE) so that neither the
    * driver's libraries nor its own mappings land on them */
   st = rp_scan(R, &pins);
+  CUCAP_DEBUG("replay: setup: capture opened and scanned");
   if (st != CUCAP_OK) {
     if (!rep->error[0])
       rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "scanning the capture: %s",
@@ -518,6 +519,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   if (rp_obs_attach(R) != CUCAP_OK)
     goto out;
+  CUCAP_DEBUG("replay: setup: driver loaded, observers attached");
   CUresult cr = R->d.df.Init(0);
   if (cr != CUDA_SUCCESS) {
     rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT, "cuInit failed: %s",
@@ -546,6 +548,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   if (!rp_cu(R, R->d.df.CtxSetCurrent(R->primary), "cuCtxSetCurrent"))
     goto out;
   R->cur = R->primary;
+  CUCAP_DEBUG("replay: setup: cuInit, primary context");
   /* fixed placement right after the context exists, before anything of
    * ours (events, pinned buffers, modules) allocates device memory */
   if (!opts->relocate) {
@@ -576,6 +579,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * them) before the placement could have taken recorded addresses */
   if (rp_check_images(R) != CUCAP_OK)
     goto out;
+  CUCAP_DEBUG("replay: setup: memory placed, module images checked");
   /* buffers used per op, allocated now: a cuMemAllocHost during a stream
    * capture would invalidate it (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) */
   if (!rp_grow(&R->expect, &R->expect_cap, (size_t)1 << 20, &R->expect_pinned,
@@ -587,6 +591,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   if (rp_obs_begin(R) != CUCAP_OK) /* before the events: nothing to undo */
     goto out;
+  CUCAP_DEBUG("replay: setup: observers begun");
   CUevent ev0 = NULL, ev1 = NULL;
   if (R->d.df.EventCreate) {
     R->d.df.EventCreate(&ev0, CU_EVENT_DEFAULT);
@@ -712,6 +717,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
 out:
   if (opts->nobservers)
     rp_obs_end(R);
+  CUCAP_DEBUG("replay: teardown: observers ended");
   if (R->d.lib) {
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);
@@ -731,6 +737,7 @@ out:
     rp_host_pins_release(&pins, &R->d); /* needs the context: before release */
     if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease)
       R->d.df.DevicePrimaryCtxRelease(R->dev);
+    CUCAP_DEBUG("replay: teardown: objects, buffers and memory released");
   } else {
     rp_modkeep_release(R);
     rp_paycache_free(R);

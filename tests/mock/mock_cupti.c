@@ -149,6 +149,7 @@ int mcu_rp_enabled;
 static int rp_started, rp_configured;
 static const void *rp_ctx; /* the context the range profiler measures */
 static size_t rp_passes_done, rp_max_ranges;
+static size_t rp_cfg_passes = 1, rp_cfg_metrics; /* of the SetConfig image */
 static uint8_t *rp_image;
 static size_t rp_image_size;
 static double *rp_durs; /* this pass */
@@ -188,6 +189,12 @@ static void rp_add(double dur) {
     rp_durs = nd;
     rp_cap = nc;
   }
+  /* MOCK_CUPTI_COUNTER_OVERHEAD_NS: a range collecting more counters than
+   * the duration alone is that much longer (as short kernels are on the
+   * H100) */
+  const char *o = getenv("MOCK_CUPTI_COUNTER_OVERHEAD_NS");
+  if (o && *o && rp_cfg_metrics > 1)
+    dur += atof(o);
   rp_durs[rp_n++] = dur;
 }
 
@@ -583,14 +590,18 @@ typedef struct host_obj {
   int token;
   size_t nmetrics;
 } host_obj;
-static host_obj g_host;
+/* a few host objects (the engine makes one for its metrics and one for the
+ * duration-only config), handed out round-robin */
+static host_obj g_hosts[4];
+static unsigned g_nhosts;
 
 CUptiResult CUPTIAPI cuptiProfilerHostInitialize(CUpti_Profiler_Host_Initialize_Params *p) {
   if (!p || !p->pChipName)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  g_host.token = ++host_obj_token;
-  g_host.nmetrics = 0;
-  p->pHostObject = (CUpti_Profiler_Host_Object *)&g_host;
+  host_obj *h = &g_hosts[g_nhosts++ % 4];
+  h->token = ++host_obj_token;
+  h->nmetrics = 0;
+  p->pHostObject = (CUpti_Profiler_Host_Object *)h;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiProfilerHostDeinitialize(CUpti_Profiler_Host_Deinitialize_Params *p) {
@@ -637,8 +648,12 @@ CUptiResult CUPTIAPI cuptiProfilerHostGetConfigImage(CUpti_Profiler_Host_GetConf
   if (!p || !p->pConfigImage || p->configImageSize < 32)
     return CUPTI_ERROR_INVALID_PARAMETER;
   memset(p->pConfigImage, 0, p->configImageSize);
-  size_t n = passes_wanted();
+  /* image: [size_t passes][size_t metrics]; one metric alone (the
+   * engine's duration config) needs one pass */
+  size_t nm = p->pHostObject ? ((host_obj *)p->pHostObject)->nmetrics : 2;
+  size_t n = nm == 1 ? 1 : passes_wanted();
   memcpy(p->pConfigImage, &n, sizeof n);
+  memcpy(p->pConfigImage + sizeof n, &nm, sizeof nm);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiProfilerHostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params *p) {
@@ -745,6 +760,9 @@ CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_P
   rp_image_size = p->counterDataImageSize;
   rp_max_ranges = p->maxRangesPerPass;
   rp_passes_done = p->passIndex;
+  memcpy(&rp_cfg_passes, p->pConfig, sizeof rp_cfg_passes);
+  memcpy(&rp_cfg_metrics, (const uint8_t *)p->pConfig + sizeof rp_cfg_passes,
+         sizeof rp_cfg_metrics);
   rp_configured = 1;
   return CUPTI_SUCCESS;
 }
@@ -796,7 +814,7 @@ CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p) 
   rp_passes_done++;
   p->passIndex = rp_passes_done;
   p->targetNestingLevel = 1;
-  p->isAllPassSubmitted = rp_passes_done >= passes_wanted();
+  p->isAllPassSubmitted = rp_passes_done >= rp_cfg_passes;
   pthread_mutex_unlock(&mcu_mu);
   return CUPTI_SUCCESS;
 }
