@@ -17,7 +17,8 @@
 #     --emit-c program builds with cc against libcuda (the mock), runs and
 #     prints the checksum `extract` printed, "MATCH".
 #  4. export: Perfetto decoded by protoc with tests/export/
-#     perfetto_subset.proto and checked (check_perfetto.py), Chrome JSON
+#     perfetto_subset.proto and checked (check_perfetto.py), and with
+#     Perfetto's own complete protos when PERFETTO_PROTOS names them, Chrome JSON
 #     loaded and checked (check_chrome.py), with and without --profile.
 #  5. diff: two recordings of the same program: "same", exit 0; a changed
 #     kernel argument (DRV_TRAIN_SCALE): exit 1 naming the scale launches'
@@ -184,6 +185,17 @@ for prof in "" "--profile $T/times.csv"; do
        --expect threads=1 >"$T/chk.txt"; then
     ok "perfetto ${prof:+(--profile) }decoded by protoc: $(cat "$T/chk.txt")"
   else bad "perfetto export ${prof}"; cat "$T/exp.txt" "$T/protoc.err" "$T/chk.txt" 2>/dev/null | head; fi
+  # PERFETTO_PROTOS=DIR (a checkout of google/perfetto, or its protos/ tree
+  # under DIR): decoded once more with Perfetto's own complete trace.proto;
+  # a field it does not know comes out as a bare number and fails
+  if [ -n "${PERFETTO_PROTOS:-}" ] && [ -f "$PERFETTO_PROTOS/protos/perfetto/trace/trace.proto" ]; then
+    if protoc --proto_path="$PERFETTO_PROTOS" --decode=perfetto.protos.Trace \
+         protos/perfetto/trace/trace.proto <"$T/t.pftrace" >"$T/t_full.txt" 2>"$T/protoc_full.err" &&
+       ! grep -qE '^ *[0-9]+( \{|:)' "$T/t_full.txt" &&
+       [ "$(grep -c '^packet {' "$T/t_full.txt")" = "$(grep -c '^packet {' "$T/t.txt")" ]; then
+      ok "perfetto ${prof:+(--profile) }decoded with Perfetto's own trace.proto: $(grep -c '^packet {' "$T/t_full.txt") packets, no unknown field"
+    else bad "perfetto ${prof}: Perfetto's trace.proto: $(head -3 "$T/protoc_full.err")"; fi
+  fi
   # shellcheck disable=SC2086
   if "$CUCAP" export "$T/plain.fb" --format=chrome-json -o "$T/t.json" $prof >"$T/exp.txt" 2>&1 &&
      "$PY" "$EX/check_chrome.py" "$T/t.json" --expect kernels=24 --expect nvtx=24 --expect flows=24 >"$T/chk.txt"; then
