@@ -25,7 +25,7 @@ mkdir -p "$OUT"
 pass=0; fail=0; skip=0
 res() { # status name detail
   printf '%-5s %-38s %s\n' "$1" "$2" "$3" | tee -a "$OUT/summary.txt"
-  case $1 in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) skip=$((skip+1));; esac
+  case $1 in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; SKIP) skip=$((skip+1));; esac
 }
 [ -x "$CUCAP" ] || { echo "no cucap binary at $CUCAP"; exit 2; }
 

@@ -19,7 +19,8 @@ SUMMARY=$OUT/summary.txt
 pass=0; fail=0; skip=0
 res() { # status name detail
   printf '%-5s %-38s %s\n' "$1" "$2" "$3" | tee -a "$SUMMARY"
-  case $1 in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) skip=$((skip+1));; esac
+  # INFO and MEAS lines report figures: neither passed nor skipped
+  case $1 in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; SKIP) skip=$((skip+1));; esac
 }
 
 [ -x "$CUCAP" ] || { echo "no cucap binary at $CUCAP"; exit 2; }

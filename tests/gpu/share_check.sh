@@ -51,7 +51,7 @@ export CUCAP_LOG_LEVEL=${CUCAP_LOG_LEVEL:-warn}
 pass=0; fail=0; skip=0
 res() { # status name detail
   printf '%-5s %-38s %s\n' "$1" "$2" "$3" | tee -a "$OUT/share_summary.txt"
-  case $1 in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) skip=$((skip+1));; esac
+  case $1 in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; SKIP) skip=$((skip+1));; esac
 }
 size() { stat -c %s "$1"; }
 # "images 3.1 MB, uploads 0.4 MB, records 0.1 MB" (compressed, from `cucap info`'s stored bytes by use)
