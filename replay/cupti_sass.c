@@ -434,15 +434,18 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
   if (E->sass_state != 1 || op->capturing || !ck_in_window(E, op->rec_index))
     return;
   /* Enabled right before the window's first launch in the profiled
-   * context, that context current. Enabled at the window's first record
-   * instead (record 0 of a whole capture, the replayer's primary context
-   * current, the program's modules not loaded yet in this pass), CUPTI
-   * returned no record for any program whose code comes through the driver
-   * API (H100, runs U-X and AA: drv_basic, drv_threads, drv_library,
-   * drv_jit), while a standalone program that enables it with the context
-   * current got records for kernels loaded every way (cuModuleLoadData of
-   * a fatbin, cubin or PTX, cuLibraryLoadData, cudart), before or after the
-   * enable, in the primary context or its own (run Z). */
+   * context, that context current: a standalone program on the H100 (run
+   * CC) got no record for a module loaded before an enable made while
+   * another context was current, and 16 when the context was current (run
+   * Z), for every way of loading. This does not make driver-API programs
+   * work in the replay: drv_basic, drv_streams, drv_graph(_explicit), and
+   * drv_jit still get no record (runs BB, DD: also with eager patching,
+   * SetConfig with the context current, a NULL context), and in a profile
+   * with the SASS pass right after the timeline pass (--metrics=none
+   * --no-pc) no kernel gets any, cudart's included (run FF), while the same
+   * kernels in a standalone program with the engine's other CUPTI state
+   * (subscriber, callbacks, an activity pass) get them all (run EE). Not
+   * understood; docs/design.md. */
   if (op->body_type != CUCAP_FB_BODY_LAUNCH && op->body_type != CUCAP_FB_BODY_GRAPH)
     return;
   CUcontext cur = NULL;
