@@ -37,6 +37,50 @@ const char *ck_privilege_hint(void) {
          "unaffected";
 }
 
+/* The config image of `names` on the host object `host`: 1 with *config
+ * (malloc'ed, the caller frees it), *size and *passes (counter passes it
+ * needs); 0 with E->last_msg set (empty: out of memory) and *config NULL. */
+static int ck_host_config(ck_engine *E, CUpti_Profiler_Host_Object *host,
+                          const char **names, size_t n, uint8_t **config,
+                          size_t *size, size_t *passes) {
+  *config = NULL;
+  E->last_msg[0] = 0;
+  CUpti_Profiler_Host_ConfigAddMetrics_Params am;
+  memset(&am, 0, sizeof am);
+  am.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
+  am.pHostObject = host;
+  am.ppMetricNames = names;
+  am.numMetrics = n;
+  CUpti_Profiler_Host_GetConfigImageSize_Params cs;
+  memset(&cs, 0, sizeof cs);
+  cs.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
+  cs.pHostObject = host;
+  if (!CK_CALL(E, cuptiProfilerHostConfigAddMetrics, &am) ||
+      !CK_CALL(E, cuptiProfilerHostGetConfigImageSize, &cs) ||
+      !cs.configImageSize || !(*config = malloc(cs.configImageSize)))
+    return 0;
+  *size = cs.configImageSize;
+  CUpti_Profiler_Host_GetConfigImage_Params ci;
+  memset(&ci, 0, sizeof ci);
+  ci.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
+  ci.pHostObject = host;
+  ci.configImageSize = cs.configImageSize;
+  ci.pConfigImage = *config;
+  CUpti_Profiler_Host_GetNumOfPasses_Params np;
+  memset(&np, 0, sizeof np);
+  np.structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE;
+  np.configImageSize = cs.configImageSize;
+  np.pConfigImage = *config;
+  if (!CK_CALL(E, cuptiProfilerHostGetConfigImage, &ci) ||
+      !CK_CALL(E, cuptiProfilerHostGetNumOfPasses, &np)) {
+    free(*config);
+    *config = NULL;
+    return 0;
+  }
+  *passes = np.numOfPasses;
+  return 1;
+}
+
 int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
   if (!(E->api.groups & CK_PROF)) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
@@ -156,45 +200,16 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
     return 0;
   }
   CUCAP_DEBUG("profile: setup: metric names checked");
-  CUpti_Profiler_Host_ConfigAddMetrics_Params am;
-  memset(&am, 0, sizeof am);
-  am.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
-  am.pHostObject = E->m->host;
-  am.ppMetricNames = E->mnames;
-  am.numMetrics = E->nmnames;
-  CUpti_Profiler_Host_GetConfigImageSize_Params cs;
-  memset(&cs, 0, sizeof cs);
-  cs.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
-  cs.pHostObject = E->m->host;
-  if (!CK_CALL(E, cuptiProfilerHostConfigAddMetrics, &am) ||
-      !CK_CALL(E, cuptiProfilerHostGetConfigImageSize, &cs) ||
-      !cs.configImageSize) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
-               E->last_msg);
-    return 0;
-  }
-  E->m->config = malloc(cs.configImageSize);
-  E->m->config_size = cs.configImageSize;
-  CUpti_Profiler_Host_GetConfigImage_Params ci;
-  memset(&ci, 0, sizeof ci);
-  ci.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
-  ci.pHostObject = E->m->host;
-  ci.configImageSize = cs.configImageSize;
-  ci.pConfigImage = E->m->config;
-  CUpti_Profiler_Host_GetNumOfPasses_Params np;
-  memset(&np, 0, sizeof np);
-  np.structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE;
-  np.configImageSize = cs.configImageSize;
-  np.pConfigImage = E->m->config;
-  if (!E->m->config || !CK_CALL(E, cuptiProfilerHostGetConfigImage, &ci) ||
-      !CK_CALL(E, cuptiProfilerHostGetNumOfPasses, &np)) {
+  size_t passes = 0;
+  if (!ck_host_config(E, E->m->host, (const char **)E->mnames, E->nmnames,
+                      &E->m->config, &E->m->config_size, &passes)) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
                E->last_msg[0] ? E->last_msg : "out of memory");
     return 0;
   }
-  E->env.metric_passes = (unsigned)np.numOfPasses;
+  E->env.metric_passes = (unsigned)passes;
   CUCAP_INFO("profile: %zu metric(s) on %s need %zu counter pass(es)",
-             E->nmnames, E->env.chip, np.numOfPasses);
+             E->nmnames, E->env.chip, passes);
   ck_dur_config(E, avail);
   return 1;
 }
@@ -229,37 +244,12 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   if (!CK_CALL(E, cuptiProfilerHostInitialize, &hp))
     goto fail;
   m->dhost = hp.pHostObject;
-  CUpti_Profiler_Host_ConfigAddMetrics_Params am;
-  memset(&am, 0, sizeof am);
-  am.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
-  am.pHostObject = m->dhost;
-  am.ppMetricNames = (const char **)ck_dur_name;
-  am.numMetrics = 1;
-  CUpti_Profiler_Host_GetConfigImageSize_Params cs;
-  memset(&cs, 0, sizeof cs);
-  cs.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
-  cs.pHostObject = m->dhost;
-  if (!CK_CALL(E, cuptiProfilerHostConfigAddMetrics, &am) ||
-      !CK_CALL(E, cuptiProfilerHostGetConfigImageSize, &cs) ||
-      !cs.configImageSize || !(m->dconfig = malloc(cs.configImageSize)))
-    goto fail;
-  m->dconfig_size = cs.configImageSize;
-  CUpti_Profiler_Host_GetConfigImage_Params ci;
-  memset(&ci, 0, sizeof ci);
-  ci.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
-  ci.pHostObject = m->dhost;
-  ci.configImageSize = cs.configImageSize;
-  ci.pConfigImage = m->dconfig;
-  CUpti_Profiler_Host_GetNumOfPasses_Params np;
-  memset(&np, 0, sizeof np);
-  np.structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE;
-  np.configImageSize = cs.configImageSize;
-  np.pConfigImage = m->dconfig;
-  if (!CK_CALL(E, cuptiProfilerHostGetConfigImage, &ci) ||
-      !CK_CALL(E, cuptiProfilerHostGetNumOfPasses, &np))
+  size_t passes = 0;
+  if (!ck_host_config(E, m->dhost, (const char **)ck_dur_name, 1, &m->dconfig,
+                      &m->dconfig_size, &passes))
     goto fail;
   CUCAP_INFO("profile: gpu__time_duration.sum is measured in %zu counter "
-             "pass(es) of its own per window", np.numOfPasses);
+             "pass(es) of its own per window", passes);
   return;
 fail:
   CUCAP_WARN("profile: no separate duration pass (%s): gpu__time_duration.sum "
