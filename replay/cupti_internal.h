@@ -258,6 +258,9 @@ typedef struct ck_metrics {
   size_t dconfig_size;
   int dur_col;                /* its column in E->mnames, -1: not asked */
   int dur_phase;              /* the current window runs the duration config */
+  unsigned dur_reps;          /* duration passes per window (median of them) */
+  unsigned dur_rep;           /* the current one, 0-based */
+  double *dvals;              /* per kernel, dur_reps values (NAN: none yet) */
   size_t dur_attributed;      /* kernels whose duration came from it */
   char dur_note[256];         /* why a duration pass failed (first one) */
   CUpti_RangeProfiler_Object *rp; /* the current window's (NULL: none) */

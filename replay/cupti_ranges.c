@@ -416,9 +416,8 @@ static int ck_collect_auto(ck_engine *E, const ck_window *w, size_t n,
     }
     if (!ck_eval(E, r, vals))
       continue;
-    if (m->dur_phase) { /* the duration column only */
-      E->mvals[(size_t)seq[r] * E->nmnames + (size_t)m->dur_col] = vals[0];
-      m->dur_attributed++;
+    if (m->dur_phase) { /* one sample of the duration (ck_dur_finish) */
+      m->dvals[(size_t)seq[r] * m->dur_reps + m->dur_rep] = vals[0];
       continue;
     }
     memcpy(E->mvals + (size_t)seq[r] * E->nmnames, vals,
@@ -547,8 +546,9 @@ static void ck_metrics_final(ck_engine *E) {
                           m->failed_windows, E->nwin, m->fail_note);
   if (m->dur_attributed && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
-                          "; gpu__time_duration.sum of %zu kernel(s) from a "
-                          "pass of its own", m->dur_attributed);
+                          "; gpu__time_duration.sum of %zu kernel(s): the "
+                          "median of %u pass(es) of its own",
+                          m->dur_attributed, m->dur_reps);
   if (m->dur_note[0] && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; a duration pass failed: %.250s", m->dur_note);
@@ -570,23 +570,68 @@ static void ck_metrics_final(ck_engine *E) {
              E->env.metric_passes, E->nwin, extra);
 }
 
+/* The current window's duration passes are over: each of its kernels
+ * measured at least once gets the median of its samples. */
+static void ck_dur_finish(ck_engine *E) {
+  ck_metrics *m = E->m;
+  const ck_window *w = &E->win[E->cur_win];
+  double v[9];
+  for (size_t k = w->k_lo; k < w->k_hi; k++) {
+    size_t n = 0;
+    for (unsigned r = 0; r < m->dur_reps; r++) {
+      double x = m->dvals[k * m->dur_reps + r];
+      if (!isnan(x))
+        v[n++] = x;
+    }
+    if (!n)
+      continue;
+    for (size_t i = 1; i < n; i++) /* insertion sort: n <= 9 */
+      for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+        double t = v[j];
+        v[j] = v[j - 1];
+        v[j - 1] = t;
+      }
+    E->mvals[k * E->nmnames + (size_t)m->dur_col] =
+        n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    m->dur_attributed++;
+  }
+}
+
 /* Moves to the next window that can be set up; 0 when none is left (the
  * section note is then final). */
 static int ck_win_next(ck_engine *E) {
   ck_metrics *m = E->m;
-  /* a window of plain launches measured with the main config: its
-   * duration pass next (ck_dur_config), the same window again */
-  if (!m->dur_phase && m->dhost && !m->rp_broken && !E->dead &&
-      E->cur_win < E->nwin && E->win[E->cur_win].mode == CK_WIN_AUTO &&
-      !m->win_failed) {
+  if (m->dur_phase) {
+    /* the window's next duration pass, or the median of those done */
+    if (!m->win_failed && !m->rp_broken && !E->dead &&
+        m->dur_rep + 1 < m->dur_reps) {
+      m->dur_rep++;
+      if (ck_win_setup(E))
+        return 1;
+      if (!m->dur_note[0])
+        snprintf(m->dur_note, sizeof m->dur_note, "%.250s", E->last_msg);
+    }
+    ck_dur_finish(E);
+  } else if (m->dhost && !m->rp_broken && !E->dead && E->cur_win < E->nwin &&
+             E->win[E->cur_win].mode == CK_WIN_AUTO && !m->win_failed) {
+    /* a window of plain launches measured with the main config: its
+     * duration passes next (ck_dur_config), the same window again */
+    if (!m->dvals) {
+      size_t nv = E->nkern * m->dur_reps;
+      m->dvals = malloc((nv ? nv : 1) * sizeof *m->dvals);
+      for (size_t i = 0; m->dvals && i < nv; i++)
+        m->dvals[i] = NAN;
+    }
     m->dur_phase = 1;
-    if (ck_win_setup(E))
+    m->dur_rep = 0;
+    if (m->dvals && ck_win_setup(E))
       return 1;
     if (!m->dur_note[0])
-      snprintf(m->dur_note, sizeof m->dur_note, "%.250s", E->last_msg);
+      snprintf(m->dur_note, sizeof m->dur_note, "%.250s",
+               m->dvals ? E->last_msg : "out of memory");
     CUCAP_WARN("profile: metrics window %zu: the duration pass cannot be set "
                "up (%s); its gpu__time_duration.sum comes from the other "
-               "metrics' passes", E->cur_win + 1, E->last_msg);
+               "metrics' passes", E->cur_win + 1, m->dur_note);
   }
   m->dur_phase = 0;
   if (m->rp_broken && E->cur_win + 1 < E->nwin) {

@@ -14,10 +14,11 @@
 #     and a range ends each pass after its last launch (fewer ops executed);
 #     --max-ranges 1: one window per kernel, still all attributed; counter
 #     passes follow CUPTI's count (MOCK_CUPTI_PASSES=3 -> 3 metrics passes,
-#     plus the duration pass of each window);
+#     plus the 3 duration passes of each window);
 #  3c. gpu__time_duration.sum from a pass of its own: with ranges made longer
 #     by other counters (MOCK_CUPTI_COUNTER_OVERHEAD_NS) the reported
-#     durations are the duration-only pass's; CUCAP_PROFILE_DURATION_PASS=0
+#     durations are the median of the duration-only passes (3; 1 with
+#     CUCAP_PROFILE_DURATION_PASSES=1); CUCAP_PROFILE_DURATION_PASSES=0
 #     reports the main passes' (longer) values and makes no extra pass;
 #  3b. counter passes leave out copies to the host, the timeline keeps them;
 #  4. counters refused (MOCK_CUPTI_NO_COUNTERS): exit 0, timeline collected,
@@ -260,10 +261,10 @@ fi
 MOCK_CUPTI_PASSES=3 prof windows "$T/drv_streams.fb" --cache=keep --no-pc --max-ranges 1
 if [ "$(cat "$T/windows.rc")" = 0 ] && check windows \
     "sec['metrics'] == 'collected'" \
-    "d['sections']['metrics']['passes'] == (3 + 1) * len(K)" \
+    "d['sections']['metrics']['passes'] == (3 + 3) * len(K)" \
     "d['env']['metric_passes'] == 3" \
     "all(k.get('metrics') and all(v is not None for v in k['metrics']) for k in K)"; then
-  ok "--max-ranges 1 with 3 counter passes: 3 + 1 (duration) passes per window, all attributed"
+  ok "--max-ranges 1 with 3 counter passes: 3 + 3 (duration) passes per window, all attributed"
 else
   bad "--max-ranges 1"
 fi
@@ -271,14 +272,16 @@ fi
 # ---- 3c. the duration pass --------------------------------------------------
 DI="d['metric_names'].index('gpu__time_duration.sum')"
 MOCK_CUPTI_COUNTER_OVERHEAD_NS=500000000 prof durpass "$T/drv_streams.fb" --cache=keep --no-pc
-CUCAP_PROFILE_DURATION_PASS=0 MOCK_CUPTI_COUNTER_OVERHEAD_NS=500000000 \
+CUCAP_PROFILE_DURATION_PASSES=0 MOCK_CUPTI_COUNTER_OVERHEAD_NS=500000000 \
   prof durmain "$T/drv_streams.fb" --cache=keep --no-pc
+CUCAP_PROFILE_DURATION_PASSES=1 MOCK_CUPTI_COUNTER_OVERHEAD_NS=500000000 \
+  prof durone "$T/drv_streams.fb" --cache=keep --no-pc
 if [ "$(cat "$T/durpass.rc")" = 0 ] && check durpass \
     "sec['metrics'] == 'collected' and len(K) > 0" \
     "all(0 < k['metrics'][$DI] < 5e8 for k in K)" \
-    "'gpu__time_duration.sum of %d kernel(s) from a pass of its own' % len(K) in d['sections']['metrics']['note']" \
-    "d['sections']['metrics']['passes'] == d['env']['metric_passes'] + 1"; then
-  ok "duration pass: gpu__time_duration.sum without the other counters' overhead, one more pass"
+    "'gpu__time_duration.sum of %d kernel(s): the median of 3 pass(es) of its own' % len(K) in d['sections']['metrics']['note']" \
+    "d['sections']['metrics']['passes'] == d['env']['metric_passes'] + 3"; then
+  ok "duration passes: gpu__time_duration.sum without the other counters' overhead, median of 3 more passes"
 else
   bad "duration pass"; grep -i "duration\|error" "$T/durpass.err" | head -5
 fi
@@ -287,9 +290,25 @@ if [ "$(cat "$T/durmain.rc")" = 0 ] && check durmain \
     "all(k['metrics'][$DI] >= 5e8 for k in K)" \
     "'pass of its own' not in d['sections']['metrics']['note']" \
     "d['sections']['metrics']['passes'] == d['env']['metric_passes']"; then
-  ok "CUCAP_PROFILE_DURATION_PASS=0: the main passes' durations, no extra pass"
+  ok "CUCAP_PROFILE_DURATION_PASSES=0: the main passes' durations, no extra pass"
 else
-  bad "CUCAP_PROFILE_DURATION_PASS=0"
+  bad "CUCAP_PROFILE_DURATION_PASSES=0"
+fi
+MOCK_CUPTI_DURATION_ONLY_NS=300,100,200 prof durmed "$T/drv_streams.fb" --cache=keep --no-pc
+if [ "$(cat "$T/durmed.rc")" = 0 ] && check durmed \
+    "sec['metrics'] == 'collected' and len(K) > 0" \
+    "all(k['metrics'][$DI] == 200 for k in K)"; then
+  ok "duration passes: the median of 300, 100 and 200 ns is kept (200)"
+else
+  bad "duration passes: median"
+fi
+if [ "$(cat "$T/durone.rc")" = 0 ] && check durone \
+    "sec['metrics'] == 'collected' and all(0 < k['metrics'][$DI] < 5e8 for k in K)" \
+    "'the median of 1 pass(es) of its own' in d['sections']['metrics']['note']" \
+    "d['sections']['metrics']['passes'] == d['env']['metric_passes'] + 1"; then
+  ok "CUCAP_PROFILE_DURATION_PASSES=1: one duration pass per window"
+else
+  bad "CUCAP_PROFILE_DURATION_PASSES=1"
 fi
 
 # ---- 4. counters refused ---------------------------------------------------

@@ -150,6 +150,7 @@ static int rp_started, rp_configured;
 static const void *rp_ctx; /* the context the range profiler measures */
 static size_t rp_passes_done, rp_max_ranges;
 static size_t rp_cfg_passes = 1, rp_cfg_metrics; /* of the SetConfig image */
+static size_t rp_dur_configs; /* SetConfig calls with a one-metric image */
 static uint8_t *rp_image;
 static size_t rp_image_size;
 static double *rp_durs; /* this pass */
@@ -195,6 +196,20 @@ static void rp_add(double dur) {
   const char *o = getenv("MOCK_CUPTI_COUNTER_OVERHEAD_NS");
   if (o && *o && rp_cfg_metrics > 1)
     dur += atof(o);
+  /* MOCK_CUPTI_DURATION_ONLY_NS="a,b,c": a range of a one-metric config
+   * (the engine's duration passes) lasts a in the first such config, b in
+   * the second, ... (cycling): the engine must keep their median */
+  const char *d1 = getenv("MOCK_CUPTI_DURATION_ONLY_NS");
+  if (d1 && *d1 && rp_cfg_metrics == 1) {
+    size_t n = 1;
+    for (const char *c = d1; *c; c++)
+      n += *c == ',';
+    size_t want = (rp_dur_configs - 1) % n;
+    const char *c = d1;
+    for (size_t i = 0; i < want; i++)
+      c = strchr(c, ',') + 1;
+    dur = atof(c);
+  }
   rp_durs[rp_n++] = dur;
 }
 
@@ -763,6 +778,7 @@ CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_P
   memcpy(&rp_cfg_passes, p->pConfig, sizeof rp_cfg_passes);
   memcpy(&rp_cfg_metrics, (const uint8_t *)p->pConfig + sizeof rp_cfg_passes,
          sizeof rp_cfg_metrics);
+  rp_dur_configs += rp_cfg_metrics == 1;
   rp_configured = 1;
   return CUPTI_SUCCESS;
 }
