@@ -21,9 +21,10 @@
 #  (a) record_overhead_launch   empty_kernel N launches: recorded/native
 #      "us per launch" (medians of BENCH_LAUNCH_RUNS each, default
 #      2*BENCH_RUNS+1: a run takes about a second, and on the H100 host the
-#      native figure moves by up to 30 % from run to run: with 5 runs the
-#      same code gave 1.07 (run S) and 1.22 (run CC), with 11 runs 1.07
-#      (run DD)), <= 1.15
+#      native figure moves by up to 40 % from run to run: with 5 runs the
+#      same recorder gave 1.07 (run S) and 1.22 (run CC), with 11 runs 1.07
+#      (run DD) and 1.22 (run JJ): more runs narrow the median's spread, not
+#      the machine's), <= 1.15
 #      capture_bytes_per_launch capture file size / N, <= 40
 #  (b) record_overhead_torch    torch_mlp.py --steps S, recorded/native, <= 1.10
 #      (median "train_ms_per_step" when the script prints it, else
