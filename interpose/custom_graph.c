@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "cucap_format.h"
 #include "custom_internal.h"
 
 static cucap_fb_ref node_launch(cucap_fbb *b, CUgraphNode node) {
@@ -184,8 +185,7 @@ cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth)
     for (size_t k = 0; k < nd; k++) {
       du[k] = CX_U64(dv[k]);
       if (eu) {
-        eu[k] = (uint32_t)ev[k].from_port | (uint32_t)ev[k].to_port << 8 |
-                (uint32_t)ev[k].type << 16;
+        eu[k] = cucap_edge_pack(ev[k].from_port, ev[k].to_port, ev[k].type);
         any |= eu[k] != 0;
       }
     }

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_format.h"
 #include "cucap_log.h"
 
 typedef CUresult (*rg_getproc_fn)(const char *, void **, int, cuuint64_t,
@@ -736,9 +737,8 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_ma
            * edges only */
           late[nlate] = (CUgraphNode)(uintptr_t)v;
           memset(&late_e[nlate], 0, sizeof late_e[nlate]);
-          late_e[nlate].from_port = (unsigned char)(e & 0xff);
-          late_e[nlate].to_port = (unsigned char)(e >> 8 & 0xff);
-          late_e[nlate].type = (unsigned char)(e >> 16 & 0xff);
+          cucap_edge_unpack(e, &late_e[nlate].from_port, &late_e[nlate].to_port,
+                            &late_e[nlate].type);
           nlate++;
         } else {
           /* a driver without edge data: a full dependency, stricter than

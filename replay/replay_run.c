@@ -467,13 +467,13 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * then held in the host address space (PROT_NONE) so that neither the
    * driver's libraries nor its own mappings land on them */
   st = rp_scan(R, &pins);
-  CUCAP_DEBUG("replay: setup: capture opened and scanned");
   if (st != CUCAP_OK) {
     if (!rep->error[0])
       rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "scanning the capture: %s",
                    cucap_status_str(st));
     goto out;
   }
+  CUCAP_DEBUG("replay: setup: capture opened and scanned");
   /* The address map is planned before libcuda is loaded: device
    * super-ranges (replay_memory.c) and the page-locked host ranges, whose
    * parts inside a super-range are backed with device memory there. */

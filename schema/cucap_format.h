@@ -31,6 +31,22 @@
 
 #define CUCAP_FB_FILE_IDENTIFIER "CCAP"
 
+/* GraphNode.dependency_edges (format 1.6): one CUgraphEdgeData per
+ * dependency, packed as from_port | to_port << 8 | type << 16 (cucap.fbs);
+ * 0 is a default edge. The recorder packs, the replay unpacks. */
+static inline uint32_t cucap_edge_pack(unsigned char from_port,
+                                       unsigned char to_port,
+                                       unsigned char type) {
+  return (uint32_t)from_port | (uint32_t)to_port << 8 | (uint32_t)type << 16;
+}
+static inline void cucap_edge_unpack(uint32_t e, unsigned char *from_port,
+                                     unsigned char *to_port,
+                                     unsigned char *type) {
+  *from_port = (unsigned char)(e & 0xff);
+  *to_port = (unsigned char)(e >> 8 & 0xff);
+  *type = (unsigned char)(e >> 16 & 0xff);
+}
+
 typedef struct cucap_preamble {
   char magic[8];
   uint16_t major;
