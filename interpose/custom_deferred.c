@@ -114,6 +114,17 @@ static atomic_uint_fast64_t g_ord;
 static atomic_uint_fast64_t g_hostfns; /* host functions enqueued (logged once) */
 static ev_pool g_pools[CX_POOL_CTXS];
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
+/* Results taken off the list whose destination is still being read (outside
+ * g_mu, by whichever thread took them). Another thread's synchronisation may
+ * be the one that lets the program reuse or free that destination (thread A
+ * copies into its buffer; thread B's sync point finds A's copy complete and
+ * reads it; A's own sync then finds nothing pending): a sync point returns
+ * to the program only once no read is in progress (reads_wait). Raised
+ * under g_mu before the entries leave the list, so a thread that sees them
+ * gone sees the count. */
+static atomic_int g_reading;
+static pthread_mutex_t g_rd_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_rd_cv = PTHREAD_COND_INITIALIZER;
 
 /* ---------------------------------------------------------------- events */
 
@@ -391,8 +402,31 @@ static int cmp_ord(const void *a, const void *b) {
   return x->ord < y->ord ? -1 : x->ord > y->ord;
 }
 
+static void reads_begin_locked(size_t n) {
+  if (n)
+    atomic_fetch_add(&g_reading, 1);
+}
+
+static void reads_end(void) {
+  pthread_mutex_lock(&g_rd_mu);
+  if (atomic_fetch_sub(&g_reading, 1) == 1)
+    pthread_cond_broadcast(&g_rd_cv);
+  pthread_mutex_unlock(&g_rd_mu);
+}
+
+/* Until no thread is reading a destination it took off the list. */
+static void reads_wait(void) {
+  if (!atomic_load(&g_reading))
+    return;
+  pthread_mutex_lock(&g_rd_mu);
+  while (atomic_load(&g_reading))
+    pthread_cond_wait(&g_rd_cv, &g_rd_mu);
+  pthread_mutex_unlock(&g_rd_mu);
+}
+
 /* Writes the results of ready[0..n) in the order the copies were made and
- * frees them (and the array when owned). */
+ * frees them (and the array when owned); ends the reads reads_begin_locked
+ * counted for them. */
 static void emit_all(pend **ready, size_t n, int owned) {
   cucap_sort(ready, n, sizeof *ready, cmp_ord);
   for (size_t i = 0; i < n; i++) {
@@ -401,6 +435,8 @@ static void emit_all(pend **ready, size_t n, int owned) {
   }
   if (owned)
     free(ready);
+  if (n)
+    reads_end();
 }
 
 /* Takes the entries whose copy is complete (or, with wait, waits for them)
@@ -468,6 +504,7 @@ static void collect(int wait, uint64_t ctx_only) {
     else
       pend_free(p);
   }
+  reads_begin_locked(nready);
   pend_compact(gone);
   pthread_mutex_unlock(&g_mu);
   cx_relax_end(&rx);
@@ -476,10 +513,16 @@ static void collect(int wait, uint64_t ctx_only) {
   emit_all(ready, nready, n > 64);
 }
 
-void cx_deferred_poll(void) { collect(0, 0); }
+/* A synchronisation of the program: what completed is read, and control
+ * returns only once no other thread is still reading a destination. */
+void cx_deferred_poll(void) {
+  collect(0, 0);
+  reads_wait();
+}
 
 void cx_deferred_context_loss(uint64_t ctx) {
   collect(1, ctx);
+  reads_wait();
   /* the context's events die with it */
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < CX_POOL_CTXS; i++)
@@ -494,9 +537,11 @@ static int rows_overlap(const cx_rows *a, uint64_t lo, uint64_t hi) {
 }
 
 void cx_deferred_host_free(uint64_t p, uint64_t size) {
+  reads_wait(); /* another thread may be reading this memory */
   if (!atomic_load(&g_npend))
     return;
   collect(0, 0);
+  reads_wait();
   uint64_t hi = p + (size ? size : 1);
   cx_relaxed rx;
   cx_relax_begin(&rx);
@@ -587,8 +632,10 @@ void cx_deferred_before_host_write(cucap_call *c, CUstream s, const cx_rows *w) 
       p->dropped = 1; /* cannot be read in time: unverified */
     }
   }
-  if (nnow)
+  if (nnow) {
+    reads_begin_locked(nnow);
     pend_compact(gone);
+  }
   pthread_mutex_unlock(&g_mu);
   free(gone);
   for (int i = 0; i < nhf; i++) {

@@ -62,7 +62,12 @@ for mode in 0 1; do
     else
       bad "$app (async=$mode): native exit $rc0, recorded exit $rc1"
       diff "$w.native.out" "$w.rec.out" | head -20
-      tail -3 "$w.rec.err"
+      # a sanitizer's report in full (its last lines are only the legend)
+      if grep -q 'ERROR: [A-Za-z]*Sanitizer\|runtime error' "$w.rec.err"; then
+        grep -A24 -m1 'ERROR: [A-Za-z]*Sanitizer\|runtime error' "$w.rec.err"
+      else
+        tail -3 "$w.rec.err"
+      fi
       continue
     fi
     if [ "$mode" = 1 ]; then
