@@ -228,11 +228,14 @@ void mock_drain_all(int blocking_only) {
   pthread_mutex_lock(&mock_lock);
   struct CUstream_st *head = stream_list_head();
   pthread_mutex_unlock(&mock_lock);
-  /* streams are only unlinked by cuStreamDestroy, which drains under q_lock first */
+  /* streams are unlinked only with q_lock held (mock_queue_lock) */
   for (CUstream s = head; s; s = s->next)
     if (!blocking_only || !(s->flags & CU_STREAM_NON_BLOCKING)) drain_locked(s, NULL, 0);
   pthread_mutex_unlock(&q_lock);
 }
+
+void mock_queue_lock(void) { pthread_mutex_lock(&q_lock); }
+void mock_queue_unlock(void) { pthread_mutex_unlock(&q_lock); }
 
 void mock_stream_gone(CUstream s) {
   if (!s || !s->q) return;

@@ -967,6 +967,7 @@ static void ctx_release_objects(CUcontext c) {
       mock_stream_gone(s);
       if (s->capture && s->capture_origin) mock_capture_unregister(s->capture);
     }
+  mock_queue_lock();
   pthread_mutex_lock(&mock_lock);
   for (CUstream *pp = &mock_all_streams; *pp;) {
     CUstream s = *pp;
@@ -1012,6 +1013,7 @@ static void ctx_release_objects(CUcontext c) {
     reg_remove(r); /* the last entry moved to i: look at it next */
   }
   pthread_mutex_unlock(&mock_lock);
+  mock_queue_unlock();
 }
 
 CUresult mock_check_stream(CUstream s) {
@@ -1054,10 +1056,12 @@ CUresult CUDAAPI cuStreamDestroy(CUstream s) {
   if (s->capture && s->capture_origin) { /* destroyed while capturing: the capture ends */
     mock_capture_unregister(s->capture);
   }
+  mock_queue_lock();
   pthread_mutex_lock(&mock_lock);
   for (CUstream *pp = &mock_all_streams; *pp; pp = &(*pp)->next)
     if (*pp == s) { *pp = s->next; break; }
   pthread_mutex_unlock(&mock_lock);
+  mock_queue_unlock();
   s->magic = 0;
   free(s);
   return CUDA_SUCCESS;

@@ -463,6 +463,11 @@ int mock_stream_pending(CUstream s); /* work queued on s */
 int mock_drain_event(CUevent e);
 void mock_drain_all(int blocking_only);
 void mock_stream_gone(CUstream s); /* drains and frees the queue */
+/* The queues' lock, taken before mock_lock around every unlink from
+ * mock_all_streams: mock_drain_all walks that list holding only it (another
+ * thread's cuStreamDestroy raced with a cuMemFree's drain before). */
+void mock_queue_lock(void);
+void mock_queue_unlock(void);
 /* CUCAP_MOCK_SYNC_LOG=file: calls of cuCtx/cuStream/cuEventSynchronize are
  * counted and appended to file at exit. */
 enum { MOCK_SYNC_CTX, MOCK_SYNC_STREAM, MOCK_SYNC_EVENT };
