@@ -19,11 +19,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,93 +33,9 @@
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "writer_internal.h"
+#include "writer_state.h"
 
-#define CUCAP_WRITER_DEFAULT_RECORD_LEVEL (-1)
-#ifndef CUCAP_WRITER_PREFETCH
-#define CUCAP_WRITER_PREFETCH 4096 /* bytes ahead of the append position */
-#endif
-
-typedef struct wchunk {
-  uint8_t *buf;
-  size_t len, cap;
-  uint32_t records;
-  uint8_t kind;
-  uint64_t min_seq, max_seq; /* nonzero Record.seq range (0,0: none) */
-  uint64_t opened_ns;        /* CLOCK_MONOTONIC when the first byte went in */
-  uint32_t *blob_starts;     /* blob table entries whose first piece is here */
-  size_t nstarts, cstarts;
-  struct wchunk *next;
-} wchunk;
-
-typedef struct chunk_entry {
-  uint64_t offset, csize, raw;
-  uint8_t kind;
-  uint32_t records;
-  uint64_t first_seq, last_seq;
-} chunk_entry;
-
-typedef struct blob_entry {
-  cucap_hash128 hash;
-  uint64_t size;
-  uint32_t chunk;
-  uint32_t pieces;
-} blob_entry;
-
-struct cucap_writer {
-  /* What every record append touches, first and together (the struct is
-   * 64-byte aligned): the lock, the open chunk, the counters - two cache
-   * lines, instead of five spread over the struct (a training step's own
-   * work evicts them between two launches). */
-  pthread_mutex_t rec_mu;
-  wchunk *rec_cur;
-  uint64_t rec_count;
-  size_t rec_chunk_size; /* o.chunk_size */
-  int err; /* cucap_status, sticky; __atomic access */
-  int closed;
-  uint64_t st_records; /* __atomic, relaxed (stats) */
-
-  int fd;
-  cucap_writer_options o;
-  size_t rec_cap, blob_cap; /* standard buffer capacities */
-
-  pthread_mutex_t blob_mu;
-  wchunk *blob_cur;
-  blob_entry *blobs;
-  size_t nblobs, cblobs;
-  uint32_t *bset; /* open addressing: blob index + 1, 0 = empty */
-  size_t bset_cap;
-
-  pthread_mutex_t q_mu;
-  pthread_cond_t q_nonempty, q_space, q_done;
-  wchunk *q_head, *q_tail;
-  size_t q_len;
-  uint64_t sealed, done;
-  wchunk *free_rec, *free_blob;
-  int stop;
-
-  pthread_t thr;
-  int thr_started;
-  ZSTD_CCtx *cctx;      /* blob + index chunks (level) */
-  ZSTD_CCtx *rec_cctx;  /* record chunks (record_level); NULL: use cctx */
-  uint8_t *cbuf;
-  size_t cbuf_cap;
-  uint64_t file_off;         /* background thread (and close after join) */
-  chunk_entry *entries;      /* written chunks, file order */
-  size_t nentries, centries;
-
-  char errmsg[256]; /* the first error, written before err is set */
-  int err_claimed;  /* 1 once a thread owns errmsg (__atomic) */
-  cucap_status close_status;
-
-  /* stats (__atomic, relaxed) */
-  uint64_t st_chunks, st_blobs, st_dedup, st_raw, st_file, st_waits;
-  uint64_t st_cpu_rec, st_cpu_blob, st_raw_rec, st_chunks_rec;
-
-  int tk_point;               /* CUCAP_TEST_KILL_AT (see test_kill) */
-  unsigned long tk_nth, tk_count;
-};
-
-static uint64_t now_ns(void) {
+uint64_t wr_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -130,16 +46,11 @@ static void set_err(cucap_writer *w, cucap_status s) {
   __atomic_compare_exchange_n(&w->err, &expected, (int)s, 0, __ATOMIC_SEQ_CST,
                               __ATOMIC_SEQ_CST);
 }
-static cucap_status get_err(cucap_writer *w) {
-  return (cucap_status)__atomic_load_n(&w->err, __ATOMIC_ACQUIRE);
-}
 
 /* Records the first error with its message (logged unless quiet_errors):
  * the thread that claims errmsg writes it, then publishes the status. Any
  * thread may call it. */
-static void fail(cucap_writer *w, cucap_status s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fail(cucap_writer *w, cucap_status s, const char *fmt, ...) {
+void wr_fail(cucap_writer *w, cucap_status s, const char *fmt, ...) {
   int unclaimed = 0;
   if (!__atomic_compare_exchange_n(&w->err_claimed, &unclaimed, 1, 0,
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -158,7 +69,6 @@ const char *cucap_writer_last_error(const cucap_writer *w) {
     return "";
   return w->errmsg;
 }
-#define STAT_ADD(w, f, n) __atomic_fetch_add(&(w)->f, (n), __ATOMIC_RELAXED)
 
 void cucap_writer_options_init(cucap_writer_options *o) {
   if (!o)
@@ -171,71 +81,9 @@ void cucap_writer_options_init(cucap_writer_options *o) {
   o->flush_interval_ms = 500;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-  const uint8_t *b = p;
-  while (n) {
-    ssize_t k = write(fd, b, n);
-    if (k < 0) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    if (k == 0) {
-      errno = EIO;
-      return -1;
-    }
-    b += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-/* ---------------------------------------------------------------- test hook
- * CUCAP_TEST_KILL_AT=POINT[:N], for the kill tests only (inert unless set,
- * read once per writer): the writer raises SIGKILL the N-th time (default
- * the first) it reaches POINT, so a recording can be killed at an exact
- * moment. Points: header (file header written, no chunk yet), seal (a chunk
- * queued, not yet written), chunk_write / blob_write / index_write (half of
- * a record / blob / index chunk written), chunk_done (a record or blob chunk
- * completely written), trailer (index written, no trailer), trailer_write
- * (half of the trailer written). */
-enum { TK_NONE, TK_HEADER, TK_SEAL, TK_CHUNK_WRITE, TK_BLOB_WRITE, TK_CHUNK_DONE,
-       TK_INDEX_WRITE, TK_TRAILER, TK_TRAILER_WRITE };
-
-static void test_kill_init(cucap_writer *w) {
-  static const char *const names[] = {"", "header", "seal", "chunk_write",
-                                      "blob_write", "chunk_done", "index_write",
-                                      "trailer", "trailer_write"};
-  const char *e = getenv("CUCAP_TEST_KILL_AT");
-  if (!e || !*e)
-    return;
-  size_t n = strcspn(e, ":");
-  for (int i = 1; i < (int)(sizeof names / sizeof names[0]); i++)
-    if (strlen(names[i]) == n && !strncmp(e, names[i], n))
-      w->tk_point = i;
-  w->tk_nth = e[n] == ':' ? strtoul(e + n + 1, NULL, 10) : 1;
-  if (!w->tk_nth)
-    w->tk_nth = 1;
-}
-
-static void write_half_and_die(int fd, const void *buf, size_t n);
-static inline void test_kill(cucap_writer *w, int point, const void *buf,
-                             size_t n) {
-  if (__builtin_expect(w->tk_point != point, 1) ||
-      __atomic_add_fetch(&w->tk_count, 1, __ATOMIC_RELAXED) != w->tk_nth)
-    return;
-  write_half_and_die(w->fd, buf, n);
-}
-
-static void write_half_and_die(int fd, const void *buf, size_t n) {
-  if (buf && n / 2)
-    write_all(fd, buf, n / 2);
-  raise(SIGKILL);
-}
-
 /* ---------------------------------------------------------------- buffers */
 
-static void wchunk_free(wchunk *c) {
+void wr_wchunk_free(wchunk *c) {
   if (!c)
     return;
   free(c->buf);
@@ -254,7 +102,7 @@ static void wchunk_reset(wchunk *c, uint8_t kind) {
 }
 
 /* Returns a chunk buffer with capacity >= need (reusing a free one). */
-static wchunk *wchunk_get(cucap_writer *w, uint8_t kind, size_t need) {
+wchunk *wr_wchunk_get(cucap_writer *w, uint8_t kind, size_t need) {
   size_t std = kind == CUCAP_FB_CHUNKKIND_BLOBS ? w->blob_cap : w->rec_cap;
   wchunk **fl = kind == CUCAP_FB_CHUNKKIND_BLOBS ? &w->free_blob : &w->free_rec;
   wchunk *c = NULL;
@@ -286,7 +134,7 @@ static wchunk *wchunk_get(cucap_writer *w, uint8_t kind, size_t need) {
 /* Seals *curp (caller holds its kind's mutex) and queues it. may_wait=0:
  * give up (return 0) instead of waiting for queue space (background thread).
  * Returns 1 if sealed. */
-static int seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
+int wr_seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
   wchunk *c = *curp;
   if (!c || c->len == 0)
     return 0;
@@ -317,204 +165,17 @@ static int seal_locked(cucap_writer *w, wchunk **curp, int may_wait) {
   w->q_len++;
   pthread_cond_signal(&w->q_nonempty);
   pthread_mutex_unlock(&w->q_mu);
-  test_kill(w, TK_SEAL, NULL, 0);
+  wr_test_kill(w, TK_SEAL, NULL, 0);
   STAT_ADD(w, st_raw, raw);
   *curp = NULL; /* a fresh buffer is taken on the next append */
   return 1;
-}
-
-/* ---------------------------------------------------------------- background */
-
-static void write_chunk(cucap_writer *w, wchunk *c) {
-  if (get_err(w) != CUCAP_OK)
-    return; /* discard: the error is already sticky */
-  size_t bound = ZSTD_compressBound(c->len);
-  size_t need = sizeof(cucap_chunk_header) + bound + 8;
-  if (need > w->cbuf_cap) {
-    uint8_t *nb = realloc(w->cbuf, need);
-    if (!nb) {
-      fail(w, CUCAP_ERR_NOMEM, "out of memory for a %zu-byte compression buffer",
-           need);
-      return;
-    }
-    w->cbuf = nb;
-    w->cbuf_cap = need;
-  }
-  uint8_t *payload = w->cbuf + sizeof(cucap_chunk_header);
-  ZSTD_CCtx *cx = c->kind == CUCAP_FB_CHUNKKIND_RECORDS && w->rec_cctx
-                      ? w->rec_cctx
-                      : w->cctx;
-  size_t cs = ZSTD_compress2(cx, payload, bound, c->buf, c->len);
-  if (ZSTD_isError(cs)) {
-    fail(w, CUCAP_ERR_COMPRESS, "zstd compression failed: %s",
-         ZSTD_getErrorName(cs));
-    return;
-  }
-  cucap_chunk_header h;
-  memset(&h, 0, sizeof h);
-  h.magic = CUCAP_CHUNK_MAGIC;
-  h.kind = c->kind;
-  h.codec = CUCAP_CODEC_ZSTD;
-  h.records = c->records;
-  h.compressed_size = cs;
-  h.raw_size = c->len;
-  h.payload_check = cucap_check32(payload, cs);
-  h.header_check = cucap_check32(&h, 36);
-  memcpy(w->cbuf, &h, sizeof h);
-  size_t total = cucap_align8(sizeof h + cs);
-  memset(w->cbuf + sizeof h + cs, 0, total - sizeof h - cs);
-  test_kill(w, c->kind == CUCAP_FB_CHUNKKIND_BLOBS   ? TK_BLOB_WRITE
-               : c->kind == CUCAP_FB_CHUNKKIND_INDEX ? TK_INDEX_WRITE
-                                                     : TK_CHUNK_WRITE,
-            w->cbuf, total);
-  if (write_all(w->fd, w->cbuf, total) != 0) {
-    fail(w, CUCAP_ERR_IO, "writing a %zu-byte chunk at offset %llu failed: %s",
-         total, (unsigned long long)w->file_off, strerror(errno));
-    return;
-  }
-  if (w->o.sync_writes && fdatasync(w->fd) != 0) {
-    fail(w, CUCAP_ERR_IO, "fdatasync failed: %s", strerror(errno));
-    return;
-  }
-  if (w->nentries == w->centries) {
-    size_t nc = w->centries ? w->centries * 2 : 256;
-    chunk_entry *ne = realloc(w->entries, nc * sizeof *ne);
-    if (!ne) {
-      fail(w, CUCAP_ERR_NOMEM, "out of memory for the chunk index");
-      return;
-    }
-    w->entries = ne;
-    w->centries = nc;
-  }
-  chunk_entry *e = &w->entries[w->nentries++];
-  e->offset = w->file_off;
-  e->csize = cs;
-  e->raw = c->len;
-  e->kind = c->kind;
-  e->records = c->records;
-  e->first_seq = c->min_seq;
-  e->last_seq = c->max_seq;
-  w->file_off += total;
-  STAT_ADD(w, st_file, total);
-  STAT_ADD(w, st_chunks, 1);
-  if (c->kind != CUCAP_FB_CHUNKKIND_INDEX)
-    test_kill(w, TK_CHUNK_DONE, NULL, 0);
-}
-
-/* Seals chunks older than flush_interval_ms, without ever blocking. */
-static void timer_seal(cucap_writer *w, uint64_t tick_ns) {
-  /* Called every tick: seal what would be older than the interval by the
-   * next tick, so no chunk stays open longer than flush_interval_ms. */
-  uint64_t now = now_ns() + tick_ns;
-  uint64_t iv = (uint64_t)w->o.flush_interval_ms * 1000000ull;
-  if (pthread_mutex_trylock(&w->blob_mu) == 0) {
-    if (w->blob_cur && w->blob_cur->len && now - w->blob_cur->opened_ns >= iv)
-      seal_locked(w, &w->blob_cur, 0);
-    pthread_mutex_unlock(&w->blob_mu);
-  }
-  if (pthread_mutex_trylock(&w->rec_mu) == 0) {
-    if (w->rec_cur && w->rec_cur->len && now - w->rec_cur->opened_ns >= iv)
-      seal_locked(w, &w->rec_cur, 0);
-    pthread_mutex_unlock(&w->rec_mu);
-  }
-}
-
-/* CPU time of the calling thread (ns). */
-static uint64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-    return 0;
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Fresh record-chunk buffers are faulted in here, on this thread, so that
- * the first appends into them (on the program's threads, inside a traced
- * training step) do not take the page faults: `n` buffers go to the free
- * list before the first chunk is sealed. */
-static void prefault_record_buffers(cucap_writer *w, int n) {
-  for (int i = 0; i < n; i++) {
-    wchunk *c = wchunk_get(w, CUCAP_FB_CHUNKKIND_RECORDS, 0);
-    if (!c)
-      return;
-    memset(c->buf, 0, c->cap);
-    pthread_mutex_lock(&w->q_mu);
-    c->next = w->free_rec;
-    w->free_rec = c;
-    pthread_mutex_unlock(&w->q_mu);
-  }
-}
-
-static void *bg_main(void *arg) {
-  cucap_writer *w = arg;
-  prefault_record_buffers(w, 2);
-  unsigned tick_ms = w->o.flush_interval_ms / 4;
-  if (tick_ms == 0)
-    tick_ms = 1;
-  pthread_mutex_lock(&w->q_mu);
-  for (;;) {
-    while (!w->q_head && !w->stop) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)tick_ms * 1000000ull;
-      ts.tv_sec += (time_t)(ns / 1000000000ull);
-      ts.tv_nsec = (long)(ns % 1000000000ull);
-      int rc = pthread_cond_timedwait(&w->q_nonempty, &w->q_mu, &ts);
-      if (rc == ETIMEDOUT && !w->q_head && !w->stop) {
-        pthread_mutex_unlock(&w->q_mu);
-        timer_seal(w, (uint64_t)tick_ms * 1000000ull);
-        pthread_mutex_lock(&w->q_mu);
-      }
-    }
-    if (!w->q_head)
-      break; /* stop requested and queue drained */
-    wchunk *c = w->q_head;
-    w->q_head = c->next;
-    if (!w->q_head)
-      w->q_tail = NULL;
-    w->q_len--;
-    pthread_cond_broadcast(&w->q_space);
-    pthread_mutex_unlock(&w->q_mu);
-
-    uint64_t cpu0 = thread_cpu_ns();
-    write_chunk(w, c);
-    uint64_t cpu = thread_cpu_ns() - cpu0;
-    if (c->kind == CUCAP_FB_CHUNKKIND_RECORDS) {
-      STAT_ADD(w, st_cpu_rec, cpu);
-      STAT_ADD(w, st_raw_rec, c->len);
-      STAT_ADD(w, st_chunks_rec, 1);
-    } else {
-      STAT_ADD(w, st_cpu_blob, cpu);
-    }
-    if (c->kind == CUCAP_FB_CHUNKKIND_BLOBS && pthread_mutex_trylock(&w->rec_mu) == 0) {
-      /* The records that refer to these blobs follow them to disk now
-       * instead of waiting for the flush interval: a killed program then
-       * rarely leaves blobs without the calls that used them. */
-      seal_locked(w, &w->rec_cur, 0);
-      pthread_mutex_unlock(&w->rec_mu);
-    }
-
-    pthread_mutex_lock(&w->q_mu);
-    w->done++;
-    size_t std = c->kind == CUCAP_FB_CHUNKKIND_BLOBS ? w->blob_cap : w->rec_cap;
-    if (c->cap == std) {
-      wchunk **fl =
-          c->kind == CUCAP_FB_CHUNKKIND_BLOBS ? &w->free_blob : &w->free_rec;
-      c->next = *fl;
-      *fl = c;
-    } else {
-      wchunk_free(c); /* oversize buffers are not kept */
-    }
-    pthread_cond_broadcast(&w->q_done);
-  }
-  pthread_mutex_unlock(&w->q_mu);
-  return NULL;
 }
 
 /* ---------------------------------------------------------------- create */
 
 /* The teardown that cucap_writer_create's failure path and
  * cucap_writer_destroy share: the compressors, the locks, the writer. */
-static void writer_free(cucap_writer *w) {
+void wr_writer_free(cucap_writer *w) {
   ZSTD_freeCCtx(w->cctx);
   ZSTD_freeCCtx(w->rec_cctx);
   pthread_mutex_destroy(&w->rec_mu);
@@ -643,8 +304,8 @@ cucap_status cucap_writer_create(const char *path,
   pre.header_check = cucap_check32(header, header_size);
   static const uint8_t zeros[8];
   size_t pad = cucap_align8(header_size) - header_size;
-  if (write_all(w->fd, &pre, sizeof pre) || write_all(w->fd, header, header_size) ||
-      write_all(w->fd, zeros, pad)) {
+  if (wr_write_all(w->fd, &pre, sizeof pre) || wr_write_all(w->fd, header, header_size) ||
+      wr_write_all(w->fd, zeros, pad)) {
     CUCAP_ERROR("cannot create capture file %s: writing its header failed: %s",
                 path, strerror(errno));
     st = CUCAP_ERR_IO;
@@ -657,15 +318,15 @@ cucap_status cucap_writer_create(const char *path,
   }
   w->file_off = sizeof pre + header_size + pad;
   w->st_file = w->file_off;
-  test_kill_init(w);
-  test_kill(w, TK_HEADER, NULL, 0);
+  wr_test_kill_init(w);
+  wr_test_kill(w, TK_HEADER, NULL, 0);
   /* The writer's thread takes none of the program's signals (a signal
    * handler that closes the capture must not run on the thread that writes
    * it): it starts with every signal blocked. */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int prc = pthread_create(&w->thr, NULL, bg_main, w);
+  int prc = pthread_create(&w->thr, NULL, wr_bg_main, w);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (prc != 0) {
     st = CUCAP_ERR_INTERNAL;
@@ -677,7 +338,7 @@ cucap_status cucap_writer_create(const char *path,
 fail:
   if (w->fd >= 0)
     close(w->fd);
-  writer_free(w);
+  wr_writer_free(w);
   return st;
 }
 
@@ -730,7 +391,7 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
   size_t need = cucap_align8(size);
 
   pthread_mutex_lock(&w->rec_mu);
-  cucap_status e = get_err(w);
+  cucap_status e = wr_get_err(w);
   if (e != CUCAP_OK || w->closed) {
     pthread_mutex_unlock(&w->rec_mu);
     return e != CUCAP_OK ? e : CUCAP_ERR_STATE;
@@ -741,24 +402,24 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
       /* Best effort: blobs put before these records land in an earlier chunk
        * (a truncated capture then rarely holds a record without its blob). */
       if (pthread_mutex_trylock(&w->blob_mu) == 0) {
-        seal_locked(w, &w->blob_cur, 1);
+        wr_seal_locked(w, &w->blob_cur, 1);
         pthread_mutex_unlock(&w->blob_mu);
       }
       if (c->len)
-        seal_locked(w, &w->rec_cur, 1);
+        wr_seal_locked(w, &w->rec_cur, 1);
       else
-        wchunk_free(c);
+        wr_wchunk_free(c);
     }
-    c = w->rec_cur = wchunk_get(w, CUCAP_FB_CHUNKKIND_RECORDS, need);
+    c = w->rec_cur = wr_wchunk_get(w, CUCAP_FB_CHUNKKIND_RECORDS, need);
     if (!c) {
       /* sticky: a capture missing records must not end with an index */
-      fail(w, CUCAP_ERR_NOMEM, "out of memory for a %zu-byte record chunk", need);
+      wr_fail(w, CUCAP_ERR_NOMEM, "out of memory for a %zu-byte record chunk", need);
       pthread_mutex_unlock(&w->rec_mu);
       return CUCAP_ERR_NOMEM;
     }
   }
   if (c->len == 0)
-    c->opened_ns = now_ns();
+    c->opened_ns = wr_now_ns();
   {
     /* The appender's cost is mostly write misses on the chunk buffer (a
      * sealed buffer comes back cold from the compressor's core): ask for
@@ -787,7 +448,7 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
   uint64_t p = w->rec_count++;
   __atomic_store_n(&w->st_records, w->rec_count, __ATOMIC_RELAXED);
   if (c->len >= w->rec_chunk_size)
-    seal_locked(w, &w->rec_cur, 1);
+    wr_seal_locked(w, &w->rec_cur, 1);
   pthread_mutex_unlock(&w->rec_mu);
   if (pos)
     *pos = p;
@@ -879,7 +540,7 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
            : 1;
   CUCAP_RETURN_IF(npieces64 > UINT32_MAX, CUCAP_ERR_TOO_LARGE);
   pthread_mutex_lock(&w->blob_mu);
-  cucap_status st = get_err(w);
+  cucap_status st = wr_get_err(w);
   if (st != CUCAP_OK || w->closed) {
     pthread_mutex_unlock(&w->blob_mu);
     return st != CUCAP_OK ? st : CUCAP_ERR_STATE;
@@ -921,14 +582,14 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
     wchunk *c = w->blob_cur;
     if (!c || c->len + need > c->cap) {
       if (c && c->len)
-        seal_locked(w, &w->blob_cur, 1);
+        wr_seal_locked(w, &w->blob_cur, 1);
       else
-        wchunk_free(c);
-      c = w->blob_cur = wchunk_get(w, CUCAP_FB_CHUNKKIND_BLOBS, need);
+        wr_wchunk_free(c);
+      c = w->blob_cur = wr_wchunk_get(w, CUCAP_FB_CHUNKKIND_BLOBS, need);
       if (!c) {
         st = CUCAP_ERR_NOMEM;
         /* the blob table now names a blob that is missing */
-        fail(w, st, "out of memory for a blob chunk");
+        wr_fail(w, st, "out of memory for a blob chunk");
         break;
       }
     }
@@ -938,7 +599,7 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
         uint32_t *ns = realloc(c->blob_starts, nc * sizeof *ns);
         if (!ns) {
           st = CUCAP_ERR_NOMEM;
-          fail(w, st, "out of memory for a blob chunk");
+          wr_fail(w, st, "out of memory for a blob chunk");
           break;
         }
         c->blob_starts = ns;
@@ -947,7 +608,7 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
       c->blob_starts[c->nstarts++] = idx;
     }
     if (c->len == 0)
-      c->opened_ns = now_ns();
+      c->opened_ns = wr_now_ns();
     uint8_t *dst = c->buf + c->len;
     cucap_blob_piece_header(dst, hash, size, off, (uint32_t)n);
     if (n)
@@ -957,178 +618,12 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
     c->records++;
     off += n;
     if (c->len >= w->o.blob_chunk_size)
-      seal_locked(w, &w->blob_cur, 1);
+      wr_seal_locked(w, &w->blob_cur, 1);
   } while (off < size);
   pthread_mutex_unlock(&w->blob_mu);
   if (st == CUCAP_OK)
     STAT_ADD(w, st_blobs, 1);
   return st;
-}
-
-/* ---------------------------------------------------------------- flush/close */
-
-cucap_status cucap_writer_flush(cucap_writer *w) {
-  CUCAP_RETURN_IF(!w, CUCAP_ERR_INVALID_ARG);
-  CUCAP_RETURN_IF(w->closed, CUCAP_ERR_STATE);
-  pthread_mutex_lock(&w->rec_mu);
-  pthread_mutex_lock(&w->blob_mu);
-  seal_locked(w, &w->blob_cur, 1);
-  pthread_mutex_unlock(&w->blob_mu);
-  seal_locked(w, &w->rec_cur, 1);
-  pthread_mutex_unlock(&w->rec_mu);
-  pthread_mutex_lock(&w->q_mu);
-  uint64_t target = w->sealed;
-  while (w->done < target)
-    pthread_cond_wait(&w->q_done, &w->q_mu);
-  pthread_mutex_unlock(&w->q_mu);
-  return get_err(w);
-}
-
-/* Builds the ChunkIndex, writes it as an Index chunk, then the trailer.
- * Runs on the closing thread after the background thread has exited. */
-static cucap_status write_index(cucap_writer *w) {
-  cucap_fbb *b = cucap_fbb_create(4096 + w->nentries * 80 + w->nblobs * 64);
-  CUCAP_RETURN_IF(!b, CUCAP_ERR_NOMEM);
-  cucap_status st = CUCAP_OK;
-  cucap_fb_ref *refs = NULL;
-  size_t nrefs = w->nentries > w->nblobs ? w->nentries : w->nblobs;
-  refs = malloc((nrefs ? nrefs : 1) * sizeof *refs);
-  if (!refs) {
-    cucap_fbb_destroy(b);
-    return CUCAP_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < w->nentries; i++) {
-    const chunk_entry *e = &w->entries[i];
-    cucap_fb_chunk_entry_start(b);
-    cucap_fb_chunk_entry_add_offset(b, e->offset);
-    cucap_fb_chunk_entry_add_compressed_size(b, e->csize);
-    cucap_fb_chunk_entry_add_raw_size(b, e->raw);
-    cucap_fb_chunk_entry_add_kind(b, e->kind);
-    cucap_fb_chunk_entry_add_records(b, e->records);
-    cucap_fb_chunk_entry_add_first_seq(b, e->first_seq);
-    cucap_fb_chunk_entry_add_last_seq(b, e->last_seq);
-    refs[i] = cucap_fb_chunk_entry_end(b);
-  }
-  cucap_fb_ref chunks = cucap_fbb_vector_refs(b, refs, w->nentries);
-  for (size_t i = 0; i < w->nblobs; i++) {
-    const blob_entry *e = &w->blobs[i];
-    cucap_fb_hash128 fh;
-    fh.lo = e->hash.lo;
-    fh.hi = e->hash.hi;
-    cucap_fb_blob_entry_start(b);
-    cucap_fb_blob_entry_add_hash(b, &fh);
-    cucap_fb_blob_entry_add_size(b, e->size);
-    cucap_fb_blob_entry_add_chunk(b, e->chunk);
-    cucap_fb_blob_entry_add_pieces(b, e->pieces);
-    refs[i] = cucap_fb_blob_entry_end(b);
-  }
-  cucap_fb_ref blobs = cucap_fbb_vector_refs(b, refs, w->nblobs);
-  cucap_fb_chunk_index_start(b);
-  cucap_fb_chunk_index_add_chunks(b, chunks);
-  cucap_fb_chunk_index_add_blobs(b, blobs);
-  cucap_fb_chunk_index_add_records(b, w->rec_count);
-  cucap_fb_chunk_index_add_end_mono_ns(b, w->o.end_mono_ns ? w->o.end_mono_ns : now_ns());
-  cucap_fb_chunk_index_add_complete(b, 1);
-  cucap_fb_ref root = cucap_fb_chunk_index_end(b);
-  size_t isz = 0;
-  const uint8_t *ibuf = cucap_fbb_finish(b, root, 1, &isz);
-  free(refs);
-  if (!ibuf) {
-    cucap_fbb_destroy(b);
-    return CUCAP_ERR_NOMEM;
-  }
-  wchunk c;
-  memset(&c, 0, sizeof c);
-  c.buf = (uint8_t *)ibuf;
-  c.len = isz;
-  c.cap = isz;
-  c.kind = CUCAP_FB_CHUNKKIND_INDEX;
-  c.records = 1;
-  uint64_t index_off = w->file_off;
-  size_t nent = w->nentries;
-  write_chunk(w, &c);
-  cucap_fbb_destroy(b);
-  st = get_err(w);
-  if (st != CUCAP_OK)
-    return st;
-  w->nentries = nent; /* the index chunk is not one of its own entries */
-  STAT_ADD(w, st_chunks, (uint64_t)-1);
-  cucap_trailer t;
-  memset(&t, 0, sizeof t);
-  t.index_offset = index_off;
-  t.index_size = w->file_off - index_off;
-  t.file_size = w->file_off + sizeof t;
-  t.check = cucap_check32(&t, 24); /* the 24 bytes before `check` */
-  t.magic = CUCAP_TRAILER_MAGIC;
-  test_kill(w, TK_TRAILER, NULL, 0);
-  test_kill(w, TK_TRAILER_WRITE, &t, sizeof t);
-  if (write_all(w->fd, &t, sizeof t) != 0) {
-    fail(w, CUCAP_ERR_IO, "writing the trailer failed: %s", strerror(errno));
-    return CUCAP_ERR_IO;
-  }
-  w->file_off += sizeof t;
-  STAT_ADD(w, st_file, sizeof t);
-  return CUCAP_OK;
-}
-
-cucap_status cucap_writer_close(cucap_writer *w) {
-  CUCAP_RETURN_IF(!w, CUCAP_ERR_INVALID_ARG);
-  if (w->closed)
-    return w->close_status;
-  cucap_status st = cucap_writer_flush(w);
-  pthread_mutex_lock(&w->rec_mu);
-  pthread_mutex_lock(&w->blob_mu);
-  w->closed = 1; /* appends from now on fail with CUCAP_ERR_STATE */
-  pthread_mutex_unlock(&w->blob_mu);
-  pthread_mutex_unlock(&w->rec_mu);
-  if (w->thr_started) {
-    pthread_mutex_lock(&w->q_mu);
-    w->stop = 1;
-    pthread_cond_broadcast(&w->q_nonempty);
-    pthread_mutex_unlock(&w->q_mu);
-    pthread_join(w->thr, NULL);
-    w->thr_started = 0;
-  }
-  if (st == CUCAP_OK)
-    st = get_err(w);
-  if (st == CUCAP_OK)
-    st = write_index(w);
-  if (st == CUCAP_OK && w->o.sync_writes && fdatasync(w->fd) != 0) {
-    fail(w, CUCAP_ERR_IO, "fdatasync failed: %s", strerror(errno));
-    st = CUCAP_ERR_IO;
-  }
-  if (close(w->fd) != 0 && st == CUCAP_OK) {
-    fail(w, CUCAP_ERR_IO, "close failed: %s", strerror(errno));
-    st = CUCAP_ERR_IO;
-  }
-  w->fd = -1;
-  w->close_status = st;
-  return st;
-}
-
-void cucap_writer_destroy(cucap_writer *w) {
-  if (!w)
-    return;
-  if (!w->closed) {
-    cucap_status st = cucap_writer_close(w);
-    if (st != CUCAP_OK && !w->o.quiet_errors)
-      CUCAP_ERROR("writer: close on destroy failed: %s", cucap_status_str(st));
-  }
-  wchunk_free(w->rec_cur);
-  wchunk_free(w->blob_cur);
-  for (wchunk *c = w->free_rec, *n; c; c = n) {
-    n = c->next;
-    wchunk_free(c);
-  }
-  for (wchunk *c = w->free_blob, *n; c; c = n) {
-    n = c->next;
-    wchunk_free(c);
-  }
-  free(w->cbuf);
-  free(w->entries);
-  free(w->blobs);
-  free(w->bset);
-  writer_free(w);
 }
 
 void cucap_writer_get_stats(cucap_writer *w, cucap_writer_stats *st) {

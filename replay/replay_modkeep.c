@@ -36,7 +36,7 @@
  * On by default; CUCAP_REPLAY_KEEP_MODULES=0 turns it off (every pass loads
  * its modules again, as before).
  *
- * Owns: the kept-module table (R->mk); the executor (replay_exec.c) asks it at
+ * Owns: the kept-module table (R->mk); the executor (replay_exec_kernel.c) asks it at
  * each module load and unload, the pass loop (replay_run.c) at pass start and
  * at the end of the run. */
 #include <inttypes.h>

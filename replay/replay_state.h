@@ -1,4 +1,4 @@
-/* replay_state.h - the replayer's run state, shared by replay_exec.c,
+/* replay_state.h - the replayer's run state, shared by replay_exec*.c,
  * replay_run.c, replay_graph.c and replay_observer.c. Internal. */
 #ifndef CUCAP_REPLAY_STATE_H
 #define CUCAP_REPLAY_STATE_H
@@ -145,7 +145,7 @@ const void *rp_image_for_driver(const void *img, uint64_t isz, void **copy,
 #define RP_MAX_PARAMS 1024
 void rp_func_layout(rp_state *R, rp_func *fi);
 
-/* replay_exec.c */
+/* replay_exec.c, replay_exec_kernel.c, replay_exec_copy.c */
 void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int rp_cu(rp_state *R, CUresult r, const char *call); /* 0 + error if failed */
@@ -169,6 +169,16 @@ void rp_copy2d_dst_dev(CUDA_MEMCPY2D *p, const cucap_fb_copy_geometry *g, uint64
 void rp_copy3d_src_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_copy3d_dst_dev(CUDA_MEMCPY3D *p, const cucap_fb_copy_geometry *g, uint64_t dev);
 void rp_execute(rp_state *R, const cucap_fb_record *rec);
+/* The ops rp_execute dispatches to, by record body: replay_exec_kernel.c
+ * (code) and replay_exec_copy.c (memory). */
+void rp_op_module(rp_state *R, const cucap_fb_record *rec, const cucap_fb_module *m);
+void rp_op_global(rp_state *R, const cucap_fb_record *rec, const cucap_fb_global *g);
+void rp_op_function(rp_state *R, const cucap_fb_record *rec, const cucap_fb_function *f);
+void rp_op_launch(rp_state *R, const cucap_fb_record *rec, const cucap_fb_launch *l);
+void rp_op_alloc(rp_state *R, const cucap_fb_record *rec, const cucap_fb_alloc *a);
+void rp_op_free(rp_state *R, const cucap_fb_record *rec, const cucap_fb_free *f);
+void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memcpy *c);
+void rp_op_memset(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memset *m);
 /* Helpers of the executor shared with the files of its subsystems
  * (replay_array.c, replay_object.c, replay_attr.c, replay_graph*.c). */
 int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec); /* 0 + error if failed */
@@ -228,7 +238,7 @@ size_t rp_object_context_gone(rp_state *R, uint64_t ctx);
 /* Destroys every live array/object and frees the maps (loops, end). */
 void rp_object_destroy_live(rp_state *R);
 
-/* replay_exec.c: 1 if a copy's geometry (width x height x depth) fits the
+/* replay_exec_copy.c: 1 if a copy's geometry (width x height x depth) fits the
  * `size` bytes of its packed host side (a damaged capture may say more). */
 int rp_geometry_fits(const cucap_fb_copy_geometry *g, uint64_t size);
 

@@ -1,0 +1,522 @@
+/* replay_exec_kernel.c - the executor's code ops: Module records (load a
+ * module or library image again, with its JIT options), Global records
+ * (module globals), Function records (function and kernel handles) and
+ * Launch records (parameters rebuilt from the recorded argument block,
+ * device pointers relocated, launch attributes mapped). Dispatched by
+ * rp_execute (replay_exec.c); the handle maps live in rp_state. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cucap_hash.h"
+#include "cucap_log.h"
+#include "replay_state.h"
+#include "replay_graph.h"
+
+static int rp_jit_option_scalar(int opt) {
+  switch (opt) {
+  case CU_JIT_WALL_TIME:
+  case CU_JIT_INFO_LOG_BUFFER:
+  case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+  case CU_JIT_ERROR_LOG_BUFFER:
+  case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+  case CU_JIT_GLOBAL_SYMBOL_NAMES:
+  case CU_JIT_GLOBAL_SYMBOL_ADDRESSES:
+  case CU_JIT_GLOBAL_SYMBOL_COUNT:
+  case CU_JIT_REFERENCED_KERNEL_NAMES:
+  case CU_JIT_REFERENCED_KERNEL_COUNT:
+  case CU_JIT_REFERENCED_VARIABLE_NAMES:
+  case CU_JIT_REFERENCED_VARIABLE_COUNT:
+    return 0; /* pointers/buffers (not stored) or counts that go with them */
+  default:
+    return opt >= 0 && opt < CU_JIT_NUM_OPTIONS;
+  }
+}
+
+#define RP_MAX_JIT 32
+void rp_op_module(rp_state *R, const cucap_fb_record *rec,
+                  const cucap_fb_module *m) {
+  uint64_t h = cucap_fb_module_handle(m);
+  int kind = cucap_fb_module_kind(m);
+  switch (cucap_fb_module_op(m)) {
+  case CUCAP_FB_MODULEOP_LOAD: {
+    int library = kind == CUCAP_FB_MODULEKIND_LIBRARY;
+    if (R->mk) { /* loaded by this record in an earlier pass and kept */
+      if (!rp_ctx_rec(R, rec))
+        return;
+      uint64_t kept = rp_modkeep_get(R, R->rec_index, library);
+      if (kept) {
+        if (!rp_live_put(R, library ? &R->library : &R->module, h, kept))
+          return;
+        if (!library)
+          rp_owned(R, kept);
+        break;
+      }
+    }
+    if (!cucap_fb_module_image(m)) {
+      rp_skip(R, "module load without stored image");
+      return;
+    }
+    const void *img = NULL;
+    uint64_t isz = 0;
+    if (cucap_reader_blob_map(R->r, rp_h(cucap_fb_module_image(m)), &img,
+                              &isz) != CUCAP_OK) {
+      rp_skip(R, "module load (image blob missing)");
+      return;
+    }
+    const char *why = NULL;
+    void *copy = NULL;
+    if (!(img = rp_image_for_driver(img, isz, &copy, &why))) {
+      if (why)
+        rp_skip(R, why);
+      else
+        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
+    if (copy && !rp_keep(R, copy)) {
+      free(copy);
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
+    CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];
+    void *jv[RP_MAX_JIT], *lv[RP_MAX_JIT];
+    unsigned nj = 0, nl = 0;
+    for (size_t i = 0; i < cucap_fb_module_jit_options_len(m) && nj < RP_MAX_JIT; i++) {
+      const cucap_fb_jit_option *o = cucap_fb_module_jit_options_at(m, i);
+      int opt = cucap_fb_jit_option_option(o);
+      if (!rp_jit_option_scalar(opt))
+        continue;
+      jo[nj] = (CUjit_option)opt;
+      jv[nj++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
+    }
+    for (size_t i = 0; i < cucap_fb_module_library_options_len(m) && nl < RP_MAX_JIT; i++) {
+      const cucap_fb_jit_option *o = cucap_fb_module_library_options_at(m, i);
+      if (!rp_lib_option_safe(cucap_fb_jit_option_option(o)))
+        continue;
+      lo[nl] = (CUjit_option)cucap_fb_jit_option_option(o);
+      lv[nl++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
+    }
+    if (!rp_ctx_rec(R, rec))
+      return;
+    if (kind == CUCAP_FB_MODULEKIND_LIBRARY) {
+      CUlibrary lib = NULL;
+      if (!R->d.df.LibraryLoadData) {
+        rp_skip(R, "cuLibraryLoadData (driver lacks it)");
+        return;
+      }
+      if (!rp_cu(R, R->d.df.LibraryLoadData(&lib, img, nj ? jo : NULL,
+                                            nj ? jv : NULL, nj,
+                                            (CUlibraryOption *)(nl ? lo : NULL),
+                                            nl ? lv : NULL, nl),
+                 "cuLibraryLoadData"))
+        return;
+      if (!rp_live_put(R, &R->library, h, (uint64_t)(uintptr_t)lib))
+        return;
+      rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
+    } else {
+      CUmodule mod = NULL;
+      if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, img, nj, nj ? jo : NULL,
+                                             nj ? jv : NULL),
+                 "cuModuleLoadDataEx"))
+        return;
+      if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
+        return;
+      rp_owned(R, (uint64_t)(uintptr_t)mod);
+      rp_modkeep_add(R, R->rec_index, 0, (uint64_t)(uintptr_t)mod, img, isz);
+    }
+    break;
+  }
+  case CUCAP_FB_MODULEOP_LIBRARYMODULE:
+    rp_op_library_module(R, rec, m);
+    return;
+  case CUCAP_FB_MODULEOP_UNLOAD: {
+    uint64_t live;
+    rp_ctx_rec(R, rec);
+    if (rp_map_del(&R->libmod, h, NULL)) {
+      /* a library's module: the library owns it */
+    } else if (rp_map_del(&R->library, h, &live)) {
+      if (R->d.df.LibraryUnload && !rp_modkeep_has(R, live))
+        R->d.df.LibraryUnload((CUlibrary)(uintptr_t)live);
+    } else if (rp_map_del(&R->module, h, &live)) {
+      if (!rp_modkeep_has(R, live))
+        R->d.df.ModuleUnload((CUmodule)(uintptr_t)live);
+    }
+    break;
+  }
+  default: /* cuLink*: the linked cubin is loaded by a later Module record */
+    R->rep->ignored++;
+    return;
+  }
+  R->rep->executed++;
+}
+
+void rp_op_global(rp_state *R, const cucap_fb_record *rec,
+                  const cucap_fb_global *g) {
+  uint64_t mh = cucap_fb_global_module(g), live = 0;
+  const char *name = cucap_fb_global_name(g);
+  CUdeviceptr addr = 0;
+  size_t size = 0;
+  CUresult r = CUDA_ERROR_NOT_FOUND;
+  if (!name)
+    return;
+  rp_ctx_rec(R, rec);
+  if (rp_map_get(&R->library, mh, &live) && R->d.df.LibraryGetGlobal)
+    r = R->d.df.LibraryGetGlobal(&addr, &size, (CUlibrary)(uintptr_t)live,
+                                 name);
+  else if (rp_module_live(R, mh, &live) && R->d.df.ModuleGetGlobal)
+    r = R->d.df.ModuleGetGlobal(&addr, &size, (CUmodule)(uintptr_t)live, name);
+  if (r != CUDA_SUCCESS) {
+    rp_skip(R, "module global lookup");
+    return;
+  }
+  uint64_t rec_addr = cucap_fb_global_address(g);
+  if (addr != rec_addr) {
+    /* module globals are placed by the loader: relocate references */
+    uint64_t rsz = cucap_fb_global_size(g) ? cucap_fb_global_size(g) : size;
+    if (!R->warned_global++)
+      CUCAP_WARN("replay: module global %s is at 0x%llx, recorded at 0x%" PRIx64
+                 " (the driver places globals); kernel parameters and copies "
+                 "are relocated, its address stored in device memory is not",
+                 name, (unsigned long long)addr, rec_addr);
+    else
+      CUCAP_INFO("replay: global %s at 0x%llx, recorded at 0x%" PRIx64
+                 "; relocating references", name, (unsigned long long)addr,
+                 rec_addr);
+    rp_mem_add_reloc(&R->mem, rec_addr, rsz, addr, 0);
+  }
+  R->rep->executed++;
+}
+
+void rp_op_function(rp_state *R, const cucap_fb_record *rec,
+                    const cucap_fb_function *f) {
+  uint64_t h = cucap_fb_function_handle(f), mh = cucap_fb_function_module(f);
+  const char *name = cucap_fb_function_name(f);
+  int kind = cucap_fb_function_kind(f);
+  uint64_t mlive = 0, idx;
+  void *live = NULL;
+  CUcontext mod_owner = NULL; /* a module's function lives and dies with its module's context */
+  rp_ctx_rec(R, rec);
+  if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
+    /* module field = the CUkernel */
+    if (rp_map_get(&R->func, mh, &idx) && R->d.df.KernelGetFunction) {
+      CUfunction fn = NULL;
+      if (!rp_cu(R, R->d.df.KernelGetFunction(
+                        &fn, (CUkernel)(uintptr_t)R->funcs[idx].live),
+                 "cuKernelGetFunction"))
+        return;
+      live = fn;
+    }
+  } else if (name && kind == CUCAP_FB_FUNCTIONKIND_KERNEL) {
+    if (rp_map_get(&R->library, mh, &mlive) && R->d.df.LibraryGetKernel) {
+      CUkernel k = NULL;
+      if (!rp_cu(R, R->d.df.LibraryGetKernel(&k, (CUlibrary)(uintptr_t)mlive,
+                                             name),
+                 "cuLibraryGetKernel"))
+        return;
+      live = k;
+    }
+  } else if (name && rp_module_live(R, mh, &mlive)) {
+    mod_owner = rp_owner_of(R, mlive);
+    CUfunction fn = NULL;
+    if (!rp_cu(R, R->d.df.ModuleGetFunction(&fn, (CUmodule)(uintptr_t)mlive,
+                                            name),
+               "cuModuleGetFunction"))
+      return;
+    live = fn;
+  }
+  if (!live && name) {
+    /* its module or CUkernel was never defined in the capture */
+    uint64_t flive = 0, fmod = 0;
+    int how = rp_func_by_name(R, name, &flive, &fmod);
+    if (how == 1 && kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
+      CUfunction fn = NULL;
+      if (!rp_cu(R, R->d.df.KernelGetFunction(&fn, (CUkernel)(uintptr_t)flive),
+                 "cuKernelGetFunction"))
+        return;
+      live = fn;
+    } else if (how == 1) {
+      live = (void *)(uintptr_t)flive;
+      kind = CUCAP_FB_FUNCTIONKIND_KERNEL; /* launched through the CUkernel */
+    } else if (how == 2) {
+      live = (void *)(uintptr_t)flive;
+      mod_owner = rp_owner_of(R, fmod);
+      if (kind == CUCAP_FB_FUNCTIONKIND_KERNEL)
+        kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
+    }
+    if (live) {
+      R->rep->found_by_name++;
+      if (R->pass == 0)
+        CUCAP_INFO("replay: kernel %s (record %" PRIu64 ") found by name in a "
+                   "%s the capture loaded: its own module was never recorded",
+                   name, R->rec_index, how == 1 ? "library" : "module");
+    }
+  }
+  if (!live) {
+    rp_skip(R, "function lookup (module not loaded)");
+    return;
+  }
+  rp_func *fi;
+  const char *inherit = NULL;
+  if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION && !name &&
+      rp_map_get(&R->func, mh, &idx))
+    inherit = R->funcs[idx].name; /* the CUkernel's name */
+  char *nm = strdup(name ? name : inherit ? inherit : "?");
+  if (!nm) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    return;
+  }
+  if (rp_map_get(&R->func, h, &idx)) {
+    fi = &R->funcs[idx];
+    free(fi->params);
+    free(fi->name);
+  } else {
+    if (R->nfuncs == R->capfuncs) {
+      size_t nc = R->capfuncs ? R->capfuncs * 2 : 32;
+      rp_func *n = realloc(R->funcs, nc * sizeof *n);
+      if (!n) {
+        free(nm);
+        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED,
+                     "out of memory");
+        return;
+      }
+      R->funcs = n;
+      R->capfuncs = nc;
+    }
+    idx = R->nfuncs++;
+    rp_map_put(&R->func, h, idx);
+    fi = &R->funcs[idx];
+  }
+  memset(fi, 0, sizeof *fi);
+  fi->handle = h;
+  fi->live = (uint64_t)(uintptr_t)live;
+  /* A module's function belongs to the module's context, which need not be
+   * the current one (a capture may look a function up with another context
+   * current: found by fuzz_replay, the function outlived its module's
+   * context and a launch used it); a cuKernelGetFunction result belongs to
+   * the current context. */
+  if (mod_owner)
+    rp_map_put(&R->owner, fi->live, (uint64_t)(uintptr_t)mod_owner);
+  else if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL)
+    rp_owned(R, fi->live);
+  fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
+  fi->kind = kind;
+  fi->name = nm;
+  size_t np = 0;
+  const cucap_fb_param_info *pp = cucap_fb_function_params(f, &np);
+  if (pp && np) {
+    fi->params = malloc(np * sizeof *fi->params);
+    if (fi->params) {
+      memcpy(fi->params, pp, np * sizeof *fi->params);
+      fi->nparams = np;
+    }
+  }
+  fi->param_bytes = cucap_fb_function_param_bytes(f);
+  fi->layout_bytes = fi->param_bytes; /* end of the last parameter */
+  for (size_t i = 0; i < fi->nparams; i++) {
+    size_t end = (size_t)fi->params[i].offset + fi->params[i].size;
+    if (end > fi->layout_bytes)
+      fi->layout_bytes = end;
+  }
+  if (fi->layout_bytes > RP_MAX_PARAM_BYTES) {
+    /* no kernel takes that much (the driver's limit is 32 KiB): a damaged
+     * capture (fuzz_replay: a 4 GB layout sized a graph node's block); the
+     * recorded argument block alone is launched */
+    free(fi->params);
+    fi->params = NULL;
+    fi->nparams = 0;
+    fi->param_bytes = 0;
+    fi->layout_bytes = 0;
+  }
+  R->last_fn_idx = 0; /* funcs[] may have moved or changed */
+  R->rep->executed++;
+}
+
+
+#define RP_MAX_ATTRS 32
+
+void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
+                  const cucap_fb_launch *l) {
+  const char *bad = rp_unreplayable(rec);
+  if (bad) {
+    rp_skip(R, bad);
+    return;
+  }
+  const rp_fns *fn = rp_fn(R, rec);
+  uint64_t idx, fh = cucap_fb_launch_function(l);
+  if (R->last_fn_idx && R->last_fn_handle == fh) {
+    idx = R->last_fn_idx - 1; /* loops launch the same kernel again and again */
+  } else {
+    if (!rp_map_get(&R->func, fh, &idx)) {
+      rp_skip(R, "launch of an unknown function");
+      return;
+    }
+    R->last_fn_handle = fh;
+    R->last_fn_idx = idx + 1;
+  }
+  rp_func *fi = &R->funcs[idx];
+  if (!rp_ctx_rec(R, rec))
+    return;
+  if (!rp_func_fn(R, fi)) {
+    if (!R->failed)
+      rp_skip(R, "launch of a function whose module was unloaded");
+    return;
+  }
+  rp_func_layout(R, fi);
+  /* argument block: inline or a blob; copied so it can be patched */
+  size_t n = 0;
+  const uint8_t *inl = cucap_fb_launch_args(l, &n);
+  uint8_t *args = NULL;
+  if (cucap_fb_launch_has_args_blob(l)) {
+    cucap_hash128 h = rp_h(cucap_fb_launch_args_blob(l));
+    uint64_t bsz = 0;
+    if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK ||
+        !rp_grow(&R->expect, &R->expect_cap, bsz + 8, &R->expect_pinned, R) ||
+        cucap_reader_blob_read(R->r, h, R->expect, bsz) != CUCAP_OK) {
+      rp_skip(R, "launch (argument blob missing)");
+      return;
+    }
+    n = bsz;
+    args = R->expect;
+  } else {
+    if (!rp_grow(&R->expect, &R->expect_cap, n + 8, &R->expect_pinned, R)) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      return;
+    }
+    if (n)
+      memcpy(R->expect, inl, n);
+    args = R->expect;
+  }
+  /* the driver reads every parameter at its offset: make sure the block
+   * covers the recorded layout (zero-filled past what was stored) */
+  size_t need = n;
+  if (fi->layout_bytes > need)
+    need = fi->layout_bytes;
+  if (need > n) {
+    if (!rp_grow(&R->expect, &R->expect_cap, need + 8, &R->expect_pinned, R)) {
+      rp_skip(R, "launch (parameter layout too large)");
+      return;
+    }
+    args = R->expect; /* rp_grow does not keep contents: copy again */
+    if (cucap_fb_launch_has_args_blob(l)) {
+      if (cucap_reader_blob_read(R->r, rp_h(cucap_fb_launch_args_blob(l)),
+                                 args, n) != CUCAP_OK) {
+        rp_skip(R, "launch (argument blob missing)");
+        return;
+      }
+    } else if (n) {
+      memcpy(args, inl, n);
+    }
+    memset(args + n, 0, need - n);
+  }
+  /* relocation: patch 8-byte parameters that point into moved ranges */
+  if (R->mem.nreloc) {
+    if (fi->nparams) {
+      for (size_t i = 0; i < fi->nparams; i++) {
+        uint32_t off = fi->params[i].offset, psz = fi->params[i].size;
+        if (psz > 8) {
+          /* a struct parameter (CUTLASS/cuBLAS Params, cublasSplitKParams
+           * with its alpha/beta pointers into cuBLAS's deviceConstants) */
+          R->rep->patched_params += rp_mem_patch_struct(&R->mem, args, n, off, psz);
+        } else if (psz == 8 && off % 8 == 0 && off + 8 <= n) {
+          uint64_t v;
+          memcpy(&v, args + off, 8);
+          int rel = 0;
+          uint64_t nv = rp_mem_translate(&R->mem, v, &rel);
+          if (rel) {
+            memcpy(args + off, &nv, 8);
+            R->rep->patched_params++;
+          }
+        }
+      }
+    } else {
+      for (size_t off = 0; off + 8 <= n; off += 8) {
+        uint64_t v;
+        memcpy(&v, args + off, 8);
+        int rel = 0;
+        uint64_t nv = rp_mem_translate(&R->mem, v, &rel);
+        if (rel) {
+          memcpy(args + off, &nv, 8);
+          R->rep->patched_params++;
+        }
+      }
+    }
+  }
+  if (R->obj)
+    rp_object_patch_params(R, fi, args, n);
+  void *kp[RP_MAX_PARAMS];
+  void **kparams = NULL, **extra = NULL;
+  size_t argsize = n;
+  void *extra_buf[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args,
+                        CU_LAUNCH_PARAM_BUFFER_SIZE, &argsize,
+                        CU_LAUNCH_PARAM_END};
+  if (fi->nparams && fi->nparams <= RP_MAX_PARAMS) {
+    /* kernelParams: no size limit on the parameter block (CUDA 12.1+) */
+    for (size_t i = 0; i < fi->nparams; i++) {
+      uint32_t off = fi->params[i].offset;
+      kp[i] = off < need ? args + off : args; /* args holds need bytes */
+    }
+    kparams = kp;
+  } else if (n) {
+    extra = extra_buf;
+  }
+  const cucap_fb_dim3 *gd = cucap_fb_launch_grid(l), *bd = cucap_fb_launch_block(l);
+  cucap_fb_dim3 one = {1, 1, 1};
+  if (!gd)
+    gd = &one;
+  if (!bd)
+    bd = &one;
+  CUstream st = rp_stream(R, cucap_fb_launch_stream(l));
+  CUfunction f = (CUfunction)(uintptr_t)fi->live_fn;
+  unsigned shm = cucap_fb_launch_shared_mem(l);
+  if (R->attr) /* attributes set before the function was known */
+    rp_attr_before_launch(R, fi);
+  CUresult r;
+  if (R->o->nobservers) { /* observers see the launch exactly around the call */
+    R->op.launch_index = cucap_fb_launch_launch_index(l);
+    R->op.kernel = fi->name;
+    R->op.function = (uint64_t)(uintptr_t)f;
+    R->op.stream = (uint64_t)(uintptr_t)st;
+    R->op.context = (uint64_t)(uintptr_t)R->cur;
+    R->op.callstack = cucap_fb_record_stack(rec);
+    rp_obs_op_before(R);
+  }
+  int k = cucap_fb_launch_kind(l);
+  if (k == CUCAP_FB_LAUNCHKIND_KERNELEX && fn->LaunchKernelEx) {
+    CUlaunchAttribute at[RP_MAX_ATTRS];
+    unsigned na = rp_attr_launch_attrs(R, l, at, RP_MAX_ATTRS);
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = gd->x;
+    cfg.gridDimY = gd->y;
+    cfg.gridDimZ = gd->z;
+    cfg.blockDimX = bd->x;
+    cfg.blockDimY = bd->y;
+    cfg.blockDimZ = bd->z;
+    cfg.sharedMemBytes = shm;
+    cfg.hStream = st;
+    cfg.attrs = na ? at : NULL;
+    cfg.numAttrs = na;
+    r = fn->LaunchKernelEx(&cfg, f, kparams, extra);
+  } else if (k == CUCAP_FB_LAUNCHKIND_COOPERATIVE && fn->LaunchCooperativeKernel) {
+    if (!kparams && n) { /* no extra path for cooperative launches */
+      rp_skip(R, "cooperative launch without parameter layout");
+      return;
+    }
+    r = fn->LaunchCooperativeKernel(f, gd->x, gd->y, gd->z, bd->x, bd->y, bd->z,
+                                    shm, st, kparams);
+  } else {
+    r = fn->LaunchKernel(f, gd->x, gd->y, gd->z, bd->x, bd->y, bd->z, shm, st,
+                         kparams, extra);
+  }
+  if (r != CUDA_SUCCESS) { /* message formatted only on failure */
+    char what[200];
+    snprintf(what, sizeof what, "launch of %s (launch %" PRIu64 ")", fi->name,
+             cucap_fb_launch_launch_index(l));
+    rp_cu(R, r, what);
+    return;
+  }
+  if (!R->capturing) /* captured: runs (and counts) at cuGraphLaunch */
+    R->rep->launches++;
+  R->rep->executed++;
+}
