@@ -297,7 +297,13 @@ static void pend_compact(const unsigned char *gone) {
 
 /* ---------------------------------------------------------------- pending */
 
-static void drain_all(void) { cx_deferred_context_loss(0); }
+/* At exit. Not in a fork()ed child: its recorder is inert, the parent's
+ * events are not its own, and a read another parent thread had in flight
+ * at the fork would hold g_reading up for ever (reads_wait). */
+static void drain_all(void) {
+  if (!cucap_rec_is_forked_child())
+    cx_deferred_context_loss(0);
+}
 static void at_exit_drain(void) { cx_guarded(drain_all); }
 static void register_exit(void) { atexit(at_exit_drain); }
 
