@@ -72,7 +72,13 @@
 # (20000 launches per thread), BENCH_STATS (1: step j), BENCH_TIMEOUT (per
 # command, s, 150), BENCH_BUDGET (s, 510: later steps are skipped as FAIL once
 # it is spent; the whole script is sized for ~8.5 minutes on an H100 host),
-# PYTHON (python3), BENCH_KEEP, BENCH_SKIP (steps left out, see the end).
+# PYTHON (python3), BENCH_KEEP, BENCH_SKIP (steps left out, see the end),
+# BENCH_CPUS: pin both sides of the A/B steps (a, b, f, g) to these CPUs
+# (`taskset -c LIST`), or "auto": four cores local to GPU 0's PCI device,
+# past its first two (which take most of its interrupts). Unset: unpinned,
+# the default, until pinning is measured on the H100 (within one run the
+# native launch figure moves by up to 40 %; whether CPU placement is the
+# cause is what BENCH_CPUS=auto against unset tells).
 set -u
 
 if [ $# -ne 2 ]; then
@@ -113,6 +119,30 @@ NLAUNCH=${BENCH_LAUNCHES:-100000}
 STEPS=${BENCH_STEPS:-200}
 TMO=${BENCH_TIMEOUT:-150}
 BUDGET=${BENCH_BUDGET:-510}
+PIN=()
+if [ -n "${BENCH_CPUS:-}" ]; then
+  cpus=$BENCH_CPUS
+  if [ "$cpus" = auto ]; then
+    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | head -1 |
+      tr 'A-F' 'a-f' | sed 's/^0000//')
+    cpus=$(python3 - "$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null)" <<'PY'
+import sys
+c = []
+for p in sys.argv[1].split(','):
+    if p:
+        a, _, b = p.partition('-')
+        c += range(int(a), int(b or a) + 1)
+print(','.join(map(str, c[2:6])))
+PY
+)
+  fi
+  if [ -n "$cpus" ] && command -v taskset >/dev/null && taskset -c "$cpus" true 2>/dev/null; then
+    PIN=(taskset -c "$cpus")
+  else
+    echo "gpu_bench: BENCH_CPUS=$BENCH_CPUS: cannot pin (cpus '$cpus'); unpinned" >&2
+  fi
+fi
+[ ${#PIN[@]} -gt 0 ] && echo "gpu_bench: steps a, b, f, g run under: ${PIN[*]}"
 
 BENCH_FILE=$OUT/bench.txt
 SUMMARY=$OUT/summary.txt
@@ -240,7 +270,7 @@ step_a() {
   printf '%-4s %14s %14s %12s %12s %14s\n' run native_us rec_us native_s rec_s capture_bytes
   for ((i = 1; i <= LAUNCH_RUNS; i++)); do
     if over_budget; then reason="time budget spent"; break; fi
-    run_timed "$OUT/a_native_$i.log" "$EMPTY" "$NLAUNCH"
+    run_timed "$OUT/a_native_$i.log" ${PIN[@]+"${PIN[@]}"} "$EMPTY" "$NLAUNCH"
     v=$(field "$OUT/a_native_$i.log" "us per launch")
     if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
       reason="native run $i: $(why "$OUT/a_native_$i.log" $RUN_RC)"; break
@@ -248,7 +278,7 @@ step_a() {
     nus+=("$v"); nwall+=("$RUN_WALL")
     cap=$WORK/empty_$i.cucap
     rm -f "$cap"
-    run_timed "$OUT/a_record_$i.log" "$CUCAP" record -o "$cap" -- "$EMPTY" "$NLAUNCH"
+    run_timed "$OUT/a_record_$i.log" ${PIN[@]+"${PIN[@]}"} "$CUCAP" record -o "$cap" -- "$EMPTY" "$NLAUNCH"
     v=$(field "$OUT/a_record_$i.log" "us per launch")
     if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
       reason="recorded run $i: $(why "$OUT/a_record_$i.log" $RUN_RC)"; break
@@ -282,7 +312,7 @@ step_b() {
   printf '%-4s %12s %12s %14s\n' run native_s rec_s capture_bytes
   for ((i = 1; i <= TORCH_RUNS; i++)); do
     if over_budget; then reason="time budget spent"; break; fi
-    run_timed "$OUT/b_native_$i.log" "$PY" "$TORCH" --steps "$STEPS"
+    run_timed "$OUT/b_native_$i.log" ${PIN[@]+"${PIN[@]}"} "$PY" "$TORCH" --steps "$STEPS"
     if [ $RUN_RC -ne 0 ]; then
       reason="native run $i: $(why "$OUT/b_native_$i.log" $RUN_RC)"; break
     fi
@@ -292,7 +322,7 @@ step_b() {
     cks_n=$(field "$OUT/b_native_$i.log" "param checksum")
     cap=$WORK/torch_$i.cucap
     rm -f "$cap"
-    run_timed "$OUT/b_record_$i.log" "$CUCAP" record -o "$cap" -- "$PY" "$TORCH" --steps "$STEPS"
+    run_timed "$OUT/b_record_$i.log" ${PIN[@]+"${PIN[@]}"} "$CUCAP" record -o "$cap" -- "$PY" "$TORCH" --steps "$STEPS"
     if [ $RUN_RC -ne 0 ]; then
       reason="recorded run $i: $(why "$OUT/b_record_$i.log" $RUN_RC)"; break
     fi
@@ -482,7 +512,7 @@ net_step() {
   printf '%-4s %14s %14s %14s\n' run native_ms rec_ms capture_bytes
   for ((i = 1; i <= RUNS; i++)); do
     if over_budget; then reason="time budget spent"; break; fi
-    run_timed "$OUT/${name}_native_$i.log" "$PY" "$script" --steps "$NET_STEPS"
+    run_timed "$OUT/${name}_native_$i.log" ${PIN[@]+"${PIN[@]}"} "$PY" "$script" --steps "$NET_STEPS"
     v=$(field "$OUT/${name}_native_$i.log" train_ms_per_step)
     if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
       reason="native run $i: $(why "$OUT/${name}_native_$i.log" $RUN_RC)"; break
@@ -490,7 +520,7 @@ net_step() {
     nv+=("$v")
     cap=$WORK/${name}_$i.cucap
     rm -f "$cap"
-    run_timed "$OUT/${name}_record_$i.log" "$CUCAP" record -o "$cap" -- "$PY" "$script" --steps "$NET_STEPS"
+    run_timed "$OUT/${name}_record_$i.log" ${PIN[@]+"${PIN[@]}"} "$CUCAP" record -o "$cap" -- "$PY" "$script" --steps "$NET_STEPS"
     v=$(field "$OUT/${name}_record_$i.log" train_ms_per_step)
     if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
       reason="recorded run $i: $(why "$OUT/${name}_record_$i.log" $RUN_RC)"; break
