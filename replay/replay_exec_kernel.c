@@ -335,6 +335,19 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
 
 #define RP_MAX_ATTRS 32
 
+/* A recorded device address in the 8 bytes at p becomes its live one
+ * (relocated replays); counted in patched_params. */
+static void patch_word(rp_state *R, uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  int rel = 0;
+  uint64_t nv = rp_mem_translate(&R->mem, v, &rel);
+  if (rel) {
+    memcpy(p, &nv, 8);
+    R->rep->patched_params++;
+  }
+}
+
 void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
                   const cucap_fb_launch *l) {
   const char *bad = rp_unreplayable(rec);
@@ -419,27 +432,12 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
            * with its alpha/beta pointers into cuBLAS's deviceConstants) */
           R->rep->patched_params += rp_mem_patch_struct(&R->mem, args, n, off, psz);
         } else if (psz == 8 && off % 8 == 0 && off + 8 <= n) {
-          uint64_t v;
-          memcpy(&v, args + off, 8);
-          int rel = 0;
-          uint64_t nv = rp_mem_translate(&R->mem, v, &rel);
-          if (rel) {
-            memcpy(args + off, &nv, 8);
-            R->rep->patched_params++;
-          }
+          patch_word(R, args + off);
         }
       }
     } else {
-      for (size_t off = 0; off + 8 <= n; off += 8) {
-        uint64_t v;
-        memcpy(&v, args + off, 8);
-        int rel = 0;
-        uint64_t nv = rp_mem_translate(&R->mem, v, &rel);
-        if (rel) {
-          memcpy(args + off, &nv, 8);
-          R->rep->patched_params++;
-        }
-      }
+      for (size_t off = 0; off + 8 <= n; off += 8)
+        patch_word(R, args + off);
     }
   }
   if (R->obj)
