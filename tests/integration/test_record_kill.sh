@@ -6,7 +6,7 @@
 # iteration, 1 MiB of new data each time) is recorded with `cucap record` on
 # the mock libcuda and killed:
 #   - at exact points inside the stream writer (CUCAP_TEST_KILL_AT, see
-#     capture/writer.c): right after the file header; when the 3rd chunk is
+#     capture/writer_state.h): right after the file header; when the 3rd chunk is
 #     sealed (queued, not written); half-way through the first record chunk,
 #     the first blob chunk and the 4th blob chunk; right after the 6th chunk
 #     is complete; half-way through the final index chunk; after the index,
