@@ -9,8 +9,12 @@
  * on the mock and on a GPU.
  * Usage: drv_share [STEPS] (default 6).
  * DRV_SHARE_SHIFT=1: reserve 64 GiB of address space and 512 bytes of stack
- *   first, so that heap and stack addresses (and the upper halves of heap
- *   addresses) differ from a run without it, with or without ASLR;
+ *   first, so that heap and stack addresses differ from a run without it,
+ *   with or without ASLR, and map the scratch buffer at 0x200000000000, so
+ *   that the upper half of its address (the stale half in the padding)
+ *   differs too: with ASLR, the 64 GiB shift alone gave the same upper half
+ *   as a run without it in about 1 pair of runs in 150 (mmap's base moves
+ *   over 256 upper halves), which made test_share's diff check fail;
  * DRV_SHARE_SCALE=F: the scalar parameter s (default 0.5);
  * DRV_SHARE_BETA=F: the struct member beta (default 0.25);
  * DRV_SHARE_JUNK=N: the padding after beta holds N (default 0), bytes the
@@ -92,7 +96,17 @@ int main(int argc, char **argv) {
   if (shift && mmap(NULL, (size_t)64 << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                     -1, 0) == MAP_FAILED)
     return 1;
-  void *scratch = malloc(1 << 20); /* mmap'ed by malloc: below the reservation */
+  void *scratch = NULL; /* anonymous memory either way */
+  int scratch_mapped = 0;
+  if (shift) {
+    scratch = mmap((void *)(uintptr_t)0x200000000000ull, 1 << 20, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    scratch_mapped = scratch != MAP_FAILED;
+    if (!scratch_mapped)
+      scratch = NULL;
+  }
+  if (!scratch)
+    scratch = malloc(1 << 20); /* mmap'ed by malloc: below the reservation */
   if (!scratch)
     return 1;
   CUcontext ctx = drv_setup();
@@ -107,6 +121,9 @@ int main(int argc, char **argv) {
   run(f, steps, scratch);
   CK(cuLibraryUnload(lib));
   CK(cuCtxDestroy(ctx));
-  free(scratch);
+  if (scratch_mapped)
+    munmap(scratch, 1 << 20);
+  else
+    free(scratch);
   return 0;
 }
