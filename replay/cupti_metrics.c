@@ -81,6 +81,34 @@ static int ck_host_config(ck_engine *E, CUpti_Profiler_Host_Object *host,
   return 1;
 }
 
+/* A range-profiler host object for this chip, on the counter availability
+ * image avail (which it refers to until it is deinitialised); NULL with
+ * E->last_msg set. */
+static CUpti_Profiler_Host_Object *ck_host_new(ck_engine *E, uint8_t *avail) {
+  CUpti_Profiler_Host_Initialize_Params hp;
+  memset(&hp, 0, sizeof hp);
+  hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
+  hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  hp.pChipName = E->env.chip;
+  hp.pCounterAvailabilityImage = avail;
+  return CK_CALL(E, cuptiProfilerHostInitialize, &hp) ? hp.pHostObject : NULL;
+}
+
+/* Deinitialises *host (quietly: at teardown) and clears it; NULL accepted. */
+static void ck_host_delete(ck_engine *E, CUpti_Profiler_Host_Object **host) {
+  if (!*host)
+    return;
+  CUpti_Profiler_Host_Deinitialize_Params hd;
+  memset(&hd, 0, sizeof hd);
+  hd.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
+  hd.pHostObject = *host;
+  int q = E->quiet;
+  E->quiet = 1;
+  CK_CALL(E, cuptiProfilerHostDeinitialize, &hd);
+  E->quiet = q;
+  *host = NULL;
+}
+
 int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
   if (!(E->api.groups & CK_PROF)) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
@@ -142,23 +170,16 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
   }
   E->env.counters_allowed = 1;
   CUCAP_DEBUG("profile: setup: counter availability read");
-  CUpti_Profiler_Host_Initialize_Params hp;
-  memset(&hp, 0, sizeof hp);
-  hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
-  hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hp.pChipName = E->env.chip;
-  hp.pCounterAvailabilityImage = avail;
-  ok = CK_CALL(E, cuptiProfilerHostInitialize, &hp);
+  E->m->host = ck_host_new(E, avail);
   /* The host object refers to the image after Initialize (CUPTI's own
    * samples keep it for the object's lifetime): freed in ck_metrics_free.
    * Freed here, ConfigAddMetrics crashed inside libnvperf_host (H100). */
   E->m->avail = avail;
-  if (!ok) {
+  if (!E->m->host) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
                E->last_msg);
     return 0;
   }
-  E->m->host = hp.pHostObject;
   CUCAP_DEBUG("profile: setup: profiler host object made");
   /* validate: a set drops what this chip lacks; raw names must all exist */
   E->mnames = calloc(nlist ? nlist : 1, sizeof *E->mnames);
@@ -241,15 +262,9 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   if (m->dur_col < 0 || E->nmnames < 2 || reps <= 0)
     return;
   m->dur_reps = reps > 9 ? 9 : (unsigned)reps;
-  CUpti_Profiler_Host_Initialize_Params hp;
-  memset(&hp, 0, sizeof hp);
-  hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
-  hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hp.pChipName = E->env.chip;
-  hp.pCounterAvailabilityImage = (uint8_t *)avail; /* kept by m->avail */
-  if (!CK_CALL(E, cuptiProfilerHostInitialize, &hp))
+  m->dhost = ck_host_new(E, (uint8_t *)avail); /* avail: kept by m->avail */
+  if (!m->dhost)
     goto fail;
-  m->dhost = hp.pHostObject;
   size_t passes = 0;
   if (!ck_host_config(E, m->dhost, (const char **)ck_dur_name, 1, &m->dconfig,
                       &m->dconfig_size, &passes))
@@ -266,17 +281,7 @@ fail:
 
 void ck_dur_free(ck_engine *E) {
   ck_metrics *m = E->m;
-  if (m->dhost) {
-    CUpti_Profiler_Host_Deinitialize_Params hd;
-    memset(&hd, 0, sizeof hd);
-    hd.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
-    hd.pHostObject = m->dhost;
-    int q = E->quiet;
-    E->quiet = 1;
-    CK_CALL(E, cuptiProfilerHostDeinitialize, &hd);
-    E->quiet = q;
-    m->dhost = NULL;
-  }
+  ck_host_delete(E, &m->dhost);
   free(m->dconfig);
   m->dconfig = NULL;
   m->dconfig_size = 0;
@@ -414,14 +419,7 @@ void ck_metrics_free(ck_engine *E) {
   E->quiet = 1;
   ck_rp_release(E);
   ck_dur_free(E);
-  if (m->host) {
-    CUpti_Profiler_Host_Deinitialize_Params hd;
-    memset(&hd, 0, sizeof hd);
-    hd.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
-    hd.pHostObject = m->host;
-    CK_CALL(E, cuptiProfilerHostDeinitialize, &hd);
-    m->host = NULL;
-  }
+  ck_host_delete(E, &m->host);
   free(m->avail); /* after the host object that refers to it */
   m->avail = NULL;
   E->quiet = q;
