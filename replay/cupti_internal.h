@@ -482,6 +482,10 @@ int64_t ck_kernel_by_name(const ck_engine *E, uint64_t rec_index,
 int ck_in_window(const ck_engine *E, uint64_t rec_index);
 
 /* cupti_timeline.c */
+/* Median, minimum, maximum and (mean != NULL) mean of d[0..n); NAN for
+ * n == 0. d is not modified. */
+void ck_stats(const double *d, unsigned n, double *med, double *mn, double *mx,
+              double *mean);
 int ck_timeline_attach(ck_engine *E);        /* register buffers, enable kinds */
 void ck_timeline_disable(ck_engine *E);
 void ck_timeline_forget(ck_engine *E);       /* no CUPTI call: unhook only */

@@ -87,6 +87,17 @@ static int ck_rp_reusable(const ck_metrics *m, int mode) {
          !m->started && !m->in_range && !(e && *e == '1');
 }
 
+/* The metric names the current pass measures: the duration-only config's
+ * in a duration pass (ck_dur_config), else the requested ones. */
+static const char **ck_pass_names(const ck_engine *E, size_t *n) {
+  if (E->m->dur_phase) {
+    *n = 1;
+    return (const char **)ck_dur_name;
+  }
+  *n = E->nmnames;
+  return (const char **)E->mnames;
+}
+
 int ck_win_setup(ck_engine *E) {
   ck_metrics *m = E->m;
   const ck_window *w = &E->win[E->cur_win];
@@ -115,8 +126,7 @@ int ck_win_setup(ck_engine *E) {
     memset(&gs, 0, sizeof gs);
     gs.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
     gs.pRangeProfilerObject = m->rp;
-    gs.pMetricNames = m->dur_phase ? (const char **)ck_dur_name : E->mnames;
-    gs.numMetrics = m->dur_phase ? 1 : E->nmnames;
+    gs.pMetricNames = ck_pass_names(E, &gs.numMetrics);
     gs.maxNumOfRanges = m->max_ranges;
     gs.maxNumRangeTreeNodes = (uint32_t)m->max_ranges;
     if (!CK_CALL(E, cuptiRangeProfilerGetCounterDataSize, &gs))
@@ -368,8 +378,7 @@ static int ck_eval(ck_engine *E, size_t r, double *vals) {
   ev.pCounterDataImage = m->counter;
   ev.counterDataImageSize = m->counter_size;
   ev.rangeIndex = r;
-  ev.ppMetricNames = m->dur_phase ? (const char **)ck_dur_name : E->mnames;
-  ev.numMetrics = m->dur_phase ? 1 : E->nmnames;
+  ev.ppMetricNames = ck_pass_names(E, &ev.numMetrics);
   ev.pMetricValues = vals;
   return CK_CALL(E, cuptiProfilerHostEvaluateToGpuValues, &ev);
 }
@@ -585,14 +594,9 @@ static void ck_dur_finish(ck_engine *E) {
     }
     if (!n)
       continue;
-    for (size_t i = 1; i < n; i++) /* insertion sort: n <= 9 */
-      for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-        double t = v[j];
-        v[j] = v[j - 1];
-        v[j - 1] = t;
-      }
-    E->mvals[k * E->nmnames + (size_t)m->dur_col] =
-        n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    double lo, hi;
+    ck_stats(v, (unsigned)n, &E->mvals[k * E->nmnames + (size_t)m->dur_col], &lo, &hi,
+             NULL);
     m->dur_attributed++;
   }
 }

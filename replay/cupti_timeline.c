@@ -463,8 +463,8 @@ static int ck_dcmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void ck_stats(double *d, unsigned n, double *med, double *mn,
-                     double *mx, double *mean) {
+void ck_stats(const double *d, unsigned n, double *med, double *mn, double *mx,
+              double *mean) {
   if (!n) {
     *med = *mn = *mx = NAN;
     if (mean)
