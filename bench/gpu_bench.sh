@@ -204,6 +204,14 @@ run_timed() {
   RUN_WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
 }
 
+# run_ab LOG CMD...: run_timed for the native and recorded runs of the A/B
+# steps (a, b, f, g), under BENCH_CPUS's pinning when it is set.
+run_ab() {
+  local logf=$1
+  shift
+  run_timed "$logf" ${PIN[@]+"${PIN[@]}"} "$@"
+}
+
 # Why a run failed, in a few words (for "FAIL (reason)").
 why() { # LOG RC
   local last
@@ -270,7 +278,7 @@ step_a() {
   printf '%-4s %14s %14s %12s %12s %14s\n' run native_us rec_us native_s rec_s capture_bytes
   for ((i = 1; i <= LAUNCH_RUNS; i++)); do
     if over_budget; then reason="time budget spent"; break; fi
-    run_timed "$OUT/a_native_$i.log" ${PIN[@]+"${PIN[@]}"} "$EMPTY" "$NLAUNCH"
+    run_ab "$OUT/a_native_$i.log" "$EMPTY" "$NLAUNCH"
     v=$(field "$OUT/a_native_$i.log" "us per launch")
     if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
       reason="native run $i: $(why "$OUT/a_native_$i.log" $RUN_RC)"; break
@@ -278,7 +286,7 @@ step_a() {
     nus+=("$v"); nwall+=("$RUN_WALL")
     cap=$WORK/empty_$i.cucap
     rm -f "$cap"
-    run_timed "$OUT/a_record_$i.log" ${PIN[@]+"${PIN[@]}"} "$CUCAP" record -o "$cap" -- "$EMPTY" "$NLAUNCH"
+    run_ab "$OUT/a_record_$i.log" "$CUCAP" record -o "$cap" -- "$EMPTY" "$NLAUNCH"
     v=$(field "$OUT/a_record_$i.log" "us per launch")
     if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
       reason="recorded run $i: $(why "$OUT/a_record_$i.log" $RUN_RC)"; break
@@ -312,7 +320,7 @@ step_b() {
   printf '%-4s %12s %12s %14s\n' run native_s rec_s capture_bytes
   for ((i = 1; i <= TORCH_RUNS; i++)); do
     if over_budget; then reason="time budget spent"; break; fi
-    run_timed "$OUT/b_native_$i.log" ${PIN[@]+"${PIN[@]}"} "$PY" "$TORCH" --steps "$STEPS"
+    run_ab "$OUT/b_native_$i.log" "$PY" "$TORCH" --steps "$STEPS"
     if [ $RUN_RC -ne 0 ]; then
       reason="native run $i: $(why "$OUT/b_native_$i.log" $RUN_RC)"; break
     fi
@@ -322,7 +330,7 @@ step_b() {
     cks_n=$(field "$OUT/b_native_$i.log" "param checksum")
     cap=$WORK/torch_$i.cucap
     rm -f "$cap"
-    run_timed "$OUT/b_record_$i.log" ${PIN[@]+"${PIN[@]}"} "$CUCAP" record -o "$cap" -- "$PY" "$TORCH" --steps "$STEPS"
+    run_ab "$OUT/b_record_$i.log" "$CUCAP" record -o "$cap" -- "$PY" "$TORCH" --steps "$STEPS"
     if [ $RUN_RC -ne 0 ]; then
       reason="recorded run $i: $(why "$OUT/b_record_$i.log" $RUN_RC)"; break
     fi
@@ -512,7 +520,7 @@ net_step() {
   printf '%-4s %14s %14s %14s\n' run native_ms rec_ms capture_bytes
   for ((i = 1; i <= RUNS; i++)); do
     if over_budget; then reason="time budget spent"; break; fi
-    run_timed "$OUT/${name}_native_$i.log" ${PIN[@]+"${PIN[@]}"} "$PY" "$script" --steps "$NET_STEPS"
+    run_ab "$OUT/${name}_native_$i.log" "$PY" "$script" --steps "$NET_STEPS"
     v=$(field "$OUT/${name}_native_$i.log" train_ms_per_step)
     if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
       reason="native run $i: $(why "$OUT/${name}_native_$i.log" $RUN_RC)"; break
@@ -520,7 +528,7 @@ net_step() {
     nv+=("$v")
     cap=$WORK/${name}_$i.cucap
     rm -f "$cap"
-    run_timed "$OUT/${name}_record_$i.log" ${PIN[@]+"${PIN[@]}"} "$CUCAP" record -o "$cap" -- "$PY" "$script" --steps "$NET_STEPS"
+    run_ab "$OUT/${name}_record_$i.log" "$CUCAP" record -o "$cap" -- "$PY" "$script" --steps "$NET_STEPS"
     v=$(field "$OUT/${name}_record_$i.log" train_ms_per_step)
     if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
       reason="recorded run $i: $(why "$OUT/${name}_record_$i.log" $RUN_RC)"; break

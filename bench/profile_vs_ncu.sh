@@ -153,6 +153,10 @@ def ref(key, metric):
     vals = [num(ri[key][metric]) for ri in run_idx if key in ri and metric in ri[key]]
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
+def agrees(a, b, kind):
+    """The bench's rule: within 5 % of a, or 2 points for percentages."""
+    d = abs(a - b)
+    return d <= 0.05 * abs(a) or (kind == "pct" and d <= 2.0)
 checks = [("duration", "gpu__time_duration.sum", "dur"),
           ("sm_pct", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "pct"),
           ("dram_pct", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "pct"),
@@ -176,11 +180,10 @@ for label, metric, kind in checks:
             continue
         a *= scale
         tot += 1
-        diff = abs(a - b)
-        ok = diff <= 0.05 * abs(a) or (kind == "pct" and diff <= 2.0)
+        ok = agrees(a, b, kind)
         agree += ok
         if not ok:
-            bad.append((diff / max(abs(a), 1e-9), r["Kernel Name"][:60], a, b))
+            bad.append((abs(a - b) / max(abs(a), 1e-9), r["Kernel Name"][:60], a, b))
     pct = 100.0 * agree / tot if tot else 0.0
     st = "PASS" if tot and pct >= 90.0 else "FAIL"
     rc |= st == "FAIL"
@@ -200,8 +203,7 @@ for label, metric, kind in checks:
                 if a2 is None or b2 is None:
                     continue
                 n += 1
-                dd = abs(a2 - b2)
-                ok += dd <= 0.05 * abs(a2) or (kind == "pct" and dd <= 2.0)
+                ok += agrees(a2, b2, kind)
             if n:
                 floor.append("%.1f" % (100.0 * ok / n))
     if floor:
@@ -219,7 +221,7 @@ for (r, k), key in zip(pairs, pair_keys):
         continue
     a *= unit_scale("gpu__time_duration.sum")
     tot += 1
-    agree += abs(a - b) <= 0.05 * a
+    agree += agrees(a, b, "dur")
     diffs.append(a - b)
 diffs.sort()
 print("INFO  %s: timeline (activity) median vs ncu gpu__time_duration: %d of %d within 5%%; "
