@@ -543,11 +543,11 @@ static int rows_overlap(const cx_rows *a, uint64_t lo, uint64_t hi) {
 }
 
 void cx_deferred_host_free(uint64_t p, uint64_t size) {
+  if (atomic_load(&g_npend))
+    collect(0, 0);
   reads_wait(); /* another thread may be reading this memory */
   if (!atomic_load(&g_npend))
     return;
-  collect(0, 0);
-  reads_wait();
   uint64_t hi = p + (size ? size : 1);
   cx_relaxed rx;
   cx_relax_begin(&rx);
