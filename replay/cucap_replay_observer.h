@@ -222,6 +222,18 @@ void cucap_replay_session_fresh_modules(cucap_replay_session *s);
  * compares those bytes) and inside a stream capture (the copy is part of
  * the graph). Call from pass_begin; every pass starts without it. */
 void cucap_replay_session_skip_host_reads(cucap_replay_session *s);
+/* The current pass may replay large copies to the device (those whose
+ * payloads the replayer keeps across passes) from a device-resident copy
+ * of the payload: a device-to-device copy on the same stream (waited for
+ * when the recorded copy was synchronous, as any). Same bytes at the same
+ * place, in the same order; another copy engine and timing.
+ * For passes whose results are kernel measurements only (CUPTI counter,
+ * PC-sampling and SASS passes), never for a timeline. Device memory for
+ * the copies: CUCAP_REPLAY_PAYLOAD_DEVICE_MB, by default a quarter of the
+ * device's free memory at the first such copy (at most 8 GiB); past it,
+ * copies come from host memory as in other passes. Call from pass_begin;
+ * every pass starts without it. */
+void cucap_replay_session_device_uploads(cucap_replay_session *s);
 /* Stops the replay with an error (exit code 4, or 3 for CUCAP_ERR_ENV /
  * CUCAP_ERR_UNSUPPORTED). */
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,

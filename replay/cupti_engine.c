@@ -366,9 +366,12 @@ static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   E->corr_unsorted = 0;
   E->flushes_this_pass = 0;
   /* counter, PC-sampling and SASS passes measure kernels: copies back to
-   * the host are only part of the timeline */
-  if (E->phase != CK_PH_TIMELINE && E->phase != CK_PH_DONE)
+   * the host are only part of the timeline, and large uploads may come
+   * from device copies of their payloads */
+  if (E->phase != CK_PH_TIMELINE && E->phase != CK_PH_DONE) {
     cucap_replay_session_skip_host_reads(s);
+    cucap_replay_session_device_uploads(s);
+  }
   if (E->phase != CK_PH_DONE)
     CUCAP_DEBUG("profile: pass %u: %s pass %u", pass,
                 cucap_cupti_section_name((cucap_cupti_section_id)E->phase),

@@ -99,6 +99,8 @@ typedef struct ck_api {
   char path[512];
   unsigned groups;           /* CK_* groups with every entry present */
   char missing[256];         /* first missing entry per group, for notes */
+  pthread_t preload;         /* libnvperf preload (cupti_load.c) */
+  int preloading;            /* preload thread not joined yet */
 #define CK_X_FIELD(name, grp) __typeof__(&name) name;
   CK_CUPTI_FNS(CK_X_FIELD)
 #undef CK_X_FIELD
@@ -109,6 +111,9 @@ typedef struct ck_api {
  * them. 0 with msg filled when no usable library was found. */
 int ck_api_load(ck_api *a, const char *path, char *msg, size_t msg_size);
 void ck_api_unload(ck_api *a);
+/* Waits for the libnvperf preload started by ck_api_load: called before
+ * the first Profiler (Host) API call. */
+void ck_api_nvperf_wait(ck_api *a);
 /* "CUPTI_ERROR_X (n): message" into buf (always terminated). */
 const char *ck_strerror(const ck_api *a, CUptiResult r, char *buf, size_t n);
 
@@ -410,6 +415,8 @@ struct cucap_cupti {
   CUfunction flush_fn;
   uint64_t flushes_this_pass;
   int flush_sync;            /* wait for idle after each flush (cupti_ranges.c) */
+  unsigned idle_us;          /* CUCAP_PROFILE_IDLE_US: host sleep before each
+                                profiled kernel, GPU idle (diagnostic) */
 
   /* PC sampling */
   ck_pcs *pcs;

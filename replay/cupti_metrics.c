@@ -86,6 +86,7 @@ static int ck_host_config(ck_engine *E, CUpti_Profiler_Host_Object *host,
  * E->last_msg set. */
 static CUpti_Profiler_Host_Object *ck_host_new(ck_engine *E, uint8_t *avail) {
   CUpti_Profiler_Host_Initialize_Params hp;
+  ck_api_nvperf_wait(&E->api);
   memset(&hp, 0, sizeof hp);
   hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
   hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;

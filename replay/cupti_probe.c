@@ -51,6 +51,7 @@ static void ck_probe_set(ck_engine *E, FILE *f, const char *label,
                          const char *const *names, size_t n,
                          const uint8_t *avail) {
   CUpti_Profiler_Host_Initialize_Params hp;
+  ck_api_nvperf_wait(&E->api);
   memset(&hp, 0, sizeof hp);
   hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
   hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
@@ -126,6 +127,7 @@ static void ck_probe_set(ck_engine *E, FILE *f, const char *label,
 
 static void ck_probe_list(ck_engine *E, FILE *f, const uint8_t *avail) {
   CUpti_Profiler_Host_Initialize_Params hp;
+  ck_api_nvperf_wait(&E->api);
   memset(&hp, 0, sizeof hp);
   hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
   hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;

@@ -80,6 +80,7 @@ int ck_prof_init(ck_engine *E) {
              E->api.path, E->api.missing);
     return 0;
   }
+  ck_api_nvperf_wait(&E->api);
   CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE, NULL};
   if (!CK_CALL(E, cuptiProfilerInitialize, &ip))
     return 0;

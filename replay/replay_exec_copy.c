@@ -272,11 +272,15 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     if (R->obj) /* texture/surface handles stored in device memory */
       rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
                              g ? cucap_fb_copy_geometry_width_bytes(g) : 0);
-    if (g)
+    /* a pass that measures kernels only: from the payload's device copy */
+    CUdeviceptr dsrc = cached && !g && R->device_uploads ? rp_paycache_device(R, hb) : 0;
+    if (dsrc)
+      res = fn->MemcpyDtoDAsync(d, dsrc, size, st);
+    else if (g)
       rp_copy2d(g, 0, d, hb, st, fn, &res);
     else
       res = fn->MemcpyHtoDAsync(d, hb, size, st);
-    if (!rp_cu(R, res, "cuMemcpyHtoD"))
+    if (!rp_cu(R, res, dsrc ? "cuMemcpyDtoD (device payload)" : "cuMemcpyHtoD"))
       return;
     if (!kept && !cached)
       rp_stage_done(R, slot, st, fn);

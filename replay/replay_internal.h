@@ -41,6 +41,7 @@
   X(MemGetAllocationGranularity, "cuMemGetAllocationGranularity", 10020, PFN_cuMemGetAllocationGranularity_v10020, "cuMemGetAllocationGranularity", 0) \
   X(MemAlloc, "cuMemAlloc", 3020, PFN_cuMemAlloc_v3020, "cuMemAlloc_v2", 0)             \
   X(MemFree, "cuMemFree", 3020, PFN_cuMemFree_v3020, "cuMemFree_v2", 0)                 \
+  X(MemGetInfo, "cuMemGetInfo", 3020, PFN_cuMemGetInfo_v3020, "cuMemGetInfo_v2", 0)     \
   X(MemAllocHost, "cuMemAllocHost", 3020, PFN_cuMemAllocHost_v3020, "cuMemAllocHost_v2", 0) \
   X(MemFreeHost, "cuMemFreeHost", 2000, PFN_cuMemFreeHost_v2000, "cuMemFreeHost", 0)     \
   X(MemHostAlloc, "cuMemHostAlloc", 2020, PFN_cuMemHostAlloc_v2020, "cuMemHostAlloc", 0)  \

@@ -242,6 +242,10 @@ void cucap_replay_session_skip_host_reads(cucap_replay_session *s) {
   rp_of(s)->skip_host_reads = 1;
 }
 
+void cucap_replay_session_device_uploads(cucap_replay_session *s) {
+  rp_of(s)->device_uploads = 1;
+}
+
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,
                                const char *fmt, ...) {
   rp_state *R = rp_of(s);

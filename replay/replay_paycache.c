@@ -21,6 +21,18 @@
  * Budget: CUCAP_REPLAY_PAYLOAD_CACHE_MB (default: a quarter of physical
  * memory, at most 8 GiB; 0 turns it off); past it, copies stage as before.
  *
+ * Device copies: in a pass whose observers measure kernels only
+ * (cucap_replay_session_device_uploads: the profiler's counter, PC and
+ * SASS passes), a cached payload also gets a copy in device memory, made
+ * at its first such use, and the upload becomes a device-to-device copy
+ * on the same stream (H100: rt_profile uploads 268 MiB per pass, about
+ * 11 ms through PCIe, 0.2 ms from device memory). The device copy lives
+ * in the context of the copy's first such use, which must last the run
+ * (the primary context, or any with cucap_replay_session_keep_contexts);
+ * a copy in another context uses the host copy. Budget:
+ * CUCAP_REPLAY_PAYLOAD_DEVICE_MB, default a quarter of the free device
+ * memory at the first device copy, at most 8 GiB; 0 turns it off.
+ *
  * Owns: the cache table (R->pc) and its page-locked buffers, freed at the
  * end of the run (rp_paycache_free, while the primary context lives). */
 #include <inttypes.h>
@@ -43,6 +55,9 @@ typedef struct pc_ent {
   uint64_t size;       /* bytes copied */
   uint64_t reloc_key;  /* relocation table it was patched with */
   uint64_t patched;    /* pointers rewritten in it (for the report) */
+  CUdeviceptr dev;     /* device copy of buf (0: none yet) */
+  CUcontext dev_ctx;   /* where dev was allocated */
+  uint64_t dev_key;    /* reloc_key of buf when dev was filled */
 } pc_ent;
 
 struct rp_paycache {
@@ -52,6 +67,8 @@ struct rp_paycache {
   uint64_t bytes, budget, min;
   uint64_t hits, hit_bytes;
   int full_noted;
+  uint64_t dev_bytes, dev_budget, dev_hits, dev_hit_bytes;
+  int dev_budget_set, dev_full_noted;
 };
 
 static uint64_t pc_budget(void) {
@@ -148,6 +165,76 @@ void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
   return e->buf;
 }
 
+static uint64_t pc_dev_budget(rp_state *R) {
+  const char *e = getenv("CUCAP_REPLAY_PAYLOAD_DEVICE_MB");
+  if (e && *e)
+    return strtoull(e, NULL, 10) << 20;
+  size_t fr = 0, tot = 0;
+  if (!R->d.df.MemGetInfo || R->d.df.MemGetInfo(&fr, &tot) != CUDA_SUCCESS)
+    return 0;
+  uint64_t q = (uint64_t)fr / 4, cap = (uint64_t)8 << 30;
+  return q < cap ? q : cap;
+}
+
+CUdeviceptr rp_paycache_device(rp_state *R, const void *hb) {
+  struct rp_paycache *P = R->pc;
+  uint64_t slot = 0;
+  if (!P || !hb || !R->cur || (R->cur != R->primary && !R->keep_ctx) || !R->d.df.MemAlloc ||
+      !R->d.df.MemcpyDtoDAsync || !rp_map_get(&P->by_rec, R->rec_index, &slot))
+    return 0;
+  pc_ent *e = &P->e[slot - 1];
+  if (e->buf != hb || (e->dev && e->dev_ctx != R->cur))
+    return 0;
+  if (e->dev && e->dev_key == e->reloc_key) {
+    P->dev_hits++;
+    P->dev_hit_bytes += e->size;
+    return e->dev;
+  }
+  if (!e->dev) {
+    if (!P->dev_budget_set) {
+      P->dev_budget = pc_dev_budget(R);
+      P->dev_budget_set = 1;
+    }
+    if (P->dev_bytes + e->size > P->dev_budget) {
+      if (P->dev_budget && !P->dev_full_noted++)
+        CUCAP_INFO("replay: device payload budget full (%" PRIu64 " MiB): larger "
+                   "uploads come from host memory", P->dev_budget >> 20);
+      return 0;
+    }
+    if (R->d.df.MemAlloc(&e->dev, e->size) != CUDA_SUCCESS) {
+      e->dev = 0;
+      P->dev_budget = P->dev_bytes; /* no more tries */
+      return 0;
+    }
+    P->dev_bytes += e->size;
+    e->dev_ctx = R->cur;
+  }
+  /* fill (or refill after the relocations moved) from the host copy; the
+   * NULL stream orders it before this pass's later work in the context */
+  if (R->d.df.MemcpyHtoDAsync(e->dev, e->buf, e->size, NULL) != CUDA_SUCCESS ||
+      R->d.df.StreamSynchronize(NULL) != CUDA_SUCCESS)
+    return 0;
+  e->dev_key = e->reloc_key;
+  return e->dev;
+}
+
+void rp_paycache_free_device(rp_state *R) {
+  struct rp_paycache *P = R->pc;
+  if (!P)
+    return;
+  if (P->dev_hits)
+    CUCAP_INFO("replay: %" PRIu64 " uploads (%" PRIu64 " MiB) replayed from "
+               "device copies of their payloads (%" PRIu64 " MiB of device "
+               "memory)", P->dev_hits, P->dev_hit_bytes >> 20, P->dev_bytes >> 20);
+  P->dev_hits = 0;
+  for (size_t i = 0; i < P->n; i++) {
+    if (P->e[i].dev && R->d.df.MemFree)
+      R->d.df.MemFree(P->e[i].dev); /* any context current: UVA */
+    P->e[i].dev = 0;
+  }
+  P->dev_bytes = 0;
+}
+
 void rp_paycache_free(rp_state *R) {
   struct rp_paycache *P = R->pc;
   if (!P)
@@ -156,6 +243,8 @@ void rp_paycache_free(rp_state *R) {
     CUCAP_INFO("replay: %" PRIu64 " copies (%" PRIu64 " MiB) replayed from %zu "
                "cached payload(s) (%" PRIu64 " MiB page-locked)", P->hits,
                P->hit_bytes >> 20, P->n, P->bytes >> 20);
+  if (R->d.lib)
+    rp_paycache_free_device(R);
   for (size_t i = 0; i < P->n; i++)
     if (R->d.lib)
       rp_host_buf_free(R, P->e[i].buf);

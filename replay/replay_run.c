@@ -612,6 +612,11 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * function, a stream-ordered free); one that still differs lacks data. */
   const char *se = getenv("CUCAP_REPLAY_SERIALIZE");
   int serialize = se && *se == '1';
+  /* CUCAP_REPLAY_DEVICE_UPLOADS=1 (tests): every pass after the first
+   * uploads cached payloads from their device copies, as profiler passes
+   * do, so that --verify --loop N checks that path */
+  const char *du = getenv("CUCAP_REPLAY_DEVICE_UPLOADS");
+  int force_du = du && *du == '1';
   double body_s[64] = {0}, reset_s = 0;
   uint64_t body_n[64] = {0};
   int more = 0; /* an observer asked for another pass */
@@ -640,6 +645,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     if (optime)
       reset_s += rp_now() - tr;
     R->skip_host_reads = 0; /* an observer asks again in each pass */
+    R->device_uploads = force_du && loop > 0;
     rp_obs_pass_begin(R);
     if (cucap_reader_rewind(R->r) != CUCAP_OK) {
       rp_set_error(R, CUCAP_ERR_IO, CUCAP_REPLAY_EXIT_FAILED,
@@ -723,6 +729,7 @@ out:
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
     rp_modkeep_release(R); /* in their contexts: before those go */
+    rp_paycache_free_device(R);
     rp_ctx_destroy_all(R, &R->ctx_kept);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
       if (R->stage_ev[i])

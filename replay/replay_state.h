@@ -57,6 +57,7 @@ typedef struct rp_state {
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
   int skip_host_reads;        /* cucap_replay_session_skip_host_reads: this pass */
+  int device_uploads;         /* cucap_replay_session_device_uploads: this pass */
   uint64_t host_reads_skipped;
   int mk_off;                 /* modules are no longer kept (after mk_fresh) */
   struct rp_paycache *pc;     /* replay_paycache.c: copy payloads kept */
@@ -306,6 +307,13 @@ void rp_modkeep_drop(rp_state *R);
  * handles, single pass, over budget). rp_paycache_free: end of the run. */
 void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
                       uint64_t dst, const cucap_fb_copy_geometry *g);
+/* For a pass with cucap_replay_session_device_uploads: a device-resident
+ * copy of the payload rp_paycache_get just returned (hb), made on first use
+ * within the device budget; 0 when there is none (use hb). Owned by the
+ * cache, freed by rp_paycache_free. */
+CUdeviceptr rp_paycache_device(rp_state *R, const void *hb);
+/* Frees the device copies (teardown, before kept contexts are destroyed). */
+void rp_paycache_free_device(rp_state *R);
 void rp_paycache_free(rp_state *R);
 /* The CUfunction to launch fi with in the current context (a CUkernel's is
  * per context); NULL if its module died (or a driver error, R->failed). */

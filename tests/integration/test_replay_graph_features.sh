@@ -155,6 +155,30 @@ if [ $rc -eq 0 ] && grep -q "all bytes matched (3 passes)" "$T/pcr.rep" &&
    grep -q " 49152 pointer(s) in uploaded data patched" "$T/pcr.rep"; then
   ok "drv_reloc --relocate --loop 3: cached payloads patched again per pass, every byte matched"
 else bad "drv_reloc --relocate --loop 3 payload cache rc=$rc"; cat "$T/pcr.rep"; fi
+# the profiler's kernel-only passes upload cached payloads from device
+# copies (CUCAP_REPLAY_DEVICE_UPLOADS=1 asks it for passes 2-3): in the
+# primary context (drv_globals) they do; drv_reloc's own context is made
+# again in every pass, so its uploads stay on the host path
+for app in drv_globals drv_reloc; do
+  for reloc in "" --relocate; do
+    CUCAP_REPLAY_DEVICE_UPLOADS=1 CUCAP_REPLAY_PAYLOAD_CACHE_MIN=1 CUCAP_LOG_LEVEL=info \
+      CUCAP_MOCK_ADDR_BASE=0x7d0000000000 "$CUCAP" replay "$T/$app.fb" --verify $reloc \
+      --loop 3 > "$T/pd.rep" 2>&1; rc=$?
+    used=$(grep -c "replayed from device copies of their payloads" "$T/pd.rep")
+    # --relocate places allocations anew in every pass: the payloads are
+    # patched again, and their device copies filled again, each pass
+    want=1; [ $app = drv_reloc ] && want=0; [ -n "$reloc" ] && want=$used
+    if [ $rc -eq 0 ] && grep -q "all bytes matched (3 passes)" "$T/pd.rep" && [ "$used" = $want ]; then
+      ok "$app $reloc --loop 3, device uploads asked: every byte matched (device path used: $used)"
+    else bad "$app $reloc --loop 3 device uploads rc=$rc used=$used"; cat "$T/pd.rep"; fi
+  done
+done
+CUCAP_REPLAY_DEVICE_UPLOADS=1 CUCAP_REPLAY_PAYLOAD_DEVICE_MB=0 CUCAP_REPLAY_PAYLOAD_CACHE_MIN=1 \
+  CUCAP_LOG_LEVEL=info "$CUCAP" replay "$T/drv_globals.fb" --verify --loop 3 > "$T/pd0.rep" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "all bytes matched (3 passes)" "$T/pd0.rep" &&
+   ! grep -q "device copies of their payloads" "$T/pd0.rep"; then
+  ok "drv_globals --loop 3, CUCAP_REPLAY_PAYLOAD_DEVICE_MB=0: uploads from host memory"
+else bad "drv_globals device uploads off rc=$rc"; cat "$T/pd0.rep"; fi
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
