@@ -110,11 +110,6 @@ void ck_flush_setup(ck_engine *E) {
     E->flush_bytes = bytes;
     const char *fs = getenv("CUCAP_PROFILE_FLUSH_SYNC");
     E->flush_sync = !(fs && *fs == '0');
-    /* diagnostic: leave the GPU idle this long before each profiled kernel
-     * (ncu spends milliseconds of host work between the kernels it
-     * measures; this tells whether the GPU's idle clock state matters) */
-    const char *iu = getenv("CUCAP_PROFILE_IDLE_US");
-    E->idle_us = iu ? (unsigned)strtoul(iu, NULL, 10) : 0;
     if (E->cu.MemsetD8Async(E->flush_buf, 0, bytes, NULL) == CUDA_SUCCESS &&
         E->cu.CtxSynchronize() == CUDA_SUCCESS && E->cu.ModuleLoadData &&
         E->cu.ModuleGetFunction && E->cu.LaunchKernel &&

@@ -415,8 +415,6 @@ struct cucap_cupti {
   CUfunction flush_fn;
   uint64_t flushes_this_pass;
   int flush_sync;            /* wait for idle after each flush (cupti_ranges.c) */
-  unsigned idle_us;          /* CUCAP_PROFILE_IDLE_US: host sleep before each
-                                profiled kernel, GPU idle (diagnostic) */
 
   /* PC sampling */
   ck_pcs *pcs;

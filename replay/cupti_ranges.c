@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cucap_log.h"
 #include "cupti_internal.h"
@@ -265,10 +264,6 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     if (ck_grow((void **)&m->flushed, &m->capflushed, m->nflushed + 1,
                 sizeof *m->flushed))
       m->flushed[m->nflushed++] = op->rec_index;
-  }
-  if (E->idle_us && w->mode != CK_WIN_USER) {
-    ck_own_sync(E);
-    usleep(E->idle_us);
   }
   if (w->mode == CK_WIN_USER) {
     ck_own_sync(E); /* the range starts with the context idle */
