@@ -444,8 +444,10 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
    * with the SASS pass right after the timeline pass (--metrics=none
    * --no-pc) no kernel gets any, cudart's included (run FF), while the same
    * kernels in a standalone program with the engine's other CUPTI state
-   * (subscriber, callbacks, an activity pass) get them all (run EE). Not
-   * understood; docs/design.md. */
+   * (subscriber, callbacks, an activity pass) get them all (run EE). The
+   * failing programs all run in a context of their own; creating it anew
+   * for the SASS pass did not help either (run OO). Not understood;
+   * docs/design.md. */
   if (op->body_type != CUCAP_FB_BODY_LAUNCH && op->body_type != CUCAP_FB_BODY_GRAPH)
     return;
   CUcontext cur = NULL;
