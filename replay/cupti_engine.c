@@ -274,11 +274,6 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
   if (!ck_timeline_attach(E))
     return ck_fail_env(E, s, "CUPTI activity tracing cannot be enabled: %s",
                        E->last_msg);
-  /* SASS metrics see no kernel of a module image that was ever loaded with
-   * cuModuleLoadData(Ex) in the run (cupti_sass.c): with them asked for,
-   * every pass loads module images as libraries */
-  if (E->o.sass_metrics && ck_sass_as_library())
-    cucap_replay_session_modules_as_libraries(s);
   E->attached = 1;
   E->tm.attach_s = ck_now() - t0;
   return CUCAP_OK;
@@ -625,6 +620,10 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   if (more && E->phase != ph &&
       (E->phase == CK_PH_PCSAMP || E->phase == CK_PH_SASS))
     cucap_replay_session_fresh_modules(s);
+  /* SASS metrics see no kernel of a module loaded with cuModuleLoadData(Ex)
+   * on the H100 (cupti_sass.c): the SASS pass loads them as libraries */
+  if (more && E->phase != ph && E->phase == CK_PH_SASS && ck_sass_as_library())
+    cucap_replay_session_modules_as_libraries(s);
   E->tm.t_last_pass_end = ck_now();
   return more;
 }

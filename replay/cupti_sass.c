@@ -436,12 +436,10 @@ int ck_sass_setup(ck_engine *E) {
  * kernels of libraries (cudart's cuLibraryLoadData: every rt_* program,
  * cuBLAS, torch) got theirs. Not the context (a fresh one, the primary
  * one, pushed or set current: runs OO, QQ, SS), not the enable's timing.
- * Loading the same images with cuLibraryLoadData + cuLibraryGetModule in
- * every pass gave every one of those programs its records (run TT);
- * loading them so in the SASS pass alone, after passes that loaded them
- * as modules, gave none (run UU). So a profile that asks for SASS metrics
- * loads module images that way from its first pass on
- * (cucap_replay_session_modules_as_libraries, from attach);
+ * Loading the same images with cuLibraryLoadData + cuLibraryGetModule
+ * gave every one of those programs its records (run TT). So the SASS pass,
+ * the last one, loads module images that way
+ * (cucap_replay_session_modules_as_libraries, with fresh modules);
  * CUCAP_PROFILE_SASS_AS_LIBRARY=0 loads them as the program did. */
 int ck_sass_as_library(void) {
   const char *e = getenv("CUCAP_PROFILE_SASS_AS_LIBRARY");

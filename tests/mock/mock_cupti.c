@@ -292,22 +292,9 @@ static void on_event(void *user, const mock_tool_event *ev) {
     const char *fn = keep_name(ev->kernel ? ev->kernel : "?");
     mcu_pcs_kernel(ev->ctx, corr_cur, crc, fn);
     /* MOCK_CUPTI_SASS_LIBRARY_ONLY=1: as the H100's CUPTI 13.0, no SASS
-     * record for a kernel of a module loaded with cuModuleLoadData(Ex), nor
-     * for one whose code (by its CRC) ran from such a module before in the
-     * process (runs TT and UU) */
-    if (!mcu_env_on("MOCK_CUPTI_SASS_LIBRARY_ONLY")) {
+     * record for a kernel of a module loaded with cuModuleLoadData(Ex) */
+    if (ev->from_library || !mcu_env_on("MOCK_CUPTI_SASS_LIBRARY_ONLY"))
       mcu_sass_kernel(ev->ctx, (uint32_t)crc, fn);
-    } else {
-      static uint64_t tainted[256];
-      static size_t ntainted;
-      size_t i = 0;
-      while (i < ntainted && tainted[i] != crc)
-        i++;
-      if (!ev->from_library && i == ntainted && ntainted < 256)
-        tainted[ntainted++] = crc;
-      else if (ev->from_library && i == ntainted)
-        mcu_sass_kernel(ev->ctx, (uint32_t)crc, fn);
-    }
   } else {
     int set = ev->kind == MOCK_TOOL_SET;
     CUpti_ActivityKind kind = set ? CUPTI_ACTIVITY_KIND_MEMSET : CUPTI_ACTIVITY_KIND_MEMCPY;
