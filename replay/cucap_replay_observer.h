@@ -215,15 +215,6 @@ void cucap_replay_session_keep_contexts(cucap_replay_session *s);
  * must see modules load after it set something up (CUPTI's PC sampling and
  * SASS metrics). Call from pass_end. */
 void cucap_replay_session_fresh_modules(cucap_replay_session *s);
-/* From the next module load on, an image the program loaded with
- * cuModuleLoadData(Ex) is loaded with cuLibraryLoadData (same image, same
- * JIT options) and the program's module handle maps to the library's
- * module in the current context (cuLibraryGetModule): the same code,
- * functions and globals. For an observer that sees nothing of modules
- * loaded the other way (CUPTI's SASS metrics on the H100). Call from
- * pass_end, with cucap_replay_session_fresh_modules so that the next pass
- * loads its modules again. */
-void cucap_replay_session_modules_as_libraries(cucap_replay_session *s);
 /* The current pass leaves out copies to the host (their bytes land in a
  * scratch buffer of the replayer's and no device memory depends on them):
  * no DMA, no wait for the stream. For passes whose results are read on the

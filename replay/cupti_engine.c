@@ -620,10 +620,6 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   if (more && E->phase != ph &&
       (E->phase == CK_PH_PCSAMP || E->phase == CK_PH_SASS))
     cucap_replay_session_fresh_modules(s);
-  /* SASS metrics see no kernel of a module loaded with cuModuleLoadData(Ex)
-   * on the H100 (cupti_sass.c): the SASS pass loads them as libraries */
-  if (more && E->phase != ph && E->phase == CK_PH_SASS && ck_sass_as_library())
-    cucap_replay_session_modules_as_libraries(s);
   E->tm.t_last_pass_end = ck_now();
   return more;
 }

@@ -572,9 +572,6 @@ void ck_cubin_free(ck_engine *E);
 /* Fills file/line/sass/inline chain of every site (after the PC pass). */
 void ck_sites_resolve(ck_engine *E);
 int ck_sass_setup(ck_engine *E);
-/* 1 unless CUCAP_PROFILE_SASS_AS_LIBRARY=0: the SASS pass loads the
- * program's module images as libraries (cupti_sass.c). */
-int ck_sass_as_library(void);
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_pass_end(ck_engine *E);

@@ -430,29 +430,24 @@ int ck_sass_setup(ck_engine *E) {
   return 1;
 }
 
-/* On the H100 (CUPTI 13.0) SASS metrics gave no record, in any replay, for
- * kernels of modules the replay loaded with cuModuleLoadDataEx (drv_basic,
- * drv_streams, drv_graph, drv_graph_explicit, drv_jit: runs BB-SS), while
- * kernels of libraries (cudart's cuLibraryLoadData: every rt_* program,
- * cuBLAS, torch) got theirs. Not the context (a fresh one, the primary
- * one, pushed or set current: runs OO, QQ, SS), not the enable's timing.
- * Loading the same images with cuLibraryLoadData + cuLibraryGetModule
- * gave every one of those programs its records (run TT). So the SASS pass,
- * the last one, loads module images that way
- * (cucap_replay_session_modules_as_libraries, with fresh modules);
- * CUCAP_PROFILE_SASS_AS_LIBRARY=0 loads them as the program did. */
-int ck_sass_as_library(void) {
-  const char *e = getenv("CUCAP_PROFILE_SASS_AS_LIBRARY");
-  return !(e && *e == '0');
-}
-
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
   if (E->sass_state != 1 || op->capturing || !ck_in_window(E, op->rec_index))
     return;
   /* Enabled right before the window's first launch in the profiled
    * context, that context current: a standalone program on the H100 (run
    * CC) got no record for a module loaded before an enable made while
-   * another context was current. */
+   * another context was current, and 16 when the context was current (run
+   * Z), for every way of loading. This does not make driver-API programs
+   * work in the replay: drv_basic, drv_streams, drv_graph(_explicit), and
+   * drv_jit still get no record (runs BB, DD: also with eager patching,
+   * SetConfig with the context current, a NULL context), and in a profile
+   * with the SASS pass right after the timeline pass (--metrics=none
+   * --no-pc) no kernel gets any, cudart's included (run FF), while the same
+   * kernels in a standalone program with the engine's other CUPTI state
+   * (subscriber, callbacks, an activity pass) get them all (run EE). The
+   * failing programs all run in a context of their own; creating it anew
+   * for the SASS pass did not help either (run OO). Not understood;
+   * docs/design.md. */
   if (op->body_type != CUCAP_FB_BODY_LAUNCH && op->body_type != CUCAP_FB_BODY_GRAPH)
     return;
   CUcontext cur = NULL;

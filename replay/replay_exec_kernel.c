@@ -116,28 +116,9 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
       rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
     } else {
       CUmodule mod = NULL;
-      CUlibrary ml = NULL;
-      if (R->mod_as_lib && R->d.df.LibraryLoadData && R->d.df.LibraryGetModule) {
-        /* cucap_replay_session_modules_as_libraries: the same image and
-         * options, the module the library loads in this context */
-        if (!rp_cu(R, R->d.df.LibraryLoadData(&ml, img, nj ? jo : NULL, nj ? jv : NULL,
-                                              nj, NULL, NULL, 0),
-                   "cuLibraryLoadData (a module image)"))
-          return;
-        if (!rp_cu(R, R->d.df.LibraryGetModule(&mod, ml), "cuLibraryGetModule")) {
-          R->d.df.LibraryUnload(ml);
-          return;
-        }
-        if (!rp_map_put(&R->mod_lib, (uint64_t)(uintptr_t)mod, (uint64_t)(uintptr_t)ml)) {
-          R->d.df.LibraryUnload(ml);
-          rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
-          return;
-        }
-        CUCAP_DEBUG("replay: pass %u: module image of record %" PRIu64
-                    " loaded as a library", R->pass, R->rec_index);
-      } else if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, img, nj, nj ? jo : NULL,
-                                                    nj ? jv : NULL),
-                        "cuModuleLoadDataEx"))
+      if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, img, nj, nj ? jo : NULL,
+                                             nj ? jv : NULL),
+                 "cuModuleLoadDataEx"))
         return;
       if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
         return;
@@ -159,7 +140,7 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
         R->d.df.LibraryUnload((CUlibrary)(uintptr_t)live);
     } else if (rp_map_del(&R->module, h, &live)) {
       if (!rp_modkeep_has(R, live))
-        rp_module_unload(R, (CUmodule)(uintptr_t)live);
+        R->d.df.ModuleUnload((CUmodule)(uintptr_t)live);
     }
     break;
   }

@@ -257,8 +257,8 @@ static void mk_unload(rp_state *R, mk_mod *m) {
   if (m->library) {
     if (R->d.df.LibraryUnload)
       R->d.df.LibraryUnload((CUlibrary)(uintptr_t)m->live);
-  } else {
-    rp_module_unload(R, (CUmodule)(uintptr_t)m->live);
+  } else if (R->d.df.ModuleUnload) {
+    R->d.df.ModuleUnload((CUmodule)(uintptr_t)m->live);
   }
 }
 

@@ -238,10 +238,6 @@ void cucap_replay_session_fresh_modules(cucap_replay_session *s) {
   rp_of(s)->mk_fresh = 1;
 }
 
-void cucap_replay_session_modules_as_libraries(cucap_replay_session *s) {
-  rp_of(s)->mod_as_lib = 1;
-}
-
 void cucap_replay_session_skip_host_reads(cucap_replay_session *s) {
   rp_of(s)->skip_host_reads = 1;
 }

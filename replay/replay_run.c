@@ -306,17 +306,7 @@ void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live) {
   else if (mp == &R->library && R->d.df.LibraryUnload)
     R->d.df.LibraryUnload(v);
   else if (mp == &R->module)
-    rp_module_unload(R, v);
-}
-
-void rp_module_unload(rp_state *R, CUmodule m) {
-  uint64_t lib = 0;
-  if (rp_map_del(&R->mod_lib, (uint64_t)(uintptr_t)m, &lib)) {
-    if (R->d.df.LibraryUnload)
-      R->d.df.LibraryUnload((CUlibrary)(uintptr_t)lib);
-  } else if (R->d.df.ModuleUnload) {
-    R->d.df.ModuleUnload(m);
-  }
+    R->d.df.ModuleUnload(v);
 }
 
 int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live) {
@@ -739,13 +729,6 @@ out:
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
     rp_modkeep_release(R); /* in their contexts: before those go */
-    { /* modules loaded as libraries whose context went first */
-      size_t mp = 0;
-      uint64_t lib = 0;
-      while (R->d.df.LibraryUnload && rp_map_next(&R->mod_lib, &mp, NULL, &lib))
-        R->d.df.LibraryUnload((CUlibrary)(uintptr_t)lib);
-    }
-    rp_map_free(&R->mod_lib);
     rp_paycache_free_device(R);
     rp_ctx_destroy_all(R, &R->ctx_kept);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
@@ -779,7 +762,6 @@ out:
   rp_deferred_free(R);
   rp_map_free(&R->ctx);
   rp_map_free(&R->ctx_kept); /* no driver: nothing was created */
-  rp_map_free(&R->mod_lib);
   rp_map_free(&R->tid_ctx);
   if (!rep->error[0] && rep->mismatches) {
     rep->status = CUCAP_ERR_MISMATCH;

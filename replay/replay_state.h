@@ -56,8 +56,6 @@ typedef struct rp_state {
   rp_map ctx_kept;
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
-  int mod_as_lib;             /* cucap_replay_session_modules_as_libraries */
-  rp_map mod_lib;             /* CUmodule -> the CUlibrary it came from */
   int skip_host_reads;        /* cucap_replay_session_skip_host_reads: this pass */
   int device_uploads;         /* cucap_replay_session_device_uploads: this pass */
   uint64_t host_reads_skipped;
@@ -302,9 +300,6 @@ void rp_modkeep_release(rp_state *R);
 /* rp_modkeep_release for cucap_replay_session_fresh_modules (pass start,
  * after rp_destroy_live): this and every later pass load their modules. */
 void rp_modkeep_drop(rp_state *R);
-/* Unloads a module the replay loaded: through its library when it was
- * loaded as one (cucap_replay_session_modules_as_libraries). */
-void rp_module_unload(rp_state *R, CUmodule m);
 /* Copy payloads kept across passes (replay_paycache.c). rp_paycache_get: the
  * page-locked, relocated payload of the HtoD copy being replayed (copy size
  * bytes to dst, geometry g or NULL), valid until rp_paycache_free; NULL when

@@ -55,7 +55,6 @@ fi
 T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
 export LD_LIBRARY_PATH="$MOCK_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 unset CUCAP_CUPTI CUCAP_CUPTI_LIB MOCK_CUPTI_ATTACH_FAIL MOCK_CUPTI_NO_COUNTERS MOCK_CUPTI_PASSES \
-      MOCK_CUPTI_SASS_LIBRARY_ONLY \
       MOCK_CUPTI_EXTRA_RANGE MOCK_CUPTI_MEMSET_RANGES MOCK_CUPTI_NO_PCS MOCK_CUPTI_PCS_DETACH \
       MOCK_CUPTI_GRAPH_AUTO_FAIL MOCK_CUPTI_HW_BUSY
 NVD="$SRC/tests/integration/fake_nvdisasm.sh"
@@ -195,26 +194,6 @@ print(n)')
   else
     bad "$app: folded stacks"; head -3 "$T/$app.folded"
   fi
-done
-
-# the SASS pass loads the module images a program loaded with
-# cuModuleLoadData(Ex) as libraries (drv_basic, drv_graph; the H100's
-# CUPTI gives no SASS record for the other kind); the other passes load
-# them as recorded; CUCAP_PROFILE_SASS_AS_LIBRARY=0 keeps them as recorded
-# (MOCK_CUPTI_SASS_LIBRARY_ONLY=1 makes the stand-in CUPTI behave so)
-for v in "drv_basic 1" "drv_graph 1" "drv_basic 0"; do
-  set -- $v
-  [ -f "$T/$1.fb" ] || "$CUCAP" record -o "$T/$1.fb" -- "$APPS_DIR/$1" > /dev/null 2>&1
-  MOCK_CUPTI_SASS_LIBRARY_ONLY=1 CUCAP_PROFILE_SASS_AS_LIBRARY=$2 CUCAP_LOG_LEVEL=debug \
-    prof "al$1$2" "$T/$1.fb" --cache=keep --sass
-  rc=$(cat "$T/al$1$2.rc")
-  passes=$(grep "loaded as a library" "$T/al$1$2.err" | sed 's/.*pass \([0-9]*\):.*/\1/' | sort -u | tr '\n' ' ')
-  sass=$(grep -o "pass [0-9]*: sass-metrics pass" "$T/al$1$2.err" | sed 's/pass \([0-9]*\):.*/\1/')
-  want="$sass "; st=collected; [ "$2" = 0 ] && { want=""; st=failed; }
-  if [ "$rc" = 0 ] && [ "$passes" = "$want" ] && check "al$1$2" "sec['sass-metrics'] == '$st'" \
-     "'$st' == 'failed' or all('inst_executed' in s for s in d['pc_sites'])"; then
-    ok "$1, CUCAP_PROFILE_SASS_AS_LIBRARY=$2: module images loaded as libraries in pass(es) [${passes% }] (SASS pass $sass); SASS metrics $st"
-  else bad "$1 SASS_AS_LIBRARY=$2 rc=$rc passes=[$passes] sass=$sass"; tail -3 "$T/al$1$2.err"; fi
 done
 
 # counter passes leave out copies to the host (nothing on the device reads

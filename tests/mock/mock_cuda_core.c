@@ -1242,7 +1242,6 @@ CUresult mock_run_op_traced(const mock_op *op, CUstream s) {
     ev.block[0] = op->block.x, ev.block[1] = op->block.y, ev.block[2] = op->block.z;
     ev.image = op->func->mod ? op->func->mod->image : NULL;
     ev.image_size = op->func->mod ? op->func->mod->image_size : 0;
-    ev.from_library = op->func->mod && op->func->mod->lib;
   } else if (op->kind == MOCK_OP_COPY || op->kind == MOCK_OP_SET) {
     ev.kind = op->kind == MOCK_OP_COPY ? MOCK_TOOL_COPY : MOCK_TOOL_SET;
     ev.bytes = (uint64_t)op->width * op->height * (op->kind == MOCK_OP_SET ? op->elem : 1);

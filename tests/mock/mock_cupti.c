@@ -291,10 +291,7 @@ static void on_event(void *user, const mock_tool_event *ev) {
     uint64_t crc = ev->image ? mcu_fnv64(ev->image, ev->image_size) : 1;
     const char *fn = keep_name(ev->kernel ? ev->kernel : "?");
     mcu_pcs_kernel(ev->ctx, corr_cur, crc, fn);
-    /* MOCK_CUPTI_SASS_LIBRARY_ONLY=1: as the H100's CUPTI 13.0, no SASS
-     * record for a kernel of a module loaded with cuModuleLoadData(Ex) */
-    if (ev->from_library || !mcu_env_on("MOCK_CUPTI_SASS_LIBRARY_ONLY"))
-      mcu_sass_kernel(ev->ctx, (uint32_t)crc, fn);
+    mcu_sass_kernel(ev->ctx, (uint32_t)crc, fn);
   } else {
     int set = ev->kind == MOCK_TOOL_SET;
     CUpti_ActivityKind kind = set ? CUPTI_ACTIVITY_KIND_MEMSET : CUPTI_ACTIVITY_KIND_MEMCPY;

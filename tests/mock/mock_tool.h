@@ -38,7 +38,6 @@ typedef struct mock_tool_event {
   const void *image;        /* RUN kernel: its module's code; MODULE: same */
   size_t image_size;
   const void *ctx;          /* RUN: the CUcontext the work runs in */
-  int from_library;         /* RUN kernel: its module is a library's */
 } mock_tool_event;
 
 typedef void (*mock_tool_fn)(void *user, const mock_tool_event *ev);
