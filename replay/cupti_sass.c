@@ -445,9 +445,11 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
    * --no-pc) no kernel gets any, cudart's included (run FF), while the same
    * kernels in a standalone program with the engine's other CUPTI state
    * (subscriber, callbacks, an activity pass) get them all (run EE). The
-   * failing programs all run in a context of their own; creating it anew
-   * for the SASS pass did not help either (run OO). Not understood;
-   * docs/design.md. */
+   * failing programs load their code with cuModuleLoadData; neither their
+   * context (runs OO, QQ, SS) nor loading the images as libraries in the
+   * profile's passes (runs UU, VV) brought records, though a diagnostic
+   * that loaded them as libraries and never unloaded them did (run TT).
+   * Not understood; docs/design.md. */
   if (op->body_type != CUCAP_FB_BODY_LAUNCH && op->body_type != CUCAP_FB_BODY_GRAPH)
     return;
   CUcontext cur = NULL;
