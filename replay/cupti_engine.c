@@ -21,7 +21,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "cucap_sort.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "cupti_internal.h"
@@ -56,64 +55,6 @@ const cucap_cupti_section *cucap_cupti_section_get(const cucap_cupti *e,
 
 const cucap_cupti_env *cucap_cupti_env_get(const cucap_cupti *e) {
   return &e->env;
-}
-
-int ck_in_window(const ck_engine *E, uint64_t rec_index) {
-  return E->win_lo != UINT64_MAX && rec_index >= E->win_lo &&
-         rec_index <= E->win_hi;
-}
-
-static int ck_corr_cmp(const void *a, const void *b) {
-  const ck_corr *x = a, *y = b;
-  return x->corr < y->corr ? -1 : x->corr > y->corr;
-}
-
-int64_t ck_corr_op(ck_engine *E, uint32_t corr) {
-  if (!corr)
-    return -1; /* no id (continuous PC sampling, no API activity) */
-  if (E->corr_unsorted) {
-    cucap_sort(E->corr, E->ncorr, sizeof *E->corr, ck_corr_cmp);
-    E->corr_unsorted = 0;
-  }
-  size_t lo = 0, hi = E->ncorr;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (E->corr[mid].corr < corr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo < E->ncorr && E->corr[lo].corr == corr)
-    return E->corr[lo].op;
-  return -1;
-}
-
-int64_t ck_kernel_find(const ck_engine *E, uint64_t rec_index, uint32_t sub) {
-  size_t lo = 0, hi = E->nkern;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    const cucap_cupti_kernel *k = &E->kern[mid];
-    if (k->rec_index < rec_index || (k->rec_index == rec_index && k->sub < sub))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo < E->nkern && E->kern[lo].rec_index == rec_index &&
-      E->kern[lo].sub == sub)
-    return (int64_t)lo;
-  return -1;
-}
-
-int64_t ck_kernel_by_name(const ck_engine *E, uint64_t rec_index,
-                          const char *name) {
-  int64_t k = ck_kernel_find(E, rec_index, 0);
-  if (k < 0)
-    return -1;
-  for (size_t i = (size_t)k; i < E->nkern && E->kern[i].rec_index == rec_index;
-       i++)
-    if (name && E->kern[i].name && !strcmp(E->kern[i].name, name))
-      return (int64_t)i;
-  return -1;
 }
 
 /* ------------------------------------------------------------- callbacks */

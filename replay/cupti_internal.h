@@ -477,6 +477,7 @@ int ck_act_set(ck_engine *E, CUpti_ActivityKind kind, int on);
 int ck_grow(void **p, size_t *cap, size_t need, size_t elem);
 void ck_section(ck_engine *E, cucap_cupti_section_id id, int state,
                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* cupti_lookup.c */
 /* The op (ops index) that a correlation id of this pass belongs to, -1. */
 int64_t ck_corr_op(ck_engine *E, uint32_t corr);
 /* Kernel index for (rec_index, sub), -1. */
@@ -484,6 +485,7 @@ int64_t ck_kernel_find(const ck_engine *E, uint64_t rec_index, uint32_t sub);
 /* Kernel of op rec_index whose name is `name` (graph launches), -1. */
 int64_t ck_kernel_by_name(const ck_engine *E, uint64_t rec_index,
                           const char *name);
+/* 1 if record rec_index lies in the profiled window. */
 int ck_in_window(const ck_engine *E, uint64_t rec_index);
 
 /* cupti_timeline.c */
