@@ -509,6 +509,11 @@ int ck_prof_init(ck_engine *E);
 void ck_prof_deinit(ck_engine *E);
 
 /* cupti_metrics.c */
+/* A range-profiler host object for this chip, on the counter availability
+ * image avail (which it refers to until it is deinitialised: the caller's,
+ * with cuptiProfilerHostDeinitialize); NULL with E->last_msg set. Waits for
+ * the libnvperf preload first. */
+CUpti_Profiler_Host_Object *ck_host_new(ck_engine *E, const uint8_t *avail);
 /* the duration-only config (cupti_metrics.c): made at begin, freed with
  * the metrics state */
 extern const char *const ck_dur_name[1]; /* {"gpu__time_duration.sum"} */

@@ -81,10 +81,7 @@ static int ck_host_config(ck_engine *E, CUpti_Profiler_Host_Object *host,
   return 1;
 }
 
-/* A range-profiler host object for this chip, on the counter availability
- * image avail (which it refers to until it is deinitialised); NULL with
- * E->last_msg set. */
-static CUpti_Profiler_Host_Object *ck_host_new(ck_engine *E, uint8_t *avail) {
+CUpti_Profiler_Host_Object *ck_host_new(ck_engine *E, const uint8_t *avail) {
   CUpti_Profiler_Host_Initialize_Params hp;
   ck_api_nvperf_wait(&E->api);
   memset(&hp, 0, sizeof hp);
@@ -263,7 +260,7 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   if (m->dur_col < 0 || E->nmnames < 2 || reps <= 0)
     return;
   m->dur_reps = reps > 9 ? 9 : (unsigned)reps;
-  m->dhost = ck_host_new(E, (uint8_t *)avail); /* avail: kept by m->avail */
+  m->dhost = ck_host_new(E, avail); /* avail: kept by m->avail */
   if (!m->dhost)
     goto fail;
   size_t passes = 0;

@@ -50,16 +50,10 @@ static const char *ck_support(CUpti_Profiler_Support_Level l) {
 static void ck_probe_set(ck_engine *E, FILE *f, const char *label,
                          const char *const *names, size_t n,
                          const uint8_t *avail) {
-  CUpti_Profiler_Host_Initialize_Params hp;
-  ck_api_nvperf_wait(&E->api);
-  memset(&hp, 0, sizeof hp);
-  hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
-  hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hp.pChipName = E->env.chip;
-  hp.pCounterAvailabilityImage = avail;
   char key[64];
   snprintf(key, sizeof key, "metrics %s", label);
-  if (!CK_CALL(E, cuptiProfilerHostInitialize, &hp)) {
+  CUpti_Profiler_Host_Object *host = ck_host_new(E, avail);
+  if (!host) {
     P(f, key, "host initialize failed: %s", E->last_msg);
     return;
   }
@@ -72,7 +66,7 @@ static void ck_probe_set(ck_engine *E, FILE *f, const char *label,
     CUpti_Profiler_Host_GetMetricProperties_Params mp;
     memset(&mp, 0, sizeof mp);
     mp.structSize = CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE;
-    mp.pHostObject = hp.pHostObject;
+    mp.pHostObject = host;
     mp.pMetricName = names[i];
     if (CK_CALL(E, cuptiProfilerHostGetMetricProperties, &mp))
       ok[nok++] = names[i];
@@ -86,20 +80,20 @@ static void ck_probe_set(ck_engine *E, FILE *f, const char *label,
   CUpti_Profiler_Host_ConfigAddMetrics_Params am;
   memset(&am, 0, sizeof am);
   am.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
-  am.pHostObject = hp.pHostObject;
+  am.pHostObject = host;
   am.ppMetricNames = ok;
   am.numMetrics = nok;
   CUpti_Profiler_Host_GetConfigImageSize_Params cs;
   memset(&cs, 0, sizeof cs);
   cs.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
-  cs.pHostObject = hp.pHostObject;
+  cs.pHostObject = host;
   if (nok && CK_CALL(E, cuptiProfilerHostConfigAddMetrics, &am) &&
       CK_CALL(E, cuptiProfilerHostGetConfigImageSize, &cs) && cs.configImageSize) {
     uint8_t *img = malloc(cs.configImageSize);
     CUpti_Profiler_Host_GetConfigImage_Params ci;
     memset(&ci, 0, sizeof ci);
     ci.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
-    ci.pHostObject = hp.pHostObject;
+    ci.pHostObject = host;
     ci.configImageSize = cs.configImageSize;
     ci.pConfigImage = img;
     CUpti_Profiler_Host_GetNumOfPasses_Params np;
@@ -121,26 +115,20 @@ static void ck_probe_set(ck_engine *E, FILE *f, const char *label,
   CUpti_Profiler_Host_Deinitialize_Params hd;
   memset(&hd, 0, sizeof hd);
   hd.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
-  hd.pHostObject = hp.pHostObject;
+  hd.pHostObject = host;
   CK_CALL(E, cuptiProfilerHostDeinitialize, &hd);
 }
 
 static void ck_probe_list(ck_engine *E, FILE *f, const uint8_t *avail) {
-  CUpti_Profiler_Host_Initialize_Params hp;
-  ck_api_nvperf_wait(&E->api);
-  memset(&hp, 0, sizeof hp);
-  hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
-  hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hp.pChipName = E->env.chip;
-  hp.pCounterAvailabilityImage = avail;
-  if (!CK_CALL(E, cuptiProfilerHostInitialize, &hp))
+  CUpti_Profiler_Host_Object *host = ck_host_new(E, avail);
+  if (!host)
     return;
   static const char *const tn[] = {"counter", "ratio", "throughput"};
   for (int t = 0; t < 3; t++) {
     CUpti_Profiler_Host_GetBaseMetrics_Params bp;
     memset(&bp, 0, sizeof bp);
     bp.structSize = CUpti_Profiler_Host_GetBaseMetrics_Params_STRUCT_SIZE;
-    bp.pHostObject = hp.pHostObject;
+    bp.pHostObject = host;
     bp.metricType = (CUpti_MetricType)t;
     if (!CK_CALL(E, cuptiProfilerHostGetBaseMetrics, &bp))
       continue;
@@ -151,7 +139,7 @@ static void ck_probe_list(ck_engine *E, FILE *f, const uint8_t *avail) {
   CUpti_Profiler_Host_Deinitialize_Params hd;
   memset(&hd, 0, sizeof hd);
   hd.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
-  hd.pHostObject = hp.pHostObject;
+  hd.pHostObject = host;
   CK_CALL(E, cuptiProfilerHostDeinitialize, &hd);
 }
 
