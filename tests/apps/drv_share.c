@@ -8,9 +8,12 @@
  * pointers designate). Results are exact (small binary fractions), the same
  * on the mock and on a GPU.
  * Usage: drv_share [STEPS] (default 6).
- * DRV_SHARE_SHIFT=1: reserve 64 GiB of address space and 512 bytes of stack
+ * DRV_SHARE_SHIFT=1: reserve 64 GiB of address space and 32 KiB of stack
  *   first, so that heap and stack addresses differ from a run without it,
- *   with or without ASLR, and map the scratch buffer at 0x200000000000, so
+ *   with or without ASLR (the kernel also moves the first stack pointer down
+ *   from the stack's top by a random 0..8 KiB in every run: a shift smaller
+ *   than that, 512 bytes, was cancelled by it in one CI run, and the stack
+ *   word then sat at the same offset from the top in both runs), and map the scratch buffer at 0x200000000000, so
  *   that the upper half of its address (the stale half in the padding)
  *   differs too: with ASLR, the 64 GiB shift alone gave the same upper half
  *   as a run without it in about 1 pair of runs in 150 (mmap's base moves
@@ -116,7 +119,7 @@ int main(int argc, char **argv) {
   CK(cuLibraryLoadData(&lib, share_fatbin, NULL, NULL, 0, NULL, NULL, 0));
   CK(cuLibraryGetKernel(&k, lib, "struct_axpy"));
   CK(cuKernelGetFunction(&f, k));
-  volatile char *deeper = alloca(shift ? 512 : 16); /* moves host_scalar's frame */
+  volatile char *deeper = alloca(shift ? 32768 : 16); /* moves host_scalar's frame */
   deeper[0] = 0;
   run(f, steps, scratch);
   CK(cuLibraryUnload(lib));
