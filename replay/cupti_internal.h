@@ -224,6 +224,7 @@ typedef struct ck_timing {
   double pass_s[CUCAP_CUPTI_NSECTIONS];
   double between_s[CUCAP_CUPTI_NSECTIONS];
   double window_s;           /* metrics: from Start to Stop, summed */
+  double rp_startstop_s;     /* metrics: in cuptiRangeProfilerStart and Stop */
   double rp_setup_s;         /* metrics: range profiler enable, counter image,
                                 config, per window */
   double decode_s;           /* metrics: decode + evaluate */

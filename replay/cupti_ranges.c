@@ -231,7 +231,10 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     memset(&sp, 0, sizeof sp);
     sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
     sp.pRangeProfilerObject = m->rp;
-    if (!CK_CALL(E, cuptiRangeProfilerStart, &sp)) {
+    double ts = ck_now();
+    int ok = CK_CALL(E, cuptiRangeProfilerStart, &sp);
+    E->tm.rp_startstop_s += ck_now() - ts;
+    if (!ok) {
       ck_win_fail_now(E, "");
       if (E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
         snprintf(m->win_note, sizeof m->win_note, "%s", ck_privilege_hint());
@@ -290,8 +293,11 @@ static void ck_rp_stop(ck_engine *E) {
   sp.pRangeProfilerObject = m->rp;
   m->started = 0;
   m->stopped = 1;
-  E->tm.window_s += ck_now() - m->t_start;
-  if (!CK_CALL(E, cuptiRangeProfilerStop, &sp)) {
+  double ts = ck_now();
+  E->tm.window_s += ts - m->t_start;
+  int ok = CK_CALL(E, cuptiRangeProfilerStop, &sp);
+  E->tm.rp_startstop_s += ck_now() - ts;
+  if (!ok) {
     if (!m->win_failed)
       snprintf(m->win_note, sizeof m->win_note, "%s", E->last_msg);
     m->win_failed = 1;

@@ -304,9 +304,9 @@ void ck_timing_log(ck_engine *E) {
                             E->sec[i].passes, t->pass_s[i], t->between_s[i]);
   if (E->sec[CUCAP_CUPTI_METRICS].passes && l < sizeof b)
     l += (size_t)snprintf(b + l, sizeof b - l,
-                          " (range profiler setup %.3f s, windows %.3f s, "
-                          "decode+evaluate %.3f s)", t->rp_setup_s,
-                          t->window_s, t->decode_s);
+                          " (range profiler setup %.3f s, start+stop %.3f s, "
+                          "windows %.3f s, decode+evaluate %.3f s)", t->rp_setup_s,
+                          t->rp_startstop_s, t->window_s, t->decode_s);
   if (E->sec[CUCAP_CUPTI_PCSAMPLING].passes && l < sizeof b)
     l += (size_t)snprintf(b + l, sizeof b - l,
                           " (PC drains %.3f s; instructions resolved in %.3f "
@@ -384,6 +384,7 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
     ck_jnum(w, "range_profiler_setup_s", t->rp_setup_s);
     ck_jnum(w, "metrics_windows_s", t->window_s);
+    ck_jnum(w, "range_profiler_start_stop_s", t->rp_startstop_s);
     ck_jnum(w, "decode_evaluate_s", t->decode_s);
     ck_jnum(w, "pc_drain_s", t->pcs_drain_s);
     ck_jnum(w, "resolve_s", t->resolve_s);
