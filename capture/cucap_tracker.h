@@ -72,6 +72,10 @@ typedef struct cucap_tracked_fn {
   uint64_t module;        /* CUmodule / CUlibrary / CUkernel */
   uint8_t kind;           /* cucap.fb.FunctionKind */
   uint8_t param_source;   /* cucap.fb.ParamSource */
+  /* a kernel whose cuKernelGetFunction returned its own handle (the mock's
+   * driver does) and whose KernelFunction body was recorded once:
+   * cucap_tracker_fn_mark_own_function */
+  _Atomic uint8_t own_function_recorded;
   uint32_t nparams;
   uint32_t param_bytes;
   const char *name;       /* NUL-terminated, owned by the tracker */
@@ -86,6 +90,8 @@ cucap_status cucap_tracker_fn_add(cucap_tracker *t, uint64_t handle,
                                   uint8_t param_source);
 /* Lock-free; NULL if unknown. */
 const cucap_tracked_fn *cucap_tracker_fn_find(cucap_tracker *t, uint64_t handle);
+/* Sets own_function_recorded of the entry of handle, if any. Lock-free. */
+void cucap_tracker_fn_mark_own_function(cucap_tracker *t, uint64_t handle);
 /* Removes every function whose module is `module` (module unload). */
 void cucap_tracker_fn_remove_module(cucap_tracker *t, uint64_t module);
 

@@ -328,6 +328,7 @@ cucap_status cucap_tracker_fn_add(cucap_tracker *t, uint64_t handle,
   f->module = module;
   f->kind = kind;
   f->param_source = param_source;
+  atomic_init(&f->own_function_recorded, 0);
   f->nparams = nparams;
   f->param_bytes = param_bytes;
   if (nparams)
@@ -350,6 +351,12 @@ cucap_status cucap_tracker_fn_add(cucap_tracker *t, uint64_t handle,
 
 const cucap_tracked_fn *cucap_tracker_fn_find(cucap_tracker *t, uint64_t handle) {
   return t ? (const cucap_tracked_fn *)hmap_get(&t->fns, handle) : NULL;
+}
+
+void cucap_tracker_fn_mark_own_function(cucap_tracker *t, uint64_t handle) {
+  cucap_tracked_fn *f = t ? (cucap_tracked_fn *)hmap_get(&t->fns, handle) : NULL;
+  if (f)
+    atomic_store_explicit(&f->own_function_recorded, 1, memory_order_relaxed);
 }
 
 /* Removes the functions of module, and the functions obtained from those

@@ -4,6 +4,7 @@
  * schema/fatbin.c; a fatbinary wrapper is followed to its fatbin; files are
  * read from disk) are stored once as a blob and kept in the tracker for
  * parameter layouts parsed on demand (.nv.info) when the driver cannot say. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -404,7 +405,14 @@ int custom_kernel_get_function_known(CUresult r, CUfunction *pf, CUkernel k) {
   if (r != CUDA_SUCCESS || !pf || !*pf)
     return 0;
   const cucap_tracked_fn *f = cucap_tracker_fn_find(cx_tracker(), CX_U64(*pf));
-  return f && f->module == CX_U64(k) && f->kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION;
+  if (!f)
+    return 0;
+  if (f->module == CX_U64(k) && f->kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION)
+    return 1;
+  /* the function is the kernel's own handle (below): known once its
+   * KernelFunction body was recorded */
+  return f->handle == CX_U64(k) && f->kind == CUCAP_FB_FUNCTIONKIND_KERNEL &&
+         atomic_load_explicit(&f->own_function_recorded, memory_order_relaxed);
 }
 
 void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pf, CUkernel k) {
@@ -429,6 +437,8 @@ void custom_kernel_get_function(cucap_call *c, CUresult r, CUfunction *pf, CUker
     if (r == CUDA_SUCCESS) {
       c->body = cx_function_body_as(c->b, kf, CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION, CX_U64(k));
       c->body_type = CUCAP_FB_BODY_FUNCTION;
+      if (c->body) /* later calls are only counted (custom_kernel_get_function_known) */
+        cucap_tracker_fn_mark_own_function(cx_tracker(), CX_U64(k));
     }
     return;
   }

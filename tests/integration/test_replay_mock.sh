@@ -88,6 +88,14 @@ if [ -x "$APPS_DIR/drv_library" ]; then
   if "$CUCAP" dump "$T/lib0.fb" | grep -q "LibraryModule handle=0x[0-9a-f]* library=0x"; then
     ok "cuLibraryGetModule recorded as a LibraryModule record"
   else bad "no LibraryModule record in drv_library's capture"; fi
+  # drv_library asks for scale's function a second time: the mock's driver
+  # hands back the kernel's own handle, which was recorded once (a
+  # KernelFunction body); the second call is only counted
+  "$CUCAP" dump "$T/lib0.fb" > "$T/lib0.dump" 2>&1
+  nkf=$(grep -c " cuKernelGetFunction 0 Function " "$T/lib0.dump")
+  if [ "$nkf" = 2 ] && grep -q "QueryCounts .* cuKernelGetFunction=1 " "$T/lib0.dump"; then
+    ok "cuKernelGetFunction asked again for a known function: counted, not recorded again"
+  else bad "cuKernelGetFunction records: $nkf (want 2, one per library) and a count of 1"; grep "KernelGetFunction" "$T/lib0.dump"; fi
 fi
 
 # A successful cuStreamQuery/cuEventQuery orders what the program does
