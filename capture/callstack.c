@@ -1,4 +1,5 @@
-/* callstack.c - host callstack capture, dedup and module maps. See cucap_callstack.h.
+/* callstack.c - host callstack capture and dedup. See cucap_callstack.h;
+ * the module map is callstack_map.c.
  *
  * Fast path (a stack seen before on this thread): walk + XXH3-64 of the
  * frames + probe of a thread-local direct-mapped cache. Slow path (new on
@@ -29,7 +30,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
-#include "cucap_addrspace.h"
+#include "callstack_internal.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "cucap_rec_stats.h"
@@ -138,6 +139,12 @@ static void xmap_rebuild(void) {
 }
 
 static pthread_mutex_t g_xmu = PTHREAD_MUTEX_INITIALIZER;
+
+void cs_xmap_rescan(void) {
+  pthread_mutex_lock(&g_xmu);
+  xmap_rebuild();
+  pthread_mutex_unlock(&g_xmu);
+}
 
 static const xmap *xmap_get(void) {
   xmap *m = atomic_load_explicit(&g_xmap, memory_order_acquire);
@@ -345,198 +352,6 @@ size_t cucap_callstack_walk(int mode, uint64_t *frames, size_t max) {
   return walk(mode, 0, frames, max, &unknown, NULL, 0, &same, NULL);
 }
 
-/* ------------------------------------------------------------ module map */
-
-typedef struct obj_range {
-  uintptr_t lo, hi;
-} obj_range;
-
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static obj_range *g_objs; /* under g_mu */
-static size_t g_nobjs;
-static atomic_int g_map_emitted;
-
-typedef struct scan_ctx {
-  cucap_fbb *b;
-  cucap_fb_ref *refs;
-  size_t n, cap;
-  obj_range *ranges;
-  int failed;
-} scan_ctx;
-
-static size_t build_id_of(const struct dl_phdr_info *info, const uint8_t **out) {
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_NOTE)
-      continue;
-    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-    size_t off = 0, len = ph->p_memsz;
-    while (off + sizeof(ElfW(Nhdr)) <= len) {
-      ElfW(Nhdr) nh;
-      memcpy(&nh, p + off, sizeof nh);
-      size_t name_off = off + sizeof nh;
-      size_t desc_off = name_off + ((nh.n_namesz + 3) & ~(size_t)3);
-      size_t next = desc_off + ((nh.n_descsz + 3) & ~(size_t)3);
-      if (next > len || next <= off)
-        break;
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-          memcmp(p + name_off, "GNU", 4) == 0) {
-        *out = p + desc_off;
-        return nh.n_descsz;
-      }
-      off = next;
-    }
-  }
-  return 0;
-}
-
-static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  scan_ctx *s = arg;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD)
-      continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr, e = a + ph->p_memsz;
-    if (a < lo)
-      lo = a;
-    if (e > hi)
-      hi = e;
-  }
-  if (hi == 0)
-    return 0;
-  if (s->n == s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 64;
-    cucap_fb_ref *nr = realloc(s->refs, nc * sizeof *nr);
-    obj_range *no = realloc(s->ranges, nc * sizeof *no);
-    if (nr)
-      s->refs = nr;
-    if (no)
-      s->ranges = no;
-    if (!nr || !no) {
-      s->failed = 1;
-      return 1;
-    }
-    s->cap = nc;
-  }
-  char exe[4096];
-  const char *path = info->dlpi_name;
-  if (!path || !path[0]) {
-    ssize_t r = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[r > 0 ? r : 0] = 0;
-    path = exe;
-  }
-  const uint8_t *bid = NULL;
-  size_t bidn = build_id_of(info, &bid);
-  cucap_fb_ref ps = cucap_fbb_string(s->b, path, strlen(path));
-  cucap_fb_ref bs = bidn ? cucap_fb_loaded_object_create_build_id(s->b, bid, bidn) : 0;
-  cucap_fb_loaded_object_start(s->b);
-  cucap_fb_loaded_object_add_path(s->b, ps);
-  if (bs)
-    cucap_fb_loaded_object_add_build_id(s->b, bs);
-  cucap_fb_loaded_object_add_base(s->b, info->dlpi_addr);
-  cucap_fb_loaded_object_add_start(s->b, lo);
-  cucap_fb_loaded_object_add_end(s->b, hi);
-  s->refs[s->n] = cucap_fb_loaded_object_end(s->b);
-  s->ranges[s->n] = (obj_range){lo, hi};
-  s->n++;
-  return 0;
-}
-
-/* The loader's load/unload counters: the module map only needs re-scanning
- * when they moved. Frames outside every known object are usually not new
- * libraries but garbage from a frame-pointer walk through code built without
- * frame pointers (libpython, libtorch); re-emitting the map for each of those
- * cost PyTorch a third of its step time. */
-static unsigned long long g_map_adds = ~0ull, g_map_subs = ~0ull;
-
-static int loader_counts_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  unsigned long long *v = arg;
-  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-    v[0] = info->dlpi_adds;
-    v[1] = info->dlpi_subs;
-  }
-  return 1; /* the counters are global: the first object is enough */
-}
-
-static void loader_counts(unsigned long long v[2]) {
-  v[0] = v[1] = ~0ull - 1; /* unknown: never equal to a recorded value */
-  dl_iterate_phdr(loader_counts_cb, v);
-}
-
-static void final_map(void);
-
-/* g_mu held */
-static cucap_status emit_map_locked(void) {
-  unsigned long long counts[2];
-  loader_counts(counts);
-  cucap_fbb *b = cucap_fbb_create(16384);
-  CUCAP_RETURN_IF(!b, CUCAP_ERR_NOMEM);
-  scan_ctx s = {b, NULL, 0, 0, NULL, 0};
-  dl_iterate_phdr(scan_cb, &s);
-  cucap_status st = CUCAP_ERR_NOMEM;
-  if (!s.failed) {
-    cucap_fb_ref v = cucap_fbb_vector_refs(b, s.refs, s.n);
-    cucap_fb_ref ranges = cucap_addrspace_build(b); /* 0: unreadable, left out */
-    cucap_fb_module_map_start(b);
-    cucap_fb_module_map_add_objects(b, v);
-    if (ranges)
-      cucap_fb_module_map_add_ranges(b, ranges);
-    cucap_fb_ref mm = cucap_fb_module_map_end(b);
-    st = cucap_rec_emit(b, CUCAP_FB_BODY_MODULEMAP, mm, 0);
-    free(g_objs);
-    g_objs = s.ranges;
-    g_nobjs = s.n;
-    s.ranges = NULL;
-    if (!atomic_exchange(&g_map_emitted, 1))
-      cucap_rec_at_exit(final_map); /* the address space at the end, too */
-    g_map_adds = counts[0];
-    g_map_subs = counts[1];
-  }
-  /* the walks' executable map follows the same scan */
-  pthread_mutex_lock(&g_xmu);
-  xmap_rebuild();
-  pthread_mutex_unlock(&g_xmu);
-  free(s.refs);
-  free(s.ranges);
-  cucap_fbb_destroy(b);
-  return st;
-}
-
-/* g_mu held: a module-map (re)scan, timed for --stats */
-static cucap_status emit_map_timed_locked(void) {
-  if (__builtin_expect(!cucap_rec_stats_on, 1))
-    return emit_map_locked();
-  uint64_t t0 = cucap_rec_stats_clock();
-  cucap_status st = emit_map_locked();
-  cucap_rec_stats_add(CUCAP_STATS_MODMAP_SCAN, cucap_rec_stats_clock() - t0);
-  return st;
-}
-
-/* At exit: one more map, so that memory mapped after the last scan (the
- * driver's device ranges, arenas of a long run) is in the capture's address
- * space (format 1.4 ranges; `cucap diff`). Stacks are all emitted by then:
- * no Callstack is symbolized with it. */
-static void final_map(void) {
-  if (cucap_callstack_emit_module_map() != CUCAP_OK)
-    CUCAP_DEBUG("callstack: final module map not recorded");
-}
-
-cucap_status cucap_callstack_emit_module_map(void) {
-  pthread_mutex_lock(&g_mu);
-  cucap_status st = emit_map_timed_locked();
-  pthread_mutex_unlock(&g_mu);
-  return st;
-}
-
-static int known_frame(uintptr_t pc) {
-  for (size_t i = 0; i < g_nobjs; i++)
-    if (pc >= g_objs[i].lo && pc < g_objs[i].hi)
-      return 1;
-  return 0;
-}
-
 /* ----------------------------------------------------------------- dedup */
 
 typedef struct id_slot {
@@ -544,13 +359,13 @@ typedef struct id_slot {
   uint32_t id;
 } id_slot;
 
-static id_slot *g_ids; /* under g_mu, open addressing */
+static id_slot *g_ids; /* under cs_mu, open addressing */
 static size_t g_ids_cap, g_ids_used;
 static uint32_t g_next_id = 1;
 
 #define TCACHE 256
 
-/* g_mu held. Returns the id and sets *is_new; 0 on OOM. */
+/* cs_mu held. Returns the id and sets *is_new; 0 on OOM. */
 static uint32_t intern_locked(uint64_t h, int *is_new) {
   *is_new = 0;
   if ((g_ids_used + 1) * 2 > g_ids_cap) {
@@ -592,19 +407,6 @@ uint32_t cucap_rec_stack_id(void) {
   uint32_t id = stack_id();
   cucap_rec_stats_add(CUCAP_STATS_STACK_WALK, cucap_rec_stats_clock() - t0);
   return id;
-}
-
-/* g_mu held: 1 if objects were loaded or unloaded since the last scan. */
-static int loader_changed_locked(void) {
-  unsigned long long now[2];
-  loader_counts(now);
-  return now[0] != g_map_adds || now[1] != g_map_subs;
-}
-
-/* g_mu held: rescans the module map (and the executable map). */
-static void rescan_locked(void) {
-  if (emit_map_timed_locked() != CUCAP_OK)
-    CUCAP_DEBUG("callstack: module map not recorded");
 }
 
 /* The thread's previous stack and its id: a launch loop repeats it, and a
@@ -762,12 +564,12 @@ __attribute__((noinline)) static uint32_t stack_id(void) {
   const cucap_rec_options *o = cucap_rec_opts();
   if (o->stack == CUCAP_REC_STACK_OFF)
     return 0;
-  if (__builtin_expect(!atomic_load_explicit(&g_map_emitted, memory_order_acquire), 0)) {
+  if (__builtin_expect(!atomic_load_explicit(&cs_map_emitted, memory_order_acquire), 0)) {
     /* the first stack: the ModuleMap record, and the map the walk checks */
-    pthread_mutex_lock(&g_mu);
-    if (!atomic_load(&g_map_emitted))
-      rescan_locked();
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_lock(&cs_mu);
+    if (!atomic_load(&cs_map_emitted))
+      cs_rescan_locked();
+    pthread_mutex_unlock(&cs_mu);
   }
   sc_thread *T = sc_get();
   if (!T)
@@ -796,11 +598,11 @@ __attribute__((noinline)) static uint32_t stack_id(void) {
       continue;
     if (e->unknown && (++T->last.unknown_walks & 1023) == 0) {
       /* a stopped walk, now and then, asks the loader (as in the walk) */
-      pthread_mutex_lock(&g_mu);
-      int changed = loader_changed_locked();
+      pthread_mutex_lock(&cs_mu);
+      int changed = cs_loader_changed_locked();
       if (changed)
-        rescan_locked();
-      pthread_mutex_unlock(&g_mu);
+        cs_rescan_locked();
+      pthread_mutex_unlock(&cs_mu);
       if (changed) { /* a new map generation: every entry misses */
         xm = xmap_get();
         gen = xm ? xm->gen : 0;
@@ -829,11 +631,11 @@ static uint32_t stack_id_walk(last_stack *L, id_slot *tcache, const cucap_rec_op
   *cacheable = 1;
   if (unknown && (++L->unknown_walks & 1023) == 0) {
     /* a stopped walk, now and then: code dlopen'ed since the last scan? */
-    pthread_mutex_lock(&g_mu);
-    int changed = loader_changed_locked();
+    pthread_mutex_lock(&cs_mu);
+    int changed = cs_loader_changed_locked();
     if (changed)
-      rescan_locked();
-    pthread_mutex_unlock(&g_mu);
+      cs_rescan_locked();
+    pthread_mutex_unlock(&cs_mu);
     if (changed) {
       n = walk(o->stack, fp0, frames, max, &unknown, NULL, 0, &same, NULL);
       *cacheable = 0;
@@ -853,7 +655,7 @@ static uint32_t stack_id_walk(last_stack *L, id_slot *tcache, const cucap_rec_op
     goto done;
   }
 
-  pthread_mutex_lock(&g_mu);
+  pthread_mutex_lock(&cs_mu);
   int is_new = 0;
   id = intern_locked(h, &is_new);
   if (id && is_new) {
@@ -862,9 +664,9 @@ static uint32_t stack_id_walk(last_stack *L, id_slot *tcache, const cucap_rec_op
      * something was dlopen'ed - rescan (and walk again: its frames
      * continue into the new code). The id stays that of the stack seen. */
     for (size_t i = 0; i < n && !unknown; i++)
-      unknown = !known_frame((uintptr_t)frames[i]);
-    if (unknown && loader_changed_locked()) {
-      rescan_locked();
+      unknown = !cs_known_frame_locked((uintptr_t)frames[i]);
+    if (unknown && cs_loader_changed_locked()) {
+      cs_rescan_locked();
       *cacheable = 0;
       int u2 = 0, s2 = 0;
       size_t n2 = walk(o->stack, fp0, frames, max, &u2, NULL, 0, &s2, NULL);
@@ -873,7 +675,7 @@ static uint32_t stack_id_walk(last_stack *L, id_slot *tcache, const cucap_rec_op
         int new2 = 0;
         uint32_t id2 = intern_locked(h2, &new2);
         if (id2 && !new2) { /* seen before under its full form */
-          pthread_mutex_unlock(&g_mu);
+          pthread_mutex_unlock(&cs_mu);
           id = id2;
           n = n2;
           goto done;
@@ -898,7 +700,7 @@ static uint32_t stack_id_walk(last_stack *L, id_slot *tcache, const cucap_rec_op
       cucap_fbb_destroy(b);
     }
   }
-  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&cs_mu);
   if (id) {
     c->hash = h;
     c->id = id;
