@@ -6,7 +6,7 @@
  * Every operation executes synchronously on the calling thread (streams and
  * events exist as handles only); see mock_cuda.md for the full contract.
  *
- * Exported names: mock_cuda_core.c and mock_cuda_module.c are compiled with the
+ * Exported names: mock_cuda_core.c, mock_cuda_memory.c and mock_cuda_module.c are compiled with the
  * ordinary cuda.h renaming macros, so defining `cuMemAlloc` emits the exported
  * symbol `cuMemAlloc_v2` exactly as applications link to it.
  * Graphs (capture nodes, explicit construction, instantiate, launch) live in
@@ -201,13 +201,19 @@ int mock_no_kernels(void);
 /* cuGetProcAddress hook for CUCAP_MOCK_FAIL (error injection): returns fn,
  * or a trampoline that fails the chosen call of `name`. */
 void *mock_fail_wrap(const char *name, void *fn);
-/* Error code by name (CUDA_ERROR_*), -1 if unknown (mock_cuda_core.c). */
+/* Error code by name (CUDA_ERROR_*), -1 if unknown (mock_cuda_proc.c). */
 int mock_error_code(const char *name);
-/* Live memory by kind from the registry (mock_cuda_core.c): device, host
+/* Live memory by kind from the registry (mock_cuda_core.c, mock_cuda_memory.c): device, host
  * (cuMemAllocHost), registered host, VA reservations, mappings, streams,
  * primary context retains. */
 void mock_core_live(long *device, long *host, long *host_reg, long *reserve, long *mapped,
                     long *streams, long *primary_refs);
+/* mock_cuda_memory.c, mock_lock held: unmaps a destroyed context's device and
+ * page-locked host allocations; counts the registry's entries by kind. */
+void mock_mem_release_ctx_locked(CUcontext c);
+void mock_mem_live_locked(long *device, long *host, long *host_reg, long *reserve, long *mapped);
+/* The primary context (mock_cuda_core.c). */
+CUcontext mock_primary_ctx(void);
 
 /* ---- shared state and helpers (mock_cuda_core.c) ----------------------- */
 extern pthread_mutex_t mock_lock;
@@ -473,6 +479,9 @@ void mock_queue_unlock(void);
 enum { MOCK_SYNC_CTX, MOCK_SYNC_STREAM, MOCK_SYNC_EVENT };
 void mock_count_sync(int kind);
 
+/* Returns CUDA_ERROR_NOT_INITIALIZED before cuInit. */
+#define NEED_INIT() \
+  do { if (!__atomic_load_n(&mock_initialized, __ATOMIC_SEQ_CST)) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
 #define MOCK_TRY(expr)                 \
   do {                                 \
     CUresult mock_r_ = (expr);         \
