@@ -84,6 +84,16 @@ cucap_status cucap_reader_blob_read(cucap_reader *r, cucap_hash128 h,
 cucap_status cucap_reader_blob_map(cucap_reader *r, cucap_hash128 h,
                                    const void **data, uint64_t *size);
 
+/* A Launch body's argument block, stored inline in its record or, when
+ * large, as a blob. launch: a verified Launch table (const cucap_fb_launch *)
+ * of a record this reader returned. size: its bytes. read: copies it into
+ * dst (cap >= size; CUCAP_ERR_INVALID_ARG otherwise). A blob that is
+ * missing gives CUCAP_ERR_NOT_FOUND, a damaged one the read's error. */
+cucap_status cucap_reader_launch_args_size(cucap_reader *r, const void *launch,
+                                           uint64_t *size);
+cucap_status cucap_reader_launch_args_read(cucap_reader *r, const void *launch,
+                                           void *dst, uint64_t cap);
+
 typedef struct cucap_reader_recovery {
   int complete;              /* 1: trailer + index valid, nothing damaged */
   int used_index;            /* 1: chunks located via the index */

@@ -533,3 +533,42 @@ cucap_status cucap_reader_blob_map(cucap_reader *r, cucap_hash128 h,
     *size = b->size;
   return CUCAP_OK;
 }
+
+/* ------------------------------------------------------------ launch args */
+
+/* The launch's argument blob, if it has one. */
+static int launch_args_blob(const cucap_fb_launch *l, cucap_hash128 *h) {
+  const cucap_fb_hash128 *b =
+      cucap_fb_launch_has_args_blob(l) ? cucap_fb_launch_args_blob(l) : NULL;
+  if (!b)
+    return 0;
+  h->lo = b->lo;
+  h->hi = b->hi;
+  return 1;
+}
+
+cucap_status cucap_reader_launch_args_size(cucap_reader *r, const void *launch,
+                                           uint64_t *size) {
+  CUCAP_RETURN_IF(!r || !launch || !size, CUCAP_ERR_INVALID_ARG);
+  cucap_hash128 h;
+  if (launch_args_blob(launch, &h))
+    return cucap_reader_blob_size(r, h, size);
+  size_t n = 0;
+  (void)cucap_fb_launch_args(launch, &n);
+  *size = n;
+  return CUCAP_OK;
+}
+
+cucap_status cucap_reader_launch_args_read(cucap_reader *r, const void *launch,
+                                           void *dst, uint64_t cap) {
+  CUCAP_RETURN_IF(!r || !launch, CUCAP_ERR_INVALID_ARG);
+  cucap_hash128 h;
+  if (launch_args_blob(launch, &h))
+    return cucap_reader_blob_read(r, h, dst, cap);
+  size_t n = 0;
+  const uint8_t *a = cucap_fb_launch_args(launch, &n);
+  CUCAP_RETURN_IF(cap < n || (!dst && n), CUCAP_ERR_INVALID_ARG);
+  if (n)
+    memcpy(dst, a, n);
+  return CUCAP_OK;
+}

@@ -376,52 +376,27 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
     return;
   }
   rp_func_layout(R, fi);
-  /* argument block: inline or a blob; copied so it can be patched */
-  size_t n = 0;
-  const uint8_t *inl = cucap_fb_launch_args(l, &n);
-  uint8_t *args = NULL;
-  if (cucap_fb_launch_has_args_blob(l)) {
-    cucap_hash128 h = rp_h(cucap_fb_launch_args_blob(l));
-    uint64_t bsz = 0;
-    if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK ||
-        !rp_grow(&R->expect, &R->expect_cap, bsz + 8, &R->expect_pinned, R) ||
-        cucap_reader_blob_read(R->r, h, R->expect, bsz) != CUCAP_OK) {
-      rp_skip(R, "launch (argument blob missing)");
-      return;
-    }
-    n = bsz;
-    args = R->expect;
-  } else {
-    if (!rp_grow(&R->expect, &R->expect_cap, n + 8, &R->expect_pinned, R)) {
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
-      return;
-    }
-    if (n)
-      memcpy(R->expect, inl, n);
-    args = R->expect;
+  /* argument block (inline or a blob), copied so it can be patched; the
+   * driver reads every parameter at its offset: the block covers the
+   * recorded layout (zero-filled past what was stored) */
+  uint64_t n64 = 0;
+  if (cucap_reader_launch_args_size(R->r, l, &n64) != CUCAP_OK || n64 > RP_MAX_PARAM_BYTES) {
+    rp_skip(R, "launch (argument blob missing)");
+    return;
   }
-  /* the driver reads every parameter at its offset: make sure the block
-   * covers the recorded layout (zero-filled past what was stored) */
-  size_t need = n;
+  size_t n = (size_t)n64, need = n;
   if (fi->layout_bytes > need)
     need = fi->layout_bytes;
-  if (need > n) {
-    if (!rp_grow(&R->expect, &R->expect_cap, need + 8, &R->expect_pinned, R)) {
-      rp_skip(R, "launch (parameter layout too large)");
-      return;
-    }
-    args = R->expect; /* rp_grow does not keep contents: copy again */
-    if (cucap_fb_launch_has_args_blob(l)) {
-      if (cucap_reader_blob_read(R->r, rp_h(cucap_fb_launch_args_blob(l)),
-                                 args, n) != CUCAP_OK) {
-        rp_skip(R, "launch (argument blob missing)");
-        return;
-      }
-    } else if (n) {
-      memcpy(args, inl, n);
-    }
-    memset(args + n, 0, need - n);
+  if (!rp_grow(&R->expect, &R->expect_cap, need + 8, &R->expect_pinned, R)) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    return;
   }
+  uint8_t *args = R->expect;
+  if (cucap_reader_launch_args_read(R->r, l, args, n) != CUCAP_OK) {
+    rp_skip(R, "launch (argument blob missing)");
+    return;
+  }
+  memset(args + n, 0, need - n);
   /* relocation: patch 8-byte parameters that point into moved ranges */
   if (R->mem.nreloc) {
     if (fi->nparams) {

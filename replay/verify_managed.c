@@ -129,18 +129,12 @@ static void vo_mresolve(vo_verifier *v, uint32_t tid, uint64_t t_end) {
 static void vo_mlaunch(vo_verifier *v, const cucap_replay_op *op, const cucap_fb_launch *l,
                        uint64_t t_exit) {
   struct vo_managed *m = v->mg;
-  size_t n = 0;
-  const uint8_t *a = cucap_fb_launch_args(l, &n);
-  uint8_t *own = NULL;
-  if (cucap_fb_launch_has_args_blob(l)) {
-    cucap_hash128 h = vo_h(cucap_fb_launch_args_blob(l));
-    uint64_t bs = 0;
+  uint64_t n = 0;
+  uint8_t *a = NULL;
+  if (cucap_reader_launch_args_size(v->r, l, &n) == CUCAP_OK && n <= RP_MAX_PARAM_BYTES &&
+      (a = malloc(n ? n : 1)) && cucap_reader_launch_args_read(v->r, l, a, n) != CUCAP_OK) {
+    free(a);
     a = NULL;
-    if (cucap_reader_blob_size(v->r, h, &bs) == CUCAP_OK && bs <= RP_MAX_PARAM_BYTES &&
-        (own = malloc(bs ? bs : 1)) && cucap_reader_blob_read(v->r, h, own, bs) == CUCAP_OK) {
-      a = own;
-      n = bs;
-    }
   }
   uint32_t name = op->kernel ? vo_intern(v, op->kernel, 1) : VO_NO_NAME;
   for (size_t o = 0; a && o + 8 <= n; o += 8) {
@@ -150,7 +144,7 @@ static void vo_mlaunch(vo_verifier *v, const cucap_replay_op *op, const cucap_fb
     if (i >= 0)
       vo_mstart(m, (size_t)i, t_exit, op->launch_index, name);
   }
-  free(own);
+  free(a);
 }
 
 void vo_managed_op(vo_verifier *v, const cucap_replay_op *op) {

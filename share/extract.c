@@ -127,28 +127,20 @@ static void find_free(ex_find *f) {
 static cucap_status mark_pointed(dv_plan *p, const cucap_fb_record *launch_rec,
                                  const cucap_fb_record *fn_rec) {
   const cucap_fb_launch *l = cucap_fb_record_body_as_launch(launch_rec);
-  size_t n = 0;
-  const uint8_t *args = cucap_fb_launch_args(l, &n);
-  uint8_t *owned = NULL;
-  if (cucap_fb_launch_has_args_blob(l)) {
-    cucap_hash128 h = sh_h(cucap_fb_launch_args_blob(l));
-    uint64_t bs = 0;
-    if (cucap_reader_blob_size(p->r, h, &bs) != CUCAP_OK || bs > (1u << 20))
-      return CUCAP_ERR_CORRUPT;
-    owned = malloc(bs ? bs : 1);
-    if (!owned)
-      return CUCAP_ERR_NOMEM;
-    if (cucap_reader_blob_read(p->r, h, owned, bs) != CUCAP_OK) {
-      free(owned);
-      return CUCAP_ERR_CORRUPT;
-    }
-    args = owned;
-    n = bs;
+  uint64_t n = 0;
+  if (cucap_reader_launch_args_size(p->r, l, &n) != CUCAP_OK || n > (1u << 20))
+    return CUCAP_ERR_CORRUPT;
+  uint8_t *args = malloc(n ? n : 1);
+  if (!args)
+    return CUCAP_ERR_NOMEM;
+  if (cucap_reader_launch_args_read(p->r, l, args, n) != CUCAP_OK) {
+    free(args);
+    return CUCAP_ERR_CORRUPT;
   }
   const cucap_fb_function *fn = fn_rec ? cucap_fb_record_body_as_function(fn_rec) : NULL;
   size_t np = 0;
   const cucap_fb_param_info *pi = fn ? cucap_fb_function_params(fn, &np) : NULL;
-  for (size_t off = 0, k = 0; args; ) {
+  for (size_t off = 0, k = 0;;) {
     uint64_t o, sz;
     if (pi && np) {
       if (k >= np)
@@ -174,7 +166,7 @@ static cucap_status mark_pointed(dv_plan *p, const cucap_fb_record *launch_rec,
     if (a)
       a->keep = 1;
   }
-  free(owned);
+  free(args);
   return CUCAP_OK;
 }
 

@@ -1,6 +1,6 @@
 /* test_reader.c - capture stream reader: preamble/version checks, header,
  * chunk and blob tables, memory open, strict mode, rewind, read-ahead
- * decoding (decode_threads). */
+ * decoding (decode_threads), launch argument blocks inline and in blobs. */
 #include <unistd.h>
 
 #include "stream_testutil.h"
@@ -79,6 +79,60 @@ static void check_good(cucap_reader *r, uint32_t n) {
   uint8_t back[sizeof g_blob];
   CHECK(cucap_reader_blob_read(r, g_blob_hash, back, sizeof back) == CUCAP_OK &&
         memcmp(back, g_blob, sizeof back) == 0);
+}
+
+/* A launch's argument block through cucap_reader_launch_args_size/read:
+ * inline (the capture's records: 40 bytes, byte i = seq + i) and in a blob
+ * (g_blob), a missing blob, a buffer too small. */
+static void check_launch_args(cucap_reader *r) {
+  CHECK(cucap_reader_rewind(r) == CUCAP_OK);
+  const void *rec = NULL;
+  CHECK(cucap_reader_next(r, &rec, NULL, NULL) == CUCAP_OK);
+  const cucap_fb_launch *l = rec ? cucap_fb_record_body_as_launch(rec) : NULL;
+  CHECK(l != NULL);
+  uint64_t n = 0;
+  uint8_t got[64];
+  CHECK(cucap_reader_launch_args_size(r, l, &n) == CUCAP_OK && n == 40);
+  CHECK(cucap_reader_launch_args_read(r, l, got, sizeof got) == CUCAP_OK);
+  uint64_t seq = rec ? cucap_fb_record_seq(rec) : 0;
+  int same = 1;
+  for (int i = 0; i < 40; i++)
+    same &= got[i] == (uint8_t)(seq + (uint64_t)i);
+  CHECK(same);
+  CHECK(cucap_reader_launch_args_read(r, l, got, 39) == CUCAP_ERR_INVALID_ARG);
+  CHECK(cucap_reader_launch_args_size(r, NULL, &n) == CUCAP_ERR_INVALID_ARG);
+  /* blob-held: g_blob, and a blob the capture does not hold */
+  cucap_fbb *b = cucap_fbb_create(0);
+  for (int missing = 0; missing < 2; missing++) {
+    cucap_fbb_reset(b);
+    cucap_fb_hash128 h = {g_blob_hash.lo, g_blob_hash.hi ^ (uint64_t)missing};
+    cucap_fb_launch_start(b);
+    cucap_fb_launch_add_function(b, 0xf00d);
+    cucap_fb_launch_add_args_blob(b, &h);
+    cucap_fb_launch_add_has_args_blob(b, 1);
+    cucap_fb_ref lr = cucap_fb_launch_end(b);
+    cucap_fb_record_start(b);
+    cucap_fb_record_add_seq(b, 1);
+    cucap_fb_record_add_body(b, CUCAP_FB_BODY_LAUNCH, lr);
+    size_t len = 0;
+    const uint8_t *buf = cucap_fbb_finish(b, cucap_fb_record_end(b), 1, &len);
+    CHECK(buf && cucap_fb_record_verify(buf, len, 1) == CUCAP_OK);
+    const cucap_fb_launch *bl = buf ? cucap_fb_record_body_as_launch(cucap_fb_record_root_sp(buf)) : NULL;
+    uint8_t *back = malloc(sizeof g_blob);
+    TU_REQUIRE(back);
+    if (!missing) {
+      CHECK(cucap_reader_launch_args_size(r, bl, &n) == CUCAP_OK && n == sizeof g_blob);
+      CHECK(cucap_reader_launch_args_read(r, bl, back, sizeof g_blob) == CUCAP_OK &&
+            memcmp(back, g_blob, sizeof g_blob) == 0);
+      CHECK(cucap_reader_launch_args_read(r, bl, back, sizeof g_blob - 1) ==
+            CUCAP_ERR_INVALID_ARG);
+    } else {
+      CHECK(cucap_reader_launch_args_size(r, bl, &n) == CUCAP_ERR_NOT_FOUND);
+      CHECK(cucap_reader_launch_args_read(r, bl, back, sizeof g_blob) == CUCAP_ERR_NOT_FOUND);
+    }
+    free(back);
+  }
+  cucap_fbb_destroy(b);
 }
 
 /* ------------------------------------------------ read-ahead (decode_threads)
@@ -285,6 +339,7 @@ int main(void) {
         CUCAP_OK);
   TU_REQUIRE(r);
   check_good(r, N);
+  check_launch_args(r);
   cucap_reader_destroy(r);
   cucap_reader_destroy(NULL);
 
