@@ -6,7 +6,9 @@
  * the level taken from CUCAP_LOG_LEVEL (error|warn|info|debug|trace or 0..5;
  * default warn). A program may install its own sink (libbpf_set_print style),
  * e.g. the CLI, tests or the interposer redirecting to a file
- * (CUCAP_LOG_FILE=path).
+ * (CUCAP_LOG_FILE=path). CUCAP_LOG_TIME=1 starts every message with the
+ * seconds since the log was first used ("[0.123456] replay: ..."), for any
+ * sink, to see where a run's time goes between its log lines.
  *
  * Thread-safe. The sink is called with a formatted, NUL-terminated message
  * that is valid only during the call. */

@@ -9,12 +9,21 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <time.h>
 
 static cucap_log_sink g_sink;
 static void *g_sink_user;
 static int g_level = -1;
 static int g_fd = 2;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static int g_time;      /* CUCAP_LOG_TIME=1 */
+static double g_time0;  /* CLOCK_MONOTONIC seconds at the sink's set-up */
+
+static double log_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static const char *const k_level_names[] = {"off",  "error", "warn",
                                             "info", "debug", "trace"};
@@ -33,6 +42,11 @@ static void log_init(void) {
   }
   if (g_level < 0)
     __atomic_store_n(&g_level, lvl, __ATOMIC_RELAXED);
+  const char *t = getenv("CUCAP_LOG_TIME");
+  if (t && t[0] == '1') {
+    g_time = 1;
+    g_time0 = log_now();
+  }
   const char *f = getenv("CUCAP_LOG_FILE");
   if (f && *f) {
     int fd = open(f, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -62,7 +76,10 @@ void cucap_vlog(cucap_log_level level, const char *fmt, va_list ap) {
   if (level == CUCAP_LOG_OFF || level > cucap_log_get_level())
     return;
   char buf[1024];
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  int k = g_time ? snprintf(buf, sizeof buf, "[%.6f] ", log_now() - g_time0) : 0;
+  if (k < 0 || k >= (int)sizeof buf)
+    k = 0;
+  int n = vsnprintf(buf + k, sizeof buf - (size_t)k, fmt, ap);
   if (n < 0)
     return;
   if (g_sink) {
