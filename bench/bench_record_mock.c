@@ -24,6 +24,15 @@
  *   memset       cuMemsetD8Async on a stream
  *   dtoh_sync    cuMemcpyDtoHAsync into pinned memory + cuStreamSynchronize
  *                (per pair)
+ *   cnn_step     one step's driver calls of the torchvision CNN training
+ *                loop (bf16 autocast, channels_last, cuDNN) as counted by
+ *                `cucap record --stats` on the H100 (run CC, 40 steps, per
+ *                step): 286 cuLaunchKernel, 62 cuLaunchKernelEx, 3764
+ *                cuCtxGetDevice, 1824 cuKernelGetAttribute, 1246
+ *                cuDevicePrimaryCtxGetState, 123 cuKernelGetFunction, 56
+ *                cuGetProcAddress, 35 cuDeviceGetAttribute, 12
+ *                cuMemsetD8Async, 3 cuMemcpyDtoHAsync + cuStreamSynchronize
+ *                (per step, i.e. per iteration)
  *   launch_cold  the launch of `launch` after reading a 16 MiB buffer (the
  *                program's own work between two launches evicts the data
  *                caches on a real machine): run under callgrind with
@@ -75,6 +84,40 @@ __attribute__((noinline)) static void evict(void) {
 
 static void launch1(void) {
   CK(cuLaunchKernel(g_f, 1, 1, 1, 1, 1, 1, 0, NULL, g_args, NULL));
+}
+
+/* One CNN training step's driver calls (cnn_step above). */
+static void cnn_step(CUcontext ctx, CUkernel kern, const CUlaunchConfig *cfg, CUstream s,
+                     void *pinned) {
+  (void)ctx;
+  CUdevice dev;
+  unsigned flags;
+  int active, v;
+  CUfunction kf;
+  void *fn;
+  CUdriverProcAddressQueryResult q;
+  for (int i = 0; i < 3764; i++)
+    CK(cuCtxGetDevice(&dev));
+  for (int i = 0; i < 1824; i++)
+    CK(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kern, dev));
+  for (int i = 0; i < 1246; i++)
+    CK(cuDevicePrimaryCtxGetState(dev, &flags, &active));
+  for (int i = 0; i < 123; i++)
+    CK(cuKernelGetFunction(&kf, kern));
+  for (int i = 0; i < 56; i++)
+    CK(cuGetProcAddress("cuLaunchKernel", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+  for (int i = 0; i < 35; i++)
+    CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  for (int i = 0; i < 12; i++)
+    CK(cuMemsetD8Async(g_a, 0, 256, s));
+  for (int i = 0; i < 286; i++)
+    launch1();
+  for (int i = 0; i < 62; i++)
+    CK(cuLaunchKernelEx(cfg, g_f, g_args, NULL));
+  for (int i = 0; i < 3; i++) {
+    CK(cuMemcpyDtoHAsync(pinned, g_a, 256, s));
+    CK(cuStreamSynchronize(s));
+  }
 }
 
 /* a chain of real frames (frame pointers kept: -fno-omit-frame-pointer) */
@@ -158,7 +201,8 @@ int main(int argc, char **argv) {
 
   static const char *const names[] = {"query", "query3", "bodyless", "launch",
                                       "launch_deep", "launch_junk", "launch_ex",
-                                      "kernel_fn", "memset", "dtoh_sync", "launch_cold"};
+                                      "kernel_fn", "memset", "dtoh_sync", "launch_cold",
+                                      "cnn_step"};
   enum { NCLS = sizeof names / sizeof names[0] };
   for (int k = 0; k < NCLS; k++) {
     const char *name = names[k];
@@ -167,7 +211,7 @@ int main(int argc, char **argv) {
     int per = k == 1 ? 3 : 1;
     /* warm-up (thread state, function layout, callstacks), then timed */
     for (int pass = 0; pass < 2; pass++) {
-      long iters = pass == 0 ? 100 : n;
+      long iters = pass == 0 ? (k == 11 ? 2 : 100) : (k == 11 ? (n + 99) / 100 : n);
       if (pass == 1)
         CALLGRIND_TOGGLE_COLLECT;
       double t0 = now_ns();
@@ -223,13 +267,16 @@ int main(int argc, char **argv) {
           evict();
           launch1();
           break;
+        case 11:
+          cnn_step(ctx, kern, &cfg, s, pinned);
+          break;
         }
       }
       double t1 = now_ns();
       if (pass == 1) {
         CALLGRIND_TOGGLE_COLLECT;
         CALLGRIND_DUMP_STATS_AT(name);
-        printf("%s: %.1f ns/call\n", name, (t1 - t0) / (double)n / per);
+        printf("%s: %.1f ns/call\n", name, (t1 - t0) / (double)iters / per);
       }
     }
   }

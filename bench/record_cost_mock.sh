@@ -11,6 +11,9 @@
 # twice without valgrind for the times. Prints one line per class:
 #   class  native_Ir/call  recorded_Ir/call  recorder_Ir/call  native_ns  recorded_ns
 # CUCAP_OPTIONS in the environment is passed on (e.g. stack=off).
+# The class cnn_step is one CNN training step's driver calls (N/100 steps):
+# its line is per step, and its recorder_Ir the recorder's instructions in a
+# step of the torchvision CNN loop that bench/gpu_bench.sh times.
 #
 # Then (unless COLD=0) the class launch_cold, COLD_N (200) launches each after
 # a 16 MiB read, under callgrind's cache simulation (D1 32 KiB, LL 8 MiB):
@@ -64,9 +67,10 @@ while read -r c ir; do
   rir=$(awk -v c="$c" '$1 == c {print $2}' "$T/rec.ir")
   nns=$(sed -n "s/^$c: \([0-9.]*\) ns.*/\1/p" "$T/native.txt")
   rns=$(sed -n "s/^$c: \([0-9.]*\) ns.*/\1/p" "$T/rec.txt")
-  per=1
+  per=1 nn=$N
   [ "$c" = query3 ] && per=3
-  awk -v c="$c" -v a="$ir" -v b="${rir:-0}" -v n="$N" -v p="$per" -v x="$nns" -v y="$rns" \
+  [ "$c" = cnn_step ] && nn=$(( (N + 99) / 100 )) # N/100 steps of ~7,400 calls
+  awk -v c="$c" -v a="$ir" -v b="${rir:-0}" -v n="$nn" -v p="$per" -v x="$nns" -v y="$rns" \
     'BEGIN { printf "%-12s %12.0f %12.0f %12.0f %10s %10s\n", c, a/n/p, b/n/p, (b-a)/n/p, x, y }'
 done <"$T/nat.ir"
 fi
