@@ -133,8 +133,10 @@ typedef enum cucap_cupti_section_id {
   CUCAP_CUPTI_NSECTIONS = 4
 } cucap_cupti_section_id;
 
+/* Owned by the engine, valid until cucap_cupti_destroy. */
 const cucap_cupti_section *cucap_cupti_section_get(const cucap_cupti *e,
                                                    cucap_cupti_section_id id);
+/* A static string ("timeline", "metrics", "pc-sampling", "sass-metrics"). */
 const char *cucap_cupti_section_name(cucap_cupti_section_id id);
 
 /* Environment as CUPTI reported it (filled at begin). */

@@ -43,7 +43,8 @@ typedef enum cucap_check_state {
   CUCAP_CHECK_SKIP = 3    /* not checked (an earlier check failed) */
 } cucap_check_state;
 
-const char *cucap_check_state_name(cucap_check_state s); /* "ok", "warn", "fail", "skip" */
+/* "ok", "warn", "fail", "skip": static strings. */
+const char *cucap_check_state_name(cucap_check_state s);
 
 enum { CUCAP_NEED_NONE = 0, CUCAP_NEED_REPLAY = 1, CUCAP_NEED_PROFILE = 2 };
 

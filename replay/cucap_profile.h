@@ -145,8 +145,9 @@ typedef enum cucap_profile_state {
                                     what to change */
 } cucap_profile_state;
 
-const char *cucap_profile_section_name(cucap_profile_section s); /* "timeline", ... */
-const char *cucap_profile_state_name(cucap_profile_state s);     /* "ok", ... */
+/* Static strings: "timeline", ...; "ok", ... */
+const char *cucap_profile_section_name(cucap_profile_section s);
+const char *cucap_profile_state_name(cucap_profile_state s);
 
 /* ---- what was profiled ------------------------------------------------- */
 

@@ -120,11 +120,14 @@ typedef struct cucap_replay_observer {
 
 /* A driver entry point of the libcuda the replay uses (cuGetProcAddress_v2
  * with the given CUDA version, e.g. 12000; legacy default-stream variant).
- * NULL if the driver has none. */
+ * NULL if the driver has none. Valid while that libcuda is loaded: until
+ * cucap_replay_run returns. */
 void *cucap_replay_session_proc(cucap_replay_session *s, const char *name,
                                 int cuda_version);
 /* The dlopen handle of that libcuda (for CUPTI and friends, which must use
- * the same driver). */
+ * the same driver). Owned by the replayer (never dlclose it); valid until
+ * cucap_replay_run returns. The primary context below is the replayer's
+ * too, valid from begin until end. */
 void *cucap_replay_session_driver(cucap_replay_session *s);
 int cucap_replay_session_device(cucap_replay_session *s);        /* CUdevice */
 void *cucap_replay_session_context(cucap_replay_session *s);     /* primary CUcontext;
