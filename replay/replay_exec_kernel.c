@@ -381,7 +381,7 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
    * recorded layout (zero-filled past what was stored) */
   uint64_t n64 = 0;
   if (cucap_reader_launch_args_size(R->r, l, &n64) != CUCAP_OK || n64 > RP_MAX_PARAM_BYTES) {
-    rp_skip(R, "launch (argument blob missing)");
+    rp_skip(R, "launch (argument block missing or larger than 1 MiB)");
     return;
   }
   size_t n = (size_t)n64, need = n;

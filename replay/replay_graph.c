@@ -129,29 +129,19 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const rp_map 
   if (!fn)
     return R->failed ? NULL : "graph: kernel node of an unloaded module";
   rp_func_layout(R, fi);
-  size_t n = 0;
-  const uint8_t *inl = cucap_fb_launch_args(l, &n);
-  uint64_t bsz = 0;
-  cucap_hash128 bh = {0, 0};
-  if (cucap_fb_launch_has_args_blob(l)) {
-    bh = rp_h(cucap_fb_launch_args_blob(l));
-    if (cucap_reader_blob_size(R->r, bh, &bsz) != CUCAP_OK || bsz > RP_MAX_PARAM_BYTES)
-      return "graph: kernel argument blob missing";
-    n = bsz;
-  }
+  uint64_t n64 = 0;
+  if (cucap_reader_launch_args_size(R->r, l, &n64) != CUCAP_OK || n64 > RP_MAX_PARAM_BYTES)
+    return "graph: kernel argument block missing or larger than 1 MiB";
+  size_t n = (size_t)n64;
   size_t need = n > fi->layout_bytes ? n : fi->layout_bytes;
   out->args = calloc(1, need + 8);
   if (!out->args) {
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     return NULL;
   }
-  if (cucap_fb_launch_has_args_blob(l)) {
-    if (cucap_reader_blob_read(R->r, bh, out->args, n) != CUCAP_OK) {
-      rg_kparams_free(out);
-      return "graph: kernel argument blob missing";
-    }
-  } else if (n) {
-    memcpy(out->args, inl, n);
+  if (cucap_reader_launch_args_read(R->r, l, out->args, n) != CUCAP_OK) {
+    rg_kparams_free(out);
+    return "graph: kernel argument blob missing";
   }
   /* 8-byte parameters: pointers into moved ranges, conditional handles */
   size_t np = fi->nparams ? fi->nparams : n / 8;
