@@ -218,6 +218,14 @@ void cucap_replay_session_keep_contexts(cucap_replay_session *s);
  * must see modules load after it set something up (CUPTI's PC sampling and
  * SASS metrics). Call from pass_end. */
 void cucap_replay_session_fresh_modules(cucap_replay_session *s);
+/* From now on the replay unloads no module or library before the end of
+ * the run (the program's unload records, a pass's teardown and the fresh
+ * loads above leave them loaded; a destroyed context still takes its
+ * modules along), so that no two loads of the run share a handle: CUPTI's
+ * SASS metrics gave no record for kernels of modules loaded again after an
+ * unload (docs/design.md). Costs the device memory of every pass's modules
+ * that would have been unloaded. Call from begin or pass_end. */
+void cucap_replay_session_hold_unloads(cucap_replay_session *s);
 /* The current pass leaves out copies to the host (their bytes land in a
  * scratch buffer of the replayer's and no device memory depends on them):
  * no DMA, no wait for the stream. For passes whose results are read on the

@@ -248,6 +248,17 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   /* the range profiler and PC sampling collect in one context over several
    * passes: a context the program creates must outlive the pass */
   cucap_replay_session_keep_contexts(s);
+  /* CUCAP_PROFILE_SASS_HOLD=1: with SASS metrics asked for, the replay
+   * unloads no module before the end of the run, so that the SASS pass's
+   * loads get handles no earlier load had (cucap_replay_session_hold_unloads
+   * says why). Off until measured on the H100: driver-API programs'
+   * kernels still get no SASS record without it (docs/design.md). */
+  const char *hold = getenv("CUCAP_PROFILE_SASS_HOLD");
+  if (E->o.sass_metrics && hold && *hold == '1') {
+    cucap_replay_session_hold_unloads(s);
+    CUCAP_INFO("profile: SASS metrics: modules stay loaded until the end of the run "
+               "(CUCAP_PROFILE_SASS_HOLD=1)");
+  }
   uint32_t cid = 0;
   if (E->ctx && E->api.cuptiGetContextId &&
       CK_CALL(E, cuptiGetContextId, E->ctx, &cid))

@@ -136,11 +136,11 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
     if (rp_map_del(&R->libmod, h, NULL)) {
       /* a library's module: the library owns it */
     } else if (rp_map_del(&R->library, h, &live)) {
-      if (R->d.df.LibraryUnload && !rp_modkeep_has(R, live))
-        R->d.df.LibraryUnload((CUlibrary)(uintptr_t)live);
+      if (!rp_modkeep_has(R, live))
+        rp_unload(R, live, 1);
     } else if (rp_map_del(&R->module, h, &live)) {
       if (!rp_modkeep_has(R, live))
-        R->d.df.ModuleUnload((CUmodule)(uintptr_t)live);
+        rp_unload(R, live, 0);
     }
     break;
   }

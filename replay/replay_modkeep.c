@@ -36,9 +36,13 @@
  * On by default; CUCAP_REPLAY_KEEP_MODULES=0 turns it off (every pass loads
  * its modules again, as before).
  *
- * Owns: the kept-module table (R->mk); the executor (replay_exec_kernel.c) asks it at
- * each module load and unload, the pass loop (replay_run.c) at pass start and
- * at the end of the run. */
+ * Owns: the kept-module table (R->mk) and the held unloads (R->held: with
+ * cucap_replay_session_hold_unloads, every unload the replay would make -
+ * the program's unload records, a pass's teardown, the drop for fresh
+ * modules - waits for the end of the run, so that no two loads of the run
+ * share a handle); the executor (replay_exec_kernel.c) asks it at each
+ * module load and unload, the pass loop (replay_run.c) at pass start and at
+ * the end of the run. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,13 +257,87 @@ void rp_modkeep_restore(rp_state *R) {
     R->cur = prev;
 }
 
-static void mk_unload(rp_state *R, mk_mod *m) {
-  if (m->library) {
+/* ---- held unloads (cucap_replay_session_hold_unloads) ----
+ * CUPTI's SASS metrics gave no record on the H100 for kernels of modules
+ * the replay had unloaded and loaded again in an earlier pass (runs UU, VV),
+ * and all of them when no replay module was ever unloaded (run TT); the
+ * driver hands a new load the handle of one just unloaded. Held, every load
+ * of the run gets a handle of its own. */
+typedef struct rp_held_mod {
+  uint64_t live;
+  int library;
+  CUcontext ctx; /* the module's context; NULL for a library */
+} rp_held_mod;
+
+struct rp_held {
+  rp_held_mod *m;
+  size_t n, cap;
+  size_t total; /* held over the run */
+};
+
+static void rp_unload_now(rp_state *R, uint64_t live, int library) {
+  if (library) {
     if (R->d.df.LibraryUnload)
-      R->d.df.LibraryUnload((CUlibrary)(uintptr_t)m->live);
+      R->d.df.LibraryUnload((CUlibrary)(uintptr_t)live);
   } else if (R->d.df.ModuleUnload) {
-    R->d.df.ModuleUnload((CUmodule)(uintptr_t)m->live);
+    R->d.df.ModuleUnload((CUmodule)(uintptr_t)live);
   }
+}
+
+static int rp_hold(rp_state *R, uint64_t live, int library, CUcontext ctx) {
+  if (!R->hold_unloads || !live)
+    return 0;
+  struct rp_held *H = R->held;
+  if (!H && !(H = R->held = calloc(1, sizeof *H)))
+    return 0;
+  if (H->n == H->cap) {
+    size_t nc = H->cap ? 2 * H->cap : 64;
+    rp_held_mod *nm = realloc(H->m, nc * sizeof *nm);
+    if (!nm)
+      return 0; /* unloaded now, as without holding */
+    H->m = nm;
+    H->cap = nc;
+  }
+  H->m[H->n++] = (rp_held_mod){live, library, library ? NULL : ctx};
+  H->total++;
+  return 1;
+}
+
+void rp_unload(rp_state *R, uint64_t live, int library) {
+  if (!rp_hold(R, live, library, library ? NULL : rp_owner_of(R, live)))
+    rp_unload_now(R, live, library);
+}
+
+void rp_held_release(rp_state *R) {
+  struct rp_held *H = R->held;
+  if (!H)
+    return;
+  R->hold_unloads = 0;
+  CUcontext prev = R->cur;
+  for (size_t i = 0; i < H->n; i++) {
+    rp_held_mod *m = &H->m[i];
+    if (!R->d.lib)
+      break;
+    if (m->ctx && m->ctx != R->cur) {
+      if (R->d.df.CtxSetCurrent(m->ctx) != CUDA_SUCCESS)
+        continue;
+      R->cur = m->ctx;
+    }
+    rp_unload_now(R, m->live, m->library);
+  }
+  if (prev && R->cur != prev && R->d.lib && R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
+    R->cur = prev;
+  if (H->total)
+    CUCAP_INFO("replay: %zu module(s) and librar(ies) held loaded to the end of the run "
+               "instead of unloaded (cucap_replay_session_hold_unloads)", H->total);
+  free(H->m);
+  free(H);
+  R->held = NULL;
+}
+
+static void mk_unload(rp_state *R, mk_mod *m) {
+  if (!rp_hold(R, m->live, m->library, m->ctx))
+    rp_unload_now(R, m->live, m->library);
 }
 
 static void mk_forget(struct rp_modkeep *K, mk_mod *m) {
@@ -273,6 +351,12 @@ void rp_modkeep_ctx_gone(rp_state *R, CUcontext ctx) {
   for (size_t i = 0; K && i < K->n; i++)
     if (K->m[i].live && K->m[i].ctx == ctx)
       mk_forget(K, &K->m[i]); /* the driver frees it with the context */
+  struct rp_held *H = R->held;
+  for (size_t i = 0; H && i < H->n;) /* held modules go with it too */
+    if (H->m[i].ctx == ctx)
+      H->m[i] = H->m[--H->n];
+    else
+      i++;
 }
 
 /* Unloads every kept module in its context (when the driver is there) and

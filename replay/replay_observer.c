@@ -238,6 +238,10 @@ void cucap_replay_session_fresh_modules(cucap_replay_session *s) {
   rp_of(s)->mk_fresh = 1;
 }
 
+void cucap_replay_session_hold_unloads(cucap_replay_session *s) {
+  rp_of(s)->hold_unloads = 1;
+}
+
 void cucap_replay_session_skip_host_reads(cucap_replay_session *s) {
   rp_of(s)->skip_host_reads = 1;
 }

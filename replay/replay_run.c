@@ -303,10 +303,8 @@ void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live) {
   }
   else if (rp_modkeep_has(R, (uint64_t)(uintptr_t)v))
     ; /* kept for the next pass: unloaded by rp_modkeep_release */
-  else if (mp == &R->library && R->d.df.LibraryUnload)
-    R->d.df.LibraryUnload(v);
-  else if (mp == &R->module)
-    R->d.df.ModuleUnload(v);
+  else if (mp == &R->library || mp == &R->module)
+    rp_unload(R, (uint64_t)(uintptr_t)v, mp == &R->library);
 }
 
 int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live) {
@@ -724,11 +722,13 @@ out:
   if (opts->nobservers)
     rp_obs_end(R);
   CUCAP_DEBUG("replay: teardown: observers ended");
+  R->hold_unloads = 0; /* the teardown unloads; what was held goes too */
   if (R->d.lib) {
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
     rp_modkeep_release(R); /* in their contexts: before those go */
+    rp_held_release(R);
     rp_paycache_free_device(R);
     rp_ctx_destroy_all(R, &R->ctx_kept);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
@@ -747,6 +747,7 @@ out:
     CUCAP_DEBUG("replay: teardown: objects, buffers and memory released");
   } else {
     rp_modkeep_release(R);
+    rp_held_release(R);
     rp_paycache_free(R);
     rp_graphs_reset(R, 1);
     rp_mem_release(&R->mem, &R->d);

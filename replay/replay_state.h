@@ -56,6 +56,8 @@ typedef struct rp_state {
   rp_map ctx_kept;
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
+  int hold_unloads;           /* cucap_replay_session_hold_unloads */
+  struct rp_held *held;       /* replay_modkeep.c: unloads held to the end */
   int skip_host_reads;        /* cucap_replay_session_skip_host_reads: this pass */
   int device_uploads;         /* cucap_replay_session_device_uploads: this pass */
   uint64_t host_reads_skipped;
@@ -300,6 +302,13 @@ void rp_modkeep_release(rp_state *R);
 /* rp_modkeep_release for cucap_replay_session_fresh_modules (pass start,
  * after rp_destroy_live): this and every later pass load their modules. */
 void rp_modkeep_drop(rp_state *R);
+/* Unloads a module or library the replay loaded, unless the session holds
+ * unloads (cucap_replay_session_hold_unloads): then it stays loaded until
+ * rp_held_release at the end of the run, or until its context is destroyed
+ * (rp_modkeep_ctx_gone forgets it). */
+void rp_unload(rp_state *R, uint64_t live, int library);
+/* At the end of the run, before the contexts go: unloads what was held. */
+void rp_held_release(rp_state *R);
 /* Copy payloads kept across passes (replay_paycache.c). rp_paycache_get: the
  * page-locked, relocated payload of the HtoD copy being replayed (copy size
  * bytes to dst, geometry g or NULL), valid until rp_paycache_free; NULL when

@@ -347,6 +347,20 @@ else
   bad "flush ranges"; cat "$T/flush.err"
 fi
 
+# CUCAP_PROFILE_SASS_HOLD=1: no module unloaded before the end of the run
+# (drv_basic unloads its module at its end, and the PC-sampling and SASS
+# passes load modules afresh): every section
+# as without it, and the replay says how many unloads it held
+CUCAP_PROFILE_SASS_HOLD=1 CUCAP_LOG_LEVEL=info prof hold "$T/drv_basic.fb" --sass
+if [ "$(cat "$T/hold.rc")" = 0 ] && check hold \
+    "sec['metrics'] == 'collected'" "sec['sass-metrics'] == 'collected'" \
+    && grep -q "modules stay loaded until the end of the run" "$T/hold.err" \
+    && grep -qE "replay: [1-9][0-9]* module\(s\) and librar\(ies\) held loaded to the end of the run" "$T/hold.err"; then
+  ok "CUCAP_PROFILE_SASS_HOLD=1: $(grep -oE '[0-9]+ module\(s\) and librar\(ies\) held' "$T/hold.err"), sections collected"
+else
+  bad "hold unloads"; tail -5 "$T/hold.err"
+fi
+
 # ---- 6b. correlation ids that need API activity records --------------------
 # corr_case NAME "ENV=1 ..." WHAT: ids only with API records (the mock's
 # MOCK_CUPTI_CORR_NEEDS_API), drv_streams' 5 kernels attributed, PC samples
