@@ -342,23 +342,12 @@ static int on_launch(dm_model *m, const cucap_fb_record *rec, const cucap_fb_lau
   d->grid[0] = g ? g->x : 0, d->grid[1] = g ? g->y : 0, d->grid[2] = g ? g->z : 0;
   d->block[0] = b ? b->x : 0, d->block[1] = b ? b->y : 0, d->block[2] = b ? b->z : 0;
   d->smem = cucap_fb_launch_shared_mem(l);
-  size_t n = 0;
-  const uint8_t *args = cucap_fb_launch_args(l, &n);
-  uint64_t bs = 0;
-  if (cucap_fb_launch_has_args_blob(l) &&
-      cucap_reader_blob_size(m->r, sh_h(cucap_fb_launch_args_blob(l)), &bs) == CUCAP_OK &&
-      bs <= (1u << 20)) {
-    d->args = malloc(bs ? bs : 1);
-    if (!d->args || cucap_reader_blob_read(m->r, sh_h(cucap_fb_launch_args_blob(l)), d->args, bs) != CUCAP_OK)
-      return 0;
-    n = (size_t)bs;
-  } else {
-    d->args = malloc(n ? n : 1);
-    if (!d->args)
-      return 0;
-    if (n)
-      memcpy(d->args, args, n);
-  }
+  uint64_t n = 0; /* a block whose blob is missing or over 1 MiB: compared as empty */
+  if (cucap_reader_launch_args_size(m->r, l, &n) != CUCAP_OK || n > (1u << 20))
+    n = 0;
+  d->args = malloc(n ? n : 1);
+  if (!d->args || (n && cucap_reader_launch_args_read(m->r, l, d->args, n) != CUCAP_OK))
+    return 0;
   d->nargs = (uint32_t)n;
   /* Every 8-aligned word inside one parameter (pointer parameters and the
    * pointers inside struct parameters: CUTLASS Params, TensorIterator
