@@ -4,6 +4,7 @@
  * (trusted_packet_sequence_id 1, first packet SEQ_INCREMENTAL_STATE_CLEARED),
  * no interning: a TrackDescriptor per track, then the events as TrackEvents
  * in time order, slices as BEGIN/END pairs ordered so that they nest. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,6 +173,19 @@ static int atom_cmp(const void *a, const void *b) {
   return x->k3 < y->k3 ? -1 : x->k3 > y->k3;
 }
 
+/* An integer counter's value for the packet's int64 field, saturated: the
+ * sums behind a counter (memory in use) of a damaged capture can pass 2^63,
+ * and converting such a double is undefined (fuzz_share, UBSan). */
+static int64_t counter_i64(double v) {
+  if (!(v == v))
+    return 0;
+  if (v >= 9223372036854775808.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return (int64_t)v;
+}
+
 static void event_packet(pw *w, const xp_model *m, const atom *a, uint64_t base) {
   const xp_event *e = a->e;
   const xp_track *t = sh_vec_at(&m->tracks, e->track);
@@ -181,7 +195,7 @@ static void event_packet(pw *w, const xp_model *m, const atom *a, uint64_t base)
   if (e->kind == XE_COUNTER) {
     pb_uint(te, TE_TYPE, TE_TYPE_COUNTER);
     if (e->int_value)
-      pb_int(te, TE_COUNTER, (int64_t)e->value);
+      pb_int(te, TE_COUNTER, counter_i64(e->value));
     else
       pb_double(te, TE_DOUBLE_COUNTER, e->value);
   } else if (a->phase == 0) {
