@@ -87,9 +87,7 @@ static void launch1(void) {
 }
 
 /* One CNN training step's driver calls (cnn_step above). */
-static void cnn_step(CUcontext ctx, CUkernel kern, const CUlaunchConfig *cfg, CUstream s,
-                     void *pinned) {
-  (void)ctx;
+static void cnn_step(CUkernel kern, const CUlaunchConfig *cfg, CUstream s, void *pinned) {
   CUdevice dev;
   unsigned flags;
   int active, v;
@@ -268,7 +266,7 @@ int main(int argc, char **argv) {
           launch1();
           break;
         case 11:
-          cnn_step(ctx, kern, &cfg, s, pinned);
+          cnn_step(kern, &cfg, s, pinned);
           break;
         }
       }

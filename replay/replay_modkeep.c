@@ -314,10 +314,8 @@ void rp_held_release(rp_state *R) {
     return;
   R->hold_unloads = 0;
   CUcontext prev = R->cur;
-  for (size_t i = 0; i < H->n; i++) {
+  for (size_t i = 0; R->d.lib && i < H->n; i++) {
     rp_held_mod *m = &H->m[i];
-    if (!R->d.lib)
-      break;
     if (m->ctx && m->ctx != R->cur) {
       if (R->d.df.CtxSetCurrent(m->ctx) != CUDA_SUCCESS)
         continue;
