@@ -248,16 +248,17 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   /* the range profiler and PC sampling collect in one context over several
    * passes: a context the program creates must outlive the pass */
   cucap_replay_session_keep_contexts(s);
-  /* CUCAP_PROFILE_SASS_HOLD=1: with SASS metrics asked for, the replay
-   * unloads no module before the end of the run, so that the SASS pass's
-   * loads get handles no earlier load had (cucap_replay_session_hold_unloads
-   * says why). Off until measured on the H100: driver-API programs'
-   * kernels still get no SASS record without it (docs/design.md). */
+  /* With SASS metrics asked for, the replay unloads no module before the
+   * end of the run, so that the SASS pass's loads get handles no earlier
+   * load had (cucap_replay_session_hold_unloads says why). Without it the
+   * kernels of modules the program loaded through the driver API got no
+   * SASS record on the H200 (run A: drv_basic, drv_jit, drv_streams,
+   * drv_graph, 0 records; with it 87, 41, 75 and 73). CUCAP_PROFILE_SASS_HOLD=0
+   * turns it off (a diagnostic). */
   const char *hold = getenv("CUCAP_PROFILE_SASS_HOLD");
-  if (E->o.sass_metrics && hold && *hold == '1') {
+  if (E->o.sass_metrics && !(hold && *hold == '0')) {
     cucap_replay_session_hold_unloads(s);
-    CUCAP_INFO("profile: SASS metrics: modules stay loaded until the end of the run "
-               "(CUCAP_PROFILE_SASS_HOLD=1)");
+    CUCAP_INFO("profile: SASS metrics: modules stay loaded until the end of the run");
   }
   uint32_t cid = 0;
   if (E->ctx && E->api.cuptiGetContextId &&

@@ -225,6 +225,7 @@ typedef struct ck_timing {
   double between_s[CUCAP_CUPTI_NSECTIONS];
   double window_s;           /* metrics: from Start to Stop, summed */
   double rp_startstop_s;     /* metrics: in cuptiRangeProfilerStart and Stop */
+  double rp_stop_s;          /* metrics: the Stop part of rp_startstop_s */
   double rp_setup_s;         /* metrics: range profiler enable, counter image,
                                 config, per window */
   double decode_s;           /* metrics: decode + evaluate */

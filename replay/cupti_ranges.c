@@ -296,7 +296,9 @@ static void ck_rp_stop(ck_engine *E) {
   double ts = ck_now();
   E->tm.window_s += ts - m->t_start;
   int ok = CK_CALL(E, cuptiRangeProfilerStop, &sp);
-  E->tm.rp_startstop_s += ck_now() - ts;
+  double dt = ck_now() - ts;
+  E->tm.rp_startstop_s += dt;
+  E->tm.rp_stop_s += dt;
   if (!ok) {
     if (!m->win_failed)
       snprintf(m->win_note, sizeof m->win_note, "%s", E->last_msg);

@@ -385,6 +385,7 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     ck_jnum(w, "range_profiler_setup_s", t->rp_setup_s);
     ck_jnum(w, "metrics_windows_s", t->window_s);
     ck_jnum(w, "range_profiler_start_stop_s", t->rp_startstop_s);
+    ck_jnum(w, "range_profiler_stop_s", t->rp_stop_s);
     ck_jnum(w, "decode_evaluate_s", t->decode_s);
     ck_jnum(w, "pc_drain_s", t->pcs_drain_s);
     ck_jnum(w, "resolve_s", t->resolve_s);

@@ -347,18 +347,27 @@ else
   bad "flush ranges"; cat "$T/flush.err"
 fi
 
-# CUCAP_PROFILE_SASS_HOLD=1: no module unloaded before the end of the run
-# (drv_basic unloads its module at its end, and the PC-sampling and SASS
-# passes load modules afresh): every section
-# as without it, and the replay says how many unloads it held
-CUCAP_PROFILE_SASS_HOLD=1 CUCAP_LOG_LEVEL=info prof hold "$T/drv_basic.fb" --sass
+# --sass: no module unloaded before the end of the run (drv_basic unloads
+# its module at its end, and the PC-sampling and SASS passes load modules
+# afresh): every section collected, and the replay says how many unloads it
+# held; CUCAP_PROFILE_SASS_HOLD=0 turns the hold off (nothing held)
+CUCAP_LOG_LEVEL=info prof hold "$T/drv_basic.fb" --sass
 if [ "$(cat "$T/hold.rc")" = 0 ] && check hold \
     "sec['metrics'] == 'collected'" "sec['sass-metrics'] == 'collected'" \
     && grep -q "modules stay loaded until the end of the run" "$T/hold.err" \
     && grep -qE "replay: [1-9][0-9]* module\(s\) and librar\(ies\) held loaded to the end of the run" "$T/hold.err"; then
-  ok "CUCAP_PROFILE_SASS_HOLD=1: $(grep -oE '[0-9]+ module\(s\) and librar\(ies\) held' "$T/hold.err"), sections collected"
+  ok "--sass holds unloads: $(grep -oE '[0-9]+ module\(s\) and librar\(ies\) held' "$T/hold.err"), sections collected"
 else
   bad "hold unloads"; tail -5 "$T/hold.err"
+fi
+CUCAP_PROFILE_SASS_HOLD=0 CUCAP_LOG_LEVEL=info prof nohold "$T/drv_basic.fb" --sass
+if [ "$(cat "$T/nohold.rc")" = 0 ] && check nohold \
+    "sec['metrics'] == 'collected'" "sec['sass-metrics'] == 'collected'" \
+    && ! grep -q "modules stay loaded until the end of the run" "$T/nohold.err" \
+    && ! grep -q "held loaded to the end of the run" "$T/nohold.err"; then
+  ok "CUCAP_PROFILE_SASS_HOLD=0: nothing held, sections collected"
+else
+  bad "CUCAP_PROFILE_SASS_HOLD=0"; tail -5 "$T/nohold.err"
 fi
 
 # ---- 6b. correlation ids that need API activity records --------------------
