@@ -280,11 +280,12 @@ for P in $PROGRAMS; do
 import json, sys
 t = json.load(open(sys.argv[1]))["timing"]
 S = t["sections"]
+ss, sp = t.get("range_profiler_start_stop_s", 0), t.get("range_profiler_stop_s", 0)
 print("attach %.2f s, begin %.2f s, timeline passes %.2f s (+%.2f between), metrics passes %.2f s "
-      "(+%.2f between; range profiler setup %.2f, start+stop %.2f, windows %.2f, decode %.2f)" % (
+      "(+%.2f between; range profiler setup %.2f, start %.2f, stop %.2f, windows %.2f, decode %.2f)" % (
       t["attach_s"], t["begin_s"], S["timeline"]["passes_s"], S["timeline"]["between_passes_s"],
       S["metrics"]["passes_s"], S["metrics"]["between_passes_s"], t["range_profiler_setup_s"],
-      t.get("range_profiler_start_stop_s", 0), t["metrics_windows_s"], t["decode_evaluate_s"]))
+      ss - sp, sp, t["metrics_windows_s"], t["decode_evaluate_s"]))
 PYEOF
   fi
   # ---- (c) timeline overhead: TL_RUNS alternating runs of each, medians

@@ -9,7 +9,8 @@
 #   1. probe: what CUPTI reports (version, counters, sol/full pass counts, PC
 #      sampling stall reasons, SASS metrics, nvdisasm) -> OUT/probe.txt
 #   2. CUPTI absent: exit 3 and the message
-#   3. each small program recorded, then profiled with --metrics=sol --sass:
+#   3. each small program, and a CNN and a transformer training step, recorded,
+#      then profiled with --metrics=sol --sass:
 #      timeline entries == kernel launches, metrics for every kernel, PC
 #      samples (> 0), source lines for the -lineinfo program, SASS text when
 #      nvdisasm exists, SASS metrics, folded stacks
@@ -203,7 +204,7 @@ profile_app() { # name graph(0/1) lineinfo(0/1) cmd...
 
 if [ -x "$APPS/rt_profile" ]; then profile_app rt_profile 0 1 "$APPS/rt_profile"
 else res SKIP rt_profile "not built"; fi
-for a in ${PROFILE_APPS:-drv_basic drv_streams rt_multistream rt_threads rt_cublas rt_static}; do
+for a in ${PROFILE_APPS:-drv_basic drv_streams drv_jit rt_multistream rt_threads rt_cublas rt_static}; do
   if [ -x "$APPS/$a" ]; then profile_app "$a" 0 0 "$APPS/$a"; else res SKIP "$a" "not built"; fi
 done
 for a in ${PROFILE_GRAPH_APPS:-drv_graph drv_graph_explicit rt_graph}; do
@@ -213,6 +214,14 @@ HAVE_TORCH=0
 $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && HAVE_TORCH=1
 if [ $HAVE_TORCH = 1 ]; then
   profile_app torch_mlp 0 0 "$PY" "$ROOT/tests/apps/torch_mlp.py" --steps 5
+  # the framework programs users record: every section on a training step
+  # (cuDNN under AMP and channels_last; attention and AdamW)
+  if $PY -c 'import torchvision' 2>/dev/null; then
+    profile_app torch_cnn 0 0 "$PY" "$ROOT/tests/apps/torch_cnn.py" --steps 2
+  else
+    res SKIP torch_cnn "no torchvision"
+  fi
+  profile_app torch_transformer 0 0 "$PY" "$ROOT/tests/apps/torch_transformer.py" --steps 2
 else
   res SKIP torch_mlp "no torch with CUDA"
 fi
