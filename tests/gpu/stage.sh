@@ -11,7 +11,7 @@ for f in "$B"/tests/apps/*; do
   [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$S/tests/apps/"
 done
 cp "$B"/tests/apps/*.fatbin "$B"/tests/apps/*.ptx "$S/tests/apps/" 2>/dev/null || true
-for f in libkernel_times.so bench_reader bench_writer bench_hostfn; do
+for f in libkernel_times.so libpc_sampler.so bench_reader bench_writer bench_hostfn; do
   [ -f "$B/bench/$f" ] && cp "$B/bench/$f" "$S/bench/"
 done
 # test_replay's helper modes (--flip-dtoh) make the flipped-byte checks
