@@ -24,23 +24,60 @@ def need(module_name):
 
 class StepTimer:
     """Per-step wall times after `warm` steps; the median is robust to the
-    garbage-collector pauses and scheduling hiccups of a shared host."""
+    garbage-collector pauses and scheduling hiccups of a shared host.
+
+    Besides the wall time per step it reports the calling thread's CPU time
+    per step and, when the loop calls enqueued() before it waits for the
+    step's result, the wall time from a step's start to that point (the
+    host's cost of issuing the step). A recorder's cost shows in the step
+    time only as far as it lengthens the host's part: these two tell how
+    far the loop is host-bound (issue 10's breakdown)."""
 
     def __init__(self, warm):
-        self.warm, self.marks, self.step = warm, [], 0
+        self.warm, self.marks, self.cpu, self.enq, self.step = warm, [], [], [], 0
+        self.last = None
+        self.sampler = None
+        if os.environ.get("PCSAMP_WINDOW") == "1":  # bench/pc_sampler.c is preloaded
+            import ctypes
+            try:
+                self.sampler = ctypes.CDLL(None)
+                self.sampler.pcsamp_stop.argtypes = [ctypes.c_long]
+            except (OSError, AttributeError):
+                self.sampler = None
+
+    def enqueued(self):
+        """Optional: call once per step after its work was issued, before
+        waiting for it."""
+        if self.last is not None:
+            self.enq.append(time.perf_counter() - self.last)
 
     def tick(self):
         """Call once per step, after the step's work was waited for."""
         self.step += 1
         if self.step >= self.warm:
-            self.marks.append(time.perf_counter())
+            if self.sampler is not None and self.step == self.warm:
+                self.sampler.pcsamp_start()
+            self.last = time.perf_counter()
+            self.marks.append(self.last)
+            self.cpu.append(time.thread_time())
 
     def report(self, name):
-        d = sorted((b - a) * 1e3 for a, b in zip(self.marks, self.marks[1:]))
+        if self.sampler is not None:
+            self.sampler.pcsamp_stop(max(len(self.marks) - 1, 0))
+        def med(v):
+            v = sorted(v)
+            return v[len(v) // 2]
+        d = [(b - a) * 1e3 for a, b in zip(self.marks, self.marks[1:])]
         if d:
             mean = sum(d) / len(d)
-            print(f"{name}_ms_per_step: {d[len(d) // 2]:.4f} (median of {len(d)} steps; "
+            print(f"{name}_ms_per_step: {med(d):.4f} (median of {len(d)} steps; "
                   f"mean {mean:.4f})", file=sys.stderr)
+            c = [(b - a) * 1e3 for a, b in zip(self.cpu, self.cpu[1:])]
+            print(f"{name}_cpu_ms_per_step: {med(c):.4f} (the main thread's CPU time)",
+                  file=sys.stderr)
+        if self.enq:
+            print(f"{name}_enqueue_ms_per_step: {med([e * 1e3 for e in self.enq]):.4f} "
+                  "(step start to its work issued)", file=sys.stderr)
 
 
 def checksum_torch(params):

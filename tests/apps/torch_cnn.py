@@ -52,6 +52,7 @@ def main():
             loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        timer.enqueued()
         print(f"step {step}: loss {loss.item():.3f}")
         timer.tick()
     print(f"param checksum: {checksum_torch(model.parameters()):.2f}")

@@ -91,6 +91,7 @@ def main():
         loss = F.cross_entropy(logits.float().view(-1, a.vocab), y.reshape(-1))
         loss.backward()
         opt.step()
+        timer.enqueued()
         lv = loss.item()  # a real loop logs its loss: one DtoH copy + sync per step
         print(f"step {step}: loss {lv:.4f}")
         timer.tick()
