@@ -528,21 +528,36 @@ step_e() {
 
 # ------------------------------------------------------------------ (f), (g)
 
-# net_step NAME SCRIPT: alternating native/recorded runs of a training
-# script that prints "train_ms_per_step: X" on stderr; one extra recorded
-# run with twice the steps gives the capture growth per step.
 # The host's stolen CPU time so far (all vCPUs, /proc/stat, in ms): a VM's
 # neighbours take it, and on the H200 host whole runs come out 10-30 %
 # slower natively as well as recorded (issue 10's runs G1/G2).
 steal_ms() { awk '/^cpu / { printf "%d", $9 * 1000 / '"$(getconf CLK_TCK 2>/dev/null || echo 100)"' }' /proc/stat 2>/dev/null || echo 0; }
 
-# Each round runs native, recorded, then native again: the second native
-# run is an A/A control (noise_aa_NAME: how far two sets of native runs of
-# the same program differ in this same run of the script), and the judged
-# ratio is the recorded median over the median of all native runs.
+# net_run LOG CMD...: one timed run of a training script; sets NET_MS
+# (train_ms_per_step), NET_CPU (train_cpu_ms_per_step, may be empty) and
+# NET_STEAL (ms stolen meanwhile); returns 1, with NET_WHY, when the run
+# failed or printed no step time.
+net_run() {
+  local logf=$1 s0
+  shift
+  s0=$(steal_ms)
+  run_ab "$logf" "$@"
+  NET_STEAL=$(( $(steal_ms) - s0 ))
+  NET_MS=$(field "$logf" train_ms_per_step)
+  NET_CPU=$(field "$logf" train_cpu_ms_per_step)
+  if [ $RUN_RC -ne 0 ] || [ -z "$NET_MS" ]; then NET_WHY=$(why "$logf" $RUN_RC); return 1; fi
+}
+
+# net_step NAME SCRIPT: rounds of native, recorded, then native again of a
+# training script that prints "train_ms_per_step: X" on stderr. The second
+# native run is an A/A control (noise_aa_NAME: how far two sets of native
+# runs of the same program differ in this same run of the script), and the
+# judged ratio is the recorded median over the median of all native runs.
+# One extra recorded run with twice the steps gives the capture growth per
+# step.
 net_step() {
-  local name=$1 script=$2 i nv=() nb=() rv=() nc=() rc=() sizes=() v cap reason="" out_n="" out_r=""
-  local s0 st_n st_r st_b
+  local name=$1 script=$2 i nv=() nb=() rv=() nc=() rc=() sizes=() cap reason="" out_n="" out_r=""
+  local st_n st_r st_b
   section "($name) record overhead: $(basename "$script") --steps $NET_STEPS, $NET_RUNS rounds of native, recorded, native"
   need "record_overhead_$name" "$script:tests/apps/$(basename "$script")" "$CUCAP:cucap CLI" || {
     bench_fail "capture_bytes_per_step_$name" "prerequisites missing"; return; }
@@ -550,34 +565,19 @@ net_step() {
     cpu_nat cpu_rec steal_n steal_r steal_n2 capture_bytes
   for ((i = 1; i <= NET_RUNS; i++)); do
     if over_budget; then reason="time budget spent"; break; fi
-    s0=$(steal_ms)
-    run_ab "$OUT/${name}_native_$i.log" "$PY" "$script" --steps "$NET_STEPS"
-    st_n=$(( $(steal_ms) - s0 ))
-    v=$(field "$OUT/${name}_native_$i.log" train_ms_per_step)
-    if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
-      reason="native run $i: $(why "$OUT/${name}_native_$i.log" $RUN_RC)"; break
-    fi
-    nv+=("$v"); nc+=("$(field "$OUT/${name}_native_$i.log" train_cpu_ms_per_step)")
+    net_run "$OUT/${name}_native_$i.log" "$PY" "$script" --steps "$NET_STEPS" || {
+      reason="native run $i: $NET_WHY"; break; }
+    nv+=("$NET_MS"); nc+=("$NET_CPU"); st_n=$NET_STEAL
     cap=$WORK/${name}_$i.cucap
     rm -f "$cap"
-    s0=$(steal_ms)
-    run_ab "$OUT/${name}_record_$i.log" "$CUCAP" record -o "$cap" -- "$PY" "$script" --steps "$NET_STEPS"
-    st_r=$(( $(steal_ms) - s0 ))
-    v=$(field "$OUT/${name}_record_$i.log" train_ms_per_step)
-    if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
-      reason="recorded run $i: $(why "$OUT/${name}_record_$i.log" $RUN_RC)"; break
-    fi
-    rv+=("$v"); rc+=("$(field "$OUT/${name}_record_$i.log" train_cpu_ms_per_step)")
+    net_run "$OUT/${name}_record_$i.log" "$CUCAP" record -o "$cap" -- "$PY" "$script" --steps "$NET_STEPS" || {
+      reason="recorded run $i: $NET_WHY"; break; }
+    rv+=("$NET_MS"); rc+=("$NET_CPU"); st_r=$NET_STEAL
     sizes+=("$(file_size "$cap" || echo 0)")
     [ "$i" -gt 1 ] && rm -f "$cap"
-    s0=$(steal_ms)
-    run_ab "$OUT/${name}_native2_$i.log" "$PY" "$script" --steps "$NET_STEPS"
-    st_b=$(( $(steal_ms) - s0 ))
-    v=$(field "$OUT/${name}_native2_$i.log" train_ms_per_step)
-    if [ $RUN_RC -ne 0 ] || [ -z "$v" ]; then
-      reason="native run $i (second): $(why "$OUT/${name}_native2_$i.log" $RUN_RC)"; break
-    fi
-    nb+=("$v")
+    net_run "$OUT/${name}_native2_$i.log" "$PY" "$script" --steps "$NET_STEPS" || {
+      reason="native run $i (second): $NET_WHY"; break; }
+    nb+=("$NET_MS"); st_b=$NET_STEAL
     printf '%-4s %11s %11s %11s %9s %9s %8s %8s %8s %13s\n' "$i" "${nv[-1]}" "${rv[-1]}" "${nb[-1]}" \
       "${nc[-1]:--}" "${rc[-1]:--}" "$st_n" "$st_r" "$st_b" "${sizes[-1]}"
   done
