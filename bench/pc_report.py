@@ -21,6 +21,9 @@ Printed per label:
     thread name (PyTorch's autograd thread is pt_autograd_0), its largest
     modules and its recorder-inclusive time.
 A second label is compared module by module with the first.
+Symbols are read from the module paths the samples name: run it on the
+machine that took them (elsewhere the same path may hold another build of
+libc or libtorch, and its names would be wrong), or give --syms for copies.
 """
 import argparse
 import bisect
@@ -91,6 +94,10 @@ class Modules:
         return "?+%x" % v
 
 
+# Libraries whose samples count as the recorder's when libcucap called them
+HELPERS = ("libc.so", "linux-vdso", "libpthread", "libzstd")
+
+
 def short(path):
     b = os.path.basename(path or "?")
     return b.split(".so")[0] + (".so" if ".so" in b else "")
@@ -133,35 +140,32 @@ def load(files, syms_for):
                 if not addrs:
                     continue
                 tname = "main" if p[2] == "1" else names.get(p[1], "?")
-                tpath, tbase = mods.find(addrs[0])
-                tm = short(tpath) if tpath else "[unknown]"
-                thr[tname] += 1
-                thr_mods[tname][tm] += 1
-                if tm.startswith("libcucap") or (
-                        tm.startswith(("libc.so", "linux-vdso", "libpthread")) and any(
-                            short(mods.find(x)[0] or "").startswith("libcucap") for x in addrs[1:3])):
-                    thr_incl[tname] += 1
-                if p[2] != "1":
-                    continue
-                n += 1
                 path, base = mods.find(addrs[0])
                 m = short(path) if path else "[unknown]"
-                mods_by_module[m] += 1
-                run[m] += 1
-                run["#n"] += 1
-                funcs[m + ":" + (mods.func(path, base, addrs[0], syms_for) if path else "?")] += 1
-                if m.startswith("libcucap"):
-                    incl += 1
-                    cucap_self[mods.func(path, base, addrs[0], syms_for)] += 1
-                elif m.startswith(("libc.so", "linux-vdso", "libpthread", "libzstd")):
+                caller = None  # the libcucap return address a libc/vDSO sample is under
+                if m.startswith(HELPERS):
                     for a in addrs[1:3]:
                         p2, b2 = mods.find(a)
                         if p2 and short(p2).startswith("libcucap"):
-                            incl += 1
-                            cucap_callee["%s <- %s" % (
-                                mods.func(path, base, addrs[0], syms_for),
-                                mods.func(p2, b2, a, syms_for))] += 1
+                            caller = (p2, b2, a)
                             break
+                in_rec = m.startswith("libcucap") or caller is not None
+                thr[tname] += 1
+                thr_mods[tname][m] += 1
+                thr_incl[tname] += in_rec
+                if p[2] != "1":
+                    continue
+                n += 1
+                incl += in_rec
+                mods_by_module[m] += 1
+                run[m] += 1
+                run["#n"] += 1
+                fname = mods.func(path, base, addrs[0], syms_for) if path else "?"
+                funcs[m + ":" + fname] += 1
+                if m.startswith("libcucap"):
+                    cucap_self[fname] += 1
+                elif caller:
+                    cucap_callee["%s <- %s" % (fname, mods.func(*caller, syms_for))] += 1
         per_run.append((fn, run))
     return dict(n=n, hz=hz or 1, mods=mods_by_module, self=cucap_self, funcs=funcs,
                 thr=thr, thr_mods=thr_mods, thr_incl=thr_incl,
