@@ -18,7 +18,8 @@ Printed per label:
     address at the stack pointer or the first frame-pointer frame is in
     libcucap: memcpy, clock_gettime, pthread locks on its behalf).
   threads (files written with PCSAMP_THREADS=all): time per step of each
-    thread name (PyTorch's autograd thread is pt_autograd_0), its largest
+    thread name (PyTorch's autograd thread is pt_autograd_#: digits in a
+    name become '#', so numbered threads group across runs), its largest
     modules and its recorder-inclusive time.
 A second label is compared module by module with the first.
 Symbols are read from the module paths the samples name: run it on the
@@ -29,6 +30,7 @@ import argparse
 import bisect
 import collections
 import os
+import re
 import struct
 import sys
 
@@ -124,7 +126,9 @@ def load(files, syms_for):
         for line in lines:
             if line.startswith("T "):
                 p = line.split()
-                names[p[1]] = p[2] if len(p) > 2 else "?"
+                # numbered names (cuda00001400006, a pool's workers) group
+                # across runs and threads as one row: cuda#
+                names[p[1]] = re.sub(r"\d+", "#", p[2]) if len(p) > 2 else "?"
         for line in lines:
             if line.startswith("# pcsamp"):
                 hz = int(line.split("hz=")[1].split()[0])

@@ -22,6 +22,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -59,6 +60,46 @@ static char g_exe[4096];
  * directly; anything else (a frame pointer used as a general register) ends
  * the walk. */
 static __thread uint64_t g_stk_lo, g_stk_hi;
+
+/* Thread names noted at pcsamp_stop, while the threads of the timed steps
+ * are alive (PyTorch's autograd threads are gone by exit). */
+enum { MAX_NAMES = 256 };
+static uint64_t g_name_tid[MAX_NAMES];
+static char g_name[MAX_NAMES][32];
+static size_t g_nnames;
+
+/* The name of thread tid (comm, spaces as '_'), into buf; 0 if gone. */
+static int thread_name(uint64_t tid, char *buf, size_t size) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/self/task/%llu/comm", (unsigned long long)tid);
+  FILE *c = fopen(p, "r");
+  if (!c)
+    return 0;
+  int ok = fgets(buf, (int)size, c) != NULL;
+  fclose(c);
+  if (!ok)
+    return 0;
+  buf[strcspn(buf, "\n")] = 0;
+  for (char *q = buf; *q; q++)
+    if (*q == ' ')
+      *q = '_';
+  return buf[0] != 0;
+}
+
+static void note_names(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) && g_nnames < MAX_NAMES) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    uint64_t tid = strtoull(e->d_name, NULL, 10);
+    if (thread_name(tid, g_name[g_nnames], sizeof g_name[0]))
+      g_name_tid[g_nnames++] = tid;
+  }
+  closedir(d);
+}
 
 static void stack_bounds(void) {
   pthread_attr_t at;
@@ -157,7 +198,8 @@ static void dump(void) {
   fprintf(f, "# pcsamp hz=%d samples=%zu dropped=%zu steps=%ld exe=%s\n", g_hz, n,
           atomic_load(&g_dropped), g_steps, g_exe);
   dl_iterate_phdr(write_module, f);
-  /* names of the threads sampled (still alive at exit; others "?") */
+  /* names of the threads sampled (noted at pcsamp_stop, else at exit;
+   * "?" for a thread gone by both) */
   uint64_t seen[256];
   size_t nseen = 0;
   for (size_t i = 0; i < n && nseen < 256; i++) {
@@ -168,17 +210,14 @@ static void dump(void) {
     if (k < nseen)
       continue;
     seen[nseen++] = tid;
-    char p[64], name[64] = "?";
-    snprintf(p, sizeof p, "/proc/self/task/%llu/comm", (unsigned long long)tid);
-    FILE *c = fopen(p, "r");
-    if (c) {
-      if (fgets(name, sizeof name, c))
-        name[strcspn(name, "\n")] = 0;
-      fclose(c);
-    }
-    for (char *q = name; *q; q++)
-      if (*q == ' ')
-        *q = '_';
+    char name[64] = "?";
+    size_t j = 0;
+    while (j < g_nnames && g_name_tid[j] != tid)
+      j++;
+    if (j < g_nnames)
+      snprintf(name, sizeof name, "%s", g_name[j]);
+    else if (!thread_name(tid, name, sizeof name))
+      snprintf(name, sizeof name, "?");
     fprintf(f, "T %llu %s\n", (unsigned long long)tid, name[0] ? name : "?");
   }
   for (size_t i = 0; i < n; i++) {
@@ -262,6 +301,7 @@ __attribute__((visibility("default"))) void pcsamp_start(void) {
 __attribute__((visibility("default"))) void pcsamp_stop(long steps) {
   atomic_store(&g_on, 0);
   g_steps = steps;
+  note_names();
 }
 
 __attribute__((constructor)) static void pcsamp_init(void) {

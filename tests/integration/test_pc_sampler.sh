@@ -7,7 +7,8 @@
 #     reach their steady state write none), covering the timed steps only
 #     (steps=18 for 20 steps after 2 warm-up ticks), with samples in it;
 #     pc_report.py turns it into a table in ms per step. With
-#     PCSAMP_THREADS=all a thread the program starts is sampled as well.
+#     PCSAMP_THREADS=all a thread the program starts is sampled as well,
+#     under the name it had when the timed steps ended.
 #  2. bench_record_mock launches under `cucap record` on the mock libcuda:
 #     the file is the program's (not the cucap launcher's), libcucap is in
 #     it, and the report names libcucap functions.
@@ -57,23 +58,31 @@ else
   bad "report: $(head -5 "$T/rep1.txt")"
 fi
 
-# --- 1b. PCSAMP_THREADS=all: a thread the program starts is sampled too
+# --- 1b. PCSAMP_THREADS=all: a thread the program starts is sampled too,
+# under the name it gave itself, noted at pcsamp_stop (it has exited by
+# the time the file is written); the report groups digits as '#'
 cat >"$T/thr.py" <<EOF
-import sys, threading
+import ctypes, sys, threading
 sys.path.insert(0, "$SRC/tests/apps")
 from apps_common import StepTimer
+done = threading.Event()
 def work(n):
     x = 0
     for k in range(n):
         x += k
+def worker():
+    ctypes.CDLL(None).prctl(15, b"pc_worker_7", 0, 0, 0)  # PR_SET_NAME
+    while not done.is_set():
+        work(20000)
 t = StepTimer(warm=2)
-w = threading.Thread(target=work, args=(3000000,))
+w = threading.Thread(target=worker)
 w.start()
 for i in range(12):
     work(40000)
     t.tick()
-w.join()
 t.report("train")
+done.set()
+w.join()
 EOF
 PCSAMP_THREADS=all PCSAMP_WINDOW=1 PCSAMP_HZ=2000 PCSAMP_OUT="$T/thr" LD_PRELOAD="$SAMP" "$PY" "$T/thr.py" 2>/dev/null
 f=$(ls "$T"/thr.* 2>/dev/null | head -1)
@@ -82,6 +91,11 @@ if [ -n "$f" ] && [ "$(grep -c '^T ' "$f")" -ge 2 ] &&
   ok "every thread sampled: $(grep -c '^T ' "$f") threads"
 else
   bad "threads: $(grep '^T ' "$f" 2>/dev/null | tr '\n' ' ') $(head -3 "$T/rep3.txt" 2>/dev/null)"
+fi
+if [ -n "$f" ] && grep -q '^T [0-9]* pc_worker_7$' "$f" && grep -q '^  pc_worker_#  ' "$T/rep3.txt"; then
+  ok "an exited thread keeps the name it had at pcsamp_stop (pc_worker_7, reported as pc_worker_#)"
+else
+  bad "thread names: $(grep '^T ' "$f" 2>/dev/null | tr '\n' ' ') / $(grep -A4 -- '-- threads' "$T/rep3.txt" | tr '\n' ' ')"
 fi
 
 # --- 2. a recorded program: libcucap's own functions in the table
