@@ -62,7 +62,8 @@
 #      transformer; bench/pc_report.py's tables by thread, module and
 #      function in OUT_DIR/pc_NAME.txt; the figures are the time in libcucap
 #      and the libc/vDSO calls it makes, per step, on the main thread and on
-#      all threads
+#      all threads; recorder_share_of_native_step_NAME: the latter over the
+#      native main thread's ms per step
 #  (k) hostfn_us (INFO)         bench/bench_hostfn: the extra stream time per
 #      no-op host function after a 4 KiB pinned DtoH copy (the stall a
 #      host function adds); record_overhead_reuse (INFO): recorded/native
@@ -783,6 +784,11 @@ step_pc() {
     [ -n "$v" ] && bench_info "recorder_main_thread_ms_per_step_$name" "$v" ms
     v=$(awk '/^== recorded/ { on = 1 } on && /recorder inclusive, all threads/ { print $(NF-1); exit }' "$OUT/pc_$name.txt")
     [ -n "$v" ] && bench_info "recorder_all_threads_ms_per_step_$name" "$v" ms
+    # the recorder's own time as a share of the native step: what it adds
+    # when all of it lies on the step's critical path, measured apart from
+    # how fast each process happened to run (docs/design.md, run G5)
+    nf=$(awk '/^== native/ { for (i = 1; i <= NF; i++) if ($i == "thread") { print $(i + 1); exit } }' "$OUT/pc_$name.txt")
+    [ -n "$v" ] && [ -n "$nf" ] && bench_info "recorder_share_of_native_step_$name" "$(ratio "$v" "$nf")" ratio
   done
 }
 
