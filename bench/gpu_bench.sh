@@ -550,10 +550,6 @@ step_e() {
 # slower natively as well as recorded (issue 10's runs G1/G2).
 steal_ms() { awk '/^cpu / { printf "%d", $9 * 1000 / '"$(getconf CLK_TCK 2>/dev/null || echo 100)"' }' /proc/stat 2>/dev/null || echo 0; }
 
-# net_run LOG CMD...: one timed run of a training script; sets NET_MS
-# (train_ms_per_step), NET_CPU (train_cpu_ms_per_step, may be empty) and
-# NET_STEAL (ms stolen meanwhile); returns 1, with NET_WHY, when the run
-# failed or printed no step time.
 # net_cmd KIND CAPTURE: the command of one copy of $NET_SCRIPT in NET_CMD
 # (KIND nat: natively; rec: under cucap record into CAPTURE).
 net_cmd() {
@@ -762,7 +758,7 @@ step_pc() {
   local samp=$BUILD/bench/libpc_sampler.so
   section "(l) where the step's host time goes, by thread and module, sampled (pc_sampler)"
   [ -f "$samp" ] && [ -f "$SRC/bench/pc_report.py" ] || { log "note: no pc_sampler in $BUILD/bench"; return; }
-  local name script i d nf rf v
+  local name script i d nf rf v nms
   for name in cnn transformer; do
     script=$CNN; [ $name = transformer ] && script=$TRANSFORMER
     d=$WORK/pc_$name; mkdir -p "$d"
@@ -787,8 +783,8 @@ step_pc() {
     # the recorder's own time as a share of the native step: what it adds
     # when all of it lies on the step's critical path, measured apart from
     # how fast each process happened to run (docs/design.md, run G5)
-    nf=$(awk '/^== native/ { for (i = 1; i <= NF; i++) if ($i == "thread") { print $(i + 1); exit } }' "$OUT/pc_$name.txt")
-    [ -n "$v" ] && [ -n "$nf" ] && bench_info "recorder_share_of_native_step_$name" "$(ratio "$v" "$nf")" ratio
+    nms=$(awk '/^== native/ { for (i = 1; i <= NF; i++) if ($i == "thread") { print $(i + 1); exit } }' "$OUT/pc_$name.txt")
+    [ -n "$v" ] && [ -n "$nms" ] && bench_info "recorder_share_of_native_step_$name" "$(ratio "$v" "$nms")" ratio
   done
 }
 

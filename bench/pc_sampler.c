@@ -1,10 +1,11 @@
-/* pc_sampler.c - a CPU-time sampling profiler for one process, preloaded
+/* pc_sampler.c - a wall-clock sampling profiler for one process, preloaded
  * (LD_PRELOAD=libpc_sampler.so PCSAMP_OUT=prefix): issue 10's breakdown of
  * where a recorded training step spends its host time, on a GPU machine that
  * has no perf. Not part of cucap itself.
  *
  * A wall-clock timer (timer_create(CLOCK_MONOTONIC), SIGPROF, PCSAMP_HZ a
- * second, default 4000) interrupts the process's main thread, running or
+ * second, default 4000) interrupts the process's main thread (with
+ * PCSAMP_THREADS=all every thread it starts as well), running or
  * blocked (a CPU-time timer would only fire at the scheduler's tick, 250 Hz
  * here, and would miss where the thread waits: in a training loop the time
  * it spends in a synchronisation is as much part of the step as the time it
@@ -12,13 +13,16 @@
  * pointer (the return address when the PC is in a leaf such as memcpy) and
  * up to PCSAMP_FRAMES frame-pointer return addresses, each read only when
  * it lies inside the thread's stack, so that a bad frame pointer ends the
- * walk instead of faulting. At exit the samples are written to PREFIX.PID as text:
- *   # pcsamp hz=H samples=N dropped=D
- *   M <module path> <load base hex>             one per module seen
- *   T <tid> <name>                              one per thread sampled
+ * walk instead of faulting. PCSAMP_WINDOW=1 samples only between the
+ * program's pcsamp_start() and pcsamp_stop(steps) (tests/apps StepTimer).
+ * At exit the samples are written to PREFIX.PID as text:
+ *   # pcsamp hz=H samples=N dropped=D steps=S exe=PATH
+ *   M <module path> <load base> <lo> <hi>       one per executable segment
+ *   T <tid> <name>                              one per thread sampled (its
+ *                                               name at pcsamp_stop, else at exit)
  *   S <tid> <main 0|1> <addr hex> <addr hex>... one per sample (PC first)
- * bench/pc_report.py turns them into a per-module/per-symbol table,
- * symbolising offsets with nm/addr2line against unstripped copies. */
+ * bench/pc_report.py turns them into tables by thread, module and function,
+ * reading the modules' ELF symbols itself. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -210,15 +214,16 @@ static void dump(void) {
     if (k < nseen)
       continue;
     seen[nseen++] = tid;
-    char name[64] = "?";
+    const char *name = "?";
+    char now[64];
     size_t j = 0;
     while (j < g_nnames && g_name_tid[j] != tid)
       j++;
     if (j < g_nnames)
-      snprintf(name, sizeof name, "%s", g_name[j]);
-    else if (!thread_name(tid, name, sizeof name))
-      snprintf(name, sizeof name, "?");
-    fprintf(f, "T %llu %s\n", (unsigned long long)tid, name[0] ? name : "?");
+      name = g_name[j];
+    else if (thread_name(tid, now, sizeof now))
+      name = now;
+    fprintf(f, "T %llu %s\n", (unsigned long long)tid, name);
   }
   for (size_t i = 0; i < n; i++) {
     const uint64_t *s = g_buf + i * SLOT;
