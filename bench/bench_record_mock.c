@@ -5,8 +5,8 @@
  * record`; the difference of the two runs is the recording overhead per call.
  *   LD_LIBRARY_PATH=<build>/tests/mock ./bench/bench_record_mock [N] [CLASS...]
  *   LD_LIBRARY_PATH=<build>/tests/mock cucap record -o x.fb -- ./bench/bench_record_mock [N]
- * Prints "<class>: <ns> ns/call" per class. Classes (all but launch_cold by
- * default):
+ * Prints "<class>: <ns> ns/call" per class. Classes (all but launch_cold and
+ * launch_mt by default):
  *   query        cuCtxGetDevice (a pure query: Get/Query/Occupancy-style)
  *   query3       cuCtxGetDevice + cuDevicePrimaryCtxGetState + cuKernelGetAttribute
  *                (the mix cuDNN/PyTorch make thousands of times per step; per
@@ -33,6 +33,10 @@
  *                cuGetProcAddress, 35 cuDeviceGetAttribute, 12
  *                cuMemsetD8Async, 3 cuMemcpyDtoHAsync + cuStreamSynchronize
  *                (per step, i.e. per iteration)
+ *   launch_mt    the launch of `launch` from BENCH_MT_THREADS threads at once
+ *                (default 2), each on its own stream, N launches in all; ns
+ *                per launch of the whole: what threads that launch at once
+ *                cost each other (the append lock, shared cache lines)
  *   launch_cold  the launch of `launch` after reading a 16 MiB buffer (the
  *                program's own work between two launches evicts the data
  *                caches on a real machine): run under callgrind with
@@ -42,6 +46,7 @@
  * Under valgrind --tool=callgrind --collect-atstart=no each class's loop is
  * collected and dumped separately (CALLGRIND_DUMP_STATS_AT(class)):
  * bench/record_cost_mock.sh turns the dumps into instructions per call. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +123,47 @@ static void cnn_step(CUkernel kern, const CUlaunchConfig *cfg, CUstream s, void 
   }
 }
 
+/* launch_mt: each thread launches `iters` times on a stream of its own,
+ * all starting together */
+typedef struct mt_arg {
+  CUcontext ctx;
+  long iters;
+  pthread_barrier_t *go;
+} mt_arg;
+
+static void *mt_main(void *p) {
+  mt_arg *a = p;
+  CUstream st;
+  CK(cuCtxSetCurrent(a->ctx));
+  CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+  pthread_barrier_wait(a->go);
+  for (long i = 0; i < a->iters; i++)
+    CK(cuLaunchKernel(g_f, 1, 1, 1, 1, 1, 1, 0, st, g_args, NULL));
+  CK(cuStreamSynchronize(st));
+  CK(cuStreamDestroy(st));
+  return NULL;
+}
+
+/* Runs launch_mt's threads; returns once all have finished. */
+static void launch_mt(CUcontext ctx, long iters) {
+  const char *e = getenv("BENCH_MT_THREADS");
+  int nt = e ? atoi(e) : 2;
+  if (nt < 1 || nt > 64)
+    nt = 2;
+  pthread_t th[64];
+  pthread_barrier_t go;
+  pthread_barrier_init(&go, NULL, (unsigned)nt);
+  mt_arg a = {ctx, (iters + nt - 1) / nt, &go};
+  for (int i = 0; i < nt; i++)
+    if (pthread_create(&th[i], NULL, mt_main, &a) != 0) {
+      fprintf(stderr, "launch_mt: pthread_create failed\n");
+      exit(1);
+    }
+  for (int i = 0; i < nt; i++)
+    pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&go);
+}
+
 /* a chain of real frames (frame pointers kept: -fno-omit-frame-pointer) */
 __attribute__((noinline)) static void deep(int n) {
   if (n == 0)
@@ -150,8 +196,9 @@ typedef struct cls {
 } cls;
 
 static int wanted(int argc, char **argv, const char *name) {
-  if (argc <= 2) /* all but launch_cold (slow: named explicitly) */
-    return strcmp(name, "launch_cold") != 0;
+  if (argc <= 2) /* all but launch_cold (slow) and launch_mt (threads: not
+                    for callgrind's per-class counts); named explicitly */
+    return strcmp(name, "launch_cold") != 0 && strcmp(name, "launch_mt") != 0;
   for (int i = 2; i < argc; i++)
     if (strcmp(argv[i], name) == 0)
       return 1;
@@ -200,7 +247,7 @@ int main(int argc, char **argv) {
   static const char *const names[] = {"query", "query3", "bodyless", "launch",
                                       "launch_deep", "launch_junk", "launch_ex",
                                       "kernel_fn", "memset", "dtoh_sync", "launch_cold",
-                                      "cnn_step"};
+                                      "cnn_step", "launch_mt"};
   enum { NCLS = sizeof names / sizeof names[0] };
   for (int k = 0; k < NCLS; k++) {
     const char *name = names[k];
@@ -210,6 +257,19 @@ int main(int argc, char **argv) {
     /* warm-up (thread state, function layout, callstacks), then timed */
     for (int pass = 0; pass < 2; pass++) {
       long iters = pass == 0 ? (k == 11 ? 2 : 100) : (k == 11 ? (n + 99) / 100 : n);
+      if (k == 12) { /* one call runs all the threads */
+        double m0 = now_ns();
+        if (pass == 1)
+          CALLGRIND_TOGGLE_COLLECT;
+        launch_mt(ctx, iters);
+        double m1 = now_ns();
+        if (pass == 1) {
+          CALLGRIND_TOGGLE_COLLECT;
+          CALLGRIND_DUMP_STATS_AT(name);
+          printf("%s: %.1f ns/call\n", name, (m1 - m0) / (double)iters);
+        }
+        continue;
+      }
       if (pass == 1)
         CALLGRIND_TOGGLE_COLLECT;
       double t0 = now_ns();

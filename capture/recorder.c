@@ -54,12 +54,17 @@ static _Atomic(cucap_writer *) g_writer; /* NULL once shut down */
 /* closed, kept reachable (volatile: a store the compiler must not drop):
  * late appenders may still hold it */
 static cucap_writer *volatile g_closed_writer;
-static uint64_t g_seq;               /* only touched under the writer's record lock */
 static atomic_int g_err_logged;      /* the one writing error was logged */
 static uint64_t g_start_mono;
-static atomic_uint_fast64_t g_launch_index;
-static atomic_int g_blob_inflight;
 static atomic_uint_fast64_t g_counts[CUCAP_REC_MAX_CBID];
+/* What threads write at every record, launch or payload copy, each on a
+ * cache line of its own: next to the state every call reads (g_state,
+ * g_writer, g_start_mono) each such write took that line from every other
+ * thread, which then missed on it at its next call (the 8-thread storm).
+ * g_seq is only touched under the writer's record lock. */
+static struct { _Alignas(64) uint64_t v; } g_seq;
+static struct { _Alignas(64) atomic_uint_fast64_t v; } g_launch_index;
+static struct { _Alignas(64) atomic_int v; } g_blob_inflight;
 static atomic_int g_driver_noted;
 static char g_path[4096];
 static int g_toolkit_version;
@@ -119,7 +124,7 @@ int cucap_rec_is_forked_child(void) { return atomic_load(&g_state) == ST_FORKED;
 const cucap_rec_options *cucap_rec_opts(void) { return &g_opts; }
 uint64_t cucap_rec_now(void) { return mono_ns() - g_start_mono; }
 uint64_t cucap_rec_next_launch_index(void) {
-  return atomic_fetch_add(&g_launch_index, 1);
+  return atomic_fetch_add(&g_launch_index.v, 1);
 }
 uint64_t cucap_rec_recorded_count(uint32_t cbid) {
   return cbid < CUCAP_REC_MAX_CBID ? atomic_load(&g_counts[cbid]) : 0;
@@ -153,9 +158,13 @@ cucap_rec_thread *cucap_rec_thread_get(void) {
     return th;
   if (t_th_dead || !cucap_rec_active())
     return NULL;
-  th = calloc(1, sizeof *th);
+  /* a line of its own: every call writes it, and another thread's state
+   * allocated next to it would share that line */
+  size_t tsize = (sizeof *th + 63) & ~(size_t)63;
+  th = aligned_alloc(64, tsize);
   if (!th)
     return NULL;
+  memset(th, 0, tsize);
   th->tid = (uint32_t)syscall(SYS_gettid);
   th->call_b = cucap_fbb_create(4096);
   th->extra_b = cucap_fbb_create(1024);
@@ -253,10 +262,10 @@ cucap_status cucap_rec_append_call_at(uint8_t *buf, size_t size, size_t seq_off,
     rec_enter();
     if (__builtin_expect(cucap_rec_stats_on, 0)) {
       uint64_t t0 = cucap_rec_stats_clock();
-      st = cucap_writer_append_seq(w, buf, size, seq_off, &g_seq, &seq);
+      st = cucap_writer_append_seq(w, buf, size, seq_off, &g_seq.v, &seq);
       cucap_rec_stats_add(CUCAP_STATS_APPEND_LOCK, cucap_rec_stats_clock() - t0);
     } else {
-      st = cucap_writer_append_seq(w, buf, size, seq_off, &g_seq, &seq);
+      st = cucap_writer_append_seq(w, buf, size, seq_off, &g_seq.v, &seq);
     }
     if (__builtin_expect(st != CUCAP_OK, 0))
       st = rec_writer_failed(w, st);
@@ -360,7 +369,7 @@ cucap_status cucap_rec_note(const char *kind, const char *text, uint64_t value,
 cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out) {
   CUCAP_RETURN_IF(!data && size, CUCAP_ERR_INVALID_ARG);
   rec_enter();
-  atomic_fetch_add(&g_blob_inflight, 1);
+  atomic_fetch_add(&g_blob_inflight.v, 1);
   cucap_status st = CUCAP_ERR_STATE;
   cucap_writer *w = cucap_rec_active() ? atomic_load(&g_writer) : NULL;
   if (w) {
@@ -368,7 +377,7 @@ cucap_status cucap_rec_blob(const void *data, size_t size, cucap_hash128 *out) {
     if (st != CUCAP_OK)
       st = rec_writer_failed(w, st);
   }
-  atomic_fetch_sub(&g_blob_inflight, 1);
+  atomic_fetch_sub(&g_blob_inflight.v, 1);
   rec_leave();
   return st;
 }
@@ -495,7 +504,7 @@ static void shutdown_impl(int mode) {
   cucap_writer *w = atomic_exchange(&g_writer, NULL);
   if (!w)
     return;
-  for (int i = 0; i < 1000 && atomic_load(&g_blob_inflight) > 0; i++) {
+  for (int i = 0; i < 1000 && atomic_load(&g_blob_inflight.v) > 0; i++) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
