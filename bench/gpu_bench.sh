@@ -90,7 +90,7 @@
 # (20000 launches per thread), BENCH_STATS (1: step j), BENCH_TIMEOUT (per
 # command, s, 150), BENCH_BUDGET (s, 900: later steps are skipped as FAIL once
 # it is spent; on the H200 host issue 10's steps a, cnn, transformer, storm
-# and first take 262 s with BENCH_NET_RUNS=7 (run G6), the nets' pairs
+# and first take 262-301 s with BENCH_NET_RUNS=7 (runs G6, H2), the nets' pairs
 # about 9 s each; where a call is limited to 10 minutes, run the script
 # twice: BENCH_SKIP="b c d e hostfn" and BENCH_SKIP="a cnn transformer
 # storm first pc stats"),

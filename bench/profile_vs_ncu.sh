@@ -39,7 +39,11 @@
 # compared, default 60), K_SPEED (default 30), TL_RUNS (default 5), NCU_RUNS
 # (default 3), NCU
 # (default ncu), PROGRAMS (space-separated subset of: torch_mlp transformer
-# rt_profile; default "torch_mlp rt_profile").
+# rt_profile; default "torch_mlp rt_profile"), PARTS (any of: accuracy speed
+# timeline; default all three), NCU_REPLAY (kernel, the default: ncu saves and
+# restores memory around each kernel and replays it alone; application: ncu
+# runs the whole program once per pass, as cucap replays the whole capture
+# once per pass - the like-with-like reference for the accuracy part).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -53,6 +57,9 @@ K_ACC=${K_ACC:-60}
 K_SPEED=${K_SPEED:-30}
 TL_RUNS=${TL_RUNS:-5}
 NCU_RUNS=${NCU_RUNS:-3}
+NCU_REPLAY=${NCU_REPLAY:-kernel}
+PARTS=${PARTS:-accuracy speed timeline}
+want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
 export CUCAP_LOG_LEVEL=${CUCAP_LOG_LEVEL:-info}
 SOL=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active
@@ -240,12 +247,14 @@ for P in $PROGRAMS; do
     echo "BENCH record_$P 0 - target=ok FAIL ($(tail -1 "$W/rec.err"))"; continue
   fi
   # ---- (a) accuracy
+  if want accuracy; then
   t0=$(now)
   csvs=()
   for ((i = 1; i <= NCU_RUNS; i++)); do
     # shellcheck disable=SC2086
     "$NCU" --metrics "$SOL" --csv --page raw --print-units base --print-kernel-base mangled \
-      --clock-control none --cache-control all --launch-count "$K_ACC" --target-processes all \
+      --clock-control none --cache-control all --replay-mode "$NCU_REPLAY" \
+      --launch-count "$K_ACC" --target-processes all \
       $cmd >"$W/ncu_sol.$i.csv" 2>"$W/ncu_sol.$i.err"
     nrc=$?
     [ $nrc -ne 0 ] && echo "INFO  $P: ncu run $i exited $nrc: $(grep -m2 -E 'ERR|rror' "$W/ncu_sol.$i.err" "$W/ncu_sol.$i.csv" | tr '\n' ' ' | cut -c1-300)"
@@ -255,10 +264,14 @@ for P in $PROGRAMS; do
   "$CUCAP" cupti profile "$W/cap.fb" --metrics="$SOL" --range "0:$K_ACC" --cache=flush --no-pc \
     --loop 3 --json "$W/cucap_sol.json" >"$W/cucap_sol.out" 2>"$W/cucap_sol.err"
   t2=$(now)
-  echo "INFO  $P: ncu (4 metrics, $K_ACC kernels) x$NCU_RUNS $(sub "$t0" "$t1") s, cucap $(sub "$t1" "$t2") s"
-  "$PY" "$OUT/compare.py" "$P" "$W/cucap_sol.json" "${csvs[@]}" 2>&1 | tee "$W/accuracy.txt"
+  echo "INFO  $P: ncu (4 metrics, $K_ACC kernels, --replay-mode $NCU_REPLAY) x$NCU_RUNS $(sub "$t0" "$t1") s, cucap $(sub "$t1" "$t2") s"
+  # figures against application replay are named PROG_applicationreplay
+  lab=$P
+  [ "$NCU_REPLAY" = kernel ] || lab=${P}_${NCU_REPLAY}replay
+  "$PY" "$OUT/compare.py" "$lab" "$W/cucap_sol.json" "${csvs[@]}" 2>&1 | tee "$W/accuracy.txt"
+  fi
   # ---- (b) speed: --set full vs --metrics=full, first K_SPEED kernels
-  if true; then
+  if want speed; then
     t0=$(now)
     # shellcheck disable=SC2086
     "$NCU" --set full --launch-count "$K_SPEED" --target-processes all -f -o "$W/ncu_full" \
@@ -291,6 +304,7 @@ PYEOF
   # ---- (c) timeline overhead: TL_RUNS alternating runs of each, medians
   # (one run of each varied from 0.97x to 1.32x on rt_profile across runs
   # R and T: both include the first pass's module loads and uploads)
+  want timeline || continue
   pa=() pb=()
   for ((i = 1; i <= TL_RUNS; i++)); do
     "$CUCAP" replay "$W/cap.fb" --loop 5 >"$W/plain.out" 2>"$W/plain.err"
