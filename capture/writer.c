@@ -445,8 +445,9 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
     if (seq > c->max_seq)
       c->max_seq = seq;
   }
-  uint64_t p = w->rec_count++;
-  __atomic_store_n(&w->st_records, w->rec_count, __ATOMIC_RELAXED);
+  /* relaxed store: cucap_writer_get_stats reads it without the lock */
+  uint64_t p = w->rec_count;
+  __atomic_store_n(&w->rec_count, p + 1, __ATOMIC_RELAXED);
   if (c->len >= w->rec_chunk_size)
     wr_seal_locked(w, &w->rec_cur, 1);
   pthread_mutex_unlock(&w->rec_mu);
@@ -632,7 +633,7 @@ void cucap_writer_get_stats(cucap_writer *w, cucap_writer_stats *st) {
   memset(st, 0, sizeof *st);
   if (!w)
     return;
-  st->records = __atomic_load_n(&w->st_records, __ATOMIC_RELAXED);
+  st->records = __atomic_load_n(&w->rec_count, __ATOMIC_RELAXED);
   st->chunks = __atomic_load_n(&w->st_chunks, __ATOMIC_RELAXED);
   st->blobs = __atomic_load_n(&w->st_blobs, __ATOMIC_RELAXED);
   st->blob_dedup_hits = __atomic_load_n(&w->st_dedup, __ATOMIC_RELAXED);

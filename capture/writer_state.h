@@ -47,16 +47,19 @@ typedef struct blob_entry {
 
 struct cucap_writer {
   /* What every record append touches, first and together (the struct is
-   * 64-byte aligned): the lock, the open chunk, the counters - two cache
-   * lines, instead of five spread over the struct (a training step's own
-   * work evicts them between two launches). */
+   * 64-byte aligned): the lock, the open chunk and the count in the first
+   * line, which every append writes; the sticky error and the closed flag
+   * in the second, which appends only read, so that line stays shared in
+   * every appending thread's cache (two lines, instead of five spread over
+   * the struct: a training step's own work evicts them between launches). */
   pthread_mutex_t rec_mu;
   wchunk *rec_cur;
-  uint64_t rec_count;
+  uint64_t rec_count; /* written under rec_mu; __atomic (stats read it) */
   size_t rec_chunk_size; /* o.chunk_size */
+  /* read by every append, written only on an error or at close: kept out
+   * of the first line, which every append writes */
   int err; /* cucap_status, sticky; __atomic access */
   int closed;
-  uint64_t st_records; /* __atomic, relaxed (stats) */
 
   int fd;
   cucap_writer_options o;
