@@ -32,6 +32,7 @@
 
 #include "callstack_internal.h"
 #include "cucap_hash.h"
+#include "cucap_lines.h"
 #include "cucap_log.h"
 #include "cucap_rec_stats.h"
 #include "cucap_recorder.h"
@@ -485,10 +486,8 @@ static sc_thread *sc_get(void) {
   if (__builtin_expect(t != NULL, 1) || t_sc_dead)
     return t;
   pthread_once(&g_sc_once, sc_key_init);
-  size_t size = (sizeof *t + 63) & ~(size_t)63;
-  if (!g_sc_key_ok || !(t = aligned_alloc(64, size)))
+  if (!g_sc_key_ok || !(t = cucap_lines_alloc(sizeof *t)))
     return NULL;
-  memset(t, 0, size);
   t_sc = t;
   pthread_setspecific(g_sc_key, t);
   return t;

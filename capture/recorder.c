@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cucap_lines.h"
 #include "cucap_log.h"
 #include "cucap_rec_query.h"
 #include "cucap_rec_stats.h"
@@ -160,11 +161,9 @@ cucap_rec_thread *cucap_rec_thread_get(void) {
     return NULL;
   /* a line of its own: every call writes it, and another thread's state
    * allocated next to it would share that line */
-  size_t tsize = (sizeof *th + 63) & ~(size_t)63;
-  th = aligned_alloc(64, tsize);
+  th = cucap_lines_alloc(sizeof *th);
   if (!th)
     return NULL;
-  memset(th, 0, tsize);
   th->tid = (uint32_t)syscall(SYS_gettid);
   th->call_b = cucap_fbb_create(4096);
   th->extra_b = cucap_fbb_create(1024);

@@ -30,6 +30,7 @@
 #include <zstd.h>
 
 #include "cucap_hash.h"
+#include "cucap_lines.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "writer_internal.h"
@@ -115,11 +116,9 @@ wchunk *wr_wchunk_get(cucap_writer *w, uint8_t kind, size_t need) {
   }
   if (!c) {
     /* the fields an append touches share one cache line */
-    size_t csize = (sizeof *c + 63) & ~(size_t)63;
-    c = aligned_alloc(64, csize);
+    c = cucap_lines_alloc(sizeof *c);
     if (!c)
       return NULL;
-    memset(c, 0, csize);
     c->cap = need > std ? need : std;
     c->buf = malloc(c->cap);
     if (!c->buf) {
@@ -203,10 +202,8 @@ cucap_status cucap_writer_create(const char *path,
     return CUCAP_ERR_VERIFY;
   }
 
-  size_t wsize = (sizeof(cucap_writer) + 63) & ~(size_t)63;
-  cucap_writer *w = aligned_alloc(64, wsize);
+  cucap_writer *w = cucap_lines_alloc(sizeof(cucap_writer));
   CUCAP_RETURN_IF(!w, CUCAP_ERR_NOMEM);
-  memset(w, 0, wsize);
   cucap_writer_options_init(&w->o);
   if (opts) {
     w->o = *opts;

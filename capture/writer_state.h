@@ -56,8 +56,6 @@ struct cucap_writer {
   wchunk *rec_cur;
   uint64_t rec_count; /* written under rec_mu; __atomic (stats read it) */
   size_t rec_chunk_size; /* o.chunk_size */
-  /* read by every append, written only on an error or at close: kept out
-   * of the first line, which every append writes */
   int err; /* cucap_status, sticky; __atomic access */
   int closed;
 

@@ -1,5 +1,6 @@
 /* hash.c - run-time choice between the SSE2 and AVX2 XXH3 builds. */
 #include "cucap_hash.h"
+#include "cucap_lines.h"
 
 #include <stdlib.h>
 /* Only the state type and reset (scalar code) are used here; inlined so no
@@ -38,11 +39,11 @@ uint64_t cucap_hash64_of(const void *data, size_t size) {
 }
 
 struct cucap_hash_state {
-  XXH3_state_t st; /* needs 64-byte alignment: allocated with aligned_alloc */
+  XXH3_state_t st; /* needs 64-byte alignment: allocated with cucap_lines_alloc */
 };
 
 cucap_hash_state *cucap_hash_state_create(void) {
-  cucap_hash_state *s = aligned_alloc(64, (sizeof *s + 63) & ~(size_t)63);
+  cucap_hash_state *s = cucap_lines_alloc(sizeof *s);
   if (!s)
     return NULL;
   XXH3_INITSTATE(&s->st);
