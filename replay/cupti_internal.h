@@ -264,6 +264,9 @@ typedef struct ck_metrics {
   uint8_t *dconfig;
   size_t dconfig_size;
   int dur_col;                /* its column in E->mnames, -1: not asked */
+  const char *dnames[8];      /* the duration pass's metrics: [0] the
+                                 duration, then its companions (interned) */
+  size_t ndnames;
   int dur_phase;              /* the current window runs the duration config */
   unsigned dur_reps;          /* duration passes per window (median of them) */
   unsigned dur_rep;           /* the current one, 0-based */
@@ -516,8 +519,9 @@ void ck_prof_deinit(ck_engine *E);
  * with cuptiProfilerHostDeinitialize); NULL with E->last_msg set. Waits for
  * the libnvperf preload first. */
 CUpti_Profiler_Host_Object *ck_host_new(ck_engine *E, const uint8_t *avail);
-/* the duration-only config (cupti_metrics.c): made at begin, freed with
- * the metrics state */
+/* the duration passes' config (cupti_metrics.c: gpu__time_duration.sum and
+ * the companions that give its range ncu's length): made at begin, freed
+ * with the metrics state */
 extern const char *const ck_dur_name[1]; /* {"gpu__time_duration.sum"} */
 void ck_dur_config(ck_engine *E, const uint8_t *avail);
 void ck_dur_free(ck_engine *E);

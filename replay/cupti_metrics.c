@@ -234,20 +234,52 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
 }
 
 /* gpu__time_duration.sum in a pass of its own. In a pass that also
- * collects other counters the range of a short kernel is longer: on the
+ * collects the other metrics the range of a short kernel is longer: on the
  * H100 (runs Z and AA, torch_mlp, 60 kernels against three `ncu` runs with
  * the same four metrics) 2.2 us elementwise kernels came out 4-14 % longer
- * than ncu's, and 53-60 % of the durations agreed within 5 %; measured in a
- * pass with that counter alone, 70-77 % (ncu against itself: 85-88 %). So
- * when the duration is asked with other metrics, each window of plain
- * launches gets one more pass, with a config holding only it, and the
- * kernels' gpu__time_duration.sum comes from there (the section note says
- * so). A single such pass is still one noisy sample (cucap against itself:
- * 87-93 % agreement); the median of three agreed with ncu on 80 % where
- * single passes gave 70-77 % (run AA), so the pass is run
+ * than ncu's, and 53-60 % of the durations agreed within 5 %. So when the
+ * duration is asked with other metrics, each window of plain launches gets
+ * one more pass with a config of its own, and the kernels'
+ * gpu__time_duration.sum comes from there (the section note says so).
+ *
+ * That config is not the duration alone: with no other counter in the
+ * pass, CUPTI's range around a short kernel is shorter than ncu's, whose
+ * duration does not change with the counters it collects (its
+ * duration-only runs agree with its four-metric runs). On the H200 (run
+ * I3, torch_mlp, 60 kernels, two cucap runs each against the median of
+ * three ncu runs, which agree with each other on 75-83 %) the duration
+ * alone agreed on 42-45 % (median cucap/ncu 0.945), with
+ * sm__cycles_elapsed.max beside it on 70-77 % (median 1.018), with four
+ * cycle counters 75 %, with the SOL counters themselves 67-73 % (8 passes
+ * instead of 1), the main passes' value 58-63 %; run I4's bench 83.3 %
+ * (ncu against itself 78-83 %). The companion is not measured on the
+ * H100, where the duration alone was the better of the two it was tried
+ * with. So the pass holds ck_dur_with (CUCAP_PROFILE_DURATION_WITH=a,b
+ * names others, "none" the duration alone); should the chip refuse them,
+ * the duration alone. One such pass is one noisy sample, so it is run
  * CUCAP_PROFILE_DURATION_PASSES times (default 3; 0: none, the main
- * config's value). */
+ * config's value) and the median kept (run AA, H100: 80 % against 70-77 %
+ * for single passes). */
 const char *const ck_dur_name[1] = {"gpu__time_duration.sum"};
+static const char ck_dur_with[] = "sm__cycles_elapsed.max";
+
+/* m->dnames = the duration, then the companions named by with (NULL or
+ * "none": none); names interned in the engine's table. */
+static void ck_dur_names(ck_engine *E, const char *with) {
+  ck_metrics *m = E->m;
+  m->dnames[0] = ck_dur_name[0];
+  m->ndnames = 1;
+  if (!with || !strcmp(with, "none"))
+    return;
+  const size_t cap = sizeof m->dnames / sizeof m->dnames[0];
+  for (const char *p = with; *p && m->ndnames < cap;) {
+    size_t n = strcspn(p, ",");
+    const char *nm = n ? ck_intern_n(&E->str, p, n) : NULL;
+    if (nm && strcmp(nm, ck_dur_name[0]))
+      m->dnames[m->ndnames++] = nm;
+    p += n + (p[n] == ',');
+  }
+}
 
 void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   ck_metrics *m = E->m;
@@ -257,21 +289,38 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
       m->dur_col = (int)i;
   const char *e = getenv("CUCAP_PROFILE_DURATION_PASSES");
   long reps = e && *e ? strtol(e, NULL, 10) : 3;
-  if (m->dur_col < 0 || E->nmnames < 2 || reps <= 0)
+  const char *with = getenv("CUCAP_PROFILE_DURATION_WITH");
+  ck_dur_names(E, with ? with : ck_dur_with);
+  /* asked alone, the duration is the main config's unless companions
+   * make the duration pass's range a different one */
+  if (m->dur_col < 0 || reps <= 0 || (E->nmnames < 2 && m->ndnames < 2))
     return;
   m->dur_reps = reps > 9 ? 9 : (unsigned)reps;
-  m->dhost = ck_host_new(E, avail); /* avail: kept by m->avail */
-  if (!m->dhost)
-    goto fail;
   size_t passes = 0;
-  if (!ck_host_config(E, m->dhost, (const char **)ck_dur_name, 1, &m->dconfig,
-                      &m->dconfig_size, &passes))
-    goto fail;
-  CUCAP_INFO("profile: gpu__time_duration.sum is measured %u time(s) per "
-             "window in %zu counter pass(es) of its own (the median is kept)",
-             m->dur_reps, passes);
-  return;
-fail:
+  for (int alone = 0; alone < 2; alone++) {
+    if (alone) {
+      if (m->ndnames < 2)
+        break;
+      CUCAP_WARN("profile: the duration pass cannot hold %s (%s): "
+                 "gpu__time_duration.sum is measured alone, which gives "
+                 "short kernels shorter ranges than ncu's", m->dnames[1],
+                 E->last_msg);
+      ck_host_delete(E, &m->dhost);
+      free(m->dconfig);
+      m->dconfig = NULL;
+      ck_dur_names(E, NULL);
+    }
+    m->dhost = ck_host_new(E, avail); /* avail: kept by m->avail */
+    if (m->dhost && ck_host_config(E, m->dhost, m->dnames, m->ndnames,
+                                   &m->dconfig, &m->dconfig_size, &passes)) {
+      CUCAP_INFO("profile: gpu__time_duration.sum is measured %u time(s) per "
+                 "window in %zu counter pass(es) of its own%s%s (the median "
+                 "is kept)", m->dur_reps, passes,
+                 m->ndnames > 1 ? ", beside " : "",
+                 m->ndnames > 1 ? m->dnames[1] : "");
+      return;
+    }
+  }
   CUCAP_WARN("profile: no separate duration pass (%s): gpu__time_duration.sum "
              "comes from the passes of the other metrics", E->last_msg);
   ck_dur_free(E);

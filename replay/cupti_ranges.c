@@ -87,12 +87,13 @@ static int ck_rp_reusable(const ck_metrics *m, int mode) {
          !m->started && !m->in_range && !(e && *e == '1');
 }
 
-/* The metric names the current pass measures: the duration-only config's
- * in a duration pass (ck_dur_config), else the requested ones. */
+/* The metric names the current pass measures: the duration config's (the
+ * duration and its companions, m->dnames) in a duration pass
+ * (ck_dur_config), else the requested ones. */
 static const char **ck_pass_names(const ck_engine *E, size_t *n) {
   if (E->m->dur_phase) {
-    *n = 1;
-    return (const char **)ck_dur_name;
+    *n = E->m->ndnames;
+    return (const char **)E->m->dnames;
   }
   *n = E->nmnames;
   return (const char **)E->mnames;
@@ -518,7 +519,8 @@ static int ck_window_collect(ck_engine *E) {
     gi.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
     gi.pCounterDataImage = m->counter;
     gi.counterDataImageSize = m->counter_size;
-    double *vals = calloc(E->nmnames ? E->nmnames : 1, sizeof *vals);
+    size_t nv = E->nmnames > m->ndnames ? E->nmnames : m->ndnames;
+    double *vals = calloc(nv ? nv : 1, sizeof *vals);
     if (!CK_CALL(E, cuptiRangeProfilerGetCounterDataInfo, &gi))
       snprintf(m->win_note, sizeof m->win_note, "%s", E->last_msg);
     else if (!vals)
@@ -564,8 +566,10 @@ static void ck_metrics_final(ck_engine *E) {
   if (m->dur_attributed && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; gpu__time_duration.sum of %zu kernel(s): the "
-                          "median of %u pass(es) of its own",
-                          m->dur_attributed, m->dur_reps);
+                          "median of %u pass(es) of its own%s%s",
+                          m->dur_attributed, m->dur_reps,
+                          m->ndnames > 1 ? ", beside " : "",
+                          m->ndnames > 1 ? m->dnames[1] : "");
   if (m->dur_note[0] && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; a duration pass failed: %.250s", m->dur_note);

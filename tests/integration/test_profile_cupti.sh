@@ -17,9 +17,12 @@
 #     plus the 3 duration passes of each window);
 #  3c. gpu__time_duration.sum from a pass of its own: with ranges made longer
 #     by other counters (MOCK_CUPTI_COUNTER_OVERHEAD_NS) the reported
-#     durations are the median of the duration-only passes (3; 1 with
+#     durations are the median of the duration passes (3; 1 with
 #     CUCAP_PROFILE_DURATION_PASSES=1); CUCAP_PROFILE_DURATION_PASSES=0
 #     reports the main passes' (longer) values and makes no extra pass;
+#     the duration passes hold sm__cycles_elapsed.max too (the duration
+#     alone, which gives shorter ranges, with CUCAP_PROFILE_DURATION_WITH=none
+#     or when the chip refuses it);
 #  3b. counter passes leave out copies to the host, the timeline keeps them;
 #  4. counters refused (MOCK_CUPTI_NO_COUNTERS): exit 0, timeline collected,
 #     metrics "unavailable" naming NVreg_RestrictProfilingToAdminUsers;
@@ -309,6 +312,43 @@ if [ "$(cat "$T/durone.rc")" = 0 ] && check durone \
   ok "CUCAP_PROFILE_DURATION_PASSES=1: one duration pass per window"
 else
   bad "CUCAP_PROFILE_DURATION_PASSES=1"
+fi
+
+# the duration pass holds sm__cycles_elapsed.max beside the duration: a
+# config of the duration alone gives short kernels shorter ranges (H200,
+# modelled by MOCK_CUPTI_ALONE_SHORT_NS); CUCAP_PROFILE_DURATION_WITH=none
+# asks for the duration alone; a chip that refuses the companion gets the
+# duration alone, with a warning naming it
+MOCK_CUPTI_ALONE_SHORT_NS=1000000000 prof durwith "$T/drv_streams.fb" --cache=keep --no-pc
+CUCAP_PROFILE_DURATION_WITH=none MOCK_CUPTI_ALONE_SHORT_NS=1000000000 \
+  prof duralone "$T/drv_streams.fb" --cache=keep --no-pc
+MOCK_CUPTI_REFUSE_METRIC=sm__cycles_elapsed.max MOCK_CUPTI_ALONE_SHORT_NS=1000000000 \
+  prof durrefuse "$T/drv_streams.fb" --cache=keep --no-pc
+if [ "$(cat "$T/durwith.rc")" = 0 ] && check durwith \
+    "sec['metrics'] == 'collected' and len(K) > 0" \
+    "all(k['metrics'][$DI] > 1 for k in K)" \
+    "d['sections']['metrics']['passes'] == d['env']['metric_passes'] + 3" \
+    "'pass(es) of its own, beside sm__cycles_elapsed.max' in d['sections']['metrics']['note']"; then
+  ok "duration passes hold sm__cycles_elapsed.max beside the duration (one pass each)"
+else
+  bad "duration pass companion"; grep -i "duration" "$T/durwith.err" | head -3
+fi
+if [ "$(cat "$T/duralone.rc")" = 0 ] && check duralone \
+    "sec['metrics'] == 'collected' and len(K) > 0" \
+    "all(k['metrics'][$DI] == 1 for k in K)" \
+    "'beside' not in d['sections']['metrics']['note']"; then
+  ok "CUCAP_PROFILE_DURATION_WITH=none: the duration alone in its passes"
+else
+  bad "CUCAP_PROFILE_DURATION_WITH=none"
+fi
+if [ "$(cat "$T/durrefuse.rc")" = 0 ] && check durrefuse \
+    "sec['metrics'] == 'collected' and len(K) > 0" \
+    "all(k['metrics'][$DI] == 1 for k in K)" \
+    "d['sections']['metrics']['passes'] == d['env']['metric_passes'] + 3" &&
+    grep -q "cannot hold sm__cycles_elapsed.max" "$T/durrefuse.err"; then
+  ok "companion refused: the duration alone, and a warning naming it"
+else
+  bad "duration pass companion refused"; grep -i "duration" "$T/durrefuse.err" | head -3
 fi
 
 # ---- 4. counters refused ---------------------------------------------------

@@ -35,7 +35,10 @@
  * engine takes the whole driver domain), MOCK_CUPTI_SCOPE_ONLY=1 (enabling
  * the whole driver domain fails: only per-cbid callbacks and
  * cuptiActivityEnableDriverApi records work, which proves the engine uses
- * them).
+ * them), MOCK_CUPTI_ALONE_SHORT_NS=N (a range of a config holding the
+ * duration alone is N ns shorter, at least 1 ns, as short kernels' are on
+ * the H200), MOCK_CUPTI_REFUSE_METRIC=name (adding that metric to a config
+ * fails with CUPTI_ERROR_INVALID_METRIC_NAME).
  *
  * Strict where CUPTI's rules are easy to break: disabling an activity kind
  * that is not enabled aborts (enable/disable must pair up). */
@@ -149,8 +152,10 @@ int mcu_rp_enabled;
 static int rp_started, rp_configured;
 static const void *rp_ctx; /* the context the range profiler measures */
 static size_t rp_passes_done, rp_max_ranges;
-static size_t rp_cfg_passes = 1, rp_cfg_metrics; /* of the SetConfig image */
-static size_t rp_dur_configs; /* SetConfig calls with a one-metric image */
+/* of the SetConfig image: passes, metrics, and metrics that are neither
+ * the duration nor a cycle count (0: the engine's duration config) */
+static size_t rp_cfg_passes = 1, rp_cfg_metrics, rp_cfg_heavy;
+static size_t rp_dur_configs; /* SetConfig calls with a duration config */
 static uint8_t *rp_image;
 static size_t rp_image_size;
 static double *rp_durs; /* this pass */
@@ -194,13 +199,16 @@ static void rp_add(double dur) {
    * the duration alone is that much longer (as short kernels are on the
    * H100) */
   const char *o = getenv("MOCK_CUPTI_COUNTER_OVERHEAD_NS");
-  if (o && *o && rp_cfg_metrics > 1)
+  if (o && *o && rp_cfg_heavy)
     dur += atof(o);
-  /* MOCK_CUPTI_DURATION_ONLY_NS="a,b,c": a range of a one-metric config
-   * (the engine's duration passes) lasts a in the first such config, b in
-   * the second, ... (cycling): the engine must keep their median */
+  const char *a = getenv("MOCK_CUPTI_ALONE_SHORT_NS");
+  if (a && *a && rp_cfg_metrics == 1)
+    dur = dur - atof(a) < 1 ? 1 : dur - atof(a);
+  /* MOCK_CUPTI_DURATION_ONLY_NS="a,b,c": a range of a duration config (the
+   * engine's duration passes) lasts a in the first such config, b in the
+   * second, ... (cycling): the engine must keep their median */
   const char *d1 = getenv("MOCK_CUPTI_DURATION_ONLY_NS");
-  if (d1 && *d1 && rp_cfg_metrics == 1) {
+  if (d1 && *d1 && !rp_cfg_heavy) {
     size_t n = 1;
     for (const char *c = d1; *c; c++)
       n += *c == ',';
@@ -603,7 +611,7 @@ static int metric_known(const char *n) {
 
 typedef struct host_obj {
   int token;
-  size_t nmetrics;
+  size_t nmetrics, nheavy; /* nheavy: neither the duration nor cycles */
 } host_obj;
 /* a few host objects (the engine makes one for its metrics and one for the
  * duration-only config), handed out round-robin */
@@ -615,7 +623,7 @@ CUptiResult CUPTIAPI cuptiProfilerHostInitialize(CUpti_Profiler_Host_Initialize_
     return CUPTI_ERROR_INVALID_PARAMETER;
   host_obj *h = &g_hosts[g_nhosts++ % 4];
   h->token = ++host_obj_token;
-  h->nmetrics = 0;
+  h->nmetrics = h->nheavy = 0;
   p->pHostObject = (CUpti_Profiler_Host_Object *)h;
   return CUPTI_SUCCESS;
 }
@@ -646,10 +654,16 @@ CUptiResult CUPTIAPI cuptiProfilerHostConfigAddMetrics(
     CUpti_Profiler_Host_ConfigAddMetrics_Params *p) {
   if (!p || !p->pHostObject)
     return CUPTI_ERROR_INVALID_PARAMETER;
+  const char *refuse = getenv("MOCK_CUPTI_REFUSE_METRIC");
   for (size_t i = 0; i < p->numMetrics; i++)
-    if (!metric_known(p->ppMetricNames[i]))
+    if (!metric_known(p->ppMetricNames[i]) ||
+        (refuse && *refuse && !strcmp(refuse, p->ppMetricNames[i])))
       return CUPTI_ERROR_INVALID_METRIC_NAME;
-  ((host_obj *)p->pHostObject)->nmetrics += p->numMetrics;
+  host_obj *h = (host_obj *)p->pHostObject;
+  h->nmetrics += p->numMetrics;
+  for (size_t i = 0; i < p->numMetrics; i++)
+    h->nheavy += strcmp(p->ppMetricNames[i], "gpu__time_duration.sum") &&
+                 !strstr(p->ppMetricNames[i], "cycles_elapsed");
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiProfilerHostGetConfigImageSize(
@@ -663,12 +677,14 @@ CUptiResult CUPTIAPI cuptiProfilerHostGetConfigImage(CUpti_Profiler_Host_GetConf
   if (!p || !p->pConfigImage || p->configImageSize < 32)
     return CUPTI_ERROR_INVALID_PARAMETER;
   memset(p->pConfigImage, 0, p->configImageSize);
-  /* image: [size_t passes][size_t metrics]; one metric alone (the
-   * engine's duration config) needs one pass */
-  size_t nm = p->pHostObject ? ((host_obj *)p->pHostObject)->nmetrics : 2;
-  size_t n = nm == 1 ? 1 : passes_wanted();
+  /* image: [size_t passes][size_t metrics][size_t heavy]; the duration
+   * and cycle counts alone (the engine's duration config) need one pass */
+  const host_obj *h = (const host_obj *)p->pHostObject;
+  size_t nm = h ? h->nmetrics : 2, nh = h ? h->nheavy : 2;
+  size_t n = nh ? passes_wanted() : 1;
   memcpy(p->pConfigImage, &n, sizeof n);
   memcpy(p->pConfigImage + sizeof n, &nm, sizeof nm);
+  memcpy(p->pConfigImage + 2 * sizeof n, &nh, sizeof nh);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiProfilerHostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params *p) {
@@ -778,7 +794,9 @@ CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_P
   memcpy(&rp_cfg_passes, p->pConfig, sizeof rp_cfg_passes);
   memcpy(&rp_cfg_metrics, (const uint8_t *)p->pConfig + sizeof rp_cfg_passes,
          sizeof rp_cfg_metrics);
-  rp_dur_configs += rp_cfg_metrics == 1;
+  memcpy(&rp_cfg_heavy, (const uint8_t *)p->pConfig + 2 * sizeof rp_cfg_passes,
+         sizeof rp_cfg_heavy);
+  rp_dur_configs += !rp_cfg_heavy;
   rp_configured = 1;
   return CUPTI_SUCCESS;
 }
