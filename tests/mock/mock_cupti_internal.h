@@ -1,5 +1,6 @@
-/* mock_cupti_internal.h - what the two files of the stand-in libcupti
- * (mock_cupti.c, mock_cupti_pcs.c) share. Test code only. */
+/* mock_cupti_internal.h - what the three files of the stand-in libcupti
+ * (mock_cupti.c, mock_cupti_pcs.c, mock_cupti_rp.c) share. Test code
+ * only. */
 #ifndef MOCK_CUPTI_INTERNAL_H
 #define MOCK_CUPTI_INTERNAL_H
 
@@ -24,5 +25,11 @@ uint32_t mcu_ctx_id(const void *ctx);
 void mcu_pcs_kernel(const void *ctx, uint32_t corr, uint64_t crc, const char *fn);
 void mcu_sass_kernel(const void *ctx, uint32_t crc, const char *fn);
 int mcu_pcs_busy(void);      /* PC sampling enabled or SASS metrics set up */
+
+/* mock_cupti_rp.c, under mcu_mu: a kernel (graph: of a graph launch) or a
+ * memset of dur ns ran in ctx; ranges form while the range profiler
+ * measures that context */
+void mcu_rp_kernel(const void *ctx, double dur, int graph);
+void mcu_rp_memset(const void *ctx, double dur);
 
 #endif
