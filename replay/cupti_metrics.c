@@ -251,12 +251,12 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
  * alone agreed on 42-45 % (median cucap/ncu 0.945), with
  * sm__cycles_elapsed.max beside it on 70-77 % (median 1.018), with four
  * cycle counters 75 %, with the SOL counters themselves 67-73 % (8 passes
- * instead of 1), the main passes' value 58-63 %; run I4's bench 83.3 %
- * (ncu against itself 78-83 %). The companion is not measured on the
- * H100, where the duration alone was the better of the two it was tried
- * with. So the pass holds ck_dur_with (CUCAP_PROFILE_DURATION_WITH=a,b
- * names others, "none" the duration alone); should the chip refuse them,
- * the duration alone. One such pass is one noisy sample, so it is run
+ * instead of 1), the main passes' value 58-63 %; the bench (runs I4, I6)
+ * 83.3 and 71.7 % (ncu against itself 78-87 %). The companion is not
+ * measured on the H100, where the duration alone was the better of the two
+ * configs it was tried with. So the pass holds ck_dur_with
+ * (CUCAP_PROFILE_DURATION_WITH=a,b names others, "none" the duration
+ * alone); should the chip refuse them, the duration alone. One such pass is one noisy sample, so it is run
  * CUCAP_PROFILE_DURATION_PASSES times (default 3; 0: none, the main
  * config's value) and the median kept (run AA, H100: 80 % against 70-77 %
  * for single passes). */
