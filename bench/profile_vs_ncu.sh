@@ -33,7 +33,7 @@
 #     vs `cucap replay --loop 5` on the same capture (replay wall time, as
 #     both report it), medians of TL_RUNS (9) alternating runs of each:
 #     module loads are 85-90 % of either's time on torch_mlp and vary by
-#     by up to 20 % from run to run (H200, run I5), so the same code gave
+#     up to 20 % from run to run (H200, run I5), so the same code gave
 #     1.35x as the median of 5 pairs (run I4) and 1.05-1.18x in single
 #     pairs (run I5).
 #     Target: <= 1.25x.

@@ -281,6 +281,15 @@ static void ck_dur_names(ck_engine *E, const char *with) {
   }
 }
 
+/* The duration passes' host object and config image, for m->dnames; 0
+ * with E->last_msg set (what was made is freed by ck_dur_free). */
+static int ck_dur_host(ck_engine *E, const uint8_t *avail, size_t *passes) {
+  ck_metrics *m = E->m;
+  m->dhost = ck_host_new(E, avail); /* avail: kept by m->avail */
+  return m->dhost && ck_host_config(E, m->dhost, m->dnames, m->ndnames,
+                                    &m->dconfig, &m->dconfig_size, passes);
+}
+
 void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   ck_metrics *m = E->m;
   m->dur_col = -1;
@@ -297,29 +306,22 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
     return;
   m->dur_reps = reps > 9 ? 9 : (unsigned)reps;
   size_t passes = 0;
-  for (int alone = 0; alone < 2; alone++) {
-    if (alone) {
-      if (m->ndnames < 2)
-        break;
-      CUCAP_WARN("profile: the duration pass cannot hold %s (%s): "
-                 "gpu__time_duration.sum is measured alone, which gives "
-                 "short kernels shorter ranges than ncu's", m->dnames[1],
-                 E->last_msg);
-      ck_host_delete(E, &m->dhost);
-      free(m->dconfig);
-      m->dconfig = NULL;
-      ck_dur_names(E, NULL);
-    }
-    m->dhost = ck_host_new(E, avail); /* avail: kept by m->avail */
-    if (m->dhost && ck_host_config(E, m->dhost, m->dnames, m->ndnames,
-                                   &m->dconfig, &m->dconfig_size, &passes)) {
-      CUCAP_INFO("profile: gpu__time_duration.sum is measured %u time(s) per "
-                 "window in %zu counter pass(es) of its own%s%s (the median "
-                 "is kept)", m->dur_reps, passes,
-                 m->ndnames > 1 ? ", beside " : "",
-                 m->ndnames > 1 ? m->dnames[1] : "");
-      return;
-    }
+  int ok = ck_dur_host(E, avail, &passes);
+  if (!ok && m->ndnames > 1) {
+    CUCAP_WARN("profile: the duration pass cannot hold %s (%s): "
+               "gpu__time_duration.sum is measured alone, which gives "
+               "short kernels shorter ranges than ncu's", m->dnames[1],
+               E->last_msg);
+    ck_dur_free(E);
+    ck_dur_names(E, NULL);
+    ok = ck_dur_host(E, avail, &passes);
+  }
+  if (ok) {
+    CUCAP_INFO("profile: gpu__time_duration.sum is measured %u time(s) per "
+               "window in %zu counter pass(es) of its own%s%s (the median is "
+               "kept)", m->dur_reps, passes, m->ndnames > 1 ? ", beside " : "",
+               m->ndnames > 1 ? m->dnames[1] : "");
+    return;
   }
   CUCAP_WARN("profile: no separate duration pass (%s): gpu__time_duration.sum "
              "comes from the passes of the other metrics", E->last_msg);

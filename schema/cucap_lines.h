@@ -16,9 +16,11 @@
 
 static inline void *cucap_lines_alloc(size_t size) {
   size_t n = (size + CUCAP_LINE - 1) & ~(size_t)(CUCAP_LINE - 1);
-  void *p = aligned_alloc(CUCAP_LINE, n ? n : CUCAP_LINE);
+  if (!n)
+    n = CUCAP_LINE;
+  void *p = aligned_alloc(CUCAP_LINE, n);
   if (p)
-    memset(p, 0, n ? n : CUCAP_LINE);
+    memset(p, 0, n);
   return p;
 }
 

@@ -5,7 +5,8 @@
 # and g):
 #  1. two copies joined by two FIFOs, one "first" and one "second", each
 #     noting every step's start and end: after the first step (turns start
-#     at the first tick) no step of one overlaps a step of the other, both time the same number of steps, and the per-step list
+#     at the first tick) no step of one overlaps a step of the other, both
+#     time the same number of steps, and the per-step list
 #     (train_turn_steps_ms) matches the median line's count.
 #  2. the steps' times leave out the wait for the turn: a copy with 10 ms
 #     steps beside one with 40 ms steps reports about 10 ms, not 50.
