@@ -215,6 +215,10 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
   if (!ck_timeline_attach(E))
     return ck_fail_env(E, s, "CUPTI activity tracing cannot be enabled: %s",
                        E->last_msg);
+  /* the Profiler (Host) API's libraries load while the replay runs cuInit
+   * (cupti_load.c says why not earlier) */
+  if ((E->o.metrics && *E->o.metrics) || E->o.sass_metrics)
+    ck_api_nvperf_start(&E->api);
   E->attached = 1;
   E->tm.attach_s = ck_now() - t0;
   return CUCAP_OK;

@@ -99,20 +99,25 @@ typedef struct ck_api {
   char path[512];
   unsigned groups;           /* CK_* groups with every entry present */
   char missing[256];         /* first missing entry per group, for notes */
+  char dir[512];             /* the library's directory (nvperf preload) */
   pthread_t preload;         /* libnvperf preload (cupti_load.c) */
-  int preloading;            /* preload thread not joined yet */
+  enum { CK_PRELOAD_NONE, CK_PRELOAD_RUNNING, CK_PRELOAD_DONE } preload_state;
 #define CK_X_FIELD(name, grp) __typeof__(&name) name;
   CK_CUPTI_FNS(CK_X_FIELD)
 #undef CK_X_FIELD
 } ck_api;
 
-/* cupti_load.c: dlopen + dlsym (path NULL: search). Preloads libnvperf_host
- * and libnvperf_target from CUPTI's directory so the Profiler Host API finds
- * them. 0 with msg filled when no usable library was found. */
+/* cupti_load.c: dlopen + dlsym (path NULL: search). 0 with msg filled when
+ * no usable library was found. */
 int ck_api_load(ck_api *a, const char *path, char *msg, size_t msg_size);
 void ck_api_unload(ck_api *a);
-/* Waits for the libnvperf preload started by ck_api_load: called before
- * the first Profiler (Host) API call. */
+/* Starts preloading libnvperf_host and libnvperf_target from CUPTI's
+ * directory (so that the Profiler Host API finds them) on a thread of its
+ * own; once, and only where the library has the Profiler API. Called after
+ * cuptiSubscribe: see cupti_load.c. */
+void ck_api_nvperf_start(ck_api *a);
+/* Waits for that preload (or preloads in line if it was never started):
+ * called before the first Profiler (Host) API call. */
 void ck_api_nvperf_wait(ck_api *a);
 /* "CUPTI_ERROR_X (n): message" into buf (always terminated). */
 const char *ck_strerror(const ck_api *a, CUptiResult r, char *buf, size_t n);

@@ -724,11 +724,17 @@ out:
   CUCAP_DEBUG("replay: teardown: observers ended");
   R->hold_unloads = 0; /* the teardown unloads; what was held goes too */
   if (R->d.lib) {
+    /* CUCAP_REPLAY_OPTIME=1: where the teardown's time goes (read again:
+     * a failed setup jumps here before the replay read it) */
+    const char *td = getenv("CUCAP_REPLAY_OPTIME");
+    int tdtime = td && *td == '1';
+    double tt[6] = {tdtime ? rp_now() : 0};
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
     rp_modkeep_release(R); /* in their contexts: before those go */
     rp_held_release(R);
+    tt[1] = tdtime ? rp_now() : 0;
     rp_paycache_free_device(R);
     rp_ctx_destroy_all(R, &R->ctx_kept);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
@@ -737,13 +743,23 @@ out:
       rp_free_host(R, &R->stage[i], R->stage_pinned[i]);
     }
     rp_free_host(R, &R->scratch, R->scratch_pinned);
+    tt[2] = tdtime ? rp_now() : 0;
     rp_paycache_free(R); /* page-locked: while the primary context lives */
     rp_free_host(R, &R->expect, R->expect_pinned);
     rp_graphs_reset(R, 1);
+    tt[3] = tdtime ? rp_now() : 0;
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, &R->d); /* needs the context: before release */
+    tt[4] = tdtime ? rp_now() : 0;
     if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease)
       R->d.df.DevicePrimaryCtxRelease(R->dev);
+    tt[5] = tdtime ? rp_now() : 0;
+    if (tdtime)
+      CUCAP_INFO("replay: optime: teardown %.3f s: objects and modules %.3f, "
+                 "device payload copies and contexts %.3f, page-locked payload "
+                 "cache %.3f, memory at recorded addresses %.3f, primary "
+                 "context %.3f", tt[5] - tt[0], tt[1] - tt[0], tt[2] - tt[1],
+                 tt[3] - tt[2], tt[4] - tt[3], tt[5] - tt[4]);
     CUCAP_DEBUG("replay: teardown: objects, buffers and memory released");
   } else {
     rp_modkeep_release(R);

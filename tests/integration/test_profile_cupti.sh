@@ -4,6 +4,8 @@
 #  1. no CUPTI, and a CUPTI that cannot attach (MOCK_CUPTI_ATTACH_FAIL; and
 #     the toolkit's real libcupti when it is installed, which cannot attach
 #     to the mock driver): exit 3 with the documented message, nothing else;
+#  1b. libnvperf is preloaded after cuptiSubscribe, only when metrics or
+#     SASS metrics need it (in line for the probe);
 #  2. drv_basic, drv_streams, drv_graph (stream capture + graph launches),
 #     drv_graph_explicit: every section collected; one timeline kernel per
 #     kernel Launch record (host functions excluded), graph kernels numbered
@@ -150,6 +152,32 @@ if [ $rc -eq 0 ] && grep -q "^probe: counters: allowed" "$T/probe2.out" \
   ok "probe with the stand-in CUPTI: counters, pass counts, stall reasons"
 else
   bad "probe: rc=$rc"; cat "$T/probe2.out"
+fi
+
+# ---- 1b. the libnvperf preload ---------------------------------------------
+# after cuptiSubscribe (started before, it held the loader's lock that
+# subscribe waited for: cupti_load.c), and only when metrics or SASS metrics
+# need the Profiler Host API; the probe, which starts none, still gets it
+CUCAP_LOG_LEVEL=debug "$CUCAP" cupti profile "$T/drv_basic.fb" --cupti "$MOCK_CUPTI" \
+  --metrics=sol --no-pc --json "$T/pre.json" > "$T/pre.out" 2> "$T/pre.err"; rc=$?
+sub=$(grep -n "profile: setup: subscribed" "$T/pre.err" | head -1 | cut -d: -f1)
+nvp=$(grep -n "cupti: libnvperf_host.so" "$T/pre.err" | head -1 | cut -d: -f1)
+if [ $rc -eq 0 ] && [ -n "$sub" ] && [ -n "$nvp" ] && [ "$nvp" -gt "$sub" ]; then
+  ok "metrics: libnvperf preloaded once CUPTI has subscribed (log lines $sub < $nvp)"
+else
+  bad "metrics: preload after subscribe: rc=$rc subscribed at '$sub', nvperf at '$nvp'"; cat "$T/pre.err"
+fi
+CUCAP_LOG_LEVEL=debug "$CUCAP" cupti profile "$T/drv_basic.fb" --cupti "$MOCK_CUPTI" \
+  --metrics=none --no-pc --json "$T/pre0.json" > "$T/pre0.out" 2> "$T/pre0.err"; rc=$?
+if [ $rc -eq 0 ] && ! grep -q "cupti: libnvperf" "$T/pre0.err"; then
+  ok "timeline only: libnvperf not loaded"
+else
+  bad "timeline only: rc=$rc, libnvperf loaded: $(grep 'cupti: libnvperf' "$T/pre0.err" | head -1)"
+fi
+if CUCAP_LOG_LEVEL=debug "$CUCAP" cupti probe --cupti "$MOCK_CUPTI" 2>&1 | grep -q "cupti: libnvperf_host.so"; then
+  ok "probe: libnvperf preloaded in line"
+else
+  bad "probe: no libnvperf preload"
 fi
 
 # ---- 2. every section, joined to the capture ------------------------------
