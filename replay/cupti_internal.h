@@ -529,6 +529,9 @@ CUpti_Profiler_Host_Object *ck_host_new(ck_engine *E, const uint8_t *avail);
  * with the metrics state */
 extern const char *const ck_dur_name[1]; /* {"gpu__time_duration.sum"} */
 void ck_dur_config(ck_engine *E, const uint8_t *avail);
+/* ", beside a, b" naming the duration passes' companions ("" when the
+ * duration is alone) in buf, which it returns (truncated to n bytes) */
+const char *ck_dur_beside(const ck_metrics *m, char *buf, size_t n);
 void ck_dur_free(ck_engine *E);
 void ck_metrics_free(ck_engine *E);
 const char *ck_privilege_hint(void);

@@ -52,38 +52,40 @@ static void ck_lib_dir(void *h, char *dir, size_t size, char *path,
 
 static void ck_preload_nvperf(const char *dir);
 
-typedef struct ck_preload_job {
-  char dir[512];
-} ck_preload_job;
-
+/* The preload thread: arg is the ck_api's dir, which outlives it (the
+ * thread is joined by ck_api_unload at the latest). */
 static void *ck_preload_main(void *arg) {
-  ck_preload_job *j = arg;
-  ck_preload_nvperf(j->dir);
-  free(j);
+  ck_preload_nvperf(arg);
   return NULL;
 }
 
+/* libcupti loaded, with the Profiler API: the preload is wanted */
+static int ck_has_prof(const ck_api *a) {
+  return a->lib && (a->groups & CK_PROF);
+}
+
+static void ck_preload_join(ck_api *a) {
+  if (a->preload_state == CK_PRELOAD_RUNNING) {
+    pthread_join(a->preload, NULL);
+    a->preload_state = CK_PRELOAD_DONE;
+  }
+}
+
 void ck_api_nvperf_start(ck_api *a) {
-  if (!a->lib || !(a->groups & CK_PROF) || a->preload_state != CK_PRELOAD_NONE)
+  if (!ck_has_prof(a) || a->preload_state != CK_PRELOAD_NONE)
     return;
-  ck_preload_job *j = malloc(sizeof *j);
-  if (j) {
-    snprintf(j->dir, sizeof j->dir, "%s", a->dir);
-    if (pthread_create(&a->preload, NULL, ck_preload_main, j) == 0) {
-      a->preload_state = CK_PRELOAD_RUNNING;
-      return;
-    }
-    free(j);
+  if (pthread_create(&a->preload, NULL, ck_preload_main, a->dir) == 0) {
+    a->preload_state = CK_PRELOAD_RUNNING;
+    return;
   }
   ck_preload_nvperf(a->dir); /* no thread: in line */
   a->preload_state = CK_PRELOAD_DONE;
 }
 
 void ck_api_nvperf_wait(ck_api *a) {
-  if (a->preload_state == CK_PRELOAD_NONE && a->lib && (a->groups & CK_PROF))
+  ck_preload_join(a);
+  if (a->preload_state == CK_PRELOAD_NONE && ck_has_prof(a))
     ck_preload_nvperf(a->dir);
-  else if (a->preload_state == CK_PRELOAD_RUNNING)
-    pthread_join(a->preload, NULL);
   a->preload_state = CK_PRELOAD_DONE;
 }
 
@@ -176,10 +178,7 @@ int ck_api_load(ck_api *a, const char *path, char *msg, size_t msg_size) {
 }
 
 void ck_api_unload(ck_api *a) {
-  if (a->preload_state == CK_PRELOAD_RUNNING) { /* started, not waited for */
-    pthread_join(a->preload, NULL);
-    a->preload_state = CK_PRELOAD_DONE;
-  }
+  ck_preload_join(a); /* started, perhaps not waited for */
   /* libcupti is not unloaded: CUPTI keeps worker threads and driver hooks
    * that outlive the unsubscribe (unloading it under them crashes). */
   a->lib = NULL;

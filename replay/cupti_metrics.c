@@ -281,6 +281,15 @@ static void ck_dur_names(ck_engine *E, const char *with) {
   }
 }
 
+const char *ck_dur_beside(const ck_metrics *m, char *buf, size_t n) {
+  size_t l = 0;
+  buf[0] = 0;
+  for (size_t i = 1; i < m->ndnames && l < n; i++)
+    l += (size_t)snprintf(buf + l, n - l, "%s%s", i == 1 ? ", beside " : ", ",
+                          m->dnames[i]);
+  return buf;
+}
+
 /* The duration passes' host object and config image, for m->dnames; 0
  * with E->last_msg set (what was made is freed by ck_dur_free). */
 static int ck_dur_host(ck_engine *E, const uint8_t *avail, size_t *passes) {
@@ -317,10 +326,11 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
     ok = ck_dur_host(E, avail, &passes);
   }
   if (ok) {
+    char beside[256];
     CUCAP_INFO("profile: gpu__time_duration.sum is measured %u time(s) per "
-               "window in %zu counter pass(es) of its own%s%s (the median is "
-               "kept)", m->dur_reps, passes, m->ndnames > 1 ? ", beside " : "",
-               m->ndnames > 1 ? m->dnames[1] : "");
+               "window in %zu counter pass(es) of its own%s (the median is "
+               "kept)", m->dur_reps, passes,
+               ck_dur_beside(m, beside, sizeof beside));
     return;
   }
   CUCAP_WARN("profile: no separate duration pass (%s): gpu__time_duration.sum "

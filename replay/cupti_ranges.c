@@ -569,13 +569,13 @@ static void ck_metrics_final(ck_engine *E) {
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; %zu of %zu window(s) failed, first: %.500s",
                           m->failed_windows, E->nwin, m->fail_note);
+  char beside[256];
   if (m->dur_attributed && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; gpu__time_duration.sum of %zu kernel(s): the "
-                          "median of %u pass(es) of its own%s%s",
+                          "median of %u pass(es) of its own%s",
                           m->dur_attributed, m->dur_reps,
-                          m->ndnames > 1 ? ", beside " : "",
-                          m->ndnames > 1 ? m->dnames[1] : "");
+                          ck_dur_beside(m, beside, sizeof beside));
   if (m->dur_note[0] && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; a duration pass failed: %.250s", m->dur_note);

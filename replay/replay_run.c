@@ -451,6 +451,12 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   rp_host_pins pins; /* owned here; released before the driver goes */
   memset(&pins, 0, sizeof pins);
   unsigned loops = opts->loops ? opts->loops : 1;
+  /* CUCAP_REPLAY_OPTIME=1: where a replay's wall time goes, per record
+   * body type, between passes and in the teardown, logged at info level
+   * (for tuning multi-pass profiling; costs two clock reads per record).
+   * Read here, before the first jump to the teardown, which times itself */
+  const char *ot = getenv("CUCAP_REPLAY_OPTIME");
+  int optime = ot && *ot == '1';
   char msg[256] = "";
   /* Two read-ahead workers decode the next blob chunks while this thread
    * uploads the current one (blobs are mostly read in file order). */
@@ -598,11 +604,6 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   double gpu_ms_total = 0;
   int gpu_ok = ev0 && ev1;
   double t0 = rp_now();
-  /* CUCAP_REPLAY_OPTIME=1: where a replay's wall time goes, per record
-   * body type and between passes, logged at info level at the end (for
-   * tuning multi-pass profiling; costs two clock reads per record) */
-  const char *ot = getenv("CUCAP_REPLAY_OPTIME");
-  int optime = ot && *ot == '1';
   /* CUCAP_REPLAY_SERIALIZE=1 (diagnostic): the context is synchronised
    * after every record (not while a stream captures), so no two GPU
    * operations of the replay overlap. A capture that replays right only so
@@ -724,17 +725,13 @@ out:
   CUCAP_DEBUG("replay: teardown: observers ended");
   R->hold_unloads = 0; /* the teardown unloads; what was held goes too */
   if (R->d.lib) {
-    /* CUCAP_REPLAY_OPTIME=1: where the teardown's time goes (read again:
-     * a failed setup jumps here before the replay read it) */
-    const char *td = getenv("CUCAP_REPLAY_OPTIME");
-    int tdtime = td && *td == '1';
-    double tt[6] = {tdtime ? rp_now() : 0};
+    double tt[6] = {optime ? rp_now() : 0};
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
     rp_modkeep_release(R); /* in their contexts: before those go */
     rp_held_release(R);
-    tt[1] = tdtime ? rp_now() : 0;
+    tt[1] = optime ? rp_now() : 0;
     rp_paycache_free_device(R);
     rp_ctx_destroy_all(R, &R->ctx_kept);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
@@ -743,18 +740,18 @@ out:
       rp_free_host(R, &R->stage[i], R->stage_pinned[i]);
     }
     rp_free_host(R, &R->scratch, R->scratch_pinned);
-    tt[2] = tdtime ? rp_now() : 0;
+    tt[2] = optime ? rp_now() : 0;
     rp_paycache_free(R); /* page-locked: while the primary context lives */
     rp_free_host(R, &R->expect, R->expect_pinned);
     rp_graphs_reset(R, 1);
-    tt[3] = tdtime ? rp_now() : 0;
+    tt[3] = optime ? rp_now() : 0;
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, &R->d); /* needs the context: before release */
-    tt[4] = tdtime ? rp_now() : 0;
+    tt[4] = optime ? rp_now() : 0;
     if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease)
       R->d.df.DevicePrimaryCtxRelease(R->dev);
-    tt[5] = tdtime ? rp_now() : 0;
-    if (tdtime)
+    tt[5] = optime ? rp_now() : 0;
+    if (optime)
       CUCAP_INFO("replay: optime: teardown %.3f s: objects and modules %.3f, "
                  "device payload copies and contexts %.3f, page-locked payload "
                  "cache %.3f, memory at recorded addresses %.3f, primary "
