@@ -42,12 +42,13 @@
 #     pairs (run I5); 9 pairs gave 1.08-1.10x (runs J1, J3).
 #     Target: <= 1.25x.
 # Programs: tests/apps/torch_mlp.py --steps 5 (when torch has CUDA),
-# tests/apps/rt_profile, and on request torch_transformer.py --steps 3.
+# tests/apps/rt_profile, and on request torch_transformer.py --steps 3 and
+# torch_cnn.py --steps 2 (ResNet-18 with cuDNN; needs torchvision).
 # About 5-6 minutes on an H200 with the defaults. Knobs: K_ACC (kernels
 # compared, default 60), K_SPEED (default 30), TL_RUNS (default 9), NCU_RUNS
 # (default 5), NCU
 # (default ncu), PROGRAMS (space-separated subset of: torch_mlp transformer
-# rt_profile; default "torch_mlp rt_profile"), PARTS (any of: accuracy speed
+# cnn rt_profile; default "torch_mlp rt_profile"), PARTS (any of: accuracy speed
 # timeline; default all three), NCU_REPLAY (kernel, the default: ncu saves and
 # restores memory around each kernel and replays it alone; application: ncu
 # runs the whole program once per pass, as cucap replays the whole capture
@@ -84,6 +85,8 @@ if [ $HAVE_TORCH = 1 ]; then
   CMD[torch_mlp]="$PY $ROOT/tests/apps/torch_mlp.py --steps 5"
   [ -f "$ROOT/tests/apps/torch_transformer.py" ] &&
     CMD[transformer]="$PY $ROOT/tests/apps/torch_transformer.py --steps 3"
+  $PY -c 'import torchvision' 2>/dev/null &&
+    CMD[cnn]="$PY $ROOT/tests/apps/torch_cnn.py --steps 2"
 fi
 [ -x "$APPS/rt_profile" ] && CMD[rt_profile]="$APPS/rt_profile"
 PROGRAMS=${PROGRAMS:-torch_mlp rt_profile}

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cucap_log.h"
 #include "cupti_internal.h"
@@ -213,6 +214,10 @@ static void ck_win_fail_now(ck_engine *E, const char *what) {
   m->stopped = 1;
 }
 
+static double ck_tv_s(const struct timeval *tv) {
+  return (double)tv->tv_sec + (double)tv->tv_usec * 1e-6;
+}
+
 static void ck_own_sync(ck_engine *E) {
   if (!E->cu.CtxSynchronize)
     return;
@@ -238,9 +243,21 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     memset(&sp, 0, sizeof sp);
     sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
     sp.pRangeProfilerObject = m->rp;
+    /* A window's first Start costs 0.2-0.25 s on the H200 (and again for
+     * the duration passes' own object): the process's CPU time around it
+     * says whether that is work on this host or waiting for the driver. */
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     double ts = ck_now();
     int ok = CK_CALL(E, cuptiRangeProfilerStart, &sp);
-    E->tm.rp_startstop_s += ck_now() - ts;
+    double dt = ck_now() - ts;
+    E->tm.rp_startstop_s += dt;
+    if (dt > 0.01 && getrusage(RUSAGE_SELF, &ru1) == 0)
+      CUCAP_DEBUG("profile: metrics window %zu%s: cuptiRangeProfilerStart %.3f s "
+                  "(process CPU: user %.3f s, system %.3f s)", E->cur_win,
+                  m->dur_phase ? " (duration pass)" : "", dt,
+                  ck_tv_s(&ru1.ru_utime) - ck_tv_s(&ru0.ru_utime),
+                  ck_tv_s(&ru1.ru_stime) - ck_tv_s(&ru0.ru_stime));
     if (!ok) {
       ck_win_fail_now(E, "");
       if (E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
