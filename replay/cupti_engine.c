@@ -129,6 +129,14 @@ static void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
 
 /* ------------------------------------------------------------- observer */
 
+/* Whether the options ask for section i (the timeline always). */
+static int ck_requested(const ck_engine *E, int i) {
+  return i == CUCAP_CUPTI_TIMELINE ||
+         (i == CUCAP_CUPTI_METRICS && E->o.metrics && *E->o.metrics) ||
+         (i == CUCAP_CUPTI_PCSAMPLING && E->o.pc_sampling) ||
+         (i == CUCAP_CUPTI_SASS && E->o.sass_metrics);
+}
+
 static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
                                 const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -139,10 +147,8 @@ static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  int req[CUCAP_CUPTI_NSECTIONS] = {1, E->o.metrics && *E->o.metrics,
-                                    E->o.pc_sampling, E->o.sass_metrics};
   for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++)
-    if (req[i]) { /* set quietly: the one message below says it */
+    if (ck_requested(E, i)) { /* set quietly: the one message below says it */
       E->sec[i].state = CUCAP_CUPTI_UNAVAILABLE;
       snprintf(E->sec[i].note, sizeof E->sec[i].note, "%.1000s", msg);
     }
@@ -217,7 +223,8 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
                        E->last_msg);
   /* the Profiler (Host) API's libraries load while the replay runs cuInit
    * (cupti_load.c says why not earlier) */
-  if ((E->o.metrics && *E->o.metrics) || E->o.sass_metrics)
+  if (ck_requested(E, CUCAP_CUPTI_METRICS) ||
+      ck_requested(E, CUCAP_CUPTI_SASS))
     ck_api_nvperf_start(&E->api);
   E->attached = 1;
   E->tm.attach_s = ck_now() - t0;
@@ -297,7 +304,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
                                (CUdevice)E->device) == CUDA_SUCCESS && l2 > 0)
     E->env.l2_bytes = (uint64_t)l2;
   CUCAP_DEBUG("profile: setup: device queried");
-  if (E->o.metrics && *E->o.metrics) {
+  if (ck_requested(E, CUCAP_CUPTI_METRICS)) {
     char msg[512] = "";
     if (ck_metrics_begin(E, msg, sizeof msg) < 0) {
       cucap_replay_session_fail(s, CUCAP_ERR_UNSUPPORTED, "profile: %s", msg);
@@ -483,13 +490,6 @@ static void ck_op_after(void *u, cucap_replay_session *s,
   E->cur_op = -1;
 }
 
-static int ck_requested(const ck_engine *E, int i) {
-  return i == CUCAP_CUPTI_TIMELINE ||
-         (i == CUCAP_CUPTI_METRICS && E->o.metrics && *E->o.metrics) ||
-         (i == CUCAP_CUPTI_PCSAMPLING && E->o.pc_sampling) ||
-         (i == CUCAP_CUPTI_SASS && E->o.sass_metrics);
-}
-
 /* CUPTI died: every requested section from `from` on that has no state yet
  * says so; no more passes. */
 static void ck_sections_dead(ck_engine *E, int from) {
@@ -510,7 +510,7 @@ static int ck_next_phase(ck_engine *E, ck_phase from) {
   for (int ph = (int)from + 1; ph < CK_PH_DONE; ph++) {
     E->phase = (ck_phase)ph;
     E->phase_pass = 0;
-    if (ph == CK_PH_METRICS && E->o.metrics && *E->o.metrics) {
+    if (ph == CK_PH_METRICS && ck_requested(E, CUCAP_CUPTI_METRICS)) {
       if (E->sec[CUCAP_CUPTI_METRICS].state == CUCAP_CUPTI_NOT_REQUESTED &&
           ck_metrics_plan(E))
         return 1;

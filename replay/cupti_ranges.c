@@ -246,13 +246,14 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     /* A window's first Start costs 0.2-0.25 s on the H200 (and again for
      * the duration passes' own object): the process's CPU time around it
      * says whether that is work on this host or waiting for the driver. */
+    int dbg = CUCAP_LOG_ENABLED(CUCAP_LOG_DEBUG);
     struct rusage ru0, ru1;
-    getrusage(RUSAGE_SELF, &ru0);
+    dbg = dbg && getrusage(RUSAGE_SELF, &ru0) == 0;
     double ts = ck_now();
     int ok = CK_CALL(E, cuptiRangeProfilerStart, &sp);
     double dt = ck_now() - ts;
     E->tm.rp_startstop_s += dt;
-    if (dt > 0.01 && getrusage(RUSAGE_SELF, &ru1) == 0)
+    if (dbg && dt > 0.01 && getrusage(RUSAGE_SELF, &ru1) == 0)
       CUCAP_DEBUG("profile: metrics window %zu%s: cuptiRangeProfilerStart %.3f s "
                   "(process CPU: user %.3f s, system %.3f s)", E->cur_win,
                   m->dur_phase ? " (duration pass)" : "", dt,
