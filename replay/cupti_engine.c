@@ -250,6 +250,10 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   CK_PROC(E, s, DeviceGetAttribute, "cuDeviceGetAttribute", 2000);
   CK_PROC(E, s, CtxGetCurrent, "cuCtxGetCurrent", 4000);
   CK_PROC(E, s, CtxSetCurrent, "cuCtxSetCurrent", 4000);
+  CK_PROC(E, s, CtxCreate, "cuCtxCreate", 3020);
+  CK_PROC(E, s, CtxDestroy, "cuCtxDestroy", 4000);
+  CK_PROC(E, s, CtxPushCurrent, "cuCtxPushCurrent", 4000);
+  CK_PROC(E, s, CtxPopCurrent, "cuCtxPopCurrent", 4000);
   CK_PROC(E, s, DriverGetVersion, "cuDriverGetVersion", 2020);
   CK_PROC(E, s, ModuleLoadData, "cuModuleLoadData", 2000);
   CK_PROC(E, s, ModuleGetFunction, "cuModuleGetFunction", 2000);
@@ -551,6 +555,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     ck_timeline_finish(E);
     ck_timeline_disable(E);
     ck_pick_ctx(E);
+    ck_stacks_warm_start(E); /* every stack was fed in pass 0 */
     break;
   case CK_PH_METRICS:
     if (ck_metrics_pass_end(E)) {

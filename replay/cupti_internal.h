@@ -187,6 +187,23 @@ typedef struct ck_cx {
 
 /* A cubin CUPTI loaded (module-loaded callback) or one extracted from the
  * capture's images. */
+/* One L2 flusher (cupti_flush.c): a zeroed buffer twice the L2 size and the
+ * kernel that reads it (mod/fn NULL: a memset of it instead), in ctx. */
+typedef struct ck_flusher {
+  CUcontext ctx;
+  int side;          /* ctx was created for it (destroyed with it) */
+  CUdeviceptr buf;
+  CUmodule mod;
+  CUfunction fn;
+} ck_flusher;
+
+/* Which counter passes flush from the side context (CUCAP_PROFILE_FLUSH_CTX) */
+typedef enum {
+  CK_FLUSH_CTX_DURATION = 0, /* the duration passes (default) */
+  CK_FLUSH_CTX_ALL,          /* every counter pass */
+  CK_FLUSH_CTX_OWN           /* none: all flush in the profiled context */
+} ck_flush_ctx_mode;
+
 typedef struct ck_cubin {
   void *data;
   size_t size;
@@ -354,6 +371,10 @@ struct cucap_cupti {
     CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
     CUresult (*CtxGetCurrent)(CUcontext *);
     CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxCreate)(CUcontext *, unsigned, CUdevice);
+    CUresult (*CtxDestroy)(CUcontext);
+    CUresult (*CtxPushCurrent)(CUcontext);
+    CUresult (*CtxPopCurrent)(CUcontext *);
     CUresult (*DriverGetVersion)(int *);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -419,10 +440,11 @@ struct cucap_cupti {
   cucap_cupti_graph_metric *gmet; /* graph launches measured as a whole;
                                      each metrics array malloc'ed */
   size_t ngmet, capgmet;
-  CUdeviceptr flush_buf;     /* cupti_flush.c, in the profiled context */
+  ck_flusher flush[2];       /* cupti_flush.c: [0] in the profiled context,
+                                [1] in a context of its own (duration
+                                passes; unused: all zero) */
   size_t flush_bytes;
-  CUmodule flush_mod;        /* the read-only flush kernel (NULL: memset) */
-  CUfunction flush_fn;
+  ck_flush_ctx_mode flush_mode;
   uint64_t flushes_this_pass;
   int flush_sync;            /* wait for idle after each flush (cupti_ranges.c) */
 
@@ -453,12 +475,17 @@ struct cucap_cupti {
 
   /* host callstacks: the first pass feeds the Callstack and ModuleMap
    * records to a stack table (cucap_stacktab.h), which copies them and
-   * symbolizes a stack when it is first asked for, after the passes:
-   * symbolizing inside the timeline pass put ~0.5 s of host gaps between
-   * its launches (torch_mlp, 104 stacks, run Q) */
+   * symbolizes a stack when it is first asked for: symbolizing inside the
+   * timeline pass put ~0.5 s of host gaps between its launches (torch_mlp,
+   * 104 stacks, run Q). After that pass a thread of its own symbolizes
+   * every stack while the other passes run (ck_stacks_warm_start); the
+   * stack table is touched by nothing else until ck_stacks_warm_join. */
   cucap_stacktab *stab;
   uint32_t *stack_ids;       /* the ids fed, in file order (JSON) */
   size_t nstack_ids, capstack_ids;
+  pthread_t warm_th;
+  int warm_on;               /* warm_th runs or has not been joined */
+  double warm_s;             /* its wall time */
 
   /* summaries (built lazily) */
   cucap_cupti_kernel_summary *sum;
@@ -569,13 +596,18 @@ long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
 void ck_pcs_free(ck_engine *E);
 size_t ck_ctx_kernels(const ck_engine *E);
 /* cupti_flush.c: --cache=flush. setup allocates the buffer and loads the
- * flush kernel in the profiled context (nothing when not asked for or
- * already done); run enqueues one flush on stream (the profiled context
- * current), 0 when there is none (or it failed: no more then); free
- * releases both. */
+ * flush kernel in the profiled context, and when duration passes are
+ * planned a second set in a context of its own (nothing when not asked for
+ * or already done); run enqueues one flush on stream (the profiled context
+ * current) or, in a duration pass, runs one in the side context and waits
+ * for it; 0 when there is none (or it failed: no more then); free releases
+ * everything, the side context included. */
 void ck_flush_setup(ck_engine *E);
 int ck_flush_run(ck_engine *E, CUstream stream);
 void ck_flush_free(ck_engine *E);
+/* 1 when the flush of this pass runs in the side context (flush[1]) */
+int ck_flush_side_now(const ck_engine *E);
+void ck_flusher_drop(ck_engine *E, ck_flusher *f);
 int ck_pcs_setup(ck_engine *E);              /* before the PC pass */
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op);
@@ -600,6 +632,10 @@ void ck_sass_pass_end(ck_engine *E);
 
 /* cupti_report.c */
 void ck_stack_feed(ck_engine *E, const void *record); /* Callstack/ModuleMap */
+/* symbolize every fed stack on a thread of its own (after the first pass:
+ * nothing is fed later); join waits for it (no-op when none runs) */
+void ck_stacks_warm_start(ck_engine *E);
+void ck_stacks_warm_join(ck_engine *E);
 void ck_report_free(ck_engine *E);
 void ck_timing_log(ck_engine *E); /* the timing breakdown, at info level */
 

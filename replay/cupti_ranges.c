@@ -597,9 +597,14 @@ static void ck_metrics_final(ck_engine *E) {
   if (m->dur_note[0] && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; a duration pass failed: %.250s", m->dur_note);
-  if (E->flush_buf && l < sizeof extra)
+  if (E->flush[0].buf && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
-                          "; L2 flushed before each launch");
+                          "; L2 flushed before each launch%s",
+                          !E->flush[1].buf ? ""
+                          : E->flush_mode == CK_FLUSH_CTX_ALL
+                              ? " from a context of its own"
+                              : " (from a context of its own in the duration "
+                                "passes)");
   if (E->mdropped[0] && l < sizeof extra)
     snprintf(extra + l, sizeof extra - l, "; not on this chip: %.200s",
              E->mdropped);

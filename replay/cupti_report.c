@@ -38,14 +38,44 @@ void ck_stack_feed(ck_engine *E, const void *record) {
     E->stack_ids[E->nstack_ids++] = id;
 }
 
+static void *ck_stacks_warm_main(void *u) {
+  ck_engine *E = u;
+  double t0 = ck_now();
+  for (size_t i = 0; i < E->nstack_ids; i++) {
+    size_t n = 0;
+    (void)cucap_stacktab_frames(E->stab, E->stack_ids[i], &n, NULL);
+  }
+  E->warm_s = ck_now() - t0;
+  return NULL;
+}
+
+void ck_stacks_warm_start(ck_engine *E) {
+  if (E->warm_on || !E->stab || !E->nstack_ids)
+    return;
+  E->warm_on = pthread_create(&E->warm_th, NULL, ck_stacks_warm_main, E) == 0;
+}
+
+void ck_stacks_warm_join(ck_engine *E) {
+  if (!E->warm_on)
+    return;
+  double t0 = ck_now();
+  pthread_join(E->warm_th, NULL);
+  E->warm_on = 0;
+  CUCAP_DEBUG("profile: %zu host callstack(s) symbolized in %.3f s beside the "
+              "passes (%.3f s waited for at the end)", E->nstack_ids,
+              E->warm_s, ck_now() - t0);
+}
+
 size_t cucap_cupti_callstack(cucap_cupti *e, uint32_t id,
                              const char *const **out) {
   size_t n = 0;
+  ck_stacks_warm_join(e);
   *out = e->stab ? cucap_stacktab_frames(e->stab, id, &n, NULL) : NULL;
   return *out ? n : 0;
 }
 
 void ck_report_free(ck_engine *E) {
+  ck_stacks_warm_join(E);
   cucap_stacktab_destroy(E->stab);
   E->stab = NULL;
   free(E->stack_ids);

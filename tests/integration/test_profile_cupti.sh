@@ -31,7 +31,9 @@
 #  5. one range too many (MOCK_CUPTI_EXTRA_RANGE): metrics "failed", the
 #     note says the ranges cannot be attributed, no value is kept;
 #  6. L2 flush memsets that form ranges (MOCK_CUPTI_MEMSET_RANGES) with
-#     --cache=flush: the flush ranges are skipped, metrics collected;
+#     --cache=flush: the flush ranges are skipped, metrics collected; the
+#     duration passes flush from a context of their own, none does with
+#     CUCAP_PROFILE_FLUSH_CTX=own;
 #  7. an unknown raw metric name: exit 3 naming it; bad options: exit 2;
 #  7b. CUPTI failures seen on the H100: PC sampling fails with
 #     CUPTI_ERROR_UNKNOWN and CUPTI detaches itself (MOCK_CUPTI_PCS_DETACH:
@@ -413,6 +415,23 @@ if [ "$(cat "$T/flush.rc")" = 0 ] && check flush \
   ok "--cache=flush with memset ranges: flush ranges skipped"
 else
   bad "flush ranges"; cat "$T/flush.err"
+fi
+# the duration passes flush from a context of their own (cupti_flush.c);
+# CUCAP_PROFILE_FLUSH_CTX=own keeps every flush in the profiled context
+if check flush "'from a context of its own in the duration passes' in d['sections']['metrics']['note']"; then
+  ok "--cache=flush: the duration passes flush from a side context"
+else
+  bad "side-context flush note"; cat "$T/flush.err"
+fi
+CUCAP_PROFILE_FLUSH_CTX=own MOCK_CUPTI_MEMSET_RANGES=1 prof flushown "$T/drv_basic.fb" --cache=flush --no-pc
+if [ "$(cat "$T/flushown.rc")" = 0 ] && check flushown \
+    "sec['metrics'] == 'collected'" \
+    "'L2 flushed before each launch' in d['sections']['metrics']['note']" \
+    "'context of its own' not in d['sections']['metrics']['note']" \
+    "all(k.get('metrics') and all(v is not None for v in k['metrics']) for k in K)"; then
+  ok "CUCAP_PROFILE_FLUSH_CTX=own: every flush in the profiled context"
+else
+  bad "flush ctx own"; cat "$T/flushown.err"
 fi
 
 # --sass: no module unloaded before the end of the run (drv_basic unloads
