@@ -88,6 +88,8 @@ static const char ck_flush_ptx[] =
 
 #define CK_FLUSH_THREADS 512
 
+static void ck_flusher_drop(ck_engine *E, ck_flusher *f);
+
 /* Makes the profiled context current (1), the one current before in *prev
  * for ck_ctx_back; 0 when that cannot be done. */
 static int ck_in_ctx(ck_engine *E, CUcontext *prev) {
@@ -197,7 +199,8 @@ void ck_flush_setup(ck_engine *E) {
   ck_ctx_back(E, prev);
 }
 
-int ck_flush_side_now(const ck_engine *E) {
+/* 1 when the flush of this pass runs in the side context (flush[1]) */
+static int ck_flush_side_now(const ck_engine *E) {
   return E->flush[1].buf &&
          (E->flush_mode == CK_FLUSH_CTX_ALL || (E->m && E->m->dur_phase));
 }
@@ -249,7 +252,7 @@ int ck_flush_run(ck_engine *E, CUstream stream) {
 
 /* Releases f's module and buffer (a side context takes them along) and
  * clears it. */
-void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
+static void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
   if (!f->buf && !f->mod && !f->ctx)
     return;
   E->own_call = 1;

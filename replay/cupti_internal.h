@@ -185,8 +185,6 @@ typedef struct ck_cx {
   unsigned ndurs;
 } ck_cx;
 
-/* A cubin CUPTI loaded (module-loaded callback) or one extracted from the
- * capture's images. */
 /* One L2 flusher (cupti_flush.c): a zeroed buffer twice the L2 size and the
  * kernel that reads it (mod/fn NULL: a memset of it instead), in ctx. */
 typedef struct ck_flusher {
@@ -204,6 +202,8 @@ typedef enum {
   CK_FLUSH_CTX_OWN           /* none: all flush in the profiled context */
 } ck_flush_ctx_mode;
 
+/* A cubin CUPTI loaded (module-loaded callback) or one extracted from the
+ * capture's images. */
 typedef struct ck_cubin {
   void *data;
   size_t size;
@@ -605,9 +605,6 @@ size_t ck_ctx_kernels(const ck_engine *E);
 void ck_flush_setup(ck_engine *E);
 int ck_flush_run(ck_engine *E, CUstream stream);
 void ck_flush_free(ck_engine *E);
-/* 1 when the flush of this pass runs in the side context (flush[1]) */
-int ck_flush_side_now(const ck_engine *E);
-void ck_flusher_drop(ck_engine *E, ck_flusher *f);
 int ck_pcs_setup(ck_engine *E);              /* before the PC pass */
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op);
