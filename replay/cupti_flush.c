@@ -123,8 +123,8 @@ static int ck_flusher_fill(ck_engine *E, ck_flusher *f, uint64_t bytes) {
     f->buf = 0;
     CUCAP_WARN("profile: --cache=flush: cannot allocate the %" PRIu64
                " MiB flush buffer%s (CUresult %d); L2 is not flushed%s",
-               bytes >> 20, f->side ? " in the side context" : "", (int)r,
-               f->side ? " from there" : "");
+               bytes >> 20, f->ctx ? " in the side context" : "", (int)r,
+               f->ctx ? " from there" : "");
     return 0;
   }
   if (E->cu.MemsetD8Async(f->buf, 0, bytes, NULL) == CUDA_SUCCESS &&
@@ -140,7 +140,7 @@ static int ck_flusher_fill(ck_engine *E, ck_flusher *f, uint64_t bytes) {
   CUCAP_WARN("profile: --cache=flush: the flush kernel did not load%s; L2 is "
              "flushed by a memset, which leaves dirty lines (small kernels "
              "then read slower than under ncu)",
-             f->side ? " in the side context" : "");
+             f->ctx ? " in the side context" : "");
   return 1;
 }
 
@@ -156,7 +156,7 @@ static void ck_flusher_side(ck_engine *E, uint64_t bytes) {
                "(microsecond kernels then measure shorter than under ncu)");
     return;
   }
-  f->side = 1; /* created current: popped below */
+  /* created current: popped below */
   int ok = ck_flusher_fill(E, f, bytes);
   CUcontext top = NULL;
   E->cu.CtxPopCurrent(&top);
@@ -181,7 +181,6 @@ void ck_flush_setup(ck_engine *E) {
   const char *fs = getenv("CUCAP_PROFILE_FLUSH_SYNC");
   E->flush_sync = !(fs && *fs == '0');
   E->flush_mode = ck_flush_mode();
-  E->flush[0].ctx = E->ctx;
   if (ck_flusher_fill(E, &E->flush[0], bytes)) {
     E->flush_bytes = bytes;
     int dur = E->m && E->m->dconfig; /* duration passes planned */
@@ -190,13 +189,18 @@ void ck_flush_setup(ck_engine *E) {
       ck_flusher_side(E, bytes);
     CUCAP_INFO("profile: --cache=flush: L2 emptied by reading a %" PRIu64
                " MiB buffer before each profiled kernel%s", bytes >> 20,
-               !E->flush[1].buf ? ""
-               : E->flush_mode == CK_FLUSH_CTX_ALL
-                   ? ", from a context of its own"
-                   : " (from a context of its own in the duration passes)");
+               ck_flush_where(E));
   }
   E->own_call = 0;
   ck_ctx_back(E, prev);
+}
+
+const char *ck_flush_where(const ck_engine *E) {
+  if (!E->flush[1].buf)
+    return "";
+  return E->flush_mode == CK_FLUSH_CTX_ALL
+             ? " from a context of its own"
+             : " (from a context of its own in the duration passes)";
 }
 
 /* 1 when the flush of this pass runs in the side context (flush[1]) */
@@ -256,7 +260,7 @@ static void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
   if (!f->buf && !f->mod && !f->ctx)
     return;
   E->own_call = 1;
-  if (f->side) {
+  if (f->ctx) {
     E->cu.CtxDestroy(f->ctx);
   } else {
     CUcontext prev;

@@ -186,10 +186,10 @@ typedef struct ck_cx {
 } ck_cx;
 
 /* One L2 flusher (cupti_flush.c): a zeroed buffer twice the L2 size and the
- * kernel that reads it (mod/fn NULL: a memset of it instead), in ctx. */
+ * kernel that reads it (mod/fn NULL: a memset of it instead). */
 typedef struct ck_flusher {
-  CUcontext ctx;
-  int side;          /* ctx was created for it (destroyed with it) */
+  CUcontext ctx;     /* NULL: the profiled context; else the side context
+                        created for it (destroyed with it) */
   CUdeviceptr buf;
   CUmodule mod;
   CUfunction fn;
@@ -605,6 +605,9 @@ size_t ck_ctx_kernels(const ck_engine *E);
 void ck_flush_setup(ck_engine *E);
 int ck_flush_run(ck_engine *E, CUstream stream);
 void ck_flush_free(ck_engine *E);
+/* where the flushes run, for messages: "" (the profiled context), or a
+ * phrase naming the side context (a string literal) */
+const char *ck_flush_where(const ck_engine *E);
 int ck_pcs_setup(ck_engine *E);              /* before the PC pass */
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op);

@@ -600,11 +600,7 @@ static void ck_metrics_final(ck_engine *E) {
   if (E->flush[0].buf && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; L2 flushed before each launch%s",
-                          !E->flush[1].buf ? ""
-                          : E->flush_mode == CK_FLUSH_CTX_ALL
-                              ? " from a context of its own"
-                              : " (from a context of its own in the duration "
-                                "passes)");
+                          ck_flush_where(E));
   if (E->mdropped[0] && l < sizeof extra)
     snprintf(extra + l, sizeof extra - l, "; not on this chip: %.200s",
              E->mdropped);
