@@ -453,10 +453,11 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   unsigned loops = opts->loops ? opts->loops : 1;
   /* CUCAP_REPLAY_OPTIME=1: where a replay's wall time goes, per record
    * body type, between passes and in the teardown, logged at info level
-   * (for tuning multi-pass profiling; costs two clock reads per record).
+   * (for tuning multi-pass profiling; costs two clock reads per record);
+   * =2 also logs each record that took more than 2 ms, with its pass.
    * Read here, before the first jump to the teardown, which times itself */
   const char *ot = getenv("CUCAP_REPLAY_OPTIME");
-  int optime = ot && *ot == '1';
+  int optime = ot && (*ot == '1' || *ot == '2') ? *ot - '0' : 0;
   char msg[256] = "";
   /* Two read-ahead workers decode the next blob chunks while this thread
    * uploads the current one (blobs are mostly read in file order). */
@@ -663,8 +664,12 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
         double te = rp_now();
         rp_execute(R, recp);
         int bt = cucap_fb_record_body_type((const cucap_fb_record *)recp) & 63;
-        body_s[bt] += rp_now() - te;
+        double dt = rp_now() - te;
+        body_s[bt] += dt;
         body_n[bt]++;
+        if (optime == 2 && dt > 2e-3)
+          CUCAP_INFO("replay: optime: pass %u record %" PRIu64 " %s %.3f ms",
+                     loop, R->rec_index, cucap_fb_body_name(bt), dt * 1e3);
       } else {
         rp_execute(R, recp);
       }
