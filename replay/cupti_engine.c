@@ -310,9 +310,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   CUCAP_DEBUG("profile: setup: device queried");
   if (ck_requested(E, CUCAP_CUPTI_METRICS)) {
     char msg[512] = "";
-    int ok = ck_metrics_begin(E, msg, sizeof msg);
-    ck_flush_side_join(E); /* its context is made before the timeline pass */
-    if (ok < 0) {
+    if (ck_metrics_begin(E, msg, sizeof msg) < 0) {
       cucap_replay_session_fail(s, CUCAP_ERR_UNSUPPORTED, "profile: %s", msg);
       return CUCAP_ERR_UNSUPPORTED;
     }

@@ -29,17 +29,18 @@
  * (80.0 % before), the CNN 80.0 % (65.0 %). It costs about 1.8 ms per
  * flush (two context switches), so the main counter passes, whose SM %,
  * DRAM % and occupancy agreed on every kernel either way, keep the flush
- * in the profiled context. The side context, its buffer and its module are
- * made on a thread of their own while cupti_metrics.c reads the counter
- * availability and builds the configs (ck_flush_side_start), and joined
- * before the timeline pass (ck_flush_side_join): a context made during the
- * timeline would be in its measurements. Made after it, as before, the set-up
- * took 0.11 s of rt_profile's 2.25 s (H200, run L1).
+ * in the profiled context. The side context is made after the timeline
+ * pass, with the rest of the set-up (0.11 s of rt_profile's 2.3 s, H200).
+ * Made on a thread beside the metrics set-up instead, it slowed that
+ * set-up down by about as much as it saved (runs M2-M3: 0.18-0.23 s
+ * without the thread, 0.30-0.42 s with one started at its beginning,
+ * 0.24-0.27 s with one started after the counter availability; the whole
+ * profile's wall time did not change beyond its run-to-run spread of
+ * 0.2 s), so it stays here.
  * CUCAP_PROFILE_FLUSH_CTX: "duration" (the default), "all" (every counter
  * pass flushes from the side context), "own" (none does).
  * Should the module not load, the memset flush is used (and said so). */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -174,35 +175,7 @@ static void ck_flusher_side(ck_engine *E, uint64_t bytes) {
   }
 }
 
-static void *ck_flush_side_main(void *arg) {
-  ck_engine *E = arg;
-  ck_flusher_side(E, 2 * E->env.l2_bytes);
-  return NULL;
-}
-
-void ck_flush_side_start(ck_engine *E, int duration_asked) {
-  if (!E->o.cache_flush || !E->env.l2_bytes || !E->cu.MemAlloc ||
-      E->flush_thr_on || E->flush[1].ctx)
-    return;
-  E->flush_mode = ck_flush_mode();
-  if (E->flush_mode == CK_FLUSH_CTX_OWN ||
-      (E->flush_mode == CK_FLUSH_CTX_DURATION && !duration_asked))
-    return;
-  /* the thread touches E->flush[1] alone until joined; its driver calls
-   * are none that CUPTI's callbacks attribute (no op is running) */
-  E->flush_thr_on = !pthread_create(&E->flush_thr, NULL, ck_flush_side_main, E);
-}
-
-void ck_flush_side_join(ck_engine *E) {
-  if (!E->flush_thr_on)
-    return;
-  pthread_join(E->flush_thr, NULL);
-  E->flush_thr_on = 0;
-  E->flush_side_made = 1;
-}
-
 void ck_flush_setup(ck_engine *E) {
-  ck_flush_side_join(E); /* normally joined at the end of ck_begin */
   if (!E->o.cache_flush || !E->env.l2_bytes || !E->cu.MemAlloc ||
       !E->cu.MemsetD8Async || E->flush[0].buf)
     return;
@@ -210,7 +183,6 @@ void ck_flush_setup(ck_engine *E) {
   if (!ck_in_ctx(E, &prev)) {
     CUCAP_WARN("profile: --cache=flush: cannot make the profiled context "
                "current; L2 is not flushed");
-    ck_flusher_drop(E, &E->flush[1]);
     return;
   }
   E->own_call = 1;
@@ -218,21 +190,16 @@ void ck_flush_setup(ck_engine *E) {
   const char *fs = getenv("CUCAP_PROFILE_FLUSH_SYNC");
   E->flush_sync = !(fs && *fs == '0');
   E->flush_mode = ck_flush_mode();
-  int dur = E->m && E->m->dconfig; /* duration passes planned */
-  int side = E->flush_mode == CK_FLUSH_CTX_ALL ||
-             (E->flush_mode == CK_FLUSH_CTX_DURATION && dur);
   if (ck_flusher_fill(E, &E->flush[0], bytes)) {
     E->flush_bytes = bytes;
-    /* made beside the metrics set-up (ck_flush_side_start), or now when
-     * that was not tried; a failed attempt has warned and is not repeated */
-    if (side && !E->flush[1].buf && !E->flush_side_made)
+    int dur = E->m && E->m->dconfig; /* duration passes planned */
+    if (E->flush_mode == CK_FLUSH_CTX_ALL ||
+        (E->flush_mode == CK_FLUSH_CTX_DURATION && dur))
       ck_flusher_side(E, bytes);
     CUCAP_INFO("profile: --cache=flush: L2 emptied by reading a %" PRIu64
                " MiB buffer before each profiled kernel%s", bytes >> 20,
                ck_flush_where(E));
   }
-  if (!side || !E->flush[0].buf) /* made for duration passes not planned */
-    ck_flusher_drop(E, &E->flush[1]);
   E->own_call = 0;
   ck_ctx_back(E, prev);
 }
@@ -320,7 +287,6 @@ static void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
 }
 
 void ck_flush_free(ck_engine *E) {
-  ck_flush_side_join(E);
   ck_flusher_drop(E, &E->flush[1]);
   ck_flusher_drop(E, &E->flush[0]);
 }

@@ -447,9 +447,6 @@ struct cucap_cupti {
   ck_flush_ctx_mode flush_mode;
   uint64_t flushes_this_pass;
   int flush_sync;            /* wait for idle after each flush (cupti_ranges.c) */
-  pthread_t flush_thr;       /* makes flush[1] during the metrics set-up */
-  int flush_thr_on;          /* flush_thr runs or is to be joined */
-  int flush_side_made;       /* flush[1] was attempted (made or warned) */
 
   /* PC sampling */
   ck_pcs *pcs;
@@ -559,7 +556,6 @@ CUpti_Profiler_Host_Object *ck_host_new(ck_engine *E, const uint8_t *avail);
  * with the metrics state */
 extern const char *const ck_dur_name[1]; /* {"gpu__time_duration.sum"} */
 void ck_dur_config(ck_engine *E, const uint8_t *avail);
-long ck_dur_reps(void); /* duration passes per window (environment) */
 /* ", beside a, b" naming the duration passes' companions ("" when the
  * duration is alone) in buf, which it returns (truncated to n bytes) */
 const char *ck_dur_beside(const ck_metrics *m, char *buf, size_t n);
@@ -607,12 +603,6 @@ size_t ck_ctx_kernels(const ck_engine *E);
  * for it; 0 when there is none (or it failed: no more then); free releases
  * everything, the side context included. */
 void ck_flush_setup(ck_engine *E);
-/* side_start begins making the side context's flusher on a thread when
- * the options will want it (duration_asked: the requested metrics include
- * gpu__time_duration.sum); side_join waits for it. ck_begin joins before
- * the timeline pass; setup and free join too (a no-op when joined). */
-void ck_flush_side_start(ck_engine *E, int duration_asked);
-void ck_flush_side_join(ck_engine *E);
 int ck_flush_run(ck_engine *E, CUstream stream);
 void ck_flush_free(ck_engine *E);
 /* where the flushes run, for messages: "" (the profiled context), or a

@@ -135,11 +135,6 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
       p += l + (c ? 1 : 0);
     }
   }
-  /* the duration passes' flusher is made while the rest of this runs */
-  int dur_asked = 0;
-  for (size_t i = 0; i < nlist; i++)
-    dur_asked |= list[i] && !strcmp(list[i], ck_dur_name[0]);
-  ck_flush_side_start(E, dur_asked && ck_dur_reps() > 0);
   if (!ck_prof_init(E)) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
                E->last_msg);
@@ -268,12 +263,6 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
 const char *const ck_dur_name[1] = {"gpu__time_duration.sum"};
 static const char ck_dur_with[] = "sm__cycles_elapsed.max";
 
-/* CUCAP_PROFILE_DURATION_PASSES, or the default 3 */
-long ck_dur_reps(void) {
-  const char *e = getenv("CUCAP_PROFILE_DURATION_PASSES");
-  return e && *e ? strtol(e, NULL, 10) : 3;
-}
-
 /* m->dnames = the duration, then the companions named by with (NULL or
  * "none": none); names interned in the engine's table. */
 static void ck_dur_names(ck_engine *E, const char *with) {
@@ -316,7 +305,8 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   for (size_t i = 0; i < E->nmnames; i++)
     if (!strcmp(E->mnames[i], ck_dur_name[0]))
       m->dur_col = (int)i;
-  long reps = ck_dur_reps();
+  const char *e = getenv("CUCAP_PROFILE_DURATION_PASSES");
+  long reps = e && *e ? strtol(e, NULL, 10) : 3;
   const char *with = getenv("CUCAP_PROFILE_DURATION_WITH");
   ck_dur_names(E, with ? with : ck_dur_with);
   /* asked alone, the duration is the main config's unless companions
