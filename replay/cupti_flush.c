@@ -157,7 +157,7 @@ static int ck_flusher_fill(ck_engine *E, ck_flusher *f, uint64_t bytes) {
 static void ck_flusher_side(ck_engine *E, uint64_t bytes) {
   ck_flusher *f = &E->flush[1];
   if (!E->cu.CtxCreate || !E->cu.CtxDestroy || !E->cu.CtxPushCurrent ||
-      !E->cu.CtxPopCurrent ||
+      !E->cu.CtxPopCurrent || !E->cu.CtxSynchronize ||
       E->cu.CtxCreate(&f->ctx, 0, (CUdevice)E->device) != CUDA_SUCCESS) {
     f->ctx = NULL;
     CUCAP_WARN("profile: --cache=flush: no context of its own for the "
@@ -169,10 +169,8 @@ static void ck_flusher_side(ck_engine *E, uint64_t bytes) {
   int ok = ck_flusher_fill(E, f, bytes);
   CUcontext top = NULL;
   E->cu.CtxPopCurrent(&top);
-  if (!ok) {
-    E->cu.CtxDestroy(f->ctx);
-    memset(f, 0, sizeof *f);
-  }
+  if (!ok)
+    ck_flusher_drop(E, f);
 }
 
 void ck_flush_setup(ck_engine *E) {
@@ -265,10 +263,11 @@ int ck_flush_run(ck_engine *E, CUstream stream) {
 }
 
 /* Releases f's module and buffer (a side context takes them along) and
- * clears it. */
+ * clears it; the caller's own_call is kept. */
 static void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
   if (!f->buf && !f->mod && !f->ctx)
     return;
+  int own = E->own_call;
   E->own_call = 1;
   if (f->ctx) {
     E->cu.CtxDestroy(f->ctx);
@@ -282,7 +281,7 @@ static void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
     if (in)
       ck_ctx_back(E, prev);
   }
-  E->own_call = 0;
+  E->own_call = own;
   memset(f, 0, sizeof *f);
 }
 

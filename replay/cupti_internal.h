@@ -185,7 +185,7 @@ typedef struct ck_cx {
   unsigned ndurs;
 } ck_cx;
 
-/* One L2 flusher (cupti_flush.c): a zeroed buffer twice the L2 size and the
+/* One L2 flusher (cupti_flush.c): a buffer twice the L2 size and the
  * kernel that reads it (mod/fn NULL: a memset of it instead). */
 typedef struct ck_flusher {
   CUcontext ctx;     /* NULL: the profiled context; else the side context
