@@ -22,7 +22,9 @@ void ck_disasm_parse(const char *text, size_t len, ck_disasm_fn fn, void *user);
  * nothing useful, the whole cubin. take() judges each listing (on the
  * calling thread, one at a time; the text is valid during the call) and
  * returns 1 to keep it, 0 to try the next variant. At most `parallel`
- * nvdisasm processes run at once. Returns the number of processes run. */
+ * nvdisasm processes run at once. Returns the number of processes run.
+ * It keeps no state between calls and may run on any thread (the early
+ * listings' thread, cupti_disasm_early.c, calls it beside the passes). */
 typedef struct ck_nvd_job {
   const void *cubin;
   size_t size;

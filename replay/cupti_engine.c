@@ -556,6 +556,8 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     ck_timeline_disable(E);
     ck_pick_ctx(E);
     ck_stacks_warm_start(E); /* every stack was fed in pass 0 */
+    if (ck_requested(E, CUCAP_CUPTI_PCSAMPLING))
+      ck_disasm_early_start(E); /* the kernels that can be sampled are known */
     break;
   case CK_PH_METRICS:
     if (ck_metrics_pass_end(E)) {
@@ -801,6 +803,7 @@ void cucap_cupti_destroy(cucap_cupti *E) {
   rp_map_free(&E->site_idx);
   free(E->samp);
   free(E->sass);
+  ck_disasm_early_free(E); /* its thread reads the cubins */
   ck_cubin_free(E);
   ck_report_free(E);
   ck_strtab_free(&E->str);

@@ -487,6 +487,10 @@ struct cucap_cupti {
   int warm_on;               /* warm_th runs or has not been joined */
   double warm_s;             /* its wall time */
 
+  /* nvdisasm on the window's kernels, run beside the counter passes
+   * (cupti_disasm_early.c); NULL until the timeline pass ends */
+  struct ck_disasm_early *early;
+
   /* summaries (built lazily) */
   cucap_cupti_kernel_summary *sum;
   size_t nsum;
@@ -624,6 +628,23 @@ void ck_cubins_from_image(ck_engine *E, const void *image, size_t size);
 void ck_cubin_free(ck_engine *E);
 /* Fills file/line/sass/inline chain of every site (after the PC pass). */
 void ck_sites_resolve(ck_engine *E);
+/* cupti_sass.c: the nvdisasm to run (E->o.nvdisasm, $CUDA_HOME/bin,
+ * /usr/local/cuda/bin, PATH), written into buf; NULL when none. */
+const char *ck_nvdisasm_path(ck_engine *E, char *buf, size_t n);
+
+/* cupti_disasm_early.c: after the timeline pass, nvdisasm on the kernels
+ * that ran, on a thread of its own (CUCAP_PROFILE_EARLY_DISASM=0: not). */
+typedef struct ck_disasm_early ck_disasm_early;
+void ck_disasm_early_start(ck_engine *E);
+/* Joins that thread (once), then: the listing kept for E->cubin[cubin] and
+ * the kernel names it covers (sorted by pointer, interned in E->str), or
+ * NULL. Owned by the engine, valid until ck_disasm_early_free. */
+const char *ck_disasm_early_listing(ck_engine *E, size_t cubin, size_t *len,
+                                    const char *const **names, size_t *nnames);
+/* 1 when the interned `name` is among names[0..n) (sorted by pointer). */
+int ck_disasm_early_has(const char *const *names, size_t n, const char *name);
+/* Joins the thread and frees its listings; accepts an engine with none. */
+void ck_disasm_early_free(ck_engine *E);
 int ck_sass_setup(ck_engine *E);
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op);

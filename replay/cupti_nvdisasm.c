@@ -1,13 +1,15 @@
-/* cupti_nvdisasm.c - runs nvdisasm for the CUPTI engine (cupti_sass.c): one
- * process per cubin that has sampled instructions, several at once (a
+/* cupti_nvdisasm.c - runs nvdisasm for the CUPTI engine (cupti_sass.c, and
+ * cupti_disasm_early.c on a thread of its own): one process per cubin, on
+ * its sampled functions or the kernels that ran, several at once (a
  * framework's cubins are many and large: one after the other, whole, they
- * took 90 s on the H100), restricted with -fun to the sampled functions.
+ * took 90 s on the H100), restricted with -fun to those functions.
  * -fun takes symbol-table indices (cucap_cubin_function_symbols), not
  * names: given names it exits with status 1. See cupti_disasm.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,19 +77,27 @@ static int nvd_start(nvd_run *r, const ck_nvd_job *j, const char *tool) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) /* no other child may hold the write end */
     return 0;
-  pid_t pid = fork();
-  if (pid < 0) {
+  /* posix_spawn, not fork: glibc's shares the address space until the exec
+   * (CLONE_VM|CLONE_VFORK), so the replayer's page tables and page-locked
+   * payload cache (hundreds of MiB, copied eagerly by fork because they are
+   * pinned) are not duplicated for every nvdisasm. The pipe's ends are
+   * close-on-exec; dup2 onto stdout clears that flag on the copy. */
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa) != 0) {
     close(p[0]);
     close(p[1]);
     return 0;
   }
-  if (pid == 0) {
-    dup2(p[1], 1);
-    int dn = open("/dev/null", O_WRONLY);
-    if (dn >= 0)
-      dup2(dn, 2);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  extern char **environ;
+  int se = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (se != 0) {
+    close(p[0]);
+    close(p[1]);
+    return 0;
   }
   close(p[1]);
   r->pid = pid;

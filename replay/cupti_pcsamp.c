@@ -141,6 +141,37 @@ static int ck_pcs_attr(ck_engine *E, CUpti_PCSamplingConfigurationAttributeType 
   return 1;
 }
 
+/* The hardware buffer PC sampling writes to, sized to the window's longest
+ * kernel. CUPTI's default, 512 MiB, costs the pass 0.25 s on the H200 (run
+ * N2: the first sampled kernel waited for it, and Disable took 0.08 s
+ * instead of 0.04 s): rt_profile's pass 0.41-0.72 s with it, 0.17-0.19 s
+ * with 64 MiB, with the same samples (within 0.1 %) on rt_profile,
+ * torch_mlp and the whole torch_transformer capture (7.8 million samples,
+ * none dropped, at 16, 64 and 512 MiB). The kernels are serialized and
+ * drained one by one, so one kernel's samples must fit, at most: one sample
+ * per SM per 2^period cycles (what rt_profile's 0.62 million samples in
+ * its kernels' 2.8 ms come to), taken as 64 bytes each at 2 GHz, twice
+ * over; at least 64 MiB, at most CUPTI's 512 MiB (0: CUPTI's default).
+ * A kernel that still overflows it is reported (hardwareBufferFull, in the
+ * section note). CUCAP_PROFILE_PC_HWBUF_MB sets it. */
+static size_t ck_pcs_hwbuf(const ck_engine *E) {
+  const char *hb = getenv("CUCAP_PROFILE_PC_HWBUF_MB");
+  if (hb && *hb)
+    return (size_t)strtoul(hb, NULL, 10) << 20;
+  double longest_ns = 0;
+  for (size_t k = 0; k < E->nkern; k++)
+    if (E->kern[k].dur_max_ns > longest_ns)
+      longest_ns = E->kern[k].dur_max_ns;
+  double sms = E->env.sm_count > 0 ? E->env.sm_count : 132;
+  double period = (double)((uint64_t)1 << (E->o.pc_period ? E->o.pc_period : 10));
+  double bytes = 2.0 * longest_ns * 2.0 /* cycles per ns */ / period * sms * 64.0;
+  const double lo = (double)(64u << 20), hi = (double)(512u << 20);
+  if (!(bytes < hi))
+    return 0;
+  bytes = bytes < lo ? lo : bytes;
+  return ((size_t)bytes + ((1u << 20) - 1)) & ~(size_t)((1u << 20) - 1);
+}
+
 int ck_pcs_setup(ck_engine *E) {
   if (!(E->api.groups & CK_PCS)) {
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE,
@@ -155,7 +186,10 @@ int ck_pcs_setup(ck_engine *E) {
   memset(&ep, 0, sizeof ep);
   ep.size = CUpti_PCSamplingEnableParamsSize;
   ep.ctx = E->ctx;
-  if (!CK_CALL(E, cuptiPCSamplingEnable, &ep)) {
+  double te = ck_now();
+  int eok = CK_CALL(E, cuptiPCSamplingEnable, &ep);
+  CUCAP_DEBUG("profile: cuptiPCSamplingEnable %.3f s", ck_now() - te);
+  if (!eok) {
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE, "%s",
                E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
                    ? "PC sampling is restricted to administrators "
@@ -220,6 +254,13 @@ int ck_pcs_setup(ck_engine *E) {
   ci.attributeData.scratchBufferSizeData.scratchBufferSize = (size_t)16 << 20;
   ok = ok && ck_pcs_attr(E, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE,
                          &ci, "scratch buffer size (16 MiB)");
+  size_t hw = ck_pcs_hwbuf(E);
+  if (ok && hw) {
+    memset(&ci, 0, sizeof ci);
+    ci.attributeData.hardwareBufferSizeData.hardwareBufferSize = hw;
+    ok = ck_pcs_attr(E, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE,
+                     &ci, "hardware buffer size");
+  }
   memset(&ci, 0, sizeof ci);
   ci.attributeData.enableStartStopControlData.enableStartStopControl = 1;
   ok = ok && ck_pcs_attr(E, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL,
@@ -239,7 +280,8 @@ int ck_pcs_setup(ck_engine *E) {
     return 0;
   }
   CUCAP_INFO("profile: PC sampling: KERNEL_SERIALIZED, period 2^%u cycles, "
-             "%zu stall reasons", E->o.pc_period, n);
+             "%zu stall reasons, hardware buffer %zu MiB", E->o.pc_period, n,
+             (hw ? hw : (size_t)512 << 20) >> 20);
   ck_api_records(E, 1); /* correlation ids of the launches */
   return 1;
 }
@@ -316,7 +358,10 @@ void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op) {
   memset(&sp, 0, sizeof sp);
   sp.size = CUpti_PCSamplingStartParamsSize;
   sp.ctx = E->ctx;
-  if (CK_CALL(E, cuptiPCSamplingStart, &sp)) {
+  double ts = ck_now();
+  int ok = CK_CALL(E, cuptiPCSamplingStart, &sp);
+  CUCAP_DEBUG("profile: cuptiPCSamplingStart %.3f s", ck_now() - ts);
+  if (ok) {
     p->started = 1;
   } else {
     p->stopped = 1; /* noted at pass end */
@@ -330,7 +375,9 @@ static void ck_pcs_stop(ck_engine *E) {
   memset(&sp, 0, sizeof sp);
   sp.size = CUpti_PCSamplingStopParamsSize;
   sp.ctx = E->ctx;
+  double ts = ck_now();
   CK_CALL(E, cuptiPCSamplingStop, &sp);
+  CUCAP_DEBUG("profile: cuptiPCSamplingStop %.3f s", ck_now() - ts);
   p->started = 0;
   p->stopped = 1;
   ck_pcs_drain(E);
@@ -387,8 +434,10 @@ void ck_pcs_pass_end(ck_engine *E) {
     dp.size = CUpti_PCSamplingDisableParamsSize;
     dp.ctx = E->ctx;
     p->cfg.totalNumPcs = 0;
+    double ts = ck_now();
     if (CK_CALL(E, cuptiPCSamplingDisable, &dp))
       ck_pcs_take(E, &p->cfg); /* what was left at disable time */
+    CUCAP_DEBUG("profile: cuptiPCSamplingDisable %.3f s", ck_now() - ts);
     p->enabled = 0;
   }
   ck_api_records(E, 0);

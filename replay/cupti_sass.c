@@ -5,7 +5,8 @@
  * each sampled instruction (cuptiGetSassToSourceCorrelation, once per
  * sampled instruction, only for cubins with line information), its text and
  * inline chain from one `nvdisasm -c -gi -fun <sampled functions>` run per
- * cubin with samples, all cubins at once (cupti_nvdisasm.c), and the SASS
+ * cubin with samples, all cubins at once (cupti_nvdisasm.c), most of them
+ * already run beside the counter passes (cupti_disasm_early.c), and the SASS
  * metrics pass (cupti_sass_metrics.h: executed instructions, thread
  * instructions, global-memory sectors per instruction, summed over the
  * window).
@@ -136,7 +137,7 @@ static void ck_cubins_from_capture(ck_engine *E) {
 
 /* ------------------------------------------------------------ nvdisasm */
 
-static const char *ck_nvdisasm_path(ck_engine *E, char *buf, size_t n) {
+const char *ck_nvdisasm_path(ck_engine *E, char *buf, size_t n) {
   if (E->o.nvdisasm)
     return *E->o.nvdisasm ? E->o.nvdisasm : NULL;
   const char *home = getenv("CUDA_HOME");
@@ -340,6 +341,28 @@ void ck_sites_resolve(ck_engine *E) {
     if (tool && !cb->disasm_done) {
       g_sort_engine = E;
       cucap_sort(idx, n, sizeof *idx, ck_site_cmp);
+      /* the listing made beside the passes, when there is one: only the
+       * sampled functions it does not cover need nvdisasm now */
+      size_t el = 0, nen = 0;
+      const char *const *en = NULL;
+      const char *et = ck_disasm_early_listing(E, ci, &el, &en, &nen);
+      if (et) {
+        ck_dis_ctx ec = {E, cb->crc, idx, n, 0};
+        ck_disasm_parse(et, el, ck_dis_cb, &ec);
+        size_t m = 0;
+        for (size_t k = 0; k < n; k++)
+          if (!ck_disasm_early_has(en, nen, E->site[idx[k]].function))
+            idx[m++] = idx[k]; /* stays sorted */
+        CUCAP_DEBUG("profile: cubin %016" PRIx64 ": %zu of %zu sampled "
+                    "instructions found in the listing made beside the "
+                    "passes, %zu in functions it does not cover", cb->crc,
+                    ec.filled, n, m);
+        n = m;
+        if (!n) {
+          cb->disasm_done = 1;
+          continue;
+        }
+      }
       ck_dis_job *j = &jobs[njobs];
       j->c = (ck_dis_ctx){E, cb->crc, idx, n, 0};
       j->cb = cb;

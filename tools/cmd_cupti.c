@@ -265,6 +265,7 @@ static int cupti_profile_cmd(int argc, char **argv) {
     CUCAP_INFO("profile: timing: JSON/folded stacks written in %.3f s",
                cupti_now() - tw);
   cucap_cupti_destroy(e);
+  CUCAP_DEBUG("profile: engine released");
   return rc;
 }
 

@@ -240,18 +240,38 @@ else
 fi
 
 # nvdisasm: -fun with symbol indices (names make the real one exit 1), one
-# run per sampled cubin, never the whole cubin; not run without PC samples
-rm -f "$T/nvd.log"
-FAKE_NVDISASM_LOG="$T/nvd.log" prof nvd "$T/drv_streams.fb" --cache=keep --metrics=none
-nruns=$(wc -l < "$T/nvd.log" 2>/dev/null || echo 0)
-ncub=$("$PY" -c 'import json,sys; print(len({s["crc"] for s in json.load(open(sys.argv[1]))["pc_sites"]}))' "$T/nvd.json")
-if [ "$(cat "$T/nvd.rc")" = 0 ] && [ "$nruns" -ge 1 ] && [ "$nruns" = "$ncub" ] \
-   && ! grep -qv -- '^-c -gi -fun [0-9][0-9,]* /' "$T/nvd.log" \
-   && check nvd "all(s['sass'] for s in d['pc_sites'])" \
-      "d['timing']['nvdisasm_runs'] == $nruns and d['timing']['resolve_s'] >= 0"; then
-  ok "nvdisasm: $nruns run(s) for $ncub sampled cubin(s), -fun with symbol indices"
+# run per sampled cubin, never the whole cubin; not run without PC samples.
+# It runs beside the counter passes, on the kernels the timeline pass saw
+# (cupti_disasm_early.c); CUCAP_PROFILE_EARLY_DISASM=0 runs it after the PC
+# pass on the sampled functions only: the same instructions get the same text.
+for v in 1 0; do
+  rm -f "$T/nvd.log"
+  CUCAP_LOG_LEVEL=debug CUCAP_PROFILE_EARLY_DISASM=$v FAKE_NVDISASM_LOG="$T/nvd.log" \
+    prof nvd$v "$T/drv_streams.fb" --cache=keep
+  nruns=$(wc -l < "$T/nvd.log" 2>/dev/null || echo 0)
+  ncub=$("$PY" -c 'import json,sys; print(len({s["crc"] for s in json.load(open(sys.argv[1]))["pc_sites"]}))' "$T/nvd$v.json")
+  early=0; grep -q "nvdisasm beside the passes: $nruns run" "$T/nvd$v.err" && early=1
+  if [ "$(cat "$T/nvd$v.rc")" = 0 ] && [ "$nruns" -ge 1 ] && [ "$nruns" = "$ncub" ] \
+     && [ "$early" = "$v" ] \
+     && ! grep -qv -- '^-c -gi -fun [0-9][0-9,]* /' "$T/nvd.log" \
+     && check nvd$v "all(s['sass'] for s in d['pc_sites'])" \
+        "d['timing']['nvdisasm_runs'] == $nruns and d['timing']['resolve_s'] >= 0"; then
+    ok "nvdisasm (early=$v): $nruns run(s) for $ncub sampled cubin(s), -fun with symbol indices"
+  else
+    bad "nvdisasm invocations (early=$v, $nruns runs, $ncub cubins, early listing used: $early):"
+    cat "$T/nvd.log"; grep "nvdisasm" "$T/nvd$v.err" | head -5
+  fi
+done
+if "$PY" - "$T/nvd1.json" "$T/nvd0.json" <<'PYEOF'; then
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda d: sorted((s["crc"], s["function"], s["pc"], s["sass"], s.get("inline"), s.get("line"))
+                       for s in d["pc_sites"])
+sys.exit(0 if key(a) == key(b) and key(a) else 1)
+PYEOF
+  ok "nvdisasm beside the passes gives the sampled instructions the same text as after them"
 else
-  bad "nvdisasm invocations ($nruns runs, $ncub cubins):"; cat "$T/nvd.log"
+  bad "SASS text differs between nvdisasm beside the passes and after them"
 fi
 rm -f "$T/nvd.log"
 FAKE_NVDISASM_LOG="$T/nvd.log" prof nvdnone "$T/drv_streams.fb" --cache=keep --no-pc
