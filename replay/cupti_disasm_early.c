@@ -26,7 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cucap_fatbin.h"
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
@@ -121,28 +120,18 @@ static const char **ck_early_names(const ck_engine *E, size_t *n) {
 }
 
 /* One job for a cubin that holds some of the names: its indices and the
- * names found. 0 when none is in its symbol table (or out of memory). */
+ * names found (which stay sorted by pointer). 0 when none is in its symbol
+ * table (or out of memory). */
 static int ck_early_job_make(ck_early_job *j, const ck_cubin *cb,
-                             const char **names, size_t n, uint32_t *sym) {
-  size_t found = cucap_cubin_function_symbols(cb->data, cb->size, names, n, sym);
-  if (!found)
-    return 0;
-  j->funs = malloc(found * 11 + 1);
-  j->names = malloc(found * sizeof *j->names);
-  if (!j->funs || !j->names) {
-    free(j->funs);
+                             const char **names, size_t n) {
+  j->names = malloc((n ? n : 1) * sizeof *j->names);
+  j->funs = j->names ? ck_cubin_fun_indices(cb, names, n, j->names, &j->nnames)
+                     : NULL;
+  if (!j->funs) {
     free(j->names);
-    j->funs = NULL;
     j->names = NULL;
     return 0;
   }
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++)
-    if (sym[i] != UINT32_MAX) {
-      o += (size_t)sprintf(j->funs + o, "%s%u", o ? "," : "", sym[i]);
-      j->names[j->nnames++] = names[i]; /* stays sorted by pointer */
-    }
-  j->funs[o] = 0;
   j->data = cb->data;
   j->size = cb->size;
   return 1;
@@ -160,20 +149,18 @@ void ck_disasm_early_start(ck_engine *E) {
   const char *tool = ck_nvdisasm_path(E, d->tool, sizeof d->tool);
   size_t nn = 0;
   const char **names = tool ? ck_early_names(E, &nn) : NULL;
-  uint32_t *sym = names ? malloc((nn ? nn : 1) * sizeof *sym) : NULL;
   /* under cubin_mu: a module callback on another thread may grow the list
    * (symbol lookups only: no CUPTI call is made with it held) */
   pthread_mutex_lock(&E->cubin_mu);
   size_t nc = E->ncubin;
-  d->job = sym ? calloc(nc ? nc : 1, sizeof *d->job) : NULL;
+  d->job = names ? calloc(nc ? nc : 1, sizeof *d->job) : NULL;
   for (size_t ci = 0; d->job && ci < nc; ci++) {
     ck_early_job *j = &d->job[d->njob];
     j->cubin = ci;
-    d->njob += ck_early_job_make(j, &E->cubin[ci], names, nn, sym);
+    d->njob += ck_early_job_make(j, &E->cubin[ci], names, nn);
   }
   pthread_mutex_unlock(&E->cubin_mu);
   free(names);
-  free(sym);
   if (tool && tool != d->tool)
     snprintf(d->tool, sizeof d->tool, "%s", tool);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

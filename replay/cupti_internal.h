@@ -628,6 +628,13 @@ void ck_cubins_from_image(ck_engine *E, const void *image, size_t size);
 void ck_cubin_free(ck_engine *E);
 /* Fills file/line/sass/inline chain of every site (after the PC pass). */
 void ck_sites_resolve(ck_engine *E);
+/* cupti_sass.c: "i,j,k", the symbol-table indices (what nvdisasm -fun
+ * takes) of those of names[0..n) that cb's symbol table has, in the order
+ * given; when found is not NULL their names go to found[0..*nfound) (room
+ * for n). NULL (and *nfound 0) when none is there or memory ran out; the
+ * caller frees the string. */
+char *ck_cubin_fun_indices(const ck_cubin *cb, const char *const *names,
+                           size_t n, const char **found, size_t *nfound);
 /* cupti_sass.c: the nvdisasm to run (E->o.nvdisasm, $CUDA_HOME/bin,
  * /usr/local/cuda/bin, PATH), written into buf; NULL when none. */
 const char *ck_nvdisasm_path(ck_engine *E, char *buf, size_t n);

@@ -163,7 +163,7 @@ static size_t ck_pcs_hwbuf(const ck_engine *E) {
     if (E->kern[k].dur_max_ns > longest_ns)
       longest_ns = E->kern[k].dur_max_ns;
   double sms = E->env.sm_count > 0 ? E->env.sm_count : 132;
-  double period = (double)((uint64_t)1 << (E->o.pc_period ? E->o.pc_period : 10));
+  double period = (double)((uint64_t)1 << E->o.pc_period); /* set at create */
   double bytes = 2.0 * longest_ns * 2.0 /* cycles per ns */ / period * sms * 64.0;
   const double lo = (double)(64u << 20), hi = (double)(512u << 20);
   if (!(bytes < hi))

@@ -231,34 +231,43 @@ static int ck_dis_take(void *user, size_t job, const char *text, size_t len,
   return j->c.filled > before;
 }
 
+char *ck_cubin_fun_indices(const ck_cubin *cb, const char *const *names,
+                           size_t n, const char **found, size_t *nfound) {
+  uint32_t *sym = malloc((n ? n : 1) * sizeof *sym);
+  size_t k = sym ? cucap_cubin_function_symbols(cb->data, cb->size, names, n, sym) : 0;
+  char *out = k ? malloc(k * 11 + 1) : NULL;
+  size_t o = 0, f = 0;
+  for (size_t i = 0; out && i < n; i++)
+    if (sym[i] != UINT32_MAX) {
+      o += (size_t)sprintf(out + o, "%s%u", o ? "," : "", sym[i]);
+      if (found)
+        found[f] = names[i];
+      f++;
+    }
+  if (out)
+    out[o] = 0;
+  if (nfound)
+    *nfound = out ? f : 0;
+  free(sym);
+  return out;
+}
+
 /* "i,j,k": the symbol indices of the distinct functions of the sites idx
  * (sorted by function); NULL when none is found in the cubin's symbols. */
 static char *ck_dis_funs(ck_engine *E, const ck_cubin *cb, const size_t *idx,
                          size_t n) {
   const char **names = malloc((n ? n : 1) * sizeof *names);
-  uint32_t *sym = malloc((n ? n : 1) * sizeof *sym);
-  char *out = NULL;
-  size_t nn = 0;
-  if (names && sym) {
-    for (size_t i = 0; i < n; i++)
-      if (!i || E->site[idx[i]].function != E->site[idx[i - 1]].function)
-        names[nn++] = E->site[idx[i]].function;
-    size_t found = cucap_cubin_function_symbols(cb->data, cb->size, names, nn, sym);
-    if (found) {
-      out = malloc(found * 11 + 1);
-      size_t o = 0;
-      for (size_t i = 0; out && i < nn; i++)
-        if (sym[i] != UINT32_MAX)
-          o += (size_t)sprintf(out + o, "%s%u", o ? "," : "", sym[i]);
-      if (out)
-        out[o] = 0;
-    }
-    if (found < nn)
-      CUCAP_DEBUG("profile: %zu of %zu sampled function(s) not in the symbol "
-                  "table of cubin %016" PRIx64, nn - found, nn, cb->crc);
-  }
+  if (!names)
+    return NULL;
+  size_t nn = 0, found = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!i || E->site[idx[i]].function != E->site[idx[i - 1]].function)
+      names[nn++] = E->site[idx[i]].function;
+  char *out = ck_cubin_fun_indices(cb, names, nn, NULL, &found);
+  if (found < nn)
+    CUCAP_DEBUG("profile: %zu of %zu sampled function(s) not in the symbol "
+                "table of cubin %016" PRIx64, nn - found, nn, cb->crc);
   free(names);
-  free(sym);
   return out;
 }
 
