@@ -79,6 +79,10 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
       rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
       return;
     }
+    /* the driver gets the plain ELF it would pick, where one was made */
+    const void *drv = rp_plainelf_get(R, img);
+    if (!drv)
+      drv = img;
     CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];
     void *jv[RP_MAX_JIT], *lv[RP_MAX_JIT];
     unsigned nj = 0, nl = 0;
@@ -105,7 +109,7 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
         rp_skip(R, "cuLibraryLoadData (driver lacks it)");
         return;
       }
-      if (!rp_cu(R, R->d.df.LibraryLoadData(&lib, img, nj ? jo : NULL,
+      if (!rp_cu(R, R->d.df.LibraryLoadData(&lib, drv, nj ? jo : NULL,
                                             nj ? jv : NULL, nj,
                                             (CUlibraryOption *)(nl ? lo : NULL),
                                             nl ? lv : NULL, nl),
@@ -116,7 +120,7 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
       rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
     } else {
       CUmodule mod = NULL;
-      if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, img, nj, nj ? jo : NULL,
+      if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, drv, nj, nj ? jo : NULL,
                                              nj ? jv : NULL),
                  "cuModuleLoadDataEx"))
         return;

@@ -584,6 +584,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * them) before the placement could have taken recorded addresses */
   if (rp_check_images(R) != CUCAP_OK)
     goto out;
+  rp_plainelf_start(R); /* decompresses ahead of the module loads */
   CUCAP_DEBUG("replay: setup: memory placed, module images checked");
   /* buffers used per op, allocated now: a cuMemAllocHost during a stream
    * capture would invalidate it (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) */
@@ -771,6 +772,7 @@ out:
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, NULL);
   }
+  rp_plainelf_free(R); /* every module is unloaded by now */
   if (!R->expect_pinned)
     free(R->expect);
   free(R->keep);

@@ -94,6 +94,7 @@ typedef struct rp_state {
   struct rp_graphs *gs;       /* graphs, execs, dry captures (replay_graph.h) */
   rp_image_ref *images;       /* module loads seen by the scan */
   size_t nimages, capimages;
+  struct rp_plainelf *pe;     /* replay_plainelf.c: images as plain ELFs */
   rp_region *restore;         /* first Snapshot(BeforeLaunch) */
   size_t nrestore;
   uint64_t rec_index;         /* 0-based record position in the file */
@@ -139,6 +140,19 @@ int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live);
  * wrapper); NULL with *why NULL when out of memory. */
 const void *rp_image_for_driver(const void *img, uint64_t isz, void **copy,
                                 const char **why);
+
+/* replay_plainelf.c: a compressed fatbin goes to the driver as the one ELF
+ * this GPU runs (cucap_fatbin_device_elf), decompressed once per run by a
+ * thread of its own that works through the scan's images in record order
+ * while the replay starts. start: after the images are mapped (they must
+ * stay mapped: the reader keeps them); nothing when R->images is empty or
+ * CUCAP_REPLAY_PLAIN_ELF=0. get: the ELF for the mapped image img (waits
+ * for the thread to reach it), NULL to load img as it is; owned by R->pe
+ * until rp_plainelf_free, which runs after every module is unloaded (a
+ * lazily loading driver may read the image until then). */
+void rp_plainelf_start(rp_state *R);
+const void *rp_plainelf_get(rp_state *R, const void *img);
+void rp_plainelf_free(rp_state *R);
 
 /* replay_params.c: makes fi's parameter layout the driver's own when the
  * driver can tell (cuFuncGetParamInfo) and it differs from the recorded

@@ -130,6 +130,18 @@ cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned
                                  size_t nsms, void **out, size_t *out_size,
                                  cucap_fatbin_select_stats *stats);
 
+/* The code a device of compute capability sm (e.g. 90) runs from a fatbin
+ * of `size` bytes, as a plain ELF cubin: when the fatbin holds exactly one
+ * ELF entry of the highest SASS arch that runs there (what the driver
+ * loads; PTX is then not JIT-compiled), no entry of a kind this parser does
+ * not judge, and that entry is compressed. *out is malloc'ed (caller
+ * frees), *out_size its size; *out is NULL with CUCAP_OK when any of that
+ * does not hold (load the fatbin as it is). CUCAP_ERR_CORRUPT/TRUNCATED/
+ * UNSUPPORTED/DECOMPRESS for a damaged or non-fatbin input (nothing
+ * allocated). */
+cucap_status cucap_fatbin_device_elf(const void *fatbin, size_t size, unsigned sm,
+                                     void **out, size_t *out_size);
+
 /* LZ4 block (no frame) decoder: decodes src into exactly dst_size bytes.
  * CUCAP_ERR_DECOMPRESS on malformed input or size mismatch. */
 cucap_status cucap_lz4_block_decode(const uint8_t *src, size_t src_size,

@@ -8,7 +8,9 @@
  * e.g. the CLI, tests or the interposer redirecting to a file
  * (CUCAP_LOG_FILE=path). CUCAP_LOG_TIME=1 starts every message with the
  * seconds since the log was first used ("[0.123456] replay: ..."), for any
- * sink, to see where a run's time goes between its log lines.
+ * sink, to see where a run's time goes between its log lines;
+ * CUCAP_LOG_TIME=2 the wall clock (seconds since the epoch), to place the
+ * lines against times taken outside the process (its start and exit).
  *
  * Thread-safe. The sink is called with a formatted, NUL-terminated message
  * that is valid only during the call. */

@@ -16,12 +16,12 @@ static void *g_sink_user;
 static int g_level = -1;
 static int g_fd = 2;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static int g_time;      /* CUCAP_LOG_TIME=1 */
-static double g_time0;  /* CLOCK_MONOTONIC seconds at the sink's set-up */
+static int g_time;      /* CUCAP_LOG_TIME=1 or 2 */
+static double g_time0;  /* log_now() at the sink's set-up; 0 with 2 */
 
 static double log_now(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(g_time == 2 ? CLOCK_REALTIME : CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -43,9 +43,9 @@ static void log_init(void) {
   if (g_level < 0)
     __atomic_store_n(&g_level, lvl, __ATOMIC_RELAXED);
   const char *t = getenv("CUCAP_LOG_TIME");
-  if (t && t[0] == '1') {
-    g_time = 1;
-    g_time0 = log_now();
+  if (t && (t[0] == '1' || t[0] == '2') && !t[1]) {
+    g_time = t[0] - '0';
+    g_time0 = g_time == 1 ? log_now() : 0;
   }
   const char *f = getenv("CUCAP_LOG_FILE");
   if (f && *f) {

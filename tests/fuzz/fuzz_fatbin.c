@@ -60,6 +60,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       __builtin_trap();
     free(sel);
   }
+  void *elf = NULL;
+  size_t elfn = 0;
+  if (cucap_fatbin_device_elf(data, size, 90, &elf, &elfn) == CUCAP_OK && elf) {
+    cucap_image_info ei; /* what the replayer hands to the driver: a cubin */
+    if (cucap_image_detect(elf, elfn, &ei) != CUCAP_OK || ei.format != CUCAP_IMAGE_CUBIN)
+      __builtin_trap();
+    free(elf);
+  }
   uint8_t out[4096];
   (void)cucap_lz4_block_decode(data, size, out, size < sizeof out ? size : sizeof out);
   return 0;

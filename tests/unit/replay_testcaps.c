@@ -59,6 +59,8 @@ static void emit_call(uint32_t cbid, const uint64_t *args, size_t n) {
 static cucap_fb_hash128 blob(const void *p, size_t n) { return tc_blob_put(W, p, n); }
 
 long NLAUNCH = 1; /* launches of vec_add in write_capture */
+const void *TC_IMAGE;
+size_t TC_IMAGE_SIZE;
 /* CAP_PINNED: a HostAlloc(DEVICEMAP) at a free address (placed by replay)
  * and a HostRegister over memory this process already uses (not placed:
  * the replay warns and goes on) */
@@ -124,15 +126,17 @@ void write_capture(const char *path, int flags) {
   cucap_fb_context_add_handle(B, CTX);
   emit(CUCAP_FB_BODY_CONTEXT, cucap_fb_context_end(B));
 
-  cucap_fb_hash128 img = (flags & CAP_SM100) ? blob(ptx_sm100, sizeof ptx_sm100)
-                                             : blob(ptx, sizeof ptx);
+  cucap_fb_hash128 img = TC_IMAGE               ? blob(TC_IMAGE, TC_IMAGE_SIZE)
+                         : (flags & CAP_SM100) ? blob(ptx_sm100, sizeof ptx_sm100)
+                                               : blob(ptx, sizeof ptx);
   cucap_fb_module_start(B);
   cucap_fb_module_add_op(B, CUCAP_FB_MODULEOP_LOAD);
   cucap_fb_module_add_kind(B, CUCAP_FB_MODULEKIND_MODULE);
   cucap_fb_module_add_handle(B, MOD);
   cucap_fb_module_add_image(B, &img);
-  cucap_fb_module_add_image_size(B, sizeof ptx);
-  cucap_fb_module_add_format(B, CUCAP_FB_IMAGEFORMAT_PTX);
+  cucap_fb_module_add_image_size(B, TC_IMAGE ? TC_IMAGE_SIZE : sizeof ptx);
+  cucap_fb_module_add_format(B, TC_IMAGE ? CUCAP_FB_IMAGEFORMAT_FATBIN
+                                         : CUCAP_FB_IMAGEFORMAT_PTX);
   emit(CUCAP_FB_BODY_MODULE, cucap_fb_module_end(B));
 
   if (flags & CAP_ATTR_LATE) {

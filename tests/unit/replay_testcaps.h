@@ -27,6 +27,10 @@ enum { CAP_CORRUPT_DTOH = 1, CAP_HOSTFUNC = 2, CAP_SM100 = 4, CAP_GRAPH = 8,
 
 /* launches of vec_add in write_capture (default 1) */
 extern long NLAUNCH;
+/* write_capture's module image when set (a fatbin holding vec_add) instead
+ * of its PTX; the caller owns it */
+extern const void *TC_IMAGE;
+extern size_t TC_IMAGE_SIZE;
 
 /* A PTX vec_add module, three device buffers at fixed addresses, HtoD,
  * NLAUNCH launches, DtoH, exit snapshot (plus what the flags add). Exits the

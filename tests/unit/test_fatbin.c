@@ -232,6 +232,52 @@ static void check_select(const uint8_t *img, size_t n, const unsigned *sms, size
 
 /* A fatbin with SASS for sm_75/80/90 and PTX for compute_80/90 (what
  * frameworks ship, smaller), reduced for various devices. */
+/* The entry cucap_fatbin_device_elf should give for sm: the highest SASS
+ * arch that runs there, when it is the only ELF of that arch and compressed. */
+typedef struct want_elf {
+  unsigned sm, best, nbest;
+  int compressed;
+} want_elf;
+
+static int want_entry(const cucap_fatbin_entry *e, void *user) {
+  want_elf *w = user;
+  if (e->kind != CUCAP_FATBIN_ENTRY_ELF || e->arch / 10 != w->sm / 10 ||
+      e->arch % 10 > w->sm % 10)
+    return 0;
+  if (!w->nbest || e->arch > w->best) {
+    w->best = e->arch;
+    w->nbest = 0;
+  }
+  if (e->arch == w->best) {
+    w->nbest++;
+    w->compressed = e->codec != CUCAP_FATBIN_CODEC_NONE;
+  }
+  return 0;
+}
+
+static void check_device_elf(const uint8_t *img, size_t n, unsigned sm) {
+  want_elf w = {sm, 0, 0, 0};
+  CHECK(cucap_fatbin_foreach(img, n, want_entry, &w) == CUCAP_OK);
+  void *o = NULL;
+  size_t on = 0;
+  CHECK(cucap_fatbin_device_elf(img, n, sm, &o, &on) == CUCAP_OK);
+  int expect = w.nbest == 1 && w.compressed;
+  CHECK(!!o == expect);
+  if (o) {
+    cucap_image_info info;
+    unsigned arch = 0;
+    int kc = 0;
+    CHECK(cucap_image_detect(o, on, &info) == CUCAP_OK && info.format == CUCAP_IMAGE_CUBIN);
+    CHECK(cucap_cubin_arch(o, on, &arch) == CUCAP_OK && arch == w.best);
+    CHECK(cucap_cubin_foreach_kernel(o, on, kcount, &kc) == CUCAP_OK && kc == 4);
+    check_k_layout(o, on);
+    free(o);
+  }
+  /* cut short: an error, nothing allocated */
+  o = NULL;
+  CHECK(cucap_fatbin_device_elf(img, n / 2, sm, &o, &on) != CUCAP_OK && o == NULL);
+}
+
 static void test_select(const char *dir, const char *nvcc) {
   char cmd[4096];
   snprintf(cmd, sizeof cmd,
@@ -274,6 +320,9 @@ static void test_select(const char *dir, const char *nvcc) {
     }
   }
   CHECK(strlen(w90) == 7 && strlen(w86) == 7 && strlen(wmix) == 15);
+  check_device_elf(img, n, 90);
+  check_device_elf(img, n, 86); /* the sm_80 ELF */
+  check_device_elf(img, n, 100); /* no SASS runs there: none */
   check_select(img, n, h100, 1, w90);  /* sm_90 SASS + compute_90 PTX */
   check_select(img, n, a10, 1, w86);   /* sm_86: sm_80 SASS + compute_80 PTX */
   check_select(img, n, mixed, 2, wmix);
@@ -309,22 +358,14 @@ static void test_select(const char *dir, const char *nvcc) {
 
 int main(void) {
   test_lz4();
-  const char *home = getenv("CUDA_HOME");
   char nvcc[512];
-  snprintf(nvcc, sizeof nvcc, "%s/bin/nvcc", home ? home : "/usr/local/cuda");
-  if (access(nvcc, X_OK) != 0) {
+  if (!tu_nvcc(nvcc, sizeof nvcc)) {
     printf("no nvcc at %s: skipping image tests\n", nvcc);
     tu_finish("test_fatbin", checks);
     return 77;
   }
-  char *dir = tu_tmp_path("fatbin");
-  TU_REQUIRE(mkdir(dir, 0700) == 0);
+  char *dir = tu_tmp_dir_with("fatbin", "k.cu", kSrc);
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "%s/k.cu", dir);
-  FILE *f = fopen(cmd, "w");
-  TU_REQUIRE(f);
-  fputs(kSrc, f);
-  fclose(f);
   snprintf(cmd, sizeof cmd,
            "cd %s && %s -fatbin -arch=sm_90 -o k.fatbin k.cu && "
            "%s -fatbin -arch=sm_90 --compress-mode=speed -Xfatbin -compress-all "
@@ -357,6 +398,8 @@ int main(void) {
       check_k_layout(img, info.size);
     check_vars(img, info.size, fmts[i] == CUCAP_IMAGE_PTX);
     if (fmts[i] == CUCAP_IMAGE_FATBIN) {
+      check_device_elf(img, n, 90); /* LZ4: the ELF; zstd PTX only: none */
+      check_device_elf(img, n, 80);
       ecount c = {0};
       CHECK(cucap_fatbin_foreach(img, n, count_entry, &c) == CUCAP_OK);
       CHECK(c.elf == 1 && c.ptx == 1 && c.decoded_ok == 2);

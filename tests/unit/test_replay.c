@@ -178,6 +178,75 @@ static int rewrite(const char *in, const char *out, uint64_t off, const char *dr
   return rc;
 }
 
+static char plain_line[512];
+static void plain_sink(cucap_log_level level, const char *msg, void *user) {
+  (void)level;
+  (void)user;
+  if (strstr(msg, "fatbin image(s) loaded as"))
+    snprintf(plain_line, sizeof plain_line, "%s", msg);
+}
+
+/* Case 1c (needs nvcc to build the fatbin; skipped without it). */
+static void test_plain_elf(void) {
+  char nvcc[512];
+  if (!tu_nvcc(nvcc, sizeof nvcc)) {
+    printf("test_replay: no nvcc at %s: the plain-ELF case is skipped\n", nvcc);
+    return;
+  }
+  char *dir = tu_tmp_dir_with("replay_plainelf", "v.ptx",
+                              ".version 8.0\n.target sm_90\n.address_size 64\n"
+                              ".visible .entry vec_add(\n .param .u64 a,\n .param "
+                              ".u64 b,\n .param .u64 c,\n .param .u32 n\n)\n{\n ret;\n}\n");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && %s -fatbin -arch=sm_90 --compress-mode=speed -Xfatbin "
+           "-compress-all -o v.fatbin v.ptx", dir, nvcc);
+  TU_REQUIRE(system(cmd) == 0);
+  snprintf(cmd, sizeof cmd, "%s/v.fatbin", dir);
+  FILE *f = fopen(cmd, "rb");
+  TU_REQUIRE(f);
+  static uint8_t fb[1 << 16];
+  size_t n = fread(fb, 1, sizeof fb, f);
+  fclose(f);
+  TU_REQUIRE(n > 0 && n < sizeof fb);
+  char *cap = tu_tmp_path("replay_plainelf_cap");
+  TC_IMAGE = fb;
+  TC_IMAGE_SIZE = n;
+  write_capture(cap, 0);
+  TC_IMAGE = NULL;
+  TC_IMAGE_SIZE = 0;
+  cucap_replay_options o;
+  cucap_replay_report rep;
+  cucap_log_level lv = cucap_log_get_level();
+  cucap_log_set_level(CUCAP_LOG_INFO);
+  cucap_log_sink old = cucap_log_set_sink(plain_sink, NULL);
+  opts(&o);
+  o.loops = 2; /* the second pass loads the same ELF again */
+  TU_CHECK(cucap_replay_run(cap, &o, &rep) == CUCAP_OK);
+  checks += 4;
+  TU_CHECK(rep.exit_code == 0 && rep.launches == 2);
+  TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
+  TU_CHECK(strstr(plain_line, "1 of 1 fatbin image(s) loaded as their sm_90 ELF") != NULL);
+  if (rep.error[0] || !plain_line[0])
+    fprintf(stderr, "error: %s; log: %s\n", rep.error, plain_line);
+  plain_line[0] = 0;
+  setenv("CUCAP_REPLAY_PLAIN_ELF", "0", 1);
+  opts(&o);
+  TU_CHECK(cucap_replay_run(cap, &o, &rep) != CUCAP_OK);
+  unsetenv("CUCAP_REPLAY_PLAIN_ELF");
+  checks += 2;
+  TU_CHECK(rep.exit_code != 0 && strstr(rep.error, "cuModuleLoadDataEx") != NULL);
+  TU_CHECK(plain_line[0] == 0);
+  cucap_log_set_sink(old, NULL);
+  cucap_log_set_level(lv);
+  remove(cap);
+  free(cap);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", dir);
+  free(dir);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--write-capture")) { /* fuzz seeds */
     write_capture(argv[2], CAP_HOSTFUNC);
@@ -272,6 +341,12 @@ int main(int argc, char **argv) {
     remove(gp);
     free(gp);
   }
+
+  /* 1c: a compressed fatbin goes to the driver as the ELF it would pick
+   * (replay_plainelf.c), decompressed by the replayer: the mock, which
+   * cannot decompress fatbin entries, runs it; told to load images as
+   * recorded (CUCAP_REPLAY_PLAIN_ELF=0) it refuses the same capture */
+  test_plain_elf();
 
   /* 2: forced relocation: pointer parameters get patched */
   opts(&o);

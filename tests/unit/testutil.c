@@ -1,5 +1,6 @@
 #include "testutil.h"
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int tu_failures;
@@ -20,4 +21,22 @@ char *tu_tmp_path(const char *stem) {
   if (p)
     snprintf(p, n, "%s/cucap-test-%d-%s", d, (int)getpid(), stem);
   return p;
+}
+
+int tu_nvcc(char *buf, size_t n) {
+  const char *home = getenv("CUDA_HOME");
+  snprintf(buf, n, "%s/bin/nvcc", home && *home ? home : "/usr/local/cuda");
+  return access(buf, X_OK) == 0;
+}
+
+char *tu_tmp_dir_with(const char *stem, const char *name, const char *text) {
+  char *dir = tu_tmp_path(stem);
+  TU_REQUIRE(dir && mkdir(dir, 0700) == 0);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  TU_REQUIRE(f);
+  fputs(text, f);
+  TU_REQUIRE(fclose(f) == 0);
+  return dir;
 }

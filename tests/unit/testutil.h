@@ -23,4 +23,10 @@ extern int tu_failures;
 int tu_finish(const char *name, int checks_run);
 /* Temporary path under $TMPDIR unique to this process; caller frees. */
 char *tu_tmp_path(const char *stem);
+/* $CUDA_HOME/bin/nvcc (default /usr/local/cuda) into buf; 1 when it can be
+ * run, else 0 (tests that build images skip). */
+int tu_nvcc(char *buf, size_t n);
+/* A new directory tu_tmp_path(stem) holding one file `name` with `text`
+ * (for the image tests' nvcc input); exits on failure; caller frees. */
+char *tu_tmp_dir_with(const char *stem, const char *name, const char *text);
 #endif
