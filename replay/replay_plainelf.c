@@ -14,7 +14,8 @@
  * The images' plain ELFs are kept until the end of the run, at most
  * PE_CAP_BYTES of them (a program's fatbins decompress to 3-5 times their
  * size: 118 MiB for a ResNet-18 training step with cuDNN); images past that
- * load as recorded. CUCAP_REPLAY_PLAIN_ELF=0: every image as recorded.
+ * load as recorded. CUCAP_REPLAY_PLAIN_ELF=0 (or CUDA_FORCE_PTX_JIT set):
+ * every image as recorded.
  *
  * Measured on the H200 (run P3, `cupti profile --metrics=full --sass`, first
  * 30 kernels of torch_mlp, whose window loads 17 cuBLAS/PyTorch fatbins):
@@ -96,7 +97,11 @@ static void *pe_main(void *u) {
 
 void rp_plainelf_start(rp_state *R) {
   const char *e = getenv("CUCAP_REPLAY_PLAIN_ELF");
-  if ((e && *e == '0') || !R->nimages || R->cc <= 0 || R->pe)
+  /* CUDA_FORCE_PTX_JIT makes the driver JIT a fatbin's PTX instead of
+   * loading its SASS: the fatbin must reach it whole */
+  const char *jit = getenv("CUDA_FORCE_PTX_JIT");
+  if ((e && *e == '0') || (jit && *jit && strcmp(jit, "0")) || !R->nimages ||
+      R->cc <= 0 || R->pe)
     return;
   struct rp_plainelf *P = calloc(1, sizeof *P);
   if (!P || !(P->e = calloc(R->nimages, sizeof *P->e))) {

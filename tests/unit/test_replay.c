@@ -229,14 +229,18 @@ static void test_plain_elf(void) {
   TU_CHECK(strstr(plain_line, "1 of 1 fatbin image(s) loaded as their sm_90 ELF") != NULL);
   if (rep.error[0] || !plain_line[0])
     fprintf(stderr, "error: %s; log: %s\n", rep.error, plain_line);
-  plain_line[0] = 0;
-  setenv("CUCAP_REPLAY_PLAIN_ELF", "0", 1);
-  opts(&o);
-  TU_CHECK(cucap_replay_run(cap, &o, &rep) != CUCAP_OK);
-  unsetenv("CUCAP_REPLAY_PLAIN_ELF");
-  checks += 2;
-  TU_CHECK(rep.exit_code != 0 && strstr(rep.error, "cuModuleLoadDataEx") != NULL);
-  TU_CHECK(plain_line[0] == 0);
+  /* images as recorded: asked for, or the driver told to JIT the PTX */
+  const char *off[2] = {"CUCAP_REPLAY_PLAIN_ELF", "CUDA_FORCE_PTX_JIT"};
+  for (int i = 0; i < 2; i++) {
+    plain_line[0] = 0;
+    setenv(off[i], i ? "1" : "0", 1);
+    opts(&o);
+    TU_CHECK(cucap_replay_run(cap, &o, &rep) != CUCAP_OK);
+    unsetenv(off[i]);
+    checks += 2;
+    TU_CHECK(rep.exit_code != 0 && strstr(rep.error, "cuModuleLoadDataEx") != NULL);
+    TU_CHECK(plain_line[0] == 0);
+  }
   cucap_log_set_sink(old, NULL);
   cucap_log_set_level(lv);
   remove(cap);
