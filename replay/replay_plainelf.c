@@ -21,8 +21,9 @@
  * 30 kernels of torch_mlp, whose window loads 17 cuBLAS/PyTorch fatbins):
  * timeline pass 0.36-0.45 s against 0.48 s, PC-sampling pass 0.32-0.33 s
  * against 0.36-0.37 s, SASS pass 0.27 s against 0.31 s; the thread took
- * 0.06-0.08 s for 63 MiB of ELF. Samples, SASS records, metrics and
- * replay --verify were the same. */
+ * 0.06-0.08 s for 63 MiB of ELF. The same cubins (CRCs) and SASS text,
+ * PC samples and metrics within their run-to-run spread, replay --verify
+ * matching. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
