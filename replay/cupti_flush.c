@@ -15,7 +15,7 @@
  *
  * The counter passes flush from the profiled context (E->ctx, which may be
  * a context the program created); in auto-range mode the flush kernel
- * forms a range of its own there, and cupti_ranges.c matches ranges with
+ * forms a range of its own there, and cupti_rangedata.c matches ranges with
  * the flushes interleaved (m->flushed). The duration passes flush from a
  * context of their own (a second buffer and module, created here): the
  * profiled context waits for idle, the flush runs in the side context and

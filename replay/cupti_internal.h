@@ -589,6 +589,15 @@ int ck_win_setup(ck_engine *E);
 void ck_rp_release(ck_engine *E);
 /* End of a metrics pass: 1 when another metrics pass is needed. */
 int ck_metrics_pass_end(ck_engine *E);
+/* The metric names the current pass measures: the duration config's (the
+ * duration and its companions, m->dnames) in a duration pass
+ * (ck_dur_config), else the requested ones; the engine owns them. */
+const char **ck_pass_names(const ck_engine *E, size_t *n);
+
+/* cupti_rangedata.c */
+/* Decode + evaluate the current window into the engine's tables; 0 with
+ * m->win_note set when it failed. */
+int ck_window_collect(ck_engine *E);
 /* Matches a window's ranges to its kernels: exposed for tests. Ranges
  * n_ranges; seq lists, per range position, the kernel index or -1 for a
  * flush memset range. Returns the number of kernels attributed, or -1 when
