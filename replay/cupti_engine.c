@@ -1,18 +1,8 @@
 /* cupti_engine.c - the CUPTI engine as a replay observer: attaches CUPTI
  * before cuInit, plans the passes (timeline x N, metrics windows x counter
  * passes, PC sampling, SASS metrics), asks the replayer for each one from
- * pass_end, and maps CUPTI correlation ids to the capture's ops.
- *
- * Correlation: a driver-API callback (CUPTI_CB_DOMAIN_DRIVER_API, API
- * enter) fires on the replayer's thread inside every driver call the
- * replayer makes; between op_before and op_after that call belongs to the
- * op being executed, so (correlation id -> op) is recorded there. Activity
- * records (kernels, copies, memsets of graph launches included) and
- * KERNEL_SERIALIZED PC samples carry that correlation id. This needs no
- * API activity records (EXTERNAL_CORRELATION would need DRIVER activity
- * records for every call) and gives the op even for kernels the driver
- * launches on its own behalf of one call (graph nodes). Calls the engine
- * makes itself (L2 flush) are excluded (own_call). */
+ * pass_end, and keeps the current op for the callback that maps CUPTI
+ * correlation ids to the capture's ops (cupti_correlate.c). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -55,76 +45,6 @@ const cucap_cupti_section *cucap_cupti_section_get(const cucap_cupti *e,
 
 const cucap_cupti_env *cucap_cupti_env_get(const cucap_cupti *e) {
   return &e->env;
-}
-
-/* ------------------------------------------------------------- callbacks */
-
-/* The recorded stream handle of a GPU-work record (0: NULL stream). */
-static uint64_t ck_rec_stream(const cucap_fb_record *rec, int body) {
-  if (!rec)
-    return 0;
-  switch (body) {
-  case CUCAP_FB_BODY_LAUNCH:
-    return cucap_fb_launch_stream(cucap_fb_record_body_as_launch(rec));
-  case CUCAP_FB_BODY_MEMCPY:
-    return cucap_fb_memcpy_stream(cucap_fb_record_body_as_memcpy(rec));
-  case CUCAP_FB_BODY_MEMSET:
-    return cucap_fb_memset_stream(cucap_fb_record_body_as_memset(rec));
-  case CUCAP_FB_BODY_GRAPH:
-    return cucap_fb_graph_stream(cucap_fb_record_body_as_graph(rec));
-  default:
-    return 0;
-  }
-}
-
-static void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
-                                 CUpti_CallbackId cbid, const void *data) {
-  ck_engine *E = user;
-  if (dom == CUPTI_CB_DOMAIN_DRIVER_API) {
-    if (E->probing) { /* ck_cupti_alive's own calls */
-      E->probe_hits++;
-      return;
-    }
-    const CUpti_CallbackData *cd = data;
-    /* correlation id 0 means "none" (no API activity kind enabled) */
-    if (!cd || cd->callbackSite != CUPTI_API_ENTER || !E->in_op || E->own_call ||
-        !E->cur || !cd->correlationId)
-      return;
-    if (E->cur_op < 0) {
-      if (!ck_grow((void **)&E->ops, &E->capops, E->nops + 1, sizeof *E->ops))
-        return;
-      ck_op *o = &E->ops[E->nops];
-      const cucap_fb_record *rec = E->cur->record;
-      o->rec_index = E->cur->rec_index;
-      o->seq = E->cur->seq;
-      o->launch_index = E->cur->launch_index;
-      /* every record carries its host callstack (graph launches too) */
-      o->callstack = E->cur->callstack ? E->cur->callstack
-                                       : (rec ? cucap_fb_record_stack(rec) : 0);
-      o->body = E->cur->body_type;
-      o->stream = ck_rec_stream(rec, o->body);
-      o->copy_kind = rec && o->body == CUCAP_FB_BODY_MEMCPY
-                         ? (int)cucap_fb_memcpy_kind(cucap_fb_record_body_as_memcpy(rec))
-                         : -1;
-      E->cur_op = (int64_t)E->nops++;
-    }
-    if (!ck_grow((void **)&E->corr, &E->capcorr, E->ncorr + 1, sizeof *E->corr))
-      return;
-    if (E->ncorr && E->corr[E->ncorr - 1].corr > cd->correlationId)
-      E->corr_unsorted = 1;
-    E->corr[E->ncorr].corr = cd->correlationId;
-    E->corr[E->ncorr].op = (uint32_t)E->cur_op;
-    E->ncorr++;
-  } else if (dom == CUPTI_CB_DOMAIN_RESOURCE &&
-             cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
-    if (!E->o.pc_sampling && !E->o.sass_metrics)
-      return;
-    const CUpti_ResourceData *rd = data;
-    const CUpti_ModuleResourceData *md =
-        rd ? (const CUpti_ModuleResourceData *)rd->resourceDescriptor : NULL;
-    if (md && md->pCubin && md->cubinSize)
-      ck_cubin_add(E, md->pCubin, md->cubinSize);
-  }
 }
 
 /* ------------------------------------------------------------- observer */

@@ -594,6 +594,13 @@ int ck_metrics_pass_end(ck_engine *E);
  * (ck_dur_config), else the requested ones; the engine owns them. */
 const char **ck_pass_names(const ck_engine *E, size_t *n);
 
+/* cupti_correlate.c: the callback cuptiSubscribe gets (user: the engine);
+ * records (correlation id -> op) for the driver calls of the current op
+ * and keeps the cubins of module loads when PC sampling or SASS metrics
+ * are asked for. */
+void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
+                          CUpti_CallbackId cbid, const void *data);
+
 /* cupti_rangedata.c */
 /* Decode + evaluate the current window into the engine's tables; 0 with
  * m->win_note set when it failed. */
