@@ -1,6 +1,6 @@
 /* fatbin_elf.h - internal to schema/: the bounds-checked ELF view that
  * fatbin.c (fatbins, cubins, .nv.info) and fatbin_vars.c (device variables)
- * share. Every pointer handed out points into the caller's buffer and is
+ * share, and the driver's SASS choice (fatbin_pick.c). Every pointer handed out points into the caller's buffer and is
  * valid as long as that buffer is; nothing here allocates. Not installed,
  * not for other directories. */
 #ifndef CUCAP_FATBIN_ELF_H
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cucap_fatbin.h"
 #include "cucap_status.h"
 
 typedef struct fb_elf {
@@ -37,5 +38,19 @@ cucap_status fb_elf_foreach_symbol(const fb_elf *v, int strict, fb_sym_fn fn, vo
 
 /* SASS for sm `have` runs on sm `want` (same major, minor not above). */
 int fb_sass_ok(unsigned have, unsigned want);
+
+/* The SASS the driver loads on sm from a fatbin (fatbin_pick.c): best, the
+ * highest ELF arch that runs there (0: none, the driver would JIT PTX);
+ * nbest, the ELF entries of that arch, last the last of them (its payload
+ * points into the fatbin); other, set when an entry is neither ELF nor
+ * PTX. The fatbin's own errors as cucap_fatbin_foreach gives them. */
+typedef struct fb_sass_pick {
+  unsigned best;
+  size_t nbest;
+  int other;
+  cucap_fatbin_entry last;
+} fb_sass_pick;
+cucap_status fb_sass_pick_find(const void *fatbin, size_t size, unsigned sm,
+                               fb_sass_pick *p);
 
 #endif

@@ -51,20 +51,12 @@ cucap_status cucap_cubin_foreach_variable(const void *elf, size_t size,
 }
 
 typedef struct var_search {
-  unsigned sm, best;
+  unsigned best;
   cucap_var_fn fn;
   void *user;
   cucap_status st;
   int stop;
 } var_search;
-
-static int var_best(const cucap_fatbin_entry *e, void *user) {
-  var_search *s = user;
-  if (e->kind == CUCAP_FATBIN_ENTRY_ELF && fb_sass_ok(e->arch, s->sm) &&
-      e->arch >= s->best)
-    s->best = e->arch;
-  return 0;
-}
 
 static int var_stop(const char *name, uint64_t size, void *user) {
   var_search *s = user;
@@ -100,9 +92,10 @@ cucap_status cucap_image_foreach_variable(const void *image, size_t size,
   if (info.data_format == CUCAP_IMAGE_CUBIN)
     return cucap_cubin_foreach_variable(info.data, info.data_size, fn, user);
   CUCAP_RETURN_IF(info.data_format != CUCAP_IMAGE_FATBIN, CUCAP_ERR_UNSUPPORTED);
-  var_search s = {sm, 0, fn, user, CUCAP_OK, 0};
-  CUCAP_FORWARD(cucap_fatbin_foreach(info.data, info.data_size, var_best, &s));
-  CUCAP_RETURN_IF(!s.best, CUCAP_ERR_UNSUPPORTED); /* the driver would JIT */
+  fb_sass_pick pick;
+  CUCAP_FORWARD(fb_sass_pick_find(info.data, info.data_size, sm, &pick));
+  CUCAP_RETURN_IF(!pick.nbest, CUCAP_ERR_UNSUPPORTED); /* the driver would JIT */
+  var_search s = {pick.best, fn, user, CUCAP_OK, 0};
   CUCAP_FORWARD(cucap_fatbin_foreach(info.data, info.data_size, var_entry, &s));
   return s.st;
 }
