@@ -111,16 +111,14 @@ void rp_plainelf_start(rp_state *R) {
   }
   P->sm = (unsigned)R->cc;
   for (size_t i = 0; i < R->nimages; i++) {
-    const void *img = NULL;
-    uint64_t isz = 0;
-    if (cucap_reader_blob_map(R->r, R->images[i].image, &img, &isz) != CUCAP_OK)
+    const rp_image_ref *ir = &R->images[i]; /* mapped by rp_check_images */
+    if (!ir->data || ir->format != CUCAP_IMAGE_FATBIN)
       continue;
     int seen = 0; /* the same image loaded again: one entry */
     for (size_t j = 0; j < P->n && !seen; j++)
-      seen = P->e[j].img == img;
-    uint32_t magic = 0;
-    if (!seen && isz >= 4 && (memcpy(&magic, img, 4), magic == CUCAP_FATBIN_MAGIC))
-      P->e[P->n++] = (pe_ent){img, isz, NULL, 0};
+      seen = P->e[j].img == ir->data;
+    if (!seen)
+      P->e[P->n++] = (pe_ent){ir->data, ir->size, NULL, 0};
   }
   pthread_mutex_init(&P->mu, NULL);
   pthread_cond_init(&P->cv, NULL);

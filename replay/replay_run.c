@@ -183,14 +183,18 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
 /* Module images of the scan against this GPU's compute capability. */
 static cucap_status rp_check_images(rp_state *R) {
   for (size_t i = 0; i < R->nimages; i++) {
-    const rp_image_ref *ir = &R->images[i];
+    rp_image_ref *ir = &R->images[i];
     const void *img = NULL;
     uint64_t isz = 0;
+    ir->data = NULL;
+    ir->format = CUCAP_IMAGE_UNKNOWN;
     if (cucap_reader_blob_map(R->r, ir->image, &img, &isz) != CUCAP_OK) {
       CUCAP_WARN("replay: module image of record %" PRIu64 " is missing",
                  ir->rec_index);
       continue;
     }
+    ir->data = img;
+    ir->size = isz;
     cucap_image_info info;
     if (cucap_image_detect(img, isz, &info) != CUCAP_OK) {
       CUCAP_INFO("replay: module image of record %" PRIu64
@@ -198,6 +202,7 @@ static cucap_status rp_check_images(rp_state *R) {
                  ir->rec_index, R->cc);
       continue;
     }
+    ir->format = (int)info.format;
     if (!cucap_image_has_code_for(img, isz, (unsigned)R->cc)) {
       rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT,
                    "module image of record %" PRIu64 " (seq %" PRIu64

@@ -29,6 +29,11 @@ typedef struct rp_region {   /* a snapshot region kept beyond its record */
 typedef struct rp_image_ref { /* module image to check against this GPU */
   uint64_t rec_index, seq;
   cucap_hash128 image;
+  /* set by rp_check_images: the mapped image (the reader's; NULL when its
+   * blob is missing) and its format (CUCAP_IMAGE_UNKNOWN if not detected) */
+  const void *data;
+  uint64_t size;
+  int format;
 } rp_image_ref;
 
 #define RP_STAGING_SLOTS 2
@@ -144,8 +149,8 @@ const void *rp_image_for_driver(const void *img, uint64_t isz, void **copy,
 /* replay_plainelf.c: a compressed fatbin goes to the driver as the one ELF
  * this GPU runs (cucap_fatbin_device_elf), decompressed once per run by a
  * thread of its own that works through the scan's images in record order
- * while the replay starts. start: after the images are mapped (they must
- * stay mapped: the reader keeps them); nothing when R->images is empty or
+ * while the replay starts. start: after rp_check_images mapped the images
+ * (the reader keeps them mapped); nothing when R->images is empty or
  * CUCAP_REPLAY_PLAIN_ELF=0. get: the ELF for the mapped image img (waits
  * for the thread to reach it), NULL to load img as it is; owned by R->pe
  * until rp_plainelf_free, which runs after every module is unloaded (a
