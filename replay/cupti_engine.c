@@ -179,6 +179,11 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   CK_PROC(E, s, ModuleGetFunction, "cuModuleGetFunction", 2000);
   CK_PROC(E, s, ModuleUnload, "cuModuleUnload", 2000);
   CK_PROC(E, s, LaunchKernel, "cuLaunchKernel", 4000);
+  CK_PROC(E, s, DeviceGetDevResource, "cuDeviceGetDevResource", 12040);
+  CK_PROC(E, s, DevResourceGenerateDesc, "cuDevResourceGenerateDesc", 12040);
+  CK_PROC(E, s, GreenCtxCreate, "cuGreenCtxCreate", 12040);
+  CK_PROC(E, s, GreenCtxDestroy, "cuGreenCtxDestroy", 12040);
+  CK_PROC(E, s, CtxFromGreenCtx, "cuCtxFromGreenCtx", 12040);
   E->primary = E->ctx;
   /* the range profiler and PC sampling collect in one context over several
    * passes: a context the program creates must outlive the pass */

@@ -189,16 +189,22 @@ typedef struct ck_cx {
  * kernel that reads it (mod/fn NULL: a memset of it instead). */
 typedef struct ck_flusher {
   CUcontext ctx;     /* NULL: the profiled context; else the side context
-                        created for it (destroyed with it) */
+                        created for it (destroyed with it), or the green
+                        context's CUcontext handle */
+  CUgreenCtx green;  /* the green context ctx stands for (destroyed with
+                        it), NULL for a side context */
   CUdeviceptr buf;
   CUmodule mod;
   CUfunction fn;
 } ck_flusher;
 
-/* Which counter passes flush from the side context (CUCAP_PROFILE_FLUSH_CTX) */
+/* Where the counter passes flush from (CUCAP_PROFILE_FLUSH_CTX) */
 typedef enum {
-  CK_FLUSH_CTX_DURATION = 0, /* the duration passes (default) */
-  CK_FLUSH_CTX_ALL,          /* every counter pass */
+  CK_FLUSH_CTX_GREEN = 0,    /* the duration passes from a green context of
+                                the primary one, else from the side context
+                                (default) */
+  CK_FLUSH_CTX_SIDE,         /* the duration passes from the side context */
+  CK_FLUSH_CTX_ALL,          /* every counter pass from the side context */
   CK_FLUSH_CTX_OWN           /* none: all flush in the profiled context */
 } ck_flush_ctx_mode;
 
@@ -382,6 +388,12 @@ struct cucap_cupti {
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUstream, void **,
                              void **);
+    CUresult (*DeviceGetDevResource)(CUdevice, CUdevResource *, CUdevResourceType);
+    CUresult (*DevResourceGenerateDesc)(CUdevResourceDesc *, CUdevResource *,
+                                        unsigned);
+    CUresult (*GreenCtxCreate)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned);
+    CUresult (*GreenCtxDestroy)(CUgreenCtx);
+    CUresult (*CtxFromGreenCtx)(CUcontext *, CUgreenCtx);
   } cu;
   /* contexts the first pass ran launches in, with their CUPTI ids: the
    * profiled one (ctx) is where most kernels of the window ran */
@@ -441,8 +453,9 @@ struct cucap_cupti {
                                      each metrics array malloc'ed */
   size_t ngmet, capgmet;
   ck_flusher flush[2];       /* cupti_flush.c: [0] in the profiled context,
-                                [1] in a context of its own (duration
-                                passes; unused: all zero) */
+                                [1] the duration passes' (a green context
+                                of the primary one, or a context of its
+                                own); unused: all zero */
   size_t flush_bytes;
   ck_flush_ctx_mode flush_mode;
   uint64_t flushes_this_pass;

@@ -32,8 +32,11 @@
 #     note says the ranges cannot be attributed, no value is kept;
 #  6. L2 flush memsets that form ranges (MOCK_CUPTI_MEMSET_RANGES) with
 #     --cache=flush: the flush ranges are skipped, metrics collected; the
-#     duration passes flush from a context of their own, none does with
-#     CUCAP_PROFILE_FLUSH_CTX=own;
+#     duration passes flush from a context of their own (drv_basic's
+#     context is one it created), none does with CUCAP_PROFILE_FLUSH_CTX=own;
+#     in a primary-context program (drv_threads) from a green context of the
+#     primary one, from a context of their own when the driver refuses green
+#     contexts (MOCK_CUDA_NO_GREEN) or with CUCAP_PROFILE_FLUSH_CTX=side;
 #  7. an unknown raw metric name: exit 3 naming it; bad options: exit 2;
 #  7b. CUPTI failures seen on the H100: PC sampling fails with
 #     CUPTI_ERROR_UNKNOWN and CUPTI detaches itself (MOCK_CUPTI_PCS_DETACH:
@@ -63,7 +66,7 @@ T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
 export LD_LIBRARY_PATH="$MOCK_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 unset CUCAP_CUPTI CUCAP_CUPTI_LIB MOCK_CUPTI_ATTACH_FAIL MOCK_CUPTI_NO_COUNTERS MOCK_CUPTI_PASSES \
       MOCK_CUPTI_EXTRA_RANGE MOCK_CUPTI_MEMSET_RANGES MOCK_CUPTI_NO_PCS MOCK_CUPTI_PCS_DETACH \
-      MOCK_CUPTI_GRAPH_AUTO_FAIL MOCK_CUPTI_HW_BUSY
+      MOCK_CUPTI_GRAPH_AUTO_FAIL MOCK_CUPTI_HW_BUSY MOCK_CUDA_NO_GREEN CUCAP_PROFILE_FLUSH_CTX
 NVD="$SRC/tests/integration/fake_nvdisasm.sh"
 pass=0; fail=0
 ok() { echo "ok: $*"; pass=$((pass+1)); }
@@ -104,7 +107,7 @@ PYEOF
 }
 check() { holds engine "$@"; } # check NAME PYTHON-EXPR... (the engine's JSON)
 
-for app in drv_basic drv_streams drv_graph drv_graph_explicit drv_capture; do
+for app in drv_basic drv_streams drv_graph drv_graph_explicit drv_capture drv_threads; do
   [ -x "$APPS_DIR/$app" ] || continue
   "$CUCAP" record -o "$T/$app.fb" -- "$APPS_DIR/$app" > /dev/null 2> "$T/$app.rec.err" ||
     bad "record $app"
@@ -436,12 +439,37 @@ if [ "$(cat "$T/flush.rc")" = 0 ] && check flush \
 else
   bad "flush ranges"; cat "$T/flush.err"
 fi
-# the duration passes flush from a context of their own (cupti_flush.c);
+# the duration passes flush from a context of their own (cupti_flush.c;
+# drv_basic runs in a context it created, which has no green contexts);
 # CUCAP_PROFILE_FLUSH_CTX=own keeps every flush in the profiled context
 if check flush "'from a context of its own in the duration passes' in d['sections']['metrics']['note']"; then
   ok "--cache=flush: the duration passes flush from a side context"
 else
   bad "side-context flush note"; cat "$T/flush.err"
+fi
+# a program in the primary context: the duration passes flush from a green
+# context of it; from a context of their own when the driver refuses green
+# contexts, or with CUCAP_PROFILE_FLUSH_CTX=side
+if [ -f "$T/drv_threads.fb" ]; then
+  for tag in green side nogreen; do
+    case $tag in
+      green) ( prof fl_green "$T/drv_threads.fb" --cache=flush --no-pc ) ;;
+      side) ( export CUCAP_PROFILE_FLUSH_CTX=side
+              prof fl_side "$T/drv_threads.fb" --cache=flush --no-pc ) ;;
+      nogreen) ( export MOCK_CUDA_NO_GREEN=1
+                 prof fl_nogreen "$T/drv_threads.fb" --cache=flush --no-pc ) ;;
+    esac
+    want="from a green context of the primary one in the duration passes"
+    [ "$tag" = green ] || want="from a context of its own in the duration passes"
+    if [ "$(cat "$T/fl_$tag.rc")" = 0 ] && check "fl_$tag" \
+        "sec['metrics'] == 'collected'" \
+        "'$want' in d['sections']['metrics']['note']" \
+        "all(k.get('metrics') and all(v is not None for v in k['metrics']) for k in K)"; then
+      ok "--cache=flush, primary context ($tag): the note says '$want'"
+    else
+      bad "flush context ($tag)"; cat "$T/fl_$tag.err"
+    fi
+  done
 fi
 CUCAP_PROFILE_FLUSH_CTX=own MOCK_CUPTI_MEMSET_RANGES=1 prof flushown "$T/drv_basic.fb" --cache=flush --no-pc
 if [ "$(cat "$T/flushown.rc")" = 0 ] && check flushown \

@@ -423,6 +423,8 @@ extern const mock_proc mock_procs_graph[]; /* mock_cuda_graph.c */
 extern const mock_proc mock_procs_graph_ext[]; /* mock_cuda_graph_ext.c */
 extern const mock_proc mock_procs_attr[];  /* mock_cuda_attr.c */
 extern const mock_proc mock_procs_array[]; /* mock_cuda_array.c */
+extern const mock_proc mock_procs_green[]; /* mock_cuda_green.c */
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice d);
 
 CUresult mock_alloc_device(CUdeviceptr *out, size_t size);
 CUresult mock_free_device(CUdeviceptr p);

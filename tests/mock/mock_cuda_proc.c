@@ -1,16 +1,16 @@
 /* Mock driver: error names and strings (mock_cuda_errors.inc),
  * cuGetExportTable, and cuGetProcAddress over every file's entry-point
  * table (the per-thread-stream table first when asked for, then the legacy
- * one, modules, graphs, attributes, arrays and the core's), with
- * CUCAP_MOCK_FAIL's error injection. See mock_cuda.md. */
+ * one, modules, graphs, attributes, arrays, green contexts and the
+ * core's), with CUCAP_MOCK_FAIL's error injection. See mock_cuda.md. */
 #include "mock_cuda_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* declared here: cuda.h maps cuCtxCreate to its current version */
-CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice d);
+/* declared here: cuda.h maps cuCtxCreate to its current version (v2 in
+ * mock_cuda_internal.h) */
 CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *p, int n, unsigned int flags, CUdevice d);
 /* cudaProfiler.h's (defined in mock_cuda_core.c) */
 CUresult CUDAAPI cuProfilerStart(void);
@@ -97,7 +97,7 @@ typedef struct proc_ix {
 static proc_ix *pix;
 static size_t npix;
 static pthread_once_t pix_once = PTHREAD_ONCE_INIT;
-#define NRANKS 8
+#define NRANKS 9
 static const mock_proc *rank_table(int r) {
   switch (r) {
   case 0: return mock_procs_pt;
@@ -107,6 +107,7 @@ static const mock_proc *rank_table(int r) {
   case 4: return mock_procs_graph_ext;
   case 5: return mock_procs_attr;
   case 6: return mock_procs_array;
+  case 7: return mock_procs_green;
   default: return core_procs;
   }
 }
