@@ -228,9 +228,7 @@ static int ck_flusher_green(ck_engine *E, uint64_t bytes) {
   if (r != CUDA_SUCCESS) {
     CUCAP_WARN("profile: --cache=flush: no green context for the duration "
                "passes' flush (CUresult %d); a context of its own instead", (int)r);
-    if (f->green)
-      E->cu.GreenCtxDestroy(f->green);
-    memset(f, 0, sizeof *f);
+    ck_flusher_drop(E, f);
     return 0;
   }
   int ok = ck_flusher_fill(E, f, bytes);
@@ -335,20 +333,25 @@ int ck_flush_run(ck_engine *E, CUstream stream) {
   return 1;
 }
 
-/* Releases f's module and buffer (a side context takes them along) and
- * clears it; the caller's own_call is kept. */
+static void ck_flusher_unload(ck_engine *E, const ck_flusher *f) {
+  if (f->mod && E->cu.ModuleUnload)
+    E->cu.ModuleUnload(f->mod);
+  if (f->buf && E->cu.MemFree)
+    E->cu.MemFree(f->buf);
+}
+
+/* Releases f's module and buffer (a side context takes them along; a
+ * green context's belong to the primary one and are released with the
+ * green context current, before it goes) and clears it, also when only
+ * part of it was made; the caller's own_call is kept. */
 static void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
-  if (!f->buf && !f->mod && !f->ctx)
+  if (!f->buf && !f->mod && !f->ctx && !f->green)
     return;
   int own = E->own_call;
   E->own_call = 1;
   if (f->green) {
-    /* the green context's module and buffer belong to the primary one */
-    if (E->cu.CtxPushCurrent(f->ctx) == CUDA_SUCCESS) {
-      if (f->mod && E->cu.ModuleUnload)
-        E->cu.ModuleUnload(f->mod);
-      if (f->buf && E->cu.MemFree)
-        E->cu.MemFree(f->buf);
+    if (f->ctx && E->cu.CtxPushCurrent(f->ctx) == CUDA_SUCCESS) {
+      ck_flusher_unload(E, f);
       CUcontext top = NULL;
       E->cu.CtxPopCurrent(&top);
     }
@@ -358,10 +361,7 @@ static void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
   } else {
     CUcontext prev;
     int in = ck_in_ctx(E, &prev);
-    if (f->mod && E->cu.ModuleUnload)
-      E->cu.ModuleUnload(f->mod);
-    if (f->buf && E->cu.MemFree)
-      E->cu.MemFree(f->buf);
+    ck_flusher_unload(E, f);
     if (in)
       ck_ctx_back(E, prev);
   }
