@@ -478,11 +478,13 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
       return 1;
     }
     ck_timeline_finish(E);
+    CUCAP_DEBUG("profile: setup: timeline records taken");
     ck_timeline_disable(E);
     ck_pick_ctx(E);
     ck_stacks_warm_start(E); /* every stack was fed in pass 0 */
     if (ck_requested(E, CUCAP_CUPTI_PCSAMPLING))
       ck_disasm_early_start(E); /* the kernels that can be sampled are known */
+    CUCAP_DEBUG("profile: setup: timeline phase closed");
     break;
   case CK_PH_METRICS:
     if (ck_metrics_pass_end(E)) {

@@ -160,10 +160,13 @@ static int ck_flusher_fill(ck_engine *E, ck_flusher *f, uint64_t bytes) {
                (int)r, f->ctx ? " from there" : "");
     return 0;
   }
+  CUCAP_DEBUG("profile: setup: %" PRIu64 " MiB flush buffer allocated", bytes >> 20);
   if (E->cu.ModuleLoadData && E->cu.ModuleGetFunction && E->cu.LaunchKernel &&
       E->cu.ModuleLoadData(&f->mod, ck_flush_ptx) == CUDA_SUCCESS &&
-      E->cu.ModuleGetFunction(&f->fn, f->mod, "cucap_l2_flush") == CUDA_SUCCESS)
+      E->cu.ModuleGetFunction(&f->fn, f->mod, "cucap_l2_flush") == CUDA_SUCCESS) {
+    CUCAP_DEBUG("profile: setup: flush kernel loaded");
     return 1;
+  }
   if (f->mod && E->cu.ModuleUnload)
     E->cu.ModuleUnload(f->mod);
   f->mod = NULL;
@@ -225,6 +228,8 @@ static int ck_flusher_green(ck_engine *E, uint64_t bytes) {
     r = E->cu.CtxFromGreenCtx(&f->ctx, f->green);
   if (r == CUDA_SUCCESS)
     r = E->cu.CtxPushCurrent(f->ctx);
+  if (r == CUDA_SUCCESS)
+    CUCAP_DEBUG("profile: setup: green context made");
   if (r != CUDA_SUCCESS) {
     CUCAP_WARN("profile: --cache=flush: no green context for the duration "
                "passes' flush (CUresult %d); a context of its own instead", (int)r);

@@ -151,9 +151,13 @@ static int ck_pcs_attr(ck_engine *E, CUpti_PCSamplingConfigurationAttributeType 
  * drained one by one, so one kernel's samples must fit, at most: one sample
  * per SM per 2^period cycles (what rt_profile's 0.62 million samples in
  * its kernels' 2.8 ms come to), taken as 64 bytes each at 2 GHz, twice
- * over; at least 64 MiB, at most CUPTI's 512 MiB (0: CUPTI's default).
- * A kernel that still overflows it is reported (hardwareBufferFull, in the
- * section note). CUCAP_PROFILE_PC_HWBUF_MB sets it. */
+ * over; at least 16 MiB, at most CUPTI's 512 MiB (0: CUPTI's default).
+ * The floor was 64 MiB until run R1 (H200, 2026-11-29): 16 MiB took
+ * torch_mlp's pass to 0.26 s from 0.28-0.34 s and rt_profile's to 0.12 s
+ * from 0.14-0.16 s, with the same samples (3,102 against 3,067-3,179 on
+ * torch_mlp, 7,515 against 7,472-7,521 on rt_profile). A kernel that
+ * still overflows it is reported (hardwareBufferFull, in the section
+ * note). CUCAP_PROFILE_PC_HWBUF_MB sets it. */
 static size_t ck_pcs_hwbuf(const ck_engine *E) {
   const char *hb = getenv("CUCAP_PROFILE_PC_HWBUF_MB");
   if (hb && *hb)
@@ -165,7 +169,7 @@ static size_t ck_pcs_hwbuf(const ck_engine *E) {
   double sms = E->env.sm_count > 0 ? E->env.sm_count : 132;
   double period = (double)((uint64_t)1 << E->o.pc_period); /* set at create */
   double bytes = 2.0 * longest_ns * 2.0 /* cycles per ns */ / period * sms * 64.0;
-  const double lo = (double)(64u << 20), hi = (double)(512u << 20);
+  const double lo = (double)(16u << 20), hi = (double)(512u << 20);
   if (!(bytes < hi))
     return 0;
   bytes = bytes < lo ? lo : bytes;

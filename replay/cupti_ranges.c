@@ -124,6 +124,7 @@ int ck_win_setup(ck_engine *E) {
     if (!CK_CALL(E, cuptiRangeProfilerEnable, &ep))
       return 0;
     m->rp = ep.pRangeProfilerObject;
+    CUCAP_DEBUG("profile: setup: range profiler enabled");
     m->rp_mode = w->mode;
     m->rp_dur = m->dur_phase;
     /* the image belongs to the object: a new one for a new object */
@@ -145,6 +146,8 @@ int ck_win_setup(ck_engine *E) {
       return 0;
     }
     m->counter_size = gs.counterDataSize;
+    CUCAP_DEBUG("profile: setup: %zu KiB counter data image allocated",
+                m->counter_size >> 10);
   }
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params ip;
   memset(&ip, 0, sizeof ip);
@@ -154,6 +157,7 @@ int ck_win_setup(ck_engine *E) {
   ip.pCounterData = m->counter;
   if (!CK_CALL(E, cuptiRangeProfilerCounterDataImageInitialize, &ip))
     return 0;
+  CUCAP_DEBUG("profile: setup: counter data image initialized");
   CUpti_RangeProfiler_SetConfig_Params sc;
   memset(&sc, 0, sizeof sc);
   sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
@@ -584,7 +588,9 @@ static int ck_metrics_pass_end_inner(ck_engine *E) {
  * profiling hardware). */
 void ck_metrics_done(ck_engine *E) {
   ck_metrics_free(E);
+  CUCAP_DEBUG("profile: setup: range profiler and host objects released");
   ck_flush_free(E);
+  CUCAP_DEBUG("profile: setup: flushers released");
 }
 
 int ck_metrics_pass_end(ck_engine *E) {

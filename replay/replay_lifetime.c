@@ -240,8 +240,8 @@ void rp_keep_free(rp_state *R) {
 }
 
 void rp_host_buf_free(rp_state *R, void *p) {
-  if (!p || !R->d.df.MemFreeHost)
-    return;
+  if (!p || !R->d.df.MemFreeHost || R->leave_to_exit)
+    return; /* leave_to_exit: the process exit frees it */
   CUcontext prev = R->cur;
   int sw = R->primary && prev != R->primary &&
            R->d.df.CtxSetCurrent(R->primary) == CUDA_SUCCESS;

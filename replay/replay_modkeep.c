@@ -276,6 +276,8 @@ struct rp_held {
 };
 
 static void rp_unload_now(rp_state *R, uint64_t live, int library) {
+  if (R->leave_to_exit)
+    return; /* the process exit unloads it */
   if (library) {
     if (R->d.df.LibraryUnload)
       R->d.df.LibraryUnload((CUlibrary)(uintptr_t)live);
@@ -314,7 +316,7 @@ void rp_held_release(rp_state *R) {
     return;
   R->hold_unloads = 0;
   CUcontext prev = R->cur;
-  for (size_t i = 0; R->d.lib && i < H->n; i++) {
+  for (size_t i = 0; R->d.lib && !R->leave_to_exit && i < H->n; i++) {
     rp_held_mod *m = &H->m[i];
     if (m->ctx && m->ctx != R->cur) {
       if (R->d.df.CtxSetCurrent(m->ctx) != CUDA_SUCCESS)
@@ -367,7 +369,7 @@ static size_t mk_unload_all(rp_state *R, struct rp_modkeep *K) {
     if (!m->live)
       continue;
     kept++;
-    if (R->d.lib && (m->ctx == R->cur ||
+    if (R->d.lib && !R->leave_to_exit && (m->ctx == R->cur ||
                      R->d.df.CtxSetCurrent(m->ctx) == CUDA_SUCCESS)) {
       R->cur = m->ctx;
       mk_unload(R, m);

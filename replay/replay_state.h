@@ -62,6 +62,10 @@ typedef struct rp_state {
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
   int hold_unloads;           /* cucap_replay_session_hold_unloads */
+  /* the final teardown of an exit_after run (cucap_replay_options): no
+   * module unload, no page-locked free, no primary context release - the
+   * process exit releases them; everything else goes as usual */
+  int leave_to_exit;
   struct rp_held *held;       /* replay_modkeep.c: unloads held to the end */
   int skip_host_reads;        /* cucap_replay_session_skip_host_reads: this pass */
   int device_uploads;         /* cucap_replay_session_device_uploads: this pass */

@@ -125,6 +125,7 @@ static int cupti_profile_cmd(int argc, char **argv) {
   co.pc_sampling = 1;
   cucap_replay_options ro;
   cucap_replay_options_init(&ro);
+  ro.exit_after = 1; /* the command exits once its outputs are written */
   const char *json = NULL, *folded = NULL;
   uint64_t v, top = 20;
   int quiet = 0, c;

@@ -172,6 +172,11 @@ int cucap_cmd_replay(int argc, char **argv) {
   if (quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
     cucap_log_set_level(CUCAP_LOG_ERROR);
   if (profile) {
+    /* a profile's time is its user's: the command exits once its outputs
+     * are written, so the process exit releases the driver's objects (a
+     * plain replay still releases them itself: the mock driver's leak
+     * check sees that) */
+    o.exit_after = 1;
     pa.json = json;
     pa.quiet = quiet;
     return cucap_cli_replay_profile(path, &o, &pa);

@@ -49,6 +49,9 @@
 #     every section filled; CUPTI that cannot attach or is absent: the
 #     CUDA-event timeline and sections saying why; counters refused; a
 #     launch range restricts metrics, not the timeline.
+#  9. a profile leaves module unloads, page-locked frees and the primary
+#     context to the process exit (the mock's leak check names only those);
+#     a plain replay still releases everything.
 # Skips (77) without the mock, the stand-in libcupti or the apps.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
@@ -643,6 +646,29 @@ if "$CUCAP" replay --help 2>&1 | grep -q -- '--profile'; then
     "all((len(l['metrics']) > 0) == (l.get('launch_index') in (1, 2)) for l in L if l['kernel'])"
 else
   echo "note: this cucap has no replay --profile; backend checks skipped"
+fi
+
+# 9. a profile leaves the driver's costly releases to the process exit
+# (cucap_replay_options.exit_after): the mock's leak check finds only module
+# loads, page-locked host buffers and the primary context's retain alive;
+# every stream, event, device allocation and context of the replay or the
+# engine is gone. A plain replay of the same capture still releases all.
+if [ -f "$T/drv_threads.fb" ]; then
+  CUCAP_MOCK_LEAK_CHECK=1 "$CUCAP" cupti profile "$T/drv_threads.fb" --cupti "$MOCK_CUPTI" \
+    --nvdisasm "$NVD" --sass --json "$T/lk.json" > "$T/lk.out" 2> "$T/lk.err"; rc=$?
+  left=$(sed -n 's/.*leak check: [0-9]* driver object(s) alive at exit: //p' "$T/lk.err")
+  other=$(echo "$left" | tr ',' '\n' | grep -v -E "primary context retain|page-locked host allocation|module|librar" | tr -d ' ')
+  if [ $rc -eq 66 ] && [ -n "$left" ] && [ -z "$other" ] && grep -q "primary context retain" <<<"$left"; then
+    ok "exit_after: a profile leaves only modules, page-locked buffers and the primary context to the exit ($left)"
+  else
+    bad "exit_after: rc=$rc, alive at exit: '$left' (unexpected: '$other')"; tail -5 "$T/lk.err"
+  fi
+  CUCAP_MOCK_LEAK_CHECK=1 "$CUCAP" replay "$T/drv_threads.fb" > "$T/lk2.out" 2> "$T/lk2.err"; rc=$?
+  if [ $rc -eq 0 ] && grep -q "leak check: clean" "$T/lk2.err"; then
+    ok "exit_after: a plain replay still releases every driver object"
+  else
+    bad "plain replay leak check: rc=$rc"; tail -5 "$T/lk2.err"
+  fi
 fi
 
 echo "test_profile_cupti: $pass passed, $fail failed"
