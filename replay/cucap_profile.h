@@ -64,7 +64,13 @@ typedef struct cucap_json cucap_json;
 #define CUCAP_METRIC_L1 "l1tex__throughput.avg.pct_of_peak_sustained_active"
 #define CUCAP_METRIC_OCCUPANCY "sm__warps_active.avg.pct_of_peak_sustained_active"
 #define CUCAP_METRIC_TENSOR_HMMA "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-#define CUCAP_METRIC_TENSOR_GMMA "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
+/* Every tensor instruction (HMMA, Hopper's GMMA - wgmma - IMMA, DMMA):
+ * the GMMA name the sets had before (sm__pipe_tensor_op_gmma_cycles_active)
+ * is not a CUPTI metric on any chip (CUPTI 13.0's Profiler Host API for
+ * GA100, GH100, AD102, GB100, GB202), so Hopper's wgmma GEMMs showed no
+ * tensor use; this one exists on all five and adds no counter pass to
+ * `sol` (9) or `full` (14) on GH100. */
+#define CUCAP_METRIC_TENSOR "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 
 /* Warp stall reasons, each per issued instruction: the `full` metric set
  * of every profiler (profiler_common.c, cupti_sets.c) lists all of them, in

@@ -19,7 +19,7 @@ static const char *const ck_set_sol[] = {
     "l1tex__throughput.avg.pct_of_peak_sustained_active",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
     "sm__cycles_elapsed.avg.per_second",
     "dram__bytes.sum",
     NULL};
@@ -32,8 +32,6 @@ static const char *const ck_set_full_extra[] = {
     "dram__bytes_write.sum",
     "lts__t_bytes.sum",
     "l1tex__t_bytes.sum",
-    /* occupancy */
-    "sm__maximum_warps_per_active_cycle_pct",
     /* warp states: stalls per issued instruction */
     CUCAP_METRICS_WARP_STALLS,
     /* instruction mix and issue */

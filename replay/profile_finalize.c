@@ -129,7 +129,7 @@ static double launch_metric(const pf_launch *L, uint32_t id) {
 }
 
 typedef struct sol_ids {
-  uint32_t sm, mem, dram, l2, l1, occ, hmma, gmma;
+  uint32_t sm, mem, dram, l2, l1, occ, hmma, tensor;
 } sol_ids;
 
 static void sol_of(const pf_launch *L, const sol_ids *id, cucap_sol *s) {
@@ -140,8 +140,10 @@ static void sol_of(const pf_launch *L, const sol_ids *id, cucap_sol *s) {
   s->l2_pct = launch_metric(L, id->l2);
   s->l1_pct = launch_metric(L, id->l1);
   s->occupancy_pct = launch_metric(L, id->occ);
-  double h = launch_metric(L, id->hmma), g = launch_metric(L, id->gmma);
-  s->tensor_pct = h > g ? h : g;
+  /* every tensor pipe where measured, else HMMA alone (a profile made
+   * with the earlier sets) */
+  double h = launch_metric(L, id->hmma), t = launch_metric(L, id->tensor);
+  s->tensor_pct = t > h ? t : h;
   s->blocks = (uint64_t)L->pub.grid[0] * L->pub.grid[1] * L->pub.grid[2];
 }
 
@@ -320,7 +322,7 @@ cucap_status cucap_profile_finalize(cucap_profile *p) {
   sol_ids ids = {metric_id(p, CUCAP_METRIC_SM),     metric_id(p, CUCAP_METRIC_MEMORY),
                  metric_id(p, CUCAP_METRIC_DRAM),   metric_id(p, CUCAP_METRIC_L2),
                  metric_id(p, CUCAP_METRIC_L1),     metric_id(p, CUCAP_METRIC_OCCUPANCY),
-                 metric_id(p, CUCAP_METRIC_TENSOR_HMMA), metric_id(p, CUCAP_METRIC_TENSOR_GMMA)};
+                 metric_id(p, CUCAP_METRIC_TENSOR_HMMA), metric_id(p, CUCAP_METRIC_TENSOR)};
   for (size_t i = 0; i < p->nl; i++)
     finalize_launch(p, &p->L[i], &ids);
   finalize_kernels(p, &ids);

@@ -18,7 +18,7 @@
 static const char *const sol_metrics[] = {
     CUCAP_METRIC_DURATION,      CUCAP_METRIC_SM,          CUCAP_METRIC_MEMORY,
     CUCAP_METRIC_DRAM,          CUCAP_METRIC_L2,          CUCAP_METRIC_L1,
-    CUCAP_METRIC_OCCUPANCY,     CUCAP_METRIC_TENSOR_HMMA, CUCAP_METRIC_TENSOR_GMMA,
+    CUCAP_METRIC_OCCUPANCY,     CUCAP_METRIC_TENSOR_HMMA, CUCAP_METRIC_TENSOR,
 };
 
 /* SOL + cache hit rates, DRAM bytes, warp stall breakdown (per issued
@@ -32,7 +32,7 @@ static const char *const full_metrics[] = {
     CUCAP_METRIC_L1,
     CUCAP_METRIC_OCCUPANCY,
     CUCAP_METRIC_TENSOR_HMMA,
-    CUCAP_METRIC_TENSOR_GMMA,
+    CUCAP_METRIC_TENSOR,
     "l1tex__t_sector_hit_rate.pct",
     "lts__t_sector_hit_rate.pct",
     "dram__bytes_read.sum",
