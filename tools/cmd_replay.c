@@ -173,9 +173,10 @@ int cucap_cmd_replay(int argc, char **argv) {
     cucap_log_set_level(CUCAP_LOG_ERROR);
   if (profile) {
     /* a profile's time is its user's: the command exits once its outputs
-     * are written, so the process exit releases the driver's objects (a
-     * plain replay still releases them itself: the mock driver's leak
-     * check sees that) */
+     * are written, so the process exit releases what is costly to release
+     * one by one (modules, page-locked buffers, the primary context); a
+     * plain replay still releases everything itself, which the mock
+     * driver's leak check sees */
     o.exit_after = 1;
     pa.json = json;
     pa.quiet = quiet;
