@@ -154,6 +154,35 @@ static cucap_profile *build(void) {
   return p;
 }
 
+/* Tensor-pipe use: every tensor pipe (CUCAP_METRIC_TENSOR, Hopper's wgmma
+ * included) where measured, the larger of it and HMMA; HMMA alone for a
+ * profile made before the sets had it. */
+static void test_tensor_pipes(void) {
+  cucap_profile *p = NULL;
+  TU_REQUIRE(cucap_profile_create(&p) == CUCAP_OK);
+  for (uint64_t k = 0; k < 3; k++) {
+    cucap_profile_launch_desc d = {k, 10 + k, "_Z4gemmPf", {1056, 1, 1}, {256, 1, 1}, 0, 0, 0};
+    CHECK(cucap_profile_add_launch(p, &d) == CUCAP_OK);
+    CHECK(cucap_profile_add_metric(p, k, CUCAP_METRIC_SM, 85) == CUCAP_OK);
+    CHECK(cucap_profile_add_metric(p, k, CUCAP_METRIC_MEMORY, 40) == CUCAP_OK);
+  }
+  /* 0: a wgmma GEMM - no HMMA, the tensor pipes busy */
+  CHECK(cucap_profile_add_metric(p, 0, CUCAP_METRIC_TENSOR_HMMA, 0) == CUCAP_OK);
+  CHECK(cucap_profile_add_metric(p, 0, CUCAP_METRIC_TENSOR, 81) == CUCAP_OK);
+  /* 1: HMMA only (an older profile) */
+  CHECK(cucap_profile_add_metric(p, 1, CUCAP_METRIC_TENSOR_HMMA, 70) == CUCAP_OK);
+  /* 2: an FFMA GEMM - neither */
+  CHECK(cucap_profile_add_metric(p, 2, CUCAP_METRIC_TENSOR_HMMA, 0) == CUCAP_OK);
+  CHECK(cucap_profile_add_metric(p, 2, CUCAP_METRIC_TENSOR, 0.5) == CUCAP_OK);
+  const cucap_profile_launch *l = cucap_profile_launch_find(p, 0);
+  CHECK(l && l->cls.cls == CUCAP_BOTTLENECK_COMPUTE && !strcmp(l->cls.unit, "tensor"));
+  l = cucap_profile_launch_find(p, 1);
+  CHECK(l && l->cls.cls == CUCAP_BOTTLENECK_COMPUTE && !strcmp(l->cls.unit, "tensor"));
+  l = cucap_profile_launch_find(p, 2);
+  CHECK(l && l->cls.cls == CUCAP_BOTTLENECK_COMPUTE && !strcmp(l->cls.unit, "sm"));
+  cucap_profile_destroy(p);
+}
+
 static void test_model(cucap_profile *p) {
   CHECK(cucap_profile_launch_count(p) == 5);
   const cucap_profile_launch *l = cucap_profile_launch_at(p, 0);
@@ -427,6 +456,7 @@ static void test_analysis(void) {
 
 int main(void) {
   test_classify();
+  test_tensor_pipes();
   cucap_profile *p = build();
   test_model(p);
   test_writers(p);
