@@ -4,7 +4,9 @@
 # end to end on the mock (replay/verify_managed.c):
 #  1. drv_managed_host records with its stdout as .expected; two SyncPoint
 #     snapshots: gpu_only (the GPU alone wrote it, synchronised at once) and
-#     shared (host code ran 3 ms beside the kernel working on it).
+#     shared (host code ran 3 ms beside the kernel working on it); recorded
+#     again (at most twice) when the recorded thread was away 1 ms or more
+#     between fill and its synchronisation (an oversubscribed machine).
 #  2. replay --verify: exit 0; shared's host-updated bytes are reported as
 #     written by the program's host code, with the evidence (host time, the
 #     kernel); gpu_only verified.
@@ -33,8 +35,23 @@ bad() { echo "FAIL: $*"; fail=$((fail+1)); }
 json_field() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1"; }
 
 # ---- 1. record ---------------------------------------------------------------------
-"$CUCAP" record -o "$T/m.fb" -- "$APPS_DIR/drv_managed_host" > "$T/m.out" 2> "$T/m.err" \
-  || { bad "record drv_managed_host"; tail -5 "$T/m.err"; }
+# The app synchronises right after fill, so gpu_only's window holds no host
+# code. On an oversubscribed machine the recorded thread can still be away
+# for 1 ms or more between the two calls, which verify rightly counts as
+# host time (verify_managed.c: it cannot tell a descheduled thread from
+# host code); such a recording lacks the shape step 3 tests (seen once in 8
+# parallel ctest runs beside two sanitizer builds), so it is recorded again,
+# at most twice. What makes a recording usable is read from verify's own
+# evidence on the recording with its snapshots flipped.
+for attempt in 1 2 3; do
+  "$CUCAP" record -o "$T/m.fb" -- "$APPS_DIR/drv_managed_host" > "$T/m.out" 2> "$T/m.err" \
+    || { bad "record drv_managed_host"; tail -5 "$T/m.err"; break; }
+  [ -x "$HELPER" ] && "$HELPER" --flip-syncpoints "$T/m.fb" "$T/pre.fb" 7 > /dev/null || break
+  "$CUCAP" replay "$T/pre.fb" --verify --json > "$T/pre.json" 2> /dev/null
+  grep -q "ran while launch 0 (fill)" "$T/pre.json" || break
+  echo "note: recording $attempt: the thread was away 1 ms or more between fill and its" \
+       "synchronisation ($(grep -o '[0-9.]* ms of host code ran while launch 0 (fill)' "$T/pre.json"))"
+done
 if [ -n "$SRC" ] && diff -u "$SRC/tests/apps/drv_managed_host.expected" "$T/m.out"; then
   ok "output under record matches .expected"
 else
