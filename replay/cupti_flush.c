@@ -228,14 +228,13 @@ static int ck_flusher_green(ck_engine *E, uint64_t bytes) {
     r = E->cu.CtxFromGreenCtx(&f->ctx, f->green);
   if (r == CUDA_SUCCESS)
     r = E->cu.CtxPushCurrent(f->ctx);
-  if (r == CUDA_SUCCESS)
-    CUCAP_DEBUG("profile: setup: green context made");
   if (r != CUDA_SUCCESS) {
     CUCAP_WARN("profile: --cache=flush: no green context for the duration "
                "passes' flush (CUresult %d); a context of its own instead", (int)r);
     ck_flusher_drop(E, f);
     return 0;
   }
+  CUCAP_DEBUG("profile: setup: green context made");
   int ok = ck_flusher_fill(E, f, bytes);
   CUcontext top = NULL;
   E->cu.CtxPopCurrent(&top);

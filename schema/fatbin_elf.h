@@ -1,8 +1,8 @@
 /* fatbin_elf.h - internal to schema/: the bounds-checked ELF view that
  * fatbin.c (fatbins, cubins, .nv.info) and fatbin_vars.c (device variables)
- * share, and the driver's SASS choice (fatbin_pick.c). Every pointer handed out points into the caller's buffer and is
- * valid as long as that buffer is; nothing here allocates. Not installed,
- * not for other directories. */
+ * share, and the driver's SASS choice (fatbin_pick.c). Every pointer handed
+ * out points into the caller's buffer and is valid as long as that buffer
+ * is; nothing here allocates. Not installed, not for other directories. */
 #ifndef CUCAP_FATBIN_ELF_H
 #define CUCAP_FATBIN_ELF_H
 
