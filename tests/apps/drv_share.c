@@ -13,11 +13,17 @@
  *   with or without ASLR (the kernel also moves the first stack pointer down
  *   from the stack's top by a random 0..8 KiB in every run: a shift smaller
  *   than that, 512 bytes, was cancelled by it in one CI run, and the stack
- *   word then sat at the same offset from the top in both runs), and map the scratch buffer at 0x200000000000, so
- *   that the upper half of its address (the stale half in the padding)
- *   differs too: with ASLR, the 64 GiB shift alone gave the same upper half
- *   as a run without it in about 1 pair of runs in 150 (mmap's base moves
- *   over 256 upper halves), which made test_share's diff check fail;
+ *   word then sat at the same offset from the top in both runs), and map
+ *   the scratch buffer at 0x200000100000, so that the upper half of its
+ *   address (the stale half in the padding) differs too: with ASLR, the
+ *   64 GiB shift alone gave the same upper half as a run without it in
+ *   about 1 pair of runs in 150 (mmap's base moves over 256 upper halves),
+ *   which made test_share's diff check fail. The buffer starts 1 MiB into
+ *   its 4 GiB window so that the padding word (stale half : n) is no
+ *   address of this run: at 0x200000000000 it pointed into the buffer, and
+ *   when the other run's padding word happened to fall into an anonymous
+ *   mapping there too (ASLR, another CI flake) cucap diff rightly counted
+ *   both as anonymous memory instead of stale halves;
  * DRV_SHARE_SCALE=F: the scalar parameter s (default 0.5);
  * DRV_SHARE_BETA=F: the struct member beta (default 0.25);
  * DRV_SHARE_JUNK=N: the padding after beta holds N (default 0), bytes the
@@ -102,7 +108,7 @@ int main(int argc, char **argv) {
   void *scratch = NULL; /* anonymous memory either way */
   int scratch_mapped = 0;
   if (shift) {
-    scratch = mmap((void *)(uintptr_t)0x200000000000ull, 1 << 20, PROT_READ | PROT_WRITE,
+    scratch = mmap((void *)(uintptr_t)0x200000100000ull, 1 << 20, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     scratch_mapped = scratch != MAP_FAILED;
     if (!scratch_mapped)
