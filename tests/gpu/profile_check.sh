@@ -16,6 +16,8 @@
 #      nvdisasm exists, SASS metrics, folded stacks
 #   4. rt_profile: SOL values of a memory-, a compute-, a latency-bound kernel
 #      and a cuBLAS GEMM; --metrics=full; --loop 5 spread; --range
+#  4b. rt_tensor: an FP16 cuBLAS GEMM (wgmma on sm_90) classes compute
+#      (tensor); its tensor-pipe % against ncu's when ncu is present
 #   5. torch_transformer --steps 3: >= 10,000 distinct instruction-level
 #      stacks (PC sampling only)
 #   6. `cucap replay --profile --pc-sampling --sass-metrics --loop 3` on
@@ -303,6 +305,54 @@ sys.exit(0 if [k["launch_index"] for k in K] == [3, 4, 5] and all(k.get("metrics
   then res PASS "rt_profile: --range 3:3" "$(cat "$W/range.txt")"
   else res FAIL "rt_profile: --range 3:3" "$(cat "$W/range.txt") $(tail -1 "$W/range.err")"; fi
 fi
+
+# ---- 4b. rt_tensor: a tensor-core GEMM (wgmma on sm_90) ------------------------
+# The HMMA pipe counter misses Hopper's wgmma: tensor-pipe use must come from
+# sm__pipe_tensor_cycles_active, and the GEMM must class compute (tensor).
+# With ncu present, the same counter read by ncu on the original program is
+# the reference (within 5% relative or 2 points, the accuracy rule).
+TM=sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
+if [ -x "$APPS/rt_tensor" ]; then
+  W=$OUT/rt_tensor; mkdir -p "$W"
+  "$CUCAP" record -o "$W/cap.fb" -- "$APPS/rt_tensor" >"$W/rec.out" 2>"$W/rec.err"
+  "$CUCAP" replay "$W/cap.fb" --profile --json >"$W/rp.json" 2>"$W/rp.err"
+  rc=$?
+  NCSV=""
+  if command -v "${NCU:-ncu}" >/dev/null 2>&1; then
+    "${NCU:-ncu}" --metrics "$TM" --csv --page raw \
+      --print-units base --print-kernel-base mangled --clock-control none --cache-control all \
+      "$APPS/rt_tensor" >"$W/ncu.csv" 2>"$W/ncu.err" && NCSV=$W/ncu.csv
+  fi
+  if [ $rc -eq 0 ] && "$PY" - "$W/rp.json" "$TM" "$NCSV" >"$W/check.txt" 2>&1 <<'PYEOF'
+import csv, json, sys
+d = json.load(open(sys.argv[1]))["profile"]; tm = sys.argv[2]
+# the GEMM is the longest kernel (cuBLAS names it sm90_xmma_gemm_*, *gemm*
+# or nvjet_* depending on its version)
+if not d["kernels"]:
+    print("no kernels"); sys.exit(1)
+k = max(d["kernels"], key=lambda k: k["total_ns"])
+c = k["class"]
+ok = c["class"] == "compute" and c["unit"] == "tensor"
+msg = "%s: tensor %s%%, SM %s%%, class %s (%s)" % (k["short_name"][:40], k["tensor_pct"], k["sm_pct"], c["class"], c["unit"])
+if sys.argv[3]:
+    rows = list(csv.reader(open(sys.argv[3], errors="replace")))
+    hi = next((i for i, r in enumerate(rows) if "Kernel Name" in r and tm in r), None)
+    vals = [] if hi is None else [float(r[rows[hi].index(tm)]) for r in rows[hi + 1:]
+            if len(r) == len(rows[hi]) and r[0].strip().isdigit() and r[rows[hi].index("Kernel Name")] == k["kernel"]]
+    if vals:
+        ref = sorted(vals)[len(vals) // 2]
+        t = k["tensor_pct"]
+        agree = t is not None and (abs(t - ref) <= 2 or abs(t - ref) <= 0.05 * abs(ref))
+        msg += "; ncu %.1f%% (%s)" % (ref, "agrees" if agree else "DISAGREES")
+        ok = ok and agree
+    else:
+        msg += "; ncu gave no value for it"
+print(msg)
+sys.exit(0 if ok else 1)
+PYEOF
+  then res PASS "rt_tensor: GEMM compute (tensor)" "$(head -1 "$W/check.txt")"
+  else res FAIL "rt_tensor: GEMM compute (tensor)" "exit $rc $(head -1 "$W/check.txt" 2>/dev/null) $(tail -1 "$W/rp.err")"; fi
+else res SKIP rt_tensor "not built"; fi
 
 # ---- 5. transformer: distinct instruction-level stacks --------------------------
 if [ $HAVE_TORCH = 1 ] && [ -f "$ROOT/tests/apps/torch_transformer.py" ]; then

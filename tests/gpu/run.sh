@@ -78,7 +78,7 @@ print(len(missing), seen, rec, ",".join(missing[:8]))')
 for a in drv_basic drv_streams drv_reuse drv_threads drv_jit drv_library drv_pitch drv_graph drv_graph_explicit drv_zerocopy \
          drv_capture drv_managed drv_nondet rt_storm drv_attrs drv_texture \
          drv_graph_cond drv_graph_mem drv_reloc drv_globals drv_graph_host drv_sched drv_managed_host drv_share drv_query \
-         rt_static rt_shared rt_multistream rt_threads rt_cublas rt_graph; do
+         rt_static rt_shared rt_multistream rt_threads rt_cublas rt_tensor rt_graph; do
   if [ -x "$APPS/$a" ]; then run_app "$a" "$APPS/$a"; else res SKIP "$a" "not built"; fi
 done
 if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
