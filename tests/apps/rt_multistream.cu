@@ -3,8 +3,7 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-#define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorName(e_)); return 1; } } while (0)
+#include "rt_common.h"
 
 __global__ void scale(float *x, float s, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= s; }
 __global__ void add(const float *x, float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += x[i]; }

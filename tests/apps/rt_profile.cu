@@ -14,14 +14,7 @@
 #include <cublas_v2.h>
 #endif
 
-#define CK(x)                                                                   \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) {                                                    \
-      fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));           \
-      return 1;                                                                 \
-    }                                                                           \
-  } while (0)
+#include "rt_common.h"
 
 // Inlined into fma_loop: its samples carry an inline chain.
 __device__ __forceinline__ float mix(float a, float b) { return fmaf(a, b, 0.5f); }

@@ -11,14 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                   \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) {                                                    \
-      fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));           \
-      return 1;                                                                 \
-    }                                                                           \
-  } while (0)
+#include "rt_common.h"
 
 int main() {
   const int m = 4096;

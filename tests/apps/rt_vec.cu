@@ -4,8 +4,7 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-#define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorName(e_)); return 1; } } while (0)
+#include "rt_common.h"
 
 __global__ void vec_add(const float *a, const float *b, float *c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
