@@ -62,7 +62,14 @@ static float getf(const char *name, float dflt) {
   return s && *s ? (float)atof(s) : dflt;
 }
 
-static void run(CUfunction f, int steps, const void *scratch) {
+/* Never inlined: host_scalar must live in a frame of its own, below main's
+ * alloca (DRV_SHARE_SHIFT). Inlined into main (gcc -O2), it sat in main's
+ * fixed frame above the alloca, the 32 KiB moved nothing, and its offset
+ * from the stack's top was equal in both runs whenever the kernel's random
+ * shift made up for the other environment (12 pairs of runs in 3,000
+ * beside a CI run, 1 in 127 beside 12 busy loops; none in 3,000 since):
+ * test_share's diff then counted no stack word. */
+__attribute__((noinline)) static void run(CUfunction f, int steps, const void *scratch) {
   enum { N = 4096, T = 256 };
   float host_scalar = 1.0f; /* its address goes into the parameters */
   float *h = malloc(N * sizeof *h);
