@@ -72,6 +72,15 @@ typedef struct cucap_json cucap_json;
  * `sol` (9) or `full` (14) on GH100. */
 #define CUCAP_METRIC_TENSOR "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 
+/* The Speed Of Light inputs of the bottleneck class (profile_finalize.c
+ * looks them up by these names), first in the `sol` and `full` sets of
+ * every profiler (profiler_common.c, cupti_sets.c), in this order. A
+ * comma-separated list, for array initializers. */
+#define CUCAP_METRICS_SOL_INPUTS \
+  CUCAP_METRIC_DURATION, CUCAP_METRIC_SM, CUCAP_METRIC_MEMORY, CUCAP_METRIC_DRAM, \
+  CUCAP_METRIC_L2, CUCAP_METRIC_L1, CUCAP_METRIC_OCCUPANCY, CUCAP_METRIC_TENSOR_HMMA, \
+  CUCAP_METRIC_TENSOR
+
 /* Warp stall reasons, each per issued instruction: the `full` metric set
  * of every profiler (profiler_common.c, cupti_sets.c) lists all of them, in
  * this order. A comma-separated list, for array initializers. */

@@ -11,15 +11,7 @@
 /* Metric names that exist on sm_90 (checked against the chip at begin:
  * names CUPTI does not know there are dropped with a note). */
 static const char *const ck_set_sol[] = {
-    "gpu__time_duration.sum",
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-    "l1tex__throughput.avg.pct_of_peak_sustained_active",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    CUCAP_METRICS_SOL_INPUTS,
     "sm__cycles_elapsed.avg.per_second",
     "dram__bytes.sum",
     NULL};

@@ -15,24 +15,12 @@
 /* ------------------------------------------------------------ metric sets */
 
 /* Speed Of Light: what cucap_classify needs (Nsight Compute's SOL section). */
-static const char *const sol_metrics[] = {
-    CUCAP_METRIC_DURATION,      CUCAP_METRIC_SM,          CUCAP_METRIC_MEMORY,
-    CUCAP_METRIC_DRAM,          CUCAP_METRIC_L2,          CUCAP_METRIC_L1,
-    CUCAP_METRIC_OCCUPANCY,     CUCAP_METRIC_TENSOR_HMMA, CUCAP_METRIC_TENSOR,
-};
+static const char *const sol_metrics[] = {CUCAP_METRICS_SOL_INPUTS};
 
 /* SOL + cache hit rates, DRAM bytes, warp stall breakdown (per issued
  * instruction), instruction mix, shared-memory bank conflicts. */
 static const char *const full_metrics[] = {
-    CUCAP_METRIC_DURATION,
-    CUCAP_METRIC_SM,
-    CUCAP_METRIC_MEMORY,
-    CUCAP_METRIC_DRAM,
-    CUCAP_METRIC_L2,
-    CUCAP_METRIC_L1,
-    CUCAP_METRIC_OCCUPANCY,
-    CUCAP_METRIC_TENSOR_HMMA,
-    CUCAP_METRIC_TENSOR,
+    CUCAP_METRICS_SOL_INPUTS,
     "l1tex__t_sector_hit_rate.pct",
     "lts__t_sector_hit_rate.pct",
     "dram__bytes_read.sum",
