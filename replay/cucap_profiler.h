@@ -109,7 +109,10 @@ typedef enum cucap_metric_set {
   CUCAP_METRICS_LIST = 3   /* the names given */
 } cucap_metric_set;
 
-/* The metric names of a set (static; SOL and FULL; NULL/0 for others). */
+/* The metric names of a set: the one definition of `sol` and `full`, which
+ * the CUPTI engine looks up by name too (cucap_cupti_metric_set). Static,
+ * valid for the process, never freed; NULL-terminated, *n not counting the
+ * NULL. NULL and *n = 0 for NONE and LIST. */
 const char *const *cucap_metric_set_names(cucap_metric_set s, size_t *n);
 
 /* ---- launch ranges (--range) ------------------------------------------- */

@@ -125,7 +125,12 @@ cucap_status cucap_profiler_create(const cucap_profiler_options *o, cucap_profil
   P->metrics = o->metric_set != CUCAP_METRICS_NONE && o->nmetrics;
   P->pcs = o->pc_sampling;
   P->sass = o->sass_metrics;
-  if (P->metrics) {
+  /* a named set goes to the engine by name, so both commands treat it
+   * alike (names the chip lacks left out with a note); a list as names */
+  const char *set = o->metric_set == CUCAP_METRICS_SOL    ? "sol"
+                    : o->metric_set == CUCAP_METRICS_FULL ? "full"
+                                                          : NULL;
+  if (P->metrics && !set) {
     size_t len = 1;
     for (size_t i = 0; i < o->nmetrics; i++)
       len += strlen(o->metrics[i]) + 1;
@@ -142,7 +147,7 @@ cucap_status cucap_profiler_create(const cucap_profiler_options *o, cucap_profil
   cucap_cupti_options_init(&co);
   co.library = path;
   co.timeline_passes = o->loops ? o->loops : 1;
-  co.metrics = P->metrics_csv;
+  co.metrics = set ? set : P->metrics_csv;
   co.cache_flush = o->cache_flush;
   co.pc_sampling = o->pc_sampling;
   co.sass_metrics = o->sass_metrics;

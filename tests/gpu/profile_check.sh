@@ -15,7 +15,8 @@
 #      samples (> 0), source lines for the -lineinfo program, SASS text when
 #      nvdisasm exists, SASS metrics, folded stacks
 #   4. rt_profile: SOL values of a memory-, a compute-, a latency-bound kernel
-#      and a cuBLAS GEMM; --metrics=full; --loop 5 spread; --range
+#      and a cuBLAS GEMM; --metrics=full (the same names through `replay
+#      --profile`); --loop 5 spread; --range
 #  4b. rt_tensor: an FP16 cuBLAS GEMM (wgmma on sm_90) classes compute
 #      (tensor); its tensor-pipe % against ncu's when ncu is present
 #   5. torch_transformer --steps 3: >= 10,000 distinct instruction-level
@@ -275,6 +276,21 @@ sys.exit(0 if S["state"] == "collected" and not null else 1)
 PYEOF
   then res PASS "rt_profile: --metrics=full" "$(cat "$W/full.txt")"
   else res FAIL "rt_profile: --metrics=full" "exit $rc $(cat "$W/full.txt" 2>/dev/null) $(grep -E 'error|warning: profile' "$W/full.err" | head -2 | tr '\n' ' ')"; fi
+  # `replay --profile --metrics=full` collects the same set as `cupti
+  # profile --metrics=full` (one definition, profiler_common.c)
+  "$CUCAP" replay "$W/cap.fb" --profile --metrics=full --json >"$W/rfull.json" 2>"$W/rfull.err"
+  rc=$?
+  if [ $rc -eq 0 ] && "$PY" - "$W/full.json" "$W/rfull.json" >"$W/rfull.txt" <<'PYEOF'
+import json, sys
+want = set(json.load(open(sys.argv[1]))["metric_names"])
+L = json.load(open(sys.argv[2]))["profile"]["launches"]
+got = set(m for l in L for m in (l.get("metrics") or {}))
+print("%d metrics from replay --profile, %d from cupti profile; only replay: %s; only cupti: %s" %
+      (len(got), len(want), ",".join(sorted(got - want)) or "none", ",".join(sorted(want - got)) or "none"))
+sys.exit(0 if got == want else 1)
+PYEOF
+  then res PASS "rt_profile: replay --profile full = cupti" "$(cat "$W/rfull.txt")"
+  else res FAIL "rt_profile: replay --profile full = cupti" "exit $rc $(cat "$W/rfull.txt" 2>/dev/null) $(grep -E 'error' "$W/rfull.err" | head -2 | tr '\n' ' ')"; fi
   # --loop 5: per-launch median and spread
   "$CUCAP" cupti profile "$W/cap.fb" --metrics=none --no-pc --loop 5 --json "$W/loop.json" >"$W/loop.out" 2>"$W/loop.err"
   if "$PY" - "$W/loop.json" >"$W/loop.txt" <<'PYEOF'

@@ -12,6 +12,7 @@
 #include "cucap_profile.h"
 #include "cucap_profiler.h"
 #include "cucap_reader.h"
+#include "cucap_cupti.h"
 #include "cucap_replay.h"
 #include "replay_testcaps.h"
 #include "testutil.h"
@@ -33,6 +34,11 @@ static void test_sets(void) {
     CHECK(in_full);
   }
   CHECK(has_sm && has_mem);
+  /* one definition: `replay --profile` and `cupti profile` use the same
+   * arrays, NULL-terminated after the counted names */
+  CHECK(!sol[n] && !full[nf]);
+  CHECK(cucap_cupti_metric_set("sol") == sol && cucap_cupti_metric_set("full") == full);
+  CHECK(!cucap_cupti_metric_set("a,b") && !cucap_cupti_metric_set(NULL));
   CHECK(!cucap_metric_set_names(CUCAP_METRICS_NONE, &n) && n == 0);
   cucap_profiler_options o;
   cucap_profiler_options_init(&o);
