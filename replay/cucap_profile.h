@@ -73,8 +73,8 @@ typedef struct cucap_json cucap_json;
 #define CUCAP_METRIC_TENSOR "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 
 /* The Speed Of Light inputs of the bottleneck class (profile_finalize.c
- * looks them up by these names), first in the `sol` and `full` sets of
- * every profiler (profiler_common.c, cupti_sets.c), in this order. A
+ * looks them up by these names), first in the `sol` and `full` sets
+ * (profiler_common.c, their one definition), in this order. A
  * comma-separated list, for array initializers. */
 #define CUCAP_METRICS_SOL_INPUTS \
   CUCAP_METRIC_DURATION, CUCAP_METRIC_SM, CUCAP_METRIC_MEMORY, CUCAP_METRIC_DRAM, \
@@ -82,7 +82,7 @@ typedef struct cucap_json cucap_json;
   CUCAP_METRIC_TENSOR
 
 /* Warp stall reasons, each per issued instruction: the `full` metric set
- * of every profiler (profiler_common.c, cupti_sets.c) lists all of them, in
+ * (profiler_common.c) lists all of them, in
  * this order. A comma-separated list, for array initializers. */
 #define CUCAP_METRICS_WARP_STALLS \
   "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", \
@@ -109,6 +109,10 @@ typedef struct cucap_json cucap_json;
 #define CUCAP_CLASSIFY_BOUND_PCT 60.0
 /* Both units bound and within this many points of each other: mixed. */
 #define CUCAP_CLASSIFY_BALANCE_PTS 20.0
+/* A unit at or above this % of its peak is saturated (Nsight Compute's
+ * "high throughput" line): when only one unit is, it bounds the kernel
+ * even if the other is bound and within the balance points. */
+#define CUCAP_CLASSIFY_SATURATED_PCT 80.0
 /* Tensor pipes at or above this % of peak name a compute bound "tensor". */
 #define CUCAP_CLASSIFY_TENSOR_PCT 50.0
 /* Latency hints: achieved occupancy below this %, grid below one wave. */

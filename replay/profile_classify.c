@@ -1,7 +1,8 @@
 /* profile_classify.c - bottleneck class of a kernel from its Speed Of Light
  * metrics, after Nsight Compute's "GPU Speed Of Light" guidance (a unit at
- * 60% or more of its peak bounds the kernel; when neither compute nor memory
- * reaches it the kernel cannot keep the GPU busy: latency). The rule and its
+ * 60% or more of its peak bounds the kernel, one at 80% or more is saturated;
+ * when neither compute nor memory reaches 60% the kernel cannot keep the GPU
+ * busy: latency). The rule and its
  * thresholds (cucap_profile.h) are documented in docs/design.md. */
 #include <math.h>
 #include <stdio.h>
@@ -61,7 +62,12 @@ void cucap_classify(const cucap_sol *in, cucap_classification *out) {
                in->sm_count);
     return;
   }
-  if (c >= hi && m >= hi && fabs(c - m) < CUCAP_CLASSIFY_BALANCE_PTS) {
+  /* Only one side saturated: it is the limit, even with the other bound
+   * and close (a wgmma GEMM: SM 86 %, tensor pipes 91 %, memory 68 % from
+   * the shared-memory traffic that feeds them). */
+  const double sat = CUCAP_CLASSIFY_SATURATED_PCT;
+  int one_saturated = (c >= sat) != (m >= sat);
+  if (c >= hi && m >= hi && fabs(c - m) < CUCAP_CLASSIFY_BALANCE_PTS && !one_saturated) {
     out->cls = CUCAP_BOTTLENECK_MIXED;
     snprintf(out->reason, sizeof out->reason,
              "compute (SM %.1f%%) and memory (%.1f%%) both at %.0f%%+ of peak, within "

@@ -52,6 +52,14 @@ static void test_classify(void) {
   CHECK(strstr(c.reason, "grid of 1 blocks < 132 SMs") && strstr(c.reason, "occupancy 3.0%"));
   c = classify(78, 72, 70, 60, 50, 60, -1, 2000);
   CHECK(c.cls == CUCAP_BOTTLENECK_MIXED);
+  /* rt_tensor's wgmma GEMM on an H200: only compute saturated (>= 80), memory
+   * bound and 18.8 points below: compute (tensor), not mixed */
+  c = classify(86.5, 67.7, 24.6, 52.5, 71.7, 14.6, 91.5, 1056);
+  CHECK(c.cls == CUCAP_BOTTLENECK_COMPUTE && !strcmp(c.unit, "tensor"));
+  c = classify(62, 81, 81, 60, 50, 60, -1, 2000); /* only memory saturated */
+  CHECK(c.cls == CUCAP_BOTTLENECK_MEMORY && !strcmp(c.unit, "dram"));
+  c = classify(88, 82, 82, 60, 50, 60, -1, 2000); /* both saturated and close */
+  CHECK(c.cls == CUCAP_BOTTLENECK_MIXED);
   c = classify(95, 70, 70, 60, 50, 60, 10, 2000); /* both bound but 25 points apart */
   CHECK(c.cls == CUCAP_BOTTLENECK_COMPUTE && !strcmp(c.unit, "sm"));
   c = classify(30, 75, 40, 75, 20, 50, -1, 2000);
