@@ -30,9 +30,10 @@ static const char *const sol_metrics[] = {SOL_METRICS, NULL};
 /* SOL + cache hit rates and traffic, warp stall breakdown (per issued
  * instruction), issue and pipe mix, shared-memory bank conflicts: 46
  * metrics, 14 passes. Per-opcode instruction counts are not here: the
- * `--sass` pass counts executed instructions per SASS instruction, whose
- * opcode says the mix exactly, and the eight smsp__sass_* op counters
- * would add a fifteenth pass to every kernel. */
+ * SASS-metrics pass (`replay --profile --sass-metrics`, `cupti profile
+ * --sass`) counts executed instructions per SASS instruction, whose opcode
+ * says the mix exactly, and the eight smsp__sass_* op counters would add a
+ * fifteenth pass to every kernel. */
 static const char *const full_metrics[] = {
     SOL_METRICS,
     /* cache hit rates and traffic */
