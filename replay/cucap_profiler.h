@@ -115,6 +115,13 @@ typedef enum cucap_metric_set {
  * NULL. NULL and *n = 0 for NONE and LIST. */
 const char *const *cucap_metric_set_names(cucap_metric_set s, size_t *n);
 
+/* The set a `--metrics` word names: "sol", "full", "none"; LIST for any
+ * other string (a list of metric names) and for NULL. */
+cucap_metric_set cucap_metric_set_from_name(const char *name);
+
+/* The word of a set: "sol", "full", "none" (static); NULL for LIST. */
+const char *cucap_metric_set_name(cucap_metric_set s);
+
 /* ---- launch ranges (--range) ------------------------------------------- */
 
 typedef enum cucap_range_kind {

@@ -11,14 +11,8 @@
 #include "cupti_internal.h"
 
 const char *const *cucap_cupti_metric_set(const char *name) {
-  size_t n;
-  if (!name)
-    return NULL;
-  if (!strcmp(name, "sol"))
-    return cucap_metric_set_names(CUCAP_METRICS_SOL, &n);
-  if (!strcmp(name, "full"))
-    return cucap_metric_set_names(CUCAP_METRICS_FULL, &n);
-  return NULL;
+  size_t n; /* NULL for "none" and for a list of names */
+  return cucap_metric_set_names(cucap_metric_set_from_name(name), &n);
 }
 
 int ck_prof_init(ck_engine *E) {

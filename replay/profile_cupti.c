@@ -127,9 +127,7 @@ cucap_status cucap_profiler_create(const cucap_profiler_options *o, cucap_profil
   P->sass = o->sass_metrics;
   /* a named set goes to the engine by name, so both commands treat it
    * alike (names the chip lacks left out with a note); a list as names */
-  const char *set = o->metric_set == CUCAP_METRICS_SOL    ? "sol"
-                    : o->metric_set == CUCAP_METRICS_FULL ? "full"
-                                                          : NULL;
+  const char *set = P->metrics ? cucap_metric_set_name(o->metric_set) : NULL;
   if (P->metrics && !set) {
     size_t len = 1;
     for (size_t i = 0; i < o->nmetrics; i++)

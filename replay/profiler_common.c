@@ -74,6 +74,24 @@ const char *const *cucap_metric_set_names(cucap_metric_set s, size_t *n) {
   }
 }
 
+cucap_metric_set cucap_metric_set_from_name(const char *name) {
+  static const cucap_metric_set named[] = {CUCAP_METRICS_SOL, CUCAP_METRICS_FULL,
+                                           CUCAP_METRICS_NONE};
+  for (size_t i = 0; name && i < sizeof named / sizeof named[0]; i++)
+    if (!strcmp(name, cucap_metric_set_name(named[i])))
+      return named[i];
+  return CUCAP_METRICS_LIST;
+}
+
+const char *cucap_metric_set_name(cucap_metric_set s) {
+  switch (s) {
+  case CUCAP_METRICS_SOL: return "sol";
+  case CUCAP_METRICS_FULL: return "full";
+  case CUCAP_METRICS_NONE: return "none";
+  default: return NULL;
+  }
+}
+
 void cucap_profiler_options_init(cucap_profiler_options *o) {
   memset(o, 0, sizeof *o);
   o->metric_set = CUCAP_METRICS_SOL;

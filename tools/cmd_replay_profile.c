@@ -67,10 +67,8 @@ static void reanalyse(cucap_profile *p, cucap_analysis *a) {
 
 static int parse_metrics(const char *s, cucap_profiler_options *po, char ***owned) {
   *owned = NULL;
-  if (!strcmp(s, "sol") || !strcmp(s, "full") || !strcmp(s, "none")) {
-    po->metric_set = !strcmp(s, "sol")    ? CUCAP_METRICS_SOL
-                     : !strcmp(s, "full") ? CUCAP_METRICS_FULL
-                                          : CUCAP_METRICS_NONE;
+  po->metric_set = cucap_metric_set_from_name(s);
+  if (po->metric_set != CUCAP_METRICS_LIST) {
     po->metrics = cucap_metric_set_names(po->metric_set, &po->nmetrics);
     return 0;
   }

@@ -39,6 +39,15 @@ static void test_sets(void) {
   CHECK(!sol[n] && !full[nf]);
   CHECK(cucap_cupti_metric_set("sol") == sol && cucap_cupti_metric_set("full") == full);
   CHECK(!cucap_cupti_metric_set("a,b") && !cucap_cupti_metric_set(NULL));
+  /* the --metrics words and their sets, both ways */
+  CHECK(cucap_metric_set_from_name("sol") == CUCAP_METRICS_SOL &&
+        cucap_metric_set_from_name("full") == CUCAP_METRICS_FULL &&
+        cucap_metric_set_from_name("none") == CUCAP_METRICS_NONE &&
+        cucap_metric_set_from_name("sm__throughput.avg.pct_of_peak_sustained_elapsed") ==
+            CUCAP_METRICS_LIST &&
+        cucap_metric_set_from_name(NULL) == CUCAP_METRICS_LIST);
+  CHECK(!strcmp(cucap_metric_set_name(CUCAP_METRICS_FULL), "full") &&
+        !cucap_metric_set_name(CUCAP_METRICS_LIST));
   CHECK(!cucap_metric_set_names(CUCAP_METRICS_NONE, &n) && n == 0);
   cucap_profiler_options o;
   cucap_profiler_options_init(&o);
