@@ -23,10 +23,12 @@
 #     torch_mlp's durations, 77-95 % of the CNN's, between runs with 3, 5
 #     and 7 duration passes).
 #     Like with like: both sides flush the caches before each kernel (ncu
-#     --cache-control all, cucap --cache=flush) and run at the GPU's default
-#     clocks (ncu --clock-control none: ncu locks them to base by default;
-#     CUPTI 13.0's range profiler never locks them, cucap's replay runs at
-#     default clocks). The duration compared is the same counter on both
+#     --cache-control all, cucap --cache=flush) and run with the same clock
+#     control, CLOCKS (base, the default of both tools: the GPU's clocks
+#     locked to base while measuring; none: left alone, boosting). At base
+#     ncu agrees with itself far more often on microsecond durations (run
+#     E1, H200, torch_mlp: halves of five runs 91.7-98.3 % against
+#     76.7-90.0 % at none). The duration compared is the same counter on both
 #     sides: gpu__time_duration.sum of a range around one kernel after an L2
 #     flush. cucap's per-launch timeline duration (CUPTI activity records,
 #     warm caches, no range around the kernel) is compared too, as INFO: on
@@ -55,7 +57,8 @@
 # torch_cnn.py --steps 2 (ResNet-18 with cuDNN; needs torchvision).
 # About 5-6 minutes on an H200 with the defaults. Knobs: K_ACC (kernels
 # compared, default 60), K_SPEED (default 30), TL_RUNS (default 9), NCU_RUNS
-# (default 5), NCU
+# (default 5), CLOCKS (base or none, both tools' --clock-control in the
+# accuracy part; the speed part runs both at their default, base), NCU
 # (default ncu), PROGRAMS (space-separated subset of: torch_mlp transformer
 # cnn rt_profile; default "torch_mlp rt_profile"), PARTS (any of: accuracy speed
 # timeline; default all three), NCU_REPLAY (kernel, the default: ncu saves and
@@ -76,6 +79,7 @@ K_SPEED=${K_SPEED:-30}
 TL_RUNS=${TL_RUNS:-9}
 NCU_RUNS=${NCU_RUNS:-5}
 NCU_REPLAY=${NCU_REPLAY:-kernel}
+CLOCKS=${CLOCKS:-base}
 PARTS=${PARTS:-accuracy speed timeline}
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
@@ -340,7 +344,7 @@ for P in $PROGRAMS; do
   for ((i = 1; i <= NCU_RUNS; i++)); do
     # shellcheck disable=SC2086
     "$NCU" --metrics "$SOL" --csv --page raw --print-units base --print-kernel-base mangled \
-      --clock-control none --cache-control all --replay-mode "$NCU_REPLAY" \
+      --clock-control "$CLOCKS" --cache-control all --replay-mode "$NCU_REPLAY" \
       --launch-count "$K_ACC" --target-processes all \
       $cmd >"$W/ncu_sol.$i.csv" 2>"$W/ncu_sol.$i.err"
     nrc=$?
@@ -349,11 +353,11 @@ for P in $PROGRAMS; do
   done
   t1=$(now)
   "$CUCAP" cupti profile "$W/cap.fb" --metrics="$SOL" --range "0:$K_ACC" --cache=flush --no-pc \
-    --loop 3 --json "$W/cucap_sol.json" >"$W/cucap_sol.out" 2>"$W/cucap_sol.err"
+    --clock-control="$CLOCKS" --loop 3 --json "$W/cucap_sol.json" >"$W/cucap_sol.out" 2>"$W/cucap_sol.err"
   t2=$(now)
   "$CUCAP" cupti profile "$W/cap.fb" --metrics="$SOL" --range "0:$K_ACC" --cache=flush --no-pc \
-    --loop 3 --json "$W/cucap_sol2.json" >"$W/cucap_sol2.out" 2>"$W/cucap_sol2.err"
-  echo "INFO  $P: ncu (4 metrics, $K_ACC kernels, --replay-mode $NCU_REPLAY) x$NCU_RUNS $(sub "$t0" "$t1") s, cucap $(sub "$t1" "$t2") s"
+    --clock-control="$CLOCKS" --loop 3 --json "$W/cucap_sol2.json" >"$W/cucap_sol2.out" 2>"$W/cucap_sol2.err"
+  echo "INFO  $P: ncu (4 metrics, $K_ACC kernels, --replay-mode $NCU_REPLAY, --clock-control $CLOCKS on both sides) x$NCU_RUNS $(sub "$t0" "$t1") s, cucap $(sub "$t1" "$t2") s"
   # figures against application replay are named PROG_applicationreplay
   lab=$P
   [ "$NCU_REPLAY" = kernel ] || lab=${P}_${NCU_REPLAY}replay

@@ -82,7 +82,28 @@ typedef struct cucap_cupti_options {
                                 the sections say why and the replay goes on
                                 without the engine (its observer does
                                 nothing); 0: the replay stops (exit 3) */
+  int clock_control;         /* CUCAP_CUPTI_CLOCK_BASE (0, the default): the
+                                GPU's clocks
+                                locked to base for every pass after the
+                                timeline, as ncu's --clock-control base;
+                                CUCAP_CUPTI_CLOCK_NONE: left alone */
 } cucap_cupti_options;
+
+enum { CUCAP_CUPTI_CLOCK_BASE = 0, CUCAP_CUPTI_CLOCK_NONE = 1 };
+
+/* The clock lock outlives the process that made it; this restores the
+ * default if the engine holds one (best effort, for a fatal-signal handler:
+ * NVPW_Device_SetClockSetting is not async-signal-safe, but a GPU left at
+ * base clocks for every later user is worse). Normal ends, exit() and
+ * SIGINT/SIGTERM/SIGHUP/SIGQUIT restore without it. */
+void cucap_cupti_clocks_emergency_restore(void);
+/* Puts device `device`'s clocks back to their default through
+ * libnvperf_target next to libcupti (library: as in the options; libcuda:
+ * NULL for the default driver): what a profile killed by SIGKILL leaves
+ * locked. CUCAP_OK with msg saying which device; CUCAP_ERR_ENV with msg
+ * saying why not. */
+cucap_status cucap_cupti_reset_clocks(const char *libcuda, const char *library,
+                                      int device, char *msg, size_t msg_size);
 
 #define CUCAP_CUPTI_PC_PERIOD_DEFAULT 10
 
@@ -150,6 +171,9 @@ typedef struct cucap_cupti_env {
   uint64_t l2_bytes;      /* L2 size (flush buffer is twice that) */
   char device[96];        /* the replay device */
   int cc_major, cc_minor, sm_count, driver_version;
+  char clocks[192];       /* the clocks of the passes after the timeline:
+                             "locked to base ...", "not locked: why",
+                             "not controlled (--clock-control=none)" */
 } cucap_cupti_env;
 const cucap_cupti_env *cucap_cupti_env_get(const cucap_cupti *e);
 

@@ -169,6 +169,9 @@ typedef struct cucap_profiler_options {
   const char *const *metrics;    /* names to collect (the set's, or --metrics=a,b) */
   size_t nmetrics;
   int cache_flush;               /* 1: flush L2 before each profiled kernel */
+  int clock_none;                /* 1: --clock-control=none (GPU clocks left
+                                    alone); 0: locked to base for the passes
+                                    after the timeline (cucap_cupti.h) */
   cucap_profile_range *range;    /* launches to profile (metrics, PC sampling) */
   unsigned loops;                /* timing passes (>= 1) */
   int timeline;                  /* 1: collect the timeline */

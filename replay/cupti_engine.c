@@ -232,6 +232,10 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
       E->cu.DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
                                (CUdevice)E->device) == CUDA_SUCCESS && l2 > 0)
     E->env.l2_bytes = (uint64_t)l2;
+  snprintf(E->env.clocks, sizeof E->env.clocks, "%s",
+           E->o.clock_control == CUCAP_CUPTI_CLOCK_NONE
+               ? "not controlled (--clock-control=none)"
+               : "default (no measurement pass after the timeline)");
   CUCAP_DEBUG("profile: setup: device queried");
   if (ck_requested(E, CUCAP_CUPTI_METRICS)) {
     char msg[512] = "";
@@ -439,20 +443,28 @@ static int ck_next_phase(ck_engine *E, ck_phase from) {
   for (int ph = (int)from + 1; ph < CK_PH_DONE; ph++) {
     E->phase = (ck_phase)ph;
     E->phase_pass = 0;
+    /* every pass after the timeline measures: clocks locked first
+     * (--clock-control=base; once, cupti_clock.c) */
     if (ph == CK_PH_METRICS && ck_requested(E, CUCAP_CUPTI_METRICS)) {
       if (E->sec[CUCAP_CUPTI_METRICS].state == CUCAP_CUPTI_NOT_REQUESTED &&
-          ck_metrics_plan(E))
+          ck_metrics_plan(E)) {
+        ck_clock_lock(E);
         return 1;
+      }
       ck_metrics_done(E); /* whatever was set up goes before PC sampling */
     }
     if (ph == CK_PH_PCSAMP && E->o.pc_sampling &&
         E->sec[CUCAP_CUPTI_PCSAMPLING].state == CUCAP_CUPTI_NOT_REQUESTED &&
-        ck_pcs_setup(E))
+        ck_pcs_setup(E)) {
+      ck_clock_lock(E);
       return 1;
+    }
     if (ph == CK_PH_SASS && E->o.sass_metrics &&
         E->sec[CUCAP_CUPTI_SASS].state == CUCAP_CUPTI_NOT_REQUESTED &&
-        ck_sass_setup(E))
+        ck_sass_setup(E)) {
+      ck_clock_lock(E);
       return 1;
+    }
   }
   E->phase = CK_PH_DONE;
   return 0;
@@ -518,6 +530,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
 static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   ck_engine *E = u;
   (void)s;
+  ck_clock_restore(E); /* first: nothing below needs the lock */
   /* the replay may have stopped early: say what is missing */
   if (E->phase != CK_PH_DONE && E->attached) {
     const char *why = E->dead ? E->dead_why
@@ -700,6 +713,7 @@ int cucap_cupti_attached(const cucap_cupti *e) { return e && e->attached; }
 void cucap_cupti_destroy(cucap_cupti *E) {
   if (!E)
     return;
+  ck_clock_restore(E); /* a replay that never reached ck_end */
   ck_timeline_forget(E); /* CUPTI's buffer callbacks must not find it */
   ck_metrics_free(E);
   ck_pcs_free(E);

@@ -366,6 +366,9 @@ struct cucap_cupti {
   int device;
   int cc;                    /* compute capability, e.g. 90 */
   int prof_init;             /* cuptiProfilerInitialize done */
+  int clk_tried;             /* cupti_clock.c: the lock was attempted */
+  int clk_ok;                /* ... and took */
+  int clk_locked;            /* ... and is in force (not restored yet) */
   int attached;              /* subscribed, activity callbacks registered */
   CUpti_SubscriberHandle sub;
   struct {
@@ -628,6 +631,19 @@ long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
 /* cupti_pcsamp.c */
 void ck_pcs_free(ck_engine *E);
 size_t ck_ctx_kernels(const ck_engine *E);
+/* cupti_clock.c: --clock-control. ck_clock_lock locks the GPU's clocks to
+ * base once, before the first pass after the timeline (a failure is a
+ * warning and env.clocks says why); ck_clock_restore puts the default back
+ * (ck_end, cucap_cupti_destroy); ck_clock_note is the metrics section's
+ * words for it (static). ck_clock_reset restores the default on the device
+ * at PCI dom:bus:dev without a lock of this process (probe --reset-clocks);
+ * 0 with msg filled on failure. */
+void ck_clock_lock(ck_engine *E);
+void ck_clock_restore(ck_engine *E);
+const char *ck_clock_note(const ck_engine *E);
+int ck_clock_reset(const char *dir, int dom, int bus, int dev, int ndev,
+                   char *msg, size_t msg_size);
+
 /* cupti_flush.c: --cache=flush. setup allocates the buffer and loads the
  * flush kernel in the profiled context, and when duration passes are
  * planned a second set in a context of its own (nothing when not asked for

@@ -408,6 +408,8 @@ static void ck_metrics_final(ck_engine *E) {
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; L2 flushed before each launch%s",
                           ck_flush_where(E));
+  if (l < sizeof extra)
+    l += (size_t)snprintf(extra + l, sizeof extra - l, "%s", ck_clock_note(E));
   if (E->mdropped[0] && l < sizeof extra)
     snprintf(extra + l, sizeof extra - l, "; not on this chip: %.200s",
              E->mdropped);

@@ -251,11 +251,12 @@ static const char *ck_state_name(int st) {
 
 void cucap_cupti_print_report(cucap_cupti *E, FILE *f, unsigned top) {
   const cucap_cupti_env *env = &E->env;
-  fprintf(f, "profile: CUPTI %u (%s)%s%s, counters %s\n", env->version,
+  fprintf(f, "profile: CUPTI %u (%s)%s%s, counters %s%s%s\n", env->version,
           env->library[0] ? env->library : "not loaded",
           env->chip[0] ? ", chip " : "", env->chip,
           env->counters_allowed < 0 ? "not checked"
-          : env->counters_allowed ? "allowed" : "REFUSED");
+          : env->counters_allowed ? "allowed" : "REFUSED",
+          env->clocks[0] ? ", clocks " : "", env->clocks);
   for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++) {
     const cucap_cupti_section *sc = &E->sec[i];
     if (sc->state == CUCAP_CUPTI_NOT_REQUESTED && !sc->passes)
@@ -375,6 +376,8 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
   cucap_json_string(w, E->env.chip);
   cucap_json_key(w, "counters_allowed");
   cucap_json_int(w, E->env.counters_allowed);
+  cucap_json_key(w, "clocks");
+  cucap_json_string(w, E->env.clocks);
   cucap_json_key(w, "metric_passes");
   cucap_json_uint(w, E->env.metric_passes);
   cucap_json_key(w, "stall_reasons");

@@ -147,6 +147,7 @@ cucap_status cucap_profiler_create(const cucap_profiler_options *o, cucap_profil
   co.timeline_passes = o->loops ? o->loops : 1;
   co.metrics = set ? set : P->metrics_csv;
   co.cache_flush = o->cache_flush;
+  co.clock_control = o->clock_none ? CUCAP_CUPTI_CLOCK_NONE : CUCAP_CUPTI_CLOCK_BASE;
   co.pc_sampling = o->pc_sampling;
   co.sass_metrics = o->sass_metrics;
   co.timeline_all = 1;

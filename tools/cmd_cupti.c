@@ -18,16 +18,20 @@
 
 static const char cupti_usage[] =
     "usage: cucap cupti probe [--list-metrics] [--metrics=LIST] [--cupti LIB]\n"
-    "                         [--libcuda LIB] [--device N]\n"
+    "                         [--libcuda LIB] [--device N] [--reset-clocks]\n"
     "       cucap cupti profile [options] CAPTURE\n"
     "probe: one 'probe: key: value' line per fact CUPTI reports on this machine\n"
     "  (version, counter permission, sol/full metric availability and pass\n"
     "  counts, PC sampling stall reasons, SASS metrics, nvdisasm).\n"
+    "  --reset-clocks: only put the GPU's clocks back to their default (what a\n"
+    "  profile killed with SIGKILL leaves locked to base).\n"
     "profile: replays CAPTURE under the CUPTI engine and prints its report.\n"
     "  --metrics=SET     sol (default), full, none, or metric names a,b,c\n"
     "  --loop N          N timeline passes (median and spread per launch)\n"
     "  --cache=MODE      flush (default: L2 flushed before each profiled\n"
     "                    launch in the metrics passes) or keep\n"
+    "  --clock-control=MODE  base (default: GPU clocks locked to base for the\n"
+    "                    passes after the timeline, as ncu does) or none\n"
     "  --no-pc           no PC sampling pass\n"
     "  --pc-period N     PC sampling period 2^N cycles (5..31, default 10)\n"
     "  --sass            SASS metrics pass (executed instructions per PC)\n"
@@ -45,22 +49,24 @@ static const char cupti_usage[] =
     "reported with the reason and do not change it.\n";
 
 static int cupti_probe_cmd(int argc, char **argv) {
-  enum { O_LIST = 256, O_METRICS, O_CUPTI, O_LIBCUDA, O_DEVICE };
+  enum { O_LIST = 256, O_METRICS, O_CUPTI, O_LIBCUDA, O_DEVICE, O_RESET };
   static const struct option lo[] = {
       {"list-metrics", no_argument, NULL, O_LIST},
       {"metrics", required_argument, NULL, O_METRICS},
       {"cupti", required_argument, NULL, O_CUPTI},
       {"libcuda", required_argument, NULL, O_LIBCUDA},
       {"device", required_argument, NULL, O_DEVICE},
+      {"reset-clocks", no_argument, NULL, O_RESET},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  int list = 0, c;
+  int list = 0, reset = 0, c;
   const char *metrics = NULL, *lib = NULL, *libcuda = NULL;
   uint64_t dev = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
     switch (c) {
     case O_LIST: list = 1; break;
+    case O_RESET: reset = 1; break;
     case O_METRICS: metrics = optarg; break;
     case O_CUPTI: lib = optarg; break;
     case O_LIBCUDA: libcuda = optarg; break;
@@ -73,6 +79,13 @@ static int cupti_probe_cmd(int argc, char **argv) {
     case 'h': fputs(cupti_usage, stdout); return CUCAP_EXIT_OK;
     default: fputs(cupti_usage, stderr); return CUCAP_EXIT_USAGE;
     }
+  }
+  if (reset) {
+    char msg[512];
+    cucap_status rs = cucap_cupti_reset_clocks(libcuda, lib, (int)dev, msg, sizeof msg);
+    printf("probe: clocks: %s%s\n", rs == CUCAP_OK ? "" : "NOT reset: ", msg);
+    fflush(stdout);
+    return rs == CUCAP_OK ? CUCAP_EXIT_OK : CUCAP_EXIT_BAD_INPUT;
   }
   cucap_status st = cucap_cupti_probe(libcuda, lib, (int)dev, metrics, list, stdout);
   fflush(stdout);
@@ -97,11 +110,12 @@ static FILE *cupti_open_out(const char *path) {
 static int cupti_profile_cmd(int argc, char **argv) {
   enum { O_METRICS = 256, O_LOOP, O_CACHE, O_NOPC, O_PERIOD, O_SASS, O_RANGE,
          O_MAXR, O_JSON, O_FOLDED, O_TOP, O_CUPTI, O_NVDISASM, O_LIBCUDA,
-         O_DEVICE, O_RELOCATE, O_QUIET };
+         O_DEVICE, O_RELOCATE, O_QUIET, O_CLOCK };
   static const struct option lo[] = {
       {"metrics", required_argument, NULL, O_METRICS},
       {"loop", required_argument, NULL, O_LOOP},
       {"cache", required_argument, NULL, O_CACHE},
+      {"clock-control", required_argument, NULL, O_CLOCK},
       {"no-pc", no_argument, NULL, O_NOPC},
       {"pc-period", required_argument, NULL, O_PERIOD},
       {"sass", no_argument, NULL, O_SASS},
@@ -147,6 +161,16 @@ static int cupti_profile_cmd(int argc, char **argv) {
         co.cache_flush = 0;
       else {
         cucap_cli_error("cupti", NULL, "--cache=%s: expected flush or keep", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      break;
+    case O_CLOCK:
+      if (!strcmp(optarg, "base"))
+        co.clock_control = CUCAP_CUPTI_CLOCK_BASE;
+      else if (!strcmp(optarg, "none"))
+        co.clock_control = CUCAP_CUPTI_CLOCK_NONE;
+      else {
+        cucap_cli_error("cupti", NULL, "--clock-control=%s: expected base or none", optarg);
         return CUCAP_EXIT_USAGE;
       }
       break;

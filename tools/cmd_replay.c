@@ -36,6 +36,8 @@ static const char replay_usage[] =
     "  --metrics=SET     sol (default), full, none, or metric names a,b,c\n"
     "  --cache=MODE      flush (default: L2 flushed before each profiled kernel)\n"
     "                    or keep\n"
+    "  --clock-control=MODE  base (default: GPU clocks locked to base for the\n"
+    "                    passes after the timeline, as ncu does) or none\n"
     "  --range SPEC      profile launch:A-B (launch indices) or kernel:REGEX only\n"
     "  --loop N          also: N timing passes (per-launch median and spread)\n"
     "  --pc-sampling     instruction-level stacks (PC sampling + SASS + source)\n"
@@ -52,7 +54,7 @@ static const char replay_usage[] =
 int cucap_cmd_replay(int argc, char **argv) {
   enum { O_VERIFY = 256, O_LOOP, O_SYNC, O_DEVICE, O_RELOCATE, O_STRICT,
          O_PARTIAL, O_QUIET, O_JSON, O_LIBCUDA, O_VPASSES, O_PROFILE, O_METRICS, O_CACHE,
-         O_RANGE, O_PROFILE_OUT, O_FOLDED, O_TOP, O_CUPTI, O_PCSAMP, O_SASS };
+         O_RANGE, O_PROFILE_OUT, O_FOLDED, O_TOP, O_CUPTI, O_PCSAMP, O_SASS, O_CLOCK };
   static const struct option lo[] = {
       {"verify", optional_argument, NULL, O_VERIFY},
       {"verify-passes", required_argument, NULL, O_VPASSES},
@@ -68,6 +70,7 @@ int cucap_cmd_replay(int argc, char **argv) {
       {"profile", no_argument, NULL, O_PROFILE},
       {"metrics", required_argument, NULL, O_METRICS},
       {"cache", required_argument, NULL, O_CACHE},
+      {"clock-control", required_argument, NULL, O_CLOCK},
       {"range", required_argument, NULL, O_RANGE},
       {"profile-out", required_argument, NULL, O_PROFILE_OUT},
       {"folded", required_argument, NULL, O_FOLDED},
@@ -133,6 +136,14 @@ int cucap_cmd_replay(int argc, char **argv) {
         return CUCAP_EXIT_USAGE;
       }
       pa.cache_keep = !strcmp(optarg, "keep");
+      profile_only = 1;
+      break;
+    case O_CLOCK:
+      if (strcmp(optarg, "base") && strcmp(optarg, "none")) {
+        cucap_cli_error("replay", NULL, "--clock-control=%s: expected base or none", optarg);
+        return CUCAP_EXIT_USAGE;
+      }
+      pa.clock_none = !strcmp(optarg, "none");
       profile_only = 1;
       break;
     case O_RANGE: pa.range = optarg; profile_only = 1; break;

@@ -159,6 +159,7 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
   }
   po.libcupti = pa->cupti;
   po.cache_flush = !pa->cache_keep;
+  po.clock_none = pa->clock_none;
   po.range = &range;
   po.loops = in.loops;
   po.pc_sampling = pa->pc_sampling;

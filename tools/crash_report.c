@@ -5,7 +5,9 @@
  * the line on any machine with the same binary), then re-raises the signal
  * with its default action so the exit status stays a crash's. Only
  * async-signal-safe calls (write, backtrace after a warm-up, dladdr reads
- * loader state that a crash rarely leaves inconsistent). Inside the CLI only:
+ * loader state that a crash rarely leaves inconsistent; the one exception,
+ * after the stack, puts back GPU clocks a profile locked, which a crash
+ * would otherwise leave locked for every later user). Inside the CLI only:
  * the interposer never installs signal handlers of its own for this. */
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "cucap_cli.h"
+#include "cucap_cupti.h"
 
 static void put(const char *s) {
   ssize_t r = write(2, s, strlen(s));
@@ -65,6 +68,8 @@ static void on_crash(int sig, siginfo_t *si, void *uc) {
     }
     put("\n");
   }
+  /* a profile's clock lock outlives the process (cucap_cupti.h) */
+  cucap_cupti_clocks_emergency_restore();
   signal(sig, SIG_DFL);
   raise(sig);
 }

@@ -49,6 +49,7 @@ int cucap_cmd_doctor(int argc, char **argv);  /* tools/cmd_doctor.c */
 typedef struct cucap_cli_profile_args {
   const char *metrics;   /* --metrics=sol|full|none|a,b,c (NULL: sol) */
   int cache_keep;        /* --cache=keep */
+  int clock_none;        /* --clock-control=none */
   const char *range;     /* --range launch:A-B | kernel:REGEX */
   const char *out;       /* --profile-out FILE */
   const char *folded;    /* --folded FILE */

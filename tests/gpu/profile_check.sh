@@ -16,7 +16,8 @@
 #      nvdisasm exists, SASS metrics, folded stacks
 #   4. rt_profile: SOL values of a memory-, a compute-, a latency-bound kernel
 #      and a cuBLAS GEMM; --metrics=full (the same names through `replay
-#      --profile`); --loop 5 spread; --range
+#      --profile`); --loop 5 spread; --range; --clock-control (base locks
+#      the SM clock below the boosted one of a none run made after it)
 #  4b. rt_tensor: an FP16 cuBLAS GEMM (wgmma on sm_90) classes compute
 #      (tensor); its tensor-pipe % against ncu's when ncu is present
 #   5. torch_transformer --steps 3: >= 10,000 distinct instruction-level
@@ -320,6 +321,25 @@ sys.exit(0 if [k["launch_index"] for k in K] == [3, 4, 5] and all(k.get("metrics
       "$W/range.json" >"$W/range.txt" 2>&1
   then res PASS "rt_profile: --range 3:3" "$(cat "$W/range.txt")"
   else res FAIL "rt_profile: --range 3:3" "$(cat "$W/range.txt") $(tail -1 "$W/range.err")"; fi
+  # --clock-control: the profile above ran at base (the default); one at
+  # none right after it must run boosted again, which also proves the lock
+  # was released (it outlives the process that made it)
+  "$CUCAP" cupti profile "$W/cap.fb" --metrics=sol --no-pc --clock-control=none \
+    --json "$W/clknone.json" >"$W/clknone.out" 2>"$W/clknone.err"
+  if "$PY" - "$W/profile.json" "$W/clknone.json" >"$W/clk.txt" 2>&1 <<'PYEOF'
+import json, statistics, sys
+def clk(p):
+    d = json.load(open(p)); M = d["metric_names"]
+    i = M.index("sm__cycles_elapsed.avg.per_second")
+    v = [k["metrics"][i] for k in d["kernels"] if k.get("metrics") and k["metrics"][i]]
+    return d["env"].get("clocks", "?"), statistics.median(v) / 1e6, min(v) / 1e6, max(v) / 1e6
+(eb, b, blo, bhi), (en, n, nlo, nhi) = clk(sys.argv[1]), clk(sys.argv[2])
+print("SM clock: base %.0f MHz (%.0f-%.0f; clocks %s), none %.0f MHz (%.0f-%.0f; clocks %s)" %
+      (b, blo, bhi, eb, n, nlo, nhi, en))
+sys.exit(0 if eb.startswith("locked") and b < 0.9 * n and en.startswith("not controlled") else 1)
+PYEOF
+  then res PASS "rt_profile: --clock-control" "$(cat "$W/clk.txt")"
+  else res FAIL "rt_profile: --clock-control" "$(cat "$W/clk.txt") $(grep -E 'clock' "$W/profile.err" "$W/clknone.err" | head -2 | tr '\n' ' ')"; fi
 fi
 
 # ---- 4b. rt_tensor: a tensor-core GEMM (wgmma on sm_90) ------------------------

@@ -57,6 +57,17 @@
 #include "mock_tool.h"
 
 pthread_mutex_t mcu_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* --clock-control: each kernel is reported to the stand-in libnvperf_target
+ * (mock_nvperf.c), which knows whether the clocks are locked; it is looked
+ * for until the engine has loaded it */
+static void mcu_clock_count(int timeline) {
+  static void (*fn)(int);
+  if (!fn)
+    fn = (void (*)(int))dlsym(RTLD_DEFAULT, "mock_nvperf_count_kernel");
+  if (fn)
+    fn(timeline);
+}
 int mcu_env_on(const char *n) {
   const char *v = getenv(n);
   return v && *v && *v != '0';
@@ -199,6 +210,7 @@ static void on_event(void *user, const mock_tool_event *ev) {
   }
   uint64_t end = ev->end_ns > ev->start_ns + 1000 ? ev->end_ns : ev->start_ns + 1000;
   if (ev->kind == MOCK_TOOL_KERNEL) {
+    mcu_clock_count((act_kinds >> CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) & 1);
     if (act_kinds & (1u << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
       CUpti_ActivityKernel10 k;
       memset(&k, 0, sizeof k);
