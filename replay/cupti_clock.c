@@ -227,7 +227,7 @@ void ck_clock_lock(ck_engine *E) {
   size_t index = 0;
   if (!ck_nvpw_open(E->api.dir, &n, why, sizeof why) ||
       !ck_nvpw_index(&n, dom, bus, dev, ndev, &index, why, sizeof why)) {
-    snprintf(E->env.clocks, sizeof E->env.clocks, "not locked: %s", why);
+    snprintf(E->env.clocks, sizeof E->env.clocks, "not locked: %.170s", why);
     CUCAP_WARN("profile: --clock-control=base: clocks not locked (%s); the "
                "measurements run at the GPU's default clocks", why);
     return;
