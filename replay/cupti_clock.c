@@ -77,12 +77,15 @@ static NVPA_Status ck_nvpw_set(NVPA_Status (*set)(NVPW_Device_SetClockSetting_Pa
   return set(&p);
 }
 
-void cucap_cupti_clocks_emergency_restore(void) {
+/* The default back if a lock is in force (once); SUCCESS when none is. */
+static NVPA_Status ck_clk_unlock(void) {
   if (!g_clk.locked || !g_clk.set)
-    return;
+    return NVPA_STATUS_SUCCESS;
   g_clk.locked = 0;
-  ck_nvpw_set(g_clk.set, g_clk.index, NVPW_DEVICE_CLOCK_SETTING_DEFAULT);
+  return ck_nvpw_set(g_clk.set, g_clk.index, NVPW_DEVICE_CLOCK_SETTING_DEFAULT);
 }
+
+void cucap_cupti_clocks_emergency_restore(void) { ck_clk_unlock(); }
 
 static void ck_clk_handlers_remove(void) {
   if (!g_clk.handlers)
@@ -109,8 +112,6 @@ static void ck_clk_handlers_install(void) {
     sigaction(ck_clk_sigs[i], &sa, &g_clk.old[i]);
   g_clk.handlers = 1;
 }
-
-static void ck_clk_atexit(void) { cucap_cupti_clocks_emergency_restore(); }
 
 /* The library CUPTI's Profiler API uses (the preload made it global), else
  * the loader's. 0 with why filled when an entry point is missing. */
@@ -237,7 +238,7 @@ void ck_clock_lock(ck_engine *E) {
   g_clk.index = index;
   g_clk.locked = 1;
   ck_clk_handlers_install();
-  if (!g_clk.atexit_set && atexit(ck_clk_atexit) == 0)
+  if (!g_clk.atexit_set && atexit(cucap_cupti_clocks_emergency_restore) == 0)
     g_clk.atexit_set = 1;
   NVPA_Status st = ck_nvpw_set(n.SetClockSetting, index,
                                NVPW_DEVICE_CLOCK_SETTING_LOCK_TO_RATED_TDP);
@@ -253,21 +254,17 @@ void ck_clock_lock(ck_engine *E) {
                "GPU's default clocks", E->env.clocks);
     return;
   }
-  E->clk_locked = E->clk_ok = 1;
+  E->clk_ok = 1;
   snprintf(E->env.clocks, sizeof E->env.clocks,
            "locked to base for the measurement passes (nvperf device %zu)", index);
   CUCAP_INFO("profile: --clock-control=base: GPU clocks locked to base (rated "
              "TDP) for the passes after the timeline; restored at the end");
 }
 
-void ck_clock_restore(ck_engine *E) {
-  if (!E->clk_locked)
+void ck_clock_restore(void) {
+  if (!g_clk.locked)
     return;
-  E->clk_locked = 0;
-  if (!g_clk.locked || !g_clk.set)
-    return;
-  g_clk.locked = 0;
-  NVPA_Status st = ck_nvpw_set(g_clk.set, g_clk.index, NVPW_DEVICE_CLOCK_SETTING_DEFAULT);
+  NVPA_Status st = ck_clk_unlock();
   ck_clk_handlers_remove();
   if (st != NVPA_STATUS_SUCCESS)
     CUCAP_WARN("profile: the GPU's clocks could not be restored to their "
@@ -283,24 +280,6 @@ const char *ck_clock_note(const ck_engine *E) {
   if (E->clk_ok)
     return "; GPU clocks locked to base";
   return E->clk_tried ? "; GPU clocks NOT locked (see the log)" : "";
-}
-
-int ck_clock_reset(const char *dir, int dom, int bus, int dev, int ndev,
-                   char *msg, size_t msg_size) {
-  ck_nvpw n;
-  size_t index = 0;
-  if (!ck_nvpw_open(dir, &n, msg, msg_size) ||
-      !ck_nvpw_index(&n, dom, bus, dev, ndev, &index, msg, msg_size))
-    return 0;
-  NVPA_Status st = ck_nvpw_set(n.SetClockSetting, index, NVPW_DEVICE_CLOCK_SETTING_DEFAULT);
-  if (st != NVPA_STATUS_SUCCESS) {
-    snprintf(msg, msg_size, "NVPW_Device_SetClockSetting(default) failed on "
-             "nvperf device %zu (NVPA status %d)", index, (int)st);
-    return 0;
-  }
-  snprintf(msg, msg_size, "restored to the default on nvperf device %zu "
-           "(PCI %04x:%02x:%02x)", index, dom, bus, dev);
-  return 1;
 }
 
 cucap_status cucap_cupti_reset_clocks(const char *libcuda, const char *library,
@@ -324,7 +303,20 @@ cucap_status cucap_cupti_reset_clocks(const char *libcuda, const char *library,
   ck_api api;
   if (!ck_api_load(&api, library, msg, msg_size))
     return CUCAP_ERR_ENV;
-  int ok = ck_clock_reset(api.dir, dom, bus, slot, ndev, msg, msg_size);
+  ck_nvpw n;
+  size_t index = 0;
+  int ok = ck_nvpw_open(api.dir, &n, msg, msg_size) &&
+           ck_nvpw_index(&n, dom, bus, slot, ndev, &index, msg, msg_size);
   ck_api_unload(&api);
-  return ok ? CUCAP_OK : CUCAP_ERR_ENV;
+  if (!ok)
+    return CUCAP_ERR_ENV;
+  NVPA_Status ns = ck_nvpw_set(n.SetClockSetting, index, NVPW_DEVICE_CLOCK_SETTING_DEFAULT);
+  if (ns != NVPA_STATUS_SUCCESS) {
+    snprintf(msg, msg_size, "NVPW_Device_SetClockSetting(default) failed on "
+             "nvperf device %zu (NVPA status %d)", index, (int)ns);
+    return CUCAP_ERR_ENV;
+  }
+  snprintf(msg, msg_size, "restored to the default on nvperf device %zu "
+           "(PCI %04x:%02x:%02x)", index, dom, bus, slot);
+  return CUCAP_OK;
 }

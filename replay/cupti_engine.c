@@ -443,28 +443,20 @@ static int ck_next_phase(ck_engine *E, ck_phase from) {
   for (int ph = (int)from + 1; ph < CK_PH_DONE; ph++) {
     E->phase = (ck_phase)ph;
     E->phase_pass = 0;
-    /* every pass after the timeline measures: clocks locked first
-     * (--clock-control=base; once, cupti_clock.c) */
     if (ph == CK_PH_METRICS && ck_requested(E, CUCAP_CUPTI_METRICS)) {
       if (E->sec[CUCAP_CUPTI_METRICS].state == CUCAP_CUPTI_NOT_REQUESTED &&
-          ck_metrics_plan(E)) {
-        ck_clock_lock(E);
+          ck_metrics_plan(E))
         return 1;
-      }
       ck_metrics_done(E); /* whatever was set up goes before PC sampling */
     }
     if (ph == CK_PH_PCSAMP && E->o.pc_sampling &&
         E->sec[CUCAP_CUPTI_PCSAMPLING].state == CUCAP_CUPTI_NOT_REQUESTED &&
-        ck_pcs_setup(E)) {
-      ck_clock_lock(E);
+        ck_pcs_setup(E))
       return 1;
-    }
     if (ph == CK_PH_SASS && E->o.sass_metrics &&
         E->sec[CUCAP_CUPTI_SASS].state == CUCAP_CUPTI_NOT_REQUESTED &&
-        ck_sass_setup(E)) {
-      ck_clock_lock(E);
+        ck_sass_setup(E))
       return 1;
-    }
   }
   E->phase = CK_PH_DONE;
   return 0;
@@ -514,6 +506,10 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     break;
   }
   int more = ck_next_phase(E, ph);
+  /* every pass after the timeline measures: clocks locked first
+   * (--clock-control=base; once, cupti_clock.c) */
+  if (more)
+    ck_clock_lock(E);
   /* PC sampling and SASS metrics see only functions loaded after they were
    * set up (on the H100, with modules kept loaded since the timeline pass,
    * PC sampling counted 0 samples in 6 of 8 programs after the metrics
@@ -530,7 +526,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
 static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   ck_engine *E = u;
   (void)s;
-  ck_clock_restore(E); /* first: nothing below needs the lock */
+  ck_clock_restore(); /* first: nothing below needs the lock */
   /* the replay may have stopped early: say what is missing */
   if (E->phase != CK_PH_DONE && E->attached) {
     const char *why = E->dead ? E->dead_why
@@ -713,7 +709,7 @@ int cucap_cupti_attached(const cucap_cupti *e) { return e && e->attached; }
 void cucap_cupti_destroy(cucap_cupti *E) {
   if (!E)
     return;
-  ck_clock_restore(E); /* a replay that never reached ck_end */
+  ck_clock_restore(); /* a replay that never reached ck_end */
   ck_timeline_forget(E); /* CUPTI's buffer callbacks must not find it */
   ck_metrics_free(E);
   ck_pcs_free(E);

@@ -368,7 +368,6 @@ struct cucap_cupti {
   int prof_init;             /* cuptiProfilerInitialize done */
   int clk_tried;             /* cupti_clock.c: the lock was attempted */
   int clk_ok;                /* ... and took */
-  int clk_locked;            /* ... and is in force (not restored yet) */
   int attached;              /* subscribed, activity callbacks registered */
   CUpti_SubscriberHandle sub;
   struct {
@@ -634,15 +633,11 @@ size_t ck_ctx_kernels(const ck_engine *E);
 /* cupti_clock.c: --clock-control. ck_clock_lock locks the GPU's clocks to
  * base once, before the first pass after the timeline (a failure is a
  * warning and env.clocks says why); ck_clock_restore puts the default back
- * (ck_end, cucap_cupti_destroy); ck_clock_note is the metrics section's
- * words for it (static). ck_clock_reset restores the default on the device
- * at PCI dom:bus:dev without a lock of this process (probe --reset-clocks);
- * 0 with msg filled on failure. */
+ * if this process holds a lock (ck_end, cucap_cupti_destroy; one engine per
+ * process); ck_clock_note is the metrics section's words for it (static). */
 void ck_clock_lock(ck_engine *E);
-void ck_clock_restore(ck_engine *E);
+void ck_clock_restore(void);
 const char *ck_clock_note(const ck_engine *E);
-int ck_clock_reset(const char *dir, int dom, int bus, int dev, int ndev,
-                   char *msg, size_t msg_size);
 
 /* cupti_flush.c: --cache=flush. setup allocates the buffer and loads the
  * flush kernel in the profiled context, and when duration passes are

@@ -154,26 +154,20 @@ static int cupti_profile_cmd(int argc, char **argv) {
       }
       co.timeline_passes = (unsigned)v;
       break;
-    case O_CACHE:
-      if (!strcmp(optarg, "flush"))
-        co.cache_flush = 1;
-      else if (!strcmp(optarg, "keep"))
-        co.cache_flush = 0;
-      else {
-        cucap_cli_error("cupti", NULL, "--cache=%s: expected flush or keep", optarg);
+    case O_CACHE: {
+      int keep = cucap_cli_parse_pair("cupti", "cache", optarg, "flush", "keep");
+      if (keep < 0)
         return CUCAP_EXIT_USAGE;
-      }
+      co.cache_flush = !keep;
       break;
-    case O_CLOCK:
-      if (!strcmp(optarg, "base"))
-        co.clock_control = CUCAP_CUPTI_CLOCK_BASE;
-      else if (!strcmp(optarg, "none"))
-        co.clock_control = CUCAP_CUPTI_CLOCK_NONE;
-      else {
-        cucap_cli_error("cupti", NULL, "--clock-control=%s: expected base or none", optarg);
+    }
+    case O_CLOCK: {
+      int none = cucap_cli_parse_pair("cupti", "clock-control", optarg, "base", "none");
+      if (none < 0)
         return CUCAP_EXIT_USAGE;
-      }
+      co.clock_control = none ? CUCAP_CUPTI_CLOCK_NONE : CUCAP_CUPTI_CLOCK_BASE;
       break;
+    }
     case O_NOPC: co.pc_sampling = 0; break;
     case O_PERIOD:
       if (cucap_cli_parse_u64(optarg, &v) || v < 5 || v > 31) {

@@ -131,19 +131,14 @@ int cucap_cmd_replay(int argc, char **argv) {
     case O_PROFILE: profile = 1; break;
     case O_METRICS: pa.metrics = optarg; profile_only = 1; break;
     case O_CACHE:
-      if (strcmp(optarg, "flush") && strcmp(optarg, "keep")) {
-        cucap_cli_error("replay", NULL, "--cache=%s: expected flush or keep", optarg);
+      if ((pa.cache_keep = cucap_cli_parse_pair("replay", "cache", optarg, "flush", "keep")) < 0)
         return CUCAP_EXIT_USAGE;
-      }
-      pa.cache_keep = !strcmp(optarg, "keep");
       profile_only = 1;
       break;
     case O_CLOCK:
-      if (strcmp(optarg, "base") && strcmp(optarg, "none")) {
-        cucap_cli_error("replay", NULL, "--clock-control=%s: expected base or none", optarg);
+      if ((pa.clock_none = cucap_cli_parse_pair("replay", "clock-control", optarg, "base",
+                                                "none")) < 0)
         return CUCAP_EXIT_USAGE;
-      }
-      pa.clock_none = !strcmp(optarg, "none");
       profile_only = 1;
       break;
     case O_RANGE: pa.range = optarg; profile_only = 1; break;

@@ -133,6 +133,12 @@ const char *cucap_cli_fnames_get(const cucap_cli_fnames *t, uint64_t handle);
 /* Parses a non-negative decimal integer option value; 0 on success. */
 int cucap_cli_parse_u64(const char *s, uint64_t *out);
 
+/* A two-word option value (--cache=flush|keep, --clock-control=base|none):
+ * 0 for `first`, 1 for `second`; else prints "cucap CMD: --OPT=ARG: expected
+ * FIRST or SECOND" and returns -1 (the caller exits with CUCAP_EXIT_USAGE). */
+int cucap_cli_parse_pair(const char *cmd, const char *opt, const char *arg,
+                         const char *first, const char *second);
+
 /* Writes s as a JSON string literal (quotes included) to f. */
 void cucap_cli_json_str(FILE *f, const char *s, size_t len);
 

@@ -211,6 +211,16 @@ int cucap_cli_parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
+int cucap_cli_parse_pair(const char *cmd, const char *opt, const char *arg,
+                         const char *first, const char *second) {
+  if (!strcmp(arg, first))
+    return 0;
+  if (!strcmp(arg, second))
+    return 1;
+  cucap_cli_error(cmd, NULL, "--%s=%s: expected %s or %s", opt, arg, first, second);
+  return -1;
+}
+
 void cucap_cli_json_str(FILE *f, const char *s, size_t len) {
   fputc('"', f);
   for (size_t i = 0; i < len; i++) {

@@ -27,9 +27,14 @@
 static int locked;
 static unsigned long counts[2][2]; /* [measured][locked] */
 
-static void note(const char *fmt, size_t index) {
+/* MOCK_NVPERF_LOG for appending; NULL without it */
+static FILE *log_open(void) {
   const char *path = getenv("MOCK_NVPERF_LOG");
-  FILE *f = path && *path ? fopen(path, "a") : NULL;
+  return path && *path ? fopen(path, "a") : NULL;
+}
+
+static void note(const char *fmt, size_t index) {
+  FILE *f = log_open();
   if (!f)
     return;
   fprintf(f, fmt, index);
@@ -40,8 +45,7 @@ static void note(const char *fmt, size_t index) {
 EXPORT void mock_nvperf_count_kernel(int timeline) { counts[!timeline][locked]++; }
 
 __attribute__((destructor)) static void mock_nvperf_fini(void) {
-  const char *path = getenv("MOCK_NVPERF_LOG");
-  FILE *f = path && *path ? fopen(path, "a") : NULL;
+  FILE *f = log_open();
   if (!f)
     return;
   fprintf(f, "kernels timeline locked=%lu unlocked=%lu measured locked=%lu unlocked=%lu\n",
