@@ -37,28 +37,38 @@
  * 0.24-0.27 s with one started after the counter availability; the whole
  * profile's wall time did not change beyond its run-to-run spread of
  * 0.2 s), so it stays here.
- * Since run Q2 the duration passes' context is, where the profiled context
- * is the primary one, a green context of it over every SM (cuGreenCtxCreate,
- * CUDA 12.4): the same address space, so no switch of page tables. The
- * profile got 0.3 s faster on every program (H200, three runs each way:
- * torch_mlp 3.97-4.06 s against 4.31-4.53 s, rt_profile 2.76-2.90 s
- * against 3.05-3.22 s): no second context to create, and the duration
- * passes' windows 0.1 s shorter on torch_mlp (about 1 ms per flush). The
- * durations against the same 5 ncu runs, four cucap runs each way: the
- * transformer 88.3-95.0 % of 60 kernels within 5 % (63.3-83.3 % with the
- * side context), torch_mlp 68.3-76.7 % (78.3-85.0 %); the microsecond
- * kernels' offset from ncu's median is steadier (+32 ns on the
- * transformer and +64 ns on torch_mlp in every run, against +32 to +128
- * and 0 to +32 ns). Flushing the main counter passes from the green
- * context instead of the profiled one saved nothing (run Q1: windows
- * 1.00-1.03 s against 1.02-1.04 s on torch_mlp, so its flush kernels cost
- * the range profiler what they cost in the profiled context) and is not
- * offered.
- * CUCAP_PROFILE_FLUSH_CTX: "green" (the default; the side context when the
- * profiled context is one the program created, or the driver has no green
- * contexts), "side" (the duration passes from a context of their own, the
- * default until run Q2), "all" (every counter pass from a context of its
- * own), "own" (none: every flush in the profiled context).
+ * From run Q2 to run F1 the duration passes' context was, where the
+ * profiled context is the primary one, a green context of it over every
+ * SM (cuGreenCtxCreate, CUDA 12.4): the same address space, so no switch
+ * of page tables. The profile got 0.3 s faster on every program (H200,
+ * three runs each way: torch_mlp 3.97-4.06 s against 4.31-4.53 s,
+ * rt_profile 2.76-2.90 s against 3.05-3.22 s): no second context to
+ * create, and the duration passes' windows 0.1 s shorter on torch_mlp
+ * (about 1 ms per flush). The durations against the same 5 ncu runs, four
+ * cucap runs each way, clocks unlocked: the transformer 88.3-95.0 % of 60
+ * kernels within 5 % (63.3-83.3 % with the side context), torch_mlp
+ * 68.3-76.7 % (78.3-85.0 %). Flushing the main counter passes from the
+ * green context instead of the profiled one saved nothing (run Q1:
+ * windows 1.00-1.03 s against 1.02-1.04 s on torch_mlp, so its flush
+ * kernels cost the range profiler what they cost in the profiled context)
+ * and is not offered.
+ * At locked base clocks (--clock-control=base, the default since run E1)
+ * the side context is the one that agrees with ncu on at least 90 % of
+ * the durations of every program (run F1, H200, against the median of
+ * five ncu runs made in the same call; four cucap runs with the green
+ * context, two with the side one): rt_profile 90.9 and 100 % of 11 kernels
+ * (green 72.7-81.8 %), torch_mlp 90.0 and 91.7 % of 60 (green
+ * 68.3-76.7 %), the CNN 90.0 and 95.0 % (green 86.7 % in all four), the
+ * transformer 90.0 and 86.7 % (green 91.7-98.3 %: the one program where
+ * green is closer). ncu's own halves agreed on 81.7-96.7 % in that call.
+ * So the side context is the default again, and the green one stays on
+ * request.
+ * CUCAP_PROFILE_FLUSH_CTX: "side" (the default: the duration passes from a
+ * context of their own), "green" (the duration passes from a green context
+ * of the primary one; the side context when the profiled context is one
+ * the program created, or the driver has no green contexts), "all" (every
+ * counter pass from a context of its own), "own" (none: every flush in the
+ * profiled context).
  * Should the module not load, the memset flush is used (and said so). */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -142,9 +152,9 @@ static ck_flush_ctx_mode ck_flush_mode(void) {
     return CK_FLUSH_CTX_OWN;
   if (e && !strcmp(e, "all"))
     return CK_FLUSH_CTX_ALL;
-  if (e && (!strcmp(e, "side") || !strcmp(e, "duration")))
-    return CK_FLUSH_CTX_SIDE;
-  return CK_FLUSH_CTX_GREEN;
+  if (e && !strcmp(e, "green"))
+    return CK_FLUSH_CTX_GREEN;
+  return CK_FLUSH_CTX_SIDE;
 }
 
 /* Fills f in the context current now (the profiled one, or the duration

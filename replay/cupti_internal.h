@@ -200,10 +200,10 @@ typedef struct ck_flusher {
 
 /* Where the counter passes flush from (CUCAP_PROFILE_FLUSH_CTX) */
 typedef enum {
-  CK_FLUSH_CTX_GREEN = 0,    /* the duration passes from a green context of
-                                the primary one, else from the side context
+  CK_FLUSH_CTX_SIDE = 0,     /* the duration passes from the side context
                                 (default) */
-  CK_FLUSH_CTX_SIDE,         /* the duration passes from the side context */
+  CK_FLUSH_CTX_GREEN,        /* the duration passes from a green context of
+                                the primary one, else from the side context */
   CK_FLUSH_CTX_ALL,          /* every counter pass from the side context */
   CK_FLUSH_CTX_OWN           /* none: all flush in the profiled context */
 } ck_flush_ctx_mode;

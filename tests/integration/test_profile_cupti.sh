@@ -34,9 +34,10 @@
 #     --cache=flush: the flush ranges are skipped, metrics collected; the
 #     duration passes flush from a context of their own (drv_basic's
 #     context is one it created), none does with CUCAP_PROFILE_FLUSH_CTX=own;
-#     in a primary-context program (drv_threads) from a green context of the
-#     primary one, from a context of their own when the driver refuses green
-#     contexts (MOCK_CUDA_NO_GREEN) or with CUCAP_PROFILE_FLUSH_CTX=side;
+#     in a primary-context program (drv_threads) from a context of their
+#     own too, from a green context of the primary one with
+#     CUCAP_PROFILE_FLUSH_CTX=green, and from a context of their own when
+#     the driver then refuses green contexts (MOCK_CUDA_NO_GREEN);
 #  7. an unknown raw metric name: exit 3 naming it; bad options: exit 2;
 #  7b. CUPTI failures seen on the H100: PC sampling fails with
 #     CUPTI_ERROR_UNKNOWN and CUPTI detaches itself (MOCK_CUPTI_PCS_DETACH:
@@ -450,16 +451,17 @@ if check flush "'from a context of its own in the duration passes' in d['section
 else
   bad "side-context flush note"; cat "$T/flush.err"
 fi
-# a program in the primary context: the duration passes flush from a green
-# context of it; from a context of their own when the driver refuses green
-# contexts, or with CUCAP_PROFILE_FLUSH_CTX=side
+# a program in the primary context: the duration passes flush from a
+# context of their own by default; from a green context of the primary one
+# with CUCAP_PROFILE_FLUSH_CTX=green, and from a context of their own again
+# when the driver refuses green contexts
 if [ -f "$T/drv_threads.fb" ]; then
-  for tag in green side nogreen; do
+  for tag in side green nogreen; do
     case $tag in
-      green) ( prof fl_green "$T/drv_threads.fb" --cache=flush --no-pc ) ;;
-      side) ( export CUCAP_PROFILE_FLUSH_CTX=side
-              prof fl_side "$T/drv_threads.fb" --cache=flush --no-pc ) ;;
-      nogreen) ( export MOCK_CUDA_NO_GREEN=1
+      side) ( prof fl_side "$T/drv_threads.fb" --cache=flush --no-pc ) ;;
+      green) ( export CUCAP_PROFILE_FLUSH_CTX=green
+               prof fl_green "$T/drv_threads.fb" --cache=flush --no-pc ) ;;
+      nogreen) ( export CUCAP_PROFILE_FLUSH_CTX=green MOCK_CUDA_NO_GREEN=1
                  prof fl_nogreen "$T/drv_threads.fb" --cache=flush --no-pc ) ;;
     esac
     want="from a green context of the primary one in the duration passes"
