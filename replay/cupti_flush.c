@@ -53,10 +53,11 @@
  * kernels cost the range profiler what they cost in the profiled context)
  * and is not offered.
  * At locked base clocks (--clock-control=base, the default since run E1)
- * the side context is the one that agrees with ncu on at least 90 % of
- * the durations of every program (run F1, H200, against the median of
- * five ncu runs made in the same call; four cucap runs with the green
- * context, two with the side one): rt_profile 90.9 and 100 % of 11 kernels
+ * the side context is the only one whose first run agreed with ncu on at
+ * least 90 % of the durations of every program (run F1, H200, against the
+ * median of five ncu runs made in the same call; four cucap runs with the
+ * green context, two with the side one, the second of which fell to
+ * 86.7 % on the transformer): rt_profile 90.9 and 100 % of 11 kernels
  * (green 72.7-81.8 %), torch_mlp 90.0 and 91.7 % of 60 (green
  * 68.3-76.7 %), the CNN 90.0 and 95.0 % (green 86.7 % in all four), the
  * transformer 90.0 and 86.7 % (green 91.7-98.3 %: the one program where

@@ -455,9 +455,10 @@ struct cucap_cupti {
                                      each metrics array malloc'ed */
   size_t ngmet, capgmet;
   ck_flusher flush[2];       /* cupti_flush.c: [0] in the profiled context,
-                                [1] the duration passes' (a green context
-                                of the primary one, or a context of its
-                                own); unused: all zero */
+                                [1] the duration passes' (a context of
+                                its own, or with CUCAP_PROFILE_FLUSH_CTX=
+                                green a green context of the primary one);
+                                unused: all zero */
   size_t flush_bytes;
   ck_flush_ctx_mode flush_mode;
   uint64_t flushes_this_pass;
