@@ -100,6 +100,7 @@ SOL=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram
 command -v "$NCU" >/dev/null 2>&1 || { echo "BENCH profile_vs_ncu 0 - target=ncu-present FAIL (no $NCU)"; exit 1; }
 now() { date +%s.%N; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b-a}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", (b>0)?a/b:0}'; }  # a/b, 0 when b is 0
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}'; }
 
 declare -A CMD
@@ -344,7 +345,8 @@ PYEOF
 # (ncu --launch-count K, cucap --range 0:K) or, for K=all, every launch of
 # the capture against every launch of the program (the issue's own terms).
 # ncu runs under NCU_TIMEOUT (0: none); a run cut off there gives a lower
-# bound on the ratio, said so on the line. Appends "K ncu_s cucap_s" to pts.
+# bound on the ratio, said so on the line. Appends "kernels ncu_s cucap_s"
+# to pts when both sides profiled the same kernels.
 speed_one() {
   local P=$1 W=$2 K=$3 cmd=$4 lab sfx nargs=() cargs=() to=()
   if [ "$K" = all ]; then
@@ -376,9 +378,10 @@ speed_one() {
   tn=$(sub "$t0" "$t1"); tc=$(sub "$t1" "$t2"); tk=$(sub "$t2" "$t3")
   # kernels each side profiled: ncu's "==PROF== Profiling" lines, cucap's JSON
   np=$(grep -c '==PROF== Profiling' "$W/ncu_full$sfx.out" "$W/ncu_full$sfx.err" 2>/dev/null | awk -F: '{s+=$NF} END {print s+0}')
-  nk=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["kernels"]))' "$W/cucap_full$sfx.json" 2>/dev/null || echo 0)
-  passes=$("$PY" -c 'import json,sys; S=json.load(open(sys.argv[1]))["sections"]; print(" ".join("%s %s %s" % (k, S[k]["passes"], S[k]["state"]) for k in ("metrics", "pc-sampling", "sass-metrics")))' "$W/cucap_full$sfx.json" 2>/dev/null)
-  r=$(awk -v a="$tn" -v b="$tc" 'BEGIN{printf "%.1f", (b>0)?a/b:0}')
+  # the JSON read once: its kernel count, then passes/state per section
+  read -r nk passes < <("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); S=d["sections"]; print(len(d["kernels"]), " ".join("%s %s %s" % (k, S[k]["passes"], S[k]["state"]) for k in ("metrics", "pc-sampling", "sass-metrics")))' "$W/cucap_full$sfx.json" 2>/dev/null)
+  nk=${nk:-0}
+  r=$(ratio "$tn" "$tc")
   st=$(awk -v r="$r" 'BEGIN{print (r>=20)?"PASS":"FAIL"}')
   if [ ${#to[@]} -gt 0 ] && [ $nrc -eq 124 ]; then
     bound=">="  # ncu still running at NCU_TIMEOUT: its time is at least that
@@ -386,7 +389,7 @@ speed_one() {
   [ $crc -ne 0 ] && st=FAIL
   [ "$np" = "$nk" ] || echo "INFO  $P: ncu profiled $np kernel(s), cucap $nk ($lab): not used for the cost model"
   echo "BENCH speed_${P}_full_vs_ncu$sfx $bound$r x target=>=20 $st (ncu --set full ${tn} s exit $nrc, $np kernel(s) profiled; cucap --metrics=full --sass with PC sampling ${tc} s exit $crc, $nk kernel(s); passes/state: $passes; $lab)"
-  echo "INFO  $P: counters only (--metrics=full --no-pc, less than ncu's full set measures), $lab: ${tk} s, $(awk -v a="$tn" -v b="$tk" 'BEGIN{printf "%.1f", (b>0)?a/b:0}')x"
+  echo "INFO  $P: counters only (--metrics=full --no-pc, less than ncu's full set measures), $lab: ${tk} s, $(ratio "$tn" "$tk")x"
   # where cucap's time went (its JSON's timing object)
   "$PY" - "$W/cucap_full$sfx.json" <<'PYEOF' 2>/dev/null | sed "s/^/INFO  $P: cucap --metrics=full timing ($lab): /"
 import json, sys
