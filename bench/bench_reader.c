@@ -3,7 +3,7 @@
  * usage: bench_reader CAPTURE [--passes N] [--threads N]
  *        bench_reader --make FILE --mib N [--seed S]
  *
- * Reading: opens CAPTURE with replay/cucap_reader.h (index load), iterates
+ * Reading: opens CAPTURE with reader/cucap_reader.h (index load), iterates
  * every record, then reads every blob of the blob table into one reusable
  * buffer (cucap_reader_blob_read). Each pass reopens the file; the best pass
  * (shortest total) is reported, on the page cache as `cucap replay` would

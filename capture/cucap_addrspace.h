@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "fb_builder.h"
+#include "cucap_fb_builder.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -35,7 +35,7 @@
 
 #include "cucap_format.h"
 #include "cucap_status.h"
-#include "fb_builder.h"
+#include "cucap_fb_builder.h"
 
 #ifdef __cplusplus
 extern "C" {

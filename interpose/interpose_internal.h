@@ -37,7 +37,7 @@
 #include "cucap_rec_stats.h"
 #include "cucap_recorder.h"
 #include "cucap_schema.h" /* generated FlatBuffers API (CUCAP_FB_*) */
-#include "fb_builder.h"
+#include "cucap_fb_builder.h"
 
 #define CUCAP_MAX_ARGS 32
 

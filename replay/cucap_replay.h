@@ -145,7 +145,7 @@ typedef struct cucap_replay_report {
   uint64_t nondet_bytes;
   uint64_t reordered_bytes;      /* of nondet_bytes: the same in every pass, unlike the
                                     recording, in a copy that differs only in the order
-                                    of its values (replay/verify_order.c) */
+                                    of its values (verify/verify_order.c) */
   uint64_t nondet_copies, nondet_regions; /* copies / snapshot or hash regions holding them */
   char nondet_kernels[256];      /* "k1, k2": kernels that wrote them ("" if none) */
   char nondet_detail[1024];      /* one line per copy/region ("  nondeterministic: ...\n") */
@@ -155,13 +155,13 @@ typedef struct cucap_replay_report {
    * GPU work on it was in flight (see docs/design.md, "Verify"). Where such
    * bytes differ from the recording in every pass they are counted here,
    * not as mismatches (--strict: mismatches); bytes_matched excludes them. */
-  /* perturbed passes (replay/verify_perturb.c): passes after the first
+  /* perturbed passes (verify/verify_perturb.c): passes after the first
    * that verify asked for ran with a cucap spin kernel occupying SMs before
    * launches, so that scheduling-dependent bytes are seen to vary */
   unsigned perturbed_passes;
   uint64_t perturbed_launches;   /* launches preceded by the spin kernel, all passes */
   char perturb_note[128];        /* why none was possible ("" if it was, or was not needed) */
-  /* relocated pointers (replay/verify_reloc.c): 8-byte words pointing into
+  /* relocated pointers (verify/verify_reloc.c): 8-byte words pointing into
    * driver-placed memory (device heap) that the replay has at another
    * address, all words of one segment off by the same distance; not
    * mismatches, not matched */

@@ -40,7 +40,7 @@
  *
  * Passes: the number of passes is the largest of --loop and what observers
  * ask for through pass_end (at most CUCAP_REPLAY_MAX_PASSES). --verify is
- * itself an observer (replay/verify_observer.c), called before the caller's
+ * itself an observer (verify/verify_observer.c), called before the caller's
  * observers when cucap_replay_options.verify is set; it may ask for passes
  * (see cucap_replay_options.verify_passes), one of them a diagnostic pass
  * that synchronises after every op that writes device memory.

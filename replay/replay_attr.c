@@ -196,7 +196,7 @@ int rp_attr_execute(rp_state *R, const cucap_fb_record *rec) {
   uint64_t h = call_handle(call, a);
   if (h) {
     uint64_t idx;
-    if (!rp_map_get(&R->func, h, &idx)) {
+    if (!cucap_map_get(&R->func, h, &idx)) {
       /* not created by a record seen so far: applied before its first launch */
       if (!wait_add(R, h, call, a, need))
         rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
@@ -300,7 +300,7 @@ unsigned rp_attr_launch_attrs(rp_state *R, const cucap_fb_launch *l,
     case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: {
       /* the same CUevent field leads both values */
       uint64_t ev = (uint64_t)(uintptr_t)o->value.programmaticEvent.event, live = 0;
-      if (!ev || !rp_map_get(&R->event, ev, &live)) {
+      if (!ev || !cucap_map_get(&R->event, ev, &live)) {
         CUCAP_WARN("replay: record %" PRIu64 ": launch attribute %d names event "
                    "0x%" PRIx64 " that was not created by a recorded call; "
                    "attribute dropped", R->rec_index, (int)o->id, ev);

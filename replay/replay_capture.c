@@ -63,31 +63,31 @@ void rp_capture_scan(rp_state *R, const cucap_fb_record *rec, uint64_t idx) {
     int op = cucap_fb_graph_op(g);
     cap_note_allocs(R, g);
     if (op == CUCAP_FB_GRAPHOP_LAUNCH && cucap_fb_graph_payloads_len(g))
-      rp_map_put(&gs->exec_payloads, cucap_fb_graph_exec(g), 1);
+      cucap_map_put(&gs->exec_payloads, cucap_fb_graph_exec(g), 1);
     if (cucap_fb_record_seq(rec) == 0) /* the topology of the capture being ended */
-      rp_map_put(&gs->scan_rebuild, cucap_fb_record_tid(rec) + 2, cap_needs_rebuild(g));
+      cucap_map_put(&gs->scan_rebuild, cucap_fb_record_tid(rec) + 2, cap_needs_rebuild(g));
     else if (op == CUCAP_FB_GRAPHOP_ADDNODE || op == CUCAP_FB_GRAPHOP_CONDHANDLE)
-      rp_map_put(&gs->scan_added, cucap_fb_graph_graph(g), idx + 1);
+      cucap_map_put(&gs->scan_added, cucap_fb_graph_graph(g), idx + 1);
     return;
   }
   const cucap_fb_stream *s = cucap_fb_record_body_as_stream(rec);
   uint64_t h = cucap_fb_stream_handle(s);
   switch (cucap_fb_stream_op(s)) {
   case CUCAP_FB_STREAMOP_BEGINCAPTURE:
-    rp_map_put(&gs->scan_open, h, idx + 1);
+    cucap_map_put(&gs->scan_open, h, idx + 1);
     if (cucap_fb_stream_graph(s)) /* into an existing graph: always dry */
-      rp_map_put(&gs->dry_begin, idx, 1);
+      cucap_map_put(&gs->dry_begin, idx, 1);
     break;
   case CUCAP_FB_STREAMOP_ENDCAPTURE: {
     uint64_t b = 0, added = 0, rebuild = 0;
-    if (!rp_map_get(&gs->scan_open, h, &b) || !b)
+    if (!cucap_map_get(&gs->scan_open, h, &b) || !b)
       break;
-    rp_map_del(&gs->scan_open, h, NULL);
+    cucap_map_del(&gs->scan_open, h, NULL);
     uint64_t tid = cucap_fb_record_tid(rec) + 2;
-    rp_map_get(&gs->scan_rebuild, tid, &rebuild);
-    rp_map_del(&gs->scan_rebuild, tid, NULL);
-    if (rebuild || (rp_map_get(&gs->scan_added, cucap_fb_stream_graph(s), &added) && added > b))
-      rp_map_put(&gs->dry_begin, b - 1, 1);
+    cucap_map_get(&gs->scan_rebuild, tid, &rebuild);
+    cucap_map_del(&gs->scan_rebuild, tid, NULL);
+    if (rebuild || (cucap_map_get(&gs->scan_added, cucap_fb_stream_graph(s), &added) && added > b))
+      cucap_map_put(&gs->dry_begin, b - 1, 1);
     break;
   }
   default:
@@ -102,28 +102,28 @@ int rp_capture_begin_dry(rp_state *R, const cucap_fb_record *rec, const cucap_fb
   (void)rec;
   rp_graphs *gs = R->gs;
   uint64_t v = 0;
-  if (!gs || !rp_map_get(&gs->dry_begin, R->rec_index, &v))
+  if (!gs || !cucap_map_get(&gs->dry_begin, R->rec_index, &v))
     return 0;
   uint64_t h = cucap_fb_stream_handle(s);
-  rp_map_put(&gs->dry, h, h); /* the origin of its own capture */
+  cucap_map_put(&gs->dry, h, h); /* the origin of its own capture */
   CUCAP_DEBUG("replay: capture on stream 0x%" PRIx64 " (record %" PRIu64 ") replayed dry; "
               "its graph is rebuilt from the recorded topology", h, R->rec_index);
   return 1;
 }
 
-static void cap_drop_origin(rp_map *m, uint64_t origin) {
+static void cap_drop_origin(cucap_map *m, uint64_t origin) {
   size_t pos = 0;
   uint64_t k = 0, v = 0;
-  while (rp_map_next(m, &pos, &k, &v))
+  while (cucap_map_next(m, &pos, &k, &v))
     if (v == origin)
-      rp_map_del(m, k, NULL);
+      cucap_map_del(m, k, NULL);
 }
 
 int rp_capture_end_dry(rp_state *R, const cucap_fb_stream *s) {
   rp_graphs *gs = R->gs;
   uint64_t origin = 0, live = 0;
-  if (!gs || !gs->dry.count || !rp_map_get(&gs->dry, cucap_fb_stream_handle(s), &origin)) {
-    if (gs && !rp_map_get(&gs->capturing, cucap_fb_stream_handle(s), &live)) {
+  if (!gs || !gs->dry.count || !cucap_map_get(&gs->dry, cucap_fb_stream_handle(s), &origin)) {
+    if (gs && !cucap_map_get(&gs->capturing, cucap_fb_stream_handle(s), &live)) {
       /* no capture of ours is open there: its beginning was not recorded
        * (cuStreamBeginCaptureToGraph under an older cucap) */
       rp_skip(R, "cuStreamEndCapture without its BeginCapture");
@@ -140,12 +140,12 @@ int rp_capture_end_dry(rp_state *R, const cucap_fb_stream *s) {
 void rp_capture_open(rp_state *R, uint64_t rec_stream, CUstream live) {
   rp_graphs *gs = rp_graphs_get(R);
   if (gs)
-    rp_map_put(&gs->capturing, rec_stream, (uint64_t)(uintptr_t)live);
+    cucap_map_put(&gs->capturing, rec_stream, (uint64_t)(uintptr_t)live);
 }
 
 void rp_capture_closed(rp_state *R, uint64_t rec_stream) {
   if (R->gs)
-    rp_map_del(&R->gs->capturing, rec_stream, NULL);
+    cucap_map_del(&R->gs->capturing, rec_stream, NULL);
 }
 
 static rp_stash *cap_stash_new(rp_graphs *gs) {
@@ -232,7 +232,7 @@ static int cap_swallow(rp_state *R, const cucap_fb_record *rec, void **host) {
   case CUCAP_FB_BODY_MEMCPY: {
     const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
     st = cucap_fb_memcpy_stream(c);
-    if (!rp_map_get(&gs->dry, st, &origin))
+    if (!cucap_map_get(&gs->dry, st, &origin))
       return 0;
     if (cucap_fb_memcpy_kind(c) == CUCAP_FB_MEMCPYKIND_DTOH)
       *host = cap_stash_dtoh(R, c); /* runs inside the rebuilt graph */
@@ -259,9 +259,9 @@ static int cap_swallow(rp_state *R, const cucap_fb_record *rec, void **host) {
   case CUCAP_FB_BODY_EVENT: {
     const cucap_fb_event *e = cucap_fb_record_body_as_event(rec);
     if (cucap_fb_event_op(e) != CUCAP_FB_EVENTOP_RECORD ||
-        !rp_map_get(&gs->dry, cucap_fb_event_stream(e), &origin))
+        !cucap_map_get(&gs->dry, cucap_fb_event_stream(e), &origin))
       return 0;
-    rp_map_put(&gs->dry_events, cucap_fb_event_handle(e), origin); /* a fork point */
+    cucap_map_put(&gs->dry_events, cucap_fb_event_handle(e), origin); /* a fork point */
     return 1;
   }
   case CUCAP_FB_BODY_STREAM: {
@@ -269,8 +269,8 @@ static int cap_swallow(rp_state *R, const cucap_fb_record *rec, void **host) {
     int op = cucap_fb_stream_op(s);
     uint64_t h = cucap_fb_stream_handle(s);
     if (op == CUCAP_FB_STREAMOP_WAITEVENT &&
-        rp_map_get(&gs->dry_events, cucap_fb_stream_event(s), &origin)) {
-      rp_map_put(&gs->dry, h, origin); /* joins the capture */
+        cucap_map_get(&gs->dry_events, cucap_fb_stream_event(s), &origin)) {
+      cucap_map_put(&gs->dry, h, origin); /* joins the capture */
       return 1;
     }
     if (op == CUCAP_FB_STREAMOP_ENDCAPTURE || op == CUCAP_FB_STREAMOP_BEGINCAPTURE ||
@@ -282,7 +282,7 @@ static int cap_swallow(rp_state *R, const cucap_fb_record *rec, void **host) {
   default:
     return 0;
   }
-  return rp_map_get(&gs->dry, st, &origin);
+  return cucap_map_get(&gs->dry, st, &origin);
 }
 
 int rp_capture_any(const rp_state *R) {
@@ -309,14 +309,14 @@ size_t rp_captures_close_ctx(rp_state *R, CUcontext ctx) {
     size_t pos = 0;
     uint64_t k = 0, lv = 0;
     n = 0;
-    while (n < sizeof recs / sizeof recs[0] && rp_map_next(&gs->capturing, &pos, &k, &lv)) {
+    while (n < sizeof recs / sizeof recs[0] && cucap_map_next(&gs->capturing, &pos, &k, &lv)) {
       if (rp_owner_of(R, lv) != ctx)
         continue;
       rp_capture_end_drop(R, (CUstream)(uintptr_t)lv);
       recs[n++] = k;
     }
     for (size_t i = 0; i < n; i++)
-      rp_map_del(&gs->capturing, recs[i], NULL);
+      cucap_map_del(&gs->capturing, recs[i], NULL);
     total += n;
   } while (n == sizeof recs / sizeof recs[0]);
   R->capturing = R->capturing > (int)total ? R->capturing - (int)total : 0;
@@ -330,13 +330,13 @@ size_t rp_captures_close(rp_state *R) {
     return 0;
   size_t pos = 0;
   uint64_t lv = 0;
-  while (rp_map_next(&gs->capturing, &pos, NULL, &lv)) {
+  while (cucap_map_next(&gs->capturing, &pos, NULL, &lv)) {
     rp_capture_end_drop(R, (CUstream)(uintptr_t)lv);
     n++;
   }
-  rp_map_free(&gs->capturing);
-  rp_map_free(&gs->dry);
-  rp_map_free(&gs->dry_events);
+  cucap_map_free(&gs->capturing);
+  cucap_map_free(&gs->dry);
+  cucap_map_free(&gs->dry_events);
   if (n)
     CUCAP_WARN("replay: %zu stream capture(s) still open at the end of the capture file "
                "(the program was cut short while capturing?); ended, their graphs dropped", n);

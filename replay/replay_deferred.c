@@ -29,8 +29,8 @@
 #include "replay_state.h"
 
 struct rp_deferred {
-  rp_map copy_result;         /* copy_seq -> index + 1 into hashes/sizes */
-  rp_map by_launch;           /* launch_seq -> index + 1 of its first result */
+  cucap_map copy_result;         /* copy_seq -> index + 1 into hashes/sizes */
+  cucap_map by_launch;           /* launch_seq -> index + 1 of its first result */
   cucap_hash128 *hashes;
   uint64_t *sizes;
   uint64_t *copy_seqs, *launch_seqs;
@@ -87,8 +87,8 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
   v->n++;
   if (ls) { /* append to the launch's chain */
     uint64_t first = 0;
-    if (!rp_map_get(&v->by_launch, ls, &first) || !first) {
-      if (!rp_map_put(&v->by_launch, ls, v->n))
+    if (!cucap_map_get(&v->by_launch, ls, &first) || !first) {
+      if (!cucap_map_put(&v->by_launch, ls, v->n))
         return 0;
     } else {
       size_t i = (size_t)first - 1;
@@ -97,14 +97,14 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
       v->next_same_launch[i] = v->n;
     }
   }
-  return rp_map_put(&v->copy_result, cs, v->n);
+  return cucap_map_put(&v->copy_result, cs, v->n);
 }
 
 int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t k,
                                   uint64_t *copy_seq, cucap_hash128 *h, uint64_t *size,
                                   uint64_t *addr) {
   uint64_t first = 0;
-  if (!R->deferred || !launch_seq || !rp_map_get(&R->deferred->by_launch, launch_seq, &first) ||
+  if (!R->deferred || !launch_seq || !cucap_map_get(&R->deferred->by_launch, launch_seq, &first) ||
       !first)
     return 0;
   const struct rp_deferred *v = R->deferred;
@@ -128,7 +128,7 @@ int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t
 int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
                             cucap_hash128 *h, uint64_t *size) {
   uint64_t idx = 0;
-  if (!R->deferred || !rp_map_get(&R->deferred->copy_result, copy_seq, &idx) || !idx)
+  if (!R->deferred || !cucap_map_get(&R->deferred->copy_result, copy_seq, &idx) || !idx)
     return 0;
   *h = R->deferred->hashes[idx - 1];
   *size = R->deferred->sizes[idx - 1];
@@ -172,8 +172,8 @@ void rp_host_write(rp_state *R, const cucap_fb_snapshot *s) {
 void rp_deferred_free(rp_state *R) {
   if (!R->deferred)
     return;
-  rp_map_free(&R->deferred->copy_result);
-  rp_map_free(&R->deferred->by_launch);
+  cucap_map_free(&R->deferred->copy_result);
+  cucap_map_free(&R->deferred->by_launch);
   free(R->deferred->hashes);
   free(R->deferred->sizes);
   free(R->deferred->copy_seqs);

@@ -94,12 +94,12 @@ static int rp_ctx_use(rp_state *R, uint64_t rec_ctx) {
   uint64_t live = 0;
   if (rec_ctx == R->last_ctx_rec && (CUcontext)(uintptr_t)R->last_ctx_live == R->cur)
     return 1; /* same context as the previous op: nothing to do */
-  if (!rp_map_get(&R->ctx, rec_ctx, &live)) {
+  if (!cucap_map_get(&R->ctx, rec_ctx, &live)) {
     if (!R->warned_ctx++)
       CUCAP_INFO("replay: context 0x%" PRIx64 " not created by a recorded "
                  "call; using the primary context", rec_ctx);
     live = (uint64_t)(uintptr_t)R->primary;
-    rp_map_put(&R->ctx, rec_ctx, live);
+    cucap_map_put(&R->ctx, rec_ctx, live);
   }
   if ((CUcontext)(uintptr_t)live != R->cur) {
     if (!rp_cu(R, R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live),
@@ -128,14 +128,14 @@ int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
   uint64_t c = cucap_fb_record_context(rec), live;
   if (c)
     return rp_ctx_use(R, c);
-  if (rp_map_get(&R->tid_ctx, cucap_fb_record_tid(rec), &live))
+  if (cucap_map_get(&R->tid_ctx, cucap_fb_record_tid(rec), &live))
     return rp_ctx_switch(R, (CUcontext)(uintptr_t)live);
   return 1;
 }
 
 void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec,
                     CUcontext live) {
-  rp_map_put(&R->tid_ctx, cucap_fb_record_tid(rec), (uint64_t)(uintptr_t)live);
+  cucap_map_put(&R->tid_ctx, cucap_fb_record_tid(rec), (uint64_t)(uintptr_t)live);
 }
 
 CUstream rp_stream(rp_state *R, uint64_t h) {
@@ -144,7 +144,7 @@ CUstream rp_stream(rp_state *R, uint64_t h) {
   uint64_t v;
   if (h == R->last_stream_rec)
     return (CUstream)(uintptr_t)R->last_stream_live;
-  if (rp_map_get(&R->stream, h, &v)) {
+  if (cucap_map_get(&R->stream, h, &v)) {
     R->last_stream_rec = h;
     R->last_stream_live = v;
     return (CUstream)(uintptr_t)v;
@@ -157,7 +157,7 @@ CUstream rp_stream(rp_state *R, uint64_t h) {
 
 static CUevent rp_event(rp_state *R, uint64_t h) {
   uint64_t v = 0;
-  if (!rp_map_get(&R->event, h, &v))
+  if (!cucap_map_get(&R->event, h, &v))
     return NULL;
   return (CUevent)(uintptr_t)v;
 }
@@ -311,9 +311,9 @@ static void rp_ctx_destroy_created(rp_state *R, uint64_t h) {
   uint64_t live;
   if (R->keep_ctx)
     rp_ctx_kept_release(R, h);
-  if (!rp_map_del(&R->ctx_created, h, &live))
+  if (!cucap_map_del(&R->ctx_created, h, &live))
     return;
-  rp_map_del(&R->ctx, h, NULL);
+  cucap_map_del(&R->ctx, h, NULL);
   rp_ctx_unref(R, live);
   rp_ctx_dying(R, (CUcontext)(uintptr_t)live); /* and its arrays, textures */
   if (R->d.df.CtxDestroy)
@@ -329,7 +329,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
     CUcontext nc = NULL;
     if (!R->d.df.CtxCreate) {
       rp_skip(R, "cuCtxCreate (driver lacks it)");
-      rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
+      cucap_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
       return;
     }
     if (R->keep_ctx && rp_ctx_kept_reuse(R, rec, h))
@@ -347,7 +347,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
     if (R->d.df.CtxPopCurrent && R->d.df.CtxPopCurrent(&top) == CUDA_SUCCESS && top == nc)
       R->d.df.CtxSetCurrent(nc);
     R->cur = nc; /* cuCtxCreate makes it current */
-    if (!rp_map_put(R->keep_ctx ? &R->ctx_kept : &R->ctx_created, h,
+    if (!cucap_map_put(R->keep_ctx ? &R->ctx_kept : &R->ctx_created, h,
                     (uint64_t)(uintptr_t)nc)) {
       R->d.df.CtxDestroy(nc);
       R->d.df.CtxSetCurrent(R->primary);
@@ -355,7 +355,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
       return;
     }
-    rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)nc);
+    cucap_map_put(&R->ctx, h, (uint64_t)(uintptr_t)nc);
     rp_ctx_set_tid(R, rec, nc);
     break;
   }
@@ -363,7 +363,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
     rp_ctx_destroy_created(R, h);
     break;
   case CUCAP_FB_CONTEXTOP_PRIMARYRETAIN:
-    rp_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
+    cucap_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
     break;
   case CUCAP_FB_CONTEXTOP_SETCURRENT:
   case CUCAP_FB_CONTEXTOP_PUSH: {
@@ -371,10 +371,10 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
     if (h && !rp_ctx_use(R, h))
       return;
     if (h)
-      rp_map_get(&R->ctx, h, &live);
+      cucap_map_get(&R->ctx, h, &live);
     if (cucap_fb_context_op(c) == CUCAP_FB_CONTEXTOP_PUSH &&
         R->nctx_stack < RP_CTX_STACK) {
-      rp_map_get(&R->tid_ctx, cucap_fb_record_tid(rec), &prev);
+      cucap_map_get(&R->tid_ctx, cucap_fb_record_tid(rec), &prev);
       R->ctx_stack[R->nctx_stack++] = prev;
     }
     rp_ctx_set_tid(R, rec, (CUcontext)(uintptr_t)live);
@@ -422,7 +422,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
   }
   case CUCAP_FB_STREAMOP_DESTROY:
     R->last_stream_rec = 0;
-    if (rp_map_del(&R->stream, h, &live))
+    if (cucap_map_del(&R->stream, h, &live))
       rp_live_destroy(R, &R->stream, live);
     break;
   case CUCAP_FB_STREAMOP_SYNCHRONIZE:
@@ -517,7 +517,7 @@ static void rp_op_event(rp_state *R, const cucap_fb_record *rec,
     break;
   }
   case CUCAP_FB_EVENTOP_DESTROY:
-    if (rp_map_del(&R->event, h, &live))
+    if (cucap_map_del(&R->event, h, &live))
       R->d.df.EventDestroy((CUevent)(uintptr_t)live);
     break;
   case CUCAP_FB_EVENTOP_RECORD: {
@@ -562,7 +562,7 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
     return;
   switch (cucap_fb_record_seq(rec) ? cucap_fb_graph_op(g) : -1) {
   case CUCAP_FB_GRAPHOP_LAUNCH:
-    if (!rp_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
+    if (!cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
       rp_skip(R, "cuGraphLaunch (graph not rebuilt)");
       return;
     }
@@ -574,12 +574,12 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
     R->rep->launches++;
     break;
   case CUCAP_FB_GRAPHOP_EXECDESTROY:
-    if (rp_map_del(&R->gexec, cucap_fb_graph_exec(g), &live))
+    if (cucap_map_del(&R->gexec, cucap_fb_graph_exec(g), &live))
       R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)live);
     rp_graph_exec_destroyed(R, cucap_fb_graph_exec(g)); /* and its rebuilt graph */
     break;
   case CUCAP_FB_GRAPHOP_DESTROY:
-    if (rp_map_del(&R->graph, cucap_fb_graph_graph(g), &live))
+    if (cucap_map_del(&R->graph, cucap_fb_graph_graph(g), &live))
       R->d.df.GraphDestroy((CUgraph)(uintptr_t)live);
     break;
   default: /* instantiate, updates, upload, topology notes (replay_graph_exec.c) */

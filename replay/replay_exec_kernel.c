@@ -137,12 +137,12 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
   case CUCAP_FB_MODULEOP_UNLOAD: {
     uint64_t live;
     rp_ctx_rec(R, rec);
-    if (rp_map_del(&R->libmod, h, NULL)) {
+    if (cucap_map_del(&R->libmod, h, NULL)) {
       /* a library's module: the library owns it */
-    } else if (rp_map_del(&R->library, h, &live)) {
+    } else if (cucap_map_del(&R->library, h, &live)) {
       if (!rp_modkeep_has(R, live))
         rp_unload(R, live, 1);
-    } else if (rp_map_del(&R->module, h, &live)) {
+    } else if (cucap_map_del(&R->module, h, &live)) {
       if (!rp_modkeep_has(R, live))
         rp_unload(R, live, 0);
     }
@@ -165,7 +165,7 @@ void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   if (!name)
     return;
   rp_ctx_rec(R, rec);
-  if (rp_map_get(&R->library, mh, &live) && R->d.df.LibraryGetGlobal)
+  if (cucap_map_get(&R->library, mh, &live) && R->d.df.LibraryGetGlobal)
     r = R->d.df.LibraryGetGlobal(&addr, &size, (CUlibrary)(uintptr_t)live,
                                  name);
   else if (rp_module_live(R, mh, &live) && R->d.df.ModuleGetGlobal)
@@ -203,7 +203,7 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   rp_ctx_rec(R, rec);
   if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
     /* module field = the CUkernel */
-    if (rp_map_get(&R->func, mh, &idx) && R->d.df.KernelGetFunction) {
+    if (cucap_map_get(&R->func, mh, &idx) && R->d.df.KernelGetFunction) {
       CUfunction fn = NULL;
       if (!rp_cu(R, R->d.df.KernelGetFunction(
                         &fn, (CUkernel)(uintptr_t)R->funcs[idx].live),
@@ -212,7 +212,7 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
       live = fn;
     }
   } else if (name && kind == CUCAP_FB_FUNCTIONKIND_KERNEL) {
-    if (rp_map_get(&R->library, mh, &mlive) && R->d.df.LibraryGetKernel) {
+    if (cucap_map_get(&R->library, mh, &mlive) && R->d.df.LibraryGetKernel) {
       CUkernel k = NULL;
       if (!rp_cu(R, R->d.df.LibraryGetKernel(&k, (CUlibrary)(uintptr_t)mlive,
                                              name),
@@ -263,14 +263,14 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   rp_func *fi;
   const char *inherit = NULL;
   if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION && !name &&
-      rp_map_get(&R->func, mh, &idx))
+      cucap_map_get(&R->func, mh, &idx))
     inherit = R->funcs[idx].name; /* the CUkernel's name */
   char *nm = strdup(name ? name : inherit ? inherit : "?");
   if (!nm) {
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     return;
   }
-  if (rp_map_get(&R->func, h, &idx)) {
+  if (cucap_map_get(&R->func, h, &idx)) {
     fi = &R->funcs[idx];
     free(fi->params);
     free(fi->name);
@@ -288,7 +288,7 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
       R->capfuncs = nc;
     }
     idx = R->nfuncs++;
-    rp_map_put(&R->func, h, idx);
+    cucap_map_put(&R->func, h, idx);
     fi = &R->funcs[idx];
   }
   memset(fi, 0, sizeof *fi);
@@ -300,7 +300,7 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
    * context and a launch used it); a cuKernelGetFunction result belongs to
    * the current context. */
   if (mod_owner)
-    rp_map_put(&R->owner, fi->live, (uint64_t)(uintptr_t)mod_owner);
+    cucap_map_put(&R->owner, fi->live, (uint64_t)(uintptr_t)mod_owner);
   else if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL)
     rp_owned(R, fi->live);
   fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
@@ -364,7 +364,7 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   if (R->last_fn_idx && R->last_fn_handle == fh) {
     idx = R->last_fn_idx - 1; /* loops launch the same kernel again and again */
   } else {
-    if (!rp_map_get(&R->func, fh, &idx)) {
+    if (!cucap_map_get(&R->func, fh, &idx)) {
       rp_skip(R, "launch of an unknown function");
       return;
     }

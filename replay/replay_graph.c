@@ -31,19 +31,8 @@
 #include <string.h>
 
 #include "cucap_format.h"
+#include "cucap_getproc.h"
 #include "cucap_log.h"
-
-typedef CUresult (*rg_getproc_fn)(const char *, void **, int, cuuint64_t,
-                                  CUdriverProcAddressQueryResult *);
-
-static void *rg_proc(void *lib, rg_getproc_fn gp, const char *name, int ver,
-                     const char *exported, cuuint64_t flags) {
-  void *p = NULL;
-  CUdriverProcAddressQueryResult q;
-  if (gp && gp(name, &p, ver, flags, &q) == CUDA_SUCCESS && p)
-    return p;
-  return lib ? dlsym(lib, exported) : NULL;
-}
 
 rp_graphs *rp_graphs_get(rp_state *R) {
   if (!R->gs)
@@ -59,9 +48,7 @@ const rg_fns *rp_graph_fns(rp_state *R) {
     return gs->loaded > 0 ? &gs->f : NULL;
   rg_fns *f = &gs->f;
   void *lib = R->d.lib;
-  rg_getproc_fn gp = lib ? (rg_getproc_fn)dlsym(lib, "cuGetProcAddress_v2") : NULL;
-  const cuuint64_t D = CU_GET_PROC_ADDRESS_DEFAULT;
-#define RG(field, type, name, ver, exported) field = (type)rg_proc(lib, gp, name, ver, exported, D)
+#define RG(field, type, name, ver, exported) field = (type)cucap_getproc(lib, name, ver, exported, 0)
   RG(f->Create, PFN_cuGraphCreate_v10000, "cuGraphCreate", 10000, "cuGraphCreate");
   RG(f->AddKernel, PFN_cuGraphAddKernelNode_v12000, "cuGraphAddKernelNode", 12000, "cuGraphAddKernelNode_v2");
   RG(f->AddMemcpy, PFN_cuGraphAddMemcpyNode_v10000, "cuGraphAddMemcpyNode", 10000, "cuGraphAddMemcpyNode");
@@ -101,9 +88,8 @@ const rg_fns *rp_graph_fns(rp_state *R) {
      "cuGraphNodeSetEnabled");
   RG(f->Upload, PFN_cuGraphUpload_v11010, "cuGraphUpload", 11010, "cuGraphUpload");
 #undef RG
-  f->UploadPt = (PFN_cuGraphUpload_v11010_ptsz)rg_proc(
-      lib, gp, "cuGraphUpload", 11010, "cuGraphUpload_ptsz",
-      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+  f->UploadPt = (PFN_cuGraphUpload_v11010_ptsz)cucap_getproc(
+      lib, "cuGraphUpload", 11010, "cuGraphUpload", 1);
   gs->loaded = f->Create && f->AddKernel && f->AddMemcpy && f->AddMemset && f->AddEmpty ? 1 : -1;
   return gs->loaded > 0 ? f : NULL;
 }
@@ -116,13 +102,13 @@ void rg_kparams_free(rg_kparams *k) {
   memset(k, 0, sizeof *k);
 }
 
-const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const rp_map *handles,
+const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const cucap_map *handles,
                             rg_kparams *out) {
   memset(out, 0, sizeof *out);
   uint64_t idx;
   if (!l)
     return "graph: kernel node without parameters";
-  if (!rp_map_get(&R->func, cucap_fb_launch_function(l), &idx))
+  if (!cucap_map_get(&R->func, cucap_fb_launch_function(l), &idx))
     return "graph: kernel node of an unknown function";
   rp_func *fi = &R->funcs[idx];
   CUfunction fn = rp_func_fn(R, fi);
@@ -159,7 +145,7 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const rp_map 
       continue;
     uint64_t v, nv;
     memcpy(&v, out->args + off, 8);
-    if (handles && handles->count && rp_map_get(handles, v, &nv)) {
+    if (handles && handles->count && cucap_map_get(handles, v, &nv)) {
       if (nv != v) {
         memcpy(out->args + off, &nv, 8);
         R->rep->patched_params++;
@@ -213,52 +199,6 @@ void rg_memset_params(rp_state *R, const cucap_fb_memset *m, CUDA_MEMSET_NODE_PA
   p->height = cucap_fb_memset_height(m) ? cucap_fb_memset_height(m) : 1;
 }
 
-/* Whether a side of a recorded copy node is host memory. A node the
- * program made with CU_MEMORYTYPE_HOST says so; one with
- * CU_MEMORYTYPE_UNIFIED (cudaMemcpyDefault, and copies captured from
- * cuMemcpyAsync) names a host pointer just as well - pinned memory, or a
- * pageable buffer on the program's stack (simpleCudaGraphs' result) -
- * which the recorder classified into the copy's kind (HtoD, DtoH, ...).
- * Passing such a pointer as device memory made cuGraphAddMemcpyNode fail
- * with CUDA_ERROR_INVALID_VALUE. */
-int rg_side_host(const cucap_fb_memcpy *c, int dst) {
-  const cucap_fb_copy_geometry *g = cucap_fb_memcpy_geometry(c);
-  if (!g)
-    return 0;
-  unsigned t = dst ? cucap_fb_copy_geometry_dst_memory_type(g)
-                   : cucap_fb_copy_geometry_src_memory_type(g);
-  if (t == CU_MEMORYTYPE_HOST)
-    return 1;
-  if (t != CU_MEMORYTYPE_UNIFIED)
-    return 0;
-  int k = cucap_fb_memcpy_kind(c);
-  if (dst)
-    return k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_HTOH ||
-           k == CUCAP_FB_MEMCPYKIND_ATOH;
-  return k == CUCAP_FB_MEMCPYKIND_HTOD || k == CUCAP_FB_MEMCPYKIND_HTOH ||
-         k == CUCAP_FB_MEMCPYKIND_HTOA;
-}
-
-/* The recorded address of the first byte a copy node reads (src) or writes
- * (dst) on a side, its offsets applied (what the recorder stores payloads
- * and results under). */
-uint64_t rg_side_addr(const cucap_fb_memcpy *c, int dst) {
-  const cucap_fb_copy_geometry *g = cucap_fb_memcpy_geometry(c);
-  uint64_t base = dst ? cucap_fb_memcpy_dst(c) : cucap_fb_memcpy_src(c);
-  if (!g)
-    return base;
-  uint64_t x = dst ? cucap_fb_copy_geometry_dst_x_bytes(g) : cucap_fb_copy_geometry_src_x_bytes(g);
-  uint64_t y = dst ? cucap_fb_copy_geometry_dst_y(g) : cucap_fb_copy_geometry_src_y(g);
-  uint64_t z = dst ? cucap_fb_copy_geometry_dst_z(g) : cucap_fb_copy_geometry_src_z(g);
-  uint64_t pitch = dst ? cucap_fb_copy_geometry_dst_pitch(g) : cucap_fb_copy_geometry_src_pitch(g);
-  uint64_t h = dst ? cucap_fb_copy_geometry_dst_height(g) : cucap_fb_copy_geometry_src_height(g);
-  if (!pitch)
-    pitch = cucap_fb_copy_geometry_width_bytes(g);
-  if (!h)
-    h = cucap_fb_copy_geometry_height(g) ? cucap_fb_copy_geometry_height(g) : 1;
-  return base + x + y * pitch + z * pitch * h;
-}
-
 /* The rebuilt exec's node writing host memory at recorded address dst
  * (packed size bytes): the verify observer compares its buffer with the
  * result the recorder read after each launch (cucap_replay_session_graph_host_buffer). */
@@ -287,7 +227,7 @@ const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3
   unsigned dt = cucap_fb_copy_geometry_dst_memory_type(g);
   if (st == CU_MEMORYTYPE_ARRAY || dt == CU_MEMORYTYPE_ARRAY)
     return "graph: memcpy node with a CUDA array (not rebuilt)";
-  int sh = rg_side_host(c, 0), dh = rg_side_host(c, 1);
+  int sh = cucap_memcpy_side_host(c, 0), dh = cucap_memcpy_side_host(c, 1);
   uint64_t w = cucap_fb_copy_geometry_width_bytes(g);
   uint64_t h = cucap_fb_copy_geometry_height(g) ? cucap_fb_copy_geometry_height(g) : 1;
   uint64_t d = cucap_fb_copy_geometry_depth(g) ? cucap_fb_copy_geometry_depth(g) : 1;
@@ -309,7 +249,7 @@ const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3
         return "graph: memcpy node from host memory (payload missing)";
       if (!dh)
         rp_patch_payload(R, b, total, dst, NULL);
-    } else if (x && rp_map_get(&R->gs->exec_payloads, x->rec_exec, NULL)) {
+    } else if (x && cucap_map_get(&R->gs->exec_payloads, x->rec_exec, NULL)) {
       /* the bytes come with each launch (rp_graph_launch_payloads) */
       rp_hostbuf *n = realloc(x->hb, (x->nhb + 1) * sizeof *n);
       if (!n || !(b = rp_capture_host_buffer(R, total))) {
@@ -319,7 +259,7 @@ const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3
       }
       x->hb = n;
       memset(&x->hb[x->nhb], 0, sizeof *x->hb);
-      x->hb[x->nhb].src = rg_side_addr(c, 0);
+      x->hb[x->nhb].src = cucap_memcpy_side_addr(c, 0);
       x->hb[x->nhb].size = total;
       x->hb[x->nhb].dst = dh ? 0 : dst;
       x->hb[x->nhb].buf = b;
@@ -341,7 +281,7 @@ const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3
     void *b = dry && dry->host ? dry->host : rp_capture_host_buffer(R, total);
     if (!b)
       return "graph: memcpy node to host memory (out of memory)";
-    rg_note_dst(R, rg_side_addr(c, 1), total, b);
+    rg_note_dst(R, cucap_memcpy_side_addr(c, 1), total, b);
     p->dstMemoryType = CU_MEMORYTYPE_HOST;
     p->dstHost = b;
     p->dstPitch = w;
@@ -423,7 +363,7 @@ typedef struct rg_ctx {
   rp_state *R;
   const rg_fns *f;
   CUcontext ctx;
-  rp_map *handles;             /* recorded conditional handle -> live */
+  cucap_map *handles;             /* recorded conditional handle -> live */
 } rg_ctx;
 
 #define RG_MAX_DEPTH 16
@@ -454,8 +394,8 @@ static const char *rg_check(rg_ctx *c, const cucap_fb_graph *g, int depth) {
       if (st == CU_MEMORYTYPE_ARRAY || dt == CU_MEMORYTYPE_ARRAY)
         return "graph: memcpy node with a CUDA array (not rebuilt)";
       rp_gx *x = c->R->gs ? c->R->gs->building : NULL;
-      if (rg_side_host(m, 0) &&
-          !(x && rp_map_get(&c->R->gs->exec_payloads, x->rec_exec, NULL))) {
+      if (cucap_memcpy_side_host(m, 0) &&
+          !(x && cucap_map_get(&c->R->gs->exec_payloads, x->rec_exec, NULL))) {
         uint64_t w = cucap_fb_copy_geometry_width_bytes(geo);
         uint64_t h = cucap_fb_copy_geometry_height(geo) ? cucap_fb_copy_geometry_height(geo) : 1;
         uint64_t d = cucap_fb_copy_geometry_depth(geo) ? cucap_fb_copy_geometry_depth(geo) : 1;
@@ -511,7 +451,7 @@ static const char *rg_check(rg_ctx *c, const cucap_fb_graph *g, int depth) {
   return NULL;
 }
 
-static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_map *nodes,
+static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap_map *nodes,
                            int depth);
 
 /* A graph built from topology t into a new live graph (child graph nodes). */
@@ -570,7 +510,7 @@ static const char *rg_add(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
   case CUCAP_FB_GRAPHNODETYPE_EVENTRECORD: {
     int rec = cucap_fb_graph_node_type(n) == CUCAP_FB_GRAPHNODETYPE_EVENTRECORD;
     uint64_t ev = 0;
-    if (!rp_map_get(&R->event, cucap_fb_graph_node_event(n), &ev) ||
+    if (!cucap_map_get(&R->event, cucap_fb_graph_node_event(n), &ev) ||
         !(rec ? f->AddEventRecord : f->AddEventWait)) {
       rp_substitute(R, "graph event node, unknown event (empty node)");
       if (R->failed)
@@ -635,7 +575,7 @@ static const char *rg_add(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
   }
   case CUCAP_FB_GRAPHNODETYPE_CONDITIONAL: {
     uint64_t live_h = 0;
-    if (!rp_map_get(c->handles, cucap_fb_graph_node_cond_handle(n), &live_h))
+    if (!cucap_map_get(c->handles, cucap_fb_graph_node_cond_handle(n), &live_h))
       return "graph: conditional handle not created";
     CUgraphNodeParams p;
     memset(&p, 0, sizeof p);
@@ -663,7 +603,7 @@ static const char *rg_add(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
 
 /* Adds the nodes of topology g to the live graph gr, dependencies first
  * (one pass when the recorder listed them topologically). */
-static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_map *nodes,
+static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap_map *nodes,
                            int depth) {
   rp_state *R = c->R;
   size_t nn = cucap_fb_graph_nodes_len(g);
@@ -679,12 +619,12 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_ma
                                          cucap_fb_graph_node_cond_flags(n)),
                "cuGraphConditionalHandleCreate"))
       return NULL;
-    if (!rp_map_put(c->handles, rh, lh)) {
+    if (!cucap_map_put(c->handles, rh, lh)) {
       rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
       return NULL;
     }
   }
-  rp_map local = {0}, *live = nodes ? nodes : &local; /* recorded node -> live */
+  cucap_map local = {0}, *live = nodes ? nodes : &local; /* recorded node -> live */
   unsigned char *done = calloc(nn ? nn : 1, 1);
   size_t maxd = 1;
   for (size_t i = 0; i < nn; i++) {
@@ -720,7 +660,7 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_ma
         memcpy(&rec_dep, dv + k, sizeof rec_dep);
         if (ev)
           memcpy(&e, ev + k, sizeof e);
-        if (!rp_map_get(live, rec_dep, &v)) {
+        if (!cucap_map_get(live, rec_dep, &v)) {
           ready = 0;
         } else if (e && c->f->AddDepsEdge) {
           /* added once the node exists: cuGraphAdd*Node takes default
@@ -754,7 +694,7 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, rp_ma
             goto out;
         }
       }
-      if (!rp_map_put(live, cucap_fb_graph_node_handle(n), (uint64_t)(uintptr_t)node)) {
+      if (!cucap_map_put(live, cucap_fb_graph_node_handle(n), (uint64_t)(uintptr_t)node)) {
         rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
         goto out;
       }
@@ -771,12 +711,12 @@ out:
   free(deps);
   free(late);
   free(late_e);
-  rp_map_free(&local);
+  cucap_map_free(&local);
   return why;
 }
 
 const char *rp_graph_rebuild(rp_state *R, const cucap_fb_graph *g, CUgraph *out,
-                             rp_map *nodes, rp_map *handles) {
+                             cucap_map *nodes, cucap_map *handles) {
   *out = NULL;
   /* no topology: the recorder could not walk the graph (or it was empty,
    * where skipping loses nothing) */
@@ -790,16 +730,16 @@ const char *rp_graph_rebuild(rp_state *R, const cucap_fb_graph *g, CUgraph *out,
     return why;
   if (R->d.df.CtxGetCurrent)
     (void)R->d.df.CtxGetCurrent(&c.ctx);
-  rp_map own = {0};
+  cucap_map own = {0};
   if (!c.handles)
     c.handles = &own;
   CUgraph gr = NULL;
   if (!rp_cu(R, c.f->Create(&gr, 0), "cuGraphCreate")) {
-    rp_map_free(&own);
+    cucap_map_free(&own);
     return NULL;
   }
   why = rg_fill(&c, gr, g, nodes, 0);
-  rp_map_free(&own);
+  cucap_map_free(&own);
   if (why || R->failed) {
     if (R->d.df.GraphDestroy)
       R->d.df.GraphDestroy(gr);

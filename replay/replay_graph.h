@@ -66,8 +66,8 @@ typedef struct rp_gx {         /* one replayed CUgraphExec */
   size_t nhd;
   CUgraph graph;               /* the live graph it was instantiated from */
   int own_graph;               /* 1: rebuilt here, destroyed with the exec */
-  rp_map nodes;                /* recorded node -> live node of `graph` */
-  rp_map handles;              /* recorded conditional handle -> live one */
+  cucap_map nodes;                /* recorded node -> live node of `graph` */
+  cucap_map handles;              /* recorded conditional handle -> live one */
 } rp_gx;
 
 typedef struct rp_stash {      /* a copy swallowed by a dry capture */
@@ -84,19 +84,19 @@ typedef struct rp_graphs {
   int loaded;                  /* f fetched (1 ok, -1 failed) */
   rp_gx *gx;
   size_t ngx, capgx;
-  rp_map gx_of;                /* recorded exec -> index + 1 in gx */
-  rp_map sig;                  /* recorded graph -> signature of its captured topology */
-  rp_map dry;                  /* recorded stream in a dry capture -> origin stream */
-  rp_map dry_events;           /* recorded event recorded in a dry capture -> origin */
-  rp_map capturing;            /* recorded stream -> live stream: real captures open */
+  cucap_map gx_of;                /* recorded exec -> index + 1 in gx */
+  cucap_map sig;                  /* recorded graph -> signature of its captured topology */
+  cucap_map dry;                  /* recorded stream in a dry capture -> origin stream */
+  cucap_map dry_events;           /* recorded event recorded in a dry capture -> origin */
+  cucap_map capturing;            /* recorded stream -> live stream: real captures open */
   rp_stash *stash;
   size_t nstash, capstash;
   /* from the scan (kept across passes) */
-  rp_map dry_begin;            /* record index of a BeginCapture to replay dry */
-  rp_map scan_open;            /* recorded stream -> record index of its BeginCapture */
-  rp_map scan_added;           /* recorded graph -> record index of a node added by hand */
-  rp_map scan_rebuild;         /* recording tid -> 1: its last captured topology needs a rebuild */
-  rp_map exec_payloads;        /* recorded exec -> 1: its launches carry host payloads */
+  cucap_map dry_begin;            /* record index of a BeginCapture to replay dry */
+  cucap_map scan_open;            /* recorded stream -> record index of its BeginCapture */
+  cucap_map scan_added;           /* recorded graph -> record index of a node added by hand */
+  cucap_map scan_rebuild;         /* recording tid -> 1: its last captured topology needs a rebuild */
+  cucap_map exec_payloads;        /* recorded exec -> 1: its launches carry host payloads */
   rp_gx *building;             /* the exec whose graph is being rebuilt (host sources) */
 } rp_graphs;
 
@@ -114,7 +114,7 @@ const rg_fns *rp_graph_fns(rp_state *R); /* NULL if the driver lacks the basics 
  * Otherwise *out is NULL and the result is the skip reason (a static string)
  * or NULL when a driver call failed (R's error is set). */
 const char *rp_graph_rebuild(rp_state *R, const cucap_fb_graph *g, CUgraph *out,
-                             rp_map *nodes, rp_map *handles);
+                             cucap_map *nodes, cucap_map *handles);
 
 /* Kernel node parameters from a recorded Launch (arguments copied and
  * patched); free with rg_kparams_free. Returns a skip reason or NULL (then
@@ -126,7 +126,7 @@ typedef struct rg_kparams {
   void *extra[5];
   size_t argsize;
 } rg_kparams;
-const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const rp_map *handles,
+const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const cucap_map *handles,
                             rg_kparams *out);
 void rg_kparams_free(rg_kparams *k);
 /* Memset node parameters of a recorded Memset (address translated). */
@@ -134,11 +134,6 @@ void rg_memset_params(rp_state *R, const cucap_fb_memset *m, CUDA_MEMSET_NODE_PA
 /* Copy node parameters of a recorded Memcpy (device sides translated, host
  * sides from a stashed payload or a scratch buffer); a skip reason or NULL. */
 const char *rg_memcpy_params(rp_state *R, const cucap_fb_memcpy *c, CUDA_MEMCPY3D *p);
-/* Is side dst (0: source) of a recorded copy host memory (HOST, or UNIFIED
- * naming host memory by the recorded kind)? */
-int rg_side_host(const cucap_fb_memcpy *c, int dst);
-/* Recorded address of the first byte of that side, offsets applied. */
-uint64_t rg_side_addr(const cucap_fb_memcpy *c, int dst);
 /* The buffer the rebuilt graph of recorded exec rec_exec writes for its
  * copy to host memory at recorded address dst (size bytes); NULL if that
  * exec was not rebuilt here or has no such node. */

@@ -26,7 +26,7 @@
 static rp_gx *gx_find(rp_state *R, uint64_t rec_exec) {
   uint64_t i = 0;
   rp_graphs *gs = R->gs;
-  if (!gs || !rp_map_get(&gs->gx_of, rec_exec, &i) || !i)
+  if (!gs || !cucap_map_get(&gs->gx_of, rec_exec, &i) || !i)
     return NULL;
   return &gs->gx[i - 1];
 }
@@ -34,8 +34,8 @@ static rp_gx *gx_find(rp_state *R, uint64_t rec_exec) {
 static void gx_clear(rp_state *R, rp_gx *x) {
   if (x->own_graph && x->graph && R->d.df.GraphDestroy)
     R->d.df.GraphDestroy(x->graph);
-  rp_map_free(&x->nodes);
-  rp_map_free(&x->handles);
+  cucap_map_free(&x->nodes);
+  cucap_map_free(&x->handles);
   free(x->hb); /* the buffers themselves are in R->keep */
   free(x->hd);
   memset(x, 0, sizeof *x);
@@ -69,7 +69,7 @@ static rp_gx *gx_new(rp_state *R, uint64_t rec_exec) {
   x = &gs->gx[i];
   memset(x, 0, sizeof *x);
   x->rec_exec = rec_exec;
-  if (!rp_map_put(&gs->gx_of, rec_exec, i + 1))
+  if (!cucap_map_put(&gs->gx_of, rec_exec, i + 1))
     return NULL;
   return x;
 }
@@ -87,7 +87,7 @@ void rp_graph_exec_destroyed(rp_state *R, uint64_t rec_exec) {
   if (!x)
     return;
   gx_clear(R, x);
-  rp_map_del(&R->gs->gx_of, rec_exec, NULL);
+  cucap_map_del(&R->gs->gx_of, rec_exec, NULL);
 }
 
 void rp_graphs_reset(rp_state *R, int all) {
@@ -97,21 +97,21 @@ void rp_graphs_reset(rp_state *R, int all) {
   for (size_t i = 0; i < gs->ngx; i++)
     gx_clear(R, &gs->gx[i]);
   gs->ngx = 0;
-  rp_map_free(&gs->gx_of);
-  rp_map_free(&gs->sig);
-  rp_map_free(&gs->dry);
-  rp_map_free(&gs->dry_events);
-  rp_map_free(&gs->capturing);
+  cucap_map_free(&gs->gx_of);
+  cucap_map_free(&gs->sig);
+  cucap_map_free(&gs->dry);
+  cucap_map_free(&gs->dry_events);
+  cucap_map_free(&gs->capturing);
   gs->nstash = 0;
   if (!all)
     return;
   free(gs->gx);
   free(gs->stash);
-  rp_map_free(&gs->dry_begin);
-  rp_map_free(&gs->scan_open);
-  rp_map_free(&gs->scan_added);
-  rp_map_free(&gs->scan_rebuild);
-  rp_map_free(&gs->exec_payloads);
+  cucap_map_free(&gs->dry_begin);
+  cucap_map_free(&gs->scan_open);
+  cucap_map_free(&gs->scan_added);
+  cucap_map_free(&gs->scan_rebuild);
+  cucap_map_free(&gs->exec_payloads);
   free(gs);
   R->gs = NULL;
 }
@@ -135,10 +135,10 @@ static void gx_pair(rp_state *R, rp_gx *x, const cucap_fb_graph *g) {
     if (f->NodeGetType)
       f->NodeGetType(v[i], &t);
     if ((unsigned)t != cucap_fb_graph_node_type(cucap_fb_graph_nodes_at(g, i))) {
-      rp_map_free(&x->nodes);
+      cucap_map_free(&x->nodes);
       break;
     }
-    rp_map_put(&x->nodes, cucap_fb_graph_node_handle(cucap_fb_graph_nodes_at(g, i)),
+    cucap_map_put(&x->nodes, cucap_fb_graph_node_handle(cucap_fb_graph_nodes_at(g, i)),
                (uint64_t)(uintptr_t)v[i]);
   }
   free(v);
@@ -176,9 +176,9 @@ static void gx_instantiate(rp_state *R, const cucap_fb_record *rec, const cucap_
   }
   /* the re-captured graph, unless the program changed it since (its
    * topology at instantiation differs from the captured one) */
-  int use_live = rp_map_get(&R->graph, rg, &live) && live;
+  int use_live = cucap_map_get(&R->graph, rg, &live) && live;
   if (use_live && cucap_fb_graph_nodes_len(g) && R->gs &&
-      rp_map_get(&R->gs->sig, rg, &sig) && sig != rp_graph_signature(g)) {
+      cucap_map_get(&R->gs->sig, rg, &sig) && sig != rp_graph_signature(g)) {
     CUCAP_DEBUG("replay: graph 0x%" PRIx64 " changed after its capture; rebuilt from its "
                 "topology at instantiation", rg);
     use_live = 0;
@@ -221,18 +221,18 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
   uint64_t live = 0;
   rp_gx *x = gx_find(R, cucap_fb_graph_exec(g));
   const rg_fns *f = rp_graph_fns(R);
-  if (!x || !rp_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
+  if (!x || !cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
     rp_skip(R, "cuGraphExecUpdate (graph not replayed)");
     return;
   }
-  rp_map nodes = {0}, handles = {0};
+  cucap_map nodes = {0}, handles = {0};
   CUgraph ng = NULL;
   R->gs->building = x; /* the new graph's host sources are the exec's */
   const char *why = rp_graph_rebuild(R, g, &ng, &nodes, &handles);
   R->gs->building = NULL;
   if (!ng) {
-    rp_map_free(&nodes);
-    rp_map_free(&handles);
+    cucap_map_free(&nodes);
+    cucap_map_free(&handles);
     if (why)
       rp_skip(R, why);
     return;
@@ -249,17 +249,17 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
     if (f->GetNodes && f->GetNodes(x->graph, NULL, &n) == CUDA_SUCCESS && n == nn &&
         (v = malloc((n ? n : 1) * sizeof *v)) && f->GetNodes(x->graph, v, &n) == CUDA_SUCCESS)
       for (size_t i = 0; i < n && i < nn; i++)
-        rp_map_put(&x->nodes, cucap_fb_graph_node_handle(cucap_fb_graph_nodes_at(g, i)),
+        cucap_map_put(&x->nodes, cucap_fb_graph_node_handle(cucap_fb_graph_nodes_at(g, i)),
                    (uint64_t)(uintptr_t)v[i]);
     free(v);
     size_t hpos = 0; /* the new graph's handles, as kernels see them (1 included) */
     uint64_t hk = 0, hv = 0;
-    while (rp_map_next(&handles, &hpos, &hk, &hv))
-      rp_map_put(&x->handles, hk, hv);
+    while (cucap_map_next(&handles, &hpos, &hk, &hv))
+      cucap_map_put(&x->handles, hk, hv);
     if (R->d.df.GraphDestroy)
       R->d.df.GraphDestroy(ng);
-    rp_map_free(&nodes);
-    rp_map_free(&handles);
+    cucap_map_free(&nodes);
+    cucap_map_free(&handles);
     R->rep->executed++;
     return;
   }
@@ -271,17 +271,17 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
   if (!rp_cu(R, R->d.df.GraphInstantiateWithFlags(&ex, ng, 0), "cuGraphInstantiate (update)")) {
     if (R->d.df.GraphDestroy)
       R->d.df.GraphDestroy(ng);
-    rp_map_free(&nodes);
-    rp_map_free(&handles);
+    cucap_map_free(&nodes);
+    cucap_map_free(&handles);
     return;
   }
   R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)live);
-  rp_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
+  cucap_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
   rp_owned(R, (uint64_t)(uintptr_t)ex);
   if (x->own_graph && x->graph && R->d.df.GraphDestroy)
     R->d.df.GraphDestroy(x->graph);
-  rp_map_free(&x->nodes);
-  rp_map_free(&x->handles);
+  cucap_map_free(&x->nodes);
+  cucap_map_free(&x->handles);
   x->graph = ng;
   x->own_graph = 1;
   x->nodes = nodes;
@@ -294,11 +294,11 @@ static void gx_set(rp_state *R, const cucap_fb_graph *g) {
   rp_gx *x = gx_find(R, cucap_fb_graph_exec(g));
   const rg_fns *f = rp_graph_fns(R);
   const cucap_fb_graph_node *n = cucap_fb_graph_nodes_at(g, 0);
-  if (!x || !f || !n || !rp_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
+  if (!x || !f || !n || !cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
     rp_skip(R, "graph exec parameter update (graph not replayed)");
     return;
   }
-  if (!rp_map_get(&x->nodes, cucap_fb_graph_node_handle(n), &node)) {
+  if (!cucap_map_get(&x->nodes, cucap_fb_graph_node_handle(n), &node)) {
     rp_skip(R, "graph exec parameter update of a node not replayed");
     return;
   }
@@ -380,7 +380,7 @@ static void gx_set(rp_state *R, const cucap_fb_graph *g) {
   case CUCAP_FB_GRAPHNODETYPE_WAITEVENT: {
     int rec = cucap_fb_graph_node_type(n) == CUCAP_FB_GRAPHNODETYPE_EVENTRECORD;
     uint64_t ev = 0;
-    if (!rp_map_get(&R->event, cucap_fb_graph_node_event(n), &ev) ||
+    if (!cucap_map_get(&R->event, cucap_fb_graph_node_event(n), &ev) ||
         !(rec ? f->ExecEventRecord : f->ExecEventWait)) {
       rp_skip(R, "graph exec event update (event not replayed)");
       return;
@@ -435,7 +435,7 @@ void rp_graph_op(rp_state *R, const cucap_fb_record *rec, const cucap_fb_graph *
      * later whether the program changed the graph before instantiating */
     rp_graphs *gs = rp_graphs_get(R);
     if (gs && cucap_fb_graph_graph(g))
-      rp_map_put(&gs->sig, cucap_fb_graph_graph(g), rp_graph_signature(g));
+      cucap_map_put(&gs->sig, cucap_fb_graph_graph(g), rp_graph_signature(g));
     R->rep->ignored++;
     return;
   }
@@ -445,7 +445,7 @@ void rp_graph_op(rp_state *R, const cucap_fb_record *rec, const cucap_fb_graph *
     gx_instantiate(R, rec, g);
     return;
   case CUCAP_FB_GRAPHOP_UPLOAD:
-    if (!rp_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
+    if (!cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
       R->rep->ignored++;
       return;
     }

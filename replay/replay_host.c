@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cucap_sort.h"
+#include "cucap_getproc.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "replay_host.h"
@@ -24,40 +25,19 @@
  * own NULL dereferences into silent accesses. */
 #define RP_HOST_MIN_ADDR ((uint64_t)64 << 10)
 
-typedef CUresult (*rp_host_getproc_fn)(const char *, void **, int, cuuint64_t,
-                                       CUdriverProcAddressQueryResult *);
-
 typedef struct rp_host_fns {
   PFN_cuMemHostRegister_v6050 Register;
   PFN_cuMemHostUnregister_v4000 Unregister;
   PFN_cuMemHostGetDevicePointer_v3020 GetDevicePointer;
 } rp_host_fns;
 
-static void *rp_host_sym(void *lib, const char *name, int ver,
-                         const char *exported) {
-  void *p = NULL;
-  rp_host_getproc_fn gp = (rp_host_getproc_fn)dlsym(lib, "cuGetProcAddress_v2");
-  if (gp) {
-    CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SUCCESS;
-    if (gp(name, &p, ver, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
-        q != CU_GET_PROC_ADDRESS_SUCCESS)
-      p = NULL;
-  }
-  if (!p)
-    p = dlsym(lib, exported);
-  return p;
-}
-
 static void rp_host_fns_load(const rp_driver *d, rp_host_fns *f) {
   memset(f, 0, sizeof *f);
   if (!d || !d->lib)
     return;
-  f->Register = (PFN_cuMemHostRegister_v6050)rp_host_sym(
-      d->lib, "cuMemHostRegister", 6050, "cuMemHostRegister_v2");
-  f->Unregister = (PFN_cuMemHostUnregister_v4000)rp_host_sym(
-      d->lib, "cuMemHostUnregister", 4000, "cuMemHostUnregister");
-  f->GetDevicePointer = (PFN_cuMemHostGetDevicePointer_v3020)rp_host_sym(
-      d->lib, "cuMemHostGetDevicePointer", 3020, "cuMemHostGetDevicePointer_v2");
+  f->Register = (PFN_cuMemHostRegister_v6050)cucap_getproc(d->lib, "cuMemHostRegister", 6050, "cuMemHostRegister_v2", 0);
+  f->Unregister = (PFN_cuMemHostUnregister_v4000)cucap_getproc(d->lib, "cuMemHostUnregister", 4000, "cuMemHostUnregister", 0);
+  f->GetDevicePointer = (PFN_cuMemHostGetDevicePointer_v3020)cucap_getproc(d->lib, "cuMemHostGetDevicePointer", 3020, "cuMemHostGetDevicePointer_v2", 0);
 }
 
 int rp_host_pins_add(rp_host_pins *p, int kind, uint64_t host, uint64_t dev,

@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "cucap_map.h"
 #include "cucap_reader.h"
 #include "cucap_replay.h"
 
@@ -138,22 +139,6 @@ void rp_driver_unload(rp_driver *d);
 void *rp_driver_proc(const rp_driver *d, const char *name, int cuda_version);
 const char *rp_cu_err(const rp_driver *d, CUresult r);
 
-/* ---- u64 -> u64 hash map (handles recorded -> live) ------------------- */
-typedef struct rp_map {
-  uint64_t *keys, *vals;
-  size_t cap, count;
-} rp_map;
-int rp_map_put(rp_map *m, uint64_t k, uint64_t v); /* 0 on OOM */
-int rp_map_get(const rp_map *m, uint64_t k, uint64_t *v);
-int rp_map_del(rp_map *m, uint64_t k, uint64_t *old);
-void rp_map_free(rp_map *m);
-/* Iteration over every entry, keys 0 and 1 included (they live out of
- * band: a loop over keys[0..cap) alone misses them - a context created
- * under a recorded handle 0 then leaked). Start with *pos = 0; returns 0
- * at the end. The map must not grow meanwhile; deleting the entry just
- * returned is allowed. */
-int rp_map_next(const rp_map *m, size_t *pos, uint64_t *k, uint64_t *v);
-
 /* ---- memory placement (replay_memory.c) ------------------------------- */
 typedef struct rp_range {
   uint64_t addr, size;
@@ -262,9 +247,7 @@ static inline size_t rp_mem_patch_struct(const rp_mem *m, uint8_t *args, size_t 
   return off < n ? rp_mem_patch_row(m, args + off, size < n - off ? size : n - off, off) : 0;
 }
 
-/* Largest kernel argument block a capture may describe (the driver's limit
- * is 32,764 bytes): recorded layouts and argument blobs past it are not used. */
-#define RP_MAX_PARAM_BYTES ((size_t)1 << 20)
+#define RP_MAX_PARAM_BYTES CUCAP_READER_MAX_PARAM_BYTES
 
 /* Zero-fills every mapped piece (the start of each replay pass; the NULL
  * stream, synchronised). Returns the first failure. */

@@ -34,22 +34,22 @@
 
 void rp_owned(rp_state *R, uint64_t live) {
   if (live && R->cur)
-    rp_map_put(&R->owner, live, (uint64_t)(uintptr_t)R->cur);
+    cucap_map_put(&R->owner, live, (uint64_t)(uintptr_t)R->cur);
 }
 
 CUcontext rp_owner_of(rp_state *R, uint64_t live) {
   uint64_t c = 0;
-  return rp_map_get(&R->owner, live, &c) ? (CUcontext)(uintptr_t)c : NULL;
+  return cucap_map_get(&R->owner, live, &c) ? (CUcontext)(uintptr_t)c : NULL;
 }
 
 /* Removes from m every entry whose live value the dying context owned. */
-static size_t rp_forget_owned(rp_state *R, rp_map *m, uint64_t ctx) {
+static size_t rp_forget_owned(rp_state *R, cucap_map *m, uint64_t ctx) {
   size_t n = 0, pos = 0;
   uint64_t k = 0, v = 0;
-  while (rp_map_next(m, &pos, &k, &v)) {
+  while (cucap_map_next(m, &pos, &k, &v)) {
     uint64_t o = 0;
-    if (rp_map_get(&R->owner, v, &o) && o == ctx) {
-      rp_map_del(m, k, NULL);
+    if (cucap_map_get(&R->owner, v, &o) && o == ctx) {
+      cucap_map_del(m, k, NULL);
       n++;
     }
   }
@@ -85,24 +85,24 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   {
     size_t gp = 0;
     uint64_t gk = 0, gv = 0, go = 0;
-    while (rp_map_next(&R->gexec, &gp, &gk, &gv))
-      if (rp_map_get(&R->owner, gv, &go) && go == c) {
+    while (cucap_map_next(&R->gexec, &gp, &gk, &gv))
+      if (cucap_map_get(&R->owner, gv, &go) && go == c) {
         if (R->d.df.GraphExecDestroy)
           R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)gv);
-        rp_map_del(&R->gexec, gk, NULL);
+        cucap_map_del(&R->gexec, gk, NULL);
         rp_graph_exec_destroyed(R, gk);
       }
   }
   /* the program's other objects in it: the driver frees them with it */
   rp_modkeep_ctx_gone(R, live);
   size_t n = rp_object_context_gone(R, c); /* arrays, textures, surfaces */
-  rp_map *maps[] = {&R->stream, &R->event, &R->module, &R->libmod, &R->gexec};
+  cucap_map *maps[] = {&R->stream, &R->event, &R->module, &R->libmod, &R->gexec};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++)
     n += rp_forget_owned(R, maps[m], c);
   for (size_t i = 0; i < R->nfuncs; i++) {
     rp_func *fi = &R->funcs[i];
     uint64_t o = 0;
-    if (fi->live && rp_map_get(&R->owner, fi->live, &o) && o == c) {
+    if (fi->live && cucap_map_get(&R->owner, fi->live, &o) && o == c) {
       fi->live = fi->live_fn = 0; /* its module is gone */
       n++;
     }
@@ -112,7 +112,7 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   for (size_t i = 0; i < R->mem.nreloc;) {
     rp_reloc *r = &R->mem.reloc[i];
     uint64_t o = 0;
-    if (r->owned && rp_map_get(&R->owner, r->live, &o) && o == c) {
+    if (r->owned && cucap_map_get(&R->owner, r->live, &o) && o == c) {
       memmove(r, r + 1, (R->mem.nreloc - i - 1) * sizeof *r);
       R->mem.nreloc--;
       n++;
@@ -122,9 +122,9 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   }
   size_t pos = 0;
   uint64_t ok = 0, ov = 0;
-  while (rp_map_next(&R->owner, &pos, &ok, &ov))
+  while (cucap_map_next(&R->owner, &pos, &ok, &ov))
     if (ov == c)
-      rp_map_del(&R->owner, ok, NULL);
+      cucap_map_del(&R->owner, ok, NULL);
   for (size_t i = 0; i < R->nctx_stack; i++)
     if (R->ctx_stack[i] == c)
       R->ctx_stack[i] = (uint64_t)(uintptr_t)R->primary;
@@ -269,19 +269,19 @@ int rp_lib_option_safe(int opt) {
  * every pass still starts from the same state. */
 int rp_ctx_kept_reuse(rp_state *R, const cucap_fb_record *rec, uint64_t h) {
   uint64_t live = 0;
-  if (!rp_map_get(&R->ctx_kept, h, &live))
+  if (!cucap_map_get(&R->ctx_kept, h, &live))
     return 0;
   if (R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live) != CUDA_SUCCESS)
     return 0;
   R->cur = (CUcontext)(uintptr_t)live;
-  rp_map_put(&R->ctx, h, live);
+  cucap_map_put(&R->ctx, h, live);
   rp_ctx_set_tid(R, rec, R->cur);
   return 1;
 }
 
 void rp_ctx_kept_release(rp_state *R, uint64_t h) {
   uint64_t live = 0, mapped = 0;
-  if (!rp_map_get(&R->ctx_kept, h, &live) || !rp_map_get(&R->ctx, h, &mapped) ||
+  if (!cucap_map_get(&R->ctx_kept, h, &live) || !cucap_map_get(&R->ctx, h, &mapped) ||
       mapped != live)
     return;
   /* cuCtxDestroy waits for the context's work: so does this */
@@ -289,14 +289,14 @@ void rp_ctx_kept_release(rp_state *R, uint64_t h) {
     R->cur = (CUcontext)(uintptr_t)live;
     R->d.df.CtxSynchronize();
   }
-  rp_map_del(&R->ctx, h, NULL);
+  cucap_map_del(&R->ctx, h, NULL);
   rp_ctx_unref(R, live); /* the primary context current again */
 }
 
 void rp_ctx_kept_sync(rp_state *R) {
   size_t pos = 0;
   uint64_t v = 0;
-  while (rp_map_next(&R->ctx_kept, &pos, NULL, &v)) {
+  while (cucap_map_next(&R->ctx_kept, &pos, NULL, &v)) {
     if (R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)v) != CUDA_SUCCESS)
       continue;
     R->cur = (CUcontext)(uintptr_t)v;
@@ -304,15 +304,15 @@ void rp_ctx_kept_sync(rp_state *R) {
   }
 }
 
-void rp_ctx_destroy_all(rp_state *R, rp_map *m) {
+void rp_ctx_destroy_all(rp_state *R, cucap_map *m) {
   size_t pos = 0;
   uint64_t v = 0;
-  while (R->d.df.CtxDestroy && rp_map_next(m, &pos, NULL, &v)) {
+  while (R->d.df.CtxDestroy && cucap_map_next(m, &pos, NULL, &v)) {
     CUcontext c = (CUcontext)(uintptr_t)v;
     rp_ctx_dying(R, c);
     R->d.df.CtxDestroy(c);
     if (R->cur == c)
       R->cur = NULL;
   }
-  rp_map_free(m);
+  cucap_map_free(m);
 }

@@ -71,8 +71,8 @@ typedef struct mk_mod {
 struct rp_modkeep {
   mk_mod *m;
   size_t n, cap;
-  rp_map by_rec;  /* load record index -> slot + 1 */
-  rp_map by_live; /* live handle -> slot + 1 */
+  cucap_map by_rec;  /* load record index -> slot + 1 */
+  cucap_map by_live; /* live handle -> slot + 1 */
   uint64_t restored_bytes;
   size_t dropped; /* modules unloaded for cucap_replay_session_fresh_modules */
 };
@@ -100,7 +100,7 @@ int rp_modkeep_wanted(const rp_state *R) {
     return 1;
   size_t pos = 0;
   uint64_t v = 0;
-  while (rp_map_next(&R->ctx_kept, &pos, NULL, &v))
+  while (cucap_map_next(&R->ctx_kept, &pos, NULL, &v))
     if ((CUcontext)(uintptr_t)v == R->cur)
       return 1;
   return 0;
@@ -108,7 +108,7 @@ int rp_modkeep_wanted(const rp_state *R) {
 
 uint64_t rp_modkeep_get(rp_state *R, uint64_t rec_index, int library) {
   uint64_t slot = 0;
-  if (!R->mk || !rp_map_get(&R->mk->by_rec, rec_index, &slot))
+  if (!R->mk || !cucap_map_get(&R->mk->by_rec, rec_index, &slot))
     return 0;
   mk_mod *m = &R->mk->m[slot - 1];
   if (m->library != library || m->ctx != R->cur)
@@ -117,7 +117,7 @@ uint64_t rp_modkeep_get(rp_state *R, uint64_t rec_index, int library) {
 }
 
 int rp_modkeep_has(const rp_state *R, uint64_t live) {
-  return R->mk && live && rp_map_get(&R->mk->by_live, live, NULL);
+  return R->mk && live && cucap_map_get(&R->mk->by_live, live, NULL);
 }
 
 typedef struct mk_scan {
@@ -172,7 +172,7 @@ void rp_modkeep_add(rp_state *R, uint64_t rec_index, int library, uint64_t live,
   if (!R->mk && !(R->mk = calloc(1, sizeof *R->mk)))
     return;
   struct rp_modkeep *K = R->mk;
-  if (rp_map_get(&K->by_rec, rec_index, NULL))
+  if (cucap_map_get(&K->by_rec, rec_index, NULL))
     return; /* kept in another context already: this one is per pass */
   mk_mod m = {rec_index, live, library, R->cur, NULL, 0, NULL, 0};
   mk_scan s = {R, live, library, &m, 0};
@@ -211,9 +211,9 @@ void rp_modkeep_add(rp_state *R, uint64_t rec_index, int library, uint64_t live,
     K->m = nm;
     K->cap = nc;
   }
-  if (!rp_map_put(&K->by_rec, rec_index, K->n + 1) ||
-      !rp_map_put(&K->by_live, live, K->n + 1)) {
-    rp_map_del(&K->by_rec, rec_index, NULL);
+  if (!cucap_map_put(&K->by_rec, rec_index, K->n + 1) ||
+      !cucap_map_put(&K->by_live, live, K->n + 1)) {
+    cucap_map_del(&K->by_rec, rec_index, NULL);
     mk_mod_free(&m);
     return;
   }
@@ -341,8 +341,8 @@ static void mk_unload(rp_state *R, mk_mod *m) {
 }
 
 static void mk_forget(struct rp_modkeep *K, mk_mod *m) {
-  rp_map_del(&K->by_rec, m->rec_index, NULL);
-  rp_map_del(&K->by_live, m->live, NULL);
+  cucap_map_del(&K->by_rec, m->rec_index, NULL);
+  cucap_map_del(&K->by_live, m->live, NULL);
   mk_mod_free(m); /* the slot stays, empty (live 0) */
 }
 
@@ -377,8 +377,8 @@ static size_t mk_unload_all(rp_state *R, struct rp_modkeep *K) {
     mk_mod_free(m);
   }
   K->n = 0;
-  rp_map_free(&K->by_rec);
-  rp_map_free(&K->by_live);
+  cucap_map_free(&K->by_rec);
+  cucap_map_free(&K->by_live);
   /* the caller's context current again: a kept context left current here
    * would be destroyed next, leaving none for the memory release after it */
   if (prev && R->cur != prev && R->d.lib &&

@@ -41,11 +41,11 @@ typedef struct rp_own_entry { /* an object this replay made and must destroy */
 } rp_own_entry;
 
 struct rp_objects {
-  rp_map array;      /* recorded CUarray -> live (created and mipmap levels) */
-  rp_map mipmap;     /* recorded CUmipmappedArray -> live */
-  rp_map tex, surf;  /* recorded CUtexObject / CUsurfObject -> live */
-  rp_map moved;      /* recorded tex/surf handle -> live, where they differ */
-  rp_map clash;      /* recorded values claimed by two objects: never rewritten */
+  cucap_map array;      /* recorded CUarray -> live (created and mipmap levels) */
+  cucap_map mipmap;     /* recorded CUmipmappedArray -> live */
+  cucap_map tex, surf;  /* recorded CUtexObject / CUsurfObject -> live */
+  cucap_map moved;      /* recorded tex/surf handle -> live, where they differ */
+  cucap_map clash;      /* recorded values claimed by two objects: never rewritten */
   rp_own_entry *own;     /* in creation order */
   size_t nown, capown;
   int warned_upload, warned_moved;
@@ -59,7 +59,7 @@ static struct rp_objects *objs(rp_state *R) {
   return R->obj;
 }
 
-static rp_map *own_map(struct rp_objects *O, int kind) {
+static cucap_map *own_map(struct rp_objects *O, int kind) {
   switch (kind) {
   case OWN_ARRAY:
   case OWN_LEVEL: return &O->array;
@@ -105,14 +105,14 @@ static uint64_t own_del(struct rp_objects *O, int kind, uint64_t rec) {
 uint64_t rp_object_array(rp_state *R, uint64_t recorded) {
   uint64_t v = 0;
   if (R->obj)
-    rp_map_get(&R->obj->array, recorded, &v);
+    cucap_map_get(&R->obj->array, recorded, &v);
   return v;
 }
 
 uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded) {
   uint64_t v = 0;
   if (R->obj)
-    rp_map_get(&R->obj->mipmap, recorded, &v);
+    cucap_map_get(&R->obj->mipmap, recorded, &v);
   return v;
 }
 
@@ -120,7 +120,7 @@ int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned
   struct rp_objects *O = objs(R);
   if (!O || (owned && !own_add(R, O, OWN_ARRAY, recorded, live)))
     return 0;
-  if (!rp_map_put(&O->array, recorded, live)) {
+  if (!cucap_map_put(&O->array, recorded, live)) {
     if (owned)
       own_del(O, OWN_ARRAY, recorded); /* the caller destroys it */
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
@@ -132,7 +132,7 @@ int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned
 uint64_t rp_object_array_del(rp_state *R, uint64_t recorded) {
   if (!R->obj)
     return 0;
-  rp_map_del(&R->obj->array, recorded, NULL);
+  cucap_map_del(&R->obj->array, recorded, NULL);
   return own_del(R->obj, OWN_ARRAY, recorded);
 }
 
@@ -143,7 +143,7 @@ size_t rp_object_context_gone(rp_state *R, uint64_t ctx) {
   size_t k = 0;
   for (size_t i = 0; i < O->nown; i++) {
     if (O->own[i].ctx == ctx) /* destroyed with its context */
-      rp_map_del(own_map(O, O->own[i].kind), O->own[i].rec, NULL);
+      cucap_map_del(own_map(O, O->own[i].kind), O->own[i].rec, NULL);
     else
       O->own[k++] = O->own[i];
   }
@@ -157,18 +157,18 @@ static void note_handle(struct rp_objects *O, int tex, uint64_t rec,
                         uint64_t live) {
   const char *what = tex ? "texture" : "surface";
   uint64_t other;
-  if (rp_map_get(tex ? &O->surf : &O->tex, rec, &other) && other != live) {
+  if (cucap_map_get(tex ? &O->surf : &O->tex, rec, &other) && other != live) {
     /* a live texture and a live surface recorded with the same value but
      * replayed with different ones: which one a stored value means is unknown */
-    rp_map_put(&O->clash, rec, 1);
+    cucap_map_put(&O->clash, rec, 1);
     CUCAP_WARN("replay: texture and surface objects both recorded as 0x%" PRIx64
                " differ in this replay; values equal to it are not rewritten", rec);
   }
   if (rec == live) {
-    rp_map_del(&O->moved, rec, NULL);
+    cucap_map_del(&O->moved, rec, NULL);
     return;
   }
-  rp_map_put(&O->moved, rec, live);
+  cucap_map_put(&O->moved, rec, live);
   if (!O->warned_moved++)
     CUCAP_INFO("replay: %s object 0x%" PRIx64 " is 0x%" PRIx64 " in this replay; "
                "kernel parameters and uploaded data holding it are rewritten",
@@ -178,8 +178,8 @@ static void note_handle(struct rp_objects *O, int tex, uint64_t rec,
 }
 
 static int moved(const struct rp_objects *O, uint64_t v, uint64_t *live) {
-  return v > 0 && O->moved.count && rp_map_get(&O->moved, v, live) &&
-         !rp_map_get(&O->clash, v, NULL);
+  return v > 0 && O->moved.count && cucap_map_get(&O->moved, v, live) &&
+         !cucap_map_get(&O->clash, v, NULL);
 }
 
 /* ---------------------------------------------------------------- Object */
@@ -251,7 +251,7 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
       return;
     if (!own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live))
       return;
-    if (!rp_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live)) {
+    if (!cucap_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live)) {
       rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
       return;
     }
@@ -311,7 +311,7 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
       return;
     if (!own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live))
       return;
-    if (!rp_map_put(tex ? &O->tex : &O->surf, h, live)) {
+    if (!cucap_map_put(tex ? &O->tex : &O->surf, h, live)) {
       rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
       return;
     }
@@ -329,7 +329,7 @@ static void levels_gone(struct rp_objects *O, uint64_t parent) {
   size_t k = 0;
   for (size_t i = 0; i < O->nown; i++) {
     if (O->own[i].kind == OWN_LEVEL && O->own[i].parent == parent)
-      rp_map_del(&O->array, O->own[i].rec, NULL);
+      cucap_map_del(&O->array, O->own[i].rec, NULL);
     else
       O->own[k++] = O->own[i];
   }
@@ -343,17 +343,17 @@ static void obj_destroy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_
   rp_ctx_rec(R, rec);
   switch (cucap_fb_object_kind(o)) {
   case CUCAP_FB_OBJECTKIND_TEXOBJECT:
-    rp_map_del(&O->tex, h, NULL);
+    cucap_map_del(&O->tex, h, NULL);
     if ((live = own_del(O, OWN_TEX, h)) && d->TexObjectDestroy)
       d->TexObjectDestroy((CUtexObject)live);
     break;
   case CUCAP_FB_OBJECTKIND_SURFOBJECT:
-    rp_map_del(&O->surf, h, NULL);
+    cucap_map_del(&O->surf, h, NULL);
     if ((live = own_del(O, OWN_SURF, h)) && d->SurfObjectDestroy)
       d->SurfObjectDestroy((CUsurfObject)live);
     break;
   case CUCAP_FB_OBJECTKIND_MIPMAPPEDARRAY:
-    rp_map_del(&O->mipmap, h, NULL);
+    cucap_map_del(&O->mipmap, h, NULL);
     if ((live = own_del(O, OWN_MIPMAP, h)) && d->MipmappedArrayDestroy)
       d->MipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)live);
     levels_gone(O, h); /* its levels went with it */
@@ -470,9 +470,9 @@ void rp_object_destroy_live(rp_state *R) {
     }
   }
   free(O->own);
-  rp_map *maps[] = {&O->array, &O->mipmap, &O->tex, &O->surf, &O->moved, &O->clash};
+  cucap_map *maps[] = {&O->array, &O->mipmap, &O->tex, &O->surf, &O->moved, &O->clash};
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
-    rp_map_free(maps[i]);
+    cucap_map_free(maps[i]);
   free(O);
   R->obj = NULL;
 }

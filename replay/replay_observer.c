@@ -122,7 +122,7 @@ void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_dat
     const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
     uint64_t idx;
     R->op.launch_index = cucap_fb_launch_launch_index(l);
-    if (rp_map_get(&R->func, cucap_fb_launch_function(l), &idx))
+    if (cucap_map_get(&R->func, cucap_fb_launch_function(l), &idx))
       R->op.kernel = R->funcs[idx].name;
     R->op.callstack = cucap_fb_record_stack(rec);
   }

@@ -63,7 +63,7 @@ typedef struct pc_ent {
 struct rp_paycache {
   pc_ent *e;
   size_t n, cap;
-  rp_map by_rec; /* copy record index -> slot + 1 */
+  cucap_map by_rec; /* copy record index -> slot + 1 */
   uint64_t bytes, budget, min;
   uint64_t hits, hit_bytes;
   int full_noted;
@@ -114,7 +114,7 @@ void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
     return NULL;
   uint64_t key = pc_reloc_key(R), slot = 0;
   pc_ent *e = NULL;
-  if (rp_map_get(&P->by_rec, R->rec_index, &slot)) {
+  if (cucap_map_get(&P->by_rec, R->rec_index, &slot)) {
     e = &P->e[slot - 1];
     if (e->size != bsz)
       return NULL; /* not the same copy (cannot happen in file order) */
@@ -142,7 +142,7 @@ void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
     void *buf = rp_host_buf_alloc(R, bsz);
     if (!buf)
       return NULL;
-    if (!rp_map_put(&P->by_rec, R->rec_index, P->n + 1)) {
+    if (!cucap_map_put(&P->by_rec, R->rec_index, P->n + 1)) {
       rp_host_buf_free(R, buf);
       return NULL;
     }
@@ -180,7 +180,7 @@ CUdeviceptr rp_paycache_device(rp_state *R, const void *hb) {
   struct rp_paycache *P = R->pc;
   uint64_t slot = 0;
   if (!P || !hb || !R->cur || (R->cur != R->primary && !R->keep_ctx) || !R->d.df.MemAlloc ||
-      !R->d.df.MemcpyDtoDAsync || !rp_map_get(&P->by_rec, R->rec_index, &slot))
+      !R->d.df.MemcpyDtoDAsync || !cucap_map_get(&P->by_rec, R->rec_index, &slot))
     return 0;
   pc_ent *e = &P->e[slot - 1];
   if (e->buf != hb || (e->dev && e->dev_ctx != R->cur))
@@ -249,7 +249,7 @@ void rp_paycache_free(rp_state *R) {
     if (R->d.lib)
       rp_host_buf_free(R, P->e[i].buf);
   free(P->e);
-  rp_map_free(&P->by_rec);
+  cucap_map_free(&P->by_rec);
   free(P);
   R->pc = NULL;
 }

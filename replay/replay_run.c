@@ -10,8 +10,9 @@
  * (replay_exec.c), N times for --loop, timing the whole with events.
  * Every pass starts from the same state: the recorded device ranges and the
  * pinned host ranges zero-filled, then (passes after the first) the
- * BeforeLaunch snapshot restored, then the capture's own uploads. --verify
- * is an observer (verify_observer.c), run before the caller's observers. */
+ * BeforeLaunch snapshot restored, then the capture's own uploads. Verify,
+ * profile and the exporters are observers the caller passes in
+ * (cucap_replay_observer.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,6 @@
 #include "replay_graph.h"
 #include "replay_host.h"
 #include "replay_state.h"
-#include "verify_internal.h"
 
 static double rp_now(void) {
   struct timespec ts;
@@ -291,7 +291,7 @@ static void rp_restore(rp_state *R) {
   }
 }
 
-void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live) {
+void rp_live_destroy(rp_state *R, const cucap_map *mp, uint64_t live) {
   void *v = (void *)(uintptr_t)live;
   if (mp == &R->gexec && R->d.df.GraphExecDestroy)
     R->d.df.GraphExecDestroy(v);
@@ -312,11 +312,11 @@ void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live) {
     rp_unload(R, (uint64_t)(uintptr_t)v, mp == &R->library);
 }
 
-int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live) {
+int rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live) {
   uint64_t old;
-  if (rp_map_get(mp, h, &old) && old != live)
+  if (cucap_map_get(mp, h, &old) && old != live)
     rp_live_destroy(R, mp, old);
-  if (!rp_map_put(mp, h, live)) {
+  if (!cucap_map_put(mp, h, live)) {
     rp_live_destroy(R, mp, live);
     rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
     return 0;
@@ -332,7 +332,7 @@ static void rp_end_captures(rp_state *R) {
     R->capturing = 0;
     return;
   }
-  const rp_map *m = &R->stream;
+  const cucap_map *m = &R->stream;
   for (size_t i = 0; i < m->cap + 2; i++) {
     /* slots cap and cap+1 hold recorded handles 0 and 1 (flag bits) */
     if (i < m->cap ? m->keys[i] <= 1 : !(m->keys[m->cap] & (1u << (i - m->cap))))
@@ -347,21 +347,21 @@ static void rp_destroy_live(rp_state *R) {
   rp_end_captures(R);
   rp_object_destroy_live(R); /* texture/surface objects, arrays */
   rp_attr_reset(R);
-  rp_map_free(&R->libmod); /* the libraries' own: dropped with them below */
-  rp_map *maps[] = {&R->gexec, &R->graph, &R->event, &R->stream, &R->library,
+  cucap_map_free(&R->libmod); /* the libraries' own: dropped with them below */
+  cucap_map *maps[] = {&R->gexec, &R->graph, &R->event, &R->stream, &R->library,
                     &R->module};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
-    rp_map *mp = maps[m];
+    cucap_map *mp = maps[m];
     size_t pos = 0;
     uint64_t lv = 0;
-    while (rp_map_next(mp, &pos, NULL, &lv)) { /* recorded handles 0 and 1 too */
+    while (cucap_map_next(mp, &pos, NULL, &lv)) { /* recorded handles 0 and 1 too */
       /* a module is unloaded from the context it was loaded in */
       CUcontext own = rp_owner_of(R, lv);
       if (own && own != R->cur && R->d.df.CtxSetCurrent(own) == CUDA_SUCCESS)
         R->cur = own;
       rp_live_destroy(R, mp, lv);
     }
-    rp_map_free(mp);
+    cucap_map_free(mp);
   }
   rp_graphs_reset(R, 0); /* graphs rebuilt for the execs just destroyed */
   for (size_t i = 0; i < R->nfuncs; i++) {
@@ -369,12 +369,12 @@ static void rp_destroy_live(rp_state *R) {
     free(R->funcs[i].name);
   }
   R->nfuncs = 0;
-  rp_map_free(&R->func);
+  cucap_map_free(&R->func);
   R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
   rp_ctx_destroy_all(R, &R->ctx_created); /* created contexts */
-  rp_map_free(&R->ctx);
-  rp_map_free(&R->tid_ctx);
-  rp_map_free(&R->owner);
+  cucap_map_free(&R->ctx);
+  cucap_map_free(&R->tid_ctx);
+  cucap_map_free(&R->owner);
   R->nctx_stack = 0;
   if (R->primary) {
     R->d.df.CtxSetCurrent(R->primary);
@@ -414,28 +414,6 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   memset(rep, 0, sizeof *rep);
   rep->gpu_time_s = -1;
   rep->verify_mode = opts->verify;
-  /* the observers of this run: verify (if asked) first, then the caller's */
-  cucap_replay_options eff = *opts;
-  vo_verifier *verifier = NULL;
-  const cucap_replay_observer **obs = NULL;
-  if (opts->verify != CUCAP_REPLAY_VERIFY_NONE) {
-    verifier = rp_verify_create(&eff);
-    obs = calloc(opts->nobservers + 1, sizeof *obs);
-    if (!verifier || !obs) {
-      rp_verify_destroy(verifier);
-      free(obs);
-      rep->status = CUCAP_ERR_NOMEM;
-      rep->exit_code = CUCAP_REPLAY_EXIT_FAILED;
-      snprintf(rep->error, sizeof rep->error, "out of memory");
-      return rep->status;
-    }
-    obs[0] = rp_verify_observer(verifier);
-    for (size_t i = 0; i < opts->nobservers; i++)
-      obs[i + 1] = opts->observers[i];
-    eff.observers = obs;
-    eff.nobservers = opts->nobservers + 1;
-  }
-  opts = &eff;
   if (!path) {
     snprintf(rep->error, sizeof rep->error, "no capture given");
     rep->status = CUCAP_ERR_INVALID_ARG;
@@ -444,8 +422,6 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   rp_state *R = calloc(1, sizeof *R);
   if (!R) {
-    rp_verify_destroy(verifier);
-    free(obs);
     rep->status = CUCAP_ERR_NOMEM;
     rep->exit_code = CUCAP_REPLAY_EXIT_FAILED;
     snprintf(rep->error, sizeof rep->error, "out of memory");
@@ -790,9 +766,9 @@ out:
   free(R->restore);
   free(R->funcs);
   rp_deferred_free(R);
-  rp_map_free(&R->ctx);
-  rp_map_free(&R->ctx_kept); /* no driver: nothing was created */
-  rp_map_free(&R->tid_ctx);
+  cucap_map_free(&R->ctx);
+  cucap_map_free(&R->ctx_kept); /* no driver: nothing was created */
+  cucap_map_free(&R->tid_ctx);
   if (!rep->error[0] && rep->mismatches) {
     rep->status = CUCAP_ERR_MISMATCH;
     rep->exit_code = CUCAP_REPLAY_EXIT_MISMATCH;
@@ -800,7 +776,5 @@ out:
   cucap_reader_destroy(R->r);
   rp_driver_unload(&R->d);
   free(R);
-  rp_verify_destroy(verifier);
-  free(obs);
   return rep->status;
 }

@@ -52,13 +52,13 @@ typedef struct rp_state {
   int rec_driver;             /* driver version noted by the recorder */
   CUcontext primary, cur;
   int primary_retained;
-  rp_map ctx, ctx_created, stream, event, module, library, func, graph, gexec;
-  rp_map libmod;              /* replay_lookup.c: library modules, never unloaded */
+  cucap_map ctx, ctx_created, stream, event, module, library, func, graph, gexec;
+  cucap_map libmod;              /* replay_lookup.c: library modules, never unloaded */
   /* keep_ctx (cucap_replay_session_keep_contexts): contexts the program
    * creates live for the whole run, recorded handle -> live context; they
    * are not in ctx_created (replay_lifetime.c) */
   int keep_ctx;
-  rp_map ctx_kept;
+  cucap_map ctx_kept;
   struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
   int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
   int hold_unloads;           /* cucap_replay_session_hold_unloads */
@@ -72,8 +72,8 @@ typedef struct rp_state {
   uint64_t host_reads_skipped;
   int mk_off;                 /* modules are no longer kept (after mk_fresh) */
   struct rp_paycache *pc;     /* replay_paycache.c: copy payloads kept */
-  rp_map tid_ctx;             /* recording tid -> live current context */
-  rp_map owner;               /* live object -> live context it was made in */
+  cucap_map tid_ctx;             /* recording tid -> live current context */
+  cucap_map owner;               /* live object -> live context it was made in */
 #define RP_CTX_STACK 64
   uint64_t ctx_stack[RP_CTX_STACK]; /* cuCtxPush/Pop */
   size_t nctx_stack;
@@ -137,8 +137,8 @@ typedef struct rp_state {
  * was reused) has its old object destroyed first, so nothing the replay
  * created is lost; on out of memory the new object is destroyed, the replay
  * stops and 0 is returned. */
-void rp_live_destroy(rp_state *R, const rp_map *mp, uint64_t live);
-int rp_live_put(rp_state *R, rp_map *mp, uint64_t h, uint64_t live);
+void rp_live_destroy(rp_state *R, const cucap_map *mp, uint64_t live);
+int rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live);
 
 /* replay_image.c: cuModuleLoadData & co. take no size, the driver finds
  * the end of an image by parsing it. Returns img when it is a fatbin/cubin
@@ -301,7 +301,7 @@ void rp_ctx_kept_sync(rp_state *R);
 /* Destroys every live context of m (recorded handle -> live context:
  * R->ctx_created between passes, R->ctx_kept at the end of the run), what
  * the replay knew of them first (rp_ctx_dying), and empties m. */
-void rp_ctx_destroy_all(rp_state *R, rp_map *m);
+void rp_ctx_destroy_all(rp_state *R, cucap_map *m);
 /* Modules kept loaded across passes (replay_modkeep.c). rp_modkeep_get: the
  * live module (or library) the load record at rec_index got in an earlier
  * pass in the current context, 0 if none (load it). rp_modkeep_add: after a

@@ -20,6 +20,8 @@
 
 #include <stdint.h>
 
+#include "cucap_hash.h" /* cucap_hash128: blob names */
+
 #define CUCAP_FORMAT_MAJOR 1
 #define CUCAP_FORMAT_MINOR 6
 #define CUCAP_VERSION_STRING "0.1.0"
@@ -90,10 +92,5 @@ typedef struct cucap_trailer {
 #define CUCAP_MAX_RECORD_SIZE ((uint64_t)256 << 20)
 #define CUCAP_BLOB_PIECE_SIZE ((uint64_t)4 << 20)
 
-/* XXH3-128 content hash, the name of a blob. */
-typedef struct cucap_hash128 {
-  uint64_t lo;
-  uint64_t hi;
-} cucap_hash128;
 
 #endif

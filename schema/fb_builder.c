@@ -4,7 +4,7 @@
  * value of `size` just after the object was written, i.e. its distance from
  * the end, which does not change when the buffer grows (data is moved to the
  * end of the new allocation). */
-#include "fb_builder.h"
+#include "cucap_fb_builder.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -202,6 +202,12 @@ static inline const void *cucap_fb__root_sp(const void *buf) {
   return buf ? cucap_fb__deref((const uint8_t *)buf + 4) : NULL;
 }
 
+typedef struct cucap_json cucap_json;
+/* Prints the table `t` (inside a verified buffer) described by td. Use the
+ * generated cucap_fb_<t>_to_json() wrappers instead of calling this. */
+void cucap_fb_table_to_json(const void *t, const cucap_fb_table_desc *td,
+                            cucap_json *w, unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -371,7 +371,7 @@ class Gen:
           '(); every')
         w(' * returned pointer points into that buffer and stays valid as long as'
           ' it does')
-        w(' * (nothing is allocated, nothing needs freeing). See fb_builder.h, '
+        w(' * (nothing is allocated, nothing needs freeing). See cucap_fb_builder.h, '
           'fb_verify.h,')
         w(' * cucap_json.h and docs/design.md ("Generated FlatBuffers API"). */')
         w('#ifndef CUCAP_SCHEMA_H')
@@ -383,7 +383,7 @@ class Gen:
         w('')
         w('#include "cucap_json.h"')
         w('#include "cucap_status.h"')
-        w('#include "fb_builder.h"')
+        w('#include "cucap_fb_builder.h"')
         w('#include "fb_verify.h"')
         w('')
         w('#ifdef __cplusplus')

@@ -1,5 +1,5 @@
 /* cmd_analyze.c - `cucap analyze CAPTURE`: diagnosis of the program from its
- * capture alone (replay/cucap_analyze.h), as text or one JSON object.
+ * capture alone (analyze/cucap_analyze.h), as text or one JSON object.
  *
  * Exit: 0 analysed; 1 with --fail-on SEVERITY when a finding is at least
  * that severe; 3 damaged/truncated capture (what was read is still

@@ -1,5 +1,5 @@
 /* cmd_cupti.c - `cucap cupti`: direct access to the CUPTI engine of
- * `replay --profile` (replay/cucap_cupti.h), for diagnosing a GPU machine
+ * `replay --profile` (profile/cupti/cucap_cupti.h), for diagnosing a GPU machine
  * and for the GPU self-test:
  *   cucap cupti probe [--list-metrics] [--metrics=LIST] [--cupti LIB]
  *   cucap cupti profile CAPTURE [options]   the engine's own table/JSON/folded

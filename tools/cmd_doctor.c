@@ -1,5 +1,5 @@
 /* cmd_doctor.c - `cucap doctor`: checks what replay and `replay --profile`
- * need on this machine and says what to change (replay/cucap_doctor.h).
+ * need on this machine and says what to change (tools/cucap_doctor.h).
  *
  * Exit: 0 everything --profile needs is there; 1 replay works but --profile
  * would lack sections; 3 replay cannot run (no driver / no GPU); 2 usage. */

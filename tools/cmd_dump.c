@@ -35,6 +35,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cucap_schema.h"
 #include "cucap_cli.h"
 #include "cucap_format.h"
 #include "cucap_json.h"

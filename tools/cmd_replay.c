@@ -7,6 +7,7 @@
 #include "cucap_cli.h"
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 
 static const char replay_usage[] =
     "usage: cucap replay [options] CAPTURE\n"
@@ -189,7 +190,7 @@ int cucap_cmd_replay(int argc, char **argv) {
     return cucap_cli_replay_profile(path, &o, &pa);
   }
   cucap_replay_report rep;
-  cucap_replay_run(path, &o, &rep);
+  cucap_verify_replay_run(path, &o, &rep);
   if (json)
     cucap_replay_report_print(&rep, stdout, 1);
   else if (!quiet && (rep.loops || !rep.error[0])) /* nothing ran: error only */

@@ -1,6 +1,6 @@
 /* cmd_replay_profile.c - `cucap replay --profile`: runs the replay with the
- * profiling backend (replay/cucap_profiler.h) and writes the profile
- * (replay/cucap_profile.h): terminal report, --json, --folded, --profile-out.
+ * profiling backend (profile/cucap_profiler.h) and writes the profile
+ * (profile/cucap_profile.h): terminal report, --json, --folded, --profile-out.
  * The program diagnosis (cucap analyze) is part of every profile; without
  * a backend the CUDA-event timeline stands in, and every section that
  * could not be collected says why and what to change. */
@@ -15,6 +15,7 @@
 #include "cucap_profile.h"
 #include "cucap_profiler.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 #include "cucap_replay_observer.h"
 
 typedef struct seq_dur {
@@ -193,7 +194,7 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
 
   /* 3. the replay */
   cucap_replay_report rep;
-  cucap_replay_run(path, ro, &rep);
+  cucap_verify_replay_run(path, ro, &rep);
   if (prof)
     cucap_profiler_finish(prof);
   if (evt)

@@ -6,7 +6,7 @@
  * Builders: cucap_fb_<t>_start(b); cucap_fb_<t>_add_<f>(b, v)...; ref = cucap_fb_<t>_end(b).
  * Readers take tables inside a buffer that passed cucap_fb_<t>_verify(); every
  * returned pointer points into that buffer and stays valid as long as it does
- * (nothing is allocated, nothing needs freeing). See fb_builder.h, fb_verify.h,
+ * (nothing is allocated, nothing needs freeing). See cucap_fb_builder.h, fb_verify.h,
  * cucap_json.h and docs/design.md ("Generated FlatBuffers API"). */
 #ifndef CUCAP_SCHEMA_H
 #define CUCAP_SCHEMA_H
@@ -17,7 +17,7 @@
 
 #include "cucap_json.h"
 #include "cucap_status.h"
-#include "fb_builder.h"
+#include "cucap_fb_builder.h"
 #include "fb_verify.h"
 
 #ifdef __cplusplus

@@ -10,7 +10,7 @@
  * deterministic results (tests/integration/test_replay_nondet.sh). Last,
  * newdelete's shared stack (128 blocks push, 16384 threads pop): the popped
  * values land on other threads from run to run; verify passes it as
- * "differs only in order" (replay/verify_order.c) and fails on a flipped
+ * "differs only in order" (verify/verify_order.c) and fails on a flipped
  * value. */
 #include "drv_common.h"
 

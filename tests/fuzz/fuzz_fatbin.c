@@ -1,7 +1,7 @@
 /* fuzz_fatbin.c - libFuzzer target for schema/fatbin.c. Every entry point must survive arbitrary bytes with a bounded
  * size (a bounded avail never follows a fatbinary wrapper's pointer).
  * Build: clang -fsanitize=fuzzer,address -Ischema tests/fuzz/fuzz_fatbin.c
- *        schema/fatbin.c schema/status.c -lzstd */
+ *        schema/fatbin.c common/status.c -lzstd */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* fuzz_nvdisasm.c - libFuzzer target for the nvdisasm listing parser of the
- * CUPTI engine (replay/cupti_disasm.c): arbitrary bytes as a listing; every
+ * CUPTI engine (profile/cupti/cupti_disasm.c): arbitrary bytes as a listing; every
  * callback's strings must be NUL-terminated and readable. */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* fuzz_profile.c - libFuzzer target for the profile file reader
- * (replay/profile_file.c). The input is loaded as a profile file as it is,
+ * (profile/profile_file.c). The input is loaded as a profile file as it is,
  * then as the uncompressed FlatBuffer payload of one (a valid preamble with
  * the right size and hash in front), which lets the fuzzer past the hash
  * check into the FlatBuffers verifier and the conversion into the model.

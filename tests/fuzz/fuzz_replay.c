@@ -44,9 +44,10 @@
 
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
-#include "fb_builder.h"
+#include "cucap_fb_builder.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -675,7 +676,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cucap_fbb_destroy(z.b);
 
   cucap_replay_report rep;
-  cucap_replay_run(g_path, &o, &rep);
+  cucap_verify_replay_run(g_path, &o, &rep);
   if (g_verbose) {
     cucap_replay_report_print(&rep, stderr, 0);
     fprintf(stderr, "exit %d: %s\n", rep.exit_code, rep.error);

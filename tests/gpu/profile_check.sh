@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/gpu/profile_check.sh BUILD OUT - GPU self-test of the CUPTI engine of
-# `cucap replay --profile` (replay/cupti_*.c), to run first on a GPU machine.
+# `cucap replay --profile` (profile/cupti/cupti_*.c), to run first on a GPU machine.
 # Builds nothing (BUILD as for tests/gpu/run.sh). Everything is logged at
 # CUCAP_LOG_LEVEL=debug into OUT/<name>/, so a failing step can be diagnosed
 # from this one run. Prints one line per check:
@@ -416,7 +416,7 @@ else
   res SKIP "transformer" "no torch with CUDA or no tests/apps/torch_transformer.py"
 fi
 
-# ---- 6. through `replay --profile` (the CUPTI backend, replay/profile_cupti.c) --
+# ---- 6. through `replay --profile` (the CUPTI backend, profile/cupti/profile_cupti.c) --
 if "$CUCAP" replay --help 2>&1 | grep -q -- '--profile' && [ -e "$OUT/rt_profile/cap.fb" ]; then
   W=$OUT/rt_profile
   "$CUCAP" replay "$W/cap.fb" --profile --pc-sampling --sass-metrics --loop 3 --json \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_profile_clocks.sh - --clock-control (replay/cupti_clock.c) on the mock
+# test_profile_clocks.sh - --clock-control (profile/cupti/cupti_clock.c) on the mock
 # libcuda with the stand-in libcupti and libnvperf_target
 # (tests/mock/mock_nvperf.c, which logs every clock change and, at exit,
 # which kernels ran locked):

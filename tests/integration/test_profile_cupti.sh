@@ -46,7 +46,7 @@
 #     graph launches (MOCK_CUPTI_GRAPH_AUTO_FAIL): plain launches keep their
 #     metrics, graph launches measured as a whole; counters held by another
 #     process (MOCK_CUPTI_HW_BUSY): the message names the other profiler;
-#  8. `cucap replay --profile` through the backend (replay/profile_cupti.c):
+#  8. `cucap replay --profile` through the backend (profile/cupti/profile_cupti.c):
 #     every section filled; CUPTI that cannot attach or is absent: the
 #     CUDA-event timeline and sections saying why; counters refused; a
 #     launch range restricts metrics, not the timeline.

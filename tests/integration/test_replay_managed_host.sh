@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_replay_managed_host.sh - managed memory the program's host code
 # updates while a kernel works on it (NVIDIA's systemWideAtomics pattern),
-# end to end on the mock (replay/verify_managed.c):
+# end to end on the mock (verify/verify_managed.c):
 #  1. drv_managed_host records with its stdout as .expected; two SyncPoint
 #     snapshots: gpu_only (the GPU alone wrote it, synchronised at once) and
 #     shared (host code ran 3 ms beside the kernel working on it); recorded

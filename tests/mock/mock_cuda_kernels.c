@@ -117,7 +117,7 @@ static void k_stamp(const mock_thread *t, void **args) {
 }
 
 /* ---- scheduling (verify's perturbed passes, drv_sched) ----
- * cucap_perturb_spin is the spin kernel replay/verify_perturb.c launches
+ * cucap_perturb_spin is the spin kernel verify/verify_perturb.c launches
  * before a program's kernel in a perturbed pass: on a GPU it only occupies
  * SMs. sched_probe stands for a result that depends on scheduling (an
  * atomicCAS chain): on a GPU it changes with what else runs; here it is the

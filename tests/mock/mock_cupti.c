@@ -1,5 +1,5 @@
 /* mock_cupti.c - a stand-in libcupti.so.13 for CI: the subset of CUPTI the
- * profiling engine (replay/cupti_*.c) uses, driven by the mock libcuda's
+ * profiling engine (profile/cupti/cupti_*.c) uses, driven by the mock libcuda's
  * tool hook (mock_tool.h), so that the engine's pass logic, correlation,
  * attribution and writers run without a GPU. Built from the real CUPTI
  * headers (exact struct layouts). Not a model of CUPTI's numbers: durations

@@ -1,5 +1,5 @@
 /* mock_nvperf.c - a stand-in libnvperf_target.so for CI: the clock entry
- * points of --clock-control (replay/cupti_clock.c), next to the stand-in
+ * points of --clock-control (profile/cupti/cupti_clock.c), next to the stand-in
  * libcupti so that the engine finds it where it finds the real one. Test
  * code only; built from the real nvperf_target.h (exact struct layouts).
  *

@@ -26,7 +26,7 @@
 #include "cupti_driver_cbid.h"
 #include "cucap_format.h"
 #include "cucap_writer.h"
-#include "fb_builder.h"
+#include "cucap_fb_builder.h"
 #include "cucap_schema.h"
 
 #define CB(name) CUPTI_DRIVER_TRACE_CBID_##name

@@ -9,7 +9,7 @@
 #include "cucap_schema.h"
 #include "cucap_writer.h"
 #include "cupti_driver_cbid.h"
-#include "fb_builder.h"
+#include "cucap_fb_builder.h"
 #include "workload.h"
 
 #define CB(name) CUPTI_DRIVER_TRACE_CBID_##name

@@ -1,4 +1,4 @@
-/* test_analyze.c - replay/analyze_*.c (cucap_analyze.h) and stacktab.c on
+/* test_analyze.c - analyze/analyze_*.c (cucap_analyze.h) and stacktab.c on
  * the synthetic workloads of tests/testgen/workload.h, whose host timing is
  * exact, so every finding's numbers are known: steady-state window,
  * allocation churn, small transfers and bandwidth, pageable copies, syncs

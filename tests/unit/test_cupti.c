@@ -1,4 +1,4 @@
-/* test_cupti.c - replay/cupti_*.c pieces that need no CUPTI: option
+/* test_cupti.c - profile/cupti/cupti_*.c pieces that need no CUPTI: option
  * validation of cucap_cupti_create, the metric sets, and the nvdisasm
  * listing parser (ck_disasm_parse) on nvdisasm's layout: section lines,
  * labels, predicated instructions, //## line info with inline chains.

@@ -1,4 +1,4 @@
-/* test_doctor.c - replay/doctor.c (cucap_doctor.h): exit codes and the
+/* test_doctor.c - tools/doctor.c (cucap_doctor.h): exit codes and the
  * fixes named for a missing driver, the mock libcuda (replay possible,
  * --profile lacking the CUPTI backend), a fake /proc with counters
  * restricted to admin users and a strict perf_event_paranoid, a missing

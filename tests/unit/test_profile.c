@@ -1,4 +1,4 @@
-/* test_profile.c - replay/profile_*.c (cucap_profile.h): the bottleneck
+/* test_profile.c - profile/profile_*.c (cucap_profile.h): the bottleneck
  * classification (a GEMM-like, a copy-like and a tiny kernel must come out
  * compute, memory and latency), the model (timings over passes, metrics,
  * PC samples, kernels table, sections), thread-safe filling, the writers

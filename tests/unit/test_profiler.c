@@ -1,4 +1,4 @@
-/* test_profiler.c - replay/profiler_common.c, profiler_stub.c and
+/* test_profiler.c - profile/profiler_common.c, profiler_stub.c and
  * profile_evtimer.c (cucap_profiler.h): metric sets, --range parsing and
  * matching, finding libcupti, the stub backend's sections and probe, and the
  * CUDA-event timeline on the mock libcuda (skipped without the mock). */

@@ -16,6 +16,7 @@
 #include "cucap_log.h"
 #include "cucap_reader.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
 #include "replay_testcaps.h"
@@ -222,7 +223,7 @@ static void test_plain_elf(void) {
   cucap_log_sink old = cucap_log_set_sink(plain_sink, NULL);
   opts(&o);
   o.loops = 2; /* the second pass loads the same ELF again */
-  TU_CHECK(cucap_replay_run(cap, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(cap, &o, &rep) == CUCAP_OK);
   checks += 4;
   TU_CHECK(rep.exit_code == 0 && rep.launches == 2);
   TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
@@ -235,7 +236,7 @@ static void test_plain_elf(void) {
     plain_line[0] = 0;
     setenv(off[i], i ? "1" : "0", 1);
     opts(&o);
-    TU_CHECK(cucap_replay_run(cap, &o, &rep) != CUCAP_OK);
+    TU_CHECK(cucap_verify_replay_run(cap, &o, &rep) != CUCAP_OK);
     unsetenv(off[i]);
     checks += 2;
     TU_CHECK(rep.exit_code != 0 && strstr(rep.error, "cuModuleLoadDataEx") != NULL);
@@ -295,7 +296,7 @@ int main(int argc, char **argv) {
 
   /* 1: fixed-address replay, verified */
   opts(&o);
-  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_OK);
   cucap_replay_report_print(&rep, stderr, 0);
   checks += 7;
   TU_CHECK(rep.exit_code == 0);
@@ -313,7 +314,7 @@ int main(int argc, char **argv) {
     char *ap = tu_tmp_path("replay_attr");
     write_capture(ap, CAP_ATTR_LATE);
     opts(&o);
-    TU_CHECK(cucap_replay_run(ap, &o, &rep) == CUCAP_OK);
+    TU_CHECK(cucap_verify_replay_run(ap, &o, &rep) == CUCAP_OK);
     checks += 3;
     TU_CHECK(rep.exit_code == 0);
     TU_CHECK(rep.launches == 1 && rep.skipped == 0);
@@ -332,7 +333,7 @@ int main(int argc, char **argv) {
     write_capture(gp, CAP_GRAPH);
     setenv("CUCAP_MOCK_STRICT_VA", "1", 1);
     opts(&o);
-    TU_CHECK(cucap_replay_run(gp, &o, &rep) == CUCAP_OK);
+    TU_CHECK(cucap_verify_replay_run(gp, &o, &rep) == CUCAP_OK);
     unsetenv("CUCAP_MOCK_STRICT_VA");
     checks += 5;
     TU_CHECK(rep.exit_code == 0);
@@ -356,7 +357,7 @@ int main(int argc, char **argv) {
   opts(&o);
   o.relocate = 1;
   o.loops = 2;
-  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_OK);
   checks += 5;
   TU_CHECK(rep.fixed_address == 0 && rep.relocated_allocs == 6);
   TU_CHECK(rep.patched_params == 6);
@@ -367,33 +368,33 @@ int main(int argc, char **argv) {
 
   /* 3: a flipped payload byte is found, with its offset */
   opts(&o);
-  TU_CHECK(cucap_replay_run(bad, &o, &rep) == CUCAP_ERR_MISMATCH);
+  TU_CHECK(cucap_verify_replay_run(bad, &o, &rep) == CUCAP_ERR_MISMATCH);
   checks += 3;
   TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_MISMATCH);
   TU_CHECK(strstr(rep.first_mismatch, "offset 1234") != NULL);
   /* --verify=launch names the first divergent kernel */
   o.verify = CUCAP_REPLAY_VERIFY_LAUNCH;
   checks += 3;
-  TU_CHECK(cucap_replay_run(bad, &o, &rep) == CUCAP_ERR_MISMATCH);
+  TU_CHECK(cucap_verify_replay_run(bad, &o, &rep) == CUCAP_ERR_MISMATCH);
   TU_CHECK(rep.launch_hashes_checked == 1);
   TU_CHECK(strstr(rep.first_mismatch, "launch 0 (vec_add)") != NULL);
   o.verify = CUCAP_REPLAY_VERIFY_LAUNCH;
   checks += 2;
-  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_OK);
   TU_CHECK(rep.launch_hashes_checked == 1 && rep.mismatches == 0);
   /* without --verify the same capture replays fine */
   o.verify = CUCAP_REPLAY_VERIFY_NONE;
   checks++;
-  TU_CHECK(cucap_replay_run(bad, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(bad, &o, &rep) == CUCAP_OK);
 
   /* 4: host functions are skipped and named, refused with --strict */
   opts(&o);
   checks += 4;
-  TU_CHECK(cucap_replay_run(hf, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(hf, &o, &rep) == CUCAP_OK);
   TU_CHECK(rep.skipped == 1 && rep.skip_kinds == 1 &&
            strcmp(rep.skip_name[0], "cuLaunchHostFunc") == 0);
   o.strict = 1;
-  TU_CHECK(cucap_replay_run(hf, &o, &rep) != CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(hf, &o, &rep) != CUCAP_OK);
   TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_INPUT && rep.launches == 0);
 
   /* 5: truncated capture: clear error, exit 3; --allow-partial runs */
@@ -412,11 +413,11 @@ int main(int argc, char **argv) {
   }
   opts(&o);
   checks += 3;
-  TU_CHECK(cucap_replay_run(tr, &o, &rep) != CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(tr, &o, &rep) != CUCAP_OK);
   TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_INPUT && rep.error[0]);
   fprintf(stderr, "truncated: %s\n", rep.error);
   o.allow_partial = 1;
-  cucap_replay_run(tr, &o, &rep); /* must not crash */
+  cucap_verify_replay_run(tr, &o, &rep); /* must not crash */
   TU_CHECK(rep.partial == 1 || rep.exit_code == CUCAP_REPLAY_EXIT_INPUT);
 
   /* 5b: no code for this GPU (PTX for sm_100 only; the mock is sm_90) */
@@ -425,7 +426,7 @@ int main(int argc, char **argv) {
     write_capture(sm, CAP_SM100);
     opts(&o);
     checks += 2;
-    TU_CHECK(cucap_replay_run(sm, &o, &rep) == CUCAP_ERR_ENV);
+    TU_CHECK(cucap_verify_replay_run(sm, &o, &rep) == CUCAP_ERR_ENV);
     TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_INPUT &&
              strstr(rep.error, "no code for this GPU (sm_90)") && rep.launches == 0);
     fprintf(stderr, "sm_100 image: %s\n", rep.error);
@@ -444,7 +445,7 @@ int main(int argc, char **argv) {
     cucap_log_set_level(CUCAP_LOG_INFO);
     cucap_log_sink old_sink = cucap_log_set_sink(pin_sink, NULL);
     opts(&o);
-    cucap_status pst = cucap_replay_run(pp, &o, &rep);
+    cucap_status pst = cucap_verify_replay_run(pp, &o, &rep);
     cucap_log_set_sink(old_sink, NULL);
     cucap_log_set_level(CUCAP_LOG_ERROR);
     checks += 4;
@@ -468,9 +469,9 @@ int main(int argc, char **argv) {
   /* 6: missing file / no driver */
   opts(&o);
   checks += 2;
-  TU_CHECK(cucap_replay_run("/nonexistent/x.fb", &o, &rep) != CUCAP_OK && rep.error[0]);
+  TU_CHECK(cucap_verify_replay_run("/nonexistent/x.fb", &o, &rep) != CUCAP_OK && rep.error[0]);
   o.libcuda = "/nonexistent/libcuda.so.1";
-  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_ERR_ENV &&
+  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_ERR_ENV &&
            rep.exit_code == CUCAP_REPLAY_EXIT_INPUT);
 
   /* 7: library kernel via cuLaunchKernelEx, streams/events, memset, 2D
@@ -480,7 +481,7 @@ int main(int argc, char **argv) {
     write_capture2(c2);
     opts(&o);
     checks += 4;
-    TU_CHECK(cucap_replay_run(c2, &o, &rep) == CUCAP_OK);
+    TU_CHECK(cucap_verify_replay_run(c2, &o, &rep) == CUCAP_OK);
     TU_CHECK(rep.launches == 1 && rep.skipped == 0);
     TU_CHECK(rep.copies_checked == 2 && rep.mismatches == 0);
     TU_CHECK(rep.bytes_matched == W2 * H2 + N * 4);
@@ -490,7 +491,7 @@ int main(int argc, char **argv) {
     o.relocate = 1;
     o.sync_each = 1;
     checks += 2;
-    TU_CHECK(cucap_replay_run(c2, &o, &rep) == CUCAP_OK);
+    TU_CHECK(cucap_verify_replay_run(c2, &o, &rep) == CUCAP_OK);
     TU_CHECK(rep.patched_params == 1 && rep.mismatches == 0);
     unlink(c2);
     free(c2);

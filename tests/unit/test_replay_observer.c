@@ -11,6 +11,7 @@
 
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 #include "cucap_replay_observer.h"
 #include "cucap_schema.h"
 #include "replay_testcaps.h"
@@ -162,7 +163,7 @@ int main(void) {
   o.observers = obs;
   o.nobservers = 2;
   checks += 10;
-  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_OK);
   TU_CHECK(rep.loops == 3 && rep.mismatches == 0);
   TU_CHECK(w.attach == 1 && w.begin == 1 && w.end == 1);
   TU_CHECK(w.passes_begun == 3 && w.passes_ended == 3);
@@ -181,7 +182,7 @@ int main(void) {
   o.observers = obs;
   o.nobservers = 1;
   checks += 3;
-  TU_CHECK(cucap_replay_run(gp, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(gp, &o, &rep) == CUCAP_OK);
   TU_CHECK(w.order_ok && w.graph_ops >= 2);
   TU_CHECK(w.launches_before == 1);
 
@@ -189,7 +190,7 @@ int main(void) {
   w_init(&w, &ob);
   w.report_mismatch = 1;
   checks += 3;
-  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_ERR_MISMATCH);
+  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_ERR_MISMATCH);
   TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_MISMATCH && rep.mismatches == 1);
   TU_CHECK(strstr(rep.first_mismatch, "observer saw 0") != NULL);
 
@@ -197,7 +198,7 @@ int main(void) {
   w_init(&w, &ob);
   w.begin_status = CUCAP_ERR_ENV;
   checks += 3;
-  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_ERR_ENV);
+  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_ERR_ENV);
   TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_INPUT && strstr(rep.error, "test"));
   TU_CHECK(w.end == 1 && w.before == 0);
 
@@ -208,7 +209,7 @@ int main(void) {
   w.end_at_launch = 1;
   o.verify = CUCAP_REPLAY_VERIFY_NONE;
   checks += 4;
-  TU_CHECK(cucap_replay_run(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_OK);
   TU_CHECK(rep.loops == 2 && w.passes_ended == 2);
   TU_CHECK(w.launches_pass[0] == 1 && w.launches_pass[1] == 3);
   TU_CHECK(w.order_ok && w.before == w.after);

@@ -26,6 +26,7 @@
 
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
 #include "replay_testcaps.h"
@@ -231,7 +232,7 @@ int main(void) {
   write_linked(p, PA, BA, OA);
   opts(&o);
   o.relocate = 1;
-  TU_CHECK(cucap_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
   checks += 4;
   TU_CHECK(rep.relocated_allocs == 3 && rep.patched_params == 2);
   TU_CHECK(rep.patched_pointers == NE);
@@ -248,7 +249,7 @@ int main(void) {
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   TU_REQUIRE(taken == (void *)(uintptr_t)(BB + 0x100000));
   opts(&o);
-  TU_CHECK(cucap_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
   munmap(taken, 4096);
   checks += 3;
   TU_CHECK(rep.relocated_allocs == 1 && rep.fixed_ranges == 1);
@@ -263,7 +264,7 @@ int main(void) {
   opts(&o);
   cucap_log_set_sink(sink, NULL);
   cucap_log_set_level(CUCAP_LOG_WARN);
-  TU_CHECK(cucap_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
   cucap_log_set_sink(NULL, NULL);
   cucap_log_set_level(CUCAP_LOG_ERROR);
   checks += 3;
@@ -280,7 +281,7 @@ int main(void) {
                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   TU_REQUIRE(taken == (void *)(uintptr_t)(S1 + 0x800000));
   opts(&o);
-  TU_CHECK(cucap_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
   munmap(taken, 4096);
   checks += 3;
   TU_CHECK(rep.fixed_ranges == 1 && rep.relocated_allocs == 1); /* block 0 kept */
@@ -293,7 +294,7 @@ int main(void) {
   write_struct(p, 0x7e3600000000ULL, 0x7e3600200000ULL);
   opts(&o);
   o.relocate = 1;
-  TU_CHECK(cucap_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
   checks += 2;
   TU_CHECK(rep.relocated_allocs == 2 && rep.patched_params == 2);
   TU_CHECK(rep.mismatches == 0 && rep.bytes_matched == NE * 4 && rep.exit_code == 0);

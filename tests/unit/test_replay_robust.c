@@ -14,7 +14,7 @@
  * page-locked buffer the replay keeps to the end of the pass): the mock
  * aborts if the replay touches any of them afterwards (its end-of-run
  * teardown included). The replayer's handle map is iterated with its
- * out-of-band keys 0 and 1 (rp_map_next: a context created under a
+ * out-of-band keys 0 and 1 (cucap_map_next: a context created under a
  * recorded handle 0 was leaked by the teardown). Skips (77) without the
  * mock. */
 #include <cuda.h>
@@ -26,6 +26,7 @@
 
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
 #include "replay_internal.h"
@@ -321,40 +322,40 @@ static void write_ctx_objects(const char *path) {
 }
 
 /* The replayer's handle map keeps keys 0 and 1 out of band; every loop
- * that tears down what a map holds goes through rp_map_next, which must see
+ * that tears down what a map holds goes through cucap_map_next, which must see
  * them (a context created under a recorded handle 0, by a damaged capture,
  * was leaked: LeakSanitizer in the --strict run of the hollow capture). */
 static void map_iteration(void) {
-  rp_map m = {0};
+  cucap_map m = {0};
   const uint64_t keys[] = {0, 1, 5, (uint64_t)1 << 40, 77};
   for (size_t i = 0; i < 5; i++)
-    rp_map_put(&m, keys[i], 100 + i);
+    cucap_map_put(&m, keys[i], 100 + i);
   for (uint64_t k = 1000; k < 1100; k++) /* grow it */
-    rp_map_put(&m, k, k);
+    cucap_map_put(&m, k, k);
   for (uint64_t k = 1000; k < 1100; k++)
-    rp_map_del(&m, k, NULL);
-  rp_map_del(&m, 5, NULL);
+    cucap_map_del(&m, k, NULL);
+  cucap_map_del(&m, 5, NULL);
   size_t pos = 0, n = 0;
   uint64_t k, v, seen = 0;
-  while (rp_map_next(&m, &pos, &k, &v)) {
+  while (cucap_map_next(&m, &pos, &k, &v)) {
     n++;
     for (size_t i = 0; i < 5; i++)
       if (keys[i] == k && v == 100 + i)
         seen |= 1u << i;
     if (k == 0) /* deleting the entry just returned is allowed */
-      rp_map_del(&m, 0, NULL);
+      cucap_map_del(&m, 0, NULL);
   }
   checks++;
   TU_CHECK(n == 4 && seen == (1u << 0 | 1u << 1 | 1u << 3 | 1u << 4));
   pos = n = 0;
-  while (rp_map_next(&m, &pos, &k, NULL))
+  while (cucap_map_next(&m, &pos, &k, NULL))
     n++;
   checks++;
-  TU_CHECK(n == 3 && !rp_map_get(&m, 0, NULL) && rp_map_get(&m, 1, NULL));
-  rp_map_free(&m);
+  TU_CHECK(n == 3 && !cucap_map_get(&m, 0, NULL) && cucap_map_get(&m, 1, NULL));
+  cucap_map_free(&m);
   pos = 0;
   checks++;
-  TU_CHECK(!rp_map_next(&m, &pos, &k, &v)); /* empty map */
+  TU_CHECK(!cucap_map_next(&m, &pos, &k, &v)); /* empty map */
 }
 
 static void run_all(const char *path, const char *what) {
@@ -372,7 +373,7 @@ static void run_all(const char *path, const char *what) {
     case 6: o.loops = 2; o.verify = CUCAP_REPLAY_VERIFY_COPIES; break;
     default: break;
     }
-    cucap_status st = cucap_replay_run(path, &o, &rep);
+    cucap_status st = cucap_verify_replay_run(path, &o, &rep);
     checks++;
     /* a report came back: that is the point (no crash); --strict refuses */
     if (mode == 4) { /* anything skipped is refused, by name */
@@ -420,7 +421,7 @@ int main(void) {
   o.strict = 1;
   o.loops = 2;
   checks++;
-  TU_CHECK(cucap_replay_run(d, &o, &rep) == CUCAP_OK && rep.exit_code == 0 &&
+  TU_CHECK(cucap_verify_replay_run(d, &o, &rep) == CUCAP_OK && rep.exit_code == 0 &&
            rep.skipped == 0 && rep.executed >= 2 * 12);
   unlink(h);
   unlink(d);

@@ -1,4 +1,4 @@
-/* test_replay_verify.c - replay/verify_observer.c + verify_judge.c: --verify
+/* test_replay_verify.c - verify/verify_observer.c + verify_judge.c: --verify
  * as an observer, on the mock libcuda (its `stamp` kernel writes a
  * monotonic-clock value: different in every replay pass, like clock()).
  *  - nondeterministic bytes are told apart over passes, counted, located
@@ -21,6 +21,7 @@
 
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 #include "replay_testcaps.h"
 #include "testutil.h"
 
@@ -77,7 +78,7 @@ int main(void) {
   cucap_replay_options_init(&o);
   o.libcuda = mock;
   o.verify = CUCAP_REPLAY_VERIFY_COPIES;
-  cucap_status st = cucap_replay_run(good, &o, &rep);
+  cucap_status st = cucap_verify_replay_run(good, &o, &rep);
   cucap_replay_report_print(&rep, stderr, 0);
   checks += 9;
   TU_CHECK(st == CUCAP_OK && rep.exit_code == 0 && rep.mismatches == 0);
@@ -93,7 +94,7 @@ int main(void) {
 
   /* 2: a flipped recorded byte of the deterministic copy: a mismatch after
    * 2 + 4 passes that agreed, then the diagnostic pass */
-  st = cucap_replay_run(flip, &o, &rep);
+  st = cucap_verify_replay_run(flip, &o, &rep);
   checks += 4;
   TU_CHECK(st == CUCAP_ERR_MISMATCH && rep.exit_code == CUCAP_REPLAY_EXIT_MISMATCH);
   TU_CHECK(rep.mismatches == 1 && rep.nondet_bytes == N * 4);
@@ -105,7 +106,7 @@ int main(void) {
 
   /* 3: one pass: the stamps are mismatches, nothing is nondeterministic */
   o.verify_passes = 1;
-  st = cucap_replay_run(good, &o, &rep);
+  st = cucap_verify_replay_run(good, &o, &rep);
   checks += 3;
   TU_CHECK(st == CUCAP_ERR_MISMATCH && rep.loops == 1 && rep.nondet_bytes == 0);
   TU_CHECK(strstr(rep.first_mismatch, "DtoH copy (record ") &&
@@ -114,7 +115,7 @@ int main(void) {
 
   /* 4: N = 4 passes asked, then the diagnostic one */
   o.verify_passes = 4;
-  st = cucap_replay_run(good, &o, &rep);
+  st = cucap_verify_replay_run(good, &o, &rep);
   checks += 2;
   TU_CHECK(st == CUCAP_OK && rep.loops == 5 && rep.nondet_bytes == N * 4);
   TU_CHECK(strcmp(rep.nondet_kernels, "stamp") == 0);
@@ -123,7 +124,7 @@ int main(void) {
    * between passes: a nondeterministic region named after its launch */
   o.verify_passes = 0;
   o.verify = CUCAP_REPLAY_VERIFY_LAUNCH;
-  st = cucap_replay_run(good, &o, &rep);
+  st = cucap_verify_replay_run(good, &o, &rep);
   checks += 3;
   TU_CHECK(st == CUCAP_OK && rep.mismatches == 0);
   TU_CHECK(rep.launch_hashes_checked == 2 && rep.nondet_regions == 1);
@@ -136,14 +137,14 @@ int main(void) {
    * (and the diagnostic pass after them) */
   o.verify = CUCAP_REPLAY_VERIFY_COPIES;
   o.loops = 2;
-  st = cucap_replay_run(good, &o, &rep);
+  st = cucap_verify_replay_run(good, &o, &rep);
   checks++;
   TU_CHECK(st == CUCAP_OK && rep.loops == 3 && rep.nondet_bytes == N * 4);
 
   /* 7: relocation: relocated allocations start zeroed in every pass */
   o.loops = 1;
   o.relocate = 1;
-  st = cucap_replay_run(good, &o, &rep);
+  st = cucap_verify_replay_run(good, &o, &rep);
   checks++;
   TU_CHECK(st == CUCAP_OK && rep.relocated_allocs > 0 && rep.nondet_bytes == N * 4);
 

@@ -18,6 +18,7 @@
 #include "cucap_profile_table.h"
 #include "cucap_range.h"
 #include "cucap_replay.h"
+#include "cucap_verify.h"
 #include "cucap_writer.h"
 #include "replay_testcaps.h"
 #include "share_internal.h"
@@ -344,7 +345,7 @@ static int replay_verify(const char *path, const char *mock, cucap_replay_report
   cucap_replay_options_init(&o);
   o.libcuda = mock;
   o.verify = CUCAP_REPLAY_VERIFY_COPIES;
-  return cucap_replay_run(path, &o, rep) == CUCAP_OK && rep->mismatches == 0 && !rep->error[0];
+  return cucap_verify_replay_run(path, &o, rep) == CUCAP_OK && rep->mismatches == 0 && !rep->error[0];
 }
 
 static void test_on_mock(const char *cap, const char *graph_cap, const char *mock) {

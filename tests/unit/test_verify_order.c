@@ -1,4 +1,4 @@
-/* test_verify_order.c - replay/verify_order.c, the "differs only in order"
+/* test_verify_order.c - verify/verify_order.c, the "differs only in order"
  * rule of --verify, on buffers - no driver needed.
  *  - newdelete's real payload (placementNew's 4096 bytes from the H100)
  *    against a replay that handed the same values to other threads, some

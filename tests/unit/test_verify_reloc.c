@@ -1,4 +1,4 @@
-/* test_verify_reloc.c - replay/verify_reloc.c, the relocated-pointer rule of
+/* test_verify_reloc.c - verify/verify_reloc.c, the relocated-pointer rule of
  * --verify (a word pointing into driver-placed memory the replay has at
  * another address, all words of a segment off by the same distance), on
  * buffers - no driver needed.
@@ -26,7 +26,7 @@
 static int checks;
 
 /* newdelete's allocations on the H100 */
-static const rp_range allocs[] = {{0x7f9bf5e00000ull, 8}, {0x7f9bf5e00200ull, 65536},
+static const vo_range allocs[] = {{0x7f9bf5e00000ull, 8}, {0x7f9bf5e00200ull, 65536},
                                   {0x7f9bda800000ull, 4096}};
 static const size_t na = 3;
 
