@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/run.sh - the one test command (README, .ci/run). Installs what is
 # missing (Debian, as root), builds from scratch, and runs:
-#   1. generated files are up to date (tools/check_generated.sh)
+#   1. generated files are up to date (tools/check_generated.sh) and the
+#      layering rules hold (tools/check_layers.sh)
 #   2. release build + all CTest tests (unit, flatc oracle, mock record/replay,
 #      corrupt inputs)
 #   3. ASan/UBSan build + all CTest tests
@@ -20,8 +21,9 @@ export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 bash tools/install_deps.sh
 
-echo "== 1. generated files are up to date"
+echo "== 1. generated files are up to date, layering rules hold"
 bash tools/check_generated.sh
+bash tools/check_layers.sh
 
 echo "== 2. release build + tests"
 rm -rf "$BUILD"
