@@ -29,18 +29,13 @@
 
 #include <zstd.h>
 
+#include "cucap_clock.h"
 #include "cucap_hash.h"
 #include "cucap_lines.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "writer_internal.h"
 #include "writer_state.h"
-
-uint64_t wr_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void set_err(cucap_writer *w, cucap_status s) {
   int expected = CUCAP_OK;
@@ -416,7 +411,7 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
     }
   }
   if (c->len == 0)
-    c->opened_ns = wr_now_ns();
+    c->opened_ns = cucap_clock_now_ns();
   {
     /* The appender's cost is mostly write misses on the chunk buffer (a
      * sealed buffer comes back cold from the compressor's core): ask for
@@ -606,7 +601,7 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
       c->blob_starts[c->nstarts++] = idx;
     }
     if (c->len == 0)
-      c->opened_ns = wr_now_ns();
+      c->opened_ns = cucap_clock_now_ns();
     uint8_t *dst = c->buf + c->len;
     cucap_blob_piece_header(dst, hash, size, off, (uint32_t)n);
     if (n)

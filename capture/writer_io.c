@@ -16,6 +16,7 @@
 
 #include <zstd.h>
 
+#include "cucap_clock.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
@@ -147,7 +148,7 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
 static void timer_seal(cucap_writer *w, uint64_t tick_ns) {
   /* Called every tick: seal what would be older than the interval by the
    * next tick, so no chunk stays open longer than flush_interval_ms. */
-  uint64_t now = wr_now_ns() + tick_ns;
+  uint64_t now = cucap_clock_now_ns() + tick_ns;
   uint64_t iv = (uint64_t)w->o.flush_interval_ms * 1000000ull;
   if (pthread_mutex_trylock(&w->blob_mu) == 0) {
     if (w->blob_cur && w->blob_cur->len && now - w->blob_cur->opened_ns >= iv)
@@ -314,7 +315,7 @@ static cucap_status write_index(cucap_writer *w) {
   cucap_fb_chunk_index_add_chunks(b, chunks);
   cucap_fb_chunk_index_add_blobs(b, blobs);
   cucap_fb_chunk_index_add_records(b, w->rec_count);
-  cucap_fb_chunk_index_add_end_mono_ns(b, w->o.end_mono_ns ? w->o.end_mono_ns : wr_now_ns());
+  cucap_fb_chunk_index_add_end_mono_ns(b, w->o.end_mono_ns ? w->o.end_mono_ns : cucap_clock_now_ns());
   cucap_fb_chunk_index_add_complete(b, 1);
   cucap_fb_ref root = cucap_fb_chunk_index_end(b);
   size_t isz = 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cucap_clock.h"
 #include "cucap_profiler.h"
 #include "cucap_schema.h"
 
@@ -54,12 +55,6 @@ struct cucap_evtimer {
   int disabled;
   char why[200];
 };
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* One more event, created in the primary context (the current one is put
  * back). NULL when the pool is full or creation fails. */
@@ -147,7 +142,7 @@ static void ev_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   if (t->disabled)
     return;
   t->ev0 = pool_get(t);
-  t->base_ns = now_ns();
+  t->base_ns = cucap_clock_now_ns();
   t->ev0_ok = t->ev0 && t->record(t->ev0, NULL) == CUDA_SUCCESS;
 }
 

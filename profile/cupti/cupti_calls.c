@@ -16,12 +16,6 @@
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
-double ck_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 
 /* What a CUPTI_ERROR_HARDWARE_BUSY means for the user: the counters (and
  * PC sampling) of a GPU serve one profiling session at a time. */

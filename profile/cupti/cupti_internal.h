@@ -18,6 +18,7 @@
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
 
+#include "cucap_clock.h"
 #include "cucap_cupti.h"
 #include "cucap_hash.h"
 #include "cucap_stacktab.h"
@@ -547,7 +548,6 @@ typedef struct cucap_cupti ck_engine;
 int ck_check(ck_engine *E, CUptiResult r, const char *fn);
 int ck_missing(ck_engine *E, const char *fn);
 int ck_skip(ck_engine *E, const char *fn);   /* CUPTI is dead: not called */
-double ck_now(void);
 /* After CUPTI failed in `fn` with an error that may mean it tore itself
  * down: makes a driver call of its own and checks that CUPTI's driver
  * callback still fires. 0 (and E->dead set, E->dead_why filled, CUPTI's
