@@ -13,6 +13,7 @@
  *  - After a write error the thread keeps draining (discarding) so appenders
  *    never wait forever; the error is sticky and returned by append, put_blob,
  *    flush and close. */
+#include "cucap_vec.h"
 #include "cucap_writer.h"
 
 #include <errno.h>
@@ -543,15 +544,9 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
     STAT_ADD(w, st_dedup, 1);
     return CUCAP_OK;
   }
-  if (w->nblobs == w->cblobs) {
-    size_t nc = w->cblobs ? w->cblobs * 2 : 256;
-    blob_entry *nb = realloc(w->blobs, nc * sizeof *nb);
-    if (!nb) {
-      pthread_mutex_unlock(&w->blob_mu);
-      return CUCAP_ERR_NOMEM;
-    }
-    w->blobs = nb;
-    w->cblobs = nc;
+  if (!CUCAP_VEC_RESERVE(w->blobs, w->cblobs, w->nblobs + 1, 256)) {
+    pthread_mutex_unlock(&w->blob_mu);
+    return CUCAP_ERR_NOMEM;
   }
   uint32_t idx = (uint32_t)w->nblobs;
   blob_entry *be = &w->blobs[idx];
@@ -587,16 +582,10 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
       }
     }
     if (off == 0) {
-      if (c->nstarts == c->cstarts) {
-        size_t nc = c->cstarts ? c->cstarts * 2 : 16;
-        uint32_t *ns = realloc(c->blob_starts, nc * sizeof *ns);
-        if (!ns) {
-          st = CUCAP_ERR_NOMEM;
-          wr_fail(w, st, "out of memory for a blob chunk");
-          break;
-        }
-        c->blob_starts = ns;
-        c->cstarts = nc;
+      if (!CUCAP_VEC_RESERVE(c->blob_starts, c->cstarts, c->nstarts + 1, 16)) {
+        st = CUCAP_ERR_NOMEM;
+        wr_fail(w, st, "out of memory for a blob chunk");
+        break;
       }
       c->blob_starts[c->nstarts++] = idx;
     }

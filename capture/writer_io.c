@@ -3,6 +3,7 @@
  * compresses them and writes header + frame + padding, sealing chunks left
  * open past the flush interval; flush, the index and trailer at close,
  * destroy; and the CUCAP_TEST_KILL_AT hook of the kill tests. */
+#include "cucap_vec.h"
 #include "cucap_writer.h"
 
 #include <errno.h>
@@ -119,15 +120,9 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
     wr_fail(w, CUCAP_ERR_IO, "fdatasync failed: %s", strerror(errno));
     return;
   }
-  if (w->nentries == w->centries) {
-    size_t nc = w->centries ? w->centries * 2 : 256;
-    chunk_entry *ne = realloc(w->entries, nc * sizeof *ne);
-    if (!ne) {
-      wr_fail(w, CUCAP_ERR_NOMEM, "out of memory for the chunk index");
-      return;
-    }
-    w->entries = ne;
-    w->centries = nc;
+  if (!CUCAP_VEC_RESERVE(w->entries, w->centries, w->nentries + 1, 256)) {
+    wr_fail(w, CUCAP_ERR_NOMEM, "out of memory for the chunk index");
+    return;
   }
   chunk_entry *e = &w->entries[w->nentries++];
   e->offset = w->file_off;

@@ -14,6 +14,7 @@
 #include "cucap_clock.h"
 #include "cucap_profiler.h"
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 
 #define EVT_MAX_EVENTS (1u << 20) /* events per pass (two per op) */
 
@@ -242,14 +243,8 @@ static void ev_after(void *u, cucap_replay_session *s, const cucap_replay_op *op
     return;
   }
   t->cur.b = (uint32_t)(t->next - 1);
-  if (t->np == t->capp) {
-    size_t nc = t->capp ? t->capp * 2 : 1024;
-    evpair *np = realloc(t->pairs, nc * sizeof *np);
-    if (!np)
-      return;
-    t->pairs = np;
-    t->capp = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(t->pairs, t->capp, t->np + 1, 1024))
+    return;
   t->pairs[t->np++] = t->cur;
 }
 

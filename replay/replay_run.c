@@ -22,6 +22,7 @@
 #include "cucap_clock.h"
 #include "cucap_fatbin.h"
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_graph.h"
 #include "replay_host.h"
 #include "replay_state.h"
@@ -84,14 +85,8 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
       /* checked against this GPU once the driver is loaded (rp_check_images):
        * the scan runs before libcuda is loaded so that the recorded ranges
        * can be guarded in the host address space first (CUCAP_REPLAY_HOST_GUARD=1) */
-      if (R->nimages == R->capimages) {
-        size_t nc = R->capimages ? R->capimages * 2 : 16;
-        rp_image_ref *ni = realloc(R->images, nc * sizeof *ni);
-        if (!ni)
-          return CUCAP_ERR_NOMEM;
-        R->images = ni;
-        R->capimages = nc;
-      }
+      if (!CUCAP_VEC_RESERVE(R->images, R->capimages, R->nimages + 1, 16))
+        return CUCAP_ERR_NOMEM;
       R->images[R->nimages].rec_index = n - 1;
       R->images[R->nimages].seq = cucap_fb_record_seq(rec);
       R->images[R->nimages].image = rp_h(cucap_fb_module_image(m));

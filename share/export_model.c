@@ -9,6 +9,7 @@
 #include <cupti_driver_cbid.h>
 
 #include "cucap_sort.h"
+#include "cucap_vec.h"
 #include "export_internal.h"
 
 /* ---------------------------------------------------------------- strings */
@@ -388,14 +389,8 @@ static int nvtx_event(xb *b, const cucap_fb_record *rec) {
     nv_stack *s = stack_of(b, tid, dom);
     if (!s)
       return 0;
-    if (s->n == s->cap) {
-      size_t nc = s->cap ? s->cap * 2 : 8;
-      nv_open *nvv = realloc(s->v, nc * sizeof *nvv);
-      if (!nvv)
-        return 0;
-      s->v = nvv;
-      s->cap = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(s->v, s->cap, s->n + 1, 8))
+      return 0;
     s->v[s->n++] = (nv_open){ts, xp_str(b->m, msg ? msg : "(range)"), nvtx_cat(b, dom)};
     return 1;
   }

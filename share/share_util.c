@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_vec.h"
 #include "share_internal.h"
 
 void sh_vec_init(sh_vec *v, size_t elem) {
@@ -10,14 +11,8 @@ void sh_vec_init(sh_vec *v, size_t elem) {
 }
 
 void *sh_vec_push(sh_vec *v) {
-  if (v->n == v->cap) {
-    size_t nc = v->cap ? v->cap * 2 : 16;
-    void *nd = realloc(v->data, nc * v->elem);
-    if (!nd)
-      return NULL;
-    v->data = nd;
-    v->cap = nc;
-  }
+  if (!cucap_vec_reserve(&v->data, &v->cap, v->n + 1, v->elem, 16))
+    return NULL;
   void *p = (char *)v->data + v->n * v->elem;
   memset(p, 0, v->elem);
   v->n++;
@@ -107,16 +102,8 @@ void sh_record_blobs(const cucap_fb_record *rec, sh_blob_fn fn, void *user) {
 
 uint64_t sh_strings_add(char **buf, size_t *len, size_t *cap, const char *s) {
   size_t n = strlen(s) + 1;
-  if (*len + n > *cap) {
-    size_t nc = *cap ? *cap * 2 : 4096;
-    while (nc < *len + n)
-      nc *= 2;
-    char *ns = realloc(*buf, nc);
-    if (!ns)
-      return 0;
-    *buf = ns;
-    *cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(*buf, *cap, *len + n, 4096))
+    return 0;
   memcpy(*buf + *len, s, n);
   *len += n;
   return *len - n + 1;

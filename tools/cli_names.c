@@ -22,6 +22,7 @@
 #include "cucap_demangle.h"
 #include "cucap_schema.h"
 #include "cucap_symbolize.h"
+#include "cucap_vec.h"
 
 const char *cucap_cli_demangle(const char *mangled, char *buf, size_t size) {
   if (!mangled || size == 0)
@@ -146,14 +147,8 @@ static dw_obj *dw_open(cucap_cli_frames *f, const char *path) {
   for (size_t i = 0; i < f->nobjs; i++)
     if (!strcmp(f->objs[i].path, path))
       return &f->objs[i];
-  if (f->nobjs == f->capobjs) {
-    size_t nc = f->capobjs ? f->capobjs * 2 : 16;
-    dw_obj *n = realloc(f->objs, nc * sizeof *n);
-    if (!n)
-      return NULL;
-    f->objs = n;
-    f->capobjs = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(f->objs, f->capobjs, f->nobjs + 1, 16))
+    return NULL;
   dw_obj *o = &f->objs[f->nobjs];
   memset(o, 0, sizeof *o);
   o->path = strdup(path);

@@ -349,8 +349,8 @@ static void ck_op_before(void *u, cucap_replay_session *s,
           cucap_fb_record_body_as_module((const cucap_fb_record *)op->record);
       const cucap_fb_hash128 *h = m ? cucap_fb_module_image(m) : NULL;
       if (h && cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD &&
-          ck_grow((void **)&E->images, &E->capimages, E->nimages + 1,
-                  sizeof *E->images)) {
+          cucap_vec_reserve(&E->images, &E->capimages, E->nimages + 1,
+                            sizeof *E->images, 16)) {
         E->images[E->nimages].lo = h->lo;
         E->images[E->nimages].hi = h->hi;
         E->nimages++;

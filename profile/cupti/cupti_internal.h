@@ -22,6 +22,7 @@
 #include "cucap_cupti.h"
 #include "cucap_hash.h"
 #include "cucap_stacktab.h"
+#include "cucap_vec.h"
 #include "cupti_disasm.h"
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -558,7 +559,6 @@ int ck_cupti_alive(ck_engine *E, const char *fn);
  * a kind is enabled at most once and disabled only if this engine enabled
  * it. 1 on success (or nothing to do). */
 int ck_act_set(ck_engine *E, CUpti_ActivityKind kind, int on);
-int ck_grow(void **p, size_t *cap, size_t need, size_t elem);
 void ck_section(ck_engine *E, cucap_cupti_section_id id, int state,
                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* cupti_lookup.c */

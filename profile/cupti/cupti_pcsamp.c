@@ -95,7 +95,7 @@ void ck_pcs_add(ck_engine *E, int64_t kernel, uint64_t crc,
     }
   }
   if (site == SIZE_MAX) {
-    if (!ck_grow((void **)&E->site, &E->capsite, E->nsite + 1, sizeof *E->site))
+    if (!cucap_vec_reserve(&E->site, &E->capsite, E->nsite + 1, sizeof *E->site, 16))
       return;
     uint64_t probe = 0;
     while (cucap_map_get(&E->site_idx, h + probe, NULL))
@@ -110,7 +110,7 @@ void ck_pcs_add(ck_engine *E, int64_t kernel, uint64_t crc,
     s->inst_executed = s->thread_inst_executed = s->mem_sectors = UINT64_MAX;
     site = E->nsite++;
   }
-  if (!ck_grow((void **)&E->samp, &E->capsamp, E->nsamp + 1, sizeof *E->samp))
+  if (!cucap_vec_reserve(&E->samp, &E->capsamp, E->nsamp + 1, sizeof *E->samp, 16))
     return;
   E->samp[E->nsamp++] = (cucap_cupti_pc_sample){(uint32_t)kernel,
                                                 (uint32_t)site, stall_slot,

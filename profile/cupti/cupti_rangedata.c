@@ -155,7 +155,7 @@ static int ck_collect_user(ck_engine *E, const ck_window *w, size_t n,
     }
     double *v = malloc(E->nmnames * sizeof *v);
     if (v && ck_eval(E, r, vals) &&
-        ck_grow((void **)&E->gmet, &E->capgmet, E->ngmet + 1, sizeof *E->gmet)) {
+        cucap_vec_reserve(&E->gmet, &E->capgmet, E->ngmet + 1, sizeof *E->gmet, 16)) {
       memcpy(v, vals, E->nmnames * sizeof *v);
       E->gmet[E->ngmet++] = (cucap_cupti_graph_metric){
           E->kern[k].rec_index, E->kern[k].seq, nk, v};

@@ -292,8 +292,8 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
      * launches on the NULL stream, which need it for ordering). */
     if (w->mode != CK_WIN_USER && (E->flush_sync || (graph_op && !op->stream)))
       ck_own_sync(E);
-    if (ck_grow((void **)&m->flushed, &m->capflushed, m->nflushed + 1,
-                sizeof *m->flushed))
+    if (cucap_vec_reserve(&m->flushed, &m->capflushed, m->nflushed + 1,
+                          sizeof *m->flushed, 16))
       m->flushed[m->nflushed++] = op->rec_index;
   }
   if (w->mode == CK_WIN_USER) {

@@ -33,8 +33,8 @@ void ck_stack_feed(ck_engine *E, const void *record) {
     return;
   /* formatted with the module map of the moment the stack was recorded */
   cucap_stacktab_use(E->stab, id);
-  if (ck_grow((void **)&E->stack_ids, &E->capstack_ids, E->nstack_ids + 1,
-              sizeof *E->stack_ids))
+  if (cucap_vec_reserve(&E->stack_ids, &E->capstack_ids, E->nstack_ids + 1,
+                        sizeof *E->stack_ids, 16))
     E->stack_ids[E->nstack_ids++] = id;
 }
 

@@ -46,7 +46,7 @@ void ck_cubin_add(ck_engine *E, const void *data, size_t size) {
     }
   void *copy = malloc(size);
   if (copy &&
-      ck_grow((void **)&E->cubin, &E->capcubin, E->ncubin + 1, sizeof *E->cubin)) {
+      cucap_vec_reserve(&E->cubin, &E->capcubin, E->ncubin + 1, sizeof *E->cubin, 16)) {
     memcpy(copy, data, size);
     E->cubin[E->ncubin++] = (ck_cubin){copy, size, 0, h, 0};
     copy = NULL;
@@ -532,8 +532,8 @@ static void ck_sass_collect(ck_engine *E) {
       fp.pMetricsData = d;
       if (CK_CALL(E, cuptiSassMetricsFlushData, &fp)) {
         for (size_t i = 0; i < nr; i++) {
-          if (!ck_grow((void **)&E->sass, &E->capsass, E->nsass + 1,
-                       sizeof *E->sass))
+          if (!cucap_vec_reserve(&E->sass, &E->capsass, E->nsass + 1,
+                                 sizeof *E->sass, 16))
             break;
           ck_sassrec *r = &E->sass[E->nsass++];
           memset(r, 0, sizeof *r);
