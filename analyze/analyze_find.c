@@ -11,18 +11,13 @@
 #include "cucap_sort.h"
 #include "analyze_internal.h"
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 
 /* ------------------------------------------------------------ helpers */
 
 cucap_finding *az_finding_new(cucap_analysis *a, const char *id) {
-  if (a->nfind == a->capfind) {
-    size_t nc = a->capfind ? a->capfind * 2 : 8;
-    cucap_finding *nf = realloc(a->findings, nc * sizeof *nf);
-    if (!nf)
-      return NULL;
-    a->findings = nf;
-    a->capfind = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(a->findings, a->capfind, a->nfind + 1, 8))
+    return NULL;
   cucap_finding *f = &a->findings[a->nfind++];
   memset(f, 0, sizeof *f);
   snprintf(f->id, sizeof f->id, "%s", id);
@@ -70,14 +65,8 @@ void az_site_add(az_sites *t, uint32_t stack, uint64_t count, uint64_t time_ns) 
     t->s[v - 1].time_ns += time_ns;
     return;
   }
-  if (t->n == t->cap) {
-    size_t nc = t->cap ? t->cap * 2 : 16;
-    cucap_finding_site *ns = realloc(t->s, nc * sizeof *ns);
-    if (!ns)
-      return;
-    t->s = ns;
-    t->cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(t->s, t->cap, t->n + 1, 16))
+    return;
   if (!cucap_map_put(&t->idx, stack, t->n + 1))
     return;
   t->s[t->n++] = (cucap_finding_site){stack, count, time_ns};
@@ -258,14 +247,8 @@ static void bw_stats(const cucap_analysis *a, int dir, uint16_t mem, double *bes
     double g = copy_gbps(e);
     if (g <= 0)
       continue;
-    if (*n == cap) {
-      size_t nc = cap ? cap * 2 : 32;
-      double *nv = realloc(v, nc * sizeof *nv);
-      if (!nv)
-        break;
-      v = nv;
-      cap = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(v, cap, *n + 1, 32))
+      break;
     v[(*n)++] = g;
   }
   if (*n) {
@@ -303,14 +286,8 @@ static void find_small(cucap_analysis *a) {
     n_timed++;
     t_timed += t;
     bytes_timed += e->bytes;
-    if (nt == cap) {
-      size_t nc = cap ? cap * 2 : 64;
-      uint64_t *nv = realloc(times, nc * sizeof *nv);
-      if (!nv)
-        continue;
-      times = nv;
-      cap = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(times, cap, nt + 1, 64))
+      continue;
     times[nt++] = t;
   }
   if (!n_host) {
@@ -503,14 +480,8 @@ static uint64_t union_len(span *s, size_t n) {
 static int span_add(span **v, size_t *n, size_t *cap, uint64_t lo, uint64_t len) {
   if (!len)
     return 1;
-  if (*n == *cap) {
-    size_t nc = *cap ? *cap * 2 : 64;
-    span *ns = realloc(*v, nc * sizeof *ns);
-    if (!ns)
-      return 0;
-    *v = ns;
-    *cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(*v, *cap, *n + 1, 64))
+    return 0;
   (*v)[(*n)++] = (span){lo, lo + len};
   return 1;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cucap_sort.h"
+#include "cucap_vec.h"
 #include "analyze_internal.h"
 
 static int is_work(const az_ev *e) {
@@ -44,14 +45,8 @@ typedef struct u64vec {
 } u64vec;
 
 static void push(u64vec *x, uint64_t v) {
-  if (x->n == x->cap) {
-    size_t nc = x->cap ? x->cap * 2 : 64;
-    uint64_t *nv = realloc(x->v, nc * sizeof *nv);
-    if (!nv)
-      return;
-    x->v = nv;
-    x->cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(x->v, x->cap, x->n + 1, 64))
+    return;
   x->v[x->n++] = v;
 }
 
@@ -157,14 +152,7 @@ static void simulate(cucap_analysis *a, phase **ph, size_t *nph, uint64_t *busy,
       if (have && ph) {
         cur.ev1 = i;
         cur.span = gpu_end > first_start ? gpu_end - first_start : 0;
-        if (*nph == pcap) {
-          size_t nc = pcap ? pcap * 2 : 64;
-          phase *np = realloc(*ph, nc * sizeof *np);
-          if (np) {
-            *ph = np;
-            pcap = nc;
-          }
-        }
+        (void)CUCAP_VEC_RESERVE(*ph, pcap, *nph + 1, 64); /* else the phase is dropped */
         if (*nph < pcap)
           (*ph)[(*nph)++] = cur;
       }
@@ -282,14 +270,8 @@ static void find_streams(cucap_analysis *a) {
       continue;
     uint64_t k;
     if (!cucap_map_get(&idx, e->stream, &k)) {
-      if (ns == cap) {
-        size_t nc = cap ? cap * 2 : 16;
-        strm *n2 = realloc(s, nc * sizeof *n2);
-        if (!n2)
-          continue;
-        s = n2;
-        cap = nc;
-      }
+      if (!CUCAP_VEC_RESERVE(s, cap, ns + 1, 16))
+        continue;
       k = ns;
       s[ns++] = (strm){e->stream, 0, 0, 0};
       cucap_map_put(&idx, e->stream, k);

@@ -11,6 +11,7 @@
 #include "analyze_internal.h"
 #include "cucap_reader.h"
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 
 /* ------------------------------------------------------------ scan state */
 
@@ -79,14 +80,8 @@ static void pend_clear_all(scan *S) {
 static void pin_add(scan *S, uint64_t lo, uint64_t size) {
   if (!lo || !size)
     return;
-  if (S->npins == S->cappins) {
-    size_t nc = S->cappins ? S->cappins * 2 : 16;
-    pin_range *np = realloc(S->pins, nc * sizeof *np);
-    if (!np)
-      return;
-    S->pins = np;
-    S->cappins = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(S->pins, S->cappins, S->npins + 1, 16))
+    return;
   size_t i = S->npins;
   while (i > 0 && S->pins[i - 1].lo > lo) {
     S->pins[i] = S->pins[i - 1];
@@ -125,14 +120,8 @@ static int pinned(const scan *S, uint64_t addr) {
 
 static az_ev *ev_new(scan *S, const cucap_fb_record *rec, az_kind kind) {
   cucap_analysis *a = S->a;
-  if (a->nev == a->capev) {
-    size_t nc = a->capev ? a->capev * 2 : 1024;
-    az_ev *ne = realloc(a->ev, nc * sizeof *ne);
-    if (!ne)
-      return NULL;
-    a->ev = ne;
-    a->capev = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(a->ev, a->capev, a->nev + 1, 1024))
+    return NULL;
   az_ev *e = &a->ev[a->nev++];
   memset(e, 0, sizeof *e);
   e->t0 = cucap_fb_record_t_enter(rec);
@@ -184,14 +173,8 @@ static void on_launch(scan *S, const cucap_fb_record *rec, const cucap_fb_launch
   cucap_map_get(&S->fn_name, cucap_fb_launch_function(l), &nm);
   e->name = (uint32_t)nm;
   work(S, e);
-  if (a->nlaunch == a->caplaunch) {
-    size_t nc = a->caplaunch ? a->caplaunch * 2 : 256;
-    az_launch *nl = realloc(a->launches, nc * sizeof *nl);
-    if (!nl)
-      return;
-    a->launches = nl;
-    a->caplaunch = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(a->launches, a->caplaunch, a->nlaunch + 1, 256))
+    return;
   az_launch *L = &a->launches[a->nlaunch];
   memset(L, 0, sizeof *L);
   L->launch_index = cucap_fb_launch_launch_index(l);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 
 typedef struct as_range {
   uint64_t start, end;
@@ -107,14 +108,9 @@ cucap_fb_ref cucap_addrspace_build_from(cucap_fbb *b, const char *text, size_t l
       if (n && r[n - 1].end == s && same_region(&r[n - 1], k, q, pl)) {
         r[n - 1].end = e;
       } else if (n < CUCAP_ADDRSPACE_MAX_RANGES && (!n || s >= r[n - 1].end)) {
-        if (n == cap) {
-          as_range *nr = realloc(r, 2 * cap * sizeof *r);
-          if (!nr) {
-            free(r);
-            return 0;
-          }
-          r = nr;
-          cap *= 2;
+        if (!CUCAP_VEC_RESERVE(r, cap, n + 1, 1)) {
+          free(r);
+          return 0;
         }
         r[n++] = (as_range){s, e, k, pl ? q : NULL, pl};
       }

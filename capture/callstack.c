@@ -37,6 +37,7 @@
 #include "cucap_rec_stats.h"
 #include "cucap_recorder.h"
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 
 /* ---------------------------------------------------------- own object */
 
@@ -100,15 +101,10 @@ static int xscan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !ph->p_memsz)
       continue;
-    if (x->n == x->cap) {
-      size_t nc = x->cap ? x->cap * 2 : 256;
-      uintptr_t *nr = realloc(x->r, nc * 2 * sizeof *nr);
-      if (!nr) {
-        x->failed = 1;
-        return 1;
-      }
-      x->r = nr;
-      x->cap = nc;
+    /* x->r holds [start, end) pairs: cap counts pairs */
+    if (!cucap_vec_reserve(&x->r, &x->cap, x->n + 1, 2 * sizeof *x->r, 256)) {
+      x->failed = 1;
+      return 1;
     }
     x->r[2 * x->n] = info->dlpi_addr + ph->p_vaddr;
     x->r[2 * x->n + 1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;

@@ -26,10 +26,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
+
+#include "cucap_clock.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,13 +39,13 @@ extern "C" {
 /* 1 when enabled (set once by cucap_rec_stats_init, read on the hot path). */
 extern int cucap_rec_stats_on;
 
+/* rdtsc on x86-64, not cucap_clock_now_ns: it is read twice per recorded
+ * call, and a TSC read costs a fraction of clock_gettime. */
 static inline uint64_t cucap_rec_stats_clock(void) {
 #if defined(__x86_64__)
   return __rdtsc();
 #else
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return cucap_clock_now_ns();
 #endif
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_clock.h"
 #include "cucap_log.h"
 #include "cucap_recorder.h"
 #include "cucap_writer.h"
@@ -34,19 +35,13 @@ static __thread stats_block *t_block __attribute__((tls_model("initial-exec")));
 static uint64_t g_tick0, g_ns0;
 static atomic_int g_reported;
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void cucap_rec_stats_init(int enable, size_t napis, const char *(*name)(size_t api)) {
   if (!enable || cucap_rec_stats_on)
     return;
   g_napis = napis;
   g_name = name;
   g_tick0 = cucap_rec_stats_clock();
-  g_ns0 = mono_ns();
+  g_ns0 = cucap_clock_now_ns();
   cucap_rec_stats_on = 1;
 }
 
@@ -111,7 +106,7 @@ void cucap_rec_stats_report(void) {
   if (!cucap_rec_stats_on || atomic_exchange(&g_reported, 1))
     return;
   /* ticks -> ns over the whole run (rdtsc is invariant on current x86) */
-  uint64_t dt = cucap_rec_stats_clock() - g_tick0, dn = mono_ns() - g_ns0;
+  uint64_t dt = cucap_rec_stats_clock() - g_tick0, dn = cucap_clock_now_ns() - g_ns0;
   double ns_per_tick = dt ? (double)dn / (double)dt : 1.0;
 #if !defined(__x86_64__)
   ns_per_tick = 1.0;

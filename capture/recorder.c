@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cucap_clock.h"
 #include "cucap_lines.h"
 #include "cucap_log.h"
 #include "cucap_rec_query.h"
@@ -112,18 +113,12 @@ static inline void rec_leave(void) {
   }
 }
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int cucap_rec_active(void) {
   return atomic_load_explicit(&g_state, memory_order_acquire) == ST_ACTIVE;
 }
 int cucap_rec_is_forked_child(void) { return atomic_load(&g_state) == ST_FORKED; }
 const cucap_rec_options *cucap_rec_opts(void) { return &g_opts; }
-uint64_t cucap_rec_now(void) { return mono_ns() - g_start_mono; }
+uint64_t cucap_rec_now(void) { return cucap_clock_now_ns() - g_start_mono; }
 uint64_t cucap_rec_next_launch_index(void) {
   return atomic_fetch_add(&g_launch_index.v, 1);
 }
@@ -669,7 +664,7 @@ static void open_capture(void) {
   }
   struct timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
-  g_start_mono = mono_ns();
+  g_start_mono = cucap_clock_now_ns();
   cucap_fbb *b = cucap_fbb_create(16384);
   size_t hsize = 0;
   const uint8_t *h = b ? build_header(b, g_producer, optstr,

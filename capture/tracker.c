@@ -2,6 +2,7 @@
  * See cucap_tracker.h for the concurrency model: lock-free reads of handle
  * maps, writers under one mutex, retired memory freed at destroy. */
 #include "cucap_tracker.h"
+#include "cucap_vec.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -221,15 +222,9 @@ cucap_status cucap_tracker_alloc_add(cucap_tracker *t, const cucap_tracked_alloc
   if (i < t->nallocs && t->allocs[i].address == a->address) {
     t->allocs[i] = *a;
   } else {
-    if (t->nallocs == t->capallocs) {
-      size_t nc = t->capallocs ? t->capallocs * 2 : 64;
-      cucap_tracked_alloc *na = realloc(t->allocs, nc * sizeof *na);
-      if (!na) {
-        st = CUCAP_ERR_NOMEM;
-        goto out;
-      }
-      t->allocs = na;
-      t->capallocs = nc;
+    if (!CUCAP_VEC_RESERVE(t->allocs, t->capallocs, t->nallocs + 1, 64)) {
+      st = CUCAP_ERR_NOMEM;
+      goto out;
     }
     memmove(t->allocs + i + 1, t->allocs + i, (t->nallocs - i) * sizeof *t->allocs);
     t->allocs[i] = *a;
@@ -372,14 +367,8 @@ static void fn_remove_module_locked(cucap_tracker *t, uint64_t module) {
     const cucap_tracked_fn *f =
         (const cucap_tracked_fn *)atomic_load_explicit(&tb->slots[i].val, memory_order_relaxed);
     if (f && f->module == module) {
-      if (ngone == cgone) {
-        size_t nc = cgone ? cgone * 2 : 64;
-        uint64_t *ng = realloc(gone, nc * sizeof *ng);
-        if (ng) {
-          gone = ng;
-          cgone = nc;
-        }
-      }
+      /* on OOM the functions obtained from this one stay */
+      (void)CUCAP_VEC_RESERVE(gone, cgone, ngone + 1, 64);
       if (ngone < cgone)
         gone[ngone++] = f->handle;
       atomic_store_explicit(&tb->slots[i].val, 0, memory_order_release);

@@ -13,6 +13,7 @@
  *  - After a write error the thread keeps draining (discarding) so appenders
  *    never wait forever; the error is sticky and returned by append, put_blob,
  *    flush and close. */
+#include "cucap_vec.h"
 #include "cucap_writer.h"
 
 #include <errno.h>
@@ -29,18 +30,13 @@
 
 #include <zstd.h>
 
+#include "cucap_clock.h"
 #include "cucap_hash.h"
 #include "cucap_lines.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "writer_internal.h"
 #include "writer_state.h"
-
-uint64_t wr_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void set_err(cucap_writer *w, cucap_status s) {
   int expected = CUCAP_OK;
@@ -416,7 +412,7 @@ static cucap_status append_impl(cucap_writer *w, const void *record,
     }
   }
   if (c->len == 0)
-    c->opened_ns = wr_now_ns();
+    c->opened_ns = cucap_clock_now_ns();
   {
     /* The appender's cost is mostly write misses on the chunk buffer (a
      * sealed buffer comes back cold from the compressor's core): ask for
@@ -548,15 +544,9 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
     STAT_ADD(w, st_dedup, 1);
     return CUCAP_OK;
   }
-  if (w->nblobs == w->cblobs) {
-    size_t nc = w->cblobs ? w->cblobs * 2 : 256;
-    blob_entry *nb = realloc(w->blobs, nc * sizeof *nb);
-    if (!nb) {
-      pthread_mutex_unlock(&w->blob_mu);
-      return CUCAP_ERR_NOMEM;
-    }
-    w->blobs = nb;
-    w->cblobs = nc;
+  if (!CUCAP_VEC_RESERVE(w->blobs, w->cblobs, w->nblobs + 1, 256)) {
+    pthread_mutex_unlock(&w->blob_mu);
+    return CUCAP_ERR_NOMEM;
   }
   uint32_t idx = (uint32_t)w->nblobs;
   blob_entry *be = &w->blobs[idx];
@@ -592,21 +582,15 @@ cucap_status cucap_writer_put_blob_hashed(cucap_writer *w, const void *data,
       }
     }
     if (off == 0) {
-      if (c->nstarts == c->cstarts) {
-        size_t nc = c->cstarts ? c->cstarts * 2 : 16;
-        uint32_t *ns = realloc(c->blob_starts, nc * sizeof *ns);
-        if (!ns) {
-          st = CUCAP_ERR_NOMEM;
-          wr_fail(w, st, "out of memory for a blob chunk");
-          break;
-        }
-        c->blob_starts = ns;
-        c->cstarts = nc;
+      if (!CUCAP_VEC_RESERVE(c->blob_starts, c->cstarts, c->nstarts + 1, 16)) {
+        st = CUCAP_ERR_NOMEM;
+        wr_fail(w, st, "out of memory for a blob chunk");
+        break;
       }
       c->blob_starts[c->nstarts++] = idx;
     }
     if (c->len == 0)
-      c->opened_ns = wr_now_ns();
+      c->opened_ns = cucap_clock_now_ns();
     uint8_t *dst = c->buf + c->len;
     cucap_blob_piece_header(dst, hash, size, off, (uint32_t)n);
     if (n)

@@ -3,6 +3,7 @@
  * compresses them and writes header + frame + padding, sealing chunks left
  * open past the flush interval; flush, the index and trailer at close,
  * destroy; and the CUCAP_TEST_KILL_AT hook of the kill tests. */
+#include "cucap_vec.h"
 #include "cucap_writer.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 #include <zstd.h>
 
+#include "cucap_clock.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
@@ -118,15 +120,9 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
     wr_fail(w, CUCAP_ERR_IO, "fdatasync failed: %s", strerror(errno));
     return;
   }
-  if (w->nentries == w->centries) {
-    size_t nc = w->centries ? w->centries * 2 : 256;
-    chunk_entry *ne = realloc(w->entries, nc * sizeof *ne);
-    if (!ne) {
-      wr_fail(w, CUCAP_ERR_NOMEM, "out of memory for the chunk index");
-      return;
-    }
-    w->entries = ne;
-    w->centries = nc;
+  if (!CUCAP_VEC_RESERVE(w->entries, w->centries, w->nentries + 1, 256)) {
+    wr_fail(w, CUCAP_ERR_NOMEM, "out of memory for the chunk index");
+    return;
   }
   chunk_entry *e = &w->entries[w->nentries++];
   e->offset = w->file_off;
@@ -147,7 +143,7 @@ static void write_chunk(cucap_writer *w, wchunk *c) {
 static void timer_seal(cucap_writer *w, uint64_t tick_ns) {
   /* Called every tick: seal what would be older than the interval by the
    * next tick, so no chunk stays open longer than flush_interval_ms. */
-  uint64_t now = wr_now_ns() + tick_ns;
+  uint64_t now = cucap_clock_now_ns() + tick_ns;
   uint64_t iv = (uint64_t)w->o.flush_interval_ms * 1000000ull;
   if (pthread_mutex_trylock(&w->blob_mu) == 0) {
     if (w->blob_cur && w->blob_cur->len && now - w->blob_cur->opened_ns >= iv)
@@ -314,7 +310,7 @@ static cucap_status write_index(cucap_writer *w) {
   cucap_fb_chunk_index_add_chunks(b, chunks);
   cucap_fb_chunk_index_add_blobs(b, blobs);
   cucap_fb_chunk_index_add_records(b, w->rec_count);
-  cucap_fb_chunk_index_add_end_mono_ns(b, w->o.end_mono_ns ? w->o.end_mono_ns : wr_now_ns());
+  cucap_fb_chunk_index_add_end_mono_ns(b, w->o.end_mono_ns ? w->o.end_mono_ns : cucap_clock_now_ns());
   cucap_fb_chunk_index_add_complete(b, 1);
   cucap_fb_ref root = cucap_fb_chunk_index_end(b);
   size_t isz = 0;

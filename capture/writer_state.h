@@ -106,7 +106,6 @@ static inline cucap_status wr_get_err(cucap_writer *w) {
   return (cucap_status)__atomic_load_n(&w->err, __ATOMIC_ACQUIRE);
 }
 /* writer.c */
-uint64_t wr_now_ns(void); /* CLOCK_MONOTONIC */
 /* Records the first error with its message (logged unless quiet_errors):
  * the thread that claims errmsg writes it, then publishes the status. Any
  * thread may call it. */

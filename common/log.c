@@ -1,5 +1,6 @@
 /* log.c - the log sink (see cucap_log.h). Runs inside recorded apps: only
  * async-signal-unsafe-but-reentrant-enough libc calls (vsnprintf, write). */
+#include "cucap_clock.h"
 #include "cucap_log.h"
 
 #include <stdio.h>
@@ -20,9 +21,7 @@ static int g_time;      /* CUCAP_LOG_TIME=1 or 2 */
 static double g_time0;  /* log_now() at the sink's set-up; 0 with 2 */
 
 static double log_now(void) {
-  struct timespec ts;
-  clock_gettime(g_time == 2 ? CLOCK_REALTIME : CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  return cucap_clock_read_s(g_time == 2 ? CLOCK_REALTIME : CLOCK_MONOTONIC);
 }
 
 static const char *const k_level_names[] = {"off",  "error", "warn",

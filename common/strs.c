@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cucap_strs.h"
+#include "cucap_vec.h"
 
 
 static uint64_t str_hash(const char *s) {
@@ -34,13 +35,8 @@ uint32_t cucap_strs_intern(cucap_strs *t, const char *s) {
       return (uint32_t)v;
     else if (probe == 0)
       break;
-  if (t->n == t->cap) {
-    char **ns = realloc(t->s, t->cap * 2 * sizeof *ns);
-    if (!ns)
-      return 0;
-    t->s = ns;
-    t->cap *= 2;
-  }
+  if (!CUCAP_VEC_RESERVE(t->s, t->cap, t->n + 1, 16))
+    return 0;
   char *d = strdup(s);
   if (!d)
     return 0;

@@ -69,6 +69,7 @@
 
 #include "cucap_sort.h"
 #include "cucap_rec_query.h"
+#include "cucap_vec.h"
 #include "custom_internal.h"
 
 #define CX_POOL_CTXS 16
@@ -264,14 +265,8 @@ static size_t pend_lower(uint64_t a) {
 static int pend_insert(pend *p) {
   if (g_npend_n >= CX_MAX_PENDING)
     return 0;
-  if (g_npend_n == g_pend_cap) {
-    size_t nc = g_pend_cap ? g_pend_cap * 2 : 64;
-    pend **na = realloc(g_pend, nc * sizeof *na);
-    if (!na)
-      return 0;
-    g_pend = na;
-    g_pend_cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(g_pend, g_pend_cap, g_npend_n + 1, 64))
+    return 0;
   uint64_t a = CX_U64(p->rows.base), span = rows_span(&p->rows);
   size_t i = pend_lower(a + 1); /* after those at the same address: creation order */
   memmove(g_pend + i + 1, g_pend + i, (g_npend_n - i) * sizeof *g_pend);

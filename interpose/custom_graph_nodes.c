@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "cucap_vec.h"
 #include "custom_internal.h"
 
 /* Walks nest: conditional bodies inside bodies, child graphs inside them. */
@@ -49,15 +50,9 @@ static void cond_handle_put(uint64_t graph, uint64_t handle, uint32_t def, uint3
   size_t i = 0;
   while (i < cx_nhandles && !(cx_handles[i].graph == graph && cx_handles[i].handle == handle))
     i++;
-  if (i == cx_nhandles && cx_nhandles == cx_caphandles) {
-    size_t nc = cx_caphandles ? cx_caphandles * 2 : 16;
-    cx_cond_handle *n = realloc(cx_handles, nc * sizeof *n);
-    if (!n) {
-      pthread_mutex_unlock(&cx_cond_lock);
-      return;
-    }
-    cx_handles = n;
-    cx_caphandles = nc;
+  if (i == cx_nhandles && !CUCAP_VEC_RESERVE(cx_handles, cx_caphandles, cx_nhandles + 1, 16)) {
+    pthread_mutex_unlock(&cx_cond_lock);
+    return;
   }
   if (i == cx_nhandles)
     cx_nhandles++;
@@ -75,16 +70,10 @@ static void cond_node_put(uint64_t node, uint64_t graph, const CUDA_CONDITIONAL_
   size_t i = 0;
   while (i < cx_nnodes && cx_nodes[i].node != node) /* a reused handle: replaced */
     i++;
-  if (i == cx_nnodes && cx_nnodes == cx_capnodes) {
-    size_t nc = cx_capnodes ? cx_capnodes * 2 : 16;
-    cx_cond_node *n = realloc(cx_nodes, nc * sizeof *n);
-    if (!n) {
-      pthread_mutex_unlock(&cx_cond_lock);
-      free(bodies);
-      return;
-    }
-    cx_nodes = n;
-    cx_capnodes = nc;
+  if (i == cx_nnodes && !CUCAP_VEC_RESERVE(cx_nodes, cx_capnodes, cx_nnodes + 1, 16)) {
+    pthread_mutex_unlock(&cx_cond_lock);
+    free(bodies);
+    return;
   }
   if (i == cx_nnodes)
     cx_nnodes++;
@@ -137,13 +126,8 @@ void cx_graph_forget(uint64_t g) {
         continue;
       }
       for (uint32_t j = 0; j < cx_nodes[i].size; j++) {
-        if (ngone == capgone) {
-          uint64_t *n = realloc(gone, 2 * capgone * sizeof *n);
-          if (!n)
-            break;
-          gone = n;
-          capgone *= 2;
-        }
+        if (!CUCAP_VEC_RESERVE(gone, capgone, ngone + 1, 1))
+          break;
         gone[ngone++] = cx_nodes[i].bodies[j];
       }
       free(cx_nodes[i].bodies);
@@ -245,14 +229,8 @@ static cx_exec_srcs *srcs_of(uint64_t exec, int create) {
       return &cx_srcs[i];
   if (!create)
     return NULL;
-  if (cx_nsrcs == cx_capsrcs) {
-    size_t nc = cx_capsrcs ? cx_capsrcs * 2 : 8;
-    cx_exec_srcs *n = realloc(cx_srcs, nc * sizeof *n);
-    if (!n)
-      return NULL;
-    cx_srcs = n;
-    cx_capsrcs = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(cx_srcs, cx_capsrcs, cx_nsrcs + 1, 8))
+    return NULL;
   cx_srcs[cx_nsrcs] = (cx_exec_srcs){exec, NULL, 0};
   return &cx_srcs[cx_nsrcs++];
 }

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_vec.h"
 #include "custom_internal.h"
 
 #define CX_STAGING (8u << 20)
@@ -106,16 +107,10 @@ void cx_managed_add(uint64_t addr, uint64_t size) {
     return;
   pthread_once(&g_exit_once, register_exit);
   pthread_mutex_lock(&g_mu);
-  if (g_n == g_cap) {
-    size_t nc = g_cap ? g_cap * 2 : 16;
-    mrange *nr = realloc(g_r, nc * sizeof *nr);
-    if (!nr) {
-      pthread_mutex_unlock(&g_mu);
-      CUCAP_WARN("managed memory tracking: out of memory");
-      return;
-    }
-    g_r = nr;
-    g_cap = nc;
+  if (!CUCAP_VEC_RESERVE(g_r, g_cap, g_n + 1, 16)) {
+    pthread_mutex_unlock(&g_mu);
+    CUCAP_WARN("managed memory tracking: out of memory");
+    return;
   }
   size_t i = g_n;
   while (i > 0 && g_r[i - 1].addr > addr) {

@@ -11,8 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "cucap_clock.h"
 #include "cucap_profiler.h"
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 
 #define EVT_MAX_EVENTS (1u << 20) /* events per pass (two per op) */
 
@@ -54,12 +56,6 @@ struct cucap_evtimer {
   int disabled;
   char why[200];
 };
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* One more event, created in the primary context (the current one is put
  * back). NULL when the pool is full or creation fails. */
@@ -147,7 +143,7 @@ static void ev_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   if (t->disabled)
     return;
   t->ev0 = pool_get(t);
-  t->base_ns = now_ns();
+  t->base_ns = cucap_clock_now_ns();
   t->ev0_ok = t->ev0 && t->record(t->ev0, NULL) == CUDA_SUCCESS;
 }
 
@@ -247,14 +243,8 @@ static void ev_after(void *u, cucap_replay_session *s, const cucap_replay_op *op
     return;
   }
   t->cur.b = (uint32_t)(t->next - 1);
-  if (t->np == t->capp) {
-    size_t nc = t->capp ? t->capp * 2 : 1024;
-    evpair *np = realloc(t->pairs, nc * sizeof *np);
-    if (!np)
-      return;
-    t->pairs = np;
-    t->capp = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(t->pairs, t->capp, t->np + 1, 1024))
+    return;
   t->pairs[t->np++] = t->cur;
 }
 

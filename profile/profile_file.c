@@ -21,6 +21,7 @@
 #include "cucap_hash.h"
 #include "cucap_schema.h"
 #include "cucap_fb_builder.h"
+#include "cucap_vec.h"
 #include "profile_internal.h"
 
 #define PF_PREAMBLE 32
@@ -487,14 +488,8 @@ static cucap_status load_finding(ld *L, const cucap_fb_profile_finding *x) {
   for (size_t i = 0; i < a && f.nsites < CUCAP_FINDING_MAX_SITES; i++)
     f.sites[f.nsites++] = (cucap_finding_site){ss[i], sc[i], st[i]};
   cucap_profile *p = L->p;
-  if ((p->nf + 1) > p->capf) {
-    size_t ncap = p->capf ? p->capf * 2 : 8;
-    cucap_finding *nf = realloc(p->F, ncap * sizeof *nf);
-    if (!nf)
-      return CUCAP_ERR_NOMEM;
-    p->F = nf;
-    p->capf = ncap;
-  }
+  if (!CUCAP_VEC_RESERVE(p->F, p->capf, p->nf + 1, 8))
+    return CUCAP_ERR_NOMEM;
   p->F[p->nf++] = f;
   return CUCAP_OK;
 }

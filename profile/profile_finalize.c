@@ -207,7 +207,7 @@ static void finalize_kernels(cucap_profile *p, const sol_ids *ids) {
   for (size_t i = 0; i < p->nl; i++) {
     uint64_t k;
     if (!cucap_map_get(&kidx, p->L[i].kernel_id, &k)) {
-      if (!pf_grow((void **)&p->K, &cap, p->nk + 1, sizeof *p->K))
+      if (!cucap_vec_reserve(&p->K, &cap, p->nk + 1, sizeof *p->K, 16))
         break;
       k = p->nk++;
       memset(&p->K[k], 0, sizeof p->K[k]);
@@ -235,10 +235,10 @@ static void finalize_kernels(cucap_profile *p, const sol_ids *ids) {
       if (L->pub.ntimings) {
         o->timed++;
         o->total_ns += L->pub.median_ns;
-        if (pf_grow((void **)&med, &capmed, nmed + 1, sizeof *med))
+        if (cucap_vec_reserve(&med, &capmed, nmed + 1, sizeof *med, 16))
           med[nmed++] = L->pub.median_ns;
         /* spreads in 1/1000 %, sorted as integers */
-        if (L->pub.ntimings > 1 && pf_grow((void **)&spr, &capspr, nspr + 1, sizeof *spr))
+        if (L->pub.ntimings > 1 && cucap_vec_reserve(&spr, &capspr, nspr + 1, sizeof *spr, 16))
           spr[nspr++] = (uint64_t)(L->pub.spread_pct * 1000.0 + 0.5);
       }
       double wt = L->pub.median_ns ? (double)L->pub.median_ns : 1.0;

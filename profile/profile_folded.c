@@ -13,6 +13,7 @@
 
 #include "cucap_sort.h"
 #include "cucap_demangle.h"
+#include "cucap_vec.h"
 #include "profile_internal.h"
 
 typedef struct fline {
@@ -28,17 +29,9 @@ typedef struct sbuf {
 
 static void put(sbuf *s, const char *t, int clean) {
   size_t k = strlen(t);
-  if (s->n + k + 2 > s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 256;
-    while (nc < s->n + k + 2)
-      nc *= 2;
-    char *nb = realloc(s->b, nc);
-    if (!nb) {
-      s->oom = 1;
-      return;
-    }
-    s->b = nb;
-    s->cap = nc;
+  if (!CUCAP_VEC_RESERVE(s->b, s->cap, s->n + k + 2, 256)) {
+    s->oom = 1;
+    return;
   }
   for (size_t i = 0; i < k; i++) {
     char c = t[i];
@@ -70,14 +63,8 @@ static int cmp_line(const void *x, const void *y) {
 static int add_line(fline **v, size_t *n, size_t *cap, sbuf *s, uint64_t count) {
   if (s->oom)
     return 0;
-  if (*n == *cap) {
-    size_t nc = *cap ? *cap * 2 : 256;
-    fline *nv = realloc(*v, nc * sizeof *nv);
-    if (!nv)
-      return 0;
-    *v = nv;
-    *cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(*v, *cap, *n + 1, 256))
+    return 0;
   (*v)[(*n)++] = (fline){s->b, count};
   memset(s, 0, sizeof *s);
   return 1;

@@ -9,6 +9,7 @@
 #include "cucap_analyze.h"
 #include "cucap_map.h"
 #include "cucap_strs.h"
+#include "cucap_vec.h"
 #include "cucap_profile.h"
 
 typedef struct pf_pc {
@@ -85,7 +86,6 @@ struct cucap_profile {
 };
 
 /* profile_model.c */
-int pf_grow(void **v, size_t *cap, size_t need, size_t elem); /* 0 on OOM */
 uint64_t pf_mix3(uint64_t a, uint64_t b, uint64_t c);
 uint32_t pf_str(cucap_profile *p, const char *s);          /* intern; caller holds mu */
 const char *pf_s(const cucap_profile *p, uint32_t id);

@@ -14,20 +14,6 @@
 #define LOCK(p) pthread_mutex_lock(&(p)->mu)
 #define UNLOCK(p) pthread_mutex_unlock(&(p)->mu)
 
-int pf_grow(void **v, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap)
-    return 1;
-  size_t nc = *cap ? *cap : 16;
-  while (nc < need)
-    nc *= 2;
-  void *nv = realloc(*v, nc * elem);
-  if (!nv)
-    return 0;
-  *v = nv;
-  *cap = nc;
-  return 1;
-}
-
 uint64_t pf_mix3(uint64_t a, uint64_t b, uint64_t c) {
   uint64_t h = a * 0x9E3779B97F4A7C15ull;
   h ^= b + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
@@ -169,7 +155,7 @@ pf_launch *pf_launch_get(cucap_profile *p, uint64_t key) {
 cucap_status pf_launch_add(cucap_profile *p, const cucap_profile_launch_desc *d) {
   if (pf_launch_get(p, d->key))
     return CUCAP_OK;
-  if (!pf_grow((void **)&p->L, &p->capl, p->nl + 1, sizeof *p->L))
+  if (!cucap_vec_reserve(&p->L, &p->capl, p->nl + 1, sizeof *p->L, 16))
     return CUCAP_ERR_NOMEM;
   pf_launch *L = &p->L[p->nl];
   memset(L, 0, sizeof *L);
@@ -205,7 +191,7 @@ cucap_status pf_stack_set(cucap_profile *p, uint32_t id, const char *const *fram
       free(s->frames[k]);
     free(s->frames);
   } else {
-    if (!pf_grow((void **)&p->stk, &p->capstk, p->nstk + 1, sizeof *p->stk))
+    if (!cucap_vec_reserve(&p->stk, &p->capstk, p->nstk + 1, sizeof *p->stk, 16))
       return CUCAP_ERR_NOMEM;
     if (!cucap_map_put(&p->stk_idx, id, p->nstk + 1))
       return CUCAP_ERR_NOMEM;
@@ -272,7 +258,7 @@ cucap_status cucap_profile_add_analysis(cucap_profile *p, cucap_analysis *a) {
   }
   for (size_t i = 0; i < cucap_analysis_finding_count(a) && st == CUCAP_OK; i++) {
     const cucap_finding *f = cucap_analysis_finding(a, i);
-    if (!pf_grow((void **)&p->F, &p->capf, p->nf + 1, sizeof *p->F)) {
+    if (!cucap_vec_reserve(&p->F, &p->capf, p->nf + 1, sizeof *p->F, 16)) {
       st = CUCAP_ERR_NOMEM;
       break;
     }
@@ -302,7 +288,7 @@ cucap_status cucap_profile_add_analysis(cucap_profile *p, cucap_analysis *a) {
 cucap_status cucap_profile_add_finding(cucap_profile *p, const cucap_finding *f) {
   LOCK(p);
   cucap_status st = CUCAP_ERR_NOMEM;
-  if (pf_grow((void **)&p->F, &p->capf, p->nf + 1, sizeof *p->F)) {
+  if (cucap_vec_reserve(&p->F, &p->capf, p->nf + 1, sizeof *p->F, 16)) {
     p->F[p->nf++] = *f;
     st = CUCAP_OK;
   }
@@ -325,7 +311,7 @@ cucap_status cucap_profile_add_kernel_timing(cucap_profile *p, uint64_t key, uns
   pf_launch *L = pf_launch_get(p, key);
   if (L) {
     st = CUCAP_ERR_NOMEM;
-    if (pf_grow((void **)&L->t, &L->capt, L->pub.ntimings + 1, sizeof *L->t)) {
+    if (cucap_vec_reserve(&L->t, &L->capt, L->pub.ntimings + 1, sizeof *L->t, 16)) {
       L->t[L->pub.ntimings++] =
           (cucap_profile_timing){pass, start_ns, end_ns >= start_ns ? end_ns : start_ns};
       p->dirty = 1;
@@ -339,7 +325,7 @@ cucap_status cucap_profile_add_kernel_timing(cucap_profile *p, uint64_t key, uns
 cucap_status cucap_profile_add_activity(cucap_profile *p, const cucap_profile_activity *a) {
   LOCK(p);
   cucap_status st = CUCAP_ERR_NOMEM;
-  if (pf_grow((void **)&p->act, &p->capact, p->nact + 1, sizeof *p->act)) {
+  if (cucap_vec_reserve(&p->act, &p->capact, p->nact + 1, sizeof *p->act, 16)) {
     p->act[p->nact++] = *a;
     p->dirty = 1;
     st = CUCAP_OK;
@@ -363,8 +349,8 @@ cucap_status cucap_profile_add_metric(cucap_profile *p, uint64_t key, const char
     st = CUCAP_OK;
     if (i == L->pub.nmetrics) {
       size_t c1 = L->capm, c2 = L->capm;
-      if (!pf_grow((void **)&L->mid, &c1, i + 1, sizeof *L->mid) ||
-          !pf_grow((void **)&L->mval, &c2, i + 1, sizeof *L->mval))
+      if (!cucap_vec_reserve(&L->mid, &c1, i + 1, sizeof *L->mid, 16) ||
+          !cucap_vec_reserve(&L->mval, &c2, i + 1, sizeof *L->mval, 16))
         st = CUCAP_ERR_NOMEM;
       else
         L->capm = c1 < c2 ? c1 : c2;
@@ -405,7 +391,7 @@ pf_pc *pf_pc_get(cucap_profile *p, const cucap_profile_pc *pc) {
       return x;
     }
   }
-  if (!pf_grow((void **)&p->pcs, &p->cappc, p->npc + 1, sizeof *p->pcs))
+  if (!cucap_vec_reserve(&p->pcs, &p->cappc, p->npc + 1, sizeof *p->pcs, 16))
     return NULL;
   if (!cucap_map_put(&p->pc_idx, h, p->npc))
     return NULL;
@@ -436,7 +422,7 @@ cucap_status pf_row_add(pf_rows *t, uint64_t key, uint32_t pc, uint32_t what, ui
       return CUCAP_OK;
     }
   }
-  if (!pf_grow((void **)&t->r, &t->cap, t->n + 1, sizeof *t->r) || !cucap_map_put(&t->idx, h, t->n))
+  if (!cucap_vec_reserve(&t->r, &t->cap, t->n + 1, sizeof *t->r, 16) || !cucap_map_put(&t->idx, h, t->n))
     return CUCAP_ERR_NOMEM;
   t->r[t->n++] = (pf_row){key, pc, what, count, value};
   return CUCAP_OK;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "reader_internal.h"
 
 void rd_set_msg(cucap_reader *r, const char *fmt, ...) {
@@ -249,14 +250,8 @@ int rd_blob_rehash(cucap_reader *r) {
 }
 
 rblob *rd_blob_add(cucap_reader *r) {
-  if (r->nblobs == r->cblobs) {
-    size_t nc = r->cblobs ? r->cblobs * 2 : 64;
-    rblob *nb = realloc(r->blobs, nc * sizeof *nb);
-    if (!nb)
-      return NULL;
-    r->blobs = nb;
-    r->cblobs = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(r->blobs, r->cblobs, r->nblobs + 1, 64))
+    return NULL;
   rblob *b = &r->blobs[r->nblobs++];
   memset(b, 0, sizeof *b);
   return b;
@@ -264,14 +259,8 @@ rblob *rd_blob_add(cucap_reader *r) {
 
 int rd_chunk_add(cucap_reader *r, uint64_t off, const cucap_chunk_header *h,
                  int checked) {
-  if (r->nchunks == r->cchunks) {
-    size_t nc = r->cchunks ? r->cchunks * 2 : 64;
-    rchunk *n = realloc(r->chunks, nc * sizeof *n);
-    if (!n)
-      return -1;
-    r->chunks = n;
-    r->cchunks = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(r->chunks, r->cchunks, r->nchunks + 1, 64))
+    return -1;
   rchunk *c = &r->chunks[r->nchunks++];
   c->offset = off;
   c->csize = h->compressed_size;

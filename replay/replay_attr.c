@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_state.h"
 
 #define CB(fn) CUPTI_DRIVER_TRACE_CBID_##fn
@@ -165,14 +166,8 @@ static int wait_add(rp_state *R, uint64_t handle, uint32_t call, const uint64_t 
   if (!R->attr && !(R->attr = calloc(1, sizeof *R->attr)))
     return 0;
   struct rp_attrs *A = R->attr;
-  if (A->n == A->cap) {
-    size_t nc = A->cap ? A->cap * 2 : 8;
-    rp_attr_wait *nw = realloc(A->w, nc * sizeof *nw);
-    if (!nw)
-      return 0;
-    A->w = nw;
-    A->cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(A->w, A->cap, A->n + 1, 8))
+    return 0;
   rp_attr_wait *w = &A->w[A->n++];
   memset(w, 0, sizeof *w);
   w->handle = handle;

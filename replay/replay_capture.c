@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_graph.h"
 
 /* ---- the scan ----------------------------------------------------------------- */
@@ -149,14 +150,8 @@ void rp_capture_closed(rp_state *R, uint64_t rec_stream) {
 }
 
 static rp_stash *cap_stash_new(rp_graphs *gs) {
-  if (gs->nstash == gs->capstash) {
-    size_t nc = gs->capstash ? gs->capstash * 2 : 16;
-    rp_stash *n = realloc(gs->stash, nc * sizeof *n);
-    if (!n)
-      return NULL;
-    gs->stash = n;
-    gs->capstash = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(gs->stash, gs->capstash, gs->nstash + 1, 16))
+    return NULL;
   rp_stash *e = &gs->stash[gs->nstash++];
   memset(e, 0, sizeof *e);
   return e;

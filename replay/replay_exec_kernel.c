@@ -11,6 +11,7 @@
 
 #include "cucap_hash.h"
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_state.h"
 #include "replay_graph.h"
 
@@ -275,17 +276,11 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
     free(fi->params);
     free(fi->name);
   } else {
-    if (R->nfuncs == R->capfuncs) {
-      size_t nc = R->capfuncs ? R->capfuncs * 2 : 32;
-      rp_func *n = realloc(R->funcs, nc * sizeof *n);
-      if (!n) {
-        free(nm);
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED,
-                     "out of memory");
-        return;
-      }
-      R->funcs = n;
-      R->capfuncs = nc;
+    if (!CUCAP_VEC_RESERVE(R->funcs, R->capfuncs, R->nfuncs + 1, 32)) {
+      free(nm);
+      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED,
+                   "out of memory");
+      return;
     }
     idx = R->nfuncs++;
     cucap_map_put(&R->func, h, idx);

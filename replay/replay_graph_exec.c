@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_graph.h"
 
 static rp_gx *gx_find(rp_state *R, uint64_t rec_exec) {
@@ -56,14 +57,8 @@ static rp_gx *gx_new(rp_state *R, uint64_t rec_exec) {
   while (i < gs->ngx && gs->gx[i].rec_exec) /* a free slot */
     i++;
   if (i == gs->ngx) {
-    if (gs->ngx == gs->capgx) {
-      size_t nc = gs->capgx ? gs->capgx * 2 : 8;
-      rp_gx *n = realloc(gs->gx, nc * sizeof *n);
-      if (!n)
-        return NULL;
-      gs->gx = n;
-      gs->capgx = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(gs->gx, gs->capgx, gs->ngx + 1, 8))
+      return NULL;
     gs->ngx++;
   }
   x = &gs->gx[i];

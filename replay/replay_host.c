@@ -17,6 +17,7 @@
 #include "cucap_getproc.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 #include "replay_host.h"
 
 /* Nothing a program allocates lives below Linux's default vm.mmap_min_addr
@@ -49,14 +50,8 @@ int rp_host_pins_add(rp_host_pins *p, int kind, uint64_t host, uint64_t dev,
     host = dev;
   if (!host || !size || host + size < host)
     return 1; /* nothing to place (bad record: the replay ignores it) */
-  if (p->n == p->cap) {
-    size_t nc = p->cap ? p->cap * 2 : 16;
-    rp_host_pin *n = realloc(p->v, nc * sizeof *n);
-    if (!n)
-      return 0;
-    p->v = n;
-    p->cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(p->v, p->cap, p->n + 1, 16))
+    return 0;
   rp_host_pin *e = &p->v[p->n++];
   memset(e, 0, sizeof *e);
   p->grouped = 0;

@@ -24,6 +24,7 @@
 
 #include "cucap_sort.h"
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_internal.h"
 #include "replay_state.h"
 
@@ -32,14 +33,8 @@
 int rp_mem_add_recorded(rp_mem *m, uint64_t addr, uint64_t size) {
   if (!size || addr + size < addr)
     return 1;
-  if (m->nrecorded == m->caprecorded) {
-    size_t nc = m->caprecorded ? m->caprecorded * 2 : 64;
-    rp_range *n = realloc(m->recorded, nc * sizeof *n);
-    if (!n)
-      return 0;
-    m->recorded = n;
-    m->caprecorded = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(m->recorded, m->caprecorded, m->nrecorded + 1, 64))
+    return 0;
   m->recorded[m->nrecorded].addr = addr;
   m->recorded[m->nrecorded].size = size;
   m->nrecorded++;
@@ -166,14 +161,8 @@ static void rp_chunk_undo(rp_driver *d, rp_chunk *c) {
 int rp_mem_add_pin(rp_mem *m, uint64_t addr, uint64_t size) {
   if (!size || addr + size < addr)
     return 1;
-  if (m->npins == m->cappins) {
-    size_t nc = m->cappins ? m->cappins * 2 : 16;
-    rp_range *n = realloc(m->pins, nc * sizeof *n);
-    if (!n)
-      return 0;
-    m->pins = n;
-    m->cappins = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(m->pins, m->cappins, m->npins + 1, 16))
+    return 0;
   m->pins[m->npins].addr = addr;
   m->pins[m->npins].size = size;
   m->npins++;
@@ -222,16 +211,11 @@ static int rp_reserve_at(rp_mem *m, rp_driver *d, uint64_t a, uint64_t size,
   CUdeviceptr p = 0;
   CUresult r = d->df.MemAddressReserve(&p, size, 0, a, 0);
   if (r == CUDA_SUCCESS && p == a) {
-    if (m->nresv == m->capresv) { /* grown by doubling: blocks come by the thousand */
-      size_t nc = m->capresv ? m->capresv * 2 : 16;
-      rp_range *n = realloc(m->resv, nc * sizeof *n);
-      if (!n) {
-        if (d->df.MemAddressFree)
-          d->df.MemAddressFree(p, size);
-        return 0;
-      }
-      m->resv = n;
-      m->capresv = nc;
+    /* grown by doubling: blocks come by the thousand */
+    if (!CUCAP_VEC_RESERVE(m->resv, m->capresv, m->nresv + 1, 16)) {
+      if (d->df.MemAddressFree)
+        d->df.MemAddressFree(p, size);
+      return 0;
     }
     m->resv[m->nresv].addr = a;
     m->resv[m->nresv].size = size;
@@ -395,13 +379,8 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
                        ? pe : m->resv[j].addr + m->resv[j].size;
       if (s >= e)
         continue;
-      if (m->nchunks == cap_chunks) {
-        rp_chunk *nc = realloc(m->chunks, 2 * cap_chunks * sizeof *nc);
-        if (!nc)
-          break;
-        m->chunks = nc;
-        cap_chunks *= 2;
-      }
+      if (!CUCAP_VEC_RESERVE(m->chunks, cap_chunks, m->nchunks + 1, 1))
+        break;
       rp_chunk c;
       memset(&c, 0, sizeof c);
       c.addr = s;
@@ -485,14 +464,8 @@ int rp_mem_add_reloc(rp_mem *m, uint64_t addr, uint64_t size, uint64_t live,
     }
     i++;
   }
-  if (m->nreloc == m->capreloc) {
-    size_t nc = m->capreloc ? m->capreloc * 2 : 32;
-    rp_reloc *n = realloc(m->reloc, nc * sizeof *n);
-    if (!n)
-      return 0;
-    m->reloc = n;
-    m->capreloc = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(m->reloc, m->capreloc, m->nreloc + 1, 32))
+    return 0;
   /* newest first wins on lookup: append and search from the end */
   rp_reloc *r = &m->reloc[m->nreloc++];
   r->addr = addr;

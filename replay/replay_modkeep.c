@@ -49,6 +49,7 @@
 
 #include "cucap_fatbin.h"
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_state.h"
 
 typedef struct mk_var {
@@ -201,15 +202,9 @@ void rp_modkeep_add(rp_state *R, uint64_t rec_index, int library, uint64_t live,
     mk_mod_free(&m);
     return;
   }
-  if (K->n == K->cap) {
-    size_t nc = K->cap ? K->cap * 2 : 16;
-    mk_mod *nm = realloc(K->m, nc * sizeof *nm);
-    if (!nm) {
-      mk_mod_free(&m);
-      return;
-    }
-    K->m = nm;
-    K->cap = nc;
+  if (!CUCAP_VEC_RESERVE(K->m, K->cap, K->n + 1, 16)) {
+    mk_mod_free(&m);
+    return;
   }
   if (!cucap_map_put(&K->by_rec, rec_index, K->n + 1) ||
       !cucap_map_put(&K->by_live, live, K->n + 1)) {

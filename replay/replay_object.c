@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_state.h"
 
 /* OWN_LEVEL: a mipmapped array's level, noted for its context only (its
@@ -70,15 +71,9 @@ static cucap_map *own_map(struct rp_objects *O, int kind) {
 }
 
 static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, uint64_t live) {
-  if (O->nown == O->capown) {
-    size_t nc = O->capown ? O->capown * 2 : 16;
-    rp_own_entry *n = realloc(O->own, nc * sizeof *n);
-    if (!n) {
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
-      return 0;
-    }
-    O->own = n;
-    O->capown = nc;
+  if (!CUCAP_VEC_RESERVE(O->own, O->capown, O->nown + 1, 16)) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    return 0;
   }
   rp_own_entry *o = &O->own[O->nown++];
   o->kind = kind;

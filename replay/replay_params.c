@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_state.h"
 
 void rp_func_layout(rp_state *R, rp_func *fi) {
@@ -29,15 +30,9 @@ void rp_func_layout(rp_state *R, rp_func *fi) {
       free(p); /* the driver cannot tell: keep the recorded layout */
       return;
     }
-    if (n == cap) {
-      size_t nc = cap ? cap * 2 : 16;
-      cucap_fb_param_info *np = realloc(p, nc * sizeof *np);
-      if (!np) {
-        free(p);
-        return;
-      }
-      p = np;
-      cap = nc;
+    if (!CUCAP_VEC_RESERVE(p, cap, n + 1, 16)) {
+      free(p);
+      return;
     }
     p[n].offset = (uint32_t)off;
     p[n].size = (uint32_t)sz;

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_state.h"
 
 /* smaller copies decompress in microseconds; CUCAP_REPLAY_PAYLOAD_CACHE_MIN
@@ -131,14 +132,8 @@ void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
                    "are read from the capture in every pass", P->budget >> 20);
       return NULL;
     }
-    if (P->n == P->cap) {
-      size_t nc = P->cap ? P->cap * 2 : 16;
-      pc_ent *ne = realloc(P->e, nc * sizeof *ne);
-      if (!ne)
-        return NULL;
-      P->e = ne;
-      P->cap = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(P->e, P->cap, P->n + 1, 16))
+      return NULL;
     void *buf = rp_host_buf_alloc(R, bsz);
     if (!buf)
       return NULL;

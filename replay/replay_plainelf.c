@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cucap_clock.h"
 #include "cucap_fatbin.h"
 #include "cucap_log.h"
 #include "replay_state.h"
@@ -57,15 +58,9 @@ struct rp_plainelf {
   double busy_s;    /* the thread's time */
 };
 
-static double pe_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void *pe_main(void *u) {
   struct rp_plainelf *P = u;
-  double t0 = pe_now();
+  double t0 = cucap_clock_now_s();
   for (size_t i = 0; i < P->n; i++) {
     pthread_mutex_lock(&P->mu);
     int stop = P->stop;
@@ -92,7 +87,7 @@ static void *pe_main(void *u) {
     pthread_cond_broadcast(&P->cv);
     pthread_mutex_unlock(&P->mu);
   }
-  P->busy_s = pe_now() - t0;
+  P->busy_s = cucap_clock_now_s() - t0;
   return NULL;
 }
 

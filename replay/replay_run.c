@@ -19,17 +19,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "cucap_clock.h"
 #include "cucap_fatbin.h"
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_graph.h"
 #include "replay_host.h"
 #include "replay_state.h"
-
-static double rp_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---------------------------------------------------------------- scan */
 
@@ -89,14 +85,8 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
       /* checked against this GPU once the driver is loaded (rp_check_images):
        * the scan runs before libcuda is loaded so that the recorded ranges
        * can be guarded in the host address space first (CUCAP_REPLAY_HOST_GUARD=1) */
-      if (R->nimages == R->capimages) {
-        size_t nc = R->capimages ? R->capimages * 2 : 16;
-        rp_image_ref *ni = realloc(R->images, nc * sizeof *ni);
-        if (!ni)
-          return CUCAP_ERR_NOMEM;
-        R->images = ni;
-        R->capimages = nc;
-      }
+      if (!CUCAP_VEC_RESERVE(R->images, R->capimages, R->nimages + 1, 16))
+        return CUCAP_ERR_NOMEM;
       R->images[R->nimages].rec_index = n - 1;
       R->images[R->nimages].seq = cucap_fb_record_seq(rec);
       R->images[R->nimages].image = rp_h(cucap_fb_module_image(m));
@@ -586,7 +576,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   double gpu_ms_total = 0;
   int gpu_ok = ev0 && ev1;
-  double t0 = rp_now();
+  double t0 = cucap_clock_now_s();
   /* CUCAP_REPLAY_SERIALIZE=1 (diagnostic): the context is synchronised
    * after every record (not while a stream captures), so no two GPU
    * operations of the replay overlap. A capture that replays right only so
@@ -606,7 +596,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
                           loop < CUCAP_REPLAY_MAX_PASSES;
        loop++) {
     R->pass = loop;
-    double tr = optime ? rp_now() : 0;
+    double tr = optime ? cucap_clock_now_s() : 0;
     if (loop > 0) {
       rp_destroy_live(R);
       rp_host_pins_zero(&pins);
@@ -625,7 +615,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
       R->mk_fresh = 0;
     }
     if (optime)
-      reset_s += rp_now() - tr;
+      reset_s += cucap_clock_now_s() - tr;
     R->skip_host_reads = 0; /* an observer asks again in each pass */
     R->device_uploads = force_du && loop > 0;
     rp_obs_pass_begin(R);
@@ -643,10 +633,10 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     while (!R->failed && !R->stop && R->rec_index < rep->records &&
            cucap_reader_next(R->r, &recp, &buf, &sz) == CUCAP_OK) {
       if (optime) {
-        double te = rp_now();
+        double te = cucap_clock_now_s();
         rp_execute(R, recp);
         int bt = cucap_fb_record_body_type((const cucap_fb_record *)recp) & 63;
-        double dt = rp_now() - te;
+        double dt = cucap_clock_now_s() - te;
         body_s[bt] += dt;
         body_n[bt]++;
         if (optime == 2 && dt > 2e-3)
@@ -686,7 +676,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     rep->loops++;
     more = rp_obs_pass_end(R);
   }
-  rep->replay_wall_s = rp_now() - t0;
+  rep->replay_wall_s = cucap_clock_now_s() - t0;
   if (optime) {
     CUCAP_INFO("replay: optime: %.3f s in %u pass(es), %.3f s resetting between "
                "passes", rep->replay_wall_s, rep->loops, reset_s);
@@ -716,13 +706,13 @@ out:
    * the primary context (0.080 s) - are left to the process exit */
   R->leave_to_exit = opts->exit_after;
   if (R->d.lib) {
-    double tt[6] = {optime ? rp_now() : 0};
+    double tt[6] = {optime ? cucap_clock_now_s() : 0};
     if (R->primary)
       R->d.df.CtxSetCurrent(R->primary);
     rp_destroy_live(R);
     rp_modkeep_release(R); /* in their contexts: before those go */
     rp_held_release(R);
-    tt[1] = optime ? rp_now() : 0;
+    tt[1] = optime ? cucap_clock_now_s() : 0;
     rp_paycache_free_device(R);
     rp_ctx_destroy_all(R, &R->ctx_kept);
     for (int i = 0; i < RP_STAGING_SLOTS; i++) {
@@ -731,17 +721,17 @@ out:
       rp_free_host(R, &R->stage[i], R->stage_pinned[i]);
     }
     rp_free_host(R, &R->scratch, R->scratch_pinned);
-    tt[2] = optime ? rp_now() : 0;
+    tt[2] = optime ? cucap_clock_now_s() : 0;
     rp_paycache_free(R); /* page-locked: while the primary context lives */
     rp_free_host(R, &R->expect, R->expect_pinned);
     rp_graphs_reset(R, 1);
-    tt[3] = optime ? rp_now() : 0;
+    tt[3] = optime ? cucap_clock_now_s() : 0;
     rp_mem_release(&R->mem, &R->d);
     rp_host_pins_release(&pins, &R->d); /* needs the context: before release */
-    tt[4] = optime ? rp_now() : 0;
+    tt[4] = optime ? cucap_clock_now_s() : 0;
     if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease && !R->leave_to_exit)
       R->d.df.DevicePrimaryCtxRelease(R->dev);
-    tt[5] = optime ? rp_now() : 0;
+    tt[5] = optime ? cucap_clock_now_s() : 0;
     if (optime)
       CUCAP_INFO("replay: optime: teardown %.3f s: objects and modules %.3f, "
                  "device payload copies and contexts %.3f, page-locked payload "

@@ -2,6 +2,7 @@
  * is untrusted (a fuzz target, tests/fuzz/fuzz_fatbin.c, exercises it). */
 #include "cucap_sort.h"
 #include "cucap_fatbin.h"
+#include "cucap_vec.h"
 #include "fatbin_elf.h"
 
 #include <elf.h>
@@ -254,14 +255,8 @@ static cucap_status parse_nvinfo(const uint8_t *d, size_t n,
       const uint8_t *pl = d + off;
       off += len;
       if (attr == EIATTR_KPARAM_INFO && len >= 12) {
-        if (nrec == cap) {
-          if (cap >= MAX_PARAMS_SCRATCH) { st = CUCAP_ERR_TOO_LARGE; break; }
-          size_t nc = cap ? cap * 2 : 16;
-          kp_rec *nr = realloc(recs, nc * sizeof *nr);
-          if (!nr) { st = CUCAP_ERR_NOMEM; break; }
-          recs = nr;
-          cap = nc;
-        }
+        if (nrec == cap && cap >= MAX_PARAMS_SCRATCH) { st = CUCAP_ERR_TOO_LARGE; break; }
+        if (!CUCAP_VEC_RESERVE(recs, cap, nrec + 1, 16)) { st = CUCAP_ERR_NOMEM; break; }
         recs[nrec].ordinal = rd16(pl + 4);
         recs[nrec].offset = rd16(pl + 6);
         recs[nrec].size = rd32(pl + 8) >> 18;

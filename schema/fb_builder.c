@@ -5,6 +5,7 @@
  * the end, which does not change when the buffer grows (data is moved to the
  * end of the new allocation). */
 #include "cucap_fb_builder.h"
+#include "cucap_vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -302,14 +303,8 @@ cucap_fb_ref cucap_fbb_table_end(cucap_fbb *b) {
       return 0;
     fbb_put(b, vt, vsize);
     vt_ref = b->size;
-    if (b->nvtables == b->vtables_cap && b->vtables_cap < FBB_MAX_VTABLES) {
-      size_t ncap = b->vtables_cap ? b->vtables_cap * 2 : 16;
-      uint32_t *nv = realloc(b->vtables, ncap * sizeof(*nv));
-      if (nv) {
-        b->vtables = nv;
-        b->vtables_cap = ncap;
-      }
-    }
+    if (b->nvtables == b->vtables_cap && b->vtables_cap < FBB_MAX_VTABLES)
+      (void)CUCAP_VEC_RESERVE(b->vtables, b->vtables_cap, b->nvtables + 1, 16);
     if (b->nvtables < b->vtables_cap)
       b->vtables[b->nvtables++] = (uint32_t)vt_ref;
   }

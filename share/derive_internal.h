@@ -56,17 +56,17 @@ typedef struct dv_plan {
   uint64_t cut_time;        /* t_enter of the record at the cut */
   /* liveness at the cut (dv_scan_state) */
   sh_vec allocs;            /* dv_alloc (all ever made; live flag) */
-  sh_map a_plain, a_vmap, a_vres, a_vcreate, a_pool, a_array, a_access;
-  sh_map ctx_create, ctx_primary, mod, fn, fn_mod, stream, event, gexec;
-  sh_map fn_alias;          /* KernelFunction records whose handle is their CUkernel's */
-  sh_map mod_lib;           /* LibraryModule: a library's module -> its library */
+  cucap_map a_plain, a_vmap, a_vres, a_vcreate, a_pool, a_array, a_access;
+  cucap_map ctx_create, ctx_primary, mod, fn, fn_mod, stream, event, gexec;
+  cucap_map fn_alias;          /* KernelFunction records whose handle is their CUkernel's */
+  cucap_map mod_lib;           /* LibraryModule: a library's module -> its library */
   sh_vec globals;           /* dv_global */
   sh_vec global_writes;     /* dv_gwrite: uploads/memsets into live globals */
   sh_vec graph_fns;         /* dv_gfn: functions of instantiated graphs */
   sh_vec always;            /* uint64_t rec: Devices, ModuleMap, Callstack, notes */
   int capturing;            /* stream captures open at the cut */
   /* uses of the range (dv_scan_uses / callers) */
-  sh_map use_fn, use_mod, use_stream, use_ctx;
+  cucap_map use_fn, use_mod, use_stream, use_ctx;
   int all_streams;          /* trim: keep every live stream/event/exec */
   int minimal;              /* extract --minimal: only allocations marked keep */
   int primary_only;         /* extract: no context records (the replayer runs
@@ -86,8 +86,8 @@ typedef struct dv_plan {
   int keep_all_archs;       /* images copied whole */
   sh_vec images;            /* dv_image: every image a kept Module names */
   /* host callstacks (dv_mark_stacks) */
-  sh_map stack_rec;         /* Callstack id -> record + 1, before the cut */
-  sh_map stack_map;         /* Callstack record -> the ModuleMap record + 1 current there */
+  cucap_map stack_rec;         /* Callstack id -> record + 1, before the cut */
+  cucap_map stack_map;         /* Callstack record -> the ModuleMap record + 1 current there */
   uint64_t last_map;        /* latest ModuleMap record + 1 before the cut */
 } dv_plan;
 

@@ -30,12 +30,12 @@ void dv_plan_init(dv_plan *p, cucap_reader *r) {
 
 void dv_plan_free(dv_plan *p) {
   free(p->keep);
-  sh_map *maps[] = {&p->a_plain, &p->a_vmap, &p->a_vres, &p->a_vcreate, &p->a_pool,
+  cucap_map *maps[] = {&p->a_plain, &p->a_vmap, &p->a_vres, &p->a_vcreate, &p->a_pool,
                     &p->a_array, &p->a_access, &p->ctx_create, &p->ctx_primary, &p->mod,
                     &p->fn, &p->fn_mod, &p->fn_alias, &p->mod_lib, &p->stream, &p->event, &p->gexec, &p->use_fn,
                     &p->use_mod, &p->use_stream, &p->use_ctx, &p->stack_rec, &p->stack_map};
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
-    sh_map_free(maps[i]);
+    cucap_map_free(maps[i]);
   sh_vec *vecs[] = {&p->allocs, &p->globals, &p->global_writes, &p->graph_fns, &p->always,
                     &p->regions, &p->region_ctx, &p->images};
   for (size_t i = 0; i < sizeof vecs / sizeof *vecs; i++)
@@ -148,10 +148,10 @@ static dv_alloc *alloc_at(dv_plan *p, uint64_t idx1) {
 }
 
 /* Records a new allocation under key in map m (replacing a stale entry). */
-static int alloc_add(dv_plan *p, sh_map *m, uint64_t key, const cucap_fb_alloc *a,
+static int alloc_add(dv_plan *p, cucap_map *m, uint64_t key, const cucap_fb_alloc *a,
                      uint64_t ctx, uint64_t rec) {
   uint64_t old;
-  if (sh_map_get(m, key, &old) && alloc_at(p, old))
+  if (cucap_map_get(m, key, &old) && alloc_at(p, old))
     alloc_at(p, old)->live = 0;
   dv_alloc *d = sh_vec_push(&p->allocs);
   if (!d)
@@ -166,9 +166,9 @@ static int alloc_add(dv_plan *p, sh_map *m, uint64_t key, const cucap_fb_alloc *
   return sh_map_put(m, key, p->allocs.n);
 }
 
-static void alloc_del(dv_plan *p, sh_map *m, uint64_t key) {
+static void alloc_del(dv_plan *p, cucap_map *m, uint64_t key) {
   uint64_t old;
-  if (sh_map_del(m, key, &old) && alloc_at(p, old))
+  if (cucap_map_del(m, key, &old) && alloc_at(p, old))
     alloc_at(p, old)->live = 0;
 }
 
@@ -191,17 +191,17 @@ static const dv_global *global_at(dv_plan *p, uint64_t addr) {
 }
 
 static void module_gone(dv_plan *p, uint64_t h) {
-  sh_map_del(&p->mod, h, NULL);
-  for (size_t i = 0; i < p->mod_lib.cap; i++) /* a library's modules go with it */
-    if (p->mod_lib.keys && p->mod_lib.keys[i] && p->mod_lib.vals[i] == h)
-      sh_map_del(&p->mod, p->mod_lib.keys[i], NULL);
-  for (size_t i = 0; i < p->fn_mod.cap; i++) {
-    if (!p->fn_mod.keys || !p->fn_mod.keys[i] || p->fn_mod.vals[i] != h)
+  cucap_map_del(&p->mod, h, NULL);
+  uint64_t k, v;
+  size_t pos = 0;
+  while (cucap_map_next(&p->mod_lib, &pos, &k, &v)) /* a library's modules go with it */
+    if (v == h)
+      cucap_map_del(&p->mod, k, NULL);
+  for (pos = 0; cucap_map_next(&p->fn_mod, &pos, &k, &v);) {
+    if (v != h)
       continue;
-    uint64_t f = p->fn_mod.keys[i];
-    sh_map_del(&p->fn, f, NULL);
-    /* fn_mod itself keeps the entry (deleting while iterating would move
-     * others); a later Function record replaces it */
+    cucap_map_del(&p->fn, k, NULL);
+    /* fn_mod itself keeps the entry; a later Function record replaces it */
   }
   for (size_t i = 0; i < p->globals.n; i++) {
     dv_global *g = sh_vec_at(&p->globals, i);
@@ -262,7 +262,7 @@ static int scan_graph(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
   if (cucap_fb_record_seq(rec) == 0)
     return 1; /* topology note */
   if (op == CUCAP_FB_GRAPHOP_EXECDESTROY) {
-    sh_map_del(&p->gexec, ex, NULL);
+    cucap_map_del(&p->gexec, ex, NULL);
     return 1;
   }
   if (op != CUCAP_FB_GRAPHOP_INSTANTIATE || !ex)
@@ -293,9 +293,9 @@ static int scan_one(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
     uint64_t h = cucap_fb_context_handle(c);
     switch (cucap_fb_context_op(c)) {
     case CUCAP_FB_CONTEXTOP_CREATE: return sh_map_put(&p->ctx_create, h, i + 1);
-    case CUCAP_FB_CONTEXTOP_DESTROY: sh_map_del(&p->ctx_create, h, NULL); return 1;
+    case CUCAP_FB_CONTEXTOP_DESTROY: cucap_map_del(&p->ctx_create, h, NULL); return 1;
     case CUCAP_FB_CONTEXTOP_PRIMARYRETAIN:
-      return sh_map_get(&p->ctx_primary, h, NULL) || sh_map_put(&p->ctx_primary, h, i + 1);
+      return cucap_map_get(&p->ctx_primary, h, NULL) || sh_map_put(&p->ctx_primary, h, i + 1);
     default: return 1;
     }
   }
@@ -352,7 +352,7 @@ static int scan_one(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
     uint64_t h = cucap_fb_stream_handle(s);
     switch (cucap_fb_stream_op(s)) {
     case CUCAP_FB_STREAMOP_CREATE: return sh_map_put(&p->stream, h, i + 1);
-    case CUCAP_FB_STREAMOP_DESTROY: sh_map_del(&p->stream, h, NULL); return 1;
+    case CUCAP_FB_STREAMOP_DESTROY: cucap_map_del(&p->stream, h, NULL); return 1;
     case CUCAP_FB_STREAMOP_BEGINCAPTURE: p->capturing++; return 1;
     case CUCAP_FB_STREAMOP_ENDCAPTURE:
       if (p->capturing)
@@ -367,7 +367,7 @@ static int scan_one(dv_plan *p, const cucap_fb_record *rec, uint64_t i) {
     if (cucap_fb_event_op(e) == CUCAP_FB_EVENTOP_CREATE)
       return sh_map_put(&p->event, h, i + 1);
     if (cucap_fb_event_op(e) == CUCAP_FB_EVENTOP_DESTROY)
-      sh_map_del(&p->event, h, NULL);
+      cucap_map_del(&p->event, h, NULL);
     return 1;
   }
   case CUCAP_FB_BODY_GRAPH:
@@ -424,7 +424,7 @@ cucap_status dv_scan_state(dv_plan *p) {
 
 /* ---------------------------------------------------------------- uses */
 
-static int use(sh_map *m, uint64_t h) { return !h || sh_map_put(m, h, 1); }
+static int use(cucap_map *m, uint64_t h) { return !h || sh_map_put(m, h, 1); }
 
 static int uses_of(dv_plan *p, const cucap_fb_record *rec) {
   if (!use(&p->use_ctx, cucap_fb_record_context(rec)))
@@ -510,17 +510,16 @@ static void mark(dv_plan *p, uint64_t rec1) {
     p->keep[rec1 - 1] = DV_STATE;
 }
 
-static void mark_all(dv_plan *p, const sh_map *m) {
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->keys && m->keys[i])
-      mark(p, m->vals[i]);
+static void mark_all(dv_plan *p, const cucap_map *m) {
+  uint64_t v;
+  for (size_t pos = 0; cucap_map_next(m, &pos, NULL, &v);)
+    mark(p, v);
 }
 
-static void mark_allocs(dv_plan *p, const sh_map *m, int only_kept) {
-  for (size_t i = 0; i < m->cap; i++) {
-    if (!m->keys || !m->keys[i])
-      continue;
-    dv_alloc *a = alloc_at(p, m->vals[i]);
+static void mark_allocs(dv_plan *p, const cucap_map *m, int only_kept) {
+  uint64_t v;
+  for (size_t pos = 0; cucap_map_next(m, &pos, NULL, &v);) {
+    dv_alloc *a = alloc_at(p, v);
     if (a && a->live && (!only_kept || a->keep))
       mark(p, a->rec + 1);
   }
@@ -541,62 +540,58 @@ void dv_mark_state(dv_plan *p) {
     mark_all(p, &p->event);
     for (size_t i = 0; i < p->graph_fns.n; i++) {
       const dv_gfn *g = sh_vec_at(&p->graph_fns, i);
-      if (sh_map_get(&p->gexec, g->exec, NULL))
+      if (cucap_map_get(&p->gexec, g->exec, NULL))
         (void)use(&p->use_fn, g->fn);
     }
   } else {
-    for (size_t i = 0; i < p->use_stream.cap; i++) {
-      uint64_t rec1;
-      if (p->use_stream.keys && p->use_stream.keys[i] &&
-          sh_map_get(&p->stream, p->use_stream.keys[i], &rec1))
+    uint64_t s, rec1;
+    for (size_t pos = 0; cucap_map_next(&p->use_stream, &pos, &s, NULL);)
+      if (cucap_map_get(&p->stream, s, &rec1))
         mark(p, rec1);
-    }
   }
   /* functions the range launches, their kernels, their modules */
-  sh_map kept_mod = {0};
-  for (size_t i = 0; i < p->use_fn.cap; i++) {
-    if (!p->use_fn.keys || !p->use_fn.keys[i])
-      continue;
-    uint64_t f = p->use_fn.keys[i], rec1, m, krec1;
-    if (!sh_map_get(&p->fn, f, &rec1))
+  cucap_map kept_mod = {0};
+  uint64_t f, val;
+  for (size_t pos = 0; cucap_map_next(&p->use_fn, &pos, &f, NULL);) {
+    uint64_t rec1, m, krec1;
+    if (!cucap_map_get(&p->fn, f, &rec1))
       continue; /* made inside the range, or a handle that is no function */
     mark(p, rec1);
-    if (sh_map_get(&p->fn_alias, f, &krec1))
+    if (cucap_map_get(&p->fn_alias, f, &krec1))
       mark(p, krec1);
-    if (!sh_map_get(&p->fn_mod, f, &m))
+    if (!cucap_map_get(&p->fn_mod, f, &m))
       continue;
     uint64_t km;
-    if (m != f && sh_map_get(&p->fn, m, &krec1)) { /* f is a CUfunction of a CUkernel */
+    if (m != f && cucap_map_get(&p->fn, m, &krec1)) { /* f is a CUfunction of a CUkernel */
       mark(p, krec1);
-      if (sh_map_get(&p->fn_mod, m, &km))
+      if (cucap_map_get(&p->fn_mod, m, &km))
         m = km;
     }
     (void)sh_map_put(&kept_mod, m, 1);
   }
-  for (size_t i = 0; i < p->use_mod.cap; i++)
-    if (p->use_mod.keys && p->use_mod.keys[i])
-      (void)sh_map_put(&kept_mod, p->use_mod.keys[i], 1);
-  for (size_t i = 0; i < p->mod_lib.cap; i++) /* a library's module needs the library */
-    if (p->mod_lib.keys && p->mod_lib.keys[i] && sh_map_get(&kept_mod, p->mod_lib.keys[i], NULL))
-      (void)sh_map_put(&kept_mod, p->mod_lib.vals[i], 1);
-  p->modules_live = p->mod.count;
-  for (size_t i = 0; i < p->mod.cap; i++) {
-    if (!p->mod.keys || !p->mod.keys[i] || !sh_map_get(&kept_mod, p->mod.keys[i], NULL))
+  for (size_t pos = 0; cucap_map_next(&p->use_mod, &pos, &f, NULL);)
+    (void)sh_map_put(&kept_mod, f, 1);
+  for (size_t pos = 0; cucap_map_next(&p->mod_lib, &pos, &f, &val);) /* a library's module needs the library */
+    if (cucap_map_get(&kept_mod, f, NULL))
+      (void)sh_map_put(&kept_mod, val, 1);
+  p->modules_live = cucap_map_size(&p->mod);
+  for (size_t pos = 0; cucap_map_next(&p->mod, &pos, &f, &val);) {
+    if (!cucap_map_get(&kept_mod, f, NULL))
       continue;
-    mark(p, p->mod.vals[i]);
+    mark(p, val);
     p->modules_kept++;
   }
   for (size_t i = 0; i < p->globals.n; i++) {
     const dv_global *g = sh_vec_at(&p->globals, i);
-    if (g->live && sh_map_get(&kept_mod, g->module, NULL) && sh_map_get(&p->mod, g->module, NULL))
+    if (g->live && cucap_map_get(&kept_mod, g->module, NULL) && cucap_map_get(&p->mod, g->module, NULL))
       mark(p, g->rec + 1);
   }
   for (size_t i = 0; i < p->global_writes.n; i++) {
     const dv_gwrite *w = sh_vec_at(&p->global_writes, i);
-    if (sh_map_get(&kept_mod, w->module, NULL) && sh_map_get(&p->mod, w->module, NULL))
+    if (cucap_map_get(&kept_mod, w->module, NULL) && cucap_map_get(&p->mod, w->module, NULL))
       mark(p, w->rec + 1);
   }
-  sh_map_free(&kept_mod);
+  cucap_map_free(&kept_mod);
   /* memory: every live allocation (or what extract --minimal kept) */
   mark_allocs(p, &p->a_plain, only_kept);
   mark_allocs(p, &p->a_pool, 0);
@@ -610,20 +605,19 @@ void dv_mark_state(dv_plan *p) {
   }
   /* minimal: the kept VMM mappings with their reservation, physical
    * allocation and access rights */
-  for (size_t i = 0; i < p->a_vmap.cap; i++) {
-    if (!p->a_vmap.keys || !p->a_vmap.keys[i])
-      continue;
-    dv_alloc *m = alloc_at(p, p->a_vmap.vals[i]);
+  uint64_t v1;
+  for (size_t pos = 0; cucap_map_next(&p->a_vmap, &pos, NULL, &v1);) {
+    dv_alloc *m = alloc_at(p, v1);
     if (!m || !m->live || !m->keep)
       continue;
     mark(p, m->rec + 1);
     uint64_t c1;
-    if (sh_map_get(&p->a_vcreate, m->handle, &c1) && alloc_at(p, c1))
+    if (cucap_map_get(&p->a_vcreate, m->handle, &c1) && alloc_at(p, c1))
       mark(p, alloc_at(p, c1)->rec + 1);
-    if (sh_map_get(&p->a_access, m->addr, &c1) && alloc_at(p, c1))
+    if (cucap_map_get(&p->a_access, m->addr, &c1) && alloc_at(p, c1))
       mark(p, alloc_at(p, c1)->rec + 1);
-    for (size_t k = 0; k < p->a_vres.cap; k++) {
-      dv_alloc *r = p->a_vres.keys && p->a_vres.keys[k] ? alloc_at(p, p->a_vres.vals[k]) : NULL;
+    for (size_t k = 0; cucap_map_next(&p->a_vres, &k, NULL, &c1);) {
+      dv_alloc *r = alloc_at(p, c1);
       if (r && r->live && m->addr - r->addr < r->size)
         mark(p, r->rec + 1);
     }
@@ -725,7 +719,7 @@ uint64_t dv_state_count(const dv_plan *p) {
 /* ---------------------------------------------------------------- stacks */
 
 cucap_status dv_mark_stacks(dv_plan *p) {
-  sh_map used = {0};
+  cucap_map used = {0};
   CUCAP_FORWARD(cucap_reader_rewind(p->r));
   const cucap_fb_record *rec;
   const void *buf;
@@ -743,16 +737,17 @@ cucap_status dv_mark_stacks(dv_plan *p) {
       break;
     }
   }
-  for (size_t k = 0; st == CUCAP_OK && k < used.cap; k++) {
+  uint64_t id1;
+  for (size_t pos = 0; st == CUCAP_OK && cucap_map_next(&used, &pos, &id1, NULL);) {
     uint64_t rec1, map1;
-    if (!used.keys || !used.keys[k] || !sh_map_get(&p->stack_rec, used.keys[k], &rec1))
+    if (!cucap_map_get(&p->stack_rec, id1, &rec1))
       continue; /* defined inside the kept range */
     mark(p, rec1);
-    if (sh_map_get(&p->stack_map, rec1, &map1))
+    if (cucap_map_get(&p->stack_map, rec1, &map1))
       mark(p, map1);
   }
   /* the map current at the cut: what stacks defined in the range use */
   mark(p, p->last_map);
-  sh_map_free(&used);
+  cucap_map_free(&used);
   return st;
 }

@@ -246,7 +246,7 @@ static int args_differ(dd *d, const dm_launch *x, const dm_launch *y, char *what
 }
 
 static void compare_launches(dd *d) {
-  sh_map idx = {0}; /* hash(group, nth) -> B index + 1 */
+  cucap_map idx = {0}; /* hash(group, nth) -> B index + 1 */
   d->rep->launches_a = d->a.launches.n;
   d->rep->launches_b = d->b.launches.n;
   for (size_t i = 0; i < d->b.launches.n; i++) {
@@ -259,7 +259,7 @@ static void compare_launches(dd *d) {
   for (size_t i = 0; i < d->a.launches.n; i++) {
     dm_launch *x = sh_vec_at(&d->a.launches, i);
     uint64_t j1;
-    if (!sh_map_get(&idx, sh_fnv1a(x->group, &x->nth, 8) | 1, &j1))
+    if (!cucap_map_get(&idx, sh_fnv1a(x->group, &x->nth, 8) | 1, &j1))
       continue;
     dm_launch *y = sh_vec_at(&d->b.launches, j1 - 1);
     x->matched = y->matched = 1;
@@ -331,7 +331,7 @@ static void compare_launches(dd *d) {
   }
   if (shown > d->max)
     fprintf(d->out, "... %zu more launches only in one capture\n", shown - d->max);
-  sh_map_free(&idx);
+  cucap_map_free(&idx);
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -352,7 +352,7 @@ static uint64_t first_diff(dd *d, cucap_hash128 ha, cucap_hash128 hb, uint64_t s
 }
 
 static void compare_copies(dd *d) {
-  sh_map idx = {0};
+  cucap_map idx = {0};
   for (size_t i = 0; i < d->b.copies.n; i++) {
     const dm_copy *c = sh_vec_at(&d->b.copies, i);
     (void)sh_map_put(&idx, ((uint64_t)c->thread << 40 | c->nth) + 1, i + 1);
@@ -361,7 +361,7 @@ static void compare_copies(dd *d) {
   for (size_t i = 0; i < d->a.copies.n; i++) {
     const dm_copy *x = sh_vec_at(&d->a.copies, i);
     uint64_t j1;
-    if (!sh_map_get(&idx, ((uint64_t)x->thread << 40 | x->nth) + 1, &j1))
+    if (!cucap_map_get(&idx, ((uint64_t)x->thread << 40 | x->nth) + 1, &j1))
       continue;
     const dm_copy *y = sh_vec_at(&d->b.copies, j1 - 1);
     if (!x->has_payload || !y->has_payload)
@@ -389,7 +389,7 @@ static void compare_copies(dd *d) {
   }
   if (shown > d->max)
     fprintf(d->out, "... %zu more copies differ\n", shown - d->max);
-  sh_map_free(&idx);
+  cucap_map_free(&idx);
 }
 
 static uint64_t region_key(const dm_region *r) {
@@ -398,14 +398,14 @@ static uint64_t region_key(const dm_region *r) {
 }
 
 static void compare_regions(dd *d) {
-  sh_map idx = {0};
+  cucap_map idx = {0};
   for (size_t i = 0; i < d->b.regions.n; i++)
     (void)sh_map_put(&idx, region_key(sh_vec_at(&d->b.regions, i)), i + 1);
   size_t shown = 0;
   for (size_t i = 0; i < d->a.regions.n; i++) {
     const dm_region *x = sh_vec_at(&d->a.regions, i);
     uint64_t j1;
-    if (!sh_map_get(&idx, region_key(x), &j1))
+    if (!cucap_map_get(&idx, region_key(x), &j1))
       continue;
     const dm_region *y = sh_vec_at(&d->b.regions, j1 - 1);
     d->rep->regions_compared++;
@@ -425,7 +425,7 @@ static void compare_regions(dd *d) {
   }
   if (shown > d->max)
     fprintf(d->out, "... %zu more snapshot regions differ\n", shown - d->max);
-  sh_map_free(&idx);
+  cucap_map_free(&idx);
 }
 
 /* ---------------------------------------------------------------- profiles */
@@ -449,7 +449,7 @@ static void compare_profiles(dd *d) {
   if (!pa || !pb)
     return;
   size_t nm = cucap_profile_table_metric_count(pa);
-  sh_map by = {0}; /* hash(kernel name) -> index + 1 */
+  cucap_map by = {0}; /* hash(kernel name) -> index + 1 */
   sh_vec ks;
   sh_vec_init(&ks, sizeof(kstat));
   for (int side = 0; side < 2; side++) {
@@ -463,7 +463,7 @@ static void compare_profiles(dd *d) {
       const char *nm_s = dm_s(m, l->name);
       uint64_t h = sh_fnv1a(SH_FNV_INIT, nm_s, strlen(nm_s)) | 1, k1;
       kstat *k;
-      if (sh_map_get(&by, h, &k1)) {
+      if (cucap_map_get(&by, h, &k1)) {
         k = sh_vec_at(&ks, k1 - 1);
       } else {
         k = sh_vec_push(&ks);
@@ -517,7 +517,7 @@ out:
     free(k->msum[1]);
   }
   sh_vec_free(&ks);
-  sh_map_free(&by);
+  cucap_map_free(&by);
 }
 
 cucap_status cucap_diff(cucap_reader *a, cucap_reader *b, FILE *out,

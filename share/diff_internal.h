@@ -70,14 +70,14 @@ typedef struct dm_model {
   cucap_reader *r;
   const cucap_diff_options *o;
   sh_vec threads;              /* dm_thread */
-  sh_map thread_of;            /* tid + 1 -> ordinal + 1 */
+  cucap_map thread_of;            /* tid + 1 -> ordinal + 1 */
   sh_vec launches;             /* dm_launch */
   sh_vec copies;               /* dm_copy */
   sh_vec regions;              /* dm_region */
-  sh_map group_count;          /* group -> launches so far */
-  sh_map effects;              /* launch index + 1 -> memory after it (LaunchHash) */
-  sh_map names;                /* function handle -> string id */
-  sh_map params;               /* function handle -> index + 1 into layouts */
+  cucap_map group_count;          /* group -> launches so far */
+  cucap_map effects;              /* launch index + 1 -> memory after it (LaunchHash) */
+  cucap_map names;                /* function handle -> string id */
+  cucap_map params;               /* function handle -> index + 1 into layouts */
   sh_vec layouts;              /* dm_layout */
   sh_vec allocs;               /* dm_alloc: live device and pinned host
                                   allocations, module globals; by address */
@@ -86,10 +86,10 @@ typedef struct dm_model {
                                   (and allocations ever made), by start */
   uint32_t nmaps;
   size_t *slice;               /* [k, k+1): the ranges of map k (0: allocations) */
-  sh_map stacks;               /* stack id -> site hash */
+  cucap_map stacks;               /* stack id -> site hash */
   sh_vec objects;              /* dm_object: latest ModuleMap */
-  sh_map snap_count;           /* (reason, launch) -> snapshots so far */
-  sh_map copy_by_seq;          /* seq of a DtoH copy -> index + 1 into copies
+  cucap_map snap_count;           /* (reason, launch) -> snapshots so far */
+  cucap_map copy_by_seq;          /* seq of a DtoH copy -> index + 1 into copies
                                   (its bytes may come later in a
                                   Snapshot{CopyResult}) */
   char *strings;

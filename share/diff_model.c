@@ -38,10 +38,10 @@ void dm_free(dm_model *m) {
                   &m->allocs, &m->objects, &m->space};
   for (size_t i = 0; i < sizeof vs / sizeof *vs; i++)
     sh_vec_free(vs[i]);
-  sh_map *ms[] = {&m->thread_of, &m->group_count, &m->effects, &m->names, &m->params, &m->stacks,
+  cucap_map *ms[] = {&m->thread_of, &m->group_count, &m->effects, &m->names, &m->params, &m->stacks,
                   &m->snap_count, &m->copy_by_seq};
   for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
-    sh_map_free(ms[i]);
+    cucap_map_free(ms[i]);
   free(m->strings);
   m->strings = NULL;
   free(m->slice);
@@ -50,7 +50,7 @@ void dm_free(dm_model *m) {
 
 static dm_thread *thread_for(dm_model *m, uint32_t tid, uint32_t *ord) {
   uint64_t t1;
-  if (!sh_map_get(&m->thread_of, (uint64_t)tid + 1, &t1)) {
+  if (!cucap_map_get(&m->thread_of, (uint64_t)tid + 1, &t1)) {
     dm_thread *t = sh_vec_push(&m->threads);
     if (!t)
       return NULL;
@@ -222,14 +222,14 @@ static int on_function(dm_model *m, const cucap_fb_function *f) {
   if (nm)
     id = dm_str(m, nm);
   else
-    sh_map_get(&m->names, cucap_fb_function_module(f), &id); /* CUkernel's name */
+    cucap_map_get(&m->names, cucap_fb_function_module(f), &id); /* CUkernel's name */
   if (id && !sh_map_put(&m->names, h, id))
     return 0;
   size_t np = 0;
   const cucap_fb_param_info *pi = cucap_fb_function_params(f, &np);
   if (!pi || !np) {
     uint64_t k;
-    if (!nm && sh_map_get(&m->params, cucap_fb_function_module(f), &k))
+    if (!nm && cucap_map_get(&m->params, cucap_fb_function_module(f), &k))
       return sh_map_put(&m->params, h, k);
     return 1;
   }
@@ -322,19 +322,19 @@ static int on_launch_hash(dm_model *m, const cucap_fb_launch_hash *h) {
 static int on_launch(dm_model *m, const cucap_fb_record *rec, const cucap_fb_launch *l,
                      uint64_t *key, char *what, size_t wn) {
   uint64_t fh = cucap_fb_launch_function(l), nid = 0, site = 0;
-  sh_map_get(&m->names, fh, &nid);
-  sh_map_get(&m->stacks, cucap_fb_record_stack(rec), &site);
+  cucap_map_get(&m->names, fh, &nid);
+  cucap_map_get(&m->stacks, cucap_fb_record_stack(rec), &site);
   dm_launch *d = sh_vec_push(&m->launches);
   if (!d)
     return 0;
   d->launch_index = cucap_fb_launch_launch_index(l);
-  d->has_effect = sh_map_get(&m->effects, d->launch_index + 1, &d->effect);
+  d->has_effect = cucap_map_get(&m->effects, d->launch_index + 1, &d->effect);
   d->seq = cucap_fb_record_seq(rec);
   d->name = (uint32_t)nid;
   d->site = site;
   d->group = mix64(mixs(SH_FNV_INIT, nid ? dm_s(m, (uint32_t)nid) : "?"), site);
   uint64_t cnt = 0;
-  sh_map_get(&m->group_count, d->group, &cnt);
+  cucap_map_get(&m->group_count, d->group, &cnt);
   d->nth = cnt;
   if (!sh_map_put(&m->group_count, d->group, cnt + 1))
     return 0;
@@ -354,7 +354,7 @@ static int on_launch(dm_model *m, const cucap_fb_record *rec, const cucap_fb_lau
    * offsets...) that points into a live device or pinned allocation or a
    * module global becomes (class, ordinal, offset); the bytes are zeroed. */
   uint64_t li1 = 0;
-  const dm_layout *lay = sh_map_get(&m->params, fh, &li1) ? sh_vec_at(&m->layouts, li1 - 1) : NULL;
+  const dm_layout *lay = cucap_map_get(&m->params, fh, &li1) ? sh_vec_at(&m->layouts, li1 - 1) : NULL;
   d->layout = lay ? li1 : 0;
   d->ptrs = calloc(n / 8 ? n / 8 : 1, sizeof *d->ptrs);
   if (!d->ptrs)
@@ -388,7 +388,7 @@ static int on_snapshot(dm_model *m, const cucap_fb_snapshot *s) {
     const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_len(s)
                                        ? cucap_fb_snapshot_regions_at(s, 0) : NULL;
     if (g && cucap_fb_mem_region_data(g) &&
-        sh_map_get(&m->copy_by_seq, cucap_fb_snapshot_copy_seq(s), &c1)) {
+        cucap_map_get(&m->copy_by_seq, cucap_fb_snapshot_copy_seq(s), &c1)) {
       dm_copy *d = sh_vec_at(&m->copies, c1 - 1);
       d->payload = sh_h(cucap_fb_mem_region_data(g));
       d->size = cucap_fb_mem_region_size(g);
@@ -398,7 +398,7 @@ static int on_snapshot(dm_model *m, const cucap_fb_snapshot *s) {
   }
   uint64_t li = cucap_fb_snapshot_launch_index(s);
   uint64_t k = mix64(mix64(SH_FNV_INIT, (uint64_t)reason), li) | 1, cnt = 0;
-  sh_map_get(&m->snap_count, k, &cnt);
+  cucap_map_get(&m->snap_count, k, &cnt);
   if (!sh_map_put(&m->snap_count, k, cnt + 1))
     return 0;
   size_t n = cucap_fb_snapshot_regions_len(s);

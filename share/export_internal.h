@@ -44,7 +44,7 @@ typedef struct xp_model {
   sh_vec events;         /* xp_event */
   char *strings;         /* NUL-separated, id = offset + 1 */
   size_t nstr, capstr;
-  sh_map str_ids;        /* hash -> id (collisions resolved by compare) */
+  cucap_map str_ids;        /* hash -> id (collisions resolved by compare) */
   uint32_t pid;
   uint32_t process_name;
 } xp_model;

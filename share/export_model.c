@@ -8,6 +8,8 @@
 
 #include <cupti_driver_cbid.h>
 
+#include "cucap_sort.h"
+#include "cucap_vec.h"
 #include "export_internal.h"
 
 /* ---------------------------------------------------------------- strings */
@@ -21,13 +23,13 @@ uint32_t xp_str(xp_model *m, const char *s) {
     s = "";
   uint64_t h = str_hash(s), id;
   /* linear probing on the hash value itself for collisions */
-  for (uint64_t k = h; sh_map_get(&m->str_ids, k, &id); k = k * 31 + 7)
+  for (uint64_t k = h; cucap_map_get(&m->str_ids, k, &id); k = k * 31 + 7)
     if (!strcmp(m->strings + id - 1, s))
       return (uint32_t)id;
   if (!(id = sh_strings_add(&m->strings, &m->nstr, &m->capstr, s)))
     return 0;
   uint64_t k = h;
-  while (sh_map_get(&m->str_ids, k, NULL))
+  while (cucap_map_get(&m->str_ids, k, NULL))
     k = k * 31 + 7;
   if (!sh_map_put(&m->str_ids, k, id))
     return 0;
@@ -42,7 +44,7 @@ void xp_free(xp_model *m) {
   sh_vec_free(&m->tracks);
   sh_vec_free(&m->events);
   free(m->strings);
-  sh_map_free(&m->str_ids);
+  cucap_map_free(&m->str_ids);
   memset(m, 0, sizeof *m);
 }
 
@@ -69,23 +71,23 @@ typedef struct xb {
   xp_model *m;
   const cucap_export_options *o;
   cucap_export_report *rep;
-  sh_map fn_name;      /* function handle -> string id */
-  sh_map dom_name;     /* domain handle -> string id */
-  sh_map thr_name;     /* tid + 1 -> string id */
-  sh_map kt;           /* launch_index + 1 -> index + 1 into ktimes */
+  cucap_map fn_name;      /* function handle -> string id */
+  cucap_map dom_name;     /* domain handle -> string id */
+  cucap_map thr_name;     /* tid + 1 -> string id */
+  cucap_map kt;           /* launch_index + 1 -> index + 1 into ktimes */
   sh_vec ktimes;       /* gpu_time from KernelTiming records */
   int64_t offset;      /* GPU clock -> capture clock */
   int have_offset;
-  sh_map thread_track, stream_track, child_track; /* key -> track index + 1 */
-  sh_map stream_busy;  /* stream + 1 -> ns until which it is busy */
-  sh_map capturing;    /* stream + 1 -> 1 while in stream capture */
-  sh_map alloc_size;   /* address -> size */
+  cucap_map thread_track, stream_track, child_track; /* key -> track index + 1 */
+  cucap_map stream_busy;  /* stream + 1 -> ns until which it is busy */
+  cucap_map capturing;    /* stream + 1 -> 1 while in stream capture */
+  cucap_map alloc_size;   /* address -> size */
   uint64_t mem_in_use;
   uint32_t mem_track, bw_track, prof_track;
   sh_vec lanes;        /* uint64_t end time per async NVTX lane */
   sh_vec lane_track;   /* uint32_t track per lane */
   sh_vec stacks;       /* nv_stack */
-  sh_map ranges;       /* range id -> index + 1 into range_open */
+  cucap_map ranges;       /* range id -> index + 1 into range_open */
   sh_vec range_open;   /* nv_open + domain */
   uint64_t prof_open;  /* ts + 1 of an open profiler range */
   uint64_t t_end;
@@ -144,13 +146,13 @@ static void arg_s(xp_event *e, uint32_t key, uint32_t str) {
 
 static uint32_t thread_track(xb *b, uint32_t tid) {
   uint64_t t1;
-  if (sh_map_get(&b->thread_track, (uint64_t)tid + 1, &t1))
+  if (cucap_map_get(&b->thread_track, (uint64_t)tid + 1, &t1))
     return (uint32_t)t1 - 1;
   uint64_t nm;
   char buf[64];
   snprintf(buf, sizeof buf, "thread %u", tid);
   uint32_t t = add_track(b, XT_THREAD, process_uuid(b), tid,
-                         sh_map_get(&b->thr_name, (uint64_t)tid + 1, &nm)
+                         cucap_map_get(&b->thr_name, (uint64_t)tid + 1, &nm)
                              ? xp_s(b->m, (uint32_t)nm) : buf);
   (void)sh_map_put(&b->thread_track, (uint64_t)tid + 1, (uint64_t)t + 1);
   b->rep->threads++;
@@ -162,7 +164,7 @@ static uint32_t thread_track(xb *b, uint32_t tid) {
  * the two time bases cannot share one lane. */
 static uint32_t stream_track(xb *b, uint64_t stream, int host_timed) {
   uint64_t t1, key = (stream + 1) ^ (host_timed ? (1ull << 63) : 0);
-  if (sh_map_get(&b->stream_track, key, &t1))
+  if (cucap_map_get(&b->stream_track, key, &t1))
     return (uint32_t)t1 - 1;
   char buf[120];
   const char *suffix = host_timed ? " (host times)" : "";
@@ -181,13 +183,13 @@ static uint32_t stream_track(xb *b, uint64_t stream, int host_timed) {
 
 static uint32_t child_track(xb *b, uint32_t tid, uint64_t domain) {
   uint64_t key = sh_fnv1a(sh_fnv1a(SH_FNV_INIT, &tid, 4), &domain, 8) | 1, t1;
-  if (sh_map_get(&b->child_track, key, &t1))
+  if (cucap_map_get(&b->child_track, key, &t1))
     return (uint32_t)t1 - 1;
   uint32_t parent = thread_track(b, tid);
   uint64_t dn;
   char buf[300];
   snprintf(buf, sizeof buf, "NVTX %s",
-           sh_map_get(&b->dom_name, domain, &dn) ? xp_s(b->m, (uint32_t)dn) : "domain");
+           cucap_map_get(&b->dom_name, domain, &dn) ? xp_s(b->m, (uint32_t)dn) : "domain");
   uint32_t t = add_track(b, XT_CHILD, ((xp_track *)sh_vec_at(&b->m->tracks, parent))->uuid,
                          tid, buf);
   (void)sh_map_put(&b->child_track, key, (uint64_t)t + 1);
@@ -234,7 +236,7 @@ static int pass1(xb *b, const cucap_fb_record *rec) {
     const char *nm = cucap_fb_function_name(f);
     uint64_t id;
     if (!nm) {
-      if (sh_map_get(&b->fn_name, cucap_fb_function_module(f), &id))
+      if (cucap_map_get(&b->fn_name, cucap_fb_function_module(f), &id))
         return sh_map_put(&b->fn_name, cucap_fb_function_handle(f), id);
       return 1;
     }
@@ -257,7 +259,7 @@ static int pass1(xb *b, const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_KERNELTIMING: {
     const cucap_fb_kernel_timing *k = cucap_fb_record_body_as_kernel_timing(rec);
     uint64_t li = cucap_fb_kernel_timing_launch_index(k);
-    if (sh_map_get(&b->kt, li + 1, NULL) || cucap_fb_kernel_timing_end_ns(k) < cucap_fb_kernel_timing_start_ns(k))
+    if (cucap_map_get(&b->kt, li + 1, NULL) || cucap_fb_kernel_timing_end_ns(k) < cucap_fb_kernel_timing_start_ns(k))
       return 1;
     gpu_time *g = sh_vec_push(&b->ktimes);
     if (!g)
@@ -282,7 +284,7 @@ static const gpu_time *timed(xb *b, uint64_t li, gpu_time *tmp) {
     return tmp;
   }
   uint64_t k1;
-  return sh_map_get(&b->kt, li + 1, &k1) ? sh_vec_at(&b->ktimes, k1 - 1) : NULL;
+  return cucap_map_get(&b->kt, li + 1, &k1) ? sh_vec_at(&b->ktimes, k1 - 1) : NULL;
 }
 
 /* Offset so that no timed kernel starts before its launch call entered. */
@@ -315,7 +317,7 @@ static xp_event *ev_at(xb *b, size_t i) {
 static size_t gpu_op(xb *b, const cucap_fb_record *rec, uint64_t stream, uint32_t name,
                      uint32_t cat, const gpu_time *g) {
   uint64_t s1;
-  if (sh_map_get(&b->capturing, stream + 1, &s1) && s1)
+  if (cucap_map_get(&b->capturing, stream + 1, &s1) && s1)
     return XP_NONE; /* captured into a graph: runs at cuGraphLaunch */
   int mixed = !g && (b->o->profile || b->ktimes.n);
   uint32_t t = stream_track(b, stream, mixed);
@@ -326,7 +328,7 @@ static size_t gpu_op(xb *b, const cucap_fb_record *rec, uint64_t stream, uint32_
     dur = g->end - g->start;
   } else {
     uint64_t busy = 0;
-    sh_map_get(&b->stream_busy, (stream + 1) ^ (mixed ? (1ull << 63) : 0), &busy);
+    cucap_map_get(&b->stream_busy, (stream + 1) ^ (mixed ? (1ull << 63) : 0), &busy);
     ts = cucap_fb_record_t_enter(rec);
     if (busy > ts)
       ts = busy;
@@ -370,7 +372,7 @@ static nv_stack *stack_of(xb *b, uint32_t tid, uint64_t domain) {
 
 static uint32_t nvtx_cat(xb *b, uint64_t domain) {
   uint64_t dn;
-  if (!domain || !sh_map_get(&b->dom_name, domain, &dn))
+  if (!domain || !cucap_map_get(&b->dom_name, domain, &dn))
     return b->s_nvtx;
   char buf[300];
   snprintf(buf, sizeof buf, "nvtx.%s", xp_s(b->m, (uint32_t)dn));
@@ -387,14 +389,8 @@ static int nvtx_event(xb *b, const cucap_fb_record *rec) {
     nv_stack *s = stack_of(b, tid, dom);
     if (!s)
       return 0;
-    if (s->n == s->cap) {
-      size_t nc = s->cap ? s->cap * 2 : 8;
-      nv_open *nvv = realloc(s->v, nc * sizeof *nvv);
-      if (!nvv)
-        return 0;
-      s->v = nvv;
-      s->cap = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(s->v, s->cap, s->n + 1, 8))
+      return 0;
     s->v[s->n++] = (nv_open){ts, xp_str(b->m, msg ? msg : "(range)"), nvtx_cat(b, dom)};
     return 1;
   }
@@ -418,7 +414,7 @@ static int nvtx_event(xb *b, const cucap_fb_record *rec) {
   }
   case CUCAP_FB_NVTXOP_RANGEEND: {
     uint64_t i1;
-    if (!sh_map_del(&b->ranges, cucap_fb_nvtx_range_id(nv), &i1))
+    if (!cucap_map_del(&b->ranges, cucap_fb_nvtx_range_id(nv), &i1))
       return 1;
     range_rec *r = sh_vec_at(&b->range_open, i1 - 1);
     add_event(b, XE_SLICE, lane_for(b, r->ts, ts), r->ts, ts - r->ts, r->name,
@@ -461,7 +457,7 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
     if (!ok || cucap_fb_launch_kind(l) == CUCAP_FB_LAUNCHKIND_HOSTFUNC)
       break;
     uint64_t li = cucap_fb_launch_launch_index(l), nm = 0;
-    sh_map_get(&b->fn_name, cucap_fb_launch_function(l), &nm);
+    cucap_map_get(&b->fn_name, cucap_fb_launch_function(l), &nm);
     uint32_t name = nm ? (uint32_t)nm : xp_str(b->m, "(kernel)");
     gpu_time tmp;
     const gpu_time *g = timed(b, li, &tmp);
@@ -528,7 +524,7 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
     if (ok && cucap_fb_stream_op(s) == CUCAP_FB_STREAMOP_BEGINCAPTURE)
       return sh_map_put(&b->capturing, h + 1, 1);
     if (ok && cucap_fb_stream_op(s) == CUCAP_FB_STREAMOP_ENDCAPTURE)
-      sh_map_del(&b->capturing, h + 1, NULL);
+      cucap_map_del(&b->capturing, h + 1, NULL);
     break;
   }
   case CUCAP_FB_BODY_ALLOC: {
@@ -536,7 +532,7 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
     if (!ok || !sh_alloc_is_device(cucap_fb_alloc_kind(a)))
       break;
     uint64_t size = sh_alloc_size(a), old;
-    if (sh_map_get(&b->alloc_size, cucap_fb_alloc_address(a), &old))
+    if (cucap_map_get(&b->alloc_size, cucap_fb_alloc_address(a), &old))
       b->mem_in_use -= old;
     if (!sh_map_put(&b->alloc_size, cucap_fb_alloc_address(a), size))
       return 0;
@@ -546,7 +542,7 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
   }
   case CUCAP_FB_BODY_FREE: {
     uint64_t old;
-    if (ok && sh_map_del(&b->alloc_size, cucap_fb_free_address(cucap_fb_record_body_as_free(rec)), &old)) {
+    if (ok && cucap_map_del(&b->alloc_size, cucap_fb_free_address(cucap_fb_record_body_as_free(rec)), &old)) {
       b->mem_in_use -= old;
       counter(b, b->mem_track, cucap_fb_record_t_exit(rec), (double)b->mem_in_use, 1);
     }
@@ -570,8 +566,15 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
   return 1;
 }
 
-/* Ranges still open at the end are closed there. */
-static void close_open(xb *b) {
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Ranges still open at the end are closed there, in the order they were
+ * opened (their lanes and the order of equal events depend on it). 0 on
+ * OOM. */
+static int close_open(xb *b) {
   for (size_t i = 0; i < b->stacks.n; i++) {
     nv_stack *s = sh_vec_at(&b->stacks, i);
     while (s->n) {
@@ -582,15 +585,22 @@ static void close_open(xb *b) {
     free(s->v);
     s->v = NULL;
   }
-  for (size_t i = 0; i < b->ranges.cap; i++) {
-    if (!b->ranges.keys || !b->ranges.keys[i])
-      continue;
-    range_rec *r = sh_vec_at(&b->range_open, b->ranges.vals[i] - 1);
+  size_t n = 0;
+  uint64_t *open1 = malloc((cucap_map_size(&b->ranges) + 1) * sizeof *open1), v;
+  if (!open1)
+    return 0;
+  for (size_t pos = 0; cucap_map_next(&b->ranges, &pos, NULL, &v);)
+    open1[n++] = v;
+  cucap_sort(open1, n, sizeof *open1, u64_cmp);
+  for (size_t i = 0; i < n; i++) {
+    range_rec *r = sh_vec_at(&b->range_open, open1[i] - 1);
     uint64_t end = b->t_end > r->ts ? b->t_end : r->ts;
     add_event(b, XE_SLICE, lane_for(b, r->ts, end), r->ts, end - r->ts, r->name,
               nvtx_cat(b, r->domain));
     b->rep->nvtx_ranges++;
   }
+  free(open1);
+  return 1;
 }
 
 cucap_status xp_build(cucap_reader *r, const cucap_export_options *o, xp_model *m,
@@ -669,14 +679,14 @@ cucap_status xp_build(cucap_reader *r, const cucap_export_options *o, xp_model *
     if (!rv2.complete)
       st = CUCAP_ERR_TRUNCATED;
   }
-  if (st == CUCAP_OK)
-    close_open(&b);
+  if (st == CUCAP_OK && !close_open(&b))
+    st = CUCAP_ERR_NOMEM;
   rep->gpu_times = o->profile ? "profile" : b.ktimes.n ? "capture" : "host";
-  sh_map *maps[] = {&b.fn_name, &b.dom_name, &b.thr_name, &b.kt, &b.thread_track,
+  cucap_map *maps[] = {&b.fn_name, &b.dom_name, &b.thr_name, &b.kt, &b.thread_track,
                     &b.stream_track, &b.child_track, &b.stream_busy, &b.capturing,
                     &b.alloc_size, &b.ranges};
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
-    sh_map_free(maps[i]);
+    cucap_map_free(maps[i]);
   for (size_t i = 0; i < b.stacks.n; i++)
     free(((nv_stack *)sh_vec_at(&b.stacks, i))->v);
   sh_vec *vecs[] = {&b.ktimes, &b.lanes, &b.lane_track, &b.stacks, &b.range_open};

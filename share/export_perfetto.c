@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cucap_sort.h"
+#include "cucap_vec.h"
 #include "export_internal.h"
 
 /* ---------------------------------------------------------------- encoding */
@@ -22,17 +23,9 @@ typedef struct pb {
 static void pb_raw(pb *b, const void *d, size_t n) {
   if (b->oom)
     return;
-  if (b->n + n > b->cap) {
-    size_t nc = b->cap ? b->cap * 2 : 256;
-    while (nc < b->n + n)
-      nc *= 2;
-    uint8_t *np = realloc(b->p, nc);
-    if (!np) {
-      b->oom = 1;
-      return;
-    }
-    b->p = np;
-    b->cap = nc;
+  if (!CUCAP_VEC_RESERVE(b->p, b->cap, b->n + n, 256)) {
+    b->oom = 1;
+    return;
   }
   memcpy(b->p + b->n, d, n);
   b->n += n;

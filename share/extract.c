@@ -22,16 +22,16 @@
 typedef struct ex_find {
   uint64_t launch, li, function, fn_rec;
   uint64_t seen;
-  sh_map fn_rec_of;     /* function handle -> Function record + 1 */
-  sh_map fn_name;       /* function handle -> index + 1 into names */
+  cucap_map fn_rec_of;     /* function handle -> Function record + 1 */
+  cucap_map fn_name;       /* function handle -> index + 1 into names */
   sh_vec names;         /* char *, owned */
-  sh_map before, after; /* launch index + 1 -> snapshot record + 1 */
+  cucap_map before, after; /* launch index + 1 -> snapshot record + 1 */
   char kernel[256];
 } ex_find;
 
 static const char *name_of(ex_find *f, uint64_t h) {
   uint64_t k;
-  if (!sh_map_get(&f->fn_name, h, &k))
+  if (!cucap_map_get(&f->fn_name, h, &k))
     return NULL;
   char **s = sh_vec_at(&f->names, k - 1);
   return s ? *s : NULL;
@@ -77,10 +77,10 @@ static cucap_status locate(dv_plan *p, const cucap_launch_select *sel, ex_find *
       const cucap_fb_snapshot *s = cucap_fb_record_body_as_snapshot(rec);
       uint64_t li = cucap_fb_snapshot_launch_index(s) + 1;
       if (cucap_fb_snapshot_reason(s) == CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH &&
-          !sh_map_get(&f->before, li, NULL) && !sh_map_put(&f->before, li, i + 1))
+          !cucap_map_get(&f->before, li, NULL) && !sh_map_put(&f->before, li, i + 1))
         return CUCAP_ERR_NOMEM;
       if (cucap_fb_snapshot_reason(s) == CUCAP_FB_SNAPSHOTREASON_AFTERLAUNCH &&
-          !sh_map_get(&f->after, li, NULL) && !sh_map_put(&f->after, li, i + 1))
+          !cucap_map_get(&f->after, li, NULL) && !sh_map_put(&f->after, li, i + 1))
         return CUCAP_ERR_NOMEM;
       break;
     }
@@ -98,7 +98,7 @@ static cucap_status locate(dv_plan *p, const cucap_launch_select *sel, ex_find *
       f->li = li;
       f->function = fh;
       uint64_t fr1 = 0;
-      sh_map_get(&f->fn_rec_of, fh, &fr1);
+      cucap_map_get(&f->fn_rec_of, fh, &fr1);
       f->fn_rec = fr1 ? fr1 - 1 : DV_NONE;
       snprintf(f->kernel, sizeof f->kernel, "%s", nm ? nm : "?");
       break;
@@ -116,10 +116,10 @@ static void find_free(ex_find *f) {
   for (size_t i = 0; i < f->names.n; i++)
     free(*(char **)sh_vec_at(&f->names, i));
   sh_vec_free(&f->names);
-  sh_map_free(&f->fn_rec_of);
-  sh_map_free(&f->fn_name);
-  sh_map_free(&f->before);
-  sh_map_free(&f->after);
+  cucap_map_free(&f->fn_rec_of);
+  cucap_map_free(&f->fn_name);
+  cucap_map_free(&f->before);
+  cucap_map_free(&f->after);
 }
 
 /* --minimal: the allocations the launch's 8-byte parameters point into
@@ -242,8 +242,8 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
   rep->launch_index = f.li;
   snprintf(rep->kernel, sizeof rep->kernel, "%s", f.kernel);
   uint64_t q1 = 0, a1 = 0;
-  sh_map_get(&f.before, f.li + 1, &q1);
-  sh_map_get(&f.after, f.li + 1, &a1);
+  cucap_map_get(&f.before, f.li + 1, &q1);
+  cucap_map_get(&f.after, f.li + 1, &a1);
   if (q1 && q1 - 1 > f.launch)
     q1 = 0;
   if (o->replay) {

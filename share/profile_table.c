@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_vec.h"
+
 #define MAX_LINE (64 * 1024)
 #define MAX_COLS (4 + CUCAP_PROFILE_MAX_METRICS)
 
@@ -36,20 +38,6 @@ static cucap_status fail(char *msg, size_t n, size_t line, const char *fmt, ...)
     snprintf(msg, n, "line %zu: %s", line, tmp);
   }
   return CUCAP_ERR_CORRUPT;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap)
-    return 1;
-  size_t nc = *cap ? *cap : 64;
-  while (nc < need)
-    nc *= 2;
-  void *np = realloc(*p, nc * elem);
-  if (!np)
-    return 0;
-  *p = np;
-  *cap = nc;
-  return 1;
 }
 
 static int parse_u64(const char *s, size_t n, uint64_t *v) {
@@ -232,9 +220,9 @@ cucap_status cucap_profile_table_parse(const char *data, size_t size,
       st = fail(msg, msg_size, line, "%d columns, the header has %d", k, ncols);
       goto out;
     }
-    if (!grow((void **)&t->rows, &t->caprows, t->nrows + 1, sizeof *t->rows) ||
-        !grow((void **)&t->values, &t->capvalues, (t->nrows + 1) * (t->nmetrics ? t->nmetrics : 1),
-              sizeof *t->values)) {
+    if (!cucap_vec_reserve(&t->rows, &t->caprows, t->nrows + 1, sizeof *t->rows, 64) ||
+        !cucap_vec_reserve(&t->values, &t->capvalues, (t->nrows + 1) * (t->nmetrics ? t->nmetrics : 1),
+                           sizeof *t->values, 64)) {
       st = CUCAP_ERR_NOMEM;
       goto out;
     }
@@ -269,7 +257,7 @@ cucap_status cucap_profile_table_parse(const char *data, size_t size,
     t->kernel_off = ko;
     ko[t->nrows] = 0;
     if (col_k >= 0 && fl[col_k]) {
-      if (!grow((void **)&t->strings, &t->capstrings, t->nstrings + fl[col_k] + 1, 1)) {
+      if (!cucap_vec_reserve(&t->strings, &t->capstrings, t->nstrings + fl[col_k] + 1, 1, 64)) {
         st = CUCAP_ERR_NOMEM;
         goto out;
       }
@@ -311,7 +299,7 @@ cucap_status cucap_profile_table_load(const char *path, cucap_profile_table **ou
   char *buf = NULL;
   size_t n = 0, cap = 0;
   for (;;) {
-    if (!grow((void **)&buf, &cap, n + 65536, 1)) {
+    if (!cucap_vec_reserve(&buf, &cap, n + 65536, 1, 64)) {
       fclose(f);
       free(buf);
       return CUCAP_ERR_NOMEM;

@@ -1,10 +1,9 @@
 /* share_internal.h - helpers shared by the files of share/ (trim, extract,
  * export, diff). Internal: nothing outside share/ includes it.
  *
- * sh_map: u64 -> u64 hash map (open addressing, linear probing, backward-
- * shift deletion; key 0 is not storable: callers add 1 or use handles,
- * which are never 0). sh_vec: a growable array of fixed-size elements.
- * Both own their memory; *_free releases it and leaves an empty value. */
+ * Maps are cucap_map (cucap_map.h). sh_vec: a growable array of fixed-size
+ * elements; it owns its memory, sh_vec_free releases it and leaves an empty
+ * value. */
 #ifndef CUCAP_SHARE_INTERNAL_H
 #define CUCAP_SHARE_INTERNAL_H
 
@@ -12,20 +11,18 @@
 #include <stdint.h>
 
 #include "cucap_format.h"
+#include "cucap_map.h"
 #include "cucap_reader.h"
 #include "cucap_schema.h"
 #include "cucap_status.h"
 
-typedef struct sh_map {
-  uint64_t *keys, *vals;
-  size_t cap, count;
-} sh_map;
-
-int sh_map_put(sh_map *m, uint64_t k, uint64_t v); /* 0 on OOM */
-int sh_map_get(const sh_map *m, uint64_t k, uint64_t *v);
-int sh_map_del(sh_map *m, uint64_t k, uint64_t *old);
-void sh_map_free(sh_map *m);
-/* Iteration: for (size_t i = 0; i < m->cap; i++) if (m->keys && m->keys[i]) ... */
+/* cucap_map_put for share/'s maps, whose keys are handles, addresses and
+ * ids where 0 means none: key 0 is not stored (returns 1), so a NULL
+ * handle never names anything and a lookup of 0 finds nothing. Callers
+ * that need 0 as a key add 1. 0 on OOM. */
+static inline int sh_map_put(cucap_map *m, uint64_t k, uint64_t v) {
+  return !k || cucap_map_put(m, k, v);
+}
 
 typedef struct sh_vec {
   void *data;

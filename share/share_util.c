@@ -2,103 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_vec.h"
 #include "share_internal.h"
-
-static size_t slot_of(uint64_t k, size_t cap) {
-  return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
-}
-
-static int map_grow(sh_map *m) {
-  size_t nc = m->cap ? m->cap * 2 : 64;
-  uint64_t *nk = calloc(nc, sizeof *nk), *nv = calloc(nc, sizeof *nv);
-  if (!nk || !nv) {
-    free(nk);
-    free(nv);
-    return 0;
-  }
-  for (size_t i = 0; i < m->cap; i++) {
-    if (!m->keys[i])
-      continue;
-    size_t j = slot_of(m->keys[i], nc);
-    while (nk[j])
-      j = (j + 1) & (nc - 1);
-    nk[j] = m->keys[i];
-    nv[j] = m->vals[i];
-  }
-  free(m->keys);
-  free(m->vals);
-  m->keys = nk;
-  m->vals = nv;
-  m->cap = nc;
-  return 1;
-}
-
-int sh_map_put(sh_map *m, uint64_t k, uint64_t v) {
-  if (!k)
-    return 1; /* not storable; callers never use 0 */
-  if ((m->count + 1) * 4 > m->cap * 3 && !map_grow(m))
-    return 0;
-  size_t i = slot_of(k, m->cap);
-  while (m->keys[i] && m->keys[i] != k)
-    i = (i + 1) & (m->cap - 1);
-  if (!m->keys[i])
-    m->count++;
-  m->keys[i] = k;
-  m->vals[i] = v;
-  return 1;
-}
-
-int sh_map_get(const sh_map *m, uint64_t k, uint64_t *v) {
-  if (!m->cap || !k)
-    return 0;
-  size_t i = slot_of(k, m->cap);
-  while (m->keys[i]) {
-    if (m->keys[i] == k) {
-      if (v)
-        *v = m->vals[i];
-      return 1;
-    }
-    i = (i + 1) & (m->cap - 1);
-  }
-  return 0;
-}
-
-int sh_map_del(sh_map *m, uint64_t k, uint64_t *old) {
-  if (!m->cap || !k)
-    return 0;
-  size_t mask = m->cap - 1, i = slot_of(k, m->cap);
-  while (m->keys[i] && m->keys[i] != k)
-    i = (i + 1) & mask;
-  if (!m->keys[i])
-    return 0;
-  if (old)
-    *old = m->vals[i];
-  /* backward-shift deletion keeps every probe chain intact */
-  size_t j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (!m->keys[j])
-      break;
-    size_t h = slot_of(m->keys[j], m->cap);
-    /* move j to i when its home h is not in (i, j] (cyclically) */
-    int in = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-    if (!in) {
-      m->keys[i] = m->keys[j];
-      m->vals[i] = m->vals[j];
-      i = j;
-    }
-  }
-  m->keys[i] = 0;
-  m->vals[i] = 0;
-  m->count--;
-  return 1;
-}
-
-void sh_map_free(sh_map *m) {
-  free(m->keys);
-  free(m->vals);
-  memset(m, 0, sizeof *m);
-}
 
 void sh_vec_init(sh_vec *v, size_t elem) {
   memset(v, 0, sizeof *v);
@@ -106,14 +11,8 @@ void sh_vec_init(sh_vec *v, size_t elem) {
 }
 
 void *sh_vec_push(sh_vec *v) {
-  if (v->n == v->cap) {
-    size_t nc = v->cap ? v->cap * 2 : 16;
-    void *nd = realloc(v->data, nc * v->elem);
-    if (!nd)
-      return NULL;
-    v->data = nd;
-    v->cap = nc;
-  }
+  if (!cucap_vec_reserve(&v->data, &v->cap, v->n + 1, v->elem, 16))
+    return NULL;
   void *p = (char *)v->data + v->n * v->elem;
   memset(p, 0, v->elem);
   v->n++;
@@ -203,16 +102,8 @@ void sh_record_blobs(const cucap_fb_record *rec, sh_blob_fn fn, void *user) {
 
 uint64_t sh_strings_add(char **buf, size_t *len, size_t *cap, const char *s) {
   size_t n = strlen(s) + 1;
-  if (*len + n > *cap) {
-    size_t nc = *cap ? *cap * 2 : 4096;
-    while (nc < *len + n)
-      nc *= 2;
-    char *ns = realloc(*buf, nc);
-    if (!ns)
-      return 0;
-    *buf = ns;
-    *cap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(*buf, *cap, *len + n, 4096))
+    return 0;
   memcpy(*buf + *len, s, n);
   *len += n;
   return *len - n + 1;

@@ -33,7 +33,7 @@ typedef struct tr_find {
   uint64_t domain, range_id;
   int level, is_push;
   uint64_t seen; /* occurrences so far */
-  sh_map pend;   /* tid -> RangeStart snapshot position + 1 not yet claimed */
+  cucap_map pend;   /* tid -> RangeStart snapshot position + 1 not yet claimed */
 } tr_find;
 
 static int is_profiler(const cucap_fb_record *rec, int stop) {
@@ -46,7 +46,7 @@ static int is_profiler(const cucap_fb_record *rec, int stop) {
 /* The snapshot the recorder took for a range starting at record i on tid. */
 static uint64_t claim(tr_find *f, uint32_t tid) {
   uint64_t q1 = 0;
-  sh_map_del(&f->pend, (uint64_t)tid + 1, &q1);
+  cucap_map_del(&f->pend, (uint64_t)tid + 1, &q1);
   return q1 ? q1 - 1 : DV_NONE;
 }
 
@@ -148,7 +148,7 @@ static cucap_status locate(dv_plan *p, const cucap_range_spec *r, tr_find *f) {
     if (r->kind != CUCAP_RANGE_TIME && f->end != DV_NONE)
       break;
   }
-  sh_map_free(&f->pend);
+  cucap_map_free(&f->pend);
   if (st == CUCAP_END)
     st = CUCAP_ERR_TRUNCATED;
   if (st == CUCAP_OK && f->start != DV_NONE && f->end == DV_NONE)

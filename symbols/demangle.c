@@ -10,9 +10,15 @@ typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
 static cxa_demangle_fn g_demangle;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* The cucap tool links libsupc++ statically (tools/CMakeLists.txt), a copy
+ * dlsym does not see (the executable exports nothing): this weak reference
+ * binds to it there and stays NULL elsewhere. */
+extern char *__cxa_demangle(const char *, char *, size_t *, int *) __attribute__((weak));
+
 static void load(void) {
-  /* already in the process (a C++ program embeds cucap), else libstdc++ */
-  void *f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  /* linked in, already in the process (a C++ program embeds cucap), else
+   * libstdc++ */
+  void *f = __cxa_demangle ? (void *)__cxa_demangle : dlsym(RTLD_DEFAULT, "__cxa_demangle");
   if (!f) {
     void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
     if (h)

@@ -11,6 +11,7 @@
 #include "cucap_schema.h"
 #include "cucap_stacktab.h"
 #include "cucap_symbolize.h"
+#include "cucap_vec.h"
 
 #define ST_MAX_FRAMES 256 /* longer stacks are cut (the recorder keeps 32) */
 #define ST_NO_GEN UINT32_MAX
@@ -145,14 +146,8 @@ static void add_stack(cucap_stacktab *t, const cucap_fb_callstack *cs) {
 }
 
 static void add_map(cucap_stacktab *t, const cucap_fb_module_map *mm) {
-  if (t->nmaps == t->capmaps) {
-    size_t nc = t->capmaps ? t->capmaps * 2 : 4;
-    st_map *nm = realloc(t->maps, nc * sizeof *nm);
-    if (!nm)
-      return;
-    t->maps = nm;
-    t->capmaps = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(t->maps, t->capmaps, t->nmaps + 1, 4))
+    return;
   size_t n = cucap_fb_module_map_objects_len(mm);
   st_map m = {calloc(n ? n : 1, sizeof(st_obj)), 0};
   if (!m.objs)

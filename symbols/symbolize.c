@@ -2,6 +2,7 @@
  * cucap_symbolize.h. */
 #include "cucap_sort.h"
 #include "cucap_symbolize.h"
+#include "cucap_vec.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -91,13 +92,7 @@ cucap_status cucap_symbolizer_add_object(cucap_symbolizer *s, const char *path,
     f->next = s->files;
     s->files = f;
   }
-  if (s->nobjs == s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 32;
-    object *no = realloc(s->objs, nc * sizeof *no);
-    CUCAP_RETURN_IF(!no, CUCAP_ERR_NOMEM);
-    s->objs = no;
-    s->cap = nc;
-  }
+  CUCAP_RETURN_IF(!CUCAP_VEC_RESERVE(s->objs, s->cap, s->nobjs + 1, 32), CUCAP_ERR_NOMEM);
   s->objs[s->nobjs++] = (object){base, start, end, f};
   return CUCAP_OK;
 }

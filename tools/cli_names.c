@@ -1,11 +1,12 @@
 /* cli_names.c - readable names for the CLI: demangled kernel names and host
  * frames as "function (file:line)" (cucap_cli.h).
  *
- * Demangling uses __cxa_demangle from libsupc++ (linked statically into the
- * cucap tool). Source lines come from the object files' DWARF through
- * elfutils' libdw (Dwfl, offline reporting of one ELF file per object at
- * its link-time addresses), linked statically into the cucap tool only -
- * never into libcucap.so - so the GPU machine needs no libdw. Objects and
+ * Demangling is symbols/'s (cucap_demangle.h), which finds __cxa_demangle
+ * in the libsupc++ linked statically into the cucap tool. Source lines come
+ * from the object files' DWARF through elfutils' libdw (Dwfl, offline
+ * reporting of one ELF file per object at its link-time addresses), linked
+ * statically into the cucap tool only - never into libcucap.so - so the GPU
+ * machine needs no libdw. Objects and
  * symbols come from replay/'s symbolizer (cucap_symbolize.h), which also
  * checks the recorded build-id: a file whose build-id differs is not used
  * for lines either. Not thread-safe (one per command). */
@@ -18,25 +19,16 @@
 #include <unistd.h>
 
 #include "cucap_cli.h"
+#include "cucap_demangle.h"
 #include "cucap_schema.h"
 #include "cucap_symbolize.h"
-
-char *__cxa_demangle(const char *mangled, char *buf, size_t *n, int *status);
+#include "cucap_vec.h"
 
 const char *cucap_cli_demangle(const char *mangled, char *buf, size_t size) {
   if (!mangled || size == 0)
     return mangled;
-  if (mangled[0] != '_' || mangled[1] != 'Z')
-    return mangled; /* extern "C" names are what they are */
-  int st = 0;
-  char *d = __cxa_demangle(mangled, NULL, NULL, &st);
-  if (!d || st != 0) {
-    free(d);
-    return mangled;
-  }
-  snprintf(buf, size, "%s", d);
-  free(d);
-  return buf;
+  /* extern "C" names and those that do not demangle are what they are */
+  return cucap_demangle(mangled, buf, size) ? buf : mangled;
 }
 
 /* The identifier of a demangled function name: "ns::k<4>(int)" -> "k". */
@@ -155,14 +147,8 @@ static dw_obj *dw_open(cucap_cli_frames *f, const char *path) {
   for (size_t i = 0; i < f->nobjs; i++)
     if (!strcmp(f->objs[i].path, path))
       return &f->objs[i];
-  if (f->nobjs == f->capobjs) {
-    size_t nc = f->capobjs ? f->capobjs * 2 : 16;
-    dw_obj *n = realloc(f->objs, nc * sizeof *n);
-    if (!n)
-      return NULL;
-    f->objs = n;
-    f->capobjs = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(f->objs, f->capobjs, f->nobjs + 1, 16))
+    return NULL;
   dw_obj *o = &f->objs[f->nobjs];
   memset(o, 0, sizeof *o);
   o->path = strdup(path);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cucap_cli.h"
+#include "cucap_clock.h"
 #include "cucap_cupti.h"
 #include "cucap_log.h"
 #include "cucap_replay.h"
@@ -90,12 +91,6 @@ static int cupti_probe_cmd(int argc, char **argv) {
   cucap_status st = cucap_cupti_probe(libcuda, lib, (int)dev, metrics, list, stdout);
   fflush(stdout);
   return st == CUCAP_OK ? CUCAP_EXIT_OK : CUCAP_EXIT_BAD_INPUT;
-}
-
-static double cupti_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static FILE *cupti_open_out(const char *path) {
@@ -255,7 +250,7 @@ static int cupti_profile_cmd(int argc, char **argv) {
   int rc = rep.exit_code;
   if (rep.error[0])
     cucap_cli_error("cupti", path, "%s", rep.error);
-  double tw = cupti_now();
+  double tw = cucap_clock_now_s();
   if (json && rep.loops) {
     FILE *f = cupti_open_out(json);
     if (!f || cucap_cupti_write_json(e, f) != CUCAP_OK) {
@@ -282,7 +277,7 @@ static int cupti_profile_cmd(int argc, char **argv) {
   }
   if ((json || folded) && rep.loops)
     CUCAP_INFO("profile: timing: JSON/folded stacks written in %.3f s",
-               cupti_now() - tw);
+               cucap_clock_now_s() - tw);
   cucap_cupti_destroy(e);
   CUCAP_DEBUG("profile: engine released");
   return rc;

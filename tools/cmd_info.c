@@ -53,9 +53,9 @@ typedef struct info_stats {
   const cucap_fb_audit *audit;
   /* kernels: launches per function handle, names from Function records */
   cucap_cli_fnames *names;
-  u64map fn_launches;    /* function handle -> launches */
+  cucap_map fn_launches;    /* function handle -> launches */
   /* device memory: address -> size of live allocations */
-  u64map live;
+  cucap_map live;
   uint64_t mem_in_use, mem_high;
   uint64_t nvtx_ranges;
   info_store store; /* stored bytes by use */
@@ -301,13 +301,13 @@ static int kcount_cmp(const void *a, const void *b) {
 /* malloc'ed array (caller frees), *n entries; NULL on OOM or none. */
 static kcount *top_kernels(const info_stats *st, size_t *n) {
   *n = 0;
-  kcount *v = calloc(st->fn_launches.n + 1, sizeof *v);
+  kcount *v = calloc(cucap_map_size(&st->fn_launches) + 1, sizeof *v);
   if (!v)
     return NULL;
-  for (size_t i = 0; i < st->fn_launches.cap; i++) {
-    if (!st->fn_launches.k[i])
-      continue;
-    const char *nm = cucap_cli_fnames_get(st->names, st->fn_launches.k[i]);
+  /* slot order; the sort below orders by count and the merged names */
+  uint64_t fn, launches;
+  for (size_t pos = 0; cucap_map_next(&st->fn_launches, &pos, &fn, &launches);) {
+    const char *nm = cucap_cli_fnames_get(st->names, fn);
     if (!nm)
       nm = "(unknown function)";
     size_t j = 0;
@@ -315,7 +315,7 @@ static kcount *top_kernels(const info_stats *st, size_t *n) {
       j++;
     if (j == *n)
       v[(*n)++].name = nm;
-    v[j].n += st->fn_launches.v[i];
+    v[j].n += launches;
   }
   qsort(v, *n, sizeof *v, kcount_cmp);
   return v;
@@ -749,8 +749,8 @@ int cucap_cmd_info(int argc, char **argv) {
   }
   free(calls);
   cucap_cli_fnames_destroy(st->names);
-  info_map_free(&st->fn_launches);
-  info_map_free(&st->live);
+  cucap_map_free(&st->fn_launches);
+  cucap_map_free(&st->live);
   info_store_free(&st->store);
   free(st->devices_buf);
   free(st->audit_buf);

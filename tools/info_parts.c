@@ -1,5 +1,4 @@
-/* info_parts.c - pieces of `cucap info` (cmd_info.c): the count map, the
- * stored bytes by use and the --audit summary. See info_parts.h. */
+/* info_parts.c - pieces of `cucap info` (cmd_info.c): the stored bytes by use and the --audit summary. See info_parts.h. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,53 +8,6 @@
 #include "cucap_json.h"
 #include "cucap_reader.h"
 #include "info_parts.h"
-
-uint64_t *info_map_slot(u64map *m, uint64_t key, int create) {
-  if (!key)
-    return NULL;
-  if (create && (m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 256;
-    uint64_t *nk = calloc(nc, 8), *nv = calloc(nc, 8);
-    if (!nk || !nv) {
-      free(nk);
-      free(nv);
-      return NULL;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->k[i])
-        continue;
-      size_t j = (size_t)((m->k[i] * 0x9E3779B97F4A7C15ull) >> 20) & (nc - 1);
-      while (nk[j])
-        j = (j + 1) & (nc - 1);
-      nk[j] = m->k[i];
-      nv[j] = m->v[i];
-    }
-    free(m->k);
-    free(m->v);
-    m->k = nk;
-    m->v = nv;
-    m->cap = nc;
-  }
-  if (!m->cap)
-    return NULL;
-  size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
-  while (m->k[i] && m->k[i] != key)
-    i = (i + 1) & (m->cap - 1);
-  if (!m->k[i]) {
-    if (!create)
-      return NULL;
-    m->k[i] = key;
-    m->v[i] = 0;
-    m->n++;
-  }
-  return &m->v[i];
-}
-
-void info_map_free(u64map *m) {
-  free(m->k);
-  free(m->v);
-  memset(m, 0, sizeof *m);
-}
 
 /* A freed allocation keeps its key with size 0 (no deletion needed). */
 int info_is_device_kind(int k) {
@@ -321,4 +273,4 @@ void info_store_print_json(cucap_json *w, const info_store *s) {
   cucap_json_object_end(w);
 }
 
-void info_store_free(info_store *s) { info_map_free(&s->use); }
+void info_store_free(info_store *s) { cucap_map_free(&s->use); }

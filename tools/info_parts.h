@@ -1,5 +1,5 @@
 /* info_parts.h - internal to `cucap info` (tools/cmd_info.c,
- * tools/info_parts.c): a u64 -> u64 count map and the --audit summary. */
+ * tools/info_parts.c): the stored bytes by use and the --audit summary. */
 #ifndef CUCAP_INFO_PARTS_H
 #define CUCAP_INFO_PARTS_H
 
@@ -7,19 +7,15 @@
 #include <stdint.h>
 
 #include "cucap_json.h"
+#include "cucap_map.h"
 #include "cucap_schema.h"
 
-/* u64 -> u64 open addressing map (key 0 unused: handles and addresses are
- * never 0) for the per-kernel and per-allocation counts; owns its arrays. */
-typedef struct u64map {
-  uint64_t *k, *v;
-  size_t cap, n;
-} u64map;
-
-/* The value slot of key (created as 0 when create; NULL when absent or on
- * OOM). Valid until the next create. */
-uint64_t *info_map_slot(u64map *m, uint64_t key, int create);
-void info_map_free(u64map *m);
+/* cucap_map_slot for info's count maps, keyed by function handles,
+ * addresses and blob keys: key 0 (a NULL handle or address) is never
+ * counted and gets NULL, as does OOM. Valid until the next create. */
+static inline uint64_t *info_map_slot(cucap_map *m, uint64_t key, int create) {
+  return key ? cucap_map_slot(m, key, create) : NULL;
+}
 /* Allocation kinds holding device data (the memory high-water mark). */
 int info_is_device_kind(int kind);
 
@@ -32,7 +28,7 @@ int info_is_device_kind(int kind);
 enum { IS_IMAGES, IS_UPLOADS, IS_COPIES, IS_SNAPSHOTS, IS_ARGS, IS_GRAPHS, IS_OTHER,
        IS_RECORDS, IS_N };
 typedef struct info_store {
-  u64map use;                   /* blob key -> IS_* + 1 */
+  cucap_map use;                /* blob key -> IS_* + 1 */
   uint64_t count[IS_N], raw[IS_N], comp[IS_N];
 } info_store;
 void info_store_feed(info_store *s, const cucap_fb_record *rec);

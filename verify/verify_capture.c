@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "cucap_reader.h"
+#include "cucap_vec.h"
 #include "verify_internal.h"
 
 /* A DtoH copy captured into a graph (format 1.2 recorder): its bytes arrive
@@ -38,14 +39,8 @@
  * naming the copy's seq, which follows the launch: compared there. */
 void vo_captured_copy(vo_verifier *v, const cucap_replay_op *op,
                              const cucap_fb_memcpy *m) {
-  if (v->ncap == v->capcap) {
-    size_t nc = v->capcap ? v->capcap * 2 : 16;
-    vo_capcopy *n = realloc(v->cap, nc * sizeof *n);
-    if (!n)
-      return;
-    v->cap = n;
-    v->capcap = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(v->cap, v->capcap, v->ncap + 1, 16))
+    return;
   vo_capcopy *c = &v->cap[v->ncap];
   c->buf = op->host_data;
   c->size = op->host_size;
@@ -228,14 +223,8 @@ void vo_graph_topology(vo_verifier *v, const cucap_fb_graph *g) {
     if (cucap_fb_graph_node_type(n) != CUCAP_FB_GRAPHNODETYPE_MEMCPY || !geo ||
         !cucap_memcpy_side_host(m, 1))
       continue;
-    if (v->ngn == v->capgn) {
-      size_t nc = v->capgn ? v->capgn * 2 : 16;
-      vo_gnode *nv = realloc(v->gn, nc * sizeof *nv);
-      if (!nv)
-        return;
-      v->gn = nv;
-      v->capgn = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(v->gn, v->capgn, v->ngn + 1, 16))
+      return;
     uint64_t h = cucap_fb_copy_geometry_height(geo) ? cucap_fb_copy_geometry_height(geo) : 1;
     uint64_t d = cucap_fb_copy_geometry_depth(geo) ? cucap_fb_copy_geometry_depth(geo) : 1;
     uint64_t w = cucap_fb_copy_geometry_width_bytes(geo);

@@ -20,6 +20,7 @@
 #include "cucap_sort.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 #include "verify_internal.h"
 
 #define VO_WATCH_MAX 256                     /* watched ranges in all */
@@ -142,14 +143,8 @@ int vo_diag_plan(vo_verifier *v) {
       }
       if (v->nwatch == VO_WATCH_MAX || total >= VO_WATCH_TOTAL)
         return v->nwatch > 0;
-      if (v->nwatch == cap) {
-        size_t nc = cap ? cap * 2 : 32;
-        vo_watch *nw = realloc(v->watch, nc * sizeof *nw);
-        if (!nw)
-          return v->nwatch > 0;
-        v->watch = nw;
-        cap = nc;
-      }
+      if (!CUCAP_VEC_RESERVE(v->watch, cap, v->nwatch + 1, 32))
+        return v->nwatch > 0;
       vo_watch *w = &v->watch[v->nwatch++];
       memset(w, 0, sizeof *w);
       w->check = k;

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "cucap_reader.h"
+#include "cucap_vec.h"
 #include "verify_internal.h"
 
 #define VO_HOST_WINDOW_NS 1000000ull /* 1 ms of host code while the GPU works */
@@ -169,14 +170,8 @@ void vo_managed_op(vo_verifier *v, const cucap_replay_op *op) {
     const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
     if (cucap_fb_alloc_kind(a) != CUCAP_FB_ALLOCKIND_MANAGED || !cucap_fb_alloc_size(a))
       break;
-    if (m->n == m->cap) {
-      size_t nc = m->cap ? m->cap * 2 : 16;
-      vo_mrange *nr = realloc(m->r, nc * sizeof *nr);
-      if (!nr)
-        break;
-      m->r = nr;
-      m->cap = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(m->r, m->cap, m->n + 1, 16))
+      break;
     memset(&m->r[m->n], 0, sizeof m->r[0]);
     m->r[m->n].addr = cucap_fb_alloc_address(a);
     m->r[m->n++].size = cucap_fb_alloc_size(a);
@@ -215,14 +210,8 @@ void vo_managed_op(vo_verifier *v, const cucap_replay_op *op) {
       long r = vo_mfind(m, cucap_fb_mem_region_address(cucap_fb_snapshot_regions_at(sn, i)));
       if (r < 0 || !m->r[r].t_start)
         continue;
-      if (m->np == m->capp) {
-        size_t nc = m->capp ? m->capp * 2 : 16;
-        vo_mpend *np = realloc(m->p, nc * sizeof *np);
-        if (!np)
-          break;
-        m->p = np;
-        m->capp = nc;
-      }
+      if (!CUCAP_VEC_RESERVE(m->p, m->capp, m->np + 1, 16))
+        break;
       m->p[m->np++] = (vo_mpend){op->rec_index, t_enter, (uint32_t)i, tid, (size_t)r};
     }
     break;

@@ -21,6 +21,7 @@
 #include "cucap_log.h"
 #include "cucap_reader.h"
 #include "cucap_schema.h"
+#include "cucap_vec.h"
 #include "verify_internal.h"
 
 /* Bytes of first-pass copies and masks kept for checks that differ; past
@@ -83,14 +84,8 @@ uint32_t vo_intern(vo_verifier *v, const char *name, int kernel) {
       return (uint32_t)(ix - 1);
     h = h * 31 + 7; /* another name with this hash: probe on */
   }
-  if (v->nnames == v->capnames) {
-    size_t nc = v->capnames ? v->capnames * 2 : 64;
-    vo_name *n = realloc(v->names, nc * sizeof *n);
-    if (!n)
-      return VO_NO_NAME;
-    v->names = n;
-    v->capnames = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(v->names, v->capnames, v->nnames + 1, 64))
+    return VO_NO_NAME;
   char *s = strdup(name);
   if (!s || !cucap_map_put(&v->name_ix, h, v->nnames + 1)) {
     free(s);
@@ -114,14 +109,8 @@ vo_ring *vo_ring_of(vo_verifier *v, uint64_t stream, int make) {
     return &v->rings[ix - 1];
   if (!make)
     return NULL;
-  if (v->nrings == v->caprings) {
-    size_t nc = v->caprings ? v->caprings * 2 : 16;
-    vo_ring *n = realloc(v->rings, nc * sizeof *n);
-    if (!n)
-      return NULL;
-    v->rings = n;
-    v->caprings = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(v->rings, v->caprings, v->nrings + 1, 16))
+    return NULL;
   if (!cucap_map_put(&v->stream_ring, stream, v->nrings + 1))
     return NULL;
   memset(&v->rings[v->nrings], 0, sizeof v->rings[0]);
@@ -141,14 +130,8 @@ static void vo_ring_push(vo_ring *g, uint32_t id) {
 
 
 static vo_check *vo_check_new(vo_verifier *v, const vo_info *in, uint64_t key) {
-  if (v->nchk == v->capchk) {
-    size_t nc = v->capchk ? v->capchk * 2 : 16;
-    vo_check *n = realloc(v->chk, nc * sizeof *n);
-    if (!n)
-      return NULL;
-    v->chk = n;
-    v->capchk = nc;
-  }
+  if (!CUCAP_VEC_RESERVE(v->chk, v->capchk, v->nchk + 1, 16))
+    return NULL;
   vo_check *c = &v->chk[v->nchk];
   memset(c, 0, sizeof *c);
   c->rec_index = in->rec_index;
@@ -489,15 +472,9 @@ static void vo_defer(vo_verifier *v, const cucap_replay_op *op, int kind,
     free(g);
     return;
   }
-  if (v->npend == v->cappend) {
-    size_t nc = v->cappend ? v->cappend * 2 : 8;
-    vo_pending *np = realloc(v->pend, nc * sizeof *np);
-    if (!np) {
-      free(g);
-      return;
-    }
-    v->pend = np;
-    v->cappend = nc;
+  if (!CUCAP_VEC_RESERVE(v->pend, v->cappend, v->npend + 1, 8)) {
+    free(g);
+    return;
   }
   v->pend[v->npend++] = p;
 }
@@ -614,14 +591,8 @@ static void vo_op_after(void *u, cucap_replay_session *s, const cucap_replay_op 
       if (k == CUCAP_FB_ALLOCKIND_DEVICE || k == CUCAP_FB_ALLOCKIND_PITCH ||
           k == CUCAP_FB_ALLOCKIND_MANAGED || k == CUCAP_FB_ALLOCKIND_ASYNC ||
           k == CUCAP_FB_ALLOCKIND_FROMPOOL || k == CUCAP_FB_ALLOCKIND_VMMMAP) {
-        if (v->nallocs == v->capallocs) {
-          size_t nc = v->capallocs ? v->capallocs * 2 : 64;
-          vo_range *n = realloc(v->allocs, nc * sizeof *n);
-          if (!n)
-            break;
-          v->allocs = n;
-          v->capallocs = nc;
-        }
+        if (!CUCAP_VEC_RESERVE(v->allocs, v->capallocs, v->nallocs + 1, 64))
+          break;
         uint64_t sz = cucap_fb_alloc_size(a);
         if (k == CUCAP_FB_ALLOCKIND_PITCH &&
             cucap_fb_alloc_pitch(a) * cucap_fb_alloc_height(a) > sz)

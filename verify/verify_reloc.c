@@ -38,6 +38,7 @@
 
 #include "cucap_sort.h"
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "verify_internal.h"
 
 #define VO_RL_MIN_WORDS 2
@@ -166,16 +167,8 @@ void vo_reloc_apply(vo_verifier *v) {
       room = VO_RL_MAX_CANDS - n;
       capped = 1;
     }
-    if (n + room > cap) {
-      size_t nc = cap ? cap : 1024;
-      while (nc < n + room)
-        nc *= 2;
-      vo_rl_cand *nv = realloc(c, nc * sizeof *nv);
-      if (!nv)
-        break;
-      c = nv;
-      cap = nc;
-    }
+    if (!CUCAP_VEC_RESERVE(c, cap, n + room, 1024))
+      break;
     n += vo_rl_candidates(x->ref, v->want, x->nd, x->size, x->align, v->allocs, v->nallocs, k,
                           c + n, room);
   }

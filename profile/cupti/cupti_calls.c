@@ -16,12 +16,6 @@
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
-double ck_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 
 /* What a CUPTI_ERROR_HARDWARE_BUSY means for the user: the counters (and
  * PC sampling) of a GPU serve one profiling session at a time. */
@@ -122,20 +116,6 @@ int ck_missing(ck_engine *E, const char *fn) {
   return 0;
 }
 
-int ck_grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap)
-    return 1;
-  size_t nc = *cap ? *cap : 16;
-  while (nc < need)
-    nc *= 2;
-  void *np = realloc(*p, nc * elem);
-  if (!np)
-    return 0;
-  *p = np;
-  *cap = nc;
-  return 1;
-}
-
 /* ------------------------------------------------------------ strings */
 
 static uint64_t ck_fnv(const char *s, size_t n) {
@@ -157,7 +137,7 @@ const char *ck_intern_n(ck_strtab *t, const char *s, size_t len) {
     if (strlen(c) == len && !memcmp(c, s, len))
       return c;
   }
-  if (!ck_grow((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s))
+  if (!cucap_vec_reserve(&t->s, &t->cap, t->n + 1, sizeof *t->s, 16))
     return NULL;
   char *d = malloc(len + 1);
   if (!d)

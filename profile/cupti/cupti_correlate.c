@@ -50,7 +50,7 @@ void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
         !E->cur || !cd->correlationId)
       return;
     if (E->cur_op < 0) {
-      if (!ck_grow((void **)&E->ops, &E->capops, E->nops + 1, sizeof *E->ops))
+      if (!cucap_vec_reserve(&E->ops, &E->capops, E->nops + 1, sizeof *E->ops, 16))
         return;
       ck_op *o = &E->ops[E->nops];
       const cucap_fb_record *rec = E->cur->record;
@@ -67,7 +67,7 @@ void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
                          : -1;
       E->cur_op = (int64_t)E->nops++;
     }
-    if (!ck_grow((void **)&E->corr, &E->capcorr, E->ncorr + 1, sizeof *E->corr))
+    if (!cucap_vec_reserve(&E->corr, &E->capcorr, E->ncorr + 1, sizeof *E->corr, 16))
       return;
     if (E->ncorr && E->corr[E->ncorr - 1].corr > cd->correlationId)
       E->corr_unsorted = 1;

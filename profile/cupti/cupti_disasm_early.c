@@ -79,7 +79,7 @@ static int ck_early_take(void *user, size_t job, const char *text, size_t len,
 
 static void *ck_early_main(void *u) {
   ck_disasm_early *d = u;
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   ck_nvd_job *nj = calloc(d->njob, sizeof *nj);
   if (nj) {
     for (size_t i = 0; i < d->njob; i++) {
@@ -91,7 +91,7 @@ static void *ck_early_main(void *u) {
     d->runs = ck_nvdisasm_run(d->tool, nj, d->njob, d->parallel, ck_early_take, d);
     free(nj);
   }
-  d->wall_s = ck_now() - t0;
+  d->wall_s = cucap_clock_now_s() - t0;
   return NULL;
 }
 
@@ -178,10 +178,10 @@ static void ck_early_join(ck_engine *E) {
   ck_disasm_early *d = E->early;
   if (!d || !d->on)
     return;
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   pthread_join(d->th, NULL);
   d->on = 0;
-  double waited = ck_now() - t0;
+  double waited = cucap_clock_now_s() - t0;
   E->tm.nvdisasm_s += waited; /* only the wait is on the critical path */
   E->tm.nvdisasm_runs += d->runs;
   size_t kept = 0;

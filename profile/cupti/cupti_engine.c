@@ -91,7 +91,7 @@ static cucap_status ck_fail_env(ck_engine *E, cucap_replay_session *s,
 
 static cucap_status ck_attach(void *u, cucap_replay_session *s) {
   ck_engine *E = u;
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   E->s = s;
   char msg[512];
   if (!E->api.lib && !ck_api_load(&E->api, E->o.library, msg, sizeof msg))
@@ -148,7 +148,7 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
       ck_requested(E, CUCAP_CUPTI_SASS))
     ck_api_nvperf_start(&E->api);
   E->attached = 1;
-  E->tm.attach_s = ck_now() - t0;
+  E->tm.attach_s = cucap_clock_now_s() - t0;
   return CUCAP_OK;
 }
 
@@ -160,7 +160,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   ck_engine *E = u;
   if (!E->attached)
     return CUCAP_OK;
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   E->ctx = (CUcontext)cucap_replay_session_context(s);
   E->device = cucap_replay_session_device(s);
   CK_PROC(E, s, CtxSynchronize, "cuCtxSynchronize", 2000);
@@ -247,7 +247,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   }
   E->phase = CK_PH_TIMELINE;
   E->phase_pass = 0;
-  E->tm.begin_s = ck_now() - t0;
+  E->tm.begin_s = cucap_clock_now_s() - t0;
   return CUCAP_OK;
 }
 
@@ -256,7 +256,7 @@ static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   if (!E->attached)
     return;
   E->pass = pass;
-  E->pass_t0 = ck_now();
+  E->pass_t0 = cucap_clock_now_s();
   if (E->tm.t_last_pass_end > 0 && E->phase < CK_PH_DONE)
     E->tm.between_s[E->phase] += E->pass_t0 - E->tm.t_last_pass_end;
   E->nops = 0;
@@ -349,8 +349,8 @@ static void ck_op_before(void *u, cucap_replay_session *s,
           cucap_fb_record_body_as_module((const cucap_fb_record *)op->record);
       const cucap_fb_hash128 *h = m ? cucap_fb_module_image(m) : NULL;
       if (h && cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD &&
-          ck_grow((void **)&E->images, &E->capimages, E->nimages + 1,
-                  sizeof *E->images)) {
+          cucap_vec_reserve(&E->images, &E->capimages, E->nimages + 1,
+                            sizeof *E->images, 16)) {
         E->images[E->nimages].lo = h->lo;
         E->images[E->nimages].hi = h->hi;
         E->nimages++;
@@ -469,7 +469,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   if (!E->attached || E->phase == CK_PH_DONE)
     return 0;
   cucap_cupti_section *sc = &E->sec[E->phase];
-  double now = ck_now();
+  double now = cucap_clock_now_s();
   sc->passes++;
   sc->wall_s += now - E->pass_t0;
   E->tm.pass_s[E->phase] += now - E->pass_t0;
@@ -479,7 +479,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   case CK_PH_TIMELINE:
     ck_timeline_pass_end(E, E->phase_pass - 1);
     if (E->phase_pass < E->o.timeline_passes && !E->dead) {
-      E->tm.t_last_pass_end = ck_now();
+      E->tm.t_last_pass_end = cucap_clock_now_s();
       return 1;
     }
     ck_timeline_finish(E);
@@ -493,7 +493,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     break;
   case CK_PH_METRICS:
     if (ck_metrics_pass_end(E)) {
-      E->tm.t_last_pass_end = ck_now();
+      E->tm.t_last_pass_end = cucap_clock_now_s();
       return 1;
     }
     break;
@@ -520,7 +520,7 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   if (more && E->phase != ph &&
       (E->phase == CK_PH_PCSAMP || E->phase == CK_PH_SASS))
     cucap_replay_session_fresh_modules(s);
-  E->tm.t_last_pass_end = ck_now();
+  E->tm.t_last_pass_end = cucap_clock_now_s();
   return more;
 }
 

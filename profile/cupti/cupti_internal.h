@@ -18,9 +18,11 @@
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
 
+#include "cucap_clock.h"
 #include "cucap_cupti.h"
 #include "cucap_hash.h"
 #include "cucap_stacktab.h"
+#include "cucap_vec.h"
 #include "cupti_disasm.h"
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -547,7 +549,6 @@ typedef struct cucap_cupti ck_engine;
 int ck_check(ck_engine *E, CUptiResult r, const char *fn);
 int ck_missing(ck_engine *E, const char *fn);
 int ck_skip(ck_engine *E, const char *fn);   /* CUPTI is dead: not called */
-double ck_now(void);
 /* After CUPTI failed in `fn` with an error that may mean it tore itself
  * down: makes a driver call of its own and checks that CUPTI's driver
  * callback still fires. 0 (and E->dead set, E->dead_why filled, CUPTI's
@@ -558,7 +559,6 @@ int ck_cupti_alive(ck_engine *E, const char *fn);
  * a kind is enabled at most once and disabled only if this engine enabled
  * it. 1 on success (or nothing to do). */
 int ck_act_set(ck_engine *E, CUpti_ActivityKind kind, int on);
-int ck_grow(void **p, size_t *cap, size_t need, size_t elem);
 void ck_section(ck_engine *E, cucap_cupti_section_id id, int state,
                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* cupti_lookup.c */

@@ -358,7 +358,7 @@ int ck_kernel_profiled(const ck_engine *E, size_t k) {
 }
 
 static int ck_win_push(ck_engine *E, const ck_window *w) {
-  if (!ck_grow((void **)&E->win, &E->capwin, E->nwin + 1, sizeof *E->win))
+  if (!cucap_vec_reserve(&E->win, &E->capwin, E->nwin + 1, sizeof *E->win, 16))
     return 0;
   E->win[E->nwin++] = *w;
   return 1;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "cupti_disasm.h"
 
 typedef struct nvd_run {
@@ -156,16 +157,7 @@ unsigned ck_nvdisasm_run(const char *tool, const ck_nvd_job *jobs, size_t n,
       if (!pf[q].revents)
         continue;
       nvd_run *x = &r[who[q]];
-      if (x->len + 65536 + 1 > x->cap) {
-        size_t nc = x->cap ? x->cap * 2 : (size_t)1 << 20;
-        while (nc < x->len + 65536 + 1)
-          nc *= 2;
-        char *no = realloc(x->out, nc);
-        if (no) {
-          x->out = no;
-          x->cap = nc;
-        }
-      }
+      (void)CUCAP_VEC_RESERVE(x->out, x->cap, x->len + 65536 + 1, (size_t)1 << 20);
       ssize_t got;
       if (x->out && x->len + 65536 + 1 <= x->cap) {
         got = read(x->fd, x->out + x->len, 65536);

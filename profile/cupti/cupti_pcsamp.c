@@ -95,7 +95,7 @@ void ck_pcs_add(ck_engine *E, int64_t kernel, uint64_t crc,
     }
   }
   if (site == SIZE_MAX) {
-    if (!ck_grow((void **)&E->site, &E->capsite, E->nsite + 1, sizeof *E->site))
+    if (!cucap_vec_reserve(&E->site, &E->capsite, E->nsite + 1, sizeof *E->site, 16))
       return;
     uint64_t probe = 0;
     while (cucap_map_get(&E->site_idx, h + probe, NULL))
@@ -110,7 +110,7 @@ void ck_pcs_add(ck_engine *E, int64_t kernel, uint64_t crc,
     s->inst_executed = s->thread_inst_executed = s->mem_sectors = UINT64_MAX;
     site = E->nsite++;
   }
-  if (!ck_grow((void **)&E->samp, &E->capsamp, E->nsamp + 1, sizeof *E->samp))
+  if (!cucap_vec_reserve(&E->samp, &E->capsamp, E->nsamp + 1, sizeof *E->samp, 16))
     return;
   E->samp[E->nsamp++] = (cucap_cupti_pc_sample){(uint32_t)kernel,
                                                 (uint32_t)site, stall_slot,
@@ -190,9 +190,9 @@ int ck_pcs_setup(ck_engine *E) {
   memset(&ep, 0, sizeof ep);
   ep.size = CUpti_PCSamplingEnableParamsSize;
   ep.ctx = E->ctx;
-  double te = ck_now();
+  double te = cucap_clock_now_s();
   int eok = CK_CALL(E, cuptiPCSamplingEnable, &ep);
-  CUCAP_DEBUG("profile: cuptiPCSamplingEnable %.3f s", ck_now() - te);
+  CUCAP_DEBUG("profile: cuptiPCSamplingEnable %.3f s", cucap_clock_now_s() - te);
   if (!eok) {
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE, "%s",
                E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
@@ -331,7 +331,7 @@ static void ck_pcs_take(ck_engine *E, CUpti_PCSamplingData *d) {
 
 static void ck_pcs_drain(ck_engine *E) {
   ck_pcs *p = E->pcs;
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   for (int guard = 0; guard < 100000 && !E->dead; guard++) {
     CUpti_PCSamplingGetDataParams gp;
     memset(&gp, 0, sizeof gp);
@@ -350,7 +350,7 @@ static void ck_pcs_drain(ck_engine *E) {
     if (!p->user.remainingNumPcs)
       break;
   }
-  E->tm.pcs_drain_s += ck_now() - t0;
+  E->tm.pcs_drain_s += cucap_clock_now_s() - t0;
 }
 
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op) {
@@ -362,9 +362,9 @@ void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op) {
   memset(&sp, 0, sizeof sp);
   sp.size = CUpti_PCSamplingStartParamsSize;
   sp.ctx = E->ctx;
-  double ts = ck_now();
+  double ts = cucap_clock_now_s();
   int ok = CK_CALL(E, cuptiPCSamplingStart, &sp);
-  CUCAP_DEBUG("profile: cuptiPCSamplingStart %.3f s", ck_now() - ts);
+  CUCAP_DEBUG("profile: cuptiPCSamplingStart %.3f s", cucap_clock_now_s() - ts);
   if (ok) {
     p->started = 1;
   } else {
@@ -379,9 +379,9 @@ static void ck_pcs_stop(ck_engine *E) {
   memset(&sp, 0, sizeof sp);
   sp.size = CUpti_PCSamplingStopParamsSize;
   sp.ctx = E->ctx;
-  double ts = ck_now();
+  double ts = cucap_clock_now_s();
   CK_CALL(E, cuptiPCSamplingStop, &sp);
-  CUCAP_DEBUG("profile: cuptiPCSamplingStop %.3f s", ck_now() - ts);
+  CUCAP_DEBUG("profile: cuptiPCSamplingStop %.3f s", cucap_clock_now_s() - ts);
   p->started = 0;
   p->stopped = 1;
   ck_pcs_drain(E);
@@ -438,10 +438,10 @@ void ck_pcs_pass_end(ck_engine *E) {
     dp.size = CUpti_PCSamplingDisableParamsSize;
     dp.ctx = E->ctx;
     p->cfg.totalNumPcs = 0;
-    double ts = ck_now();
+    double ts = cucap_clock_now_s();
     if (CK_CALL(E, cuptiPCSamplingDisable, &dp))
       ck_pcs_take(E, &p->cfg); /* what was left at disable time */
-    CUCAP_DEBUG("profile: cuptiPCSamplingDisable %.3f s", ck_now() - ts);
+    CUCAP_DEBUG("profile: cuptiPCSamplingDisable %.3f s", cucap_clock_now_s() - ts);
     p->enabled = 0;
   }
   ck_api_records(E, 0);

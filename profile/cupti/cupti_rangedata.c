@@ -155,7 +155,7 @@ static int ck_collect_user(ck_engine *E, const ck_window *w, size_t n,
     }
     double *v = malloc(E->nmnames * sizeof *v);
     if (v && ck_eval(E, r, vals) &&
-        ck_grow((void **)&E->gmet, &E->capgmet, E->ngmet + 1, sizeof *E->gmet)) {
+        cucap_vec_reserve(&E->gmet, &E->capgmet, E->ngmet + 1, sizeof *E->gmet, 16)) {
       memcpy(v, vals, E->nmnames * sizeof *v);
       E->gmet[E->ngmet++] = (cucap_cupti_graph_metric){
           E->kern[k].rec_index, E->kern[k].seq, nk, v};
@@ -173,7 +173,7 @@ static int ck_collect_user(ck_engine *E, const ck_window *w, size_t n,
 int ck_window_collect(ck_engine *E) {
   ck_metrics *m = E->m;
   const ck_window *w = &E->win[E->cur_win];
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   CUpti_RangeProfiler_DecodeData_Params dp;
   memset(&dp, 0, sizeof dp);
   dp.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
@@ -205,6 +205,6 @@ int ck_window_collect(ck_engine *E) {
                : ck_collect_auto(E, w, gi.numTotalRanges, vals);
     free(vals);
   }
-  E->tm.decode_s += ck_now() - t0;
+  E->tm.decode_s += cucap_clock_now_s() - t0;
   return ok;
 }

@@ -108,7 +108,7 @@ const char **ck_pass_names(const ck_engine *E, size_t *n) {
 int ck_win_setup(ck_engine *E) {
   ck_metrics *m = E->m;
   const ck_window *w = &E->win[E->cur_win];
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   int reuse = ck_rp_reusable(m, w->mode);
   if (!reuse)
     ck_rp_release(E);
@@ -175,7 +175,7 @@ int ck_win_setup(ck_engine *E) {
   sc.targetNestingLevel = 1;
   if (!CK_CALL(E, cuptiRangeProfilerSetConfig, &sc))
     return 0;
-  E->tm.rp_setup_s += ck_now() - t0;
+  E->tm.rp_setup_s += cucap_clock_now_s() - t0;
   CUCAP_DEBUG("profile: metrics window %zu of %zu%s: records %" PRIu64 "..%" PRIu64
               ", %zu op(s) of %s, %s range", E->cur_win + 1, E->nwin,
               m->dur_phase ? " (duration pass)" : "", w->rec_lo,
@@ -252,9 +252,9 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     int dbg = CUCAP_LOG_ENABLED(CUCAP_LOG_DEBUG);
     struct rusage ru0, ru1;
     dbg = dbg && getrusage(RUSAGE_SELF, &ru0) == 0;
-    double ts = ck_now();
+    double ts = cucap_clock_now_s();
     int ok = CK_CALL(E, cuptiRangeProfilerStart, &sp);
-    double dt = ck_now() - ts;
+    double dt = cucap_clock_now_s() - ts;
     E->tm.rp_startstop_s += dt;
     if (dbg && dt > 0.01 && getrusage(RUSAGE_SELF, &ru1) == 0)
       CUCAP_DEBUG("profile: metrics window %zu%s: cuptiRangeProfilerStart %.3f s "
@@ -270,7 +270,7 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     }
     m->started = 1;
     m->nflushed = 0;
-    m->t_start = ck_now();
+    m->t_start = cucap_clock_now_s();
     CUCAP_DEBUG("profile: metrics window %zu: range profiler started",
                 E->cur_win);
   }
@@ -292,8 +292,8 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
      * launches on the NULL stream, which need it for ordering). */
     if (w->mode != CK_WIN_USER && (E->flush_sync || (graph_op && !op->stream)))
       ck_own_sync(E);
-    if (ck_grow((void **)&m->flushed, &m->capflushed, m->nflushed + 1,
-                sizeof *m->flushed))
+    if (cucap_vec_reserve(&m->flushed, &m->capflushed, m->nflushed + 1,
+                          sizeof *m->flushed, 16))
       m->flushed[m->nflushed++] = op->rec_index;
   }
   if (w->mode == CK_WIN_USER) {
@@ -321,10 +321,10 @@ static void ck_rp_stop(ck_engine *E) {
   sp.pRangeProfilerObject = m->rp;
   m->started = 0;
   m->stopped = 1;
-  double ts = ck_now();
+  double ts = cucap_clock_now_s();
   E->tm.window_s += ts - m->t_start;
   int ok = CK_CALL(E, cuptiRangeProfilerStop, &sp);
-  double dt = ck_now() - ts;
+  double dt = cucap_clock_now_s() - ts;
   E->tm.rp_startstop_s += dt;
   E->tm.rp_stop_s += dt;
   if (!ok) {

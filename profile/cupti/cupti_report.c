@@ -33,19 +33,19 @@ void ck_stack_feed(ck_engine *E, const void *record) {
     return;
   /* formatted with the module map of the moment the stack was recorded */
   cucap_stacktab_use(E->stab, id);
-  if (ck_grow((void **)&E->stack_ids, &E->capstack_ids, E->nstack_ids + 1,
-              sizeof *E->stack_ids))
+  if (cucap_vec_reserve(&E->stack_ids, &E->capstack_ids, E->nstack_ids + 1,
+                        sizeof *E->stack_ids, 16))
     E->stack_ids[E->nstack_ids++] = id;
 }
 
 static void *ck_stacks_warm_main(void *u) {
   ck_engine *E = u;
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   for (size_t i = 0; i < E->nstack_ids; i++) {
     size_t n = 0;
     (void)cucap_stacktab_frames(E->stab, E->stack_ids[i], &n, NULL);
   }
-  E->warm_s = ck_now() - t0;
+  E->warm_s = cucap_clock_now_s() - t0;
   return NULL;
 }
 
@@ -58,12 +58,12 @@ void ck_stacks_warm_start(ck_engine *E) {
 void ck_stacks_warm_join(ck_engine *E) {
   if (!E->warm_on)
     return;
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   pthread_join(E->warm_th, NULL);
   E->warm_on = 0;
   CUCAP_DEBUG("profile: %zu host callstack(s) symbolized in %.3f s beside the "
               "passes (%.3f s waited for at the end)", E->nstack_ids,
-              E->warm_s, ck_now() - t0);
+              E->warm_s, cucap_clock_now_s() - t0);
 }
 
 size_t cucap_cupti_callstack(cucap_cupti *e, uint32_t id,

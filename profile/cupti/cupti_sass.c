@@ -46,7 +46,7 @@ void ck_cubin_add(ck_engine *E, const void *data, size_t size) {
     }
   void *copy = malloc(size);
   if (copy &&
-      ck_grow((void **)&E->cubin, &E->capcubin, E->ncubin + 1, sizeof *E->cubin)) {
+      cucap_vec_reserve(&E->cubin, &E->capcubin, E->ncubin + 1, sizeof *E->cubin, 16)) {
     memcpy(copy, data, size);
     E->cubin[E->ncubin++] = (ck_cubin){copy, size, 0, h, 0};
     copy = NULL;
@@ -276,7 +276,7 @@ static char *ck_dis_funs(ck_engine *E, const ck_cubin *cb, const size_t *idx,
 void ck_sites_resolve(ck_engine *E) {
   if (!E->nsite)
     return;
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   ck_cubin_crcs(E);
   int missing = 0;
   for (size_t i = 0; i < E->nsite && !missing; i++)
@@ -316,7 +316,7 @@ void ck_sites_resolve(ck_engine *E) {
      * cubins without one, thousands of failing queries cost seconds) */
     if (E->api.cuptiGetSassToSourceCorrelation &&
         cucap_cubin_has_line_info(cb->data, cb->size)) {
-      double ts = ck_now();
+      double ts = cucap_clock_now_s();
       for (size_t k = 0; k < n; k++) {
         cucap_cupti_pc_site *s = &E->site[idx[k]];
         if (s->file)
@@ -345,7 +345,7 @@ void ck_sites_resolve(ck_engine *E) {
         free(p.fileName);
         free(p.dirName);
       }
-      E->tm.source_s += ck_now() - ts;
+      E->tm.source_s += cucap_clock_now_s() - ts;
     }
     if (tool && !cb->disasm_done) {
       g_sort_engine = E;
@@ -388,10 +388,10 @@ void ck_sites_resolve(ck_engine *E) {
   if (njobs) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned par = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (unsigned)ncpu;
-    double td = ck_now();
+    double td = cucap_clock_now_s();
     ck_dis_all ctx = {jobs};
     E->tm.nvdisasm_runs += ck_nvdisasm_run(tool, nj, njobs, par, ck_dis_take, &ctx);
-    E->tm.nvdisasm_s += ck_now() - td;
+    E->tm.nvdisasm_s += cucap_clock_now_s() - td;
   }
   for (size_t i = 0; i < njobs; i++)
     free(jobs[i].funs);
@@ -400,7 +400,7 @@ void ck_sites_resolve(ck_engine *E) {
   free(all);
   free(jobs);
   free(nj);
-  E->tm.resolve_s += ck_now() - t0;
+  E->tm.resolve_s += cucap_clock_now_s() - t0;
   CUCAP_INFO("profile: %zu sampled instruction(s): %zu in a known cubin, %zu "
              "with a source line%s", E->nsite, with_cubin, with_line,
              tool ? "" : "; nvdisasm not found, no SASS text");
@@ -501,7 +501,7 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
 }
 
 static void ck_sass_collect(ck_engine *E) {
-  double t0 = ck_now();
+  double t0 = cucap_clock_now_s();
   E->own_call = 1;
   if (E->cu.CtxSynchronize)
     E->cu.CtxSynchronize();
@@ -532,8 +532,8 @@ static void ck_sass_collect(ck_engine *E) {
       fp.pMetricsData = d;
       if (CK_CALL(E, cuptiSassMetricsFlushData, &fp)) {
         for (size_t i = 0; i < nr; i++) {
-          if (!ck_grow((void **)&E->sass, &E->capsass, E->nsass + 1,
-                       sizeof *E->sass))
+          if (!cucap_vec_reserve(&E->sass, &E->capsass, E->nsass + 1,
+                                 sizeof *E->sass, 16))
             break;
           ck_sassrec *r = &E->sass[E->nsass++];
           memset(r, 0, sizeof *r);
@@ -558,7 +558,7 @@ static void ck_sass_collect(ck_engine *E) {
     CUCAP_WARN("profile: SASS metrics: %zu record(s) dropped",
                dp.numOfDroppedRecords);
   E->sass_state = 3;
-  E->tm.sass_collect_s += ck_now() - t0;
+  E->tm.sass_collect_s += cucap_clock_now_s() - t0;
 }
 
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op) {

@@ -88,7 +88,7 @@ static void ck_keep(ck_engine *E, const CUpti_Activity *r) {
   default:
     return;
   }
-  if (!ck_grow((void **)&E->pend, &E->cappend, E->npend + 1, sizeof *E->pend)) {
+  if (!cucap_vec_reserve(&E->pend, &E->cappend, E->npend + 1, sizeof *E->pend, 16)) {
     free(a.name);
     return;
   }
@@ -183,8 +183,8 @@ int ck_work_cbids_init(ck_engine *E) {
     misses = 0;
     if (!ck_work_name(name))
       continue;
-    if (!ck_grow((void **)&E->work_cbid, &E->cap_work_cbid, E->nwork_cbid + 1,
-                 sizeof *E->work_cbid))
+    if (!cucap_vec_reserve(&E->work_cbid, &E->cap_work_cbid, E->nwork_cbid + 1,
+                           sizeof *E->work_cbid, 16))
       return 0;
     E->work_cbid[E->nwork_cbid++] = id;
   }
@@ -356,9 +356,9 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
     sub = (i && kt[i].rec_index == kt[i - 1].rec_index) ? sub + 1 : 0;
     const ck_act *a = &acts[kt[i].act];
     if (tpass == 0) {
-      if (!ck_grow((void **)&E->kern, &E->capkern, E->nkern + 1,
-                   sizeof *E->kern) ||
-          !ck_grow((void **)&E->kx, &E->capkx, E->nkern + 1, sizeof *E->kx)) {
+      if (!cucap_vec_reserve(&E->kern, &E->capkern, E->nkern + 1,
+                             sizeof *E->kern, 16) ||
+          !cucap_vec_reserve(&E->kx, &E->capkx, E->nkern + 1, sizeof *E->kx, 16)) {
         ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
         goto out;
       }
@@ -409,9 +409,9 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
     sub = (i && ct[i].rec_index == ct[i - 1].rec_index) ? sub + 1 : 0;
     const ck_act *a = &acts[ct[i].act];
     if (tpass == 0) {
-      if (!ck_grow((void **)&E->copy, &E->capcopy, E->ncopy + 1,
-                   sizeof *E->copy) ||
-          !ck_grow((void **)&E->cx, &E->capcx, E->ncopy + 1, sizeof *E->cx))
+      if (!cucap_vec_reserve(&E->copy, &E->capcopy, E->ncopy + 1,
+                             sizeof *E->copy, 16) ||
+          !cucap_vec_reserve(&E->cx, &E->capcx, E->ncopy + 1, sizeof *E->cx, 16))
         break;
       int64_t op = ct[i].op;
       cucap_cupti_copy *c = &E->copy[E->ncopy];

@@ -117,20 +117,20 @@ static void test_profile_table(void) {
 }
 
 static void test_map(void) {
-  sh_map m = {0};
+  cucap_map m = {0};
   int ok = 1;
   for (uint64_t k = 1; k <= 5000; k++)
-    ok &= sh_map_put(&m, k * 7919, k);
+    ok &= cucap_map_put(&m, k * 7919, k);
   CHECK(ok);
   for (uint64_t k = 1; k <= 5000; k += 2)
-    ok &= sh_map_del(&m, k * 7919, NULL);
+    ok &= cucap_map_del(&m, k * 7919, NULL);
   for (uint64_t k = 1; k <= 5000; k++) {
     uint64_t v = 0;
-    int have = sh_map_get(&m, k * 7919, &v);
+    int have = cucap_map_get(&m, k * 7919, &v);
     ok &= (k % 2) ? !have : (have && v == k);
   }
-  CHECK(ok && m.count == 2500);
-  sh_map_free(&m);
+  CHECK(ok && cucap_map_size(&m) == 2500);
+  cucap_map_free(&m);
 }
 
 /* Walks a protobuf message: every field's number and wire type must be
