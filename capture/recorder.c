@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cucap_clock.h"
+#include "cucap_knobs.h"
 #include "cucap_lines.h"
 #include "cucap_log.h"
 #include "cucap_rec_query.h"
@@ -625,11 +626,11 @@ void cucap_rec_start(const char *producer, int toolkit_version) {
   g_toolkit_version = toolkit_version;
   if (producer)
     g_producer = producer;
-  const char *out = getenv("CUCAP_OUTPUT");
+  const char *out = cucap_knob_str(CUCAP_KNOB(CUCAP_OUTPUT));
   if (!out || !*out)
     return;
   cucap_rec_options_init(&g_opts);
-  const char *optstr = getenv("CUCAP_OPTIONS");
+  const char *optstr = cucap_knob_raw(CUCAP_KNOB(CUCAP_OPTIONS));
   if (cucap_rec_options_parse(optstr, &g_opts) != CUCAP_OK)
     CUCAP_ERROR("CUCAP_OPTIONS='%s': malformed value, using what parsed before it",
                 optstr);
@@ -651,10 +652,9 @@ void cucap_rec_start(const char *producer, int toolkit_version) {
 /* Creates the file and installs exit/signal handlers. Called once, under
  * g_act_lock, by the first thread that makes a CUDA call. */
 static void open_capture(void) {
-  const char *out = getenv("CUCAP_OUTPUT");
-  const char *optstr = getenv("CUCAP_OPTIONS");
-  const char *root = getenv("CUCAP_ROOT_PID");
-  long root_pid = root && *root ? strtol(root, NULL, 10) : 0;
+  const char *out = cucap_knob_str(CUCAP_KNOB(CUCAP_OUTPUT));
+  const char *optstr = cucap_knob_raw(CUCAP_KNOB(CUCAP_OPTIONS));
+  long root_pid = cucap_knob_long(CUCAP_KNOB(CUCAP_ROOT_PID));
   long pid = (long)getpid();
   if (!out || !*out ||
       cucap_rec_output_path(out, pid, root_pid, g_path, sizeof g_path) != CUCAP_OK) {

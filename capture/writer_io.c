@@ -19,6 +19,7 @@
 
 #include "cucap_clock.h"
 #include "cucap_hash.h"
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "writer_internal.h"
@@ -49,7 +50,7 @@ void wr_test_kill_init(cucap_writer *w) {
   static const char *const names[] = {"", "header", "seal", "chunk_write",
                                       "blob_write", "chunk_done", "index_write",
                                       "trailer", "trailer_write"};
-  const char *e = getenv("CUCAP_TEST_KILL_AT");
+  const char *e = cucap_knob_str(CUCAP_KNOB(CUCAP_TEST_KILL_AT));
   if (!e || !*e)
     return;
   size_t n = strcspn(e, ":");

@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "cucap_knobs.h"
+
 static cucap_log_sink g_sink;
 static void *g_sink_user;
 static int g_level = -1;
@@ -28,7 +30,7 @@ static const char *const k_level_names[] = {"off",  "error", "warn",
                                             "info", "debug", "trace"};
 
 static void log_init(void) {
-  const char *v = getenv("CUCAP_LOG_LEVEL");
+  const char *v = cucap_knob_str(CUCAP_KNOB(CUCAP_LOG_LEVEL));
   int lvl = CUCAP_LOG_WARN;
   if (v && *v) {
     if (v[0] >= '0' && v[0] <= '5' && v[1] == 0) {
@@ -41,12 +43,12 @@ static void log_init(void) {
   }
   if (g_level < 0)
     __atomic_store_n(&g_level, lvl, __ATOMIC_RELAXED);
-  const char *t = getenv("CUCAP_LOG_TIME");
+  const char *t = cucap_knob_str(CUCAP_KNOB(CUCAP_LOG_TIME));
   if (t && (t[0] == '1' || t[0] == '2') && !t[1]) {
     g_time = t[0] - '0';
     g_time0 = g_time == 1 ? log_now() : 0;
   }
-  const char *f = getenv("CUCAP_LOG_FILE");
+  const char *f = cucap_knob_str(CUCAP_KNOB(CUCAP_LOG_FILE));
   if (f && *f) {
     int fd = open(f, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0)

@@ -39,6 +39,7 @@
 
 #include <cupti_callbacks.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_rec_query.h"
 #include "interpose_internal.h"
@@ -126,7 +127,7 @@ static void audit_write(void) {
 }
 
 static void *open_cupti(void) {
-  const char *env = getenv("CUCAP_CUPTI_LIB");
+  const char *env = cucap_knob_str(CUCAP_KNOB(CUCAP_CUPTI_LIB));
   if (env && *env)
     return dlopen(env, RTLD_NOW | RTLD_LOCAL);
   const char *home = getenv("CUDA_HOME");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_knobs.h"
 #include "custom_internal.h"
 
 /* Snapshots and launch hashes synchronise the device: never while a
@@ -82,8 +83,7 @@ static int g_slow_launch = -1;
 static int slow_launch(void) {
   int v = __atomic_load_n(&g_slow_launch, __ATOMIC_RELAXED);
   if (__builtin_expect(v < 0, 0)) {
-    const char *e = getenv("CUCAP_SLOW_RECORDS");
-    v = e && *e == '1';
+    v = cucap_knob_flag(CUCAP_KNOB(CUCAP_SLOW_RECORDS));
     __atomic_store_n(&g_slow_launch, v, __ATOMIC_RELAXED);
   }
   return v;

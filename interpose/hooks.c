@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_knobs.h"
 #include "cucap_sort.h"
 #include "cucap_hash.h"
 #include "cucap_log.h"
@@ -146,9 +147,7 @@ static int cmp_ptr_api(const void *a, const void *b) {
 
 static void real_init_once(void) {
   init_real_dlsym();
-  const char *name = getenv("CUCAP_REAL_LIBCUDA");
-  if (!name || !*name)
-    name = "libcuda.so.1";
+  const char *name = cucap_knob_str(CUCAP_KNOB(CUCAP_REAL_LIBCUDA));
   void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
   if (!h)
     h = dlopen(name, RTLD_NOW);
@@ -699,12 +698,10 @@ __attribute__((constructor)) static void cucap_interpose_init(void) {
   /* Arms only: the capture (and, with --audit, the CUPTI subscription) is
    * set up at the process's first intercepted CUDA call, before that call
    * reaches the driver. */
-  const char *slow = getenv("CUCAP_SLOW_RECORDS");
-  g_slow_records = slow && *slow == '1';
+  g_slow_records = cucap_knob_flag(CUCAP_KNOB(CUCAP_SLOW_RECORDS));
   cucap_rec_start("libcucap", CUDA_VERSION);
   if (cucap_rec_opts()->audit)
     cucap_rec_on_activate(cucap_audit_start);
-  const char *st = getenv("CUCAP_STATS");
   /* pure queries: per-thread counts (cucap_rec_query.h) */
   static uint32_t cbids[CUCAP_API_COUNT];
   static uint8_t variants[CUCAP_API_COUNT];
@@ -713,7 +710,8 @@ __attribute__((constructor)) static void cucap_interpose_init(void) {
     variants[i] = cucap_api_table[i].variant;
   }
   cucap_rec_query_init(CUCAP_API_COUNT, cbids, variants);
-  if (getenv("CUCAP_OUTPUT") && (cucap_rec_opts()->stats || (st && *st == '1'))) {
+  if (cucap_knob_raw(CUCAP_KNOB(CUCAP_OUTPUT)) &&
+      (cucap_rec_opts()->stats || cucap_knob_flag(CUCAP_KNOB(CUCAP_STATS)))) {
     cucap_rec_stats_init(1, CUCAP_API_COUNT, api_name);
     cucap_rec_at_exit(cucap_rec_stats_report);
   }

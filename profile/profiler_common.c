@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cucap_demangle.h"
+#include "cucap_knobs.h"
 #include "cucap_profiler.h"
 
 /* ------------------------------------------------------------ metric sets */
@@ -281,7 +282,7 @@ cucap_status cucap_profiler_find_cupti(const char *explicit_path, char *path, si
     }
     return CUCAP_ERR_NOT_FOUND;
   }
-  const char *env = getenv("CUCAP_CUPTI");
+  const char *env = cucap_knob_str(CUCAP_KNOB(CUCAP_CUPTI));
   if (env && *env) {
     tried_add(tried, tried_size, env);
     if (access(env, R_OK) == 0) {

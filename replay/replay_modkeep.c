@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "cucap_fatbin.h"
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_vec.h"
 #include "replay_state.h"
@@ -83,8 +84,7 @@ struct rp_modkeep {
  * metrics ended in a LeakSanitizer tracer crash. That is a sanitizer runtime
  * bug, not this file's: see cucap_main.c's __asan_default_options.) */
 static int mk_enabled(void) {
-  const char *e = getenv("CUCAP_REPLAY_KEEP_MODULES");
-  return !(e && *e == '0');
+  return cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_KEEP_MODULES));
 }
 
 int rp_multipass(const rp_state *R) {

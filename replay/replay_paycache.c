@@ -40,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_vec.h"
 #include "replay_state.h"
@@ -47,8 +48,7 @@
 /* smaller copies decompress in microseconds; CUCAP_REPLAY_PAYLOAD_CACHE_MIN
  * (bytes) overrides it for tests */
 static uint64_t pc_min(void) {
-  const char *e = getenv("CUCAP_REPLAY_PAYLOAD_CACHE_MIN");
-  return e && *e ? strtoull(e, NULL, 10) : (uint64_t)1 << 20;
+  return cucap_knob_u64(CUCAP_KNOB(CUCAP_REPLAY_PAYLOAD_CACHE_MIN));
 }
 
 typedef struct pc_ent {
@@ -73,9 +73,8 @@ struct rp_paycache {
 };
 
 static uint64_t pc_budget(void) {
-  const char *e = getenv("CUCAP_REPLAY_PAYLOAD_CACHE_MB");
-  if (e && *e)
-    return strtoull(e, NULL, 10) << 20;
+  if (cucap_knob_given(CUCAP_KNOB(CUCAP_REPLAY_PAYLOAD_CACHE_MB)))
+    return cucap_knob_u64(CUCAP_KNOB(CUCAP_REPLAY_PAYLOAD_CACHE_MB)) << 20;
   long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
   uint64_t quarter = pages > 0 && pg > 0 ? (uint64_t)pages * (uint64_t)pg / 4 : 0;
   uint64_t cap = (uint64_t)8 << 30;
@@ -161,9 +160,8 @@ void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
 }
 
 static uint64_t pc_dev_budget(rp_state *R) {
-  const char *e = getenv("CUCAP_REPLAY_PAYLOAD_DEVICE_MB");
-  if (e && *e)
-    return strtoull(e, NULL, 10) << 20;
+  if (cucap_knob_given(CUCAP_KNOB(CUCAP_REPLAY_PAYLOAD_DEVICE_MB)))
+    return cucap_knob_u64(CUCAP_KNOB(CUCAP_REPLAY_PAYLOAD_DEVICE_MB)) << 20;
   size_t fr = 0, tot = 0;
   if (!R->d.df.MemGetInfo || R->d.df.MemGetInfo(&fr, &tot) != CUDA_SUCCESS)
     return 0;

@@ -31,6 +31,7 @@
 
 #include "cucap_clock.h"
 #include "cucap_fatbin.h"
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "replay_state.h"
 
@@ -92,11 +93,11 @@ static void *pe_main(void *u) {
 }
 
 void rp_plainelf_start(rp_state *R) {
-  const char *e = getenv("CUCAP_REPLAY_PLAIN_ELF");
   /* CUDA_FORCE_PTX_JIT makes the driver JIT a fatbin's PTX instead of
    * loading its SASS: the fatbin must reach it whole */
   const char *jit = getenv("CUDA_FORCE_PTX_JIT");
-  if ((e && *e == '0') || (jit && *jit && strcmp(jit, "0")) || !R->nimages ||
+  if (!cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_PLAIN_ELF)) ||
+      (jit && *jit && strcmp(jit, "0")) || !R->nimages ||
       R->cc <= 0 || R->pe)
     return;
   struct rp_plainelf *P = calloc(1, sizeof *P);

@@ -21,6 +21,7 @@
 
 #include "cucap_clock.h"
 #include "cucap_fatbin.h"
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_vec.h"
 #include "replay_graph.h"
@@ -427,7 +428,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * (for tuning multi-pass profiling; costs two clock reads per record);
    * =2 also logs each record that took more than 2 ms, with its pass.
    * Read here, before the first jump to the teardown, which times itself */
-  const char *ot = getenv("CUCAP_REPLAY_OPTIME");
+  const char *ot = cucap_knob_str(CUCAP_KNOB(CUCAP_REPLAY_OPTIME));
   int optime = ot && (*ot == '1' || *ot == '2') ? *ot - '0' : 0;
   char msg[256] = "";
   /* Two read-ahead workers decode the next blob chunks while this thread
@@ -466,7 +467,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * guards across cuInit; "dlopen" holds them only while libcuda and its
    * libraries are loaded and releases them before cuInit (whether the
    * driver then honours the hints is what tests/gpu/va_probe measures). */
-  const char *guard_env = getenv("CUCAP_REPLAY_HOST_GUARD");
+  const char *guard_env = cucap_knob_str(CUCAP_KNOB(CUCAP_REPLAY_HOST_GUARD));
   int guard = !opts->relocate && guard_env
                   ? (!strcmp(guard_env, "1") || !strcmp(guard_env, "init")) ? 2
                     : !strcmp(guard_env, "dlopen")                          ? 1
@@ -480,8 +481,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   /* Page-locked host ranges away from the device ranges are mapped now, so
    * that libcuda's libraries and the driver's own mappings cannot take them
    * (the "address already in use" of pinned host memory). */
-  const char *premap_env = getenv("CUCAP_REPLAY_PIN_PREMAP");
-  if (pins.n && !(premap_env && premap_env[0] == '0')) {
+  if (pins.n && cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_PIN_PREMAP))) {
     size_t np = rp_host_pins_premap(&pins, &R->mem);
     CUCAP_DEBUG("replay: %zu pinned host range(s) mapped before the driver "
                 "was loaded", np);
@@ -582,13 +582,11 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * operations of the replay overlap. A capture that replays right only so
    * lacks an ordering the replay does not reproduce (an event, a host
    * function, a stream-ordered free); one that still differs lacks data. */
-  const char *se = getenv("CUCAP_REPLAY_SERIALIZE");
-  int serialize = se && *se == '1';
+  int serialize = cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_SERIALIZE));
   /* CUCAP_REPLAY_DEVICE_UPLOADS=1 (tests): every pass after the first
    * uploads cached payloads from their device copies, as profiler passes
    * do, so that --verify --loop N checks that path */
-  const char *du = getenv("CUCAP_REPLAY_DEVICE_UPLOADS");
-  int force_du = du && *du == '1';
+  int force_du = cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_DEVICE_UPLOADS));
   double body_s[64] = {0}, reset_s = 0;
   uint64_t body_n[64] = {0};
   int more = 0; /* an observer asked for another pass */

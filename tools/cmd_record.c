@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cucap_cli.h"
+#include "cucap_knobs.h"
 #include "cucap_reader.h"
 #include "cucap_recorder.h"
 #include "cucap_schema.h"
@@ -72,7 +73,7 @@ static int lib_near_exe(const char *rel, char *out, size_t out_size) {
 }
 
 static int find_lib(char *out, size_t out_size) {
-  const char *env = getenv("CUCAP_LIB");
+  const char *env = cucap_knob_str(CUCAP_KNOB(CUCAP_LIB));
   if (env && *env) {
     snprintf(out, out_size, "%s", env);
     return access(out, R_OK) == 0;

@@ -16,6 +16,9 @@
  *   nvdisasm     -        SASS text for PC samples
  *   libdw        -        source lines of host frames
  * Without a GPU the driver/gpu checks fail cleanly with the reason.
+ * Besides the checks, the report lists the CUCAP_* variables set in the
+ * environment with their doc from the knob registry (cucap_knobs.h); a name
+ * the registry lacks is flagged unknown (a typo, or one only tests read).
  *
  * Exit code (cucap_doctor_report.exit_code): 0 everything --profile needs is
  * there; 1 replay works but --profile would lack sections (a "profile"
@@ -49,6 +52,14 @@ const char *cucap_check_state_name(cucap_check_state s);
 enum { CUCAP_NEED_NONE = 0, CUCAP_NEED_REPLAY = 1, CUCAP_NEED_PROFILE = 2 };
 
 #define CUCAP_DOCTOR_MAX_CHECKS 16
+#define CUCAP_DOCTOR_MAX_KNOBS 64
+
+/* A CUCAP_* variable set in the environment (names sorted). */
+typedef struct cucap_doctor_knob {
+  char name[64];
+  char value[256];       /* truncated when longer */
+  const char *doc;       /* the registry's doc (static); NULL: unknown name */
+} cucap_doctor_knob;
 
 typedef struct cucap_doctor_check {
   char name[16];
@@ -63,6 +74,8 @@ typedef struct cucap_doctor_report {
   cucap_doctor_check checks[CUCAP_DOCTOR_MAX_CHECKS];
   int can_replay, can_profile;
   int exit_code;         /* 0, 1 or 3 (see above) */
+  unsigned nknobs;       /* CUCAP_* variables set (at most CUCAP_DOCTOR_MAX_KNOBS) */
+  cucap_doctor_knob knobs[CUCAP_DOCTOR_MAX_KNOBS];
 } cucap_doctor_report;
 
 typedef struct cucap_doctor_options {
@@ -71,6 +84,7 @@ typedef struct cucap_doctor_options {
   const char *proc_root; /* NULL = "/proc" (tests point it at a fake tree) */
   int device;
   int assume_non_root;   /* tests: judge permissions as for a non-root user */
+  char *const *env;      /* NULL = this process's environ (tests pass their own) */
 } cucap_doctor_options;
 
 /* Runs every check. Loads libcuda (and calls cuInit) and libcupti into this

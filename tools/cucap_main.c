@@ -12,6 +12,7 @@
 
 #include "cucap_cli.h"
 #include "cucap_format.h"
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_reader.h"
 #include "cucap_status.h"
@@ -115,7 +116,7 @@ int main(int argc, char **argv) {
 #if !defined(__SANITIZE_ADDRESS__)
   cucap_cli_crash_report_install();
 #endif
-  if (!getenv("CUCAP_LOG_FILE"))
+  if (!cucap_knob_raw(CUCAP_KNOB(CUCAP_LOG_FILE)))
     cucap_log_set_sink(cli_log_sink, NULL);
   if (argc < 2) {
     fputs(usage_text, stderr);
@@ -124,7 +125,7 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   /* The read-only commands report problems as their own one-line errors;
    * library warnings would only repeat them. CUCAP_LOG_LEVEL brings them back. */
-  if (!getenv("CUCAP_LOG_LEVEL") &&
+  if (!cucap_knob_raw(CUCAP_KNOB(CUCAP_LOG_LEVEL)) &&
       (!strcmp(cmd, "info") || !strcmp(cmd, "dump") || !strcmp(cmd, "compress") ||
        !strcmp(cmd, "analyze") || !strcmp(cmd, "export") || !strcmp(cmd, "diff")))
     cucap_log_set_level(CUCAP_LOG_OFF);

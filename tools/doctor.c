@@ -12,7 +12,10 @@
 
 #include "cucap_doctor.h"
 #include "cucap_json.h"
+#include "cucap_knobs.h"
 #include "cucap_profiler.h"
+
+extern char **environ;
 
 typedef CUresult (*drv_ver_fn)(int *);
 typedef CUresult (*init_fn)(unsigned);
@@ -87,6 +90,27 @@ static const char *cu_err(err_fn en, CUresult r) {
   if (en && en(r, &s) == CUDA_SUCCESS && s)
     return s;
   return "CUDA error";
+}
+
+static int cmp_knob(const void *a, const void *b) {
+  return strcmp(((const cucap_doctor_knob *)a)->name, ((const cucap_doctor_knob *)b)->name);
+}
+
+/* every CUCAP_* variable of env, with its registry doc (NULL: unknown) */
+static void list_knobs(char *const *env, cucap_doctor_report *r) {
+  r->nknobs = 0;
+  for (char *const *e = env; e && *e && r->nknobs < CUCAP_DOCTOR_MAX_KNOBS; e++) {
+    if (strncmp(*e, "CUCAP_", 6))
+      continue;
+    const char *eq = strchr(*e, '=');
+    size_t nl = eq ? (size_t)(eq - *e) : strlen(*e);
+    const cucap_knob_info *in = cucap_knob_find(*e, nl);
+    cucap_doctor_knob *k = &r->knobs[r->nknobs++];
+    snprintf(k->name, sizeof k->name, "%.*s", (int)nl, *e);
+    snprintf(k->value, sizeof k->value, "%s", eq ? eq + 1 : "");
+    k->doc = in ? in->doc : NULL;
+  }
+  qsort(r->knobs, r->nknobs, sizeof r->knobs[0], cmp_knob);
 }
 
 /* driver + gpu; returns the driver handle (NULL if it did not load) */
@@ -344,6 +368,8 @@ cucap_status cucap_doctor_run(const cucap_doctor_options *o, cucap_doctor_report
         "libdw.so.1 not found");
   }
 
+  list_knobs(o->env ? o->env : environ, r);
+
   r->can_replay = r->checks[0].state != CUCAP_CHECK_FAIL && r->checks[1].state == CUCAP_CHECK_OK;
   r->can_profile = r->can_replay;
   for (unsigned i = 0; i < r->n; i++)
@@ -363,6 +389,11 @@ void cucap_doctor_print(const cucap_doctor_report *r, FILE *out) {
     fprintf(out, "%s %-12s %s\n", tag, c->name, c->value);
     if (c->fix[0] && c->state != CUCAP_CHECK_OK)
       fprintf(out, "       %-12s fix: %s\n", "", c->fix);
+  }
+  for (unsigned i = 0; i < r->nknobs; i++) {
+    const cucap_doctor_knob *k = &r->knobs[i];
+    fprintf(out, "%s %s=%s\n       %-12s %s\n", k->doc ? "[env] " : "[env?]", k->name,
+            k->value, "", k->doc ? k->doc : "unknown: cucap reads no such variable (a typo?)");
   }
   fputs("result: ", out);
   if (!r->can_replay) {
@@ -399,6 +430,25 @@ void cucap_doctor_write_json(const cucap_doctor_report *r, cucap_json *w) {
     cucap_json_string(w, c->value);
     cucap_json_key(w, "fix");
     cucap_json_string(w, c->fix);
+    cucap_json_object_end(w);
+  }
+  cucap_json_array_end(w);
+  cucap_json_key(w, "environment");
+  cucap_json_array_begin(w);
+  for (unsigned i = 0; i < r->nknobs; i++) {
+    const cucap_doctor_knob *k = &r->knobs[i];
+    cucap_json_object_begin(w);
+    cucap_json_key(w, "name");
+    cucap_json_string(w, k->name);
+    cucap_json_key(w, "value");
+    cucap_json_string(w, k->value);
+    cucap_json_key(w, "known");
+    cucap_json_bool(w, k->doc != NULL);
+    cucap_json_key(w, "doc");
+    if (k->doc)
+      cucap_json_string(w, k->doc);
+    else
+      cucap_json_null(w);
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_knobs.h"
 #include "cucap_sort.h"
 #include "verify_internal.h"
 
@@ -63,8 +64,8 @@ static int vo_order_word(const vo_check *c, const uint8_t *got, const uint8_t *w
 int vo_order_only(const vo_check *c, const uint8_t *got, const uint8_t *want,
                   uint64_t *words) {
   *words = 0;
-  const char *e = getenv("CUCAP_REPLAY_VERIFY_ORDER");
-  if ((e && *e == '0') || !c->nd || !c->nd_count || c->geom || (c->align & 3) ||
+  if (!cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_VERIFY_ORDER)) || !c->nd || !c->nd_count ||
+      c->geom || (c->align & 3) ||
       (c->size & 3) || !c->size)
     return 0;
   uint64_t n = 0;

@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "verify_internal.h"
 
@@ -207,7 +208,7 @@ void vo_perturb_pass_begin(vo_verifier *v, unsigned pass) {
   if (pass == 1)
     p->launches_pass0 = p->this_pass;
   p->this_pass = p->perturbed_pass = 0;
-  const char *env = getenv("CUCAP_REPLAY_VERIFY_PERTURB");
+  const char *env = cucap_knob_str(CUCAP_KNOB(CUCAP_REPLAY_VERIFY_PERTURB));
   unsigned loops = v->o->loops ? v->o->loops : 1;
   v->perturbing = pass >= 1 && pass >= loops && !v->in_diag && v->o->nobservers <= 1 &&
                   v->o->verify_passes != 1 && !(env && !strcmp(env, "0"));

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
@@ -140,8 +141,7 @@ static int ck_early_job_make(ck_early_job *j, const ck_cubin *cb,
 void ck_disasm_early_start(ck_engine *E) {
   if (E->early || !E->nkern || !E->ncubin)
     return;
-  const char *e = getenv("CUCAP_PROFILE_EARLY_DISASM");
-  if (e && *e == '0')
+  if (!cucap_knob_flag(CUCAP_KNOB(CUCAP_PROFILE_EARLY_DISASM)))
     return;
   ck_disasm_early *d = calloc(1, sizeof *d);
   if (!d)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "cucap_replay.h"
@@ -196,8 +197,7 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
    * SASS record on the H200 (run A: drv_basic, drv_jit, drv_streams,
    * drv_graph, 0 records; with it 87, 41, 75 and 73). CUCAP_PROFILE_SASS_HOLD=0
    * turns it off (a diagnostic). */
-  const char *hold = getenv("CUCAP_PROFILE_SASS_HOLD");
-  if (E->o.sass_metrics && !(hold && *hold == '0')) {
+  if (E->o.sass_metrics && cucap_knob_flag(CUCAP_KNOB(CUCAP_PROFILE_SASS_HOLD))) {
     cucap_replay_session_hold_unloads(s);
     CUCAP_INFO("profile: SASS metrics: modules stay loaded until the end of the run");
   }

@@ -76,6 +76,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
@@ -148,7 +149,7 @@ static void ck_ctx_back(ck_engine *E, CUcontext prev) {
 }
 
 static ck_flush_ctx_mode ck_flush_mode(void) {
-  const char *e = getenv("CUCAP_PROFILE_FLUSH_CTX");
+  const char *e = cucap_knob_str(CUCAP_KNOB(CUCAP_PROFILE_FLUSH_CTX));
   if (e && !strcmp(e, "own"))
     return CK_FLUSH_CTX_OWN;
   if (e && !strcmp(e, "all"))
@@ -266,8 +267,7 @@ void ck_flush_setup(ck_engine *E) {
   }
   E->own_call = 1;
   uint64_t bytes = 2 * E->env.l2_bytes;
-  const char *fs = getenv("CUCAP_PROFILE_FLUSH_SYNC");
-  E->flush_sync = !(fs && *fs == '0');
+  E->flush_sync = cucap_knob_flag(CUCAP_KNOB(CUCAP_PROFILE_FLUSH_SYNC));
   E->flush_mode = ck_flush_mode();
   if (ck_flusher_fill(E, &E->flush[0], bytes)) {
     E->flush_bytes = bytes;

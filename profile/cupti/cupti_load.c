@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cucap_getproc.h"
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
@@ -117,9 +118,9 @@ int ck_api_load(ck_api *a, const char *path, char *msg, size_t msg_size) {
   } else {
     /* CUCAP_CUPTI (cucap doctor, replay --profile), CUCAP_CUPTI_LIB (record
      * --audit) */
-    const char *env = getenv("CUCAP_CUPTI");
+    const char *env = cucap_knob_str(CUCAP_KNOB(CUCAP_CUPTI));
     if (!env || !*env)
-      env = getenv("CUCAP_CUPTI_LIB");
+      env = cucap_knob_str(CUCAP_KNOB(CUCAP_CUPTI_LIB));
     if (env && *env)
       h = ck_try(env, why, sizeof why);
     const char *home = getenv("CUDA_HOME");

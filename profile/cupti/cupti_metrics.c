@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
@@ -305,9 +306,9 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   for (size_t i = 0; i < E->nmnames; i++)
     if (!strcmp(E->mnames[i], ck_dur_name[0]))
       m->dur_col = (int)i;
-  const char *e = getenv("CUCAP_PROFILE_DURATION_PASSES");
-  long reps = e && *e ? strtol(e, NULL, 10) : 3;
-  const char *with = getenv("CUCAP_PROFILE_DURATION_WITH");
+  long reps = cucap_knob_long(CUCAP_KNOB(CUCAP_PROFILE_DURATION_PASSES));
+  /* raw: an empty value asks for the duration alone, as "none" does */
+  const char *with = cucap_knob_raw(CUCAP_KNOB(CUCAP_PROFILE_DURATION_WITH));
   ck_dur_names(E, with ? with : ck_dur_with);
   /* asked alone, the duration is the main config's unless companions
    * make the duration pass's range a different one */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_schema.h"
 #include "cupti_internal.h"
@@ -159,9 +160,8 @@ static int ck_pcs_attr(ck_engine *E, CUpti_PCSamplingConfigurationAttributeType 
  * still overflows it is reported (hardwareBufferFull, in the section
  * note). CUCAP_PROFILE_PC_HWBUF_MB sets it. */
 static size_t ck_pcs_hwbuf(const ck_engine *E) {
-  const char *hb = getenv("CUCAP_PROFILE_PC_HWBUF_MB");
-  if (hb && *hb)
-    return (size_t)strtoul(hb, NULL, 10) << 20;
+  if (cucap_knob_given(CUCAP_KNOB(CUCAP_PROFILE_PC_HWBUF_MB)))
+    return (size_t)cucap_knob_u64(CUCAP_KNOB(CUCAP_PROFILE_PC_HWBUF_MB)) << 20;
   double longest_ns = 0;
   for (size_t k = 0; k < E->nkern; k++)
     if (E->kern[k].dur_max_ns > longest_ns)

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cupti_internal.h"
 
@@ -90,9 +91,9 @@ void ck_rp_release(ck_engine *E) {
  * pass became 14 passes (run J2: rt_profile --metrics=full 56 passes and
  * 3.9 s instead of 17 and 2.1 s). */
 static int ck_rp_reusable(const ck_metrics *m, int mode) {
-  const char *e = getenv("CUCAP_CUPTI_RP_PER_WINDOW");
   return m->rp && m->rp_mode == mode && m->rp_dur == m->dur_phase &&
-         !m->started && !m->in_range && !(e && *e == '1');
+         !m->started && !m->in_range &&
+         !cucap_knob_flag(CUCAP_KNOB(CUCAP_CUPTI_RP_PER_WINDOW));
 }
 
 /* The metric names the current pass measures (cupti_internal.h). */

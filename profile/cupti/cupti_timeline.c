@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_knobs.h"
 #include "cucap_sort.h"
 #include "cucap_log.h"
 #include "cupti_internal.h"
@@ -164,7 +165,7 @@ static int ck_work_name(const char *n) {
 }
 
 int ck_work_cbids_init(ck_engine *E) {
-  const char *sc = getenv("CUCAP_CUPTI_API_SCOPE");
+  const char *sc = cucap_knob_str(CUCAP_KNOB(CUCAP_CUPTI_API_SCOPE));
   E->nwork_cbid = 0;
   if ((sc && !strcmp(sc, "all")) || !E->api.cuptiEnableCallback ||
       !E->api.cuptiGetCallbackName)
@@ -203,7 +204,7 @@ int ck_work_cbids_init(ck_engine *E) {
  * CUCAP_CUPTI_NO_API_RECORDS=1 leaves them off (to measure whether the
  * callbacks' ids are enough, and what the records cost). */
 void ck_api_records(ck_engine *E, int on) {
-  const char *no = getenv("CUCAP_CUPTI_NO_API_RECORDS");
+  const char *no = cucap_knob_str(CUCAP_KNOB(CUCAP_CUPTI_NO_API_RECORDS));
   if (no && *no && *no != '0')
     return;
   int q = E->quiet;

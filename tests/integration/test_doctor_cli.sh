@@ -2,7 +2,8 @@
 # test_doctor_cli.sh - `cucap doctor`: without a driver it fails cleanly with
 # exit 3 and says what to do; against the mock libcuda (--libcuda) replay is
 # possible and --profile is judged (exit 0 or 1, with every failing check
-# naming its fix); --json is one object; bad options exit 2.
+# naming its fix); --json is one object; the CUCAP_* variables set are
+# listed (an unknown name flagged) in both; bad options exit 2.
 # Env (CTest): CUCAP, MOCK_LIBDIR, PYTHON. Exit 0 pass, 77 skip.
 set -u
 T="$(mktemp -u "${TMPDIR:-/tmp}/cucap-doctor.XXXXXX")"
@@ -16,6 +17,22 @@ out=$("$CUCAP" doctor --libcuda /nonexistent/libcuda.so.1 2>&1); rc=$?
 if [ $rc = 3 ] && grep -q "^\[FAIL\] driver" <<<"$out" && grep -q "fix: no NVIDIA driver" <<<"$out" \
    && grep -q "^result: replay cannot run here" <<<"$out"; then ok "no driver -> 3 with a fix"
 else bad "no driver: exit $rc"; echo "$out"; fi
+
+# the CUCAP_* variables set: a knob with its doc, a typo flagged unknown
+out=$(CUCAP_LOG_LEVEL=warn CUCAP_REPLAY_SERIALZE=1 "$CUCAP" doctor --libcuda /nonexistent/libcuda.so.1 2>&1)
+if grep -q "^\[env\]  CUCAP_LOG_LEVEL=warn$" <<<"$out" && grep -q "^\[env?\] CUCAP_REPLAY_SERIALZE=1$" <<<"$out" \
+   && grep -q "unknown: cucap reads no such variable" <<<"$out" && tail -n 1 <<<"$out" | grep -q "^result: "; then
+  ok "knobs listed in the text"
+else bad "knobs in the text"; echo "$out"; fi
+CUCAP_LOG_LEVEL=warn CUCAP_REPLAY_SERIALZE=1 "$CUCAP" doctor --libcuda /nonexistent/libcuda.so.1 --json > "$T.knobs.json" 2>&1
+if "$PY" - "$T.knobs.json" <<'PYEOF'; then ok "knobs listed in the JSON"; else bad "knobs in the JSON"; cat "$T.knobs.json"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = {x["name"]: x for x in d["environment"]}
+assert e["CUCAP_LOG_LEVEL"]["known"] and e["CUCAP_LOG_LEVEL"]["value"] == "warn" and "log level" in e["CUCAP_LOG_LEVEL"]["doc"]
+assert not e["CUCAP_REPLAY_SERIALZE"]["known"] and e["CUCAP_REPLAY_SERIALZE"]["doc"] is None
+PYEOF
+rm -f "$T.knobs.json"
 
 if [ -e "${MOCK_LIBDIR:-}/libcuda.so.1" ]; then
   "$CUCAP" doctor --libcuda "$MOCK_LIBDIR/libcuda.so.1" --cupti /nonexistent/libcupti.so.13 --json > "$T.json" 2>&1; rc=$?

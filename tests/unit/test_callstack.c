@@ -19,6 +19,7 @@
 #include "cucap_callstack.h"
 #include "cucap_schema.h"
 #include "cucap_symbolize.h"
+#include "cucap_knobs.h"
 #include "cucap_recorder.h"
 #include "testutil.h"
 
@@ -214,6 +215,7 @@ static void test_stack_ids(void) {
   setenv("CUCAP_OUTPUT", path, 1);
   setenv("CUCAP_OPTIONS", "stack_depth=32", 1);
   unsetenv("CUCAP_ROOT_PID");
+  cucap_knobs_reload(); /* knobs are read once per process */
   cucap_rec_start("cucap-test", 13000);
   TU_REQUIRE(cucap_rec_activate() == 1);
   for (int rep = 0; rep < 4; rep++) { /* first: walks; then: cache hits */
@@ -270,6 +272,7 @@ static void test_stack_ids(void) {
   rmdir(dir);
   unsetenv("CUCAP_OUTPUT");
   unsetenv("CUCAP_OPTIONS");
+  cucap_knobs_reload();
 }
 
 /* capture/addrspace.c: /proc/PID/maps text -> merged AddressRange vector

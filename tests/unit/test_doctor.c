@@ -2,7 +2,7 @@
  * fixes named for a missing driver, the mock libcuda (replay possible,
  * --profile lacking the CUPTI backend), a fake /proc with counters
  * restricted to admin users and a strict perf_event_paranoid, a missing
- * libcupti. */
+ * libcupti; the CUCAP_* variables it lists (known, unknown). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 
 #include "cucap_doctor.h"
 #include "cucap_json.h"
+#include "cucap_knobs.h"
 #include "cucap_profiler.h"
 #include "testutil.h"
 
@@ -29,6 +30,60 @@ static void write_file(const char *path, const char *text) {
   fclose(f);
 }
 
+static int has(const char *text, const char *needle) {
+  if (!strstr(text, needle))
+    fprintf(stderr, "missing: %s\n", needle);
+  return strstr(text, needle) != NULL;
+}
+
+/* the CUCAP_* variables set, in the report, the text and the JSON: a knob
+ * with its registry doc, a typo flagged unknown, other variables left out */
+static void test_knob_listing(cucap_doctor_options *o) {
+  char *env[] = {"PATH=/bin", "CUCAP_LOG_LEVLE=info", "XCUCAP_OUTPUT=x",
+                 "CUCAP_LOG_LEVEL=debug", NULL};
+  cucap_doctor_report r;
+  o->env = env;
+  CHECK(cucap_doctor_run(o, &r) == CUCAP_OK);
+  o->env = NULL;
+  const cucap_knob_info *in = cucap_knob_find("CUCAP_LOG_LEVEL", 15);
+  TU_REQUIRE(in);
+  CHECK(r.nknobs == 2 && !strcmp(r.knobs[0].name, "CUCAP_LOG_LEVEL") &&
+        !strcmp(r.knobs[0].value, "debug") && r.knobs[0].doc == in->doc &&
+        !strcmp(r.knobs[1].name, "CUCAP_LOG_LEVLE") && !strcmp(r.knobs[1].value, "info") &&
+        r.knobs[1].doc == NULL);
+  char *txt = NULL;
+  size_t n = 0;
+  FILE *m = open_memstream(&txt, &n);
+  TU_REQUIRE(m);
+  cucap_doctor_print(&r, m);
+  fclose(m);
+  char line[512];
+  snprintf(line, sizeof line, "[env]  CUCAP_LOG_LEVEL=debug\n                    %s\n", in->doc);
+  CHECK(has(txt, line) && has(txt, "[env?] CUCAP_LOG_LEVLE=info\n") &&
+        has(txt, "unknown: cucap reads no such variable") && !strstr(txt, "XCUCAP") &&
+        has(txt, "[FAIL] driver") && strstr(txt, "\nresult: ") > strstr(txt, "[env?]"));
+  free(txt);
+  cucap_json *w = cucap_json_create_mem(0);
+  TU_REQUIRE(w);
+  cucap_doctor_write_json(&r, w);
+  const char *js = cucap_json_mem_data(w, &n);
+  CHECK(js && has(js, "\"environment\":[{\"name\":\"CUCAP_LOG_LEVEL\",\"value\":\"debug\","
+                      "\"known\":true,\"doc\":\"log level: ") &&
+        has(js, "{\"name\":\"CUCAP_LOG_LEVLE\",\"value\":\"info\",\"known\":false,"
+                "\"doc\":null}]") &&
+        has(js, "\"exit_code\":3"));
+  cucap_json_destroy(w);
+  /* this process's own environment: ctest sets CUCAP_BUILD_DIR, which only
+   * tests read */
+  if (getenv("CUCAP_BUILD_DIR")) {
+    CHECK(cucap_doctor_run(o, &r) == CUCAP_OK);
+    int seen = 0;
+    for (unsigned i = 0; i < r.nknobs; i++)
+      seen |= !strcmp(r.knobs[i].name, "CUCAP_BUILD_DIR") && !r.knobs[i].doc;
+    CHECK(seen);
+  }
+}
+
 int main(void) {
   cucap_doctor_report r;
   cucap_doctor_options o;
@@ -44,6 +99,7 @@ int main(void) {
         strstr(c->fix, "--cupti"));
   CHECK(!r.can_replay && !r.can_profile && r.exit_code == 3);
   CHECK(get(&r, "perf_event") && get(&r, "nvdisasm") && get(&r, "libdw"));
+  test_knob_listing(&o);
 
   const char *bd = getenv("CUCAP_BUILD_DIR");
   char mock[1024];

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cucap_analyze.h"
+#include "cucap_knobs.h"
 #include "cucap_profile.h"
 #include "cucap_profiler.h"
 #include "cucap_reader.h"
@@ -112,6 +113,7 @@ static void test_find_cupti(void) {
   char *old = getenv("CUDA_HOME") ? strdup(getenv("CUDA_HOME")) : NULL;
   setenv("CUDA_HOME", home, 1);
   unsetenv("CUCAP_CUPTI");
+  cucap_knobs_reload(); /* knobs are read once per process */
   CHECK(cucap_profiler_find_cupti(NULL, path, sizeof path, tried, sizeof tried) == CUCAP_OK &&
         !strcmp(path, lib));
   CHECK(cucap_profiler_find_cupti(lib, path, sizeof path, NULL, 0) == CUCAP_OK);

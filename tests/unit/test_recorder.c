@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cucap_knobs.h"
 #include "cucap_reader.h"
 #include "cucap_rec_query.h"
 #include "cucap_rec_stats.h"
@@ -195,6 +196,7 @@ static void test_lazy(void) {
   snprintf(path, sizeof path, "%s/cap.fb", dir);
   setenv("CUCAP_OUTPUT", path, 1);
   unsetenv("CUCAP_ROOT_PID");
+  cucap_knobs_reload(); /* knobs are read once per process */
   cucap_rec_start("cucap-test", 13000);
   CHECK(cucap_rec_active() == 0);
   CHECK(access(path, F_OK) != 0);
@@ -262,6 +264,7 @@ static void test_lazy(void) {
   unlink(path);
   rmdir(dir);
   unsetenv("CUCAP_OUTPUT");
+  cucap_knobs_reload();
 }
 
 static void test_inactive(void) {

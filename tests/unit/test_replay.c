@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cucap_hash.h"
+#include "cucap_knobs.h"
 #include "cucap_log.h"
 #include "cucap_reader.h"
 #include "cucap_replay.h"
@@ -235,9 +236,11 @@ static void test_plain_elf(void) {
   for (int i = 0; i < 2; i++) {
     plain_line[0] = 0;
     setenv(off[i], i ? "1" : "0", 1);
+    cucap_knobs_reload(); /* knobs are read once per process */
     opts(&o);
     TU_CHECK(cucap_verify_replay_run(cap, &o, &rep) != CUCAP_OK);
     unsetenv(off[i]);
+    cucap_knobs_reload();
     checks += 2;
     TU_CHECK(rep.exit_code != 0 && strstr(rep.error, "cuModuleLoadDataEx") != NULL);
     TU_CHECK(plain_line[0] == 0);
