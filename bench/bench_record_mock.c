@@ -26,8 +26,9 @@
  *                (per pair)
  *   cnn_step     one step's driver calls of the torchvision CNN training
  *                loop (bf16 autocast, channels_last, cuDNN) as counted by
- *                `cucap record --stats` on the H100 (run CC, 40 steps, per
- *                step): 286 cuLaunchKernel, 62 cuLaunchKernelEx, 3764
+ *                `cucap record --stats` on a real GPU (per step; where
+ *                the mix comes from: docs/bench-log.md, "CNN step call
+ *                mix"): 286 cuLaunchKernel, 62 cuLaunchKernelEx, 3764
  *                cuCtxGetDevice, 1824 cuKernelGetAttribute, 1246
  *                cuDevicePrimaryCtxGetState, 123 cuKernelGetFunction, 56
  *                cuGetProcAddress, 35 cuDeviceGetAttribute, 12

@@ -20,11 +20,10 @@
 # Figures:
 #  (a) record_overhead_launch   empty_kernel N launches: recorded/native
 #      "us per launch" (medians of BENCH_LAUNCH_RUNS each, default
-#      2*BENCH_RUNS+1: a run takes about a second, and on the H100 host the
-#      native figure moves by up to 40 % from run to run: with 5 runs the
-#      same recorder gave 1.07 (run S) and 1.22 (run CC), with 11 runs 1.07
-#      (run DD) and 1.22 (run JJ): more runs narrow the median's spread, not
-#      the machine's), <= 1.15
+#      2*BENCH_RUNS+1: a run takes about a second, and the native figure
+#      moves a lot from run to run on a shared host; more runs narrow the
+#      median's spread, not the machine's; docs/bench-log.md has the
+#      history), <= 1.15
 #      capture_bytes_per_launch capture file size / N, <= 40
 #  (b) record_overhead_torch    torch_mlp.py --steps S, recorded/native, <= 1.10
 #      (median "train_ms_per_step" when the script prints it, else
@@ -83,17 +82,16 @@
 # Knobs (environment): BENCH_RUNS (5), BENCH_LAUNCH_RUNS (2*BENCH_RUNS+1),
 # BENCH_LAUNCHES (100000), BENCH_STEPS
 # (200), BENCH_NET_STEPS (40: CNN/transformer steps per run), BENCH_NET_RUNS
-# (7: native/recorded pairs for them; a native copy's speed varies by up to
-# 23 % from process to process on the H200 host, run G8's A/A pairs, so the
-# median needs more pairs than BENCH_RUNS), BENCH_NET_AA_RUNS (3: their
+# (7: native/recorded pairs for them; a native copy's speed varies from
+# process to process by more than the target's margin (the A/A pairs show
+# it), so the median needs more pairs than BENCH_RUNS), BENCH_NET_AA_RUNS (3: their
 # native/native pairs), BENCH_STORM
 # (20000 launches per thread), BENCH_STATS (1: step j), BENCH_TIMEOUT (per
 # command, s, 150), BENCH_BUDGET (s, 900: later steps are skipped as FAIL once
-# it is spent; on the H200 host issue 10's steps a, cnn, transformer, storm
-# and first take 262-301 s with BENCH_NET_RUNS=7 (runs G6, H2), the nets' pairs
-# about 9 s each; where a call is limited to 10 minutes, run the script
-# twice: BENCH_SKIP="b c d e hostfn" and BENCH_SKIP="a cnn transformer
-# storm first pc stats"),
+# it is spent; issue 10's steps a, cnn, transformer, storm and first take
+# about five minutes with BENCH_NET_RUNS=7; where a call is limited to 10
+# minutes, run the script twice: BENCH_SKIP="b c d e hostfn" and
+# BENCH_SKIP="a cnn transformer storm first pc stats"),
 # PYTHON (python3), BENCH_KEEP, BENCH_SKIP (steps left out, see the end),
 # BENCH_CPUS: pin both sides of the A/B steps a and b to these CPUs
 # (`taskset -c LIST`), or "auto": four CPUs local to GPU 0's PCI device,
@@ -101,8 +99,8 @@
 # BENCH_NET_CPUS (auto; "none": unpinned): the CPUs both copies of each
 # pair of steps f and g share. They take turns, so sharing costs neither
 # CPU time; sharing the same CPUs is what makes the pair's copies run on
-# equal hardware (H200 host, run G7: native/native pairs within 3 %
-# pinned, up to 19 % apart unpinned in G6).
+# equal hardware (native/native pairs agree far better pinned than
+# unpinned; docs/bench-log.md, runs G6-G7).
 set -u
 
 if [ $# -ne 2 ]; then
@@ -548,8 +546,8 @@ step_e() {
 # ------------------------------------------------------------------ (f), (g)
 
 # The host's stolen CPU time so far (all vCPUs, /proc/stat, in ms): a VM's
-# neighbours take it, and on the H200 host whole runs come out 10-30 %
-# slower natively as well as recorded (issue 10's runs G1/G2).
+# neighbours take it, and a host can make whole runs slower natively as
+# well as recorded; this tells whether stolen time is the cause.
 steal_ms() { awk '/^cpu / { printf "%d", $9 * 1000 / '"$(getconf CLK_TCK 2>/dev/null || echo 100)"' }' /proc/stat 2>/dev/null || echo 0; }
 
 # net_cmd KIND CAPTURE: the command of one copy of $NET_SCRIPT in NET_CMD
@@ -591,13 +589,13 @@ net_pair() {
 # "train_ms_per_step: X" on stderr, measured in pairs: a native and a
 # recorded copy run at once, on the same CPUs (NET_PIN), and take one step
 # each in turn (net_pair), so every recorded step is timed next to a native
-# one, in the same state of the host. On the H200 host sequential runs of
-# the same program moved by up to 2x (and the same code's CPU time per
-# step with them); pairs leave out the host's slow phases, and sharing the
-# CPUs what a CPU's own speed adds. What a process gets at start (its
-# memory's placement on the host, say) stays: native/native pairs came
-# within 3 % of each other on one machine (run G7) and up to 23 % apart on
-# the next (G8; docs/design.md, runs G3-G8). So noise_aa_NAME is printed
+# one, in the same state of the host. Sequential runs of the same program
+# can differ by far more than the target's margin (and the same code's CPU
+# time per step with them); pairs leave out the host's slow phases, and
+# sharing the CPUs what a CPU's own speed adds. What a process gets at
+# start (its memory's placement on the host, say) stays: native/native
+# pairs can still differ, more on some machines than on others
+# (docs/bench-log.md, runs G3-G8). So noise_aa_NAME is printed
 # beside the judged figure. NET_RUNS pairs, the native copy first in odd
 # pairs and second in even ones; the judged ratio is the median over pairs
 # of recorded over native. Between them, NET_AA_RUNS pairs of two native
@@ -784,7 +782,7 @@ step_pc() {
     [ -n "$v" ] && bench_info "recorder_all_threads_ms_per_step_$name" "$v" ms
     # the recorder's own time as a share of the native step: what it adds
     # when all of it lies on the step's critical path, measured apart from
-    # how fast each process happened to run (docs/design.md, run G5)
+    # how fast each process happened to run (docs/bench-log.md, runs G5-G8)
     nms=$(awk '/^== native/ { for (i = 1; i <= NF; i++) if ($i == "thread") { print $(i + 1); exit } }' "$OUT/pc_$name.txt")
     [ -n "$v" ] && [ -n "$nms" ] && bench_info "recorder_share_of_native_step_$name" "$(ratio "$v" "$nms")" ratio
   done

@@ -10,31 +10,29 @@
 #     (durations). Target: >= 90 % of the kernels agree, per metric.
 #     ncu runs NCU_RUNS (5) times: the reference is each kernel's median
 #     over them, and how often the runs agree with each other by the same
-#     rule is printed (INFO): on the H100 two ncu runs of torch_mlp agreed
-#     on 85-88 % of the durations of its microsecond kernels (quantized to
-#     32 ns, +-100-150 ns from run to run), a floor no profiler can beat
-#     against a single ncu run. With 4 or more runs, the runs are also split
-#     in two halves, each reduced to its median, and the halves compared
-#     (every split; INFO): how often two averaged ncu references agree with
-#     each other, the floor against the median (H200 run J1, torch_mlp:
-#     77-93 %, median 84 %, of the durations). cucap profiles the capture
+#     rule is printed (INFO): ncu's durations of microsecond kernels are
+#     quantized to 32 ns and move by a few ticks from run to run, so two ncu
+#     runs disagree on part of them, a floor no profiler can beat against a
+#     single ncu run. With 4 or more runs, the runs are also split in two
+#     halves, each reduced to its median, and the halves compared (every
+#     split; INFO): how often two averaged ncu references agree with each
+#     other, the floor against the median. cucap profiles the capture
 #     twice; the second run is compared with the first by the same rule
-#     (INFO): cucap's own run-to-run floor (H200 run M1: 78-97 % of
-#     torch_mlp's durations, 77-95 % of the CNN's, between runs with 3, 5
-#     and 7 duration passes).
+#     (INFO): cucap's own run-to-run floor. The figures so far are in
+#     docs/bench-log.md (runs J1, M1).
 #     Like with like: both sides flush the caches before each kernel (ncu
 #     --cache-control all, cucap --cache=flush) and run with the same clock
 #     control, CLOCKS (base, the default of both tools: the GPU's clocks
 #     locked to base while measuring; none: left alone, boosting). At base
-#     ncu agrees with itself far more often on microsecond durations (run
-#     E1, H200, torch_mlp: halves of five runs 91.7-98.3 % against
-#     76.7-90.0 % at none). The duration compared is the same counter on both
+#     ncu agrees with itself far more often on microsecond durations
+#     (docs/bench-log.md, "Clock control"). The duration compared is the same counter on both
 #     sides: gpu__time_duration.sum of a range around one kernel after an L2
 #     flush. cucap's per-launch timeline duration (CUPTI activity records,
 #     warm caches, no range around the kernel) is compared too, as INFO: on
-#     kernels of a few microseconds it is 1-2 us shorter (the range's own
+#     kernels of a few microseconds it is shorter (the range's own
 #     start/stop is not in it) and on memory-bound kernels shorter still
-#     (their data is in L2 from the kernel before); see docs/design.md.
+#     (their data is in L2 from the kernel before); see docs/design.md
+#     ("Durations reported").
 # (b) speed: wall time of `ncu --set full` on the original program vs
 #     `cucap cupti profile --metrics=full --sass` with PC sampling on the
 #     capture (recording, done once, not counted), for each K in K_SPEED:
@@ -43,9 +41,9 @@
 #     launch of the program, the issue's own terms. ncu's full set includes
 #     the Source Counters and Warp State sections (warp-stall PC sampling,
 #     executed instructions per SASS instruction), hence cucap's
-#     PC-sampling and SASS-metrics passes; until 2026-11-29 cucap ran with
-#     --no-pc and no --sass here, less work than ncu's (that time is still
-#     printed, INFO). Target: >= 20x. cucap's own timing breakdown is
+#     PC-sampling and SASS-metrics passes; the counters-only time (--no-pc,
+#     no --sass: less work than ncu's) is still printed, INFO. Target:
+#     >= 20x. cucap's own timing breakdown is
 #     printed (INFO). With two sizes or more, each tool's time is fitted as
 #     fixed + per-kernel cost, and the size from which cucap is 20x faster
 #     is printed (INFO): cucap's fixed cost (process, cuInit, CUPTI set-up,
@@ -56,15 +54,14 @@
 # (c) timeline overhead: `cucap cupti profile --metrics=none --no-pc --loop 5`
 #     vs `cucap replay --loop 5` on the same capture (replay wall time, as
 #     both report it), medians of TL_RUNS (9) alternating runs of each:
-#     module loads are 85-90 % of either's time on torch_mlp and vary by
-#     up to 20 % from run to run (H200, run I5), so the same code gave
-#     1.35x as the median of 5 pairs (run I4) and 1.05-1.18x in single
-#     pairs (run I5); 9 pairs gave 1.08-1.10x (runs J1, J3).
-#     Target: <= 1.25x.
+#     module loads are most of either's time on torch_mlp and vary from run
+#     to run by more than the timeline's own cost, so few pairs give a
+#     ratio that moves a lot; 9 pairs are the default (docs/bench-log.md,
+#     runs I4, I5, J1, J3). Target: <= 1.25x.
 # Programs: tests/apps/torch_mlp.py --steps 5 (when torch has CUDA),
 # tests/apps/rt_profile, and on request torch_transformer.py --steps 3 and
 # torch_cnn.py --steps 2 (ResNet-18 with cuDNN; needs torchvision).
-# About 5-6 minutes on an H200 with the defaults. Knobs: K_ACC (kernels
+# Several minutes with the defaults (mostly ncu's). Knobs: K_ACC (kernels
 # compared, default 60), K_SPEED (default 30; a list, "all" for every launch),
 # MLP_STEPS (torch_mlp's --steps, default 5), NCU_TIMEOUT, TL_RUNS (default 9), NCU_RUNS
 # (default 5), CLOCKS (base or none, both tools' --clock-control in the

@@ -12,8 +12,9 @@
  * code built without frame pointers (libcudart, libtorch) leaves %rbp
  * holding a stack address, whose "frames" carry data words (heap pointers,
  * counters) as return addresses. Kept, they made nearly every PyTorch launch
- * a new stack (slow path, a Callstack record each; measured 1.25 us per walk
- * on the H100 host against 67 ns for a program with real frame pointers). A
+ * a new stack (slow path, a Callstack record each, an order of magnitude
+ * slower per walk than a program with real frame pointers; the classes
+ * launch and launch_junk of bench/bench_record_mock.c show the two). A
  * walk stopped by an unknown address asks the loader whether objects were
  * added (dlopen) when its stack is new, and every 1024th time on a thread
  * otherwise; a changed loader state rescans the map and walks again. */
@@ -418,9 +419,11 @@ typedef struct last_stack {
 
 /* ---- the thread's chain cache ----
  *
- * A frame-pointer walk is a chain of dependent loads through the stack: 30
- * frames of a Python/PyTorch stack cost ~0.5 us on the H100 host when the
- * stack lines have left L1 (the program runs between two launches). A chain
+ * A frame-pointer walk is a chain of dependent loads through the stack: on
+ * a deep Python/PyTorch stack that is a cache miss per frame once the
+ * stack lines have left L1 (the program runs between two launches; the
+ * class launch_cold of bench/bench_record_mock.c, under
+ * bench/record_cost_mock.sh, counts the misses). A chain
  * seen before is instead *verified*: a cached entry holds, for each frame the
  * walk read, the frame's address and its two words (next-frame link, return
  * address); the same words at the same addresses, from the same starting

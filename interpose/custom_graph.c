@@ -123,9 +123,9 @@ static cucap_fb_ref node_host_refs(cucap_fbb *b, CUgraphNode node) {
  * fail with CUDA_ERROR_LOSSY_QUERY as soon as one edge is not a default
  * one - a programmatic edge, which stream capture makes of kernels launched
  * with programmatic stream serialization (cuBLASLt and XLA on Hopper). Such
- * a node used to be recorded with no dependencies at all, so its graph was
- * rebuilt with kernels racing each other. Should the count query be refused
- * as lossy too, the buffers grow until the list fits. Returns the number of
+ * a node recorded from the lossy query would have no dependencies at all,
+ * and its graph would be rebuilt with kernels racing each other. Should
+ * the count query be refused as lossy too, the buffers grow until the list fits. Returns the number of
  * dependencies (*dv and *ev malloc'ed, the caller frees both; *ev is NULL
  * without _v2) or 0 with nothing allocated. */
 static size_t node_deps(CUgraphNode node, CUgraphNode **dv, CUgraphEdgeData **ev) {

@@ -35,7 +35,7 @@
  * cuStreamSynchronize of that stream only: no wait on the program's
  * streams, and no page migration, which a host-side read of device-resident
  * pages would cause). The cost is one copy of each dirty range per
- * synchronisation (pinned DtoH, ~50 GB/s on an H100 host) plus one hash;
+ * synchronisation (pinned DtoH, at the host link's bandwidth) plus one hash;
  * unchanged ranges store nothing. Nothing here runs while the launch's
  * stream is capturing, or when no managed allocation exists (one atomic
  * load per launch/copy/sync). All driver calls run in RELAXED capture mode.

@@ -164,8 +164,8 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
  * i.e. after cuInit - and not through cucap_rec_at_exit (whose handler was
  * registered when libcucap loaded): exit handlers run in reverse order of
  * registration, and the driver tears itself down in a handler it registers
- * during cuInit. Measured on the H100: a snapshot run from the early handler
- * found the driver gone ("synchronize failed", every region unreadable). The
+ * during cuInit: a snapshot run from the early handler finds the driver
+ * gone ("synchronize failed", every region unreadable). The
  * recorder's own close handler, registered at load, still runs after this. */
 static void register_exit(void) {
   if (cucap_rec_opts()->snapshot == CUCAP_REC_SNAPSHOT_EXIT && atexit(at_exit_snapshot) != 0)

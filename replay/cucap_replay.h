@@ -64,9 +64,9 @@ typedef struct cucap_replay_options {
   const char *libcuda;   /* NULL = "libcuda.so.1" (dlopen search path) */
   /* The caller's process exits soon after cucap_replay_run returns (the
    * command-line tool's profiles): the driver's costly releases - module
-   * unloads, page-locked host buffers and the primary context, 0.2 s of a
-   * profile's teardown on the H200 - are left to the process exit, which
-   * releases them at once. Every other object, and all of the replayer's
+   * unloads, page-locked host buffers and the primary context, most of a
+   * profile's teardown - are left to the process exit, which releases
+   * them at once. Every other object, and all of the replayer's
    * own host memory, is released as usual. */
   int exit_after;
   /* Observers of the run (cucap_replay_observer.h), called in this order.

@@ -2,10 +2,12 @@
  *
  * A multi-pass replay (--loop N, verify's extra passes, and above all
  * --profile, whose metric, PC-sampling and SASS passes re-run the same
- * window) used to unload every module at the end of a pass and load it
- * again in the next: on the H100, torch_mlp spent 0.53 s of a 0.88 s
- * `replay --loop 3` reloading its 38 modules, and a profile paid again, in
- * every pass, for the lazy loading of each kernel at its first launch.
+ * window) would otherwise unload every module at the end of a pass and load
+ * it again in the next: for a framework program reloading its modules is
+ * most of a `replay --loop 3`, and a profile would pay again, in every
+ * pass, for the lazy loading of each kernel at its first launch.
+ * CUCAP_REPLAY_KEEP_MODULES=0 turns keeping off, to measure the difference
+ * (`cucap replay --loop 3` wall time; docs/bench-log.md, "Kept modules").
  *
  * Here a module or library loaded by the load record at file index i stays
  * loaded for the run; the same record in a later pass gets the same handle
@@ -79,10 +81,10 @@ struct rp_modkeep {
   size_t dropped; /* modules unloaded for cucap_replay_session_fresh_modules */
 };
 
-/* On unless CUCAP_REPLAY_KEEP_MODULES=0. (It was opt-in for a while: under
- * ASan, the mock's drv_graph_explicit profile with PC sampling and SASS
- * metrics ended in a LeakSanitizer tracer crash. That is a sanitizer runtime
- * bug, not this file's: see cucap_main.c's __asan_default_options.) */
+/* On unless CUCAP_REPLAY_KEEP_MODULES=0. Under ASan, the mock's
+ * drv_graph_explicit profile with PC sampling and SASS metrics can end in a
+ * LeakSanitizer tracer crash: a sanitizer runtime bug, not this file's (see
+ * cucap_main.c's __asan_default_options). */
 static int mk_enabled(void) {
   return cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_KEEP_MODULES));
 }
@@ -253,9 +255,9 @@ void rp_modkeep_restore(rp_state *R) {
 }
 
 /* ---- held unloads (cucap_replay_session_hold_unloads) ----
- * CUPTI's SASS metrics gave no record on the H100 for kernels of modules
- * the replay had unloaded and loaded again in an earlier pass (runs UU, VV),
- * and all of them when no replay module was ever unloaded (run TT); the
+ * CUPTI's SASS metrics give no record for kernels of modules the replay
+ * has unloaded and loaded again in an earlier pass, and all of them when
+ * no replay module was ever unloaded (docs/bench-log.md, "SASS records"); the
  * driver hands a new load the handle of one just unloaded. Held, every load
  * of the run gets a handle of its own. */
 typedef struct rp_held_mod {

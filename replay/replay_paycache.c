@@ -3,8 +3,10 @@
  * A copy to the device replays its payload from the capture: the blob is
  * decompressed into a staging buffer and copied from there, in every pass.
  * A profile runs the same window 10-15 times, and a program that uploads a
- * large input before it pays that each time: on the H100, rt_profile's
- * 256 MiB upload was 1.38 s of a 3.4 s `--metrics=full` profile (15 passes).
+ * large input before it pays that each time, which can be a large share
+ * of a `--metrics=full` profile (rt_profile's 256 MiB upload shows it;
+ * CUCAP_REPLAY_PAYLOAD_CACHE_MB=0 turns the cache off to compare;
+ * docs/bench-log.md, "Payload cache").
  *
  * In a multi-pass run (the same rule as kept modules: --loop N, an observer
  * that keeps contexts, or a pass after the first) a copy of at least
@@ -25,9 +27,9 @@
  * (cucap_replay_session_device_uploads: the profiler's counter, PC and
  * SASS passes), a cached payload also gets a copy in device memory, made
  * at its first such use, and the upload becomes a device-to-device copy
- * on the same stream (H100: rt_profile uploads 268 MiB per pass, about
- * 11 ms through PCIe, 0.2 ms from device memory). The device copy lives
- * in the context of the copy's first such use, which must last the run
+ * on the same stream (device memory is far faster than the host link;
+ * CUCAP_REPLAY_PAYLOAD_DEVICE_MB=0 turns it off to compare). The device
+ * copy lives in the context of the copy's first such use, which must last the run
  * (the primary context, or any with cucap_replay_session_keep_contexts);
  * a copy in another context uses the host copy. Budget:
  * CUCAP_REPLAY_PAYLOAD_DEVICE_MB, default a quarter of the free device

@@ -13,17 +13,16 @@
  * choice is not certain (cucap_fatbin_device_elf) is loaded as recorded.
  * The images' plain ELFs are kept until the end of the run, at most
  * PE_CAP_BYTES of them (a program's fatbins decompress to 3-5 times their
- * size: 118 MiB for a ResNet-18 training step with cuDNN); images past that
- * load as recorded. CUCAP_REPLAY_PLAIN_ELF=0 (or CUDA_FORCE_PTX_JIT set):
- * every image as recorded.
+ * size, over a hundred MiB for a training step with cuDNN); images past
+ * that load as recorded. CUCAP_REPLAY_PLAIN_ELF=0 (or CUDA_FORCE_PTX_JIT
+ * set): every image as recorded.
  *
- * Measured on the H200 (run P3, `cupti profile --metrics=full --sass`, first
- * 30 kernels of torch_mlp, whose window loads 17 cuBLAS/PyTorch fatbins):
- * timeline pass 0.36-0.45 s against 0.48 s, PC-sampling pass 0.32-0.33 s
- * against 0.36-0.37 s, SASS pass 0.27 s against 0.31 s; the thread took
- * 0.06-0.08 s for 63 MiB of ELF. The same cubins (CRCs) and SASS text,
- * PC samples and metrics within their run-to-run spread, replay --verify
- * matching. */
+ * What it saves is the decompression in every pass that loads modules;
+ * the cubins (CRCs), SASS text, PC samples and metrics are the same either
+ * way, and replay --verify matches. To measure it: `cucap cupti profile
+ * --metrics=full --sass` with CUCAP_REPLAY_PLAIN_ELF=0 and =1, comparing
+ * the per-pass times of the timing breakdown (CUCAP_LOG_LEVEL=info);
+ * figures in docs/bench-log.md ("Plain ELF"). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -699,9 +699,10 @@ out:
     rp_obs_end(R);
   CUCAP_DEBUG("replay: teardown: observers ended");
   R->hold_unloads = 0; /* the teardown unloads; what was held goes too */
-  /* exit_after: the driver's costly releases - module unloads (0.125 s
-   * of torch_mlp's 0.205 s teardown, H200 run R1), page-locked frees and
-   * the primary context (0.080 s) - are left to the process exit */
+  /* exit_after: the driver's costly releases - module unloads (most of a
+   * teardown), page-locked frees and the primary context - are left to the
+   * process exit. CUCAP_REPLAY_OPTIME=1 logs the teardown's parts;
+   * docs/bench-log.md ("Teardown") has the figures. */
   R->leave_to_exit = opts->exit_after;
   if (R->d.lib) {
     double tt[6] = {optime ? cucap_clock_now_s() : 0};

@@ -1,4 +1,4 @@
-/* fb_builder.h - a small back-to-front FlatBuffers builder (official wire
+/* cucap_fb_builder.h - a small back-to-front FlatBuffers builder (official wire
  * format), the writing half of cucap's own FlatBuffers runtime.
  *
  * Objects are written from the end of an internal buffer towards its start,

@@ -1,4 +1,4 @@
-/* fb_builder.c - back-to-front FlatBuffers builder (see fb_builder.h).
+/* fb_builder.c - back-to-front FlatBuffers builder (see cucap_fb_builder.h).
  *
  * Layout: data occupies the last `size` bytes of buf[0, cap). A ref is the
  * value of `size` just after the object was written, i.e. its distance from

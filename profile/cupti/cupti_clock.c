@@ -8,23 +8,23 @@
  * timeline pass runs at the clocks the program would get. none: the clocks
  * are left alone (they boost and vary from kernel to kernel).
  *
- * Why base is the default (run E1, H200, 2026-11-29; torch_mlp's first 60
- * kernels, five ncu runs each way, alternating): locked, the SM clock was
- * 1,449-1,502 MHz and two halves of the runs agreed on 91.7-98.3 % of the
- * durations (median 95.0 %); unlocked, 1,906-1,979 MHz and 76.7-90.0 %
- * (median 85.0 %). Microsecond kernels are not reproducible to 5 % at
- * boost clocks, by either tool.
+ * Why base is the default: at boost clocks the SM clock varies from kernel
+ * to kernel, and microsecond kernels are not reproducible to 5 % by either
+ * tool; locked to base, two sets of ncu runs agree with each other far
+ * more often. bench/profile_vs_ncu.sh with CLOCKS=base and CLOCKS=none
+ * shows the difference (ncu's own halves agreement, INFO lines); the
+ * figures are in docs/bench-log.md ("Clock control").
  *
- * The lock outlives the process: in run E1 a process that locked and exited
- * without restoring left the SM at 1,500 MHz for the next one. So every way
+ * The lock outlives the process: a process that locks and exits without
+ * restoring leaves the SM locked for the next one. So every way
  * out restores the default: the engine's end (ck_clock_restore from
  * ck_end), cucap_cupti_destroy, exit (atexit), SIGINT/SIGTERM/SIGHUP/SIGQUIT
  * while locked (the previous action is put back and the signal raised
  * again), and the CLI's crash handler
  * (cucap_cupti_clocks_emergency_restore). Only SIGKILL leaves the clocks
  * locked; `cucap cupti probe --reset-clocks` restores them.
- * NVPW_Device_GetClockStatus is not used: on the H200 it reported the state
- * from before the last change (E1); the SM clock a profile ran at is read
+ * NVPW_Device_GetClockStatus is not used: it can report the state from
+ * before the last change; the SM clock a profile ran at is read
  * from its own counters (sm__cycles_elapsed.avg.per_second) instead.
  *
  * nvperf numbers devices its own way: the device is found by its PCI
@@ -166,8 +166,8 @@ static int ck_nvpw_index(const ck_nvpw *n, int dom, int bus, int dev, int ndev_c
     if (n->GetDeviceCount(&dc) == NVPA_STATUS_SUCCESS)
       count = dc.numDevices;
   }
-  /* On the H200 the count came back 0 while the bus ids were filled (run
-   * E1): the table is read at its largest and unused entries stay zero. */
+  /* The count can come back 0 while the bus ids are filled: the table is
+   * read at its largest and unused entries stay zero. */
   enum { MAXDEV = 64 };
   NVPW_PciBusId ids[MAXDEV];
   memset(ids, 0, sizeof ids);

@@ -1,5 +1,5 @@
 /* cupti_disasm.h - the nvdisasm listing parser of the CUPTI engine
- * (cupti_disasm.c). Internal to replay/; kept apart from cupti_internal.h so
+ * (cupti_disasm.c). Internal to profile/cupti/; kept apart from cupti_internal.h so
  * that it needs no CUPTI header (the fuzz target and the unit test use it). */
 #ifndef CUCAP_CUPTI_DISASM_H
 #define CUCAP_CUPTI_DISASM_H

@@ -2,10 +2,12 @@
  * CUPTI engine's instruction resolution (cupti_sass.c, ck_sites_resolve).
  *
  * Why: the SASS text of the sampled instructions comes from one nvdisasm
- * process per cubin. Run after the PC-sampling pass, as before, it sat on
- * the profile's critical path: 0.5-0.7 s for a single small cubin on the
- * H200 (run M3: drv_basic 0.71 s of nvdisasm, torch_mlp 1.05 s for 15
- * cubins). Which instructions get sampled is known only after that pass,
+ * process per cubin. Run after the PC-sampling pass, it would sit on the
+ * profile's critical path (a large part of a second even for one small
+ * cubin; CUCAP_LOG_LEVEL=info prints the profile's timing breakdown,
+ * CUCAP_PROFILE_EARLY_DISASM=0 turns this thread off to compare, and
+ * docs/bench-log.md, "nvdisasm", has the figures). Which instructions get
+ * sampled is known only after that pass,
  * but which functions can be sampled is known after the timeline pass: the
  * kernels that ran in the window. So when PC sampling is requested, a
  * thread of its own starts nvdisasm on those kernels (-fun, their symbol

@@ -193,10 +193,11 @@ static cucap_status ck_begin(void *u, cucap_replay_session *s) {
   /* With SASS metrics asked for, the replay unloads no module before the
    * end of the run, so that the SASS pass's loads get handles no earlier
    * load had (cucap_replay_session_hold_unloads says why). Without it the
-   * kernels of modules the program loaded through the driver API got no
-   * SASS record on the H200 (run A: drv_basic, drv_jit, drv_streams,
-   * drv_graph, 0 records; with it 87, 41, 75 and 73). CUCAP_PROFILE_SASS_HOLD=0
-   * turns it off (a diagnostic). */
+   * kernels of modules the program loaded through the driver API get no
+   * SASS record (a reused handle is not patched again).
+   * CUCAP_PROFILE_SASS_HOLD=0 turns it off (a diagnostic: the SASS record
+   * count in `cucap cupti profile --sass` output shows the difference;
+   * docs/bench-log.md, "SASS hold"). */
   if (E->o.sass_metrics && cucap_knob_flag(CUCAP_KNOB(CUCAP_PROFILE_SASS_HOLD))) {
     cucap_replay_session_hold_unloads(s);
     CUCAP_INFO("profile: SASS metrics: modules stay loaded until the end of the run");
@@ -512,9 +513,9 @@ static int ck_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   if (more)
     ck_clock_lock(E);
   /* PC sampling and SASS metrics see only functions loaded after they were
-   * set up (on the H100, with modules kept loaded since the timeline pass,
-   * PC sampling counted 0 samples in 6 of 8 programs after the metrics
-   * passes; SASS metrics patch functions as they load): their passes load
+   * set up (with modules kept loaded since the timeline pass, PC sampling
+   * counts no samples in most programs; SASS metrics patch functions as
+   * they load; docs/bench-log.md, "Fresh modules"): their passes load
    * every module again, as a single pass would. The metrics passes, the
    * bulk of a profile, keep them. */
   if (more && E->phase != ph &&

@@ -4,14 +4,14 @@
  *
  * A memset of a buffer twice the size of L2 evicts every line, but leaves
  * L2 full of dirty lines: the profiled kernel then pays for writing them
- * back (on the H100 about 1 us and a few % of DRAM throughput on a 3 us
- * kernel, where ncu shows 0.05 %). So the flush reads the buffer instead,
- * with a kernel of its own (PTX below, JIT-compiled for the GPU once per
- * run): the previous kernels' dirty lines are written back while the flush
- * runs, and what it leaves in L2 is clean and none of the profiled kernel's
- * data. Its store (there only so that the loads are not optimised away)
- * is guarded by a parameter the engine always passes as 0, so the buffer's
- * contents do not matter and it is never written or zeroed.
+ * back, which shows as extra duration and DRAM throughput that ncu does not
+ * report. So the flush reads the buffer instead, with a kernel of its own
+ * (PTX below, JIT-compiled for the GPU once per run): the previous kernels'
+ * dirty lines are written back while the flush runs, and what it leaves in
+ * L2 is clean and none of the profiled kernel's data. Its store (there only
+ * so that the loads are not optimised away) is guarded by a parameter the
+ * engine always passes as 0, so the buffer's contents do not matter and it
+ * is never written or zeroed.
  *
  * The counter passes flush from the profiled context (E->ctx, which may be
  * a context the program created); in auto-range mode the flush kernel
@@ -20,50 +20,27 @@
  * context of their own (a second buffer and module, created here): the
  * profiled context waits for idle, the flush runs in the side context and
  * is waited for, and the kernel's range then starts after the GPU has
- * switched back to the profiled context. With that switch the range of a
- * microsecond kernel comes out as ncu measures it (H200, against the same
- * ncu runs in the same call; docs/design.md, runs L1-L3): durations
- * within 5 % on torch_mlp 81.7-90.0 % of 60 kernels against 65.0-70.0 %
- * with the flush in the profiled context, rt_profile 10-11 of 11 against
- * 8-9 (the one-warp `tiny` no longer 7-10 % short), the transformer 91.7 %
- * (80.0 % before), the CNN 80.0 % (65.0 %). It costs about 1.8 ms per
- * flush (two context switches), so the main counter passes, whose SM %,
- * DRAM % and occupancy agreed on every kernel either way, keep the flush
- * in the profiled context. The side context is made after the timeline
- * pass, with the rest of the set-up (0.11 s of rt_profile's 2.3 s, H200).
- * Made on a thread beside the metrics set-up instead, it slowed that
- * set-up down by about as much as it saved (runs M2-M3: 0.18-0.23 s
- * without the thread, 0.30-0.42 s with one started at its beginning,
- * 0.24-0.27 s with one started after the counter availability; the whole
- * profile's wall time did not change beyond its run-to-run spread of
- * 0.2 s), so it stays here.
- * From run Q2 to run F1 the duration passes' context was, where the
- * profiled context is the primary one, a green context of it over every
- * SM (cuGreenCtxCreate, CUDA 12.4): the same address space, so no switch
- * of page tables. The profile got 0.3 s faster on every program (H200,
- * three runs each way: torch_mlp 3.97-4.06 s against 4.31-4.53 s,
- * rt_profile 2.76-2.90 s against 3.05-3.22 s): no second context to
- * create, and the duration passes' windows 0.1 s shorter on torch_mlp
- * (about 1 ms per flush). The durations against the same 5 ncu runs, four
- * cucap runs each way, clocks unlocked: the transformer 88.3-95.0 % of 60
- * kernels within 5 % (63.3-83.3 % with the side context), torch_mlp
- * 68.3-76.7 % (78.3-85.0 %). Flushing the main counter passes from the
- * green context instead of the profiled one saved nothing (run Q1:
- * windows 1.00-1.03 s against 1.02-1.04 s on torch_mlp, so its flush
+ * switched back to the profiled context. The switch is what lets a
+ * microsecond kernel's range start on a quiet GPU, so its duration matches
+ * ncu's; flushing in the profiled context leaves short kernels measured
+ * short. The switch costs two context switches per flush, so the main
+ * counter passes, whose SOL metrics do not depend on it, keep the flush in
+ * the profiled context.
+ * The side context is made after the timeline pass, with the rest of the
+ * set-up, on the calling thread: made on a thread beside the metrics
+ * set-up, it slowed that set-up down by about as much as it saved.
+ * A green context of the primary one over every SM (cuGreenCtxCreate, CUDA
+ * 12.4) shares the address space, so the switch needs no change of page
+ * tables and the profile is faster; but at locked base clocks (the default
+ * --clock-control) its durations agree with ncu less often than the side
+ * context's on most programs, so it is offered on request only. Flushing
+ * the main counter passes from a green context saves nothing (its flush
  * kernels cost the range profiler what they cost in the profiled context)
  * and is not offered.
- * At locked base clocks (--clock-control=base, the default since run E1)
- * the side context is the only one whose first run agreed with ncu on at
- * least 90 % of the durations of every program (run F1, H200, against the
- * median of five ncu runs made in the same call; four cucap runs with the
- * green context, two with the side one, the second of which fell to
- * 86.7 % on the transformer): rt_profile 90.9 and 100 % of 11 kernels
- * (green 72.7-81.8 %), torch_mlp 90.0 and 91.7 % of 60 (green
- * 68.3-76.7 %), the CNN 90.0 and 95.0 % (green 86.7 % in all four), the
- * transformer 90.0 and 86.7 % (green 91.7-98.3 %: the one program where
- * green is closer). ncu's own halves agreed on 81.7-96.7 % in that call.
- * So the side context is the default again, and the green one stays on
- * request.
+ * To compare the modes: bench/profile_vs_ncu.sh (per-kernel durations
+ * against ncu in the same run) with CUCAP_PROFILE_FLUSH_CTX set; the
+ * figures behind these choices are in docs/bench-log.md ("Flush
+ * context").
  * CUCAP_PROFILE_FLUSH_CTX: "side" (the default: the duration passes from a
  * context of their own), "green" (the duration passes from a green context
  * of the primary one; the side context when the profiled context is one

@@ -521,9 +521,9 @@ struct cucap_cupti {
   /* host callstacks: the first pass feeds the Callstack and ModuleMap
    * records to a stack table (cucap_stacktab.h), which copies them and
    * symbolizes a stack when it is first asked for: symbolizing inside the
-   * timeline pass put ~0.5 s of host gaps between its launches (torch_mlp,
-   * 104 stacks, run Q). After that pass a thread of its own symbolizes
-   * every stack while the other passes run (ck_stacks_warm_start); the
+   * timeline pass would put host gaps between its launches, which the
+   * timeline then reports as the program's. After that pass a thread of
+   * its own symbolizes every stack while the other passes run (ck_stacks_warm_start); the
    * stack table is touched by nothing else until ck_stacks_warm_join. */
   cucap_stacktab *stab;
   uint32_t *stack_ids;       /* the ids fed, in file order (JSON) */

@@ -8,11 +8,13 @@
  * Profiler Host API dlopens libnvperf_host.so itself; CUPTI's own directory
  * is not always on the loader's path (the GPU machine has no
  * extras/CUPTI), so both nvperf libraries are preloaded from there first.
- * The preload takes 0.12-0.13 s (H100, H200) and runs on a thread of its
- * own, started once CUPTI has subscribed (ck_api_nvperf_start), so that it
- * overlaps cuInit: started here, at load, it held the loader's lock while
- * cuptiSubscribe waited for it (subscribed 4 ms after the second library
- * was in, in every run on the H200: 0.13-0.17 s of attach). Whatever needs
+ * The preload is slow (large libraries, a noticeable share of a profile's
+ * attach time) and runs on a thread of its own, started once CUPTI has
+ * subscribed (ck_api_nvperf_start), so that it overlaps cuInit: started
+ * here, at load, it would hold the loader's lock while cuptiSubscribe
+ * waits for it, so the subscription would only happen after both libraries
+ * are in. The "attach" figure of the timing breakdown (CUCAP_LOG_LEVEL=info)
+ * shows the cost; docs/bench-log.md, "nvperf preload". Whatever needs
  * the Profiler Host API waits for it first (ck_api_nvperf_wait), and does
  * it in line if it was never started. */
 #include <dlfcn.h>

@@ -235,32 +235,27 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
 }
 
 /* gpu__time_duration.sum in a pass of its own. In a pass that also
- * collects the other metrics the range of a short kernel is longer: on the
- * H100 (runs Z and AA, torch_mlp, 60 kernels against three `ncu` runs with
- * the same four metrics) 2.2 us elementwise kernels came out 4-14 % longer
- * than ncu's, and 53-60 % of the durations agreed within 5 %. So when the
- * duration is asked with other metrics, each window of plain launches gets
- * one more pass with a config of its own, and the kernels'
- * gpu__time_duration.sum comes from there (the section note says so).
+ * collects the other metrics the range of a short kernel is longer than
+ * ncu's (the SOL counters add set-up inside the range), so microsecond
+ * kernels come out several % long. So when the duration is asked with
+ * other metrics, each window of plain launches gets one more pass with a
+ * config of its own, and the kernels' gpu__time_duration.sum comes from
+ * there (the section note says so).
  *
  * That config is not the duration alone: with no other counter in the
  * pass, CUPTI's range around a short kernel is shorter than ncu's, whose
  * duration does not change with the counters it collects (its
- * duration-only runs agree with its four-metric runs). On the H200 (run
- * I3, torch_mlp, 60 kernels, two cucap runs each against the median of
- * three ncu runs, which agree with each other on 75-83 %) the duration
- * alone agreed on 42-45 % (median cucap/ncu 0.945), with
- * sm__cycles_elapsed.max beside it on 70-77 % (median 1.018), with four
- * cycle counters 75 %, with the SOL counters themselves 67-73 % (8 passes
- * instead of 1), the main passes' value 58-63 %; the bench (runs I4, I6)
- * 83.3 and 71.7 % (ncu against itself 78-87 %). The companion is not
- * measured on the H100, where the duration alone was the better of the two
- * configs it was tried with. So the pass holds ck_dur_with
+ * duration-only runs agree with its four-metric runs). One cycle counter
+ * beside it (ck_dur_with, sm__cycles_elapsed.max) gives the range ncu's
+ * length; more counters, or the SOL counters themselves, do no better and
+ * cost passes. So the pass holds ck_dur_with
  * (CUCAP_PROFILE_DURATION_WITH=a,b names others, "none" the duration
  * alone); should the chip refuse them, the duration alone. One such pass is one noisy sample, so it is run
  * CUCAP_PROFILE_DURATION_PASSES times (default 3; 0: none, the main
- * config's value) and the median kept (run AA, H100: 80 % against 70-77 %
- * for single passes). */
+ * config's value) and the median kept.
+ * bench/profile_vs_ncu.sh measures the agreement with ncu for any setting
+ * of these two knobs; docs/bench-log.md, "Duration pass", has the figures
+ * behind the defaults. */
 const char *const ck_dur_name[1] = {"gpu__time_duration.sum"};
 static const char ck_dur_with[] = "sm__cycles_elapsed.max";
 

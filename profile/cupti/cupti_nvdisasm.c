@@ -2,7 +2,7 @@
  * cupti_disasm_early.c on a thread of its own): one process per cubin, on
  * its sampled functions or the kernels that ran, several at once (a
  * framework's cubins are many and large: one after the other, whole, they
- * took 90 s on the H100), restricted with -fun to those functions.
+ * take minutes), restricted with -fun to those functions.
  * -fun takes symbol-table indices (cucap_cubin_function_symbols), not
  * names: given names it exits with status 1. See cupti_disasm.h. */
 #include <errno.h>

@@ -143,22 +143,17 @@ static int ck_pcs_attr(ck_engine *E, CUpti_PCSamplingConfigurationAttributeType 
 }
 
 /* The hardware buffer PC sampling writes to, sized to the window's longest
- * kernel. CUPTI's default, 512 MiB, costs the pass 0.25 s on the H200 (run
- * N2: the first sampled kernel waited for it, and Disable took 0.08 s
- * instead of 0.04 s): rt_profile's pass 0.41-0.72 s with it, 0.17-0.19 s
- * with 64 MiB, with the same samples (within 0.1 %) on rt_profile,
- * torch_mlp and the whole torch_transformer capture (7.8 million samples,
- * none dropped, at 16, 64 and 512 MiB). The kernels are serialized and
+ * kernel. CUPTI's default, 512 MiB, is expensive: the first sampled kernel
+ * waits for the buffer to be set up and Disable takes longer, while a
+ * smaller buffer gives the same samples. The kernels are serialized and
  * drained one by one, so one kernel's samples must fit, at most: one sample
- * per SM per 2^period cycles (what rt_profile's 0.62 million samples in
- * its kernels' 2.8 ms come to), taken as 64 bytes each at 2 GHz, twice
- * over; at least 16 MiB, at most CUPTI's 512 MiB (0: CUPTI's default).
- * The floor was 64 MiB until run R1 (H200, 2026-11-29): 16 MiB took
- * torch_mlp's pass to 0.26 s from 0.28-0.34 s and rt_profile's to 0.12 s
- * from 0.14-0.16 s, with the same samples (3,102 against 3,067-3,179 on
- * torch_mlp, 7,515 against 7,472-7,521 on rt_profile). A kernel that
- * still overflows it is reported (hardwareBufferFull, in the section
- * note). CUCAP_PROFILE_PC_HWBUF_MB sets it. */
+ * per SM per 2^period cycles, taken as 64 bytes each at 2 GHz, twice
+ * over; at least 16 MiB (the smallest size that cost no samples on the
+ * programs tried), at most CUPTI's 512 MiB (0: CUPTI's default). A kernel
+ * that still overflows it is reported (hardwareBufferFull, in the section
+ * note). CUCAP_PROFILE_PC_HWBUF_MB sets it; the PC-sampling pass time in the
+ * timing breakdown (CUCAP_LOG_LEVEL=info) and the sample count show the
+ * effect of a size. Figures: docs/bench-log.md, "PC sampling buffer". */
 static size_t ck_pcs_hwbuf(const ck_engine *E) {
   if (cucap_knob_given(CUCAP_KNOB(CUCAP_PROFILE_PC_HWBUF_MB)))
     return (size_t)cucap_knob_u64(CUCAP_KNOB(CUCAP_PROFILE_PC_HWBUF_MB)) << 20;

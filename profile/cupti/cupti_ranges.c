@@ -77,19 +77,21 @@ void ck_rp_release(ck_engine *E) {
  * object - enabled when the mode changes, after a window that did not end
  * cleanly, or for every window with CUCAP_CUPTI_RP_PER_WINDOW=1 - gets a
  * counter data image of its own, sized by GetCounterDataSize of that object
- * and newly allocated. On the H100 (CUPTI 13.0):
- *  - a second object initializing the image sized for the first crashed
+ * and newly allocated. With CUPTI 13.0:
+ *  - a second object initializing the image sized for the first crashes
  *    inside libcupti (SIGSEGV in cuptiRangeProfilerCounterDataImageInitialize;
- *    runs U and V: drv_library, torch_cudagraph), as it had after a failed
- *    Stop (run 10); with an image per object every window runs (run W);
+ *    drv_library, torch_cudagraph), as it does after a failed Stop; with
+ *    an image per object every window runs (tests/mock/mock_cupti_rp.c
+ *    crashes the same way);
  *  - an object set up for auto ranges, given a user-range config, refuses
- *    cuptiRangeProfilerPushRange (CUPTI_ERROR_INVALID_PARAMETER, run V).
+ *    cuptiRangeProfilerPushRange (CUPTI_ERROR_INVALID_PARAMETER).
  * The duration passes (ck_dur_config) get an object of their own too. Its
- * first Start costs 0.2 s (H200, like the main object's first), but one
- * object given the duration config after the main one (a new image sized
- * for it, SetConfig) kept the main config's pass count: every duration
- * pass became 14 passes (run J2: rt_profile --metrics=full 56 passes and
- * 3.9 s instead of 17 and 2.1 s). */
+ * first Start is as slow as the main object's first, but one object given
+ * the duration config after the main one (a new image sized for it,
+ * SetConfig) keeps the main config's pass count: every duration pass
+ * would take as many passes as the main config (the pass counts in the
+ * timing breakdown, CUCAP_LOG_LEVEL=info, show it). Figures:
+ * docs/bench-log.md, "Range profiler objects". */
 static int ck_rp_reusable(const ck_metrics *m, int mode) {
   return m->rp && m->rp_mode == mode && m->rp_dur == m->dur_phase &&
          !m->started && !m->in_range &&
@@ -247,9 +249,10 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     memset(&sp, 0, sizeof sp);
     sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
     sp.pRangeProfilerObject = m->rp;
-    /* A window's first Start costs 0.2-0.25 s on the H200 (and again for
-     * the duration passes' own object): the process's CPU time around it
-     * says whether that is work on this host or waiting for the driver. */
+    /* A window's first Start is slow, a large part of a second (and again
+     * for the duration passes' own object): at debug level the process's
+     * CPU time around it says whether that is work on this host or
+     * waiting for the driver. */
     int dbg = CUCAP_LOG_ENABLED(CUCAP_LOG_DEBUG);
     struct rusage ru0, ru1;
     dbg = dbg && getrusage(RUSAGE_SELF, &ru0) == 0;
@@ -287,9 +290,10 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
   if (ck_flush_run(E, (CUstream)(uintptr_t)op->stream)) {
     /* The profiled kernel's range starts on an idle GPU, as under ncu (which
      * waits for idle around every kernel it measures): queued right behind
-     * the flush kernel, an auto range on the H100 measured microsecond
-     * kernels 0.5-0.7 us longer than ncu does (FillFunctor 2.94 against
-     * 2.24 us). CUCAP_PROFILE_FLUSH_SYNC=0: no wait (except for graph
+     * the flush kernel, an auto range measures microsecond kernels a
+     * fraction of a microsecond longer than ncu does (bench/profile_vs_ncu.sh
+     * shows it; docs/bench-log.md, "Flush wait"). CUCAP_PROFILE_FLUSH_SYNC=0:
+     * no wait (except for graph
      * launches on the NULL stream, which need it for ordering). */
     if (w->mode != CK_WIN_USER && (E->flush_sync || (graph_op && !op->stream)))
       ck_own_sync(E);

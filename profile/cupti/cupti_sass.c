@@ -466,22 +466,17 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
   if (E->sass_state != 1 || op->capturing || !ck_in_window(E, op->rec_index))
     return;
   /* Enabled right before the window's first launch in the profiled
-   * context, that context current: a standalone program on the H100 (run
-   * CC) got no record for a module loaded before an enable made while
-   * another context was current, and 16 when the context was current (run
-   * Z), for every way of loading. This does not make driver-API programs
-   * work in the replay: drv_basic, drv_streams, drv_graph(_explicit), and
-   * drv_jit still get no record (runs BB, DD: also with eager patching,
-   * SetConfig with the context current, a NULL context), and in a profile
-   * with the SASS pass right after the timeline pass (--metrics=none
-   * --no-pc) no kernel gets any, cudart's included (run FF), while the same
-   * kernels in a standalone program with the engine's other CUPTI state
-   * (subscriber, callbacks, an activity pass) get them all (run EE). The
-   * failing programs load their code with cuModuleLoadData; neither their
-   * context (runs OO, QQ, SS) nor loading the images as libraries in the
-   * profile's passes (runs UU, VV) brought records, though a diagnostic
-   * that loaded them as libraries and never unloaded them did (run TT).
-   * Not understood; docs/design.md. */
+   * context, that context current: an enable made while another context is
+   * current gives no record for a module loaded before it, for every way
+   * of loading. Enabling here alone does not make driver-API programs work
+   * in the replay: their kernels (loaded with cuModuleLoadData) get SASS
+   * records only because the replay keeps modules loaded until the end of
+   * the run when SASS metrics are asked for (cupti_engine.c,
+   * cucap_replay_session_hold_unloads); eager patching, SetConfig with the
+   * context current, a NULL context, their own context, or loading the
+   * images as libraries did not help. Why a reused module handle gets no
+   * record is not understood; the experiments are in docs/bench-log.md
+   * ("SASS records"). */
   if (op->body_type != CUCAP_FB_BODY_LAUNCH && op->body_type != CUCAP_FB_BODY_GRAPH)
     return;
   CUcontext cur = NULL;

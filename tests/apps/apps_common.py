@@ -39,8 +39,8 @@ class StepTimer:
     token passed through the FIFOs IN and OUT after every step; a step is
     timed from the moment its process holds the token. Both copies then see
     the host in the same state, step by step, and their ratio leaves out the
-    host's slow phases that move whole sequential runs (docs/design.md, run
-    G5-G8). Turns start at the first tick (the first step, untimed warm-up,
+    host's slow phases that move whole sequential runs (docs/bench-log.md,
+    runs G5-G8). Turns start at the first tick (the first step, untimed warm-up,
     runs in both at once): the "first" copy passes the token there, the
     "second" waits for it. The token comes back within BENCH_TURNS_TIMEOUT
     seconds (120) or the copy goes on alone and says so on stderr."""

@@ -23,7 +23,8 @@
  * crash) and 256 MiB of device memory (absurd sizes fail as they would on a
  * GPU, with CUDA_ERROR_OUT_OF_MEMORY).
  *
- * Speed: an input costs about 1 ms of CPU (it was ~10 ms). The capture is
+ * Speed: an input costs about a millisecond of CPU, so a fuzzing job
+ * covers many inputs (libFuzzer's exec/s line shows it). The capture is
  * written to a memfd; the mock zeroes whole pages of device memory by
  * dropping them (mock_fill) rather than writing them; the replayer zeroes
  * only resident pages of registered host ranges; the writer's blob buffers

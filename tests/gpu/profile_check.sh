@@ -24,8 +24,9 @@
 #      stacks (PC sampling only)
 #   6. `cucap replay --profile --pc-sampling --sass-metrics --loop 3` on
 #      rt_profile through the backend: sections, timings, metrics, samples
-#   7. two profilers at once on rt_profile: no crash (run 6 crashed in
-#      cuptiActivityDisable), the loser's sections name the other profiler
+#   7. two profilers at once on rt_profile: no crash (CUPTI can tear itself
+#      down there, and a later cuptiActivityDisable then crashes), the
+#      loser's sections name the other profiler
 # Every profile also prints the engine's timing breakdown (INFO timing).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -441,7 +442,7 @@ PYEOF
   sed -n '/^top kernels/,/^$/p' "$W/rp_text.txt" | head -12 | sed 's/^/  /'
 fi
 
-# ---- 7. two profilers at once (what broke run 6): no crash, the message --
+# ---- 7. two profilers at once (CUPTI's self-teardown): no crash, the message --
 # names the other profiler. Two `cucap cupti profile` of rt_profile at the
 # same time: the GPU's counters serve one; whichever loses must exit 0 (or
 # 3 naming the cause), never die on a signal, and say HARDWARE_BUSY /

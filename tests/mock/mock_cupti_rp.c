@@ -291,7 +291,7 @@ CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataImageInitialize(
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p) {
   if (!p || !p->pCounterData || p->counterDataSize < 16)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  /* CUPTI 13.0 on the H100 crashed here (SIGSEGV, runs U and V) for a
+  /* CUPTI 13.0 crashes here (SIGSEGV, cupti_ranges.c) for a
    * second object whose image had been sized for the first one (no
    * GetCounterDataSize of its own): the mock aborts likewise */
   if (mcu_rp_enabled && !rp_sized) {
