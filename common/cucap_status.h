@@ -47,18 +47,29 @@ const char *cucap_status_str(cucap_status s);
 /* Symbolic name ("CUCAP_ERR_IO"); static, never NULL. */
 const char *cucap_status_name(cucap_status s);
 
-/* Internal helpers (zstd error_private.h style). */
+/* Logs "file:line: expr -> status" at debug level (CUCAP_LOG_LEVEL=debug):
+ * where an error started and the path it took back up. Does nothing for
+ * CUCAP_OK or below the debug level. For the two macros below. */
+void cucap_status_trace(cucap_status s, const char *expr, const char *file, int line);
+
+/* Return `status` when cond holds; CUCAP_FORWARD returns a failing status
+ * of expr to the caller (zstd error_private.h style). Both trace at debug
+ * level with the failing expression and its place. */
 #define CUCAP_RETURN_IF(cond, status)                                          \
   do {                                                                         \
-    if (cond)                                                                  \
-      return (status);                                                         \
+    if (cond) {                                                                \
+      cucap_status cucap_rif_s_ = (status);                                    \
+      cucap_status_trace(cucap_rif_s_, #cond, __FILE__, __LINE__);             \
+      return cucap_rif_s_;                                                     \
+    }                                                                          \
   } while (0)
-
 #define CUCAP_FORWARD(expr)                                                    \
   do {                                                                         \
     cucap_status cucap_fwd_s_ = (expr);                                        \
-    if (cucap_fwd_s_ != CUCAP_OK)                                              \
+    if (cucap_fwd_s_ != CUCAP_OK) {                                            \
+      cucap_status_trace(cucap_fwd_s_, #expr, __FILE__, __LINE__);             \
       return cucap_fwd_s_;                                                     \
+    }                                                                          \
   } while (0)
 
 #ifdef __cplusplus

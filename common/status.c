@@ -1,4 +1,6 @@
-/* status.c - strings for cucap_status (see cucap_status.h). */
+/* status.c - strings for cucap_status and the trace of CUCAP_RETURN_IF /
+ * CUCAP_FORWARD (see cucap_status.h). */
+#include "cucap_log.h"
 #include "cucap_status.h"
 
 const char *cucap_status_str(cucap_status s) {
@@ -21,4 +23,10 @@ const char *cucap_status_name(cucap_status s) {
 #undef CUCAP_X_NAME
   }
   return "CUCAP_UNKNOWN";
+}
+
+void cucap_status_trace(cucap_status s, const char *expr, const char *file, int line) {
+  if (s == CUCAP_OK || !CUCAP_LOG_ENABLED(CUCAP_LOG_DEBUG))
+    return;
+  cucap_log(CUCAP_LOG_DEBUG, "%s:%d: %s -> %s", file, line, expr, cucap_status_name(s));
 }
