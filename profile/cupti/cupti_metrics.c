@@ -180,8 +180,8 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
   }
   CUCAP_DEBUG("profile: setup: profiler host object made");
   /* validate: a set drops what this chip lacks; raw names must all exist */
-  E->mnames = calloc(nlist ? nlist : 1, sizeof *E->mnames);
-  if (!E->mnames)
+  E->mt.mnames = calloc(nlist ? nlist : 1, sizeof *E->mt.mnames);
+  if (!E->mt.mnames)
     return 0;
   char dropped[256] = "";
   size_t dl = 0;
@@ -190,10 +190,10 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
       continue;
     if (ck_name_known(E, list[i])) {
       int dup = 0;
-      for (size_t j = 0; j < E->nmnames; j++)
-        dup |= !strcmp(E->mnames[j], list[i]);
+      for (size_t j = 0; j < E->mt.nmnames; j++)
+        dup |= !strcmp(E->mt.mnames[j], list[i]);
       if (!dup)
-        E->mnames[E->nmnames++] = ck_intern(&E->str, list[i]);
+        E->mt.mnames[E->mt.nmnames++] = ck_intern(&E->str, list[i]);
       continue;
     }
     if (raw && !E->o.drop_unknown_metrics) {
@@ -211,16 +211,16 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
     CUCAP_INFO("profile: metrics not available on %s, left out: %s",
                E->env.chip, dropped);
     if (raw) /* asked for by name: the section says which are missing */
-      snprintf(E->mdropped, sizeof E->mdropped, "%s", dropped);
+      snprintf(E->mt.mdropped, sizeof E->mt.mdropped, "%s", dropped);
   }
-  if (!E->nmnames) {
+  if (!E->mt.nmnames) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
                "none of the requested metrics exists on %s", E->env.chip);
     return 0;
   }
   CUCAP_DEBUG("profile: setup: metric names checked");
   size_t passes = 0;
-  if (!ck_host_config(E, E->m->host, (const char **)E->mnames, E->nmnames,
+  if (!ck_host_config(E, E->m->host, (const char **)E->mt.mnames, E->mt.nmnames,
                       &E->m->config, &E->m->config_size, &passes)) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
                E->last_msg[0] ? E->last_msg : "out of memory");
@@ -228,7 +228,7 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
   }
   E->env.metric_passes = (unsigned)passes;
   CUCAP_INFO("profile: %zu metric(s) on %s need %zu counter pass(es)",
-             E->nmnames, E->env.chip, passes);
+             E->mt.nmnames, E->env.chip, passes);
   ck_dur_config(E, avail);
   return 1;
 }
@@ -302,8 +302,8 @@ static int ck_dur_host(ck_engine *E, const uint8_t *avail, size_t *passes) {
 void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   ck_metrics *m = E->m;
   m->dur_col = -1;
-  for (size_t i = 0; i < E->nmnames; i++)
-    if (!strcmp(E->mnames[i], ck_dur_name[0]))
+  for (size_t i = 0; i < E->mt.nmnames; i++)
+    if (!strcmp(E->mt.mnames[i], ck_dur_name[0]))
       m->dur_col = (int)i;
   const char *e = getenv("CUCAP_PROFILE_DURATION_PASSES");
   long reps = e && *e ? strtol(e, NULL, 10) : 3;
@@ -311,7 +311,7 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   ck_dur_names(E, with ? with : ck_dur_with);
   /* asked alone, the duration is the main config's unless companions
    * make the duration pass's range a different one */
-  if (m->dur_col < 0 || reps <= 0 || (E->nmnames < 2 && m->ndnames < 2))
+  if (m->dur_col < 0 || reps <= 0 || (E->mt.nmnames < 2 && m->ndnames < 2))
     return;
   m->dur_reps = reps > 9 ? 9 : (unsigned)reps;
   size_t passes = 0;
@@ -353,14 +353,14 @@ void ck_dur_free(ck_engine *E) {
 /* In the range profiler's view: the profiled context (ck_pick_ctx) and the
  * launch window. */
 int ck_kernel_profiled(const ck_engine *E, size_t k) {
-  return (!E->ctx_id || E->kx[k].context_id == E->ctx_id) &&
-         ck_in_window(E, E->kern[k].rec_index);
+  return (!E->ctx_id || E->tl.kx[k].context_id == E->ctx_id) &&
+         ck_in_window(E, E->tl.kern[k].rec_index);
 }
 
 static int ck_win_push(ck_engine *E, const ck_window *w) {
-  if (!ck_grow((void **)&E->win, &E->capwin, E->nwin + 1, sizeof *E->win))
+  if (!ck_grow((void **)&E->mt.win, &E->mt.capwin, E->mt.nwin + 1, sizeof *E->mt.win))
     return 0;
-  E->win[E->nwin++] = *w;
+  E->mt.win[E->mt.nwin++] = *w;
   return 1;
 }
 
@@ -369,17 +369,17 @@ static int ck_win_push(ck_engine *E, const ck_window *w) {
  * its first and last profiled kernel). */
 int ck_metrics_plan(ck_engine *E) {
   ck_metrics *m = E->m;
-  if (!m || !E->nmnames)
+  if (!m || !E->mt.nmnames)
     return 0;
   size_t biggest = 0, other_ctx = 0, i = 0;
   ck_window cur;
   memset(&cur, 0, sizeof cur);
   size_t cnt = 0;
-  while (i <= E->nkern) {
+  while (i <= E->tl.nkern) {
     size_t j = i, c = 0;
-    uint64_t r = i < E->nkern ? E->kern[i].rec_index : UINT64_MAX;
-    int g = i < E->nkern && E->kern[i].launch_index == CUCAP_REPLAY_NO_LAUNCH;
-    while (j < E->nkern && E->kern[j].rec_index == r) {
+    uint64_t r = i < E->tl.nkern ? E->tl.kern[i].rec_index : UINT64_MAX;
+    int g = i < E->tl.nkern && E->tl.kern[i].launch_index == CUCAP_REPLAY_NO_LAUNCH;
+    while (j < E->tl.nkern && E->tl.kern[j].rec_index == r) {
       int prof = ck_kernel_profiled(E, j);
       c += prof;
       other_ctx += !prof && ck_in_window(E, r);
@@ -387,7 +387,7 @@ int ck_metrics_plan(ck_engine *E) {
     }
     /* close the window before this op: at the end, when it would overflow,
      * or when the op is of the other kind (graph vs plain launch) */
-    if (cnt && (i == E->nkern ||
+    if (cnt && (i == E->tl.nkern ||
                 (c && (g != cur.graph || cnt + c > E->o.max_ranges)))) {
       if (!ck_win_push(E, &cur))
         return 0;
@@ -395,7 +395,7 @@ int ck_metrics_plan(ck_engine *E) {
         biggest = cnt;
       cnt = 0;
     }
-    if (i == E->nkern)
+    if (i == E->tl.nkern)
       break;
     if (c) {
       if (!cnt) {
@@ -420,8 +420,8 @@ int ck_metrics_plan(ck_engine *E) {
     }
     i = j;
   }
-  E->cur_win = 0;
-  if (!E->nwin) {
+  E->mt.cur_win = 0;
+  if (!E->mt.nwin) {
     if (other_ctx)
       ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
                  "the %zu kernel execution(s) of the window ran outside "
@@ -441,16 +441,16 @@ int ck_metrics_plan(ck_engine *E) {
    * than dropped silently */
   m->max_ranges = 2 * biggest + 16;
   /* values: NAN until a range fills them */
-  E->mvals = malloc(E->nkern * E->nmnames * sizeof *E->mvals);
-  if (!E->mvals)
+  E->mt.mvals = malloc(E->tl.nkern * E->mt.nmnames * sizeof *E->mt.mvals);
+  if (!E->mt.mvals)
     return 0;
-  for (size_t k = 0; k < E->nkern * E->nmnames; k++)
-    E->mvals[k] = NAN;
-  for (size_t k = 0; k < E->nkern; k++)
-    E->kern[k].metrics = E->mvals + k * E->nmnames;
+  for (size_t k = 0; k < E->tl.nkern * E->mt.nmnames; k++)
+    E->mt.mvals[k] = NAN;
+  for (size_t k = 0; k < E->tl.nkern; k++)
+    E->tl.kern[k].metrics = E->mt.mvals + k * E->mt.nmnames;
   size_t ngraph = 0;
-  for (size_t w = 0; w < E->nwin; w++)
-    ngraph += E->win[w].graph;
+  for (size_t w = 0; w < E->mt.nwin; w++)
+    ngraph += E->mt.win[w].graph;
   if (ngraph)
     snprintf(m->graph_note, sizeof m->graph_note, "cuptiRangeProfilerStop "
              "fails with CUPTI_ERROR_UNKNOWN on auto ranges over graph "
@@ -464,7 +464,7 @@ int ck_metrics_plan(ck_engine *E) {
   }
   CUCAP_INFO("profile: metrics: %zu window(s) (%zu of graph launches), up "
              "to %zu ranges each, counter data image %zu KiB, %u counter "
-             "pass(es) per window", E->nwin, ngraph, m->max_ranges,
+             "pass(es) per window", E->mt.nwin, ngraph, m->max_ranges,
              m->counter_size >> 10, E->env.metric_passes);
   ck_flush_setup(E); /* one flush buffer for the whole phase */
   return 1;
@@ -490,12 +490,12 @@ void ck_metrics_free(ck_engine *E) {
 }
 
 size_t cucap_cupti_metric_names(const cucap_cupti *e, const char *const **out) {
-  *out = (const char *const *)e->mnames;
-  return e->mvals ? e->nmnames : 0;
+  *out = (const char *const *)e->mt.mnames;
+  return e->mt.mvals ? e->mt.nmnames : 0;
 }
 
 size_t cucap_cupti_graph_metrics(const cucap_cupti *e,
                                  const cucap_cupti_graph_metric **out) {
-  *out = (const cucap_cupti_graph_metric *)e->gmet;
-  return e->ngmet;
+  *out = (const cucap_cupti_graph_metric *)e->mt.gmet;
+  return e->mt.ngmet;
 }

@@ -166,8 +166,8 @@ static cucap_status ck_probe_impl(const char *libcuda, const char *library,
   if (!E) {
     return CUCAP_ERR_NOMEM;
   }
-  pthread_mutex_init(&E->mu, NULL);
-  pthread_mutex_init(&E->cubin_mu, NULL);
+  pthread_mutex_init(&E->tl.mu, NULL);
+  pthread_mutex_init(&E->cb.cubin_mu, NULL);
   int drv = 0;
   if (d.DriverGetVersion)
     d.DriverGetVersion(&drv);
@@ -424,8 +424,8 @@ out_sub:
     CK_CALL(E, cuptiUnsubscribe, sub);
 out:
   ck_strtab_free(&E->str);
-  pthread_mutex_destroy(&E->mu);
-  pthread_mutex_destroy(&E->cubin_mu);
+  pthread_mutex_destroy(&E->tl.mu);
+  pthread_mutex_destroy(&E->cb.cubin_mu);
   free(E);
   /* the driver stays loaded: CUPTI keeps hooks into it */
   return st;
