@@ -107,22 +107,11 @@ static void ck_host_delete(ck_engine *E, CUpti_Profiler_Host_Object **host) {
   *host = NULL;
 }
 
-int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
-  if (!(E->api.groups & CK_PROF)) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
-               "%s has no Range Profiler / Profiler Host API (missing: %s)",
-               E->api.path, E->api.missing);
-    return 0;
-  }
-  E->m = calloc(1, sizeof *E->m);
-  if (!E->m)
-    return 0;
-  E->m->dur_col = -1;
-  /* names */
+/* ck_metrics_begin: the names asked for (a set's, or the raw list of
+ * --metrics, interned) into list (room for 256); returns their count. */
+static size_t ck_metric_list(ck_engine *E, const char **list) {
   const char *const *set = cucap_cupti_metric_set(E->o.metrics);
-  const char *list[256];
   size_t nlist = 0;
-  int raw = !set;
   if (set) {
     for (size_t i = 0; set[i] && nlist < 256; i++)
       list[nlist++] = set[i];
@@ -135,12 +124,13 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
       p += l + (c ? 1 : 0);
     }
   }
-  if (!ck_prof_init(E)) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
-               E->last_msg);
-    return 0;
-  }
-  CUCAP_DEBUG("profile: setup: profiler initialised, chip %s", E->env.chip);
+  return nlist;
+}
+
+/* ck_metrics_begin: the counter availability image of the profiled
+ * context into *out (malloc'ed; NULL when CUPTI gives an empty one); 0
+ * with the section off when counters are not allowed or cannot be read. */
+static int ck_counter_avail(ck_engine *E, uint8_t **out) {
   /* counter availability: where a restricted driver says no */
   CUpti_Profiler_GetCounterAvailability_Params ap;
   memset(&ap, 0, sizeof ap);
@@ -166,19 +156,16 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
     }
     return 0;
   }
-  E->env.counters_allowed = 1;
-  CUCAP_DEBUG("profile: setup: counter availability read");
-  E->m->host = ck_host_new(E, avail);
-  /* The host object refers to the image after Initialize (CUPTI's own
-   * samples keep it for the object's lifetime): freed in ck_metrics_free.
-   * Freed here, ConfigAddMetrics crashed inside libnvperf_host (H100). */
-  E->m->avail = avail;
-  if (!E->m->host) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
-               E->last_msg);
-    return 0;
-  }
-  CUCAP_DEBUG("profile: setup: profiler host object made");
+  *out = avail;
+  return 1;
+}
+
+/* ck_metrics_begin: keeps those of list[0..nlist) that the chip knows in
+ * E->mt.mnames. 1: some are left; 0: none (section off) or out of memory;
+ * -1: a raw name is unknown (msg filled). */
+static int ck_metric_validate(ck_engine *E, const char *const *list,
+                              size_t nlist, int raw, char *msg,
+                              size_t msg_size) {
   /* validate: a set drops what this chip lacks; raw names must all exist */
   E->mt.mnames = calloc(nlist ? nlist : 1, sizeof *E->mt.mnames);
   if (!E->mt.mnames)
@@ -218,6 +205,49 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
                "none of the requested metrics exists on %s", E->env.chip);
     return 0;
   }
+  return 1;
+}
+
+int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
+  if (!(E->api.groups & CK_PROF)) {
+    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
+               "%s has no Range Profiler / Profiler Host API (missing: %s)",
+               E->api.path, E->api.missing);
+    return 0;
+  }
+  E->m = calloc(1, sizeof *E->m);
+  if (!E->m)
+    return 0;
+  E->m->dur_col = -1;
+  /* names */
+  const char *list[256];
+  int raw = !cucap_cupti_metric_set(E->o.metrics);
+  size_t nlist = ck_metric_list(E, list);
+  if (!ck_prof_init(E)) {
+    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
+               E->last_msg);
+    return 0;
+  }
+  CUCAP_DEBUG("profile: setup: profiler initialised, chip %s", E->env.chip);
+  uint8_t *avail = NULL;
+  if (!ck_counter_avail(E, &avail))
+    return 0;
+  E->env.counters_allowed = 1;
+  CUCAP_DEBUG("profile: setup: counter availability read");
+  E->m->host = ck_host_new(E, avail);
+  /* The host object refers to the image after Initialize (CUPTI's own
+   * samples keep it for the object's lifetime): freed in ck_metrics_free.
+   * Freed here, ConfigAddMetrics crashed inside libnvperf_host (H100). */
+  E->m->avail = avail;
+  if (!E->m->host) {
+    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
+               E->last_msg);
+    return 0;
+  }
+  CUCAP_DEBUG("profile: setup: profiler host object made");
+  int v = ck_metric_validate(E, list, nlist, raw, msg, msg_size);
+  if (v <= 0)
+    return v;
   CUCAP_DEBUG("profile: setup: metric names checked");
   size_t passes = 0;
   if (!ck_host_config(E, E->m->host, (const char **)E->mt.mnames, E->mt.nmnames,
@@ -367,10 +397,10 @@ static int ck_win_push(ck_engine *E, const ck_window *w) {
 /* Windows of at most max_ranges profiled kernels, cut between ops, holding
  * either plain launches or graph launches (a window spans the records of
  * its first and last profiled kernel). */
-int ck_metrics_plan(ck_engine *E) {
-  ck_metrics *m = E->m;
-  if (!m || !E->mt.nmnames)
-    return 0;
+/* ck_metrics_plan: cuts the kernel table into windows (ck_win_push): the
+ * most ranges a window holds into *biggestp, the window's kernels that ran
+ * outside the profiled context into *other_ctxp. 0 when memory ran out. */
+static int ck_win_cut(ck_engine *E, size_t *biggestp, size_t *other_ctxp) {
   size_t biggest = 0, other_ctx = 0, i = 0;
   ck_window cur;
   memset(&cur, 0, sizeof cur);
@@ -420,6 +450,18 @@ int ck_metrics_plan(ck_engine *E) {
     }
     i = j;
   }
+  *biggestp = biggest;
+  *other_ctxp = other_ctx;
+  return 1;
+}
+
+int ck_metrics_plan(ck_engine *E) {
+  ck_metrics *m = E->m;
+  if (!m || !E->mt.nmnames)
+    return 0;
+  size_t biggest = 0, other_ctx = 0;
+  if (!ck_win_cut(E, &biggest, &other_ctx))
+    return 0;
   E->mt.cur_win = 0;
   if (!E->mt.nwin) {
     if (other_ctx)

@@ -176,33 +176,9 @@ static size_t ck_pcs_hwbuf(const ck_engine *E) {
   return ((size_t)bytes + ((1u << 20) - 1)) & ~(size_t)((1u << 20) - 1);
 }
 
-int ck_pcs_setup(ck_engine *E) {
-  if (!(E->api.groups & CK_PCS)) {
-    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE,
-               "%s has no PC sampling API (missing: %s)", E->api.path,
-               E->api.missing);
-    return 0;
-  }
-  ck_pcs *p = E->pc.pcs = calloc(1, sizeof *E->pc.pcs);
-  if (!p)
-    return 0;
-  CUpti_PCSamplingEnableParams ep;
-  memset(&ep, 0, sizeof ep);
-  ep.size = CUpti_PCSamplingEnableParamsSize;
-  ep.ctx = E->ctx;
-  double te = ck_now();
-  int eok = CK_CALL(E, cuptiPCSamplingEnable, &ep);
-  CUCAP_DEBUG("profile: cuptiPCSamplingEnable %.3f s", ck_now() - te);
-  if (!eok) {
-    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE, "%s",
-               E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-                   ? "PC sampling is restricted to administrators "
-                     "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root or "
-                     "set NVreg_RestrictProfilingToAdminUsers=0"
-                   : E->last_msg);
-    return 0;
-  }
-  p->enabled = 1;
+/* ck_pcs_setup: the stall reasons of the profiled context, into p and
+ * E->pc.stall; 0 when CUPTI gives none (section off) or memory ran out. */
+static int ck_pcs_stall_reasons(ck_engine *E, ck_pcs *p) {
   size_t n = 0;
   CUpti_PCSamplingGetNumStallReasonsParams np;
   memset(&np, 0, sizeof np);
@@ -241,6 +217,14 @@ int ck_pcs_setup(ck_engine *E) {
   }
   E->pc.nstall = n;
   E->env.stall_reasons = n;
+  return 1;
+}
+
+/* ck_pcs_setup: the sampling buffers and CUPTI's configuration (the
+ * hardware buffer size chosen into *hwp, 0: CUPTI's default); 0 when it
+ * failed. */
+static int ck_pcs_configure(ck_engine *E, ck_pcs *p, size_t *hwp) {
+  size_t n = p->n;
   if (!ck_pcbuf_alloc(&p->cfg, CK_PCS_NPCS, n) ||
       !ck_pcbuf_alloc(&p->user, CK_PCS_NPCS, n))
     return 0;
@@ -258,7 +242,7 @@ int ck_pcs_setup(ck_engine *E) {
   ci.attributeData.scratchBufferSizeData.scratchBufferSize = (size_t)16 << 20;
   ok = ok && ck_pcs_attr(E, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE,
                          &ci, "scratch buffer size (16 MiB)");
-  size_t hw = ck_pcs_hwbuf(E);
+  size_t hw = *hwp = ck_pcs_hwbuf(E);
   if (ok && hw) {
     memset(&ci, 0, sizeof ci);
     ci.attributeData.hardwareBufferSizeData.hardwareBufferSize = hw;
@@ -283,8 +267,43 @@ int ck_pcs_setup(ck_engine *E) {
                E->last_msg);
     return 0;
   }
+  return 1;
+}
+
+int ck_pcs_setup(ck_engine *E) {
+  if (!(E->api.groups & CK_PCS)) {
+    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE,
+               "%s has no PC sampling API (missing: %s)", E->api.path,
+               E->api.missing);
+    return 0;
+  }
+  ck_pcs *p = E->pc.pcs = calloc(1, sizeof *E->pc.pcs);
+  if (!p)
+    return 0;
+  CUpti_PCSamplingEnableParams ep;
+  memset(&ep, 0, sizeof ep);
+  ep.size = CUpti_PCSamplingEnableParamsSize;
+  ep.ctx = E->ctx;
+  double te = ck_now();
+  int eok = CK_CALL(E, cuptiPCSamplingEnable, &ep);
+  CUCAP_DEBUG("profile: cuptiPCSamplingEnable %.3f s", ck_now() - te);
+  if (!eok) {
+    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE, "%s",
+               E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+                   ? "PC sampling is restricted to administrators "
+                     "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root or "
+                     "set NVreg_RestrictProfilingToAdminUsers=0"
+                   : E->last_msg);
+    return 0;
+  }
+  p->enabled = 1;
+  if (!ck_pcs_stall_reasons(E, p))
+    return 0;
+  size_t hw = 0;
+  if (!ck_pcs_configure(E, p, &hw))
+    return 0;
   CUCAP_INFO("profile: PC sampling: KERNEL_SERIALIZED, period 2^%u cycles, "
-             "%zu stall reasons, hardware buffer %zu MiB", E->o.pc_period, n,
+             "%zu stall reasons, hardware buffer %zu MiB", E->o.pc_period, p->n,
              (hw ? hw : (size_t)512 << 20) >> 20);
   ck_api_records(E, 1); /* correlation ids of the launches */
   return 1;

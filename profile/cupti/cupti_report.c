@@ -165,6 +165,52 @@ static void ck_top(cucap_cupti_hot *all, size_t n, cucap_cupti_hot *out,
       out[(*nout)++] = all[i];
 }
 
+/* cucap_cupti_summaries: the hottest source lines of each of the ns
+ * summaries (kslot: the summary of each kernel). */
+static void ck_sum_lines(ck_engine *E, cucap_cupti_kernel_summary *sum,
+                         size_t ns, const uint32_t *kslot) {
+  /* lines: tally per (summary, "file:line") */
+  cucap_map lines;
+  memset(&lines, 0, sizeof lines);
+  cucap_cupti_hot *lt = calloc(E->pc.nsamp + 1, sizeof *lt);
+  uint32_t *lsl = calloc(E->pc.nsamp + 1, sizeof *lsl);
+  size_t nl = 0;
+  for (size_t i = 0; lt && lsl && i < E->pc.nsamp; i++) {
+    const cucap_cupti_pc_sample *s = &E->pc.samp[i];
+    if (s->kernel >= E->tl.nkern || s->site >= E->pc.nsite)
+      continue;
+    const cucap_cupti_pc_site *st = &E->pc.site[s->site];
+    if (!st->file)
+      continue;
+    char buf[1200];
+    snprintf(buf, sizeof buf, "%s:%u", st->file, st->line);
+    const char *key = ck_intern(&E->str, buf);
+    uint32_t sl = kslot[s->kernel];
+    uint64_t h = ((uint64_t)(uintptr_t)key) * 31 + sl, v = 0;
+    if (!cucap_map_get(&lines, h, &v)) {
+      lt[nl] = (cucap_cupti_hot){key, 0};
+      lsl[nl] = sl;
+      v = ++nl;
+      cucap_map_put(&lines, h, v);
+    }
+    lt[v - 1].samples += s->count;
+  }
+  if (lt && lsl) {
+    cucap_cupti_hot *buf = calloc(nl + 1, sizeof *buf);
+    for (size_t sl = 0; buf && sl < ns; sl++) {
+      size_t n = 0;
+      for (size_t j = 0; j < nl; j++)
+        if (lsl[j] == sl)
+          buf[n++] = lt[j];
+      ck_top(buf, n, sum[sl].lines, &sum[sl].nlines);
+    }
+    free(buf);
+  }
+  cucap_map_free(&lines);
+  free(lt);
+  free(lsl);
+}
+
 size_t cucap_cupti_summaries(cucap_cupti *E,
                              const cucap_cupti_kernel_summary **out) {
   ck_report *R = ck_rep(E);
@@ -218,46 +264,7 @@ size_t cucap_cupti_summaries(cucap_cupti *E,
         tmp[n++] = (cucap_cupti_hot){E->pc.stall[j], stall[sl * ntal + j]};
       ck_top(tmp, n, sum[sl].stalls, &sum[sl].nstalls);
     }
-    /* lines: tally per (summary, "file:line") */
-    cucap_map lines;
-    memset(&lines, 0, sizeof lines);
-    cucap_cupti_hot *lt = calloc(E->pc.nsamp + 1, sizeof *lt);
-    uint32_t *lsl = calloc(E->pc.nsamp + 1, sizeof *lsl);
-    size_t nl = 0;
-    for (size_t i = 0; lt && lsl && i < E->pc.nsamp; i++) {
-      const cucap_cupti_pc_sample *s = &E->pc.samp[i];
-      if (s->kernel >= E->tl.nkern || s->site >= E->pc.nsite)
-        continue;
-      const cucap_cupti_pc_site *st = &E->pc.site[s->site];
-      if (!st->file)
-        continue;
-      char buf[1200];
-      snprintf(buf, sizeof buf, "%s:%u", st->file, st->line);
-      const char *key = ck_intern(&E->str, buf);
-      uint32_t sl = kslot[s->kernel];
-      uint64_t h = ((uint64_t)(uintptr_t)key) * 31 + sl, v = 0;
-      if (!cucap_map_get(&lines, h, &v)) {
-        lt[nl] = (cucap_cupti_hot){key, 0};
-        lsl[nl] = sl;
-        v = ++nl;
-        cucap_map_put(&lines, h, v);
-      }
-      lt[v - 1].samples += s->count;
-    }
-    if (lt && lsl) {
-      cucap_cupti_hot *buf = calloc(nl + 1, sizeof *buf);
-      for (size_t sl = 0; buf && sl < ns; sl++) {
-        size_t n = 0;
-        for (size_t j = 0; j < nl; j++)
-          if (lsl[j] == sl)
-            buf[n++] = lt[j];
-        ck_top(buf, n, sum[sl].lines, &sum[sl].nlines);
-      }
-      free(buf);
-    }
-    cucap_map_free(&lines);
-    free(lt);
-    free(lsl);
+    ck_sum_lines(E, sum, ns, kslot);
   }
   free(stall);
   free(tmp);
@@ -399,11 +406,8 @@ static void ck_jnum(cucap_json *w, const char *k, double v) {
     cucap_json_double(w, v);
 }
 
-cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
-  cucap_json *w = cucap_json_create_file(out, 0);
-  if (!w)
-    return CUCAP_ERR_NOMEM;
-  cucap_json_object_begin(w);
+/* "env" and "sections" */
+static void ck_json_env(cucap_json *w, cucap_cupti *E) {
   cucap_json_key(w, "env");
   cucap_json_object_begin(w);
   cucap_json_key(w, "library");
@@ -437,40 +441,44 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_object_end(w);
-  {
-    const ck_timing *t = &E->tm;
-    cucap_json_key(w, "timing");
+}
+
+/* "timing": ck_timing */
+static void ck_json_timing(cucap_json *w, cucap_cupti *E) {
+  const ck_timing *t = &E->tm;
+  cucap_json_key(w, "timing");
+  cucap_json_object_begin(w);
+  ck_jnum(w, "attach_s", t->attach_s);
+  ck_jnum(w, "begin_s", t->begin_s);
+  cucap_json_key(w, "sections");
+  cucap_json_object_begin(w);
+  for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++) {
+    cucap_json_key(w, cucap_cupti_section_name((cucap_cupti_section_id)i));
     cucap_json_object_begin(w);
-    ck_jnum(w, "attach_s", t->attach_s);
-    ck_jnum(w, "begin_s", t->begin_s);
-    cucap_json_key(w, "sections");
-    cucap_json_object_begin(w);
-    for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++) {
-      cucap_json_key(w, cucap_cupti_section_name((cucap_cupti_section_id)i));
-      cucap_json_object_begin(w);
-      ck_jnum(w, "passes_s", t->pass_s[i]);
-      ck_jnum(w, "between_passes_s", t->between_s[i]);
-      cucap_json_object_end(w);
-    }
-    cucap_json_object_end(w);
-    ck_jnum(w, "range_profiler_setup_s", t->rp_setup_s);
-    ck_jnum(w, "metrics_windows_s", t->window_s);
-    ck_jnum(w, "range_profiler_start_stop_s", t->rp_startstop_s);
-    ck_jnum(w, "range_profiler_stop_s", t->rp_stop_s);
-    ck_jnum(w, "decode_evaluate_s", t->decode_s);
-    ck_jnum(w, "pc_drain_s", t->pcs_drain_s);
-    ck_jnum(w, "resolve_s", t->resolve_s);
-    ck_jnum(w, "source_lines_s", t->source_s);
-    cucap_json_key(w, "source_line_queries");
-    cucap_json_uint(w, t->source_calls);
-    ck_jnum(w, "nvdisasm_s", t->nvdisasm_s);
-    cucap_json_key(w, "nvdisasm_runs");
-    cucap_json_uint(w, t->nvdisasm_runs);
-    ck_jnum(w, "sass_collect_s", t->sass_collect_s);
+    ck_jnum(w, "passes_s", t->pass_s[i]);
+    ck_jnum(w, "between_passes_s", t->between_s[i]);
     cucap_json_object_end(w);
   }
-  const char *const *mn = NULL;
-  size_t nm = cucap_cupti_metric_names(E, &mn);
+  cucap_json_object_end(w);
+  ck_jnum(w, "range_profiler_setup_s", t->rp_setup_s);
+  ck_jnum(w, "metrics_windows_s", t->window_s);
+  ck_jnum(w, "range_profiler_start_stop_s", t->rp_startstop_s);
+  ck_jnum(w, "range_profiler_stop_s", t->rp_stop_s);
+  ck_jnum(w, "decode_evaluate_s", t->decode_s);
+  ck_jnum(w, "pc_drain_s", t->pcs_drain_s);
+  ck_jnum(w, "resolve_s", t->resolve_s);
+  ck_jnum(w, "source_lines_s", t->source_s);
+  cucap_json_key(w, "source_line_queries");
+  cucap_json_uint(w, t->source_calls);
+  ck_jnum(w, "nvdisasm_s", t->nvdisasm_s);
+  cucap_json_key(w, "nvdisasm_runs");
+  cucap_json_uint(w, t->nvdisasm_runs);
+  ck_jnum(w, "sass_collect_s", t->sass_collect_s);
+  cucap_json_object_end(w);
+}
+
+/* "graph_launches": nm metric values each */
+static void ck_json_graphs(cucap_json *w, cucap_cupti *E, size_t nm) {
   cucap_json_key(w, "graph_launches");
   cucap_json_array_begin(w);
   for (size_t i = 0; i < E->mt.ngmet; i++) {
@@ -493,11 +501,10 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);
-  cucap_json_key(w, "metric_names");
-  cucap_json_array_begin(w);
-  for (size_t j = 0; j < nm; j++)
-    cucap_json_string(w, mn[j]);
-  cucap_json_array_end(w);
+}
+
+/* "kernels": the timeline's kernel table with nm metric values each */
+static void ck_json_kernels(cucap_json *w, cucap_cupti *E, size_t nm) {
   cucap_json_key(w, "kernels");
   cucap_json_array_begin(w);
   for (size_t k = 0; k < E->tl.nkern; k++) {
@@ -555,6 +562,10 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);
+}
+
+/* "copies" */
+static void ck_json_copies(cucap_json *w, cucap_cupti *E) {
   cucap_json_key(w, "copies");
   cucap_json_array_begin(w);
   for (size_t i = 0; i < E->tl.ncopy; i++) {
@@ -577,6 +588,10 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);
+}
+
+/* "stall_reasons", "pc_sites" and "pc_samples" */
+static void ck_json_pcsamp(cucap_json *w, cucap_cupti *E) {
   cucap_json_key(w, "stall_reasons");
   cucap_json_array_begin(w);
   for (size_t i = 0; i < E->pc.nstall; i++)
@@ -628,6 +643,10 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_array_end(w);
   }
   cucap_json_array_end(w);
+}
+
+/* "kernel_summaries" */
+static void ck_json_summaries(cucap_json *w, cucap_cupti *E) {
   const cucap_cupti_kernel_summary *sum = NULL;
   size_t ns = cucap_cupti_summaries(E, &sum);
   cucap_json_key(w, "kernel_summaries");
@@ -660,6 +679,10 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);
+}
+
+/* "callstacks": the frames of every stack fed, by id */
+static void ck_json_callstacks(cucap_json *w, cucap_cupti *E) {
   cucap_json_key(w, "callstacks");
   cucap_json_object_begin(w);
   const ck_report *R = E->rep;
@@ -677,6 +700,28 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_array_end(w);
   }
   cucap_json_object_end(w);
+}
+
+cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
+  cucap_json *w = cucap_json_create_file(out, 0);
+  if (!w)
+    return CUCAP_ERR_NOMEM;
+  cucap_json_object_begin(w);
+  ck_json_env(w, E);
+  ck_json_timing(w, E);
+  const char *const *mn = NULL;
+  size_t nm = cucap_cupti_metric_names(E, &mn);
+  ck_json_graphs(w, E, nm);
+  cucap_json_key(w, "metric_names");
+  cucap_json_array_begin(w);
+  for (size_t j = 0; j < nm; j++)
+    cucap_json_string(w, mn[j]);
+  cucap_json_array_end(w);
+  ck_json_kernels(w, E, nm);
+  ck_json_copies(w, E);
+  ck_json_pcsamp(w, E);
+  ck_json_summaries(w, E);
+  ck_json_callstacks(w, E);
   cucap_json_object_end(w);
   cucap_json_newline(w);
   cucap_status st = cucap_json_status(w);

@@ -273,6 +273,90 @@ static char *ck_dis_funs(ck_engine *E, const ck_cubin *cb, const size_t *idx,
 
 /* ------------------------------------------------------------ resolve */
 
+/* ck_sites_resolve: the source line of each of the n sites idx of cubin
+ * cb that has none yet. */
+static void ck_sites_lines(ck_engine *E, const ck_cubin *cb, const size_t *idx,
+                           size_t n) {
+  /* source lines, once per sampled instruction, only from a cubin that
+   * has line information (the query parses the cubin's line table: on
+   * cubins without one, thousands of failing queries cost seconds) */
+  if (E->api.cuptiGetSassToSourceCorrelation &&
+      cucap_cubin_has_line_info(cb->data, cb->size)) {
+    double ts = ck_now();
+    for (size_t k = 0; k < n; k++) {
+      cucap_cupti_pc_site *s = &E->pc.site[idx[k]];
+      if (s->file)
+        continue;
+      CUpti_GetSassToSourceCorrelationParams p;
+      memset(&p, 0, sizeof p);
+      p.size = CUpti_GetSassToSourceCorrelationParamsSize;
+      p.cubin = cb->data;
+      p.cubinSize = cb->size;
+      p.functionName = s->function;
+      p.pcOffset = s->pc_offset;
+      int q = E->quiet;
+      E->quiet = 1; /* an instruction without a line is common */
+      E->tm.source_calls++;
+      if (CK_CALL(E, cuptiGetSassToSourceCorrelation, &p) && p.fileName &&
+          *p.fileName) {
+        char path[2048];
+        if (p.dirName && *p.dirName && p.fileName[0] != '/')
+          snprintf(path, sizeof path, "%s/%s", p.dirName, p.fileName);
+        else
+          snprintf(path, sizeof path, "%s", p.fileName);
+        s->file = ck_intern(&E->str, path);
+        s->line = p.lineNumber;
+      }
+      E->quiet = q;
+      free(p.fileName);
+      free(p.dirName);
+    }
+    E->tm.source_s += ck_now() - ts;
+  }
+}
+
+/* ck_sites_resolve: sorts the n sites idx of cubin ci, takes what the
+ * listing made beside the passes has for them and plans nvdisasm on the
+ * functions left (j, nj); 0 when nothing is left to disassemble. */
+static int ck_sites_job(ck_engine *E, size_t ci, size_t *idx, size_t n,
+                        ck_dis_job *j, ck_nvd_job *nj) {
+  ck_cubin *cb = &E->cb.cubin[ci];
+  g_sort_engine = E;
+  cucap_sort(idx, n, sizeof *idx, ck_site_cmp);
+  /* the listing made beside the passes, when there is one: only the
+   * sampled functions it does not cover need nvdisasm now */
+  size_t el = 0, nen = 0;
+  const char *const *en = NULL;
+  const char *et = ck_disasm_early_listing(E, ci, &el, &en, &nen);
+  if (et) {
+    ck_dis_ctx ec = {E, cb->crc, idx, n, 0};
+    ck_disasm_parse(et, el, ck_dis_cb, &ec);
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+      if (!ck_disasm_early_has(en, nen, E->pc.site[idx[k]].function))
+        idx[m++] = idx[k]; /* stays sorted */
+    CUCAP_DEBUG("profile: cubin %016" PRIx64 ": %zu of %zu sampled "
+                "instructions found in the listing made beside the "
+                "passes, %zu in functions it does not cover", cb->crc,
+                ec.filled, n, m);
+    n = m;
+    if (!n) {
+      cb->disasm_done = 1;
+      return 0;
+    }
+  }
+  j->c = (ck_dis_ctx){E, cb->crc, idx, n, 0};
+  j->cb = cb;
+  j->funs = ck_dis_funs(E, cb, idx, n);
+  nj->cubin = cb->data;
+  nj->size = cb->size;
+  nj->funs = j->funs;
+  /* the whole cubin only when -fun cannot be used or gave nothing */
+  nj->whole_fallback = 1;
+  cb->disasm_done = 1; /* once per cubin, whatever happens */
+  return 1;
+}
+
 void ck_sites_resolve(ck_engine *E) {
   if (!E->pc.nsite)
     return;
@@ -311,79 +395,10 @@ void ck_sites_resolve(ck_engine *E) {
       continue;
     off += n;
     with_cubin += n;
-    /* source lines, once per sampled instruction, only from a cubin that
-     * has line information (the query parses the cubin's line table: on
-     * cubins without one, thousands of failing queries cost seconds) */
-    if (E->api.cuptiGetSassToSourceCorrelation &&
-        cucap_cubin_has_line_info(cb->data, cb->size)) {
-      double ts = ck_now();
-      for (size_t k = 0; k < n; k++) {
-        cucap_cupti_pc_site *s = &E->pc.site[idx[k]];
-        if (s->file)
-          continue;
-        CUpti_GetSassToSourceCorrelationParams p;
-        memset(&p, 0, sizeof p);
-        p.size = CUpti_GetSassToSourceCorrelationParamsSize;
-        p.cubin = cb->data;
-        p.cubinSize = cb->size;
-        p.functionName = s->function;
-        p.pcOffset = s->pc_offset;
-        int q = E->quiet;
-        E->quiet = 1; /* an instruction without a line is common */
-        E->tm.source_calls++;
-        if (CK_CALL(E, cuptiGetSassToSourceCorrelation, &p) && p.fileName &&
-            *p.fileName) {
-          char path[2048];
-          if (p.dirName && *p.dirName && p.fileName[0] != '/')
-            snprintf(path, sizeof path, "%s/%s", p.dirName, p.fileName);
-          else
-            snprintf(path, sizeof path, "%s", p.fileName);
-          s->file = ck_intern(&E->str, path);
-          s->line = p.lineNumber;
-        }
-        E->quiet = q;
-        free(p.fileName);
-        free(p.dirName);
-      }
-      E->tm.source_s += ck_now() - ts;
-    }
-    if (tool && !cb->disasm_done) {
-      g_sort_engine = E;
-      cucap_sort(idx, n, sizeof *idx, ck_site_cmp);
-      /* the listing made beside the passes, when there is one: only the
-       * sampled functions it does not cover need nvdisasm now */
-      size_t el = 0, nen = 0;
-      const char *const *en = NULL;
-      const char *et = ck_disasm_early_listing(E, ci, &el, &en, &nen);
-      if (et) {
-        ck_dis_ctx ec = {E, cb->crc, idx, n, 0};
-        ck_disasm_parse(et, el, ck_dis_cb, &ec);
-        size_t m = 0;
-        for (size_t k = 0; k < n; k++)
-          if (!ck_disasm_early_has(en, nen, E->pc.site[idx[k]].function))
-            idx[m++] = idx[k]; /* stays sorted */
-        CUCAP_DEBUG("profile: cubin %016" PRIx64 ": %zu of %zu sampled "
-                    "instructions found in the listing made beside the "
-                    "passes, %zu in functions it does not cover", cb->crc,
-                    ec.filled, n, m);
-        n = m;
-        if (!n) {
-          cb->disasm_done = 1;
-          continue;
-        }
-      }
-      ck_dis_job *j = &jobs[njobs];
-      j->c = (ck_dis_ctx){E, cb->crc, idx, n, 0};
-      j->cb = cb;
-      j->funs = ck_dis_funs(E, cb, idx, n);
-      nj[njobs].cubin = cb->data;
-      nj[njobs].size = cb->size;
-      nj[njobs].funs = j->funs;
-      /* the whole cubin only when -fun cannot be used or gave nothing */
-      nj[njobs].whole_fallback = 1;
-      cb->disasm_done = 1; /* once per cubin, whatever happens */
+    ck_sites_lines(E, cb, idx, n);
+    if (tool && !cb->disasm_done &&
+        ck_sites_job(E, ci, idx, n, &jobs[njobs], &nj[njobs]))
       njobs++;
-    }
   }
   if (njobs) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -300,23 +300,14 @@ static int ck_add_time(double **d, cucap_cupti_time **t, unsigned *n,
   return 1;
 }
 
-void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
-  CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  pthread_mutex_lock(&E->tl.mu);
-  ck_act *acts = E->tl.pend;
-  size_t nacts = E->tl.npend;
-  E->tl.pend = NULL;
-  E->tl.npend = E->tl.cappend = 0;
-  pthread_mutex_unlock(&E->tl.mu);
-
-  ck_tl *kt = calloc(nacts ? nacts : 1, sizeof *kt);
-  ck_tl *ct = calloc(nacts ? nacts : 1, sizeof *ct);
+/* ck_timeline_pass_end: sorts the pass's records that belong to an op of
+ * the window into kernels (kt) and copies/memsets (ct), each by record;
+ * the first pass also sets the time origin. */
+static void ck_tl_attribute(ck_engine *E, unsigned tpass, const ck_act *acts,
+                            size_t nacts, ck_tl *kt, size_t *nkp, ck_tl *ct,
+                            size_t *ncp) {
   size_t nk = 0, nc = 0;
   uint64_t unattr = 0, unattr_k = 0, t0 = UINT64_MAX;
-  if (!kt || !ct) {
-    ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
-    goto out;
-  }
   for (size_t i = 0; i < nacts; i++) {
     int64_t op = ck_corr_op(E, acts[i].corr);
     if (op < 0) {
@@ -335,6 +326,8 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
     else
       ct[nc++] = t;
   }
+  *nkp = nk;
+  *ncp = nc;
   cucap_sort(kt, nk, sizeof *kt, ck_tl_cmp);
   cucap_sort(ct, nc, sizeof *ct, ck_tl_cmp);
   /* copies outside any op are the replayer's own (restoring memory between
@@ -349,8 +342,13 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
                 "record(s) outside the capture's ops", tpass + 1, unattr);
   if (tpass == 0)
     E->tl.t_origin = t0 == UINT64_MAX ? 0 : t0;
+}
 
-  /* kernels */
+/* ck_timeline_pass_end: the first pass makes the kernel table from kt,
+ * later passes add their times to it. 0 when memory ran out (section
+ * failed). */
+static int ck_tl_kernels(ck_engine *E, unsigned tpass, const ck_act *acts,
+                         const ck_tl *kt, size_t nk) {
   uint32_t sub = 0;
   for (size_t i = 0; i < nk; i++) {
     sub = (i && kt[i].rec_index == kt[i - 1].rec_index) ? sub + 1 : 0;
@@ -360,7 +358,7 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
                    sizeof *E->tl.kern) ||
           !ck_grow((void **)&E->tl.kx, &E->tl.capkx, E->tl.nkern + 1, sizeof *E->tl.kx)) {
         ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
-        goto out;
+        return 0;
       }
       const ck_op *o = &E->op.ops[kt[i].op];
       cucap_cupti_kernel *k = &E->tl.kern[E->tl.nkern];
@@ -402,9 +400,13 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
       if (E->tl.kx[i].ndurs < tpass)
         E->tl.timeline_mismatch++;
   }
+  return 1;
+}
 
-  /* copies and memsets */
-  sub = 0;
+/* ck_timeline_pass_end: the same for copies and memsets (ct). */
+static void ck_tl_copies(ck_engine *E, unsigned tpass, const ck_act *acts,
+                         const ck_tl *ct, size_t nc) {
+  uint32_t sub = 0;
   for (size_t i = 0; i < nc; i++) {
     sub = (i && ct[i].rec_index == ct[i - 1].rec_index) ? sub + 1 : 0;
     const ck_act *a = &acts[ct[i].act];
@@ -450,6 +452,29 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
       }
     }
   }
+}
+
+void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
+  CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  pthread_mutex_lock(&E->tl.mu);
+  ck_act *acts = E->tl.pend;
+  size_t nacts = E->tl.npend;
+  E->tl.pend = NULL;
+  E->tl.npend = E->tl.cappend = 0;
+  pthread_mutex_unlock(&E->tl.mu);
+
+  ck_tl *kt = calloc(nacts ? nacts : 1, sizeof *kt);
+  ck_tl *ct = calloc(nacts ? nacts : 1, sizeof *ct);
+  size_t nk = 0, nc = 0;
+  if (!kt || !ct) {
+    ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
+    goto out;
+  }
+  ck_tl_attribute(E, tpass, acts, nacts, kt, &nk, ct, &nc);
+
+  if (!ck_tl_kernels(E, tpass, acts, kt, nk))
+    goto out;
+  ck_tl_copies(E, tpass, acts, ct, nc);
 out:
   for (size_t i = 0; i < nacts; i++)
     free(acts[i].name);
