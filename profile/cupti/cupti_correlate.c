@@ -85,3 +85,8 @@ void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
       ck_cubin_add(E, md->pCubin, md->cubinSize);
   }
 }
+
+void ck_ops_free(ck_engine *E) {
+  free(E->op.ops);
+  free(E->op.corr);
+}

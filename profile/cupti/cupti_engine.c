@@ -714,32 +714,11 @@ void cucap_cupti_destroy(cucap_cupti *E) {
   ck_metrics_free(E);
   ck_pcs_free(E);
   ck_act_free(E);
-  for (size_t i = 0; i < E->tl.nkern; i++) {
-    free(E->tl.kx[i].durs);
-    free(E->tl.kx[i].t);
-  }
-  for (size_t i = 0; i < E->tl.ncopy; i++) {
-    free(E->tl.cx[i].durs);
-    free(E->tl.cx[i].t);
-  }
-  free(E->tl.kern);
-  free(E->tl.kx);
-  free(E->tl.copy);
-  free(E->tl.cx);
-  free(E->op.ops);
-  free(E->tl.work_cbid);
-  free(E->op.corr);
-  free(E->mt.mnames);
-  free(E->mt.mvals);
-  free(E->mt.win);
-  for (size_t i = 0; i < E->mt.ngmet; i++)
-    free((double *)E->mt.gmet[i].metrics);
-  free(E->mt.gmet);
-  free(E->pc.stall);
-  free(E->pc.site);
-  cucap_map_free(&E->pc.site_idx);
-  free(E->pc.samp);
-  free(E->sm.sass);
+  ck_timeline_free(E);
+  ck_ops_free(E);
+  ck_metric_tab_free(E);
+  ck_pcs_results_free(E);
+  ck_sass_free(E);
   ck_disasm_early_free(E); /* its thread reads the cubins */
   ck_cubin_free(E);
   ck_report_free(E);

@@ -352,8 +352,8 @@ typedef struct ck_metrics {
 typedef struct ck_pcs ck_pcs;         /* cupti_pcsamp.c */
 
 /* ---- the engine's parts ------------------------------------------------
- * Each part is filled by the file(s) named above it; the others only read
- * it (and cucap_cupti_destroy frees what it holds). */
+ * Each part is filled by the file(s) named above it, which also free it
+ * (cucap_cupti_destroy calls their ck_*_free); the others only read it. */
 
 /* The driver entry points the engine calls itself (flush kernels, side and
  * green contexts, synchronizing), looked up at attach (cupti_engine.c). */
@@ -625,6 +625,12 @@ int ck_work_cbids_init(ck_engine *E);        /* cupti_timeline.c */
 void ck_timeline_pass_end(ck_engine *E, unsigned tpass);
 void ck_timeline_finish(ck_engine *E);       /* medians, spreads */
 void ck_act_free(ck_engine *E);
+/* cucap_cupti_destroy: each part's tables, freed by the part's owner */
+void ck_timeline_free(ck_engine *E);         /* E->tl's tables */
+void ck_ops_free(ck_engine *E);              /* cupti_correlate.c: E->op */
+void ck_metric_tab_free(ck_engine *E);       /* cupti_metrics.c: E->mt */
+void ck_pcs_results_free(ck_engine *E);      /* cupti_pcsamp.c: E->pc's tables */
+void ck_sass_free(ck_engine *E);             /* cupti_sass.c: E->sm */
 
 /* cupti_sets.c: cuptiProfilerInitialize + chip name (env.chip), once; 0 on
  * failure. */

@@ -531,6 +531,15 @@ void ck_metrics_free(ck_engine *E) {
   E->m = NULL;
 }
 
+void ck_metric_tab_free(ck_engine *E) {
+  free(E->mt.mnames);
+  free(E->mt.mvals);
+  free(E->mt.win);
+  for (size_t i = 0; i < E->mt.ngmet; i++)
+    free((double *)E->mt.gmet[i].metrics);
+  free(E->mt.gmet);
+}
+
 size_t cucap_cupti_metric_names(const cucap_cupti *e, const char *const **out) {
   *out = (const char *const *)e->mt.mnames;
   return e->mt.mvals ? e->mt.nmnames : 0;

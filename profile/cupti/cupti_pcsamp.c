@@ -550,6 +550,13 @@ void ck_pcs_free(ck_engine *E) {
   E->pc.pcs = NULL;
 }
 
+void ck_pcs_results_free(ck_engine *E) {
+  free(E->pc.stall);
+  free(E->pc.site);
+  cucap_map_free(&E->pc.site_idx);
+  free(E->pc.samp);
+}
+
 size_t cucap_cupti_pc_sites(const cucap_cupti *e, const cucap_cupti_pc_site **out) {
   *out = e->pc.site;
   return e->pc.nsite;

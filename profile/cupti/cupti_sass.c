@@ -96,6 +96,8 @@ void ck_cubin_free(ck_engine *E) {
   E->cb.nimages = E->cb.capimages = 0;
 }
 
+void ck_sass_free(ck_engine *E) { free(E->sm.sass); }
+
 static void ck_cubin_crcs(ck_engine *E) {
   pthread_mutex_lock(&E->cb.cubin_mu);
   size_t n = E->cb.ncubin;

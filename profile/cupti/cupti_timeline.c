@@ -263,6 +263,22 @@ void ck_act_free(ck_engine *E) {
   pthread_mutex_unlock(&E->tl.mu);
 }
 
+void ck_timeline_free(ck_engine *E) {
+  for (size_t i = 0; i < E->tl.nkern; i++) {
+    free(E->tl.kx[i].durs);
+    free(E->tl.kx[i].t);
+  }
+  for (size_t i = 0; i < E->tl.ncopy; i++) {
+    free(E->tl.cx[i].durs);
+    free(E->tl.cx[i].t);
+  }
+  free(E->tl.kern);
+  free(E->tl.kx);
+  free(E->tl.copy);
+  free(E->tl.cx);
+  free(E->tl.work_cbid);
+}
+
 /* ------------------------------------------------------------ joining */
 
 typedef struct ck_tl {
