@@ -548,7 +548,7 @@ static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   if (E->attached) {
     ck_metrics_free(E); /* range profiler object, host object */
     ck_pcs_free(E);
-    if (E->sm.sass_state >= 2) {
+    if (ck_sass_state_of(E) >= 2) {
       E->quiet = 1;
       ck_sass_pass_end(E);
       E->quiet = 0;

@@ -245,14 +245,6 @@ typedef struct ck_cubin {
   int disasm_done;
 } ck_cubin;
 
-/* A SASS metrics record kept until the sites are final. */
-typedef struct ck_sassrec {
-  uint32_t crc32;
-  const char *function;      /* interned */
-  uint32_t pc;
-  uint64_t v[3];
-} ck_sassrec;
-
 /* One profiled window of the metrics phase: kernels [k_lo, k_hi) of E->kern
  * (sorted by record), submitted by records [rec_lo, rec_hi]. A window holds
  * either plain launches or graph launches, never both: a CUPTI failure on
@@ -472,15 +464,9 @@ typedef struct ck_pcsamp_state {
   size_t nsamp, capsamp;
 } ck_pcsamp_state;
 
-/* cupti_sass.c: SASS metrics. */
-typedef struct ck_sass_state {
-  ck_sassrec *sass;
-  size_t nsass, capsass;
-  uint64_t sass_id[3];       /* metric ids (UINT64_MAX: not on this chip) */
-  int sass_state;            /* 0 off, 1 configured, 2 enabled, 3 collected,
-                                4 enable failed */
-  char sass_why[1024];
-} ck_sass_state;
+/* cupti_sass.c: SASS metrics (opaque: only cupti_sass.c touches them;
+ * NULL until first needed). */
+typedef struct ck_sass_state ck_sass_state;
 
 /* cupti_sass.c (cubins kept, extracted, disassembled) and
  * cupti_disasm_early.c (early): the code the sampled PCs lie in. */
@@ -572,7 +558,7 @@ struct cucap_cupti {
                                 cupti_rangedata.c */
   ck_flush_state fl;         /* cupti_flush.c */
   ck_pcsamp_state pc;        /* cupti_pcsamp.c */
-  ck_sass_state sm;          /* cupti_sass.c */
+  ck_sass_state *sm;         /* cupti_sass.c */
   ck_cubin_state cb;         /* cupti_sass.c, cupti_disasm_early.c */
   ck_clock_state clk;        /* cupti_clock.c */
   ck_report *rep;            /* cupti_report.c */
@@ -769,6 +755,9 @@ int ck_sass_setup(ck_engine *E);
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_pass_end(ck_engine *E);
+/* The SASS metrics state: 0 off, 1 configured, 2 enabled, 3 collected,
+ * 4 enable failed. */
+int ck_sass_state_of(const ck_engine *E);
 
 
 /* cupti_report.c */

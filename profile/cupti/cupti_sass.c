@@ -96,8 +96,6 @@ void ck_cubin_free(ck_engine *E) {
   E->cb.nimages = E->cb.capimages = 0;
 }
 
-void ck_sass_free(ck_engine *E) { free(E->sm.sass); }
-
 static void ck_cubin_crcs(ck_engine *E) {
   pthread_mutex_lock(&E->cb.cubin_mu);
   size_t n = E->cb.ncubin;
@@ -425,11 +423,50 @@ void ck_sites_resolve(ck_engine *E) {
 
 /* ------------------------------------------------------------ SASS metrics */
 
+/* A SASS metrics record kept until the sites are final. */
+typedef struct ck_sassrec {
+  uint32_t crc32;
+  const char *function;      /* interned */
+  uint32_t pc;
+  uint64_t v[3];
+} ck_sassrec;
+
+/* The engine's SASS metrics part (ck_sass_state in cupti_internal.h). */
+struct ck_sass_state {
+  ck_sassrec *sass;
+  size_t nsass, capsass;
+  uint64_t sass_id[3];       /* metric ids (UINT64_MAX: not on this chip) */
+  int sass_state;            /* 0 off, 1 configured, 2 enabled, 3 collected,
+                                4 enable failed */
+  char sass_why[1024];
+};
+
+/* E's SASS metrics part, made on first use; NULL when memory ran out. */
+static ck_sass_state *ck_sm(ck_engine *E) {
+  if (!E->sm)
+    E->sm = calloc(1, sizeof *E->sm);
+  return E->sm;
+}
+
+int ck_sass_state_of(const ck_engine *E) {
+  return E->sm ? E->sm->sass_state : 0;
+}
+
+void ck_sass_free(ck_engine *E) {
+  if (E->sm)
+    free(E->sm->sass);
+  free(E->sm);
+  E->sm = NULL;
+}
+
 static const char *const ck_sass_names[3] = {
     "smsp__sass_inst_executed", "smsp__sass_thread_inst_executed",
     "smsp__sass_sectors_mem_global"};
 
 int ck_sass_setup(ck_engine *E) {
+  ck_sass_state *S = ck_sm(E);
+  if (!S)
+    return 0;
   if (!(E->api.groups & CK_SASS)) {
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE,
                "%s has no SASS metrics API (missing: %s)", E->api.path,
@@ -450,10 +487,10 @@ int ck_sass_setup(ck_engine *E) {
     gp.pChipName = E->env.chip;
     gp.pMetricName = ck_sass_names[i];
     if (!CK_CALL(E, cuptiSassMetricsGetProperties, &gp)) {
-      E->sm.sass_id[i] = UINT64_MAX;
+      S->sass_id[i] = UINT64_MAX;
       continue;
     }
-    E->sm.sass_id[i] = gp.metric.metricId;
+    S->sass_id[i] = gp.metric.metricId;
     cfg[n].metricId = gp.metric.metricId;
     cfg[n].outputGranularity = CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU;
     n++;
@@ -475,12 +512,15 @@ int ck_sass_setup(ck_engine *E) {
                E->last_msg);
     return 0;
   }
-  E->sm.sass_state = 1; /* configured */
+  S->sass_state = 1; /* configured */
   return 1;
 }
 
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
-  if (E->sm.sass_state != 1 || op->capturing || !ck_in_window(E, op->rec_index))
+  ck_sass_state *S = ck_sm(E);
+  if (!S)
+    return;
+  if (S->sass_state != 1 || op->capturing || !ck_in_window(E, op->rec_index))
     return;
   /* Enabled right before the window's first launch in the profiled
    * context, that context current: a standalone program on the H100 (run
@@ -509,15 +549,16 @@ void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op) {
   ep.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE;
   ep.ctx = E->ctx;
   ep.enableLazyPatching = 1;
-  E->sm.sass_state = CK_CALL(E, cuptiSassMetricsEnable, &ep) ? 2 : 4;
-  if (E->sm.sass_state == 4)
-    snprintf(E->sm.sass_why, sizeof E->sm.sass_why, "%s", E->last_msg);
+  S->sass_state = CK_CALL(E, cuptiSassMetricsEnable, &ep) ? 2 : 4;
+  if (S->sass_state == 4)
+    snprintf(S->sass_why, sizeof S->sass_why, "%s", E->last_msg);
   CUCAP_DEBUG("profile: sass-metrics: %s on context %p before record %" PRIu64,
-              E->sm.sass_state == 2 ? "enabled" : "not enabled", (void *)E->ctx,
+              S->sass_state == 2 ? "enabled" : "not enabled", (void *)E->ctx,
               op->rec_index);
 }
 
 static void ck_sass_collect(ck_engine *E) {
+  ck_sass_state *S = E->sm;
   double t0 = ck_now();
   E->own_call = 1;
   if (E->cu.CtxSynchronize)
@@ -549,17 +590,17 @@ static void ck_sass_collect(ck_engine *E) {
       fp.pMetricsData = d;
       if (CK_CALL(E, cuptiSassMetricsFlushData, &fp)) {
         for (size_t i = 0; i < nr; i++) {
-          if (!ck_grow((void **)&E->sm.sass, &E->sm.capsass, E->sm.nsass + 1,
-                       sizeof *E->sm.sass))
+          if (!ck_grow((void **)&S->sass, &S->capsass, S->nsass + 1,
+                       sizeof *S->sass))
             break;
-          ck_sassrec *r = &E->sm.sass[E->sm.nsass++];
+          ck_sassrec *r = &S->sass[S->nsass++];
           memset(r, 0, sizeof *r);
           r->crc32 = d[i].cubinCrc;
           r->function = ck_intern(&E->str, d[i].functionName ? d[i].functionName : "?");
           r->pc = d[i].pcOffset;
           for (size_t j = 0; j < ni; j++)
             for (int m = 0; m < 3; m++)
-              if (d[i].pInstanceValues[j].metricId == E->sm.sass_id[m])
+              if (d[i].pInstanceValues[j].metricId == S->sass_id[m])
                 r->v[m] += d[i].pInstanceValues[j].value;
         }
       }
@@ -574,12 +615,15 @@ static void ck_sass_collect(ck_engine *E) {
   if (CK_CALL(E, cuptiSassMetricsDisable, &dp) && dp.numOfDroppedRecords)
     CUCAP_WARN("profile: SASS metrics: %zu record(s) dropped",
                dp.numOfDroppedRecords);
-  E->sm.sass_state = 3;
+  S->sass_state = 3;
   E->tm.sass_collect_s += ck_now() - t0;
 }
 
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op) {
-  if (E->sm.sass_state == 2 && !op->capturing && op->rec_index == E->win_hi)
+  ck_sass_state *S = ck_sm(E);
+  if (!S)
+    return;
+  if (S->sass_state == 2 && !op->capturing && op->rec_index == E->win_hi)
     ck_sass_collect(E);
 }
 
@@ -590,9 +634,12 @@ static uint64_t ck_sass_key(uint32_t crc, const char *fn, uint64_t pc) {
 }
 
 void ck_sass_pass_end(ck_engine *E) {
-  if (E->sm.sass_state == 2)
+  ck_sass_state *S = ck_sm(E);
+  if (!S)
+    return;
+  if (S->sass_state == 2)
     ck_sass_collect(E);
-  if (E->sm.sass_state >= 1) {
+  if (S->sass_state >= 1) {
     CUpti_SassMetricsUnsetConfig_Params up;
     memset(&up, 0, sizeof up);
     up.structSize = CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE;
@@ -611,8 +658,8 @@ void ck_sass_pass_end(ck_engine *E) {
     cucap_map_put(&by32, h, k + 1);
   }
   size_t joined = 0;
-  for (size_t i = 0; i < E->sm.nsass; i++) {
-    const ck_sassrec *r = &E->sm.sass[i];
+  for (size_t i = 0; i < S->nsass; i++) {
+    const ck_sassrec *r = &S->sass[i];
     uint64_t v = 0;
     for (uint64_t h = ck_sass_key(r->crc32, r->function, r->pc);
          cucap_map_get(&by32, h, &v); h++) {
@@ -624,7 +671,7 @@ void ck_sass_pass_end(ck_engine *E) {
       uint64_t *dst[3] = {&s->inst_executed, &s->thread_inst_executed,
                           &s->mem_sectors};
       for (int m = 0; m < 3; m++) {
-        if (E->sm.sass_id[m] == UINT64_MAX)
+        if (S->sass_id[m] == UINT64_MAX)
           continue;
         if (*dst[m] == UINT64_MAX)
           *dst[m] = 0;
@@ -634,26 +681,26 @@ void ck_sass_pass_end(ck_engine *E) {
     }
   }
   cucap_map_free(&by32);
-  if (E->dead && !E->sm.nsass)
+  if (E->dead && !S->nsass)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->dead_why);
-  else if (E->sm.sass_state == 4)
-    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", E->sm.sass_why);
+  else if (S->sass_state == 4)
+    ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED, "%s", S->sass_why);
   else if (!E->tl.nkern)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
                "no kernel ran in the profiled window: nothing to measure");
-  else if (!E->sm.nsass && ck_ctx_kernels(E) == 0)
+  else if (!S->nsass && ck_ctx_kernels(E) == 0)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_UNAVAILABLE,
                "none of the %zu kernel execution(s) of the window ran in "
                "the profiled context (CUPTI binds SASS metrics to one "
                "context: the one where most of them ran)",
                E->tl.nkern);
-  else if (!E->sm.nsass)
+  else if (!S->nsass)
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_FAILED,
                "no SASS metrics records for the %zu kernel execution(s) of "
                "the window", E->tl.nkern);
   else
     ck_section(E, CUCAP_CUPTI_SASS, CUCAP_CUPTI_COLLECTED,
                "%zu instruction records, %zu joined to sampled instructions",
-               E->sm.nsass, joined);
-  E->sm.sass_state = 0;
+               S->nsass, joined);
+  S->sass_state = 0;
 }
