@@ -157,6 +157,73 @@ static cucap_fb_ref str_ref(cucap_fbb *b, const char *s) {
   return cucap_fbb_string(b, s, strlen(s));
 }
 
+/* build: the vector of the sections' states (refs: scratch room). */
+static cucap_fb_ref build_sections(const cucap_profile *p, cucap_fbb *b,
+                                   cucap_fb_ref *refs) {
+  for (int s = 0; s < CUCAP_PROFILE_NSECTIONS; s++) {
+    cucap_fb_ref src = str_ref(b, p->sec[s].source), msg = str_ref(b, p->sec[s].message);
+    cucap_fb_profile_section_start(b);
+    cucap_fb_profile_section_add_section(b, (uint8_t)s);
+    cucap_fb_profile_section_add_state(b, (uint8_t)p->sec[s].state);
+    cucap_fb_profile_section_add_source(b, src);
+    cucap_fb_profile_section_add_message(b, msg);
+    refs[s] = cucap_fb_profile_section_end(b);
+  }
+  return cucap_fbb_vector_refs(b, refs, CUCAP_PROFILE_NSECTIONS);
+}
+
+/* build: the vector of the host callstacks, frames as string indices fid. */
+static cucap_fb_ref build_stacks(const cucap_profile *p, cucap_fbb *b,
+                                 cucap_fb_ref *refs, uint32_t *const *fid) {
+  for (size_t i = 0; i < p->nstk; i++) {
+    cucap_fb_ref fr = cucap_fb_profile_stack_create_frames(b, fid[i], p->stk[i].n);
+    cucap_fb_profile_stack_start(b);
+    cucap_fb_profile_stack_add_id(b, p->stk[i].id);
+    cucap_fb_profile_stack_add_first_app(b, p->stk[i].first_app);
+    cucap_fb_profile_stack_add_frames(b, fr);
+    refs[i] = cucap_fb_profile_stack_end(b);
+  }
+  return cucap_fbb_vector_refs(b, refs, p->nstk);
+}
+
+/* build: the vector of the activities. */
+static cucap_fb_ref build_activities(const cucap_profile *p, cucap_fbb *b,
+                                     cucap_fb_ref *refs) {
+  for (size_t i = 0; i < p->nact; i++) {
+    const cucap_profile_activity *a = &p->act[i];
+    cucap_fb_profile_activity_start(b);
+    cucap_fb_profile_activity_add_kind(b, (uint8_t)a->kind);
+    cucap_fb_profile_activity_add_seq(b, a->seq);
+    cucap_fb_profile_activity_add_rec_index(b, a->rec_index);
+    cucap_fb_profile_activity_add_pass(b, a->pass);
+    cucap_fb_profile_activity_add_start_ns(b, a->start_ns);
+    cucap_fb_profile_activity_add_end_ns(b, a->end_ns);
+    cucap_fb_profile_activity_add_bytes(b, a->bytes);
+    cucap_fb_profile_activity_add_copy_kind(b, a->copy_kind);
+    cucap_fb_profile_activity_add_stream(b, a->stream);
+    refs[i] = cucap_fb_profile_activity_end(b);
+  }
+  return cucap_fbb_vector_refs(b, refs, p->nact);
+}
+
+/* build: the vector of the sampled instructions. */
+static cucap_fb_ref build_pcs(const cucap_profile *p, cucap_fbb *b,
+                              cucap_fb_ref *refs) {
+  for (size_t i = 0; i < p->npc; i++) {
+    const pf_pc *x = &p->pcs[i];
+    cucap_fb_profile_pc_start(b);
+    cucap_fb_profile_pc_add_function(b, x->function);
+    cucap_fb_profile_pc_add_module_id(b, x->view.module_id);
+    cucap_fb_profile_pc_add_pc_offset(b, x->view.pc_offset);
+    cucap_fb_profile_pc_add_sass(b, x->sass);
+    cucap_fb_profile_pc_add_file(b, x->file);
+    cucap_fb_profile_pc_add_line(b, x->view.line);
+    cucap_fb_profile_pc_add_inlined(b, x->inlined);
+    refs[i] = cucap_fb_profile_pc_end(b);
+  }
+  return cucap_fbb_vector_refs(b, refs, p->npc);
+}
+
 static cucap_status build(cucap_profile *p, cucap_fbb *b, cucap_fb_ref *root) {
   /* frames are kept as text; the file refers to them by string index */
   uint32_t **fid = calloc(p->nstk ? p->nstk : 1, sizeof *fid);
@@ -189,56 +256,13 @@ static cucap_status build(cucap_profile *p, cucap_fbb *b, cucap_fb_ref *root) {
   for (size_t i = 0; i < ns; i++)
     refs[i] = str_ref(b, p->strs.s[i]);
   cucap_fb_ref r_strings = cucap_fbb_vector_refs(b, refs, ns);
-  for (int s = 0; s < CUCAP_PROFILE_NSECTIONS; s++) {
-    cucap_fb_ref src = str_ref(b, p->sec[s].source), msg = str_ref(b, p->sec[s].message);
-    cucap_fb_profile_section_start(b);
-    cucap_fb_profile_section_add_section(b, (uint8_t)s);
-    cucap_fb_profile_section_add_state(b, (uint8_t)p->sec[s].state);
-    cucap_fb_profile_section_add_source(b, src);
-    cucap_fb_profile_section_add_message(b, msg);
-    refs[s] = cucap_fb_profile_section_end(b);
-  }
-  cucap_fb_ref r_sections = cucap_fbb_vector_refs(b, refs, CUCAP_PROFILE_NSECTIONS);
-  for (size_t i = 0; i < p->nstk; i++) {
-    cucap_fb_ref fr = cucap_fb_profile_stack_create_frames(b, fid[i], p->stk[i].n);
-    cucap_fb_profile_stack_start(b);
-    cucap_fb_profile_stack_add_id(b, p->stk[i].id);
-    cucap_fb_profile_stack_add_first_app(b, p->stk[i].first_app);
-    cucap_fb_profile_stack_add_frames(b, fr);
-    refs[i] = cucap_fb_profile_stack_end(b);
-  }
-  cucap_fb_ref r_stacks = cucap_fbb_vector_refs(b, refs, p->nstk);
+  cucap_fb_ref r_sections = build_sections(p, b, refs);
+  cucap_fb_ref r_stacks = build_stacks(p, b, refs, fid);
   for (size_t i = 0; i < p->nl; i++)
     refs[i] = build_launch(b, &p->L[i]);
   cucap_fb_ref r_launches = cucap_fbb_vector_refs(b, refs, p->nl);
-  for (size_t i = 0; i < p->nact; i++) {
-    const cucap_profile_activity *a = &p->act[i];
-    cucap_fb_profile_activity_start(b);
-    cucap_fb_profile_activity_add_kind(b, (uint8_t)a->kind);
-    cucap_fb_profile_activity_add_seq(b, a->seq);
-    cucap_fb_profile_activity_add_rec_index(b, a->rec_index);
-    cucap_fb_profile_activity_add_pass(b, a->pass);
-    cucap_fb_profile_activity_add_start_ns(b, a->start_ns);
-    cucap_fb_profile_activity_add_end_ns(b, a->end_ns);
-    cucap_fb_profile_activity_add_bytes(b, a->bytes);
-    cucap_fb_profile_activity_add_copy_kind(b, a->copy_kind);
-    cucap_fb_profile_activity_add_stream(b, a->stream);
-    refs[i] = cucap_fb_profile_activity_end(b);
-  }
-  cucap_fb_ref r_acts = cucap_fbb_vector_refs(b, refs, p->nact);
-  for (size_t i = 0; i < p->npc; i++) {
-    const pf_pc *x = &p->pcs[i];
-    cucap_fb_profile_pc_start(b);
-    cucap_fb_profile_pc_add_function(b, x->function);
-    cucap_fb_profile_pc_add_module_id(b, x->view.module_id);
-    cucap_fb_profile_pc_add_pc_offset(b, x->view.pc_offset);
-    cucap_fb_profile_pc_add_sass(b, x->sass);
-    cucap_fb_profile_pc_add_file(b, x->file);
-    cucap_fb_profile_pc_add_line(b, x->view.line);
-    cucap_fb_profile_pc_add_inlined(b, x->inlined);
-    refs[i] = cucap_fb_profile_pc_end(b);
-  }
-  cucap_fb_ref r_pcs = cucap_fbb_vector_refs(b, refs, p->npc);
+  cucap_fb_ref r_acts = build_activities(p, b, refs);
+  cucap_fb_ref r_pcs = build_pcs(p, b, refs);
   cucap_fb_ref r_samples = build_rows(b, &p->samples), r_sass = build_rows(b, &p->sass);
   for (size_t i = 0; i < p->nf; i++)
     refs[i] = build_finding(b, &p->F[i]);
@@ -494,9 +518,8 @@ static cucap_status load_finding(ld *L, const cucap_fb_profile_finding *x) {
   return CUCAP_OK;
 }
 
-static cucap_status load_body(ld *L, const cucap_fb_profile_file *f) {
-  cucap_profile *p = L->p;
-  cucap_profile_info *in = &p->info;
+/* load_body: the file's info table. */
+static void load_info(cucap_profile_info *in, const cucap_fb_profile_file *f) {
   copy_str(in->capture_path, sizeof in->capture_path, cucap_fb_profile_file_capture_path(f));
   const cucap_fb_hash128 *cid = cucap_fb_profile_file_capture_id(f);
   if (cid) {
@@ -518,26 +541,11 @@ static cucap_status load_body(ld *L, const cucap_fb_profile_file *f) {
   in->loops = cucap_fb_profile_file_loops(f);
   in->passes = cucap_fb_profile_file_passes(f);
   in->created_ns = cucap_fb_profile_file_created_ns(f);
-  L->ns = cucap_fb_profile_file_strings_len(f);
-  L->sid = malloc((L->ns ? L->ns : 1) * sizeof *L->sid);
-  if (!L->sid)
-    return CUCAP_ERR_NOMEM;
-  for (size_t i = 0; i < L->ns; i++) {
-    const char *s = cucap_fb_profile_file_strings_at(f, i);
-    L->sid[i] = pf_str(p, s ? s : "");
-    if (s && *s && !L->sid[i])
-      return CUCAP_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < cucap_fb_profile_file_sections_len(f); i++) {
-    const cucap_fb_profile_section *x = cucap_fb_profile_file_sections_at(f, i);
-    unsigned s = x ? cucap_fb_profile_section_section(x) : 99;
-    unsigned stt = x ? cucap_fb_profile_section_state(x) : 99;
-    if (s >= CUCAP_PROFILE_NSECTIONS || stt > CUCAP_PROFILE_UNAVAILABLE)
-      continue; /* a section of a newer minor: not ours to show */
-    p->sec[s].state = (cucap_profile_state)stt;
-    copy_str(p->sec[s].source, sizeof p->sec[s].source, cucap_fb_profile_section_source(x));
-    copy_str(p->sec[s].message, sizeof p->sec[s].message, cucap_fb_profile_section_message(x));
-  }
+}
+
+/* load_body: the host callstacks, frames resolved through the strings. */
+static cucap_status load_stacks(ld *L, const cucap_fb_profile_file *f) {
+  cucap_profile *p = L->p;
   for (size_t i = 0; i < cucap_fb_profile_file_stacks_len(f); i++) {
     const cucap_fb_profile_stack *x = cucap_fb_profile_file_stacks_at(f, i);
     size_t n = 0;
@@ -558,7 +566,12 @@ static cucap_status load_body(ld *L, const cucap_fb_profile_file *f) {
     free(txt);
     CUCAP_FORWARD(st);
   }
-  CUCAP_FORWARD(load_launches(L, f));
+  return CUCAP_OK;
+}
+
+/* load_body: the activities. */
+static cucap_status load_activities(ld *L, const cucap_fb_profile_file *f) {
+  cucap_profile *p = L->p;
   for (size_t i = 0; i < cucap_fb_profile_file_activities_len(f); i++) {
     const cucap_fb_profile_activity *x = cucap_fb_profile_file_activities_at(f, i);
     if (!x)
@@ -574,6 +587,35 @@ static cucap_status load_body(ld *L, const cucap_fb_profile_file *f) {
                                 cucap_fb_profile_activity_stream(x)};
     CUCAP_FORWARD(cucap_profile_add_activity(p, &a));
   }
+  return CUCAP_OK;
+}
+
+static cucap_status load_body(ld *L, const cucap_fb_profile_file *f) {
+  cucap_profile *p = L->p;
+  load_info(&p->info, f);
+  L->ns = cucap_fb_profile_file_strings_len(f);
+  L->sid = malloc((L->ns ? L->ns : 1) * sizeof *L->sid);
+  if (!L->sid)
+    return CUCAP_ERR_NOMEM;
+  for (size_t i = 0; i < L->ns; i++) {
+    const char *s = cucap_fb_profile_file_strings_at(f, i);
+    L->sid[i] = pf_str(p, s ? s : "");
+    if (s && *s && !L->sid[i])
+      return CUCAP_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < cucap_fb_profile_file_sections_len(f); i++) {
+    const cucap_fb_profile_section *x = cucap_fb_profile_file_sections_at(f, i);
+    unsigned s = x ? cucap_fb_profile_section_section(x) : 99;
+    unsigned stt = x ? cucap_fb_profile_section_state(x) : 99;
+    if (s >= CUCAP_PROFILE_NSECTIONS || stt > CUCAP_PROFILE_UNAVAILABLE)
+      continue; /* a section of a newer minor: not ours to show */
+    p->sec[s].state = (cucap_profile_state)stt;
+    copy_str(p->sec[s].source, sizeof p->sec[s].source, cucap_fb_profile_section_source(x));
+    copy_str(p->sec[s].message, sizeof p->sec[s].message, cucap_fb_profile_section_message(x));
+  }
+  CUCAP_FORWARD(load_stacks(L, f));
+  CUCAP_FORWARD(load_launches(L, f));
+  CUCAP_FORWARD(load_activities(L, f));
   size_t npc = cucap_fb_profile_file_pcs_len(f);
   uint32_t *pcmap = malloc((npc ? npc : 1) * sizeof *pcmap);
   if (!pcmap)

@@ -216,9 +216,9 @@ static void ck_clk_pci(ck_engine *E, int *dom, int *bus, int *dev, int *ndev) {
 }
 
 void ck_clock_lock(ck_engine *E) {
-  if (E->o.clock_control != CUCAP_CUPTI_CLOCK_BASE || E->clk_tried)
+  if (E->o.clock_control != CUCAP_CUPTI_CLOCK_BASE || E->clk.tried)
     return;
-  E->clk_tried = 1;
+  E->clk.tried = 1;
   ck_api_nvperf_wait(&E->api); /* the library CUPTI itself loads */
   ck_nvpw n;
   char why[256] = "";
@@ -253,7 +253,7 @@ void ck_clock_lock(ck_engine *E) {
                "GPU's default clocks", E->env.clocks);
     return;
   }
-  E->clk_ok = 1;
+  E->clk.ok = 1;
   snprintf(E->env.clocks, sizeof E->env.clocks,
            "locked to base for the measurement passes (nvperf device %zu)", index);
   CUCAP_INFO("profile: --clock-control=base: GPU clocks locked to base (rated "
@@ -276,9 +276,9 @@ void ck_clock_restore(void) {
 const char *ck_clock_note(const ck_engine *E) {
   if (E->o.clock_control != CUCAP_CUPTI_CLOCK_BASE)
     return "; GPU clocks not controlled (--clock-control=none)";
-  if (E->clk_ok)
+  if (E->clk.ok)
     return "; GPU clocks locked to base";
-  return E->clk_tried ? "; GPU clocks NOT locked (see the log)" : "";
+  return E->clk.tried ? "; GPU clocks NOT locked (see the log)" : "";
 }
 
 cucap_status cucap_cupti_reset_clocks(const char *libcuda, const char *library,

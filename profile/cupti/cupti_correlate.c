@@ -46,34 +46,34 @@ void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
     }
     const CUpti_CallbackData *cd = data;
     /* correlation id 0 means "none" (no API activity kind enabled) */
-    if (!cd || cd->callbackSite != CUPTI_API_ENTER || !E->in_op || E->own_call ||
-        !E->cur || !cd->correlationId)
+    if (!cd || cd->callbackSite != CUPTI_API_ENTER || !E->op.in_op || E->own_call ||
+        !E->op.cur || !cd->correlationId)
       return;
-    if (E->cur_op < 0) {
-      if (!cucap_vec_reserve(&E->ops, &E->capops, E->nops + 1, sizeof *E->ops, 16))
+    if (E->op.cur_op < 0) {
+      if (!cucap_vec_reserve(&E->op.ops, &E->op.capops, E->op.nops + 1, sizeof *E->op.ops, 16))
         return;
-      ck_op *o = &E->ops[E->nops];
-      const cucap_fb_record *rec = E->cur->record;
-      o->rec_index = E->cur->rec_index;
-      o->seq = E->cur->seq;
-      o->launch_index = E->cur->launch_index;
+      ck_op *o = &E->op.ops[E->op.nops];
+      const cucap_fb_record *rec = E->op.cur->record;
+      o->rec_index = E->op.cur->rec_index;
+      o->seq = E->op.cur->seq;
+      o->launch_index = E->op.cur->launch_index;
       /* every record carries its host callstack (graph launches too) */
-      o->callstack = E->cur->callstack ? E->cur->callstack
+      o->callstack = E->op.cur->callstack ? E->op.cur->callstack
                                        : (rec ? cucap_fb_record_stack(rec) : 0);
-      o->body = E->cur->body_type;
+      o->body = E->op.cur->body_type;
       o->stream = ck_rec_stream(rec, o->body);
       o->copy_kind = rec && o->body == CUCAP_FB_BODY_MEMCPY
                          ? (int)cucap_fb_memcpy_kind(cucap_fb_record_body_as_memcpy(rec))
                          : -1;
-      E->cur_op = (int64_t)E->nops++;
+      E->op.cur_op = (int64_t)E->op.nops++;
     }
-    if (!cucap_vec_reserve(&E->corr, &E->capcorr, E->ncorr + 1, sizeof *E->corr, 16))
+    if (!cucap_vec_reserve(&E->op.corr, &E->op.capcorr, E->op.ncorr + 1, sizeof *E->op.corr, 16))
       return;
-    if (E->ncorr && E->corr[E->ncorr - 1].corr > cd->correlationId)
-      E->corr_unsorted = 1;
-    E->corr[E->ncorr].corr = cd->correlationId;
-    E->corr[E->ncorr].op = (uint32_t)E->cur_op;
-    E->ncorr++;
+    if (E->op.ncorr && E->op.corr[E->op.ncorr - 1].corr > cd->correlationId)
+      E->op.corr_unsorted = 1;
+    E->op.corr[E->op.ncorr].corr = cd->correlationId;
+    E->op.corr[E->op.ncorr].op = (uint32_t)E->op.cur_op;
+    E->op.ncorr++;
   } else if (dom == CUPTI_CB_DOMAIN_RESOURCE &&
              cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
     if (!E->o.pc_sampling && !E->o.sass_metrics)
@@ -84,4 +84,9 @@ void CUPTIAPI ck_callback(void *user, CUpti_CallbackDomain dom,
     if (md && md->pCubin && md->cubinSize)
       ck_cubin_add(E, md->pCubin, md->cubinSize);
   }
+}
+
+void ck_ops_free(ck_engine *E) {
+  free(E->op.ops);
+  free(E->op.corr);
 }

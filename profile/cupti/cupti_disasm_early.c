@@ -106,11 +106,11 @@ static int ck_ptr_cmp(const void *a, const void *b) {
 
 /* The distinct kernel names of the window, sorted by pointer (interned). */
 static const char **ck_early_names(const ck_engine *E, size_t *n) {
-  const char **v = malloc((E->nkern ? E->nkern : 1) * sizeof *v);
+  const char **v = malloc((E->tl.nkern ? E->tl.nkern : 1) * sizeof *v);
   size_t m = 0;
-  for (size_t k = 0; v && k < E->nkern; k++)
-    if (E->kern[k].name)
-      v[m++] = E->kern[k].name;
+  for (size_t k = 0; v && k < E->tl.nkern; k++)
+    if (E->tl.kern[k].name)
+      v[m++] = E->tl.kern[k].name;
   if (!v)
     return NULL;
   qsort(v, m, sizeof *v, ck_ptr_cmp);
@@ -141,7 +141,7 @@ static int ck_early_job_make(ck_early_job *j, const ck_cubin *cb,
 }
 
 void ck_disasm_early_start(ck_engine *E) {
-  if (E->early || !E->nkern || !E->ncubin)
+  if (E->cb.early || !E->tl.nkern || !E->cb.ncubin)
     return;
   if (!cucap_knob_flag(CUCAP_KNOB(CUCAP_PROFILE_EARLY_DISASM)))
     return;
@@ -153,22 +153,22 @@ void ck_disasm_early_start(ck_engine *E) {
   const char **names = tool ? ck_early_names(E, &nn) : NULL;
   /* under cubin_mu: a module callback on another thread may grow the list
    * (symbol lookups only: no CUPTI call is made with it held) */
-  pthread_mutex_lock(&E->cubin_mu);
-  size_t nc = E->ncubin;
+  pthread_mutex_lock(&E->cb.cubin_mu);
+  size_t nc = E->cb.ncubin;
   d->job = names ? calloc(nc ? nc : 1, sizeof *d->job) : NULL;
   for (size_t ci = 0; d->job && ci < nc; ci++) {
     ck_early_job *j = &d->job[d->njob];
     j->cubin = ci;
-    d->njob += ck_early_job_make(j, &E->cubin[ci], names, nn);
+    d->njob += ck_early_job_make(j, &E->cb.cubin[ci], names, nn);
   }
-  pthread_mutex_unlock(&E->cubin_mu);
+  pthread_mutex_unlock(&E->cb.cubin_mu);
   free(names);
   if (tool && tool != d->tool)
     snprintf(d->tool, sizeof d->tool, "%s", tool);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   /* half the CPUs: the passes keep the main thread and CUPTI's busy */
   d->parallel = ncpu < 4 ? 1 : ncpu / 2 > 8 ? 8 : (unsigned)(ncpu / 2);
-  E->early = d;
+  E->cb.early = d;
   if (!d->njob)
     return;
   d->on = pthread_create(&d->th, NULL, ck_early_main, d) == 0;
@@ -177,7 +177,7 @@ void ck_disasm_early_start(ck_engine *E) {
 }
 
 static void ck_early_join(ck_engine *E) {
-  ck_disasm_early *d = E->early;
+  ck_disasm_early *d = E->cb.early;
   if (!d || !d->on)
     return;
   double t0 = cucap_clock_now_s();
@@ -197,7 +197,7 @@ static void ck_early_join(ck_engine *E) {
 const char *ck_disasm_early_listing(ck_engine *E, size_t cubin, size_t *len,
                                     const char *const **names, size_t *nnames) {
   ck_early_join(E);
-  ck_disasm_early *d = E->early;
+  ck_disasm_early *d = E->cb.early;
   for (size_t i = 0; d && i < d->njob; i++) {
     ck_early_job *j = &d->job[i];
     if (j->cubin != cubin || !j->text)
@@ -223,7 +223,7 @@ int ck_disasm_early_has(const char *const *names, size_t n, const char *name) {
 }
 
 void ck_disasm_early_free(ck_engine *E) {
-  ck_disasm_early *d = E->early;
+  ck_disasm_early *d = E->cb.early;
   if (!d)
     return;
   if (d->on) {
@@ -237,5 +237,5 @@ void ck_disasm_early_free(ck_engine *E) {
   }
   free(d->job);
   free(d);
-  E->early = NULL;
+  E->cb.early = NULL;
 }

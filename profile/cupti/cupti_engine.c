@@ -121,12 +121,12 @@ static cucap_status ck_attach(void *u, cucap_replay_session *s) {
   /* callbacks only for the calls that queue GPU work (and the probe's):
    * the replayer's own queries need none (see ck_work_cbids_init) */
   int scoped = ck_work_cbids_init(E);
-  for (size_t i = 0; scoped && i < E->nwork_cbid; i++)
+  for (size_t i = 0; scoped && i < E->tl.nwork_cbid; i++)
     if (!CK_CALL(E, cuptiEnableCallback, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API,
-                 (CUpti_CallbackId)E->work_cbid[i]))
+                 (CUpti_CallbackId)E->tl.work_cbid[i]))
       scoped = 0;
   if (!scoped) {
-    E->nwork_cbid = 0;
+    E->tl.nwork_cbid = 0;
     if (!CK_CALL(E, cuptiEnableDomain, 1, E->sub, CUPTI_CB_DOMAIN_DRIVER_API))
       return ck_fail_env(E, s, "CUPTI callbacks cannot be enabled: %s",
                          E->last_msg);
@@ -260,10 +260,9 @@ static void ck_pass_begin(void *u, cucap_replay_session *s, unsigned pass) {
   E->pass_t0 = cucap_clock_now_s();
   if (E->tm.t_last_pass_end > 0 && E->phase < CK_PH_DONE)
     E->tm.between_s[E->phase] += E->pass_t0 - E->tm.t_last_pass_end;
-  E->nops = 0;
-  E->ncorr = 0;
-  E->corr_unsorted = 0;
-  E->flushes_this_pass = 0;
+  E->op.nops = 0;
+  E->op.ncorr = 0;
+  E->op.corr_unsorted = 0;
   /* counter, PC-sampling and SASS passes measure kernels: copies back to
    * the host are only part of the timeline, and large uploads may come
    * from device copies of their payloads */
@@ -309,9 +308,9 @@ static void ck_pick_ctx(ck_engine *E) {
   int found = 0;
   for (size_t i = 0; i < E->nctxs; i++) {
     size_t n = 0;
-    for (size_t k = 0; k < E->nkern; k++)
-      n += E->ctxs[i].id && E->kx[k].context_id == E->ctxs[i].id &&
-           ck_in_window(E, E->kern[k].rec_index);
+    for (size_t k = 0; k < E->tl.nkern; k++)
+      n += E->ctxs[i].id && E->tl.kx[k].context_id == E->ctxs[i].id &&
+           ck_in_window(E, E->tl.kern[k].rec_index);
     if (n && (!found || n > bestn ||
               (n == bestn && E->ctxs[i].ctx == E->primary))) {
       best = i;
@@ -335,9 +334,9 @@ static void ck_op_before(void *u, cucap_replay_session *s,
   (void)s;
   if (!E->attached)
     return;
-  E->cur = op;
-  E->cur_op = -1;
-  E->in_op = 1;
+  E->op.cur = op;
+  E->op.cur_op = -1;
+  E->op.in_op = 1;
   if (op->pass == 0) {
     if (op->body_type == CUCAP_FB_BODY_LAUNCH || op->body_type == CUCAP_FB_BODY_GRAPH)
       ck_note_ctx(E, op);
@@ -350,11 +349,10 @@ static void ck_op_before(void *u, cucap_replay_session *s,
           cucap_fb_record_body_as_module((const cucap_fb_record *)op->record);
       const cucap_fb_hash128 *h = m ? cucap_fb_module_image(m) : NULL;
       if (h && cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD &&
-          cucap_vec_reserve(&E->images, &E->capimages, E->nimages + 1,
-                            sizeof *E->images, 16)) {
-        E->images[E->nimages].lo = h->lo;
-        E->images[E->nimages].hi = h->hi;
-        E->nimages++;
+          cucap_vec_reserve(&E->cb.images, &E->cb.capimages, E->cb.nimages + 1, sizeof *E->cb.images, 16)) {
+        E->cb.images[E->cb.nimages].lo = h->lo;
+        E->cb.images[E->cb.nimages].hi = h->hi;
+        E->cb.nimages++;
       }
     }
     /* a launch range: the window runs from the first to the last launch
@@ -420,9 +418,9 @@ static void ck_op_after(void *u, cucap_replay_session *s,
   }
   if (ck_pass_done_after(E, op))
     cucap_replay_session_end_pass(s);
-  E->in_op = 0;
-  E->cur = NULL;
-  E->cur_op = -1;
+  E->op.in_op = 0;
+  E->op.cur = NULL;
+  E->op.cur_op = -1;
 }
 
 /* CUPTI died: every requested section from `from` on that has no state yet
@@ -539,7 +537,7 @@ static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
       if (E->sec[i].state == CUCAP_CUPTI_NOT_REQUESTED ||
           (i == (int)E->phase && E->sec[i].state == CUCAP_CUPTI_COLLECTED))
         ck_section(E, (cucap_cupti_section_id)i,
-                   i == (int)E->phase && E->nkern ? CUCAP_CUPTI_PARTIAL
+                   i == (int)E->phase && E->tl.nkern ? CUCAP_CUPTI_PARTIAL
                                                   : CUCAP_CUPTI_FAILED,
                    "not completed: %s", why);
     }
@@ -550,7 +548,7 @@ static void ck_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   if (E->attached) {
     ck_metrics_free(E); /* range profiler object, host object */
     ck_pcs_free(E);
-    if (E->sass_state >= 2) {
+    if (ck_sass_state_of(E) >= 2) {
       E->quiet = 1;
       ck_sass_pass_end(E);
       E->quiet = 0;
@@ -662,8 +660,8 @@ cucap_status cucap_cupti_create(const cucap_cupti_options *o, cucap_cupti **out,
     cucap_cupti_destroy(E);
     return CUCAP_ERR_NOMEM;
   }
-  pthread_mutex_init(&E->mu, NULL);
-  pthread_mutex_init(&E->cubin_mu, NULL);
+  pthread_mutex_init(&E->tl.mu, NULL);
+  pthread_mutex_init(&E->cb.cubin_mu, NULL);
   /* the whole capture unless a launch range was given */
   if (E->o.launch_count == CUCAP_CUPTI_ALL_LAUNCHES && !E->o.first_launch) {
     E->win_lo = 0;
@@ -671,7 +669,7 @@ cucap_status cucap_cupti_create(const cucap_cupti_options *o, cucap_cupti **out,
   } else {
     E->win_lo = E->win_hi = UINT64_MAX;
   }
-  E->cur_op = -1;
+  E->op.cur_op = -1;
   E->env.counters_allowed = -1;
   E->obs.name = "profile";
   E->obs.user = E;
@@ -716,39 +714,18 @@ void cucap_cupti_destroy(cucap_cupti *E) {
   ck_metrics_free(E);
   ck_pcs_free(E);
   ck_act_free(E);
-  for (size_t i = 0; i < E->nkern; i++) {
-    free(E->kx[i].durs);
-    free(E->kx[i].t);
-  }
-  for (size_t i = 0; i < E->ncopy; i++) {
-    free(E->cx[i].durs);
-    free(E->cx[i].t);
-  }
-  free(E->kern);
-  free(E->kx);
-  free(E->copy);
-  free(E->cx);
-  free(E->ops);
-  free(E->work_cbid);
-  free(E->corr);
-  free(E->mnames);
-  free(E->mvals);
-  free(E->win);
-  for (size_t i = 0; i < E->ngmet; i++)
-    free((double *)E->gmet[i].metrics);
-  free(E->gmet);
-  free(E->stall);
-  free(E->site);
-  cucap_map_free(&E->site_idx);
-  free(E->samp);
-  free(E->sass);
+  ck_timeline_free(E);
+  ck_ops_free(E);
+  ck_metric_tab_free(E);
+  ck_pcs_results_free(E);
+  ck_sass_free(E);
   ck_disasm_early_free(E); /* its thread reads the cubins */
   ck_cubin_free(E);
   ck_report_free(E);
   ck_strtab_free(&E->str);
   ck_api_unload(&E->api);
-  pthread_mutex_destroy(&E->mu);
-  pthread_mutex_destroy(&E->cubin_mu);
+  pthread_mutex_destroy(&E->tl.mu);
+  pthread_mutex_destroy(&E->cb.cubin_mu);
   free(E->metrics_opt);
   free(E->nvdisasm_opt);
   free((char *)E->o.library);

@@ -169,7 +169,7 @@ static int ck_flusher_fill(ck_engine *E, ck_flusher *f, uint64_t bytes) {
 
 /* The side context and its flusher; the profiled context stays current. */
 static void ck_flusher_side(ck_engine *E, uint64_t bytes) {
-  ck_flusher *f = &E->flush[1];
+  ck_flusher *f = &E->fl.flush[1];
   if (!E->cu.CtxCreate || !E->cu.CtxDestroy || !E->cu.CtxPushCurrent ||
       !E->cu.CtxPopCurrent || !E->cu.CtxSynchronize ||
       E->cu.CtxCreate(&f->ctx, 0, (CUdevice)E->device) != CUDA_SUCCESS) {
@@ -192,7 +192,7 @@ static void ck_flusher_side(ck_engine *E, uint64_t bytes) {
  * profiled context is not the primary one, the driver has no green
  * contexts, or one cannot be made. The profiled context stays current. */
 static int ck_flusher_green(ck_engine *E, uint64_t bytes) {
-  ck_flusher *f = &E->flush[1];
+  ck_flusher *f = &E->fl.flush[1];
   if (E->ctx != E->primary || !E->cu.DeviceGetDevResource ||
       !E->cu.DevResourceGenerateDesc || !E->cu.GreenCtxCreate ||
       !E->cu.GreenCtxDestroy || !E->cu.CtxFromGreenCtx ||
@@ -234,7 +234,7 @@ static int ck_flusher_green(ck_engine *E, uint64_t bytes) {
 
 void ck_flush_setup(ck_engine *E) {
   if (!E->o.cache_flush || !E->env.l2_bytes || !E->cu.MemAlloc ||
-      !E->cu.MemsetD8Async || E->flush[0].buf)
+      !E->cu.MemsetD8Async || E->fl.flush[0].buf)
     return;
   CUcontext prev;
   if (!ck_in_ctx(E, &prev)) {
@@ -244,12 +244,12 @@ void ck_flush_setup(ck_engine *E) {
   }
   E->own_call = 1;
   uint64_t bytes = 2 * E->env.l2_bytes;
-  E->flush_sync = cucap_knob_flag(CUCAP_KNOB(CUCAP_PROFILE_FLUSH_SYNC));
-  E->flush_mode = ck_flush_mode();
-  if (ck_flusher_fill(E, &E->flush[0], bytes)) {
-    E->flush_bytes = bytes;
+  E->fl.flush_sync = cucap_knob_flag(CUCAP_KNOB(CUCAP_PROFILE_FLUSH_SYNC));
+  E->fl.flush_mode = ck_flush_mode();
+  if (ck_flusher_fill(E, &E->fl.flush[0], bytes)) {
+    E->fl.flush_bytes = bytes;
     int dur = E->m && E->m->dconfig; /* duration passes planned */
-    ck_flush_ctx_mode fm = E->flush_mode;
+    ck_flush_ctx_mode fm = E->fl.flush_mode;
     if (fm == CK_FLUSH_CTX_ALL ||
         (dur && (fm == CK_FLUSH_CTX_SIDE ||
                  (fm == CK_FLUSH_CTX_GREEN && !ck_flusher_green(E, bytes)))))
@@ -263,11 +263,11 @@ void ck_flush_setup(ck_engine *E) {
 }
 
 const char *ck_flush_where(const ck_engine *E) {
-  if (!E->flush[1].buf)
+  if (!E->fl.flush[1].buf)
     return "";
-  if (E->flush[1].green)
+  if (E->fl.flush[1].green)
     return " (from a green context of the primary one in the duration passes)";
-  return E->flush_mode == CK_FLUSH_CTX_ALL
+  return E->fl.flush_mode == CK_FLUSH_CTX_ALL
              ? " from a context of its own"
              : " (from a context of its own in the duration passes)";
 }
@@ -275,13 +275,13 @@ const char *ck_flush_where(const ck_engine *E) {
 /* 1 when the flush of this pass runs in the duration passes' context
  * (flush[1]) */
 static int ck_flush_side_now(const ck_engine *E) {
-  return E->flush[1].buf &&
-         (E->flush_mode == CK_FLUSH_CTX_ALL || (E->m && E->m->dur_phase));
+  return E->fl.flush[1].buf &&
+         (E->fl.flush_mode == CK_FLUSH_CTX_ALL || (E->m && E->m->dur_phase));
 }
 
 int ck_flush_run(ck_engine *E, CUstream stream) {
   int side = ck_flush_side_now(E);
-  ck_flusher *f = &E->flush[side];
+  ck_flusher *f = &E->fl.flush[side];
   if (!f->buf)
     return 0;
   CUresult r;
@@ -301,14 +301,14 @@ int ck_flush_run(ck_engine *E, CUstream stream) {
     stream = NULL;
   }
   if (f->fn) {
-    uint64_t n16 = E->flush_bytes / 16, sink = f->buf;
+    uint64_t n16 = E->fl.flush_bytes / 16, sink = f->buf;
     uint32_t store = 0;
     void *args[] = {&f->buf, &n16, &sink, &store};
     unsigned blocks = E->env.sm_count > 0 ? 4u * (unsigned)E->env.sm_count : 512u;
     r = E->cu.LaunchKernel(f->fn, blocks, 1, 1, CK_FLUSH_THREADS, 1, 1, 0,
                            stream, args, NULL);
   } else {
-    r = E->cu.MemsetD8Async(f->buf, 0, E->flush_bytes, stream);
+    r = E->cu.MemsetD8Async(f->buf, 0, E->fl.flush_bytes, stream);
   }
   if (side) {
     if (r == CUDA_SUCCESS)
@@ -362,6 +362,6 @@ static void ck_flusher_drop(ck_engine *E, ck_flusher *f) {
 }
 
 void ck_flush_free(ck_engine *E) {
-  ck_flusher_drop(E, &E->flush[1]);
-  ck_flusher_drop(E, &E->flush[0]);
+  ck_flusher_drop(E, &E->fl.flush[1]);
+  ck_flusher_drop(E, &E->fl.flush[0]);
 }

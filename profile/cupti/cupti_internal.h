@@ -247,14 +247,6 @@ typedef struct ck_cubin {
   int disasm_done;
 } ck_cubin;
 
-/* A SASS metrics record kept until the sites are final. */
-typedef struct ck_sassrec {
-  uint32_t crc32;
-  const char *function;      /* interned */
-  uint32_t pc;
-  uint64_t v[3];
-} ck_sassrec;
-
 /* One profiled window of the metrics phase: kernels [k_lo, k_hi) of E->kern
  * (sorted by record), submitted by records [rec_lo, rec_hi]. A window holds
  * either plain launches or graph launches, never both: a CUPTI failure on
@@ -353,6 +345,156 @@ typedef struct ck_metrics {
 } ck_metrics;
 typedef struct ck_pcs ck_pcs;         /* cupti_pcsamp.c */
 
+/* ---- the engine's parts ------------------------------------------------
+ * Each part is filled by the file(s) named above it, which also free it
+ * (cucap_cupti_destroy calls their ck_*_free); the others only read it. */
+
+/* The driver entry points the engine calls itself (flush kernels, side and
+ * green contexts, synchronizing), looked up at attach (cupti_engine.c). */
+typedef struct ck_cu {
+  CUresult (*CtxSynchronize)(void);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxCreate)(CUcontext *, unsigned, CUdevice);
+  CUresult (*CtxDestroy)(CUcontext);
+  CUresult (*CtxPushCurrent)(CUcontext);
+  CUresult (*CtxPopCurrent)(CUcontext *);
+  CUresult (*DriverGetVersion)(int *);
+  CUresult (*ModuleLoadData)(CUmodule *, const void *);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, unsigned, unsigned, CUstream, void **,
+                           void **);
+  CUresult (*DeviceGetDevResource)(CUdevice, CUdevResource *, CUdevResourceType);
+  CUresult (*DevResourceGenerateDesc)(CUdevResourceDesc *, CUdevResource *,
+                                      unsigned);
+  CUresult (*GreenCtxCreate)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned);
+  CUresult (*GreenCtxDestroy)(CUgreenCtx);
+  CUresult (*CtxFromGreenCtx)(CUcontext *, CUgreenCtx);
+} ck_cu;
+
+/* cupti_correlate.c: the current pass's GPU-work ops and the correlation
+ * ids of their driver calls; cupti_engine.c moves cur/cur_op around each
+ * op, cupti_lookup.c searches corr. Reset at every pass begin. */
+typedef struct ck_op_state {
+  /* per-pass op and correlation tables (driver-API callbacks) */
+  int in_op;                 /* between op_before and op_after */
+  const cucap_replay_op *cur;
+  int64_t cur_op;            /* index into ops for the current op, -1 */
+  ck_op *ops;
+  size_t nops, capops;
+  ck_corr *corr;
+  size_t ncorr, capcorr;
+  int corr_unsorted;
+} ck_op_state;
+
+/* cupti_timeline.c: the activity records and what the timeline passes
+ * made of them. kern/nkern (sorted by record) is the kernel table every
+ * later phase indexes. */
+typedef struct ck_timeline_state {
+  /* The driver calls that put work on the GPU (launches, copies, memsets,
+   * graph launches) and the probe's two calls: the only ones the engine
+   * takes callbacks and API records for (ck_work_cbids_init). n == 0: the
+   * whole driver domain and the DRIVER activity kind, as before CUPTI
+   * could select (or CUCAP_CUPTI_API_SCOPE=all). */
+  uint32_t *work_cbid;
+  size_t nwork_cbid, cap_work_cbid;
+  int api_recs_on;           /* per-cbid API records currently enabled */
+
+  /* activity records from CUPTI's buffers (any thread; under mu) */
+  pthread_mutex_t mu;
+  ck_act *pend;
+  size_t npend, cappend;
+  uint64_t act_dropped;      /* cuptiActivityGetNumDroppedRecords */
+  uint64_t unattributed;     /* records whose correlation id matched no op */
+
+  /* timeline results */
+  cucap_cupti_kernel *kern;
+  ck_kx *kx;
+  size_t nkern, capkern, capkx;
+  cucap_cupti_copy *copy;
+  ck_cx *cx;
+  size_t ncopy, capcopy, capcx;
+  uint64_t t_origin;         /* first record start of timeline pass 1 */
+  uint64_t timeline_mismatch;/* kernels a later pass saw differently */
+} ck_timeline_state;
+
+/* cupti_metrics.c (names, windows planned), cupti_ranges.c (the current
+ * window) and cupti_rangedata.c (values, graph metrics): the metrics
+ * phase's results, kept after the phase state (ck_metrics) is released. */
+typedef struct ck_metric_tab {
+  const char **mnames;       /* the metric names (interned) */
+  char mdropped[256];        /* names asked for that the chip lacks */
+  size_t nmnames;
+  double *mvals;             /* nkern x nmnames */
+  ck_window *win;
+  size_t nwin, capwin, cur_win;
+  cucap_cupti_graph_metric *gmet; /* graph launches measured as a whole;
+                                     each metrics array malloc'ed */
+  size_t ngmet, capgmet;
+} ck_metric_tab;
+
+/* cupti_flush.c: --cache=flush (cupti_ranges.c reads flush_sync and
+ * whether a flusher exists). */
+typedef struct ck_flush_state {
+  ck_flusher flush[2];       /* cupti_flush.c: [0] in the profiled context,
+                                [1] the duration passes' (a context of
+                                its own, or with CUCAP_PROFILE_FLUSH_CTX=
+                                green a green context of the primary one);
+                                unused: all zero */
+  size_t flush_bytes;
+  ck_flush_ctx_mode flush_mode;
+  int flush_sync;            /* wait for idle after each flush (cupti_ranges.c) */
+} ck_flush_state;
+
+/* cupti_pcsamp.c: PC sampling (sites are resolved by cupti_sass.c and
+ * written by cupti_report.c). */
+typedef struct ck_pcsamp_state {
+  ck_pcs *pcs;
+  const char **stall;        /* stall reason names (interned) */
+  size_t nstall;
+  cucap_cupti_pc_site *site;
+  size_t nsite, capsite;
+  cucap_map site_idx;
+  cucap_cupti_pc_sample *samp;
+  size_t nsamp, capsamp;
+} ck_pcsamp_state;
+
+/* cupti_sass.c: SASS metrics (opaque: only cupti_sass.c touches them;
+ * NULL until first needed). */
+typedef struct ck_sass_state ck_sass_state;
+
+/* cupti_sass.c (cubins kept, extracted, disassembled) and
+ * cupti_disasm_early.c (early): the code the sampled PCs lie in. */
+typedef struct ck_cubin_state {
+  /* cubins, and the capture's module images (first pass) as a fallback */
+  ck_cubin *cubin;
+  size_t ncubin, capcubin;
+  cucap_hash128 *images;
+  size_t nimages, capimages;
+  pthread_mutex_t cubin_mu;  /* the module callback may run on any thread */
+
+  /* nvdisasm on the window's kernels, run beside the counter passes
+   * (cupti_disasm_early.c); NULL until the timeline pass ends */
+  struct ck_disasm_early *early;
+} ck_cubin_state;
+
+/* cupti_clock.c: --clock-control. */
+typedef struct ck_clock_state {
+  int tried;                 /* cupti_clock.c: the lock was attempted */
+  int ok;                    /* ... and took */
+} ck_clock_state;
+
+/* cupti_report.c: host callstacks and the summaries (opaque: only
+ * cupti_report.c touches them; NULL until first needed). */
+typedef struct ck_report ck_report;
+
 struct cucap_cupti {
   cucap_replay_observer obs;
   cucap_cupti_options o;
@@ -375,14 +517,6 @@ struct cucap_cupti {
   volatile int probing;      /* ck_cupti_alive: count driver callbacks */
   volatile unsigned probe_hits;
   unsigned act_on;           /* activity kinds this engine enabled (bit k) */
-  /* The driver calls that put work on the GPU (launches, copies, memsets,
-   * graph launches) and the probe's two calls: the only ones the engine
-   * takes callbacks and API records for (ck_work_cbids_init). n == 0: the
-   * whole driver domain and the DRIVER activity kind, as before CUPTI
-   * could select (or CUCAP_CUPTI_API_SCOPE=all). */
-  uint32_t *work_cbid;
-  size_t nwork_cbid, cap_work_cbid;
-  int api_recs_on;           /* per-cbid API records currently enabled */
   ck_timing tm;
 
   /* replay side */
@@ -395,37 +529,9 @@ struct cucap_cupti {
   int device;
   int cc;                    /* compute capability, e.g. 90 */
   int prof_init;             /* cuptiProfilerInitialize done */
-  int clk_tried;             /* cupti_clock.c: the lock was attempted */
-  int clk_ok;                /* ... and took */
   int attached;              /* subscribed, activity callbacks registered */
   CUpti_SubscriberHandle sub;
-  struct {
-    CUresult (*CtxSynchronize)(void);
-    CUresult (*StreamSynchronize)(CUstream);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
-    CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
-    CUresult (*CtxGetCurrent)(CUcontext *);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*CtxCreate)(CUcontext *, unsigned, CUdevice);
-    CUresult (*CtxDestroy)(CUcontext);
-    CUresult (*CtxPushCurrent)(CUcontext);
-    CUresult (*CtxPopCurrent)(CUcontext *);
-    CUresult (*DriverGetVersion)(int *);
-    CUresult (*ModuleLoadData)(CUmodule *, const void *);
-    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*ModuleUnload)(CUmodule);
-    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, CUstream, void **,
-                             void **);
-    CUresult (*DeviceGetDevResource)(CUdevice, CUdevResource *, CUdevResourceType);
-    CUresult (*DevResourceGenerateDesc)(CUdevResourceDesc *, CUdevResource *,
-                                        unsigned);
-    CUresult (*GreenCtxCreate)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned);
-    CUresult (*GreenCtxDestroy)(CUgreenCtx);
-    CUresult (*CtxFromGreenCtx)(CUcontext *, CUgreenCtx);
-  } cu;
+  ck_cu cu;
   /* contexts the first pass ran launches in, with their CUPTI ids: the
    * profiled one (ctx) is where most kernels of the window ran */
 #define CK_MAX_CTXS 16
@@ -438,107 +544,26 @@ struct cucap_cupti {
   unsigned phase_pass;       /* passes done in this phase */
   unsigned pass;             /* replay pass being executed */
   double pass_t0;
-  int pass_has_window;       /* the window's records were seen this pass */
 
   /* the profiled window (records), found in the first pass */
   uint64_t win_lo, win_hi;   /* UINT64_MAX until seen */
   uint64_t launches_in_window;
 
-  /* per-pass op and correlation tables (driver-API callbacks) */
-  int in_op;                 /* between op_before and op_after */
   int own_call;              /* the engine itself calls the driver */
-  const cucap_replay_op *cur;
-  int64_t cur_op;            /* index into ops for the current op, -1 */
-  ck_op *ops;
-  size_t nops, capops;
-  ck_corr *corr;
-  size_t ncorr, capcorr;
-  int corr_unsorted;
 
-  /* activity records from CUPTI's buffers (any thread; under mu) */
-  pthread_mutex_t mu;
-  ck_act *pend;
-  size_t npend, cappend;
-  uint64_t act_dropped;      /* cuptiActivityGetNumDroppedRecords */
-  uint64_t unattributed;     /* records whose correlation id matched no op */
-
-  /* timeline results */
-  cucap_cupti_kernel *kern;
-  ck_kx *kx;
-  size_t nkern, capkern, capkx;
-  cucap_cupti_copy *copy;
-  ck_cx *cx;
-  size_t ncopy, capcopy, capcx;
-  uint64_t t_origin;         /* first record start of timeline pass 1 */
-  uint64_t timeline_mismatch;/* kernels a later pass saw differently */
-
-  /* metrics */
-  ck_metrics *m;
-  const char **mnames;       /* the metric names (interned) */
-  char mdropped[256];        /* names asked for that the chip lacks */
-  size_t nmnames;
-  double *mvals;             /* nkern x nmnames */
-  ck_window *win;
-  size_t nwin, capwin, cur_win;
-  cucap_cupti_graph_metric *gmet; /* graph launches measured as a whole;
-                                     each metrics array malloc'ed */
-  size_t ngmet, capgmet;
-  ck_flusher flush[2];       /* cupti_flush.c: [0] in the profiled context,
-                                [1] the duration passes' (a context of
-                                its own, or with CUCAP_PROFILE_FLUSH_CTX=
-                                green a green context of the primary one);
-                                unused: all zero */
-  size_t flush_bytes;
-  ck_flush_ctx_mode flush_mode;
-  uint64_t flushes_this_pass;
-  int flush_sync;            /* wait for idle after each flush (cupti_ranges.c) */
-
-  /* PC sampling */
-  ck_pcs *pcs;
-  const char **stall;        /* stall reason names (interned) */
-  size_t nstall;
-  cucap_cupti_pc_site *site;
-  size_t nsite, capsite;
-  cucap_map site_idx;
-  cucap_cupti_pc_sample *samp;
-  size_t nsamp, capsamp;
-
-  /* SASS metrics */
-  ck_sassrec *sass;
-  size_t nsass, capsass;
-  uint64_t sass_id[3];       /* metric ids (UINT64_MAX: not on this chip) */
-  int sass_state;            /* 0 off, 1 configured, 2 enabled, 3 collected,
-                                4 enable failed */
-  char sass_why[1024];
-
-  /* cubins, and the capture's module images (first pass) as a fallback */
-  ck_cubin *cubin;
-  size_t ncubin, capcubin;
-  cucap_hash128 *images;
-  size_t nimages, capimages;
-  pthread_mutex_t cubin_mu;  /* the module callback may run on any thread */
-
-  /* host callstacks: the first pass feeds the Callstack and ModuleMap
-   * records to a stack table (cucap_stacktab.h), which copies them and
-   * symbolizes a stack when it is first asked for: symbolizing inside the
-   * timeline pass would put host gaps between its launches, which the
-   * timeline then reports as the program's. After that pass a thread of
-   * its own symbolizes every stack while the other passes run (ck_stacks_warm_start); the
-   * stack table is touched by nothing else until ck_stacks_warm_join. */
-  cucap_stacktab *stab;
-  uint32_t *stack_ids;       /* the ids fed, in file order (JSON) */
-  size_t nstack_ids, capstack_ids;
-  pthread_t warm_th;
-  int warm_on;               /* warm_th runs or has not been joined */
-  double warm_s;             /* its wall time */
-
-  /* nvdisasm on the window's kernels, run beside the counter passes
-   * (cupti_disasm_early.c); NULL until the timeline pass ends */
-  struct ck_disasm_early *early;
-
-  /* summaries (built lazily) */
-  cucap_cupti_kernel_summary *sum;
-  size_t nsum;
+  /* the parts */
+  ck_op_state op;            /* cupti_correlate.c */
+  ck_timeline_state tl;      /* cupti_timeline.c */
+  ck_metrics *m;             /* the metrics phase: cupti_metrics.c,
+                                cupti_ranges.c */
+  ck_metric_tab mt;          /* cupti_metrics.c, cupti_ranges.c,
+                                cupti_rangedata.c */
+  ck_flush_state fl;         /* cupti_flush.c */
+  ck_pcsamp_state pc;        /* cupti_pcsamp.c */
+  ck_sass_state *sm;         /* cupti_sass.c */
+  ck_cubin_state cb;         /* cupti_sass.c, cupti_disasm_early.c */
+  ck_clock_state clk;        /* cupti_clock.c */
+  ck_report *rep;            /* cupti_report.c */
 
   ck_strtab str;
 };
@@ -586,6 +611,12 @@ int ck_work_cbids_init(ck_engine *E);        /* cupti_timeline.c */
 void ck_timeline_pass_end(ck_engine *E, unsigned tpass);
 void ck_timeline_finish(ck_engine *E);       /* medians, spreads */
 void ck_act_free(ck_engine *E);
+/* cucap_cupti_destroy: each part's tables, freed by the part's owner */
+void ck_timeline_free(ck_engine *E);         /* E->tl's tables */
+void ck_ops_free(ck_engine *E);              /* cupti_correlate.c: E->op */
+void ck_metric_tab_free(ck_engine *E);       /* cupti_metrics.c: E->mt */
+void ck_pcs_results_free(ck_engine *E);      /* cupti_pcsamp.c: E->pc's tables */
+void ck_sass_free(ck_engine *E);             /* cupti_sass.c: E->sm */
 
 /* cupti_sets.c: cuptiProfilerInitialize + chip name (env.chip), once; 0 on
  * failure. */
@@ -724,6 +755,9 @@ int ck_sass_setup(ck_engine *E);
 void ck_sass_op_before(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_op_after(ck_engine *E, const cucap_replay_op *op);
 void ck_sass_pass_end(ck_engine *E);
+/* The SASS metrics state: 0 off, 1 configured, 2 enabled, 3 collected,
+ * 4 enable failed. */
+int ck_sass_state_of(const ck_engine *E);
 
 
 /* cupti_report.c */

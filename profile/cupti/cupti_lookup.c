@@ -23,35 +23,35 @@ static int ck_corr_cmp(const void *a, const void *b) {
 int64_t ck_corr_op(ck_engine *E, uint32_t corr) {
   if (!corr)
     return -1; /* no id (continuous PC sampling, no API activity) */
-  if (E->corr_unsorted) {
-    cucap_sort(E->corr, E->ncorr, sizeof *E->corr, ck_corr_cmp);
-    E->corr_unsorted = 0;
+  if (E->op.corr_unsorted) {
+    cucap_sort(E->op.corr, E->op.ncorr, sizeof *E->op.corr, ck_corr_cmp);
+    E->op.corr_unsorted = 0;
   }
-  size_t lo = 0, hi = E->ncorr;
+  size_t lo = 0, hi = E->op.ncorr;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (E->corr[mid].corr < corr)
+    if (E->op.corr[mid].corr < corr)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if (lo < E->ncorr && E->corr[lo].corr == corr)
-    return E->corr[lo].op;
+  if (lo < E->op.ncorr && E->op.corr[lo].corr == corr)
+    return E->op.corr[lo].op;
   return -1;
 }
 
 int64_t ck_kernel_find(const ck_engine *E, uint64_t rec_index, uint32_t sub) {
-  size_t lo = 0, hi = E->nkern;
+  size_t lo = 0, hi = E->tl.nkern;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    const cucap_cupti_kernel *k = &E->kern[mid];
+    const cucap_cupti_kernel *k = &E->tl.kern[mid];
     if (k->rec_index < rec_index || (k->rec_index == rec_index && k->sub < sub))
       lo = mid + 1;
     else
       hi = mid;
   }
-  if (lo < E->nkern && E->kern[lo].rec_index == rec_index &&
-      E->kern[lo].sub == sub)
+  if (lo < E->tl.nkern && E->tl.kern[lo].rec_index == rec_index &&
+      E->tl.kern[lo].sub == sub)
     return (int64_t)lo;
   return -1;
 }
@@ -61,9 +61,9 @@ int64_t ck_kernel_by_name(const ck_engine *E, uint64_t rec_index,
   int64_t k = ck_kernel_find(E, rec_index, 0);
   if (k < 0)
     return -1;
-  for (size_t i = (size_t)k; i < E->nkern && E->kern[i].rec_index == rec_index;
+  for (size_t i = (size_t)k; i < E->tl.nkern && E->tl.kern[i].rec_index == rec_index;
        i++)
-    if (name && E->kern[i].name && !strcmp(E->kern[i].name, name))
+    if (name && E->tl.kern[i].name && !strcmp(E->tl.kern[i].name, name))
       return (int64_t)i;
   return -1;
 }

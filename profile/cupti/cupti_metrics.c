@@ -108,22 +108,11 @@ static void ck_host_delete(ck_engine *E, CUpti_Profiler_Host_Object **host) {
   *host = NULL;
 }
 
-int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
-  if (!(E->api.groups & CK_PROF)) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
-               "%s has no Range Profiler / Profiler Host API (missing: %s)",
-               E->api.path, E->api.missing);
-    return 0;
-  }
-  E->m = calloc(1, sizeof *E->m);
-  if (!E->m)
-    return 0;
-  E->m->dur_col = -1;
-  /* names */
+/* ck_metrics_begin: the names asked for (a set's, or the raw list of
+ * --metrics, interned) into list (room for 256); returns their count. */
+static size_t ck_metric_list(ck_engine *E, const char **list) {
   const char *const *set = cucap_cupti_metric_set(E->o.metrics);
-  const char *list[256];
   size_t nlist = 0;
-  int raw = !set;
   if (set) {
     for (size_t i = 0; set[i] && nlist < 256; i++)
       list[nlist++] = set[i];
@@ -136,12 +125,13 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
       p += l + (c ? 1 : 0);
     }
   }
-  if (!ck_prof_init(E)) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
-               E->last_msg);
-    return 0;
-  }
-  CUCAP_DEBUG("profile: setup: profiler initialised, chip %s", E->env.chip);
+  return nlist;
+}
+
+/* ck_metrics_begin: the counter availability image of the profiled
+ * context into *out (malloc'ed; NULL when CUPTI gives an empty one); 0
+ * with the section off when counters are not allowed or cannot be read. */
+static int ck_counter_avail(ck_engine *E, uint8_t **out) {
   /* counter availability: where a restricted driver says no */
   CUpti_Profiler_GetCounterAvailability_Params ap;
   memset(&ap, 0, sizeof ap);
@@ -167,22 +157,19 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
     }
     return 0;
   }
-  E->env.counters_allowed = 1;
-  CUCAP_DEBUG("profile: setup: counter availability read");
-  E->m->host = ck_host_new(E, avail);
-  /* The host object refers to the image after Initialize (CUPTI's own
-   * samples keep it for the object's lifetime): freed in ck_metrics_free.
-   * Freed here, ConfigAddMetrics crashed inside libnvperf_host (H100). */
-  E->m->avail = avail;
-  if (!E->m->host) {
-    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
-               E->last_msg);
-    return 0;
-  }
-  CUCAP_DEBUG("profile: setup: profiler host object made");
+  *out = avail;
+  return 1;
+}
+
+/* ck_metrics_begin: keeps those of list[0..nlist) that the chip knows in
+ * E->mt.mnames. 1: some are left; 0: none (section off) or out of memory;
+ * -1: a raw name is unknown (msg filled). */
+static int ck_metric_validate(ck_engine *E, const char *const *list,
+                              size_t nlist, int raw, char *msg,
+                              size_t msg_size) {
   /* validate: a set drops what this chip lacks; raw names must all exist */
-  E->mnames = calloc(nlist ? nlist : 1, sizeof *E->mnames);
-  if (!E->mnames)
+  E->mt.mnames = calloc(nlist ? nlist : 1, sizeof *E->mt.mnames);
+  if (!E->mt.mnames)
     return 0;
   char dropped[256] = "";
   size_t dl = 0;
@@ -191,10 +178,10 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
       continue;
     if (ck_name_known(E, list[i])) {
       int dup = 0;
-      for (size_t j = 0; j < E->nmnames; j++)
-        dup |= !strcmp(E->mnames[j], list[i]);
+      for (size_t j = 0; j < E->mt.nmnames; j++)
+        dup |= !strcmp(E->mt.mnames[j], list[i]);
       if (!dup)
-        E->mnames[E->nmnames++] = ck_intern(&E->str, list[i]);
+        E->mt.mnames[E->mt.nmnames++] = ck_intern(&E->str, list[i]);
       continue;
     }
     if (raw && !E->o.drop_unknown_metrics) {
@@ -212,16 +199,59 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
     CUCAP_INFO("profile: metrics not available on %s, left out: %s",
                E->env.chip, dropped);
     if (raw) /* asked for by name: the section says which are missing */
-      snprintf(E->mdropped, sizeof E->mdropped, "%s", dropped);
+      snprintf(E->mt.mdropped, sizeof E->mt.mdropped, "%s", dropped);
   }
-  if (!E->nmnames) {
+  if (!E->mt.nmnames) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
                "none of the requested metrics exists on %s", E->env.chip);
     return 0;
   }
+  return 1;
+}
+
+int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
+  if (!(E->api.groups & CK_PROF)) {
+    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
+               "%s has no Range Profiler / Profiler Host API (missing: %s)",
+               E->api.path, E->api.missing);
+    return 0;
+  }
+  E->m = calloc(1, sizeof *E->m);
+  if (!E->m)
+    return 0;
+  E->m->dur_col = -1;
+  /* names */
+  const char *list[256];
+  int raw = !cucap_cupti_metric_set(E->o.metrics);
+  size_t nlist = ck_metric_list(E, list);
+  if (!ck_prof_init(E)) {
+    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
+               E->last_msg);
+    return 0;
+  }
+  CUCAP_DEBUG("profile: setup: profiler initialised, chip %s", E->env.chip);
+  uint8_t *avail = NULL;
+  if (!ck_counter_avail(E, &avail))
+    return 0;
+  E->env.counters_allowed = 1;
+  CUCAP_DEBUG("profile: setup: counter availability read");
+  E->m->host = ck_host_new(E, avail);
+  /* The host object refers to the image after Initialize (CUPTI's own
+   * samples keep it for the object's lifetime): freed in ck_metrics_free.
+   * Freed here, ConfigAddMetrics crashed inside libnvperf_host (H100). */
+  E->m->avail = avail;
+  if (!E->m->host) {
+    ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
+               E->last_msg);
+    return 0;
+  }
+  CUCAP_DEBUG("profile: setup: profiler host object made");
+  int v = ck_metric_validate(E, list, nlist, raw, msg, msg_size);
+  if (v <= 0)
+    return v;
   CUCAP_DEBUG("profile: setup: metric names checked");
   size_t passes = 0;
-  if (!ck_host_config(E, E->m->host, (const char **)E->mnames, E->nmnames,
+  if (!ck_host_config(E, E->m->host, (const char **)E->mt.mnames, E->mt.nmnames,
                       &E->m->config, &E->m->config_size, &passes)) {
     ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE, "%s",
                E->last_msg[0] ? E->last_msg : "out of memory");
@@ -229,7 +259,7 @@ int ck_metrics_begin(ck_engine *E, char *msg, size_t msg_size) {
   }
   E->env.metric_passes = (unsigned)passes;
   CUCAP_INFO("profile: %zu metric(s) on %s need %zu counter pass(es)",
-             E->nmnames, E->env.chip, passes);
+             E->mt.nmnames, E->env.chip, passes);
   ck_dur_config(E, avail);
   return 1;
 }
@@ -298,8 +328,8 @@ static int ck_dur_host(ck_engine *E, const uint8_t *avail, size_t *passes) {
 void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   ck_metrics *m = E->m;
   m->dur_col = -1;
-  for (size_t i = 0; i < E->nmnames; i++)
-    if (!strcmp(E->mnames[i], ck_dur_name[0]))
+  for (size_t i = 0; i < E->mt.nmnames; i++)
+    if (!strcmp(E->mt.mnames[i], ck_dur_name[0]))
       m->dur_col = (int)i;
   long reps = cucap_knob_long(CUCAP_KNOB(CUCAP_PROFILE_DURATION_PASSES));
   /* raw: an empty value asks for the duration alone, as "none" does */
@@ -307,7 +337,7 @@ void ck_dur_config(ck_engine *E, const uint8_t *avail) {
   ck_dur_names(E, with ? with : ck_dur_with);
   /* asked alone, the duration is the main config's unless companions
    * make the duration pass's range a different one */
-  if (m->dur_col < 0 || reps <= 0 || (E->nmnames < 2 && m->ndnames < 2))
+  if (m->dur_col < 0 || reps <= 0 || (E->mt.nmnames < 2 && m->ndnames < 2))
     return;
   m->dur_reps = reps > 9 ? 9 : (unsigned)reps;
   size_t passes = 0;
@@ -349,33 +379,33 @@ void ck_dur_free(ck_engine *E) {
 /* In the range profiler's view: the profiled context (ck_pick_ctx) and the
  * launch window. */
 int ck_kernel_profiled(const ck_engine *E, size_t k) {
-  return (!E->ctx_id || E->kx[k].context_id == E->ctx_id) &&
-         ck_in_window(E, E->kern[k].rec_index);
+  return (!E->ctx_id || E->tl.kx[k].context_id == E->ctx_id) &&
+         ck_in_window(E, E->tl.kern[k].rec_index);
 }
 
 static int ck_win_push(ck_engine *E, const ck_window *w) {
-  if (!cucap_vec_reserve(&E->win, &E->capwin, E->nwin + 1, sizeof *E->win, 16))
+  if (!cucap_vec_reserve(&E->mt.win, &E->mt.capwin, E->mt.nwin + 1, sizeof *E->mt.win, 16))
     return 0;
-  E->win[E->nwin++] = *w;
+  E->mt.win[E->mt.nwin++] = *w;
   return 1;
 }
 
 /* Windows of at most max_ranges profiled kernels, cut between ops, holding
  * either plain launches or graph launches (a window spans the records of
  * its first and last profiled kernel). */
-int ck_metrics_plan(ck_engine *E) {
-  ck_metrics *m = E->m;
-  if (!m || !E->nmnames)
-    return 0;
+/* ck_metrics_plan: cuts the kernel table into windows (ck_win_push): the
+ * most ranges a window holds into *biggestp, the window's kernels that ran
+ * outside the profiled context into *other_ctxp. 0 when memory ran out. */
+static int ck_win_cut(ck_engine *E, size_t *biggestp, size_t *other_ctxp) {
   size_t biggest = 0, other_ctx = 0, i = 0;
   ck_window cur;
   memset(&cur, 0, sizeof cur);
   size_t cnt = 0;
-  while (i <= E->nkern) {
+  while (i <= E->tl.nkern) {
     size_t j = i, c = 0;
-    uint64_t r = i < E->nkern ? E->kern[i].rec_index : UINT64_MAX;
-    int g = i < E->nkern && E->kern[i].launch_index == CUCAP_REPLAY_NO_LAUNCH;
-    while (j < E->nkern && E->kern[j].rec_index == r) {
+    uint64_t r = i < E->tl.nkern ? E->tl.kern[i].rec_index : UINT64_MAX;
+    int g = i < E->tl.nkern && E->tl.kern[i].launch_index == CUCAP_REPLAY_NO_LAUNCH;
+    while (j < E->tl.nkern && E->tl.kern[j].rec_index == r) {
       int prof = ck_kernel_profiled(E, j);
       c += prof;
       other_ctx += !prof && ck_in_window(E, r);
@@ -383,7 +413,7 @@ int ck_metrics_plan(ck_engine *E) {
     }
     /* close the window before this op: at the end, when it would overflow,
      * or when the op is of the other kind (graph vs plain launch) */
-    if (cnt && (i == E->nkern ||
+    if (cnt && (i == E->tl.nkern ||
                 (c && (g != cur.graph || cnt + c > E->o.max_ranges)))) {
       if (!ck_win_push(E, &cur))
         return 0;
@@ -391,7 +421,7 @@ int ck_metrics_plan(ck_engine *E) {
         biggest = cnt;
       cnt = 0;
     }
-    if (i == E->nkern)
+    if (i == E->tl.nkern)
       break;
     if (c) {
       if (!cnt) {
@@ -416,8 +446,20 @@ int ck_metrics_plan(ck_engine *E) {
     }
     i = j;
   }
-  E->cur_win = 0;
-  if (!E->nwin) {
+  *biggestp = biggest;
+  *other_ctxp = other_ctx;
+  return 1;
+}
+
+int ck_metrics_plan(ck_engine *E) {
+  ck_metrics *m = E->m;
+  if (!m || !E->mt.nmnames)
+    return 0;
+  size_t biggest = 0, other_ctx = 0;
+  if (!ck_win_cut(E, &biggest, &other_ctx))
+    return 0;
+  E->mt.cur_win = 0;
+  if (!E->mt.nwin) {
     if (other_ctx)
       ck_section(E, CUCAP_CUPTI_METRICS, CUCAP_CUPTI_UNAVAILABLE,
                  "the %zu kernel execution(s) of the window ran outside "
@@ -437,16 +479,16 @@ int ck_metrics_plan(ck_engine *E) {
    * than dropped silently */
   m->max_ranges = 2 * biggest + 16;
   /* values: NAN until a range fills them */
-  E->mvals = malloc(E->nkern * E->nmnames * sizeof *E->mvals);
-  if (!E->mvals)
+  E->mt.mvals = malloc(E->tl.nkern * E->mt.nmnames * sizeof *E->mt.mvals);
+  if (!E->mt.mvals)
     return 0;
-  for (size_t k = 0; k < E->nkern * E->nmnames; k++)
-    E->mvals[k] = NAN;
-  for (size_t k = 0; k < E->nkern; k++)
-    E->kern[k].metrics = E->mvals + k * E->nmnames;
+  for (size_t k = 0; k < E->tl.nkern * E->mt.nmnames; k++)
+    E->mt.mvals[k] = NAN;
+  for (size_t k = 0; k < E->tl.nkern; k++)
+    E->tl.kern[k].metrics = E->mt.mvals + k * E->mt.nmnames;
   size_t ngraph = 0;
-  for (size_t w = 0; w < E->nwin; w++)
-    ngraph += E->win[w].graph;
+  for (size_t w = 0; w < E->mt.nwin; w++)
+    ngraph += E->mt.win[w].graph;
   if (ngraph)
     snprintf(m->graph_note, sizeof m->graph_note, "cuptiRangeProfilerStop "
              "fails with CUPTI_ERROR_UNKNOWN on auto ranges over graph "
@@ -460,7 +502,7 @@ int ck_metrics_plan(ck_engine *E) {
   }
   CUCAP_INFO("profile: metrics: %zu window(s) (%zu of graph launches), up "
              "to %zu ranges each, counter data image %zu KiB, %u counter "
-             "pass(es) per window", E->nwin, ngraph, m->max_ranges,
+             "pass(es) per window", E->mt.nwin, ngraph, m->max_ranges,
              m->counter_size >> 10, E->env.metric_passes);
   ck_flush_setup(E); /* one flush buffer for the whole phase */
   return 1;
@@ -485,13 +527,22 @@ void ck_metrics_free(ck_engine *E) {
   E->m = NULL;
 }
 
+void ck_metric_tab_free(ck_engine *E) {
+  free(E->mt.mnames);
+  free(E->mt.mvals);
+  free(E->mt.win);
+  for (size_t i = 0; i < E->mt.ngmet; i++)
+    free((double *)E->mt.gmet[i].metrics);
+  free(E->mt.gmet);
+}
+
 size_t cucap_cupti_metric_names(const cucap_cupti *e, const char *const **out) {
-  *out = (const char *const *)e->mnames;
-  return e->mvals ? e->nmnames : 0;
+  *out = (const char *const *)e->mt.mnames;
+  return e->mt.mvals ? e->mt.nmnames : 0;
 }
 
 size_t cucap_cupti_graph_metrics(const cucap_cupti *e,
                                  const cucap_cupti_graph_metric **out) {
-  *out = (const cucap_cupti_graph_metric *)e->gmet;
-  return e->ngmet;
+  *out = (const cucap_cupti_graph_metric *)e->mt.gmet;
+  return e->mt.ngmet;
 }

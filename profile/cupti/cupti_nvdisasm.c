@@ -108,6 +108,55 @@ static int nvd_start(nvd_run *r, const ck_nvd_job *j, const char *tool) {
   return 1;
 }
 
+/* ck_nvdisasm_run: reads what x's process wrote (the buffer grown for
+ * it, or drained into nowhere when memory ran out); read's result. */
+static ssize_t nvd_read(nvd_run *x) {
+  (void)CUCAP_VEC_RESERVE(x->out, x->cap, x->len + 65536 + 1, (size_t)1 << 20);
+  ssize_t got;
+  if (x->out && x->len + 65536 + 1 <= x->cap) {
+    got = read(x->fd, x->out + x->len, 65536);
+    if (got > 0)
+      x->len += (size_t)got;
+  } else { /* out of memory: drain into nowhere, the run fails */
+    char sink[4096];
+    got = read(x->fd, sink, sizeof sink);
+    x->oom = 1;
+  }
+  return got;
+}
+
+/* ck_nvdisasm_run: job i's process closed its output: reaps it, hands a
+ * complete listing to take, else moves on to the next variant. */
+static void nvd_finish(nvd_run *x, const ck_nvd_job *job, size_t i,
+                       const char *tool, ck_nvd_take_fn take, void *user) {
+  close(x->fd);
+  x->fd = -1;
+  int st = 0;
+  while (waitpid(x->pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  int whole = x->variant >= 2;
+  int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && x->out && !x->oom;
+  if (ok) {
+    x->out[x->len] = 0;
+    ok = take(user, i, x->out, x->len, whole);
+  } else {
+    CUCAP_DEBUG("profile: %s %s%s on a %zu-byte cubin failed (status %d)",
+                tool, x->variant % 2 ? "-g" : "-gi",
+                whole ? "" : " -fun", job->size, st);
+  }
+  if (ok) {
+    x->done = 1;
+  } else {
+    x->variant++;
+    if (x->variant == 2 && job->whole_fallback)
+      CUCAP_INFO("profile: nvdisasm -fun gave nothing usable for a %zu-byte "
+                 "cubin; disassembling all of it", job->size);
+  }
+  free(x->out);
+  x->out = NULL;
+  x->len = x->cap = 0;
+}
+
 unsigned ck_nvdisasm_run(const char *tool, const ck_nvd_job *jobs, size_t n,
                          unsigned parallel, ck_nvd_take_fn take, void *user) {
   if (!tool || !n)
@@ -157,49 +206,14 @@ unsigned ck_nvdisasm_run(const char *tool, const ck_nvd_job *jobs, size_t n,
       if (!pf[q].revents)
         continue;
       nvd_run *x = &r[who[q]];
-      (void)CUCAP_VEC_RESERVE(x->out, x->cap, x->len + 65536 + 1, (size_t)1 << 20);
-      ssize_t got;
-      if (x->out && x->len + 65536 + 1 <= x->cap) {
-        got = read(x->fd, x->out + x->len, 65536);
-        if (got > 0)
-          x->len += (size_t)got;
-      } else { /* out of memory: drain into nowhere, the run fails */
-        char sink[4096];
-        got = read(x->fd, sink, sizeof sink);
-        x->oom = 1;
-      }
+      ssize_t got = nvd_read(x);
       if (got < 0 && errno == EINTR)
         continue;
       if (got > 0)
         continue;
       /* end of output: the process is done */
-      close(x->fd);
-      x->fd = -1;
       running--;
-      int st = 0;
-      while (waitpid(x->pid, &st, 0) < 0 && errno == EINTR)
-        ;
-      int whole = x->variant >= 2;
-      int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && x->out && !x->oom;
-      if (ok) {
-        x->out[x->len] = 0;
-        ok = take(user, who[q], x->out, x->len, whole);
-      } else {
-        CUCAP_DEBUG("profile: %s %s%s on a %zu-byte cubin failed (status %d)",
-                    tool, x->variant % 2 ? "-g" : "-gi",
-                    whole ? "" : " -fun", jobs[who[q]].size, st);
-      }
-      if (ok) {
-        x->done = 1;
-      } else {
-        x->variant++;
-        if (x->variant == 2 && jobs[who[q]].whole_fallback)
-          CUCAP_INFO("profile: nvdisasm -fun gave nothing usable for a %zu-byte "
-                     "cubin; disassembling all of it", jobs[who[q]].size);
-      }
-      free(x->out);
-      x->out = NULL;
-      x->len = x->cap = 0;
+      nvd_finish(x, &jobs[who[q]], who[q], tool, take, user);
     }
   }
   for (size_t i = 0; i < n; i++) {

@@ -60,7 +60,7 @@ static int ck_pcbuf_alloc(CUpti_PCSamplingData *d, size_t npcs, size_t nstall) {
 }
 
 int ck_stall_slot(ck_engine *E, uint32_t cupti_index) {
-  ck_pcs *p = E->pcs;
+  ck_pcs *p = E->pc.pcs;
   if (p)
     for (size_t i = 0; i < p->n; i++)
       if (p->cupti_index[i] == cupti_index)
@@ -69,8 +69,8 @@ int ck_stall_slot(ck_engine *E, uint32_t cupti_index) {
 }
 
 size_t cucap_cupti_stall_names(const cucap_cupti *e, const char *const **out) {
-  *out = (const char *const *)e->stall;
-  return e->nstall;
+  *out = (const char *const *)e->pc.stall;
+  return e->pc.nstall;
 }
 
 static uint64_t ck_site_hash(uint64_t crc, const char *fn, uint64_t pc) {
@@ -88,32 +88,32 @@ void ck_pcs_add(ck_engine *E, int64_t kernel, uint64_t crc,
     return;
   uint64_t h = ck_site_hash(crc, fn, pc), v = 0;
   size_t site = SIZE_MAX;
-  for (uint64_t probe = 0; cucap_map_get(&E->site_idx, h + probe, &v); probe++) {
-    const cucap_cupti_pc_site *s = &E->site[v - 1];
+  for (uint64_t probe = 0; cucap_map_get(&E->pc.site_idx, h + probe, &v); probe++) {
+    const cucap_cupti_pc_site *s = &E->pc.site[v - 1];
     if (s->cubin_crc == crc && s->function == fn && s->pc_offset == pc) {
       site = v - 1;
       break;
     }
   }
   if (site == SIZE_MAX) {
-    if (!cucap_vec_reserve(&E->site, &E->capsite, E->nsite + 1, sizeof *E->site, 16))
+    if (!cucap_vec_reserve(&E->pc.site, &E->pc.capsite, E->pc.nsite + 1, sizeof *E->pc.site, 16))
       return;
     uint64_t probe = 0;
-    while (cucap_map_get(&E->site_idx, h + probe, NULL))
+    while (cucap_map_get(&E->pc.site_idx, h + probe, NULL))
       probe++;
-    if (!cucap_map_put(&E->site_idx, h + probe, E->nsite + 1))
+    if (!cucap_map_put(&E->pc.site_idx, h + probe, E->pc.nsite + 1))
       return;
-    cucap_cupti_pc_site *s = &E->site[E->nsite];
+    cucap_cupti_pc_site *s = &E->pc.site[E->pc.nsite];
     memset(s, 0, sizeof *s);
     s->cubin_crc = crc;
     s->function = fn;
     s->pc_offset = pc;
     s->inst_executed = s->thread_inst_executed = s->mem_sectors = UINT64_MAX;
-    site = E->nsite++;
+    site = E->pc.nsite++;
   }
-  if (!cucap_vec_reserve(&E->samp, &E->capsamp, E->nsamp + 1, sizeof *E->samp, 16))
+  if (!cucap_vec_reserve(&E->pc.samp, &E->pc.capsamp, E->pc.nsamp + 1, sizeof *E->pc.samp, 16))
     return;
-  E->samp[E->nsamp++] = (cucap_cupti_pc_sample){(uint32_t)kernel,
+  E->pc.samp[E->pc.nsamp++] = (cucap_cupti_pc_sample){(uint32_t)kernel,
                                                 (uint32_t)site, stall_slot,
                                                 count};
 }
@@ -158,9 +158,9 @@ static size_t ck_pcs_hwbuf(const ck_engine *E) {
   if (cucap_knob_given(CUCAP_KNOB(CUCAP_PROFILE_PC_HWBUF_MB)))
     return (size_t)cucap_knob_u64(CUCAP_KNOB(CUCAP_PROFILE_PC_HWBUF_MB)) << 20;
   double longest_ns = 0;
-  for (size_t k = 0; k < E->nkern; k++)
-    if (E->kern[k].dur_max_ns > longest_ns)
-      longest_ns = E->kern[k].dur_max_ns;
+  for (size_t k = 0; k < E->tl.nkern; k++)
+    if (E->tl.kern[k].dur_max_ns > longest_ns)
+      longest_ns = E->tl.kern[k].dur_max_ns;
   double sms = E->env.sm_count > 0 ? E->env.sm_count : 132;
   double period = (double)((uint64_t)1 << E->o.pc_period); /* set at create */
   double bytes = 2.0 * longest_ns * 2.0 /* cycles per ns */ / period * sms * 64.0;
@@ -171,33 +171,9 @@ static size_t ck_pcs_hwbuf(const ck_engine *E) {
   return ((size_t)bytes + ((1u << 20) - 1)) & ~(size_t)((1u << 20) - 1);
 }
 
-int ck_pcs_setup(ck_engine *E) {
-  if (!(E->api.groups & CK_PCS)) {
-    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE,
-               "%s has no PC sampling API (missing: %s)", E->api.path,
-               E->api.missing);
-    return 0;
-  }
-  ck_pcs *p = E->pcs = calloc(1, sizeof *E->pcs);
-  if (!p)
-    return 0;
-  CUpti_PCSamplingEnableParams ep;
-  memset(&ep, 0, sizeof ep);
-  ep.size = CUpti_PCSamplingEnableParamsSize;
-  ep.ctx = E->ctx;
-  double te = cucap_clock_now_s();
-  int eok = CK_CALL(E, cuptiPCSamplingEnable, &ep);
-  CUCAP_DEBUG("profile: cuptiPCSamplingEnable %.3f s", cucap_clock_now_s() - te);
-  if (!eok) {
-    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE, "%s",
-               E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-                   ? "PC sampling is restricted to administrators "
-                     "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root or "
-                     "set NVreg_RestrictProfilingToAdminUsers=0"
-                   : E->last_msg);
-    return 0;
-  }
-  p->enabled = 1;
+/* ck_pcs_setup: the stall reasons of the profiled context, into p and
+ * E->pc.stall; 0 when CUPTI gives none (section off) or memory ran out. */
+static int ck_pcs_stall_reasons(ck_engine *E, ck_pcs *p) {
   size_t n = 0;
   CUpti_PCSamplingGetNumStallReasonsParams np;
   memset(&np, 0, sizeof np);
@@ -212,8 +188,8 @@ int ck_pcs_setup(ck_engine *E) {
   p->n = n;
   p->cupti_index = calloc(n, sizeof *p->cupti_index);
   p->names = calloc(n, sizeof *p->names);
-  E->stall = calloc(n, sizeof *E->stall);
-  if (!p->cupti_index || !p->names || !E->stall)
+  E->pc.stall = calloc(n, sizeof *E->pc.stall);
+  if (!p->cupti_index || !p->names || !E->pc.stall)
     return 0;
   for (size_t i = 0; i < n; i++)
     if (!(p->names[i] = calloc(1, CUPTI_STALL_REASON_STRING_SIZE)))
@@ -232,10 +208,18 @@ int ck_pcs_setup(ck_engine *E) {
   }
   for (size_t i = 0; i < n; i++) {
     p->names[i][CUPTI_STALL_REASON_STRING_SIZE - 1] = 0;
-    E->stall[i] = ck_intern(&E->str, p->names[i]);
+    E->pc.stall[i] = ck_intern(&E->str, p->names[i]);
   }
-  E->nstall = n;
+  E->pc.nstall = n;
   E->env.stall_reasons = n;
+  return 1;
+}
+
+/* ck_pcs_setup: the sampling buffers and CUPTI's configuration (the
+ * hardware buffer size chosen into *hwp, 0: CUPTI's default); 0 when it
+ * failed. */
+static int ck_pcs_configure(ck_engine *E, ck_pcs *p, size_t *hwp) {
+  size_t n = p->n;
   if (!ck_pcbuf_alloc(&p->cfg, CK_PCS_NPCS, n) ||
       !ck_pcbuf_alloc(&p->user, CK_PCS_NPCS, n))
     return 0;
@@ -253,7 +237,7 @@ int ck_pcs_setup(ck_engine *E) {
   ci.attributeData.scratchBufferSizeData.scratchBufferSize = (size_t)16 << 20;
   ok = ok && ck_pcs_attr(E, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE,
                          &ci, "scratch buffer size (16 MiB)");
-  size_t hw = ck_pcs_hwbuf(E);
+  size_t hw = *hwp = ck_pcs_hwbuf(E);
   if (ok && hw) {
     memset(&ci, 0, sizeof ci);
     ci.attributeData.hardwareBufferSizeData.hardwareBufferSize = hw;
@@ -278,8 +262,43 @@ int ck_pcs_setup(ck_engine *E) {
                E->last_msg);
     return 0;
   }
+  return 1;
+}
+
+int ck_pcs_setup(ck_engine *E) {
+  if (!(E->api.groups & CK_PCS)) {
+    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE,
+               "%s has no PC sampling API (missing: %s)", E->api.path,
+               E->api.missing);
+    return 0;
+  }
+  ck_pcs *p = E->pc.pcs = calloc(1, sizeof *E->pc.pcs);
+  if (!p)
+    return 0;
+  CUpti_PCSamplingEnableParams ep;
+  memset(&ep, 0, sizeof ep);
+  ep.size = CUpti_PCSamplingEnableParamsSize;
+  ep.ctx = E->ctx;
+  double te = cucap_clock_now_s();
+  int eok = CK_CALL(E, cuptiPCSamplingEnable, &ep);
+  CUCAP_DEBUG("profile: cuptiPCSamplingEnable %.3f s", cucap_clock_now_s() - te);
+  if (!eok) {
+    ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE, "%s",
+               E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+                   ? "PC sampling is restricted to administrators "
+                     "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root or "
+                     "set NVreg_RestrictProfilingToAdminUsers=0"
+                   : E->last_msg);
+    return 0;
+  }
+  p->enabled = 1;
+  if (!ck_pcs_stall_reasons(E, p))
+    return 0;
+  size_t hw = 0;
+  if (!ck_pcs_configure(E, p, &hw))
+    return 0;
   CUCAP_INFO("profile: PC sampling: KERNEL_SERIALIZED, period 2^%u cycles, "
-             "%zu stall reasons, hardware buffer %zu MiB", E->o.pc_period, n,
+             "%zu stall reasons, hardware buffer %zu MiB", E->o.pc_period, p->n,
              (hw ? hw : (size_t)512 << 20) >> 20);
   ck_api_records(E, 1); /* correlation ids of the launches */
   return 1;
@@ -287,7 +306,7 @@ int ck_pcs_setup(ck_engine *E) {
 
 /* Turns the records in d into samples. */
 static void ck_pcs_take(ck_engine *E, CUpti_PCSamplingData *d) {
-  ck_pcs *p = E->pcs;
+  ck_pcs *p = E->pc.pcs;
   p->total += d->totalSamples;
   p->dropped += d->droppedSamples;
   p->nonuser += d->nonUsrKernelsTotalSamples;
@@ -301,8 +320,8 @@ static void ck_pcs_take(ck_engine *E, CUpti_PCSamplingData *d) {
     int64_t op = ck_corr_op(E, pc->correlationId);
     int64_t k = -1;
     if (op >= 0) {
-      uint64_t ri = E->ops[op].rec_index;
-      k = E->ops[op].body == CUCAP_FB_BODY_LAUNCH
+      uint64_t ri = E->op.ops[op].rec_index;
+      k = E->op.ops[op].body == CUCAP_FB_BODY_LAUNCH
               ? ck_kernel_find(E, ri, 0)
               : ck_kernel_by_name(E, ri, pc->functionName);
     }
@@ -325,7 +344,7 @@ static void ck_pcs_take(ck_engine *E, CUpti_PCSamplingData *d) {
 }
 
 static void ck_pcs_drain(ck_engine *E) {
-  ck_pcs *p = E->pcs;
+  ck_pcs *p = E->pc.pcs;
   double t0 = cucap_clock_now_s();
   for (int guard = 0; guard < 100000 && !E->dead; guard++) {
     CUpti_PCSamplingGetDataParams gp;
@@ -349,7 +368,7 @@ static void ck_pcs_drain(ck_engine *E) {
 }
 
 void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op) {
-  ck_pcs *p = E->pcs;
+  ck_pcs *p = E->pc.pcs;
   if (!p || E->dead || !p->enabled || p->started || p->stopped || op->capturing ||
       !ck_in_window(E, op->rec_index))
     return;
@@ -369,7 +388,7 @@ void ck_pcs_op_before(ck_engine *E, const cucap_replay_op *op) {
 }
 
 static void ck_pcs_stop(ck_engine *E) {
-  ck_pcs *p = E->pcs;
+  ck_pcs *p = E->pc.pcs;
   CUpti_PCSamplingStopParams sp;
   memset(&sp, 0, sizeof sp);
   sp.size = CUpti_PCSamplingStopParamsSize;
@@ -383,7 +402,7 @@ static void ck_pcs_stop(ck_engine *E) {
 }
 
 void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op) {
-  ck_pcs *p = E->pcs;
+  ck_pcs *p = E->pc.pcs;
   if (!p || !p->started || op->capturing)
     return;
   if (E->dead) { /* nothing to stop: CUPTI is gone */
@@ -409,13 +428,13 @@ void ck_pcs_op_after(ck_engine *E, const cucap_replay_op *op) {
  * sampling, the range profiler and SASS metrics are bound to: ck_pick_ctx). */
 size_t ck_ctx_kernels(const ck_engine *E) {
   size_t n = 0;
-  for (size_t k = 0; k < E->nkern; k++)
-    n += !E->ctx_id || E->kx[k].context_id == E->ctx_id;
+  for (size_t k = 0; k < E->tl.nkern; k++)
+    n += !E->ctx_id || E->tl.kx[k].context_id == E->ctx_id;
   return n;
 }
 
 void ck_pcs_pass_end(ck_engine *E) {
-  ck_pcs *p = E->pcs;
+  ck_pcs *p = E->pc.pcs;
   if (!p)
     return;
   int started_ever = p->started || p->stopped;
@@ -457,26 +476,26 @@ void ck_pcs_pass_end(ck_engine *E) {
              "; %" PRIu64 " PC records matched no launch", p->unattributed);
   if (E->dead)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING,
-               E->nsamp ? CUCAP_CUPTI_PARTIAL : CUCAP_CUPTI_FAILED,
-               "%s%s", E->nsamp ? "samples before the failure kept; " : "",
+               E->pc.nsamp ? CUCAP_CUPTI_PARTIAL : CUCAP_CUPTI_FAILED,
+               "%s%s", E->pc.nsamp ? "samples before the failure kept; " : "",
                E->dead_why);
-  else if (!E->nkern)
+  else if (!E->tl.nkern)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_COLLECTED,
                "no kernel ran in the profiled window: nothing to sample");
   else if (!started_ever)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
                "sampling never started: %s",
                p->why[0] ? p->why : "no op of the window ran");
-  else if (!E->nsamp && ck_ctx_kernels(E) == 0)
+  else if (!E->pc.nsamp && ck_ctx_kernels(E) == 0)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_UNAVAILABLE,
                "none of the %zu kernel execution(s) of the window ran in "
                "the profiled context (CUPTI binds PC sampling to one "
                "context: the one where most of them ran)",
-               E->nkern);
-  else if (!E->nsamp && p->why[0])
+               E->tl.nkern);
+  else if (!E->pc.nsamp && p->why[0])
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
                "no samples: %s", p->why);
-  else if (!E->nsamp)
+  else if (!E->pc.nsamp)
     ck_section(E, CUCAP_CUPTI_PCSAMPLING, CUCAP_CUPTI_FAILED,
                "no samples (CUPTI counted %" PRIu64 " in total, %" PRIu64
                " in non-user kernels)%s", p->total, p->nonuser, extra);
@@ -485,12 +504,12 @@ void ck_pcs_pass_end(ck_engine *E) {
                p->dropped || p->hw_full || p->unattributed
                    ? CUCAP_CUPTI_PARTIAL : CUCAP_CUPTI_COLLECTED,
                "%" PRIu64 " samples at %zu instructions (period 2^%u "
-               "cycles; CUPTI counted %" PRIu64 ")%s", p->samples, E->nsite,
+               "cycles; CUPTI counted %" PRIu64 ")%s", p->samples, E->pc.nsite,
                E->o.pc_period, p->total, extra);
 }
 
 void ck_pcs_free(ck_engine *E) {
-  ck_pcs *p = E->pcs;
+  ck_pcs *p = E->pc.pcs;
   if (!p)
     return;
   if (p->enabled) {
@@ -523,16 +542,23 @@ void ck_pcs_free(ck_engine *E) {
   free(p->names);
   free(p->cupti_index);
   free(p);
-  E->pcs = NULL;
+  E->pc.pcs = NULL;
+}
+
+void ck_pcs_results_free(ck_engine *E) {
+  free(E->pc.stall);
+  free(E->pc.site);
+  cucap_map_free(&E->pc.site_idx);
+  free(E->pc.samp);
 }
 
 size_t cucap_cupti_pc_sites(const cucap_cupti *e, const cucap_cupti_pc_site **out) {
-  *out = e->site;
-  return e->nsite;
+  *out = e->pc.site;
+  return e->pc.nsite;
 }
 
 size_t cucap_cupti_pc_samples(const cucap_cupti *e,
                               const cucap_cupti_pc_sample **out) {
-  *out = e->samp;
-  return e->nsamp;
+  *out = e->pc.samp;
+  return e->pc.nsamp;
 }

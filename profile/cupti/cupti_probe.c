@@ -143,103 +143,8 @@ static void ck_probe_list(ck_engine *E, FILE *f, const uint8_t *avail) {
   CK_CALL(E, cuptiProfilerHostDeinitialize, &hd);
 }
 
-static cucap_status ck_probe_impl(const char *libcuda, const char *library,
-                                  int device, const char *metrics,
-                                  int list_metrics, FILE *f,
-                                  cucap_cupti_check *r) {
-  ck_drv d;
-  char msg[512];
-  if (r) {
-    memset(r, 0, sizeof *r);
-    snprintf(r->activity_msg, sizeof r->activity_msg, "not checked");
-    snprintf(r->counters_msg, sizeof r->counters_msg, "not checked");
-    snprintf(r->pc_sampling_msg, sizeof r->pc_sampling_msg, "not checked");
-    snprintf(r->sass_metrics_msg, sizeof r->sass_metrics_msg, "not checked");
-  }
-  cucap_status st = ck_drv_load(&d, libcuda, msg, sizeof msg);
-  if (st != CUCAP_OK) {
-    P(f, "driver", "FAILED: %s", msg);
-    R(r, activity, CUCAP_CUPTI_CHECK_UNKNOWN, "not checked: %.200s", msg);
-    return st;
-  }
-  ck_engine *E = calloc(1, sizeof *E);
-  if (!E) {
-    return CUCAP_ERR_NOMEM;
-  }
-  pthread_mutex_init(&E->mu, NULL);
-  pthread_mutex_init(&E->cubin_mu, NULL);
-  int drv = 0;
-  if (d.DriverGetVersion)
-    d.DriverGetVersion(&drv);
-  CUresult cr = d.Init(0);
-  CUdevice dev = 0;
-  if (cr == CUDA_SUCCESS)
-    cr = d.DeviceGet(&dev, device);
-  if (cr != CUDA_SUCCESS) {
-    P(f, "driver", "FAILED: cuInit/cuDeviceGet: %s", ck_drv_err(&d, cr));
-    R(r, activity, CUCAP_CUPTI_CHECK_UNKNOWN, "not checked: no CUDA device (%s)",
-      ck_drv_err(&d, cr));
-    st = CUCAP_ERR_ENV;
-    goto out;
-  }
-  char name[256] = "";
-  int ma = 0, mi = 0;
-  if (d.DeviceGetName)
-    d.DeviceGetName(name, sizeof name, dev);
-  if (d.DeviceGetAttribute) {
-    d.DeviceGetAttribute(&ma, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-    d.DeviceGetAttribute(&mi, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  }
-  P(f, "driver", "version %d, device %d \"%s\" sm_%d%d", drv, device, name, ma, mi);
-  if (!ck_api_load(&E->api, library, msg, sizeof msg)) {
-    P(f, "cupti", "FAILED: %s", msg);
-    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "%.250s", msg);
-    st = CUCAP_ERR_ENV;
-    goto out;
-  }
-  E->quiet = f == NULL;
-  uint32_t v = 0;
-  CK_CALL(E, cuptiGetVersion, &v);
-  if (r)
-    r->version = v;
-  P(f, "cupti", "%s, API version %u (cucap built against %u)%s%s", E->api.path,
-    v, (unsigned)CUPTI_API_VERSION, E->api.missing[0] ? "; missing: " : "",
-    E->api.missing);
-  /* callbacks and activity must attach before the context exists */
-  uint64_t calls = 0;
-  CUpti_SubscriberHandle sub = NULL;
-  int attached = 0;
-  if (CK_CALL(E, cuptiSubscribe, &sub, (CUpti_CallbackFunc)ck_probe_cb, &calls) &&
-      CK_CALL(E, cuptiEnableDomain, 1, sub, CUPTI_CB_DOMAIN_DRIVER_API)) {
-    P(f, "callbacks", "ok");
-    attached = 1;
-  } else {
-    P(f, "callbacks", "FAILED: %s", E->last_msg);
-    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "CUPTI cannot attach: %.200s",
-      E->last_msg);
-    st = CUCAP_ERR_ENV;
-  }
-  E->device = device;
-  E->cc = ma * 10 + mi;
-  if (d.DevicePrimaryCtxRetain(&E->ctx, dev) != CUDA_SUCCESS ||
-      d.CtxSetCurrent(E->ctx) != CUDA_SUCCESS) {
-    P(f, "context", "FAILED");
-    st = CUCAP_ERR_ENV;
-    goto out_sub;
-  }
-  if (d.CtxSynchronize)
-    d.CtxSynchronize();
-  P(f, "callbacks", "%" PRIu64 " driver call(s) seen", calls);
-  if (CK_CALL(E, cuptiActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
-    P(f, "activity", "CONCURRENT_KERNEL can be enabled");
-    if (attached)
-      R(r, activity, CUCAP_CUPTI_CHECK_OK, "CUPTI %u: callbacks and kernel "
-        "activity records work", v);
-    CK_CALL(E, cuptiActivityDisable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  } else {
-    P(f, "activity", "FAILED: %s", E->last_msg);
-    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "%.250s", E->last_msg);
-  }
+/* cuptiProfilerDeviceSupported for each profiler API (when CUPTI has it). */
+static void ck_probe_support(ck_engine *E, FILE *f, CUdevice dev) {
   if (E->api.cuptiProfilerDeviceSupported) {
     static const struct { CUpti_Profiler_API api; const char *n; } apis[] = {
         {CUPTI_PROFILER_RANGE_PROFILING, "range profiling"},
@@ -262,6 +167,12 @@ static cucap_status ck_probe_impl(const char *libcuda, const char *library,
         P(f, key, "query failed: %s", E->last_msg);
     }
   }
+}
+
+/* Counter permission on the profiled context, then the metric sets (and
+ * the requested metrics) validated against the chip. */
+static void ck_probe_counters(ck_engine *E, FILE *f, cucap_cupti_check *r,
+                              const char *metrics, int list_metrics) {
   /* counters */
   uint8_t *avail = NULL;
   if (ck_prof_init(E)) {
@@ -331,6 +242,10 @@ static cucap_status ck_probe_impl(const char *libcuda, const char *library,
     R(r, counters, CUCAP_CUPTI_CHECK_UNAVAILABLE, "profiler: %.250s", E->last_msg);
   }
   free(avail);
+}
+
+/* PC sampling: enable on the context and read its stall reasons. */
+static void ck_probe_pcsamp(ck_engine *E, FILE *f, cucap_cupti_check *r) {
   /* PC sampling */
   CUpti_PCSamplingEnableParams pe;
   memset(&pe, 0, sizeof pe);
@@ -380,6 +295,10 @@ static cucap_status ck_probe_impl(const char *libcuda, const char *library,
     R(r, pc_sampling, denied ? CUCAP_CUPTI_CHECK_DENIED : CUCAP_CUPTI_CHECK_UNAVAILABLE,
       "%.250s", E->last_msg);
   }
+}
+
+/* SASS metrics: the chip's count and the three the engine collects. */
+static void ck_probe_sass(ck_engine *E, FILE *f, cucap_cupti_check *r) {
   /* SASS metrics */
   if (E->env.chip[0] && E->api.cuptiSassMetricsGetNumOfMetrics) {
     CUpti_SassMetrics_GetNumOfMetrics_Params gn;
@@ -408,6 +327,121 @@ static cucap_status ck_probe_impl(const char *libcuda, const char *library,
           "%s: %.200s", want[i], ok ? "available" : E->last_msg);
     }
   }
+}
+
+/* ck_probe_impl: cuInit, the device and what it is; CUCAP_ERR_ENV when
+ * there is no such CUDA device. */
+static cucap_status ck_probe_device(const ck_drv *d, int device, FILE *f,
+                                    cucap_cupti_check *r, CUdevice *devp,
+                                    int *ccp) {
+  int drv = 0;
+  if (d->DriverGetVersion)
+    d->DriverGetVersion(&drv);
+  CUresult cr = d->Init(0);
+  if (cr == CUDA_SUCCESS)
+    cr = d->DeviceGet(devp, device);
+  if (cr != CUDA_SUCCESS) {
+    P(f, "driver", "FAILED: cuInit/cuDeviceGet: %s", ck_drv_err(d, cr));
+    R(r, activity, CUCAP_CUPTI_CHECK_UNKNOWN, "not checked: no CUDA device (%s)",
+      ck_drv_err(d, cr));
+    return CUCAP_ERR_ENV;
+  }
+  char name[256] = "";
+  int ma = 0, mi = 0;
+  if (d->DeviceGetName)
+    d->DeviceGetName(name, sizeof name, *devp);
+  if (d->DeviceGetAttribute) {
+    d->DeviceGetAttribute(&ma, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, *devp);
+    d->DeviceGetAttribute(&mi, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, *devp);
+  }
+  P(f, "driver", "version %d, device %d \"%s\" sm_%d%d", drv, device, name, ma, mi);
+  *ccp = ma * 10 + mi;
+  return CUCAP_OK;
+}
+
+static cucap_status ck_probe_impl(const char *libcuda, const char *library,
+                                  int device, const char *metrics,
+                                  int list_metrics, FILE *f,
+                                  cucap_cupti_check *r) {
+  ck_drv d;
+  char msg[512];
+  if (r) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->activity_msg, sizeof r->activity_msg, "not checked");
+    snprintf(r->counters_msg, sizeof r->counters_msg, "not checked");
+    snprintf(r->pc_sampling_msg, sizeof r->pc_sampling_msg, "not checked");
+    snprintf(r->sass_metrics_msg, sizeof r->sass_metrics_msg, "not checked");
+  }
+  cucap_status st = ck_drv_load(&d, libcuda, msg, sizeof msg);
+  if (st != CUCAP_OK) {
+    P(f, "driver", "FAILED: %s", msg);
+    R(r, activity, CUCAP_CUPTI_CHECK_UNKNOWN, "not checked: %.200s", msg);
+    return st;
+  }
+  ck_engine *E = calloc(1, sizeof *E);
+  if (!E) {
+    return CUCAP_ERR_NOMEM;
+  }
+  pthread_mutex_init(&E->tl.mu, NULL);
+  pthread_mutex_init(&E->cb.cubin_mu, NULL);
+  CUdevice dev = 0;
+  int cc = 0;
+  st = ck_probe_device(&d, device, f, r, &dev, &cc);
+  if (st != CUCAP_OK)
+    goto out;
+  if (!ck_api_load(&E->api, library, msg, sizeof msg)) {
+    P(f, "cupti", "FAILED: %s", msg);
+    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "%.250s", msg);
+    st = CUCAP_ERR_ENV;
+    goto out;
+  }
+  E->quiet = f == NULL;
+  uint32_t v = 0;
+  CK_CALL(E, cuptiGetVersion, &v);
+  if (r)
+    r->version = v;
+  P(f, "cupti", "%s, API version %u (cucap built against %u)%s%s", E->api.path,
+    v, (unsigned)CUPTI_API_VERSION, E->api.missing[0] ? "; missing: " : "",
+    E->api.missing);
+  /* callbacks and activity must attach before the context exists */
+  uint64_t calls = 0;
+  CUpti_SubscriberHandle sub = NULL;
+  int attached = 0;
+  if (CK_CALL(E, cuptiSubscribe, &sub, (CUpti_CallbackFunc)ck_probe_cb, &calls) &&
+      CK_CALL(E, cuptiEnableDomain, 1, sub, CUPTI_CB_DOMAIN_DRIVER_API)) {
+    P(f, "callbacks", "ok");
+    attached = 1;
+  } else {
+    P(f, "callbacks", "FAILED: %s", E->last_msg);
+    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "CUPTI cannot attach: %.200s",
+      E->last_msg);
+    st = CUCAP_ERR_ENV;
+  }
+  E->device = device;
+  E->cc = cc;
+  if (d.DevicePrimaryCtxRetain(&E->ctx, dev) != CUDA_SUCCESS ||
+      d.CtxSetCurrent(E->ctx) != CUDA_SUCCESS) {
+    P(f, "context", "FAILED");
+    st = CUCAP_ERR_ENV;
+    goto out_sub;
+  }
+  if (d.CtxSynchronize)
+    d.CtxSynchronize();
+  P(f, "callbacks", "%" PRIu64 " driver call(s) seen", calls);
+  if (CK_CALL(E, cuptiActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+    P(f, "activity", "CONCURRENT_KERNEL can be enabled");
+    if (attached)
+      R(r, activity, CUCAP_CUPTI_CHECK_OK, "CUPTI %u: callbacks and kernel "
+        "activity records work", v);
+    CK_CALL(E, cuptiActivityDisable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  } else {
+    P(f, "activity", "FAILED: %s", E->last_msg);
+    R(r, activity, CUCAP_CUPTI_CHECK_UNAVAILABLE, "%.250s", E->last_msg);
+  }
+  ck_probe_support(E, f, dev);
+  ck_probe_counters(E, f, r, metrics, list_metrics);
+  ck_probe_pcsamp(E, f, r);
+  ck_probe_sass(E, f, r);
   {
     char buf[1024];
     const char *home = getenv("CUDA_HOME");
@@ -424,8 +458,8 @@ out_sub:
     CK_CALL(E, cuptiUnsubscribe, sub);
 out:
   ck_strtab_free(&E->str);
-  pthread_mutex_destroy(&E->mu);
-  pthread_mutex_destroy(&E->cubin_mu);
+  pthread_mutex_destroy(&E->tl.mu);
+  pthread_mutex_destroy(&E->cb.cubin_mu);
   free(E);
   /* the driver stays loaded: CUPTI keeps hooks into it */
   return st;

@@ -33,8 +33,8 @@ long ck_metrics_attribute(ck_engine *E, const ck_window *w, size_t n_ranges,
     for (size_t k = w->k_lo; k < w->k_hi && pos < seq_cap; k++) {
       if (!ck_kernel_profiled(E, k))
         continue;
-      if (f < nf && E->m->flushed[f] == E->kern[k].rec_index &&
-          (k == w->k_lo || E->kern[k - 1].rec_index != E->kern[k].rec_index)) {
+      if (f < nf && E->m->flushed[f] == E->tl.kern[k].rec_index &&
+          (k == w->k_lo || E->tl.kern[k - 1].rec_index != E->tl.kern[k].rec_index)) {
         seq[pos++] = -1;
         f++;
         if (pos >= seq_cap)
@@ -95,8 +95,8 @@ static int ck_collect_auto(ck_engine *E, const ck_window *w, size_t n,
     return 0;
   }
   int tcol = -1;
-  for (size_t j = 0; j < E->nmnames; j++)
-    if (!strcmp(E->mnames[j], "gpu__time_duration.sum"))
+  for (size_t j = 0; j < E->mt.nmnames; j++)
+    if (!strcmp(E->mt.mnames[j], "gpu__time_duration.sum"))
       tcol = (int)j;
   for (size_t r = 0; r < n; r++) {
     if (seq[r] < 0)
@@ -104,7 +104,7 @@ static int ck_collect_auto(ck_engine *E, const ck_window *w, size_t n,
     if (r < 3) {
       const char *nm = ck_range_name(E, r);
       CUCAP_DEBUG("profile: window %zu range %zu is named \"%s\" -> %s",
-                  E->cur_win, r, nm ? nm : "", E->kern[seq[r]].name);
+                  E->mt.cur_win, r, nm ? nm : "", E->tl.kern[seq[r]].name);
     }
     if (!ck_eval(E, r, vals))
       continue;
@@ -112,11 +112,11 @@ static int ck_collect_auto(ck_engine *E, const ck_window *w, size_t n,
       m->dvals[(size_t)seq[r] * m->dur_reps + m->dur_rep] = vals[0];
       continue;
     }
-    memcpy(E->mvals + (size_t)seq[r] * E->nmnames, vals,
-           E->nmnames * sizeof *vals);
+    memcpy(E->mt.mvals + (size_t)seq[r] * E->mt.nmnames, vals,
+           E->mt.nmnames * sizeof *vals);
     m->attributed++;
     if (tcol >= 0) {
-      double t = vals[tcol], tl = E->kern[seq[r]].dur_median_ns;
+      double t = vals[tcol], tl = E->tl.kern[seq[r]].dur_median_ns;
       if (!isnan(tl) && fabs(t - tl) > 20000.0 && (t > 3 * tl || tl > 3 * t))
         m->time_outliers++;
     }
@@ -139,7 +139,7 @@ static int ck_collect_user(ck_engine *E, const ck_window *w, size_t n,
   for (size_t k = w->k_lo; k < w->k_hi && r < n;) {
     size_t j = k;
     uint32_t nk = 0;
-    while (j < w->k_hi && E->kern[j].rec_index == E->kern[k].rec_index)
+    while (j < w->k_hi && E->tl.kern[j].rec_index == E->tl.kern[k].rec_index)
       nk += (uint32_t)ck_kernel_profiled(E, j++);
     if (!nk) {
       k = j;
@@ -147,18 +147,18 @@ static int ck_collect_user(ck_engine *E, const ck_window *w, size_t n,
     }
     const char *nm = ck_range_name(E, r);
     char want[48];
-    snprintf(want, sizeof want, "cucap:%" PRIu64, E->kern[k].rec_index);
+    snprintf(want, sizeof want, "cucap:%" PRIu64, E->tl.kern[k].rec_index);
     if (nm && strcmp(nm, want)) {
       snprintf(m->win_note, sizeof m->win_note,
                "user range %zu is named \"%.60s\", expected \"%s\"", r, nm, want);
       return 0;
     }
-    double *v = malloc(E->nmnames * sizeof *v);
+    double *v = malloc(E->mt.nmnames * sizeof *v);
     if (v && ck_eval(E, r, vals) &&
-        cucap_vec_reserve(&E->gmet, &E->capgmet, E->ngmet + 1, sizeof *E->gmet, 16)) {
-      memcpy(v, vals, E->nmnames * sizeof *v);
-      E->gmet[E->ngmet++] = (cucap_cupti_graph_metric){
-          E->kern[k].rec_index, E->kern[k].seq, nk, v};
+        cucap_vec_reserve(&E->mt.gmet, &E->mt.capgmet, E->mt.ngmet + 1, sizeof *E->mt.gmet, 16)) {
+      memcpy(v, vals, E->mt.nmnames * sizeof *v);
+      E->mt.gmet[E->mt.ngmet++] = (cucap_cupti_graph_metric){
+          E->tl.kern[k].rec_index, E->tl.kern[k].seq, nk, v};
       v = NULL;
     }
     free(v);
@@ -172,7 +172,7 @@ static int ck_collect_user(ck_engine *E, const ck_window *w, size_t n,
 /* Decode + evaluate the current window; 0 with m->win_note on failure. */
 int ck_window_collect(ck_engine *E) {
   ck_metrics *m = E->m;
-  const ck_window *w = &E->win[E->cur_win];
+  const ck_window *w = &E->mt.win[E->mt.cur_win];
   double t0 = cucap_clock_now_s();
   CUpti_RangeProfiler_DecodeData_Params dp;
   memset(&dp, 0, sizeof dp);
@@ -193,7 +193,7 @@ int ck_window_collect(ck_engine *E) {
     gi.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
     gi.pCounterDataImage = m->counter;
     gi.counterDataImageSize = m->counter_size;
-    size_t nv = E->nmnames > m->ndnames ? E->nmnames : m->ndnames;
+    size_t nv = E->mt.nmnames > m->ndnames ? E->mt.nmnames : m->ndnames;
     double *vals = calloc(nv ? nv : 1, sizeof *vals);
     if (!CK_CALL(E, cuptiRangeProfilerGetCounterDataInfo, &gi))
       snprintf(m->win_note, sizeof m->win_note, "%s", E->last_msg);

@@ -104,13 +104,13 @@ const char **ck_pass_names(const ck_engine *E, size_t *n) {
     *n = E->m->ndnames;
     return (const char **)E->m->dnames;
   }
-  *n = E->nmnames;
-  return (const char **)E->mnames;
+  *n = E->mt.nmnames;
+  return (const char **)E->mt.mnames;
 }
 
 int ck_win_setup(ck_engine *E) {
   ck_metrics *m = E->m;
-  const ck_window *w = &E->win[E->cur_win];
+  const ck_window *w = &E->mt.win[E->mt.cur_win];
   double t0 = cucap_clock_now_s();
   int reuse = ck_rp_reusable(m, w->mode);
   if (!reuse)
@@ -180,7 +180,7 @@ int ck_win_setup(ck_engine *E) {
     return 0;
   E->tm.rp_setup_s += cucap_clock_now_s() - t0;
   CUCAP_DEBUG("profile: metrics window %zu of %zu%s: records %" PRIu64 "..%" PRIu64
-              ", %zu op(s) of %s, %s range", E->cur_win + 1, E->nwin,
+              ", %zu op(s) of %s, %s range", E->mt.cur_win + 1, E->mt.nwin,
               m->dur_phase ? " (duration pass)" : "", w->rec_lo,
               w->rec_hi, w->nops, w->graph ? "graph launches" : "plain launches",
               w->mode == CK_WIN_USER ? "user (one per graph launch)"
@@ -236,9 +236,9 @@ static void ck_own_sync(ck_engine *E) {
 
 void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
   ck_metrics *m = E->m;
-  if (!m || m->over || !m->rp || m->win_failed || E->dead || E->cur_win >= E->nwin)
+  if (!m || m->over || !m->rp || m->win_failed || E->dead || E->mt.cur_win >= E->mt.nwin)
     return;
-  const ck_window *w = &E->win[E->cur_win];
+  const ck_window *w = &E->mt.win[E->mt.cur_win];
   if (op->rec_index < w->rec_lo || op->rec_index > w->rec_hi)
     return;
   if (op->rec_index == w->rec_lo && !m->started && !m->stopped) {
@@ -262,7 +262,7 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     E->tm.rp_startstop_s += dt;
     if (dbg && dt > 0.01 && getrusage(RUSAGE_SELF, &ru1) == 0)
       CUCAP_DEBUG("profile: metrics window %zu%s: cuptiRangeProfilerStart %.3f s "
-                  "(process CPU: user %.3f s, system %.3f s)", E->cur_win,
+                  "(process CPU: user %.3f s, system %.3f s)", E->mt.cur_win,
                   m->dur_phase ? " (duration pass)" : "", dt,
                   ck_tv_s(&ru1.ru_utime) - ck_tv_s(&ru0.ru_utime),
                   ck_tv_s(&ru1.ru_stime) - ck_tv_s(&ru0.ru_stime));
@@ -276,14 +276,14 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
     m->nflushed = 0;
     m->t_start = cucap_clock_now_s();
     CUCAP_DEBUG("profile: metrics window %zu: range profiler started",
-                E->cur_win);
+                E->mt.cur_win);
   }
   if (!m->started || op->capturing)
     return;
   int64_t k0 = ck_kernel_find(E, op->rec_index, 0);
   if (k0 < 0)
     return; /* no kernel of this op: nothing to flush or to range */
-  int graph_op = E->kern[k0].launch_index == CUCAP_REPLAY_NO_LAUNCH;
+  int graph_op = E->tl.kern[k0].launch_index == CUCAP_REPLAY_NO_LAUNCH;
   /* flush L2 right before the op's kernels: on its stream (ordered with
    * them); a graph launch's stream is not known here, so the flush goes to
    * the NULL stream and the context is synchronized after it */
@@ -295,7 +295,7 @@ void ck_metrics_op_before(ck_engine *E, const cucap_replay_op *op) {
      * shows it; docs/bench-log.md, "Flush wait"). CUCAP_PROFILE_FLUSH_SYNC=0:
      * no wait (except for graph
      * launches on the NULL stream, which need it for ordering). */
-    if (w->mode != CK_WIN_USER && (E->flush_sync || (graph_op && !op->stream)))
+    if (w->mode != CK_WIN_USER && (E->fl.flush_sync || (graph_op && !op->stream)))
       ck_own_sync(E);
     if (cucap_vec_reserve(&m->flushed, &m->capflushed, m->nflushed + 1,
                           sizeof *m->flushed, 16))
@@ -341,7 +341,7 @@ static void ck_rp_stop(ck_engine *E) {
   }
   m->all_submitted = sp.isAllPassSubmitted;
   CUCAP_DEBUG("profile: metrics window %zu: pass %u stopped, next pass index "
-              "%zu, all submitted %d", E->cur_win, m->window_passes + 1,
+              "%zu, all submitted %d", E->mt.cur_win, m->window_passes + 1,
               sp.passIndex, (int)sp.isAllPassSubmitted);
 }
 
@@ -351,9 +351,9 @@ int ck_metrics_window_stopped(const ck_engine *E) {
 
 void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op) {
   ck_metrics *m = E->m;
-  if (!m || !m->started || E->dead || E->cur_win >= E->nwin)
+  if (!m || !m->started || E->dead || E->mt.cur_win >= E->mt.nwin)
     return;
-  const ck_window *w = &E->win[E->cur_win];
+  const ck_window *w = &E->mt.win[E->mt.cur_win];
   if (m->in_range && !op->capturing && op->rec_index >= w->rec_lo &&
       op->rec_index <= w->rec_hi) {
     ck_own_sync(E); /* the launch's kernels are inside the range */
@@ -376,10 +376,10 @@ void ck_metrics_op_after(ck_engine *E, const cucap_replay_op *op) {
 static void ck_metrics_final(ck_engine *E) {
   ck_metrics *m = E->m;
   size_t total = 0, ngraph_k = 0;
-  for (size_t k = 0; k < E->nkern; k++) {
+  for (size_t k = 0; k < E->tl.nkern; k++) {
     total += ck_kernel_profiled(E, k);
     ngraph_k += ck_kernel_profiled(E, k) &&
-                E->kern[k].launch_index == CUCAP_REPLAY_NO_LAUNCH;
+                E->tl.kern[k].launch_index == CUCAP_REPLAY_NO_LAUNCH;
   }
   char extra[1400] = "";
   size_t l = 0;
@@ -388,17 +388,17 @@ static void ck_metrics_final(ck_engine *E) {
                           "; %zu kernel(s) with gpu__time_duration more than "
                           "3x off the timeline (check the attribution)",
                           m->time_outliers);
-  if (E->ngmet && l < sizeof extra)
+  if (E->mt.ngmet && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; %zu CUDA graph launch(es) measured as a whole "
                           "(one user range per graph launch: metrics per "
                           "graph launch, not per kernel) because CUPTI's auto "
-                          "range does not work on graph launches: %.300s", E->ngmet,
+                          "range does not work on graph launches: %.300s", E->mt.ngmet,
                           m->graph_note);
   if (m->failed_windows && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; %zu of %zu window(s) failed, first: %.500s",
-                          m->failed_windows, E->nwin, m->fail_note);
+                          m->failed_windows, E->mt.nwin, m->fail_note);
   char beside[256];
   if (m->dur_attributed && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
@@ -409,32 +409,32 @@ static void ck_metrics_final(ck_engine *E) {
   if (m->dur_note[0] && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; a duration pass failed: %.250s", m->dur_note);
-  if (E->flush[0].buf && l < sizeof extra)
+  if (E->fl.flush[0].buf && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; L2 flushed before each launch%s",
                           ck_flush_where(E));
   if (l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l, "%s", ck_clock_note(E));
-  if (E->mdropped[0] && l < sizeof extra)
+  if (E->mt.mdropped[0] && l < sizeof extra)
     snprintf(extra + l, sizeof extra - l, "; not on this chip: %.200s",
-             E->mdropped);
-  int st = m->attributed == total && !E->mdropped[0] && !m->failed_windows
+             E->mt.mdropped);
+  int st = m->attributed == total && !E->mt.mdropped[0] && !m->failed_windows
                ? CUCAP_CUPTI_COLLECTED
-           : m->attributed || E->ngmet ? CUCAP_CUPTI_PARTIAL
+           : m->attributed || E->mt.ngmet ? CUCAP_CUPTI_PARTIAL
            : E->env.counters_allowed == 0 ? CUCAP_CUPTI_UNAVAILABLE
                                           : CUCAP_CUPTI_FAILED;
   (void)ngraph_k;
   ck_section(E, CUCAP_CUPTI_METRICS, st,
              "%zu metric(s) for %zu of %zu kernel executions, %u counter "
-             "pass(es) x %zu window(s)%s", E->nmnames, m->attributed, total,
-             E->env.metric_passes, E->nwin, extra);
+             "pass(es) x %zu window(s)%s", E->mt.nmnames, m->attributed, total,
+             E->env.metric_passes, E->mt.nwin, extra);
 }
 
 /* The current window's duration passes are over: each of its kernels
  * measured at least once gets the median of its samples. */
 static void ck_dur_finish(ck_engine *E) {
   ck_metrics *m = E->m;
-  const ck_window *w = &E->win[E->cur_win];
+  const ck_window *w = &E->mt.win[E->mt.cur_win];
   double v[9];
   for (size_t k = w->k_lo; k < w->k_hi; k++) {
     size_t n = 0;
@@ -446,7 +446,7 @@ static void ck_dur_finish(ck_engine *E) {
     if (!n)
       continue;
     double lo, hi;
-    ck_stats(v, (unsigned)n, &E->mvals[k * E->nmnames + (size_t)m->dur_col], &lo, &hi,
+    ck_stats(v, (unsigned)n, &E->mt.mvals[k * E->mt.nmnames + (size_t)m->dur_col], &lo, &hi,
              NULL);
     m->dur_attributed++;
   }
@@ -467,12 +467,12 @@ static int ck_win_next(ck_engine *E) {
         snprintf(m->dur_note, sizeof m->dur_note, "%.250s", E->last_msg);
     }
     ck_dur_finish(E);
-  } else if (m->dhost && !m->rp_broken && !E->dead && E->cur_win < E->nwin &&
-             E->win[E->cur_win].mode == CK_WIN_AUTO && !m->win_failed) {
+  } else if (m->dhost && !m->rp_broken && !E->dead && E->mt.cur_win < E->mt.nwin &&
+             E->mt.win[E->mt.cur_win].mode == CK_WIN_AUTO && !m->win_failed) {
     /* a window of plain launches measured with the main config: its
      * duration passes next (ck_dur_config), the same window again */
     if (!m->dvals) {
-      size_t nv = E->nkern * m->dur_reps;
+      size_t nv = E->tl.nkern * m->dur_reps;
       m->dvals = malloc((nv ? nv : 1) * sizeof *m->dvals);
       for (size_t i = 0; m->dvals && i < nv; i++)
         m->dvals[i] = NAN;
@@ -486,28 +486,28 @@ static int ck_win_next(ck_engine *E) {
                m->dvals ? E->last_msg : "out of memory");
     CUCAP_WARN("profile: metrics window %zu: the duration pass cannot be set "
                "up (%s); its gpu__time_duration.sum comes from the other "
-               "metrics' passes", E->cur_win + 1, m->dur_note);
+               "metrics' passes", E->mt.cur_win + 1, m->dur_note);
   }
   m->dur_phase = 0;
-  if (m->rp_broken && E->cur_win + 1 < E->nwin) {
-    size_t left = E->nwin - E->cur_win - 1;
+  if (m->rp_broken && E->mt.cur_win + 1 < E->mt.nwin) {
+    size_t left = E->mt.nwin - E->mt.cur_win - 1;
     m->failed_windows += left;
     CUCAP_ERROR("profile: the range profiler failed (%s): the %zu metrics window(s) left "
                 "are not measured in this run (their kernels get no metrics; timeline "
                 "and PC sampling go on)", m->win_note[0] ? m->win_note : E->last_msg, left);
-    E->cur_win = E->nwin - 1;
+    E->mt.cur_win = E->mt.nwin - 1;
   }
-  for (E->cur_win++; E->cur_win < E->nwin && !E->dead; E->cur_win++) {
+  for (E->mt.cur_win++; E->mt.cur_win < E->mt.nwin && !E->dead; E->mt.cur_win++) {
     if (ck_win_setup(E))
       return 1;
     m->failed_windows++;
     if (!m->fail_note[0])
       snprintf(m->fail_note, sizeof m->fail_note, "window %zu: %.1100s",
-               E->cur_win + 1, E->last_msg);
+               E->mt.cur_win + 1, E->last_msg);
     if (E->last == CUPTI_ERROR_HARDWARE_BUSY ||
         E->last == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
       /* the same would happen to every window left */
-      m->failed_windows += E->nwin - E->cur_win - 1;
+      m->failed_windows += E->mt.nwin - E->mt.cur_win - 1;
       break;
     }
   }
@@ -515,9 +515,9 @@ static int ck_win_next(ck_engine *E) {
   ck_rp_release(E);
   if (E->dead)
     ck_section(E, CUCAP_CUPTI_METRICS,
-               m->attributed || E->ngmet ? CUCAP_CUPTI_PARTIAL
+               m->attributed || E->mt.ngmet ? CUCAP_CUPTI_PARTIAL
                                          : CUCAP_CUPTI_FAILED,
-               "%s%s", m->attributed || E->ngmet
+               "%s%s", m->attributed || E->mt.ngmet
                            ? "metrics collected before the failure kept; " : "",
                E->dead_why);
   else
@@ -527,7 +527,7 @@ static int ck_win_next(ck_engine *E) {
 
 static int ck_metrics_pass_end_inner(ck_engine *E) {
   ck_metrics *m = E->m;
-  if (!m || m->over || E->cur_win >= E->nwin)
+  if (!m || m->over || E->mt.cur_win >= E->mt.nwin)
     return 0;
   if (E->dead)
     return ck_win_next(E);
@@ -543,7 +543,7 @@ static int ck_metrics_pass_end_inner(ck_engine *E) {
     if (m->started)
       ck_rp_stop(E);
   }
-  ck_window *w = &E->win[E->cur_win];
+  ck_window *w = &E->mt.win[E->mt.cur_win];
   if (!m->stopped && !m->win_failed) {
     m->win_failed = 1;
     snprintf(m->win_note, sizeof m->win_note,
@@ -574,16 +574,16 @@ static int ck_metrics_pass_end_inner(ck_engine *E) {
       snprintf(m->dur_note, sizeof m->dur_note, "%.250s", m->win_note);
     CUCAP_WARN("profile: metrics window %zu: the duration pass failed (%s); "
                "its gpu__time_duration.sum comes from the other metrics' "
-               "passes", E->cur_win + 1, m->win_note);
+               "passes", E->mt.cur_win + 1, m->win_note);
   } else if (m->win_failed && !E->dead) {
     m->failed_windows++;
     if (!m->fail_note[0])
       snprintf(m->fail_note, sizeof m->fail_note,
                "window %zu (records %" PRIu64 "..%" PRIu64 "%s): %.1000s",
-               E->cur_win + 1, w->rec_lo, w->rec_hi,
+               E->mt.cur_win + 1, w->rec_lo, w->rec_hi,
                w->graph ? ", CUDA graph launches" : "", m->win_note);
     CUCAP_ERROR("profile: metrics window %zu (records %" PRIu64 "..%" PRIu64
-                "%s) failed, its kernels get no metrics: %s", E->cur_win + 1,
+                "%s) failed, its kernels get no metrics: %s", E->mt.cur_win + 1,
                 w->rec_lo, w->rec_hi, w->graph ? ", CUDA graph launches" : "",
                 m->win_note);
   }

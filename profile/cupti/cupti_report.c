@@ -18,8 +18,39 @@
 
 /* ------------------------------------------------------------ stacks */
 
+/* The engine's report part (ck_report in cupti_internal.h). */
+struct ck_report {
+  /* host callstacks: the first pass feeds the Callstack and ModuleMap
+   * records to a stack table (cucap_stacktab.h), which copies them and
+   * symbolizes a stack when it is first asked for: symbolizing inside the
+   * timeline pass put ~0.5 s of host gaps between its launches (torch_mlp,
+   * 104 stacks, run Q). After that pass a thread of its own symbolizes
+   * every stack while the other passes run (ck_stacks_warm_start); the
+   * stack table is touched by nothing else until ck_stacks_warm_join. */
+  cucap_stacktab *stab;
+  uint32_t *stack_ids;       /* the ids fed, in file order (JSON) */
+  size_t nstack_ids, capstack_ids;
+  pthread_t warm_th;
+  int warm_on;               /* warm_th runs or has not been joined */
+  double warm_s;             /* its wall time */
+
+  /* summaries (built lazily) */
+  cucap_cupti_kernel_summary *sum;
+  size_t nsum;
+};
+
+/* E's report part, made on first use; NULL when memory ran out. */
+static ck_report *ck_rep(ck_engine *E) {
+  if (!E->rep)
+    E->rep = calloc(1, sizeof *E->rep);
+  return E->rep;
+}
+
 void ck_stack_feed(ck_engine *E, const void *record) {
-  if (!E->stab && cucap_stacktab_create(1, &E->stab) != CUCAP_OK)
+  ck_report *R = ck_rep(E);
+  if (!R)
+    return;
+  if (!R->stab && cucap_stacktab_create(1, &R->stab) != CUCAP_OK)
     return;
   const cucap_fb_record *rec = record;
   const cucap_fb_callstack *cs =
@@ -27,63 +58,66 @@ void ck_stack_feed(ck_engine *E, const void *record) {
           ? cucap_fb_record_body_as_callstack(rec)
           : NULL;
   uint32_t id = cs ? cucap_fb_callstack_id(cs) : 0;
-  int had = id && cucap_stacktab_known(E->stab, id);
-  cucap_stacktab_feed(E->stab, record);
-  if (!id || had || !cucap_stacktab_known(E->stab, id))
+  int had = id && cucap_stacktab_known(R->stab, id);
+  cucap_stacktab_feed(R->stab, record);
+  if (!id || had || !cucap_stacktab_known(R->stab, id))
     return;
   /* formatted with the module map of the moment the stack was recorded */
-  cucap_stacktab_use(E->stab, id);
-  if (cucap_vec_reserve(&E->stack_ids, &E->capstack_ids, E->nstack_ids + 1,
-                        sizeof *E->stack_ids, 16))
-    E->stack_ids[E->nstack_ids++] = id;
+  cucap_stacktab_use(R->stab, id);
+  if (cucap_vec_reserve(&R->stack_ids, &R->capstack_ids, R->nstack_ids + 1, sizeof *R->stack_ids, 16))
+    R->stack_ids[R->nstack_ids++] = id;
 }
 
 static void *ck_stacks_warm_main(void *u) {
-  ck_engine *E = u;
+  ck_report *R = u;
   double t0 = cucap_clock_now_s();
-  for (size_t i = 0; i < E->nstack_ids; i++) {
+  for (size_t i = 0; i < R->nstack_ids; i++) {
     size_t n = 0;
-    (void)cucap_stacktab_frames(E->stab, E->stack_ids[i], &n, NULL);
+    (void)cucap_stacktab_frames(R->stab, R->stack_ids[i], &n, NULL);
   }
-  E->warm_s = cucap_clock_now_s() - t0;
+  R->warm_s = cucap_clock_now_s() - t0;
   return NULL;
 }
 
 void ck_stacks_warm_start(ck_engine *E) {
-  if (E->warm_on || !E->stab || !E->nstack_ids)
+  ck_report *R = E->rep;
+  if (!R || R->warm_on || !R->stab || !R->nstack_ids)
     return;
-  E->warm_on = pthread_create(&E->warm_th, NULL, ck_stacks_warm_main, E) == 0;
+  R->warm_on = pthread_create(&R->warm_th, NULL, ck_stacks_warm_main, R) == 0;
 }
 
 void ck_stacks_warm_join(ck_engine *E) {
-  if (!E->warm_on)
+  ck_report *R = E->rep;
+  if (!R || !R->warm_on)
     return;
   double t0 = cucap_clock_now_s();
-  pthread_join(E->warm_th, NULL);
-  E->warm_on = 0;
+  pthread_join(R->warm_th, NULL);
+  R->warm_on = 0;
   CUCAP_DEBUG("profile: %zu host callstack(s) symbolized in %.3f s beside the "
-              "passes (%.3f s waited for at the end)", E->nstack_ids,
-              E->warm_s, cucap_clock_now_s() - t0);
+              "passes (%.3f s waited for at the end)", R->nstack_ids,
+              R->warm_s, cucap_clock_now_s() - t0);
 }
 
 size_t cucap_cupti_callstack(cucap_cupti *e, uint32_t id,
                              const char *const **out) {
   size_t n = 0;
   ck_stacks_warm_join(e);
-  *out = e->stab ? cucap_stacktab_frames(e->stab, id, &n, NULL) : NULL;
+  *out = e->rep && e->rep->stab
+             ? cucap_stacktab_frames(e->rep->stab, id, &n, NULL)
+             : NULL;
   return *out ? n : 0;
 }
 
 void ck_report_free(ck_engine *E) {
+  ck_report *R = E->rep;
+  if (!R)
+    return;
   ck_stacks_warm_join(E);
-  cucap_stacktab_destroy(E->stab);
-  E->stab = NULL;
-  free(E->stack_ids);
-  E->stack_ids = NULL;
-  E->nstack_ids = E->capstack_ids = 0;
-  free(E->sum);
-  E->sum = NULL;
-  E->nsum = 0;
+  cucap_stacktab_destroy(R->stab);
+  free(R->stack_ids);
+  free(R->sum);
+  free(R);
+  E->rep = NULL;
 }
 
 /* ------------------------------------------------------------ summaries */
@@ -130,26 +164,75 @@ static void ck_top(cucap_cupti_hot *all, size_t n, cucap_cupti_hot *out,
       out[(*nout)++] = all[i];
 }
 
+/* cucap_cupti_summaries: the hottest source lines of each of the ns
+ * summaries (kslot: the summary of each kernel). */
+static void ck_sum_lines(ck_engine *E, cucap_cupti_kernel_summary *sum,
+                         size_t ns, const uint32_t *kslot) {
+  /* lines: tally per (summary, "file:line") */
+  cucap_map lines;
+  memset(&lines, 0, sizeof lines);
+  cucap_cupti_hot *lt = calloc(E->pc.nsamp + 1, sizeof *lt);
+  uint32_t *lsl = calloc(E->pc.nsamp + 1, sizeof *lsl);
+  size_t nl = 0;
+  for (size_t i = 0; lt && lsl && i < E->pc.nsamp; i++) {
+    const cucap_cupti_pc_sample *s = &E->pc.samp[i];
+    if (s->kernel >= E->tl.nkern || s->site >= E->pc.nsite)
+      continue;
+    const cucap_cupti_pc_site *st = &E->pc.site[s->site];
+    if (!st->file)
+      continue;
+    char buf[1200];
+    snprintf(buf, sizeof buf, "%s:%u", st->file, st->line);
+    const char *key = ck_intern(&E->str, buf);
+    uint32_t sl = kslot[s->kernel];
+    uint64_t h = ((uint64_t)(uintptr_t)key) * 31 + sl, v = 0;
+    if (!cucap_map_get(&lines, h, &v)) {
+      lt[nl] = (cucap_cupti_hot){key, 0};
+      lsl[nl] = sl;
+      v = ++nl;
+      cucap_map_put(&lines, h, v);
+    }
+    lt[v - 1].samples += s->count;
+  }
+  if (lt && lsl) {
+    cucap_cupti_hot *buf = calloc(nl + 1, sizeof *buf);
+    for (size_t sl = 0; buf && sl < ns; sl++) {
+      size_t n = 0;
+      for (size_t j = 0; j < nl; j++)
+        if (lsl[j] == sl)
+          buf[n++] = lt[j];
+      ck_top(buf, n, sum[sl].lines, &sum[sl].nlines);
+    }
+    free(buf);
+  }
+  cucap_map_free(&lines);
+  free(lt);
+  free(lsl);
+}
+
 size_t cucap_cupti_summaries(cucap_cupti *E,
                              const cucap_cupti_kernel_summary **out) {
-  if (E->sum) {
-    *out = E->sum;
-    return E->nsum;
-  }
+  ck_report *R = ck_rep(E);
   *out = NULL;
+  if (!R)
+    return 0;
+  if (R->sum) {
+    *out = R->sum;
+    return R->nsum;
+  }
   cucap_map byname;
   memset(&byname, 0, sizeof byname);
-  cucap_cupti_kernel_summary *sum = calloc(E->nkern ? E->nkern : 1, sizeof *sum);
-  uint32_t *kslot = calloc(E->nkern ? E->nkern : 1, sizeof *kslot);
+  cucap_cupti_kernel_summary *sum = calloc(E->tl.nkern ? E->tl.nkern : 1, sizeof *sum);
+  uint32_t *kslot = calloc(E->tl.nkern ? E->tl.nkern : 1, sizeof *kslot);
   if (!sum || !kslot) {
     free(sum);
     free(kslot);
     return 0;
   }
   size_t ns = 0;
-  for (size_t k = 0; k < E->nkern; k++) {
+  for (size_t k = 0; k < E->tl.nkern; k++) {
     uint64_t v = 0;
-    const char *nm = E->kern[k].name;
+    const char *nm = E->tl.kern[k].name;
     if (!cucap_map_get(&byname, (uint64_t)(uintptr_t)nm, &v)) {
       v = ++ns;
       cucap_map_put(&byname, (uint64_t)(uintptr_t)nm, v);
@@ -157,77 +240,38 @@ size_t cucap_cupti_summaries(cucap_cupti *E,
     }
     kslot[k] = (uint32_t)(v - 1);
     sum[v - 1].executions++;
-    if (!isnan(E->kern[k].dur_median_ns))
-      sum[v - 1].total_ns += E->kern[k].dur_median_ns;
+    if (!isnan(E->tl.kern[k].dur_median_ns))
+      sum[v - 1].total_ns += E->tl.kern[k].dur_median_ns;
   }
   /* stalls and lines per summary */
-  size_t ntal = E->nstall + 1;
+  size_t ntal = E->pc.nstall + 1;
   uint64_t *stall = calloc(ns * ntal + 1, sizeof *stall);
-  cucap_cupti_hot *tmp = calloc(E->nstall + E->nsite + 1, sizeof *tmp);
+  cucap_cupti_hot *tmp = calloc(E->pc.nstall + E->pc.nsite + 1, sizeof *tmp);
   if (stall && tmp) {
-    for (size_t i = 0; i < E->nsamp; i++) {
-      const cucap_cupti_pc_sample *s = &E->samp[i];
-      if (s->kernel >= E->nkern)
+    for (size_t i = 0; i < E->pc.nsamp; i++) {
+      const cucap_cupti_pc_sample *s = &E->pc.samp[i];
+      if (s->kernel >= E->tl.nkern)
         continue;
       uint32_t sl = kslot[s->kernel];
       sum[sl].samples += s->count;
-      if (s->stall < E->nstall)
+      if (s->stall < E->pc.nstall)
         stall[(size_t)sl * ntal + s->stall] += s->count;
     }
     for (size_t sl = 0; sl < ns; sl++) {
       size_t n = 0;
-      for (size_t j = 0; j < E->nstall; j++)
-        tmp[n++] = (cucap_cupti_hot){E->stall[j], stall[sl * ntal + j]};
+      for (size_t j = 0; j < E->pc.nstall; j++)
+        tmp[n++] = (cucap_cupti_hot){E->pc.stall[j], stall[sl * ntal + j]};
       ck_top(tmp, n, sum[sl].stalls, &sum[sl].nstalls);
     }
-    /* lines: tally per (summary, "file:line") */
-    cucap_map lines;
-    memset(&lines, 0, sizeof lines);
-    cucap_cupti_hot *lt = calloc(E->nsamp + 1, sizeof *lt);
-    uint32_t *lsl = calloc(E->nsamp + 1, sizeof *lsl);
-    size_t nl = 0;
-    for (size_t i = 0; lt && lsl && i < E->nsamp; i++) {
-      const cucap_cupti_pc_sample *s = &E->samp[i];
-      if (s->kernel >= E->nkern || s->site >= E->nsite)
-        continue;
-      const cucap_cupti_pc_site *st = &E->site[s->site];
-      if (!st->file)
-        continue;
-      char buf[1200];
-      snprintf(buf, sizeof buf, "%s:%u", st->file, st->line);
-      const char *key = ck_intern(&E->str, buf);
-      uint32_t sl = kslot[s->kernel];
-      uint64_t h = ((uint64_t)(uintptr_t)key) * 31 + sl, v = 0;
-      if (!cucap_map_get(&lines, h, &v)) {
-        lt[nl] = (cucap_cupti_hot){key, 0};
-        lsl[nl] = sl;
-        v = ++nl;
-        cucap_map_put(&lines, h, v);
-      }
-      lt[v - 1].samples += s->count;
-    }
-    if (lt && lsl) {
-      cucap_cupti_hot *buf = calloc(nl + 1, sizeof *buf);
-      for (size_t sl = 0; buf && sl < ns; sl++) {
-        size_t n = 0;
-        for (size_t j = 0; j < nl; j++)
-          if (lsl[j] == sl)
-            buf[n++] = lt[j];
-        ck_top(buf, n, sum[sl].lines, &sum[sl].nlines);
-      }
-      free(buf);
-    }
-    cucap_map_free(&lines);
-    free(lt);
-    free(lsl);
+    ck_sum_lines(E, sum, ns, kslot);
   }
   free(stall);
   free(tmp);
   free(kslot);
   cucap_map_free(&byname);
   cucap_sort(sum, ns, sizeof *sum, ck_sum_cmp);
-  E->sum = sum;
-  E->nsum = ns;
+  R->sum = sum;
+  R->nsum = ns;
   *out = sum;
   return ns;
 }
@@ -235,10 +279,10 @@ size_t cucap_cupti_summaries(cucap_cupti *E,
 /* ------------------------------------------------------------ text */
 
 static int ck_metric_col(const ck_engine *E, const char *name) {
-  if (!E->mvals)
+  if (!E->mt.mvals)
     return -1;
-  for (size_t j = 0; j < E->nmnames; j++)
-    if (!strcmp(E->mnames[j], name))
+  for (size_t j = 0; j < E->mt.nmnames; j++)
+    if (!strcmp(E->mt.mnames[j], name))
       return (int)j;
   return -1;
 }
@@ -265,9 +309,9 @@ void cucap_cupti_print_report(cucap_cupti *E, FILE *f, unsigned top) {
             cucap_cupti_section_name((cucap_cupti_section_id)i),
             ck_state_name(sc->state), sc->passes, sc->wall_s, sc->note);
   }
-  if (E->ngmet)
+  if (E->mt.ngmet)
     fprintf(f, "  %zu CUDA graph launch(es) measured as a whole (metrics per "
-            "graph launch: --json graph_launches)\n", E->ngmet);
+            "graph launch: --json graph_launches)\n", E->mt.ngmet);
   const cucap_cupti_kernel_summary *sum = NULL;
   size_t ns = cucap_cupti_summaries(E, &sum);
   double total = 0;
@@ -284,10 +328,10 @@ void cucap_cupti_print_report(cucap_cupti *E, FILE *f, unsigned top) {
     /* metric averages over the kernel's executions */
     double sm = 0, dr = 0, oc = 0;
     unsigned nm = 0;
-    for (size_t k = 0; k < E->nkern; k++) {
-      if (E->kern[k].name != sum[i].name || !E->kern[k].metrics)
+    for (size_t k = 0; k < E->tl.nkern; k++) {
+      if (E->tl.kern[k].name != sum[i].name || !E->tl.kern[k].metrics)
         continue;
-      const double *m = E->kern[k].metrics;
+      const double *m = E->tl.kern[k].metrics;
       if (c_sm >= 0 && !isnan(m[c_sm])) {
         sm += m[c_sm];
         dr += c_dr >= 0 && !isnan(m[c_dr]) ? m[c_dr] : 0;
@@ -361,11 +405,8 @@ static void ck_jnum(cucap_json *w, const char *k, double v) {
     cucap_json_double(w, v);
 }
 
-cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
-  cucap_json *w = cucap_json_create_file(out, 0);
-  if (!w)
-    return CUCAP_ERR_NOMEM;
-  cucap_json_object_begin(w);
+/* "env" and "sections" */
+static void ck_json_env(cucap_json *w, cucap_cupti *E) {
   cucap_json_key(w, "env");
   cucap_json_object_begin(w);
   cucap_json_key(w, "library");
@@ -399,44 +440,48 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_object_end(w);
-  {
-    const ck_timing *t = &E->tm;
-    cucap_json_key(w, "timing");
+}
+
+/* "timing": ck_timing */
+static void ck_json_timing(cucap_json *w, cucap_cupti *E) {
+  const ck_timing *t = &E->tm;
+  cucap_json_key(w, "timing");
+  cucap_json_object_begin(w);
+  ck_jnum(w, "attach_s", t->attach_s);
+  ck_jnum(w, "begin_s", t->begin_s);
+  cucap_json_key(w, "sections");
+  cucap_json_object_begin(w);
+  for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++) {
+    cucap_json_key(w, cucap_cupti_section_name((cucap_cupti_section_id)i));
     cucap_json_object_begin(w);
-    ck_jnum(w, "attach_s", t->attach_s);
-    ck_jnum(w, "begin_s", t->begin_s);
-    cucap_json_key(w, "sections");
-    cucap_json_object_begin(w);
-    for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++) {
-      cucap_json_key(w, cucap_cupti_section_name((cucap_cupti_section_id)i));
-      cucap_json_object_begin(w);
-      ck_jnum(w, "passes_s", t->pass_s[i]);
-      ck_jnum(w, "between_passes_s", t->between_s[i]);
-      cucap_json_object_end(w);
-    }
-    cucap_json_object_end(w);
-    ck_jnum(w, "range_profiler_setup_s", t->rp_setup_s);
-    ck_jnum(w, "metrics_windows_s", t->window_s);
-    ck_jnum(w, "range_profiler_start_stop_s", t->rp_startstop_s);
-    ck_jnum(w, "range_profiler_stop_s", t->rp_stop_s);
-    ck_jnum(w, "decode_evaluate_s", t->decode_s);
-    ck_jnum(w, "pc_drain_s", t->pcs_drain_s);
-    ck_jnum(w, "resolve_s", t->resolve_s);
-    ck_jnum(w, "source_lines_s", t->source_s);
-    cucap_json_key(w, "source_line_queries");
-    cucap_json_uint(w, t->source_calls);
-    ck_jnum(w, "nvdisasm_s", t->nvdisasm_s);
-    cucap_json_key(w, "nvdisasm_runs");
-    cucap_json_uint(w, t->nvdisasm_runs);
-    ck_jnum(w, "sass_collect_s", t->sass_collect_s);
+    ck_jnum(w, "passes_s", t->pass_s[i]);
+    ck_jnum(w, "between_passes_s", t->between_s[i]);
     cucap_json_object_end(w);
   }
-  const char *const *mn = NULL;
-  size_t nm = cucap_cupti_metric_names(E, &mn);
+  cucap_json_object_end(w);
+  ck_jnum(w, "range_profiler_setup_s", t->rp_setup_s);
+  ck_jnum(w, "metrics_windows_s", t->window_s);
+  ck_jnum(w, "range_profiler_start_stop_s", t->rp_startstop_s);
+  ck_jnum(w, "range_profiler_stop_s", t->rp_stop_s);
+  ck_jnum(w, "decode_evaluate_s", t->decode_s);
+  ck_jnum(w, "pc_drain_s", t->pcs_drain_s);
+  ck_jnum(w, "resolve_s", t->resolve_s);
+  ck_jnum(w, "source_lines_s", t->source_s);
+  cucap_json_key(w, "source_line_queries");
+  cucap_json_uint(w, t->source_calls);
+  ck_jnum(w, "nvdisasm_s", t->nvdisasm_s);
+  cucap_json_key(w, "nvdisasm_runs");
+  cucap_json_uint(w, t->nvdisasm_runs);
+  ck_jnum(w, "sass_collect_s", t->sass_collect_s);
+  cucap_json_object_end(w);
+}
+
+/* "graph_launches": nm metric values each */
+static void ck_json_graphs(cucap_json *w, cucap_cupti *E, size_t nm) {
   cucap_json_key(w, "graph_launches");
   cucap_json_array_begin(w);
-  for (size_t i = 0; i < E->ngmet; i++) {
-    const cucap_cupti_graph_metric *g = &E->gmet[i];
+  for (size_t i = 0; i < E->mt.ngmet; i++) {
+    const cucap_cupti_graph_metric *g = &E->mt.gmet[i];
     cucap_json_object_begin(w);
     cucap_json_key(w, "rec_index");
     cucap_json_uint(w, g->rec_index);
@@ -455,15 +500,14 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);
-  cucap_json_key(w, "metric_names");
-  cucap_json_array_begin(w);
-  for (size_t j = 0; j < nm; j++)
-    cucap_json_string(w, mn[j]);
-  cucap_json_array_end(w);
+}
+
+/* "kernels": the timeline's kernel table with nm metric values each */
+static void ck_json_kernels(cucap_json *w, cucap_cupti *E, size_t nm) {
   cucap_json_key(w, "kernels");
   cucap_json_array_begin(w);
-  for (size_t k = 0; k < E->nkern; k++) {
-    const cucap_cupti_kernel *kk = &E->kern[k];
+  for (size_t k = 0; k < E->tl.nkern; k++) {
+    const cucap_cupti_kernel *kk = &E->tl.kern[k];
     cucap_json_object_begin(w);
     cucap_json_key(w, "rec_index");
     cucap_json_uint(w, kk->rec_index);
@@ -517,10 +561,14 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);
+}
+
+/* "copies" */
+static void ck_json_copies(cucap_json *w, cucap_cupti *E) {
   cucap_json_key(w, "copies");
   cucap_json_array_begin(w);
-  for (size_t i = 0; i < E->ncopy; i++) {
-    const cucap_cupti_copy *c = &E->copy[i];
+  for (size_t i = 0; i < E->tl.ncopy; i++) {
+    const cucap_cupti_copy *c = &E->tl.copy[i];
     cucap_json_object_begin(w);
     cucap_json_key(w, "rec_index");
     cucap_json_uint(w, c->rec_index);
@@ -539,15 +587,19 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);
+}
+
+/* "stall_reasons", "pc_sites" and "pc_samples" */
+static void ck_json_pcsamp(cucap_json *w, cucap_cupti *E) {
   cucap_json_key(w, "stall_reasons");
   cucap_json_array_begin(w);
-  for (size_t i = 0; i < E->nstall; i++)
-    cucap_json_string(w, E->stall[i]);
+  for (size_t i = 0; i < E->pc.nstall; i++)
+    cucap_json_string(w, E->pc.stall[i]);
   cucap_json_array_end(w);
   cucap_json_key(w, "pc_sites");
   cucap_json_array_begin(w);
-  for (size_t i = 0; i < E->nsite; i++) {
-    const cucap_cupti_pc_site *s = &E->site[i];
+  for (size_t i = 0; i < E->pc.nsite; i++) {
+    const cucap_cupti_pc_site *s = &E->pc.site[i];
     cucap_json_object_begin(w);
     cucap_json_key(w, "crc");
     cucap_json_uint(w, s->cubin_crc);
@@ -581,15 +633,19 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
   /* [kernel, site, stall, count] rows */
   cucap_json_key(w, "pc_samples");
   cucap_json_array_begin(w);
-  for (size_t i = 0; i < E->nsamp; i++) {
+  for (size_t i = 0; i < E->pc.nsamp; i++) {
     cucap_json_array_begin(w);
-    cucap_json_uint(w, E->samp[i].kernel);
-    cucap_json_uint(w, E->samp[i].site);
-    cucap_json_uint(w, E->samp[i].stall);
-    cucap_json_uint(w, E->samp[i].count);
+    cucap_json_uint(w, E->pc.samp[i].kernel);
+    cucap_json_uint(w, E->pc.samp[i].site);
+    cucap_json_uint(w, E->pc.samp[i].stall);
+    cucap_json_uint(w, E->pc.samp[i].count);
     cucap_json_array_end(w);
   }
   cucap_json_array_end(w);
+}
+
+/* "kernel_summaries" */
+static void ck_json_summaries(cucap_json *w, cucap_cupti *E) {
   const cucap_cupti_kernel_summary *sum = NULL;
   size_t ns = cucap_cupti_summaries(E, &sum);
   cucap_json_key(w, "kernel_summaries");
@@ -622,15 +678,20 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_object_end(w);
   }
   cucap_json_array_end(w);
+}
+
+/* "callstacks": the frames of every stack fed, by id */
+static void ck_json_callstacks(cucap_json *w, cucap_cupti *E) {
   cucap_json_key(w, "callstacks");
   cucap_json_object_begin(w);
-  for (size_t i = 0; i < E->nstack_ids; i++) {
+  const ck_report *R = E->rep;
+  for (size_t i = 0; R && i < R->nstack_ids; i++) {
     const char *const *fr = NULL;
-    size_t nf = cucap_cupti_callstack(E, E->stack_ids[i], &fr);
+    size_t nf = cucap_cupti_callstack(E, R->stack_ids[i], &fr);
     if (!fr)
       continue;
     char id[16];
-    snprintf(id, sizeof id, "%u", E->stack_ids[i]);
+    snprintf(id, sizeof id, "%u", R->stack_ids[i]);
     cucap_json_key(w, id);
     cucap_json_array_begin(w);
     for (size_t j = 0; j < nf; j++)
@@ -638,6 +699,28 @@ cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
     cucap_json_array_end(w);
   }
   cucap_json_object_end(w);
+}
+
+cucap_status cucap_cupti_write_json(cucap_cupti *E, FILE *out) {
+  cucap_json *w = cucap_json_create_file(out, 0);
+  if (!w)
+    return CUCAP_ERR_NOMEM;
+  cucap_json_object_begin(w);
+  ck_json_env(w, E);
+  ck_json_timing(w, E);
+  const char *const *mn = NULL;
+  size_t nm = cucap_cupti_metric_names(E, &mn);
+  ck_json_graphs(w, E, nm);
+  cucap_json_key(w, "metric_names");
+  cucap_json_array_begin(w);
+  for (size_t j = 0; j < nm; j++)
+    cucap_json_string(w, mn[j]);
+  cucap_json_array_end(w);
+  ck_json_kernels(w, E, nm);
+  ck_json_copies(w, E);
+  ck_json_pcsamp(w, E);
+  ck_json_summaries(w, E);
+  ck_json_callstacks(w, E);
   cucap_json_object_end(w);
   cucap_json_newline(w);
   cucap_status st = cucap_json_status(w);
@@ -664,15 +747,15 @@ static void ck_fold_frame(FILE *f, const char *s) {
 cucap_status cucap_cupti_write_folded(cucap_cupti *E, FILE *f, size_t *distinct) {
   cucap_map idx;
   memset(&idx, 0, sizeof idx);
-  ck_fold *fo = calloc(E->nsamp + 1, sizeof *fo);
+  ck_fold *fo = calloc(E->pc.nsamp + 1, sizeof *fo);
   size_t n = 0;
   if (!fo)
     return CUCAP_ERR_NOMEM;
-  for (size_t i = 0; i < E->nsamp; i++) {
-    const cucap_cupti_pc_sample *s = &E->samp[i];
-    if (s->kernel >= E->nkern || s->site >= E->nsite)
+  for (size_t i = 0; i < E->pc.nsamp; i++) {
+    const cucap_cupti_pc_sample *s = &E->pc.samp[i];
+    if (s->kernel >= E->tl.nkern || s->site >= E->pc.nsite)
       continue;
-    const cucap_cupti_kernel *k = &E->kern[s->kernel];
+    const cucap_cupti_kernel *k = &E->tl.kern[s->kernel];
     uint64_t h = ((uint64_t)k->callstack << 32 | s->site) * 0x9e3779b97f4a7c15ull ^
                  (uint64_t)(uintptr_t)k->name, v = 0;
     for (;; h++) {
@@ -697,7 +780,7 @@ cucap_status cucap_cupti_write_folded(cucap_cupti *E, FILE *f, size_t *distinct)
       fputc(';', f);
     }
     ck_fold_frame(f, ck_pretty(E, fo[i].kernel));
-    const cucap_cupti_pc_site *s = &E->site[fo[i].site];
+    const cucap_cupti_pc_site *s = &E->pc.site[fo[i].site];
     if (s->inline_chain) { /* "in <- out <- ...": print outermost first */
       const char *c = s->inline_chain;
       const char *parts[64];

@@ -89,11 +89,11 @@ static void ck_keep(ck_engine *E, const CUpti_Activity *r) {
   default:
     return;
   }
-  if (!cucap_vec_reserve(&E->pend, &E->cappend, E->npend + 1, sizeof *E->pend, 16)) {
+  if (!cucap_vec_reserve(&E->tl.pend, &E->tl.cappend, E->tl.npend + 1, sizeof *E->tl.pend, 16)) {
     free(a.name);
     return;
   }
-  E->pend[E->npend++] = a;
+  E->tl.pend[E->tl.npend++] = a;
 }
 
 static void CUPTIAPI ck_buf_complete(CUcontext ctx, uint32_t stream_id,
@@ -103,7 +103,7 @@ static void CUPTIAPI ck_buf_complete(CUcontext ctx, uint32_t stream_id,
   pthread_mutex_lock(&g_timeline_mu);
   ck_engine *E = g_timeline_engine;
   if (E && buffer && valid) {
-    pthread_mutex_lock(&E->mu);
+    pthread_mutex_lock(&E->tl.mu);
     CUpti_Activity *r = NULL;
     for (;;) {
       CUptiResult st = E->api.cuptiActivityGetNextRecord(buffer, valid, &r);
@@ -118,8 +118,8 @@ static void CUPTIAPI ck_buf_complete(CUcontext ctx, uint32_t stream_id,
     if (E->api.cuptiActivityGetNumDroppedRecords &&
         E->api.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) ==
             CUPTI_SUCCESS)
-      E->act_dropped += dropped;
-    pthread_mutex_unlock(&E->mu);
+      E->tl.act_dropped += dropped;
+    pthread_mutex_unlock(&E->tl.mu);
   }
   pthread_mutex_unlock(&g_timeline_mu);
   free(buffer);
@@ -166,7 +166,7 @@ static int ck_work_name(const char *n) {
 
 int ck_work_cbids_init(ck_engine *E) {
   const char *sc = cucap_knob_str(CUCAP_KNOB(CUCAP_CUPTI_API_SCOPE));
-  E->nwork_cbid = 0;
+  E->tl.nwork_cbid = 0;
   if ((sc && !strcmp(sc, "all")) || !E->api.cuptiEnableCallback ||
       !E->api.cuptiGetCallbackName)
     return 0;
@@ -184,14 +184,13 @@ int ck_work_cbids_init(ck_engine *E) {
     misses = 0;
     if (!ck_work_name(name))
       continue;
-    if (!cucap_vec_reserve(&E->work_cbid, &E->cap_work_cbid, E->nwork_cbid + 1,
-                           sizeof *E->work_cbid, 16))
+    if (!cucap_vec_reserve(&E->tl.work_cbid, &E->tl.cap_work_cbid, E->tl.nwork_cbid + 1, sizeof *E->tl.work_cbid, 16))
       return 0;
-    E->work_cbid[E->nwork_cbid++] = id;
+    E->tl.work_cbid[E->tl.nwork_cbid++] = id;
   }
   CUCAP_DEBUG("profile: driver callbacks and API records for %zu entry points",
-              E->nwork_cbid);
-  return E->nwork_cbid > 2;
+              E->tl.nwork_cbid);
+  return E->tl.nwork_cbid > 2;
 }
 
 /* CUPTI documents correlation ids as generated only while an API activity
@@ -209,15 +208,15 @@ void ck_api_records(ck_engine *E, int on) {
     return;
   int q = E->quiet;
   E->quiet = !on;
-  if (E->nwork_cbid && E->api.cuptiActivityEnableDriverApi && !E->dead) {
-    if (!!E->api_recs_on != !!on) {
+  if (E->tl.nwork_cbid && E->api.cuptiActivityEnableDriverApi && !E->dead) {
+    if (!!E->tl.api_recs_on != !!on) {
       /* every id is switched (a partial failure leaves none behind on the
        * way off); records for every driver call if one cannot be on */
       int all = 1;
-      for (size_t i = 0; i < E->nwork_cbid; i++)
+      for (size_t i = 0; i < E->tl.nwork_cbid; i++)
         all &= CK_CALL(E, cuptiActivityEnableDriverApi,
-                       (CUpti_CallbackId)E->work_cbid[i], (uint8_t)!!on);
-      E->api_recs_on = on;
+                       (CUpti_CallbackId)E->tl.work_cbid[i], (uint8_t)!!on);
+      E->tl.api_recs_on = on;
       if (on && !all)
         ck_act_set(E, CUPTI_ACTIVITY_KIND_DRIVER, 1);
     }
@@ -255,13 +254,29 @@ void ck_timeline_forget(ck_engine *E) {
 }
 
 void ck_act_free(ck_engine *E) {
-  pthread_mutex_lock(&E->mu);
-  for (size_t i = 0; i < E->npend; i++)
-    free(E->pend[i].name);
-  free(E->pend);
-  E->pend = NULL;
-  E->npend = E->cappend = 0;
-  pthread_mutex_unlock(&E->mu);
+  pthread_mutex_lock(&E->tl.mu);
+  for (size_t i = 0; i < E->tl.npend; i++)
+    free(E->tl.pend[i].name);
+  free(E->tl.pend);
+  E->tl.pend = NULL;
+  E->tl.npend = E->tl.cappend = 0;
+  pthread_mutex_unlock(&E->tl.mu);
+}
+
+void ck_timeline_free(ck_engine *E) {
+  for (size_t i = 0; i < E->tl.nkern; i++) {
+    free(E->tl.kx[i].durs);
+    free(E->tl.kx[i].t);
+  }
+  for (size_t i = 0; i < E->tl.ncopy; i++) {
+    free(E->tl.cx[i].durs);
+    free(E->tl.cx[i].t);
+  }
+  free(E->tl.kern);
+  free(E->tl.kx);
+  free(E->tl.copy);
+  free(E->tl.cx);
+  free(E->tl.work_cbid);
 }
 
 /* ------------------------------------------------------------ joining */
@@ -301,23 +316,14 @@ static int ck_add_time(double **d, cucap_cupti_time **t, unsigned *n,
   return 1;
 }
 
-void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
-  CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  pthread_mutex_lock(&E->mu);
-  ck_act *acts = E->pend;
-  size_t nacts = E->npend;
-  E->pend = NULL;
-  E->npend = E->cappend = 0;
-  pthread_mutex_unlock(&E->mu);
-
-  ck_tl *kt = calloc(nacts ? nacts : 1, sizeof *kt);
-  ck_tl *ct = calloc(nacts ? nacts : 1, sizeof *ct);
+/* ck_timeline_pass_end: sorts the pass's records that belong to an op of
+ * the window into kernels (kt) and copies/memsets (ct), each by record;
+ * the first pass also sets the time origin. */
+static void ck_tl_attribute(ck_engine *E, unsigned tpass, const ck_act *acts,
+                            size_t nacts, ck_tl *kt, size_t *nkp, ck_tl *ct,
+                            size_t *ncp) {
   size_t nk = 0, nc = 0;
   uint64_t unattr = 0, unattr_k = 0, t0 = UINT64_MAX;
-  if (!kt || !ct) {
-    ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
-    goto out;
-  }
   for (size_t i = 0; i < nacts; i++) {
     int64_t op = ck_corr_op(E, acts[i].corr);
     if (op < 0) {
@@ -325,7 +331,7 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
       unattr_k += acts[i].kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       continue;
     }
-    uint64_t ri = E->ops[op].rec_index;
+    uint64_t ri = E->op.ops[op].rec_index;
     if (!E->o.timeline_all && !ck_in_window(E, ri))
       continue;
     if (acts[i].start && acts[i].start < t0)
@@ -336,11 +342,13 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
     else
       ct[nc++] = t;
   }
+  *nkp = nk;
+  *ncp = nc;
   cucap_sort(kt, nk, sizeof *kt, ck_tl_cmp);
   cucap_sort(ct, nc, sizeof *ct, ck_tl_cmp);
   /* copies outside any op are the replayer's own (restoring memory between
    * passes); a kernel outside any op is a real attribution problem */
-  E->unattributed += unattr;
+  E->tl.unattributed += unattr;
   if (unattr_k)
     CUCAP_WARN("profile: timeline pass %u: %" PRIu64 " kernel record(s) "
                "matched no replayed op (correlation id unknown)", tpass + 1,
@@ -349,23 +357,27 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
     CUCAP_DEBUG("profile: timeline pass %u: %" PRIu64 " copy/memset "
                 "record(s) outside the capture's ops", tpass + 1, unattr);
   if (tpass == 0)
-    E->t_origin = t0 == UINT64_MAX ? 0 : t0;
+    E->tl.t_origin = t0 == UINT64_MAX ? 0 : t0;
+}
 
-  /* kernels */
+/* ck_timeline_pass_end: the first pass makes the kernel table from kt,
+ * later passes add their times to it. 0 when memory ran out (section
+ * failed). */
+static int ck_tl_kernels(ck_engine *E, unsigned tpass, const ck_act *acts,
+                         const ck_tl *kt, size_t nk) {
   uint32_t sub = 0;
   for (size_t i = 0; i < nk; i++) {
     sub = (i && kt[i].rec_index == kt[i - 1].rec_index) ? sub + 1 : 0;
     const ck_act *a = &acts[kt[i].act];
     if (tpass == 0) {
-      if (!cucap_vec_reserve(&E->kern, &E->capkern, E->nkern + 1,
-                             sizeof *E->kern, 16) ||
-          !cucap_vec_reserve(&E->kx, &E->capkx, E->nkern + 1, sizeof *E->kx, 16)) {
+      if (!cucap_vec_reserve(&E->tl.kern, &E->tl.capkern, E->tl.nkern + 1, sizeof *E->tl.kern, 16) ||
+          !cucap_vec_reserve(&E->tl.kx, &E->tl.capkx, E->tl.nkern + 1, sizeof *E->tl.kx, 16)) {
         ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
-        goto out;
+        return 0;
       }
-      const ck_op *o = &E->ops[kt[i].op];
-      cucap_cupti_kernel *k = &E->kern[E->nkern];
-      ck_kx *x = &E->kx[E->nkern];
+      const ck_op *o = &E->op.ops[kt[i].op];
+      cucap_cupti_kernel *k = &E->tl.kern[E->tl.nkern];
+      ck_kx *x = &E->tl.kx[E->tl.nkern];
       memset(k, 0, sizeof *k);
       memset(x, 0, sizeof *x);
       k->rec_index = o->rec_index;
@@ -383,74 +395,100 @@ void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
       k->registers = a->regs;
       k->static_smem = a->ssmem;
       k->dynamic_smem = a->dsmem;
-      k->start_ns = a->start >= E->t_origin ? (double)(a->start - E->t_origin) : 0;
+      k->start_ns = a->start >= E->tl.t_origin ? (double)(a->start - E->tl.t_origin) : 0;
       x->context_id = a->ctx;
       ck_add_time(&x->durs, &x->t, &x->ndurs, E->pass, a);
-      E->nkern++;
+      E->tl.nkern++;
     } else {
       int64_t ki = ck_kernel_find(E, kt[i].rec_index, sub);
       const char *nm = a->name ? a->name : "?";
-      if (ki < 0 || strcmp(E->kern[ki].name, nm)) {
-        E->timeline_mismatch++;
+      if (ki < 0 || strcmp(E->tl.kern[ki].name, nm)) {
+        E->tl.timeline_mismatch++;
         continue;
       }
-      ck_add_time(&E->kx[ki].durs, &E->kx[ki].t, &E->kx[ki].ndurs, E->pass, a);
+      ck_add_time(&E->tl.kx[ki].durs, &E->tl.kx[ki].t, &E->tl.kx[ki].ndurs, E->pass, a);
     }
   }
   if (tpass > 0) {
     /* kernels the first pass saw and this one did not */
-    for (size_t i = 0; i < E->nkern; i++)
-      if (E->kx[i].ndurs < tpass)
-        E->timeline_mismatch++;
+    for (size_t i = 0; i < E->tl.nkern; i++)
+      if (E->tl.kx[i].ndurs < tpass)
+        E->tl.timeline_mismatch++;
   }
+  return 1;
+}
 
-  /* copies and memsets */
-  sub = 0;
+/* ck_timeline_pass_end: the same for copies and memsets (ct). */
+static void ck_tl_copies(ck_engine *E, unsigned tpass, const ck_act *acts,
+                         const ck_tl *ct, size_t nc) {
+  uint32_t sub = 0;
   for (size_t i = 0; i < nc; i++) {
     sub = (i && ct[i].rec_index == ct[i - 1].rec_index) ? sub + 1 : 0;
     const ck_act *a = &acts[ct[i].act];
     if (tpass == 0) {
-      if (!cucap_vec_reserve(&E->copy, &E->capcopy, E->ncopy + 1,
-                             sizeof *E->copy, 16) ||
-          !cucap_vec_reserve(&E->cx, &E->capcx, E->ncopy + 1, sizeof *E->cx, 16))
+      if (!cucap_vec_reserve(&E->tl.copy, &E->tl.capcopy, E->tl.ncopy + 1, sizeof *E->tl.copy, 16) ||
+          !cucap_vec_reserve(&E->tl.cx, &E->tl.capcx, E->tl.ncopy + 1, sizeof *E->tl.cx, 16))
         break;
       int64_t op = ct[i].op;
-      cucap_cupti_copy *c = &E->copy[E->ncopy];
-      ck_cx *x = &E->cx[E->ncopy];
+      cucap_cupti_copy *c = &E->tl.copy[E->tl.ncopy];
+      ck_cx *x = &E->tl.cx[E->tl.ncopy];
       memset(c, 0, sizeof *c);
       memset(x, 0, sizeof *x);
-      c->rec_index = E->ops[op].rec_index;
-      c->seq = E->ops[op].seq;
+      c->rec_index = E->op.ops[op].rec_index;
+      c->seq = E->op.ops[op].seq;
       c->sub = sub;
       c->is_memset = a->kind == CUPTI_ACTIVITY_KIND_MEMSET;
       c->copy_kind = a->copy_kind;
-      c->rec_copy_kind = E->ops[op].copy_kind;
+      c->rec_copy_kind = E->op.ops[op].copy_kind;
       c->bytes = a->bytes;
       c->stream_id = a->stream;
-      c->stream = E->ops[op].stream;
-      c->start_ns = a->start >= E->t_origin ? (double)(a->start - E->t_origin) : 0;
+      c->stream = E->op.ops[op].stream;
+      c->start_ns = a->start >= E->tl.t_origin ? (double)(a->start - E->tl.t_origin) : 0;
       ck_add_time(&x->durs, &x->t, &x->ndurs, E->pass, a);
-      E->ncopy++;
+      E->tl.ncopy++;
     } else {
       /* copies are matched by (record, position) like kernels */
-      size_t lo = 0, hi = E->ncopy;
+      size_t lo = 0, hi = E->tl.ncopy;
       while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const cucap_cupti_copy *c = &E->copy[mid];
+        const cucap_cupti_copy *c = &E->tl.copy[mid];
         if (c->rec_index < ct[i].rec_index ||
             (c->rec_index == ct[i].rec_index && c->sub < sub))
           lo = mid + 1;
         else
           hi = mid;
       }
-      if (lo < E->ncopy && E->copy[lo].rec_index == ct[i].rec_index &&
-          E->copy[lo].sub == sub) {
-        ck_add_time(&E->cx[lo].durs, &E->cx[lo].t, &E->cx[lo].ndurs, E->pass, a);
+      if (lo < E->tl.ncopy && E->tl.copy[lo].rec_index == ct[i].rec_index &&
+          E->tl.copy[lo].sub == sub) {
+        ck_add_time(&E->tl.cx[lo].durs, &E->tl.cx[lo].t, &E->tl.cx[lo].ndurs, E->pass, a);
       } else {
-        E->timeline_mismatch++;
+        E->tl.timeline_mismatch++;
       }
     }
   }
+}
+
+void ck_timeline_pass_end(ck_engine *E, unsigned tpass) {
+  CK_CALL(E, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  pthread_mutex_lock(&E->tl.mu);
+  ck_act *acts = E->tl.pend;
+  size_t nacts = E->tl.npend;
+  E->tl.pend = NULL;
+  E->tl.npend = E->tl.cappend = 0;
+  pthread_mutex_unlock(&E->tl.mu);
+
+  ck_tl *kt = calloc(nacts ? nacts : 1, sizeof *kt);
+  ck_tl *ct = calloc(nacts ? nacts : 1, sizeof *ct);
+  size_t nk = 0, nc = 0;
+  if (!kt || !ct) {
+    ck_section(E, CUCAP_CUPTI_TIMELINE, CUCAP_CUPTI_FAILED, "out of memory");
+    goto out;
+  }
+  ck_tl_attribute(E, tpass, acts, nacts, kt, &nk, ct, &nc);
+
+  if (!ck_tl_kernels(E, tpass, acts, kt, nk))
+    goto out;
+  ck_tl_copies(E, tpass, acts, ct, nc);
 out:
   for (size_t i = 0; i < nacts; i++)
     free(acts[i].name);
@@ -491,65 +529,65 @@ void ck_stats(const double *d, unsigned n, double *med, double *mn, double *mx,
 }
 
 void ck_timeline_finish(ck_engine *E) {
-  for (size_t i = 0; i < E->nkern; i++) {
-    cucap_cupti_kernel *k = &E->kern[i];
-    k->ntimes = E->kx[i].ndurs;
-    ck_stats(E->kx[i].durs, E->kx[i].ndurs, &k->dur_median_ns, &k->dur_min_ns,
+  for (size_t i = 0; i < E->tl.nkern; i++) {
+    cucap_cupti_kernel *k = &E->tl.kern[i];
+    k->ntimes = E->tl.kx[i].ndurs;
+    ck_stats(E->tl.kx[i].durs, E->tl.kx[i].ndurs, &k->dur_median_ns, &k->dur_min_ns,
              &k->dur_max_ns, &k->dur_mean_ns);
   }
-  for (size_t i = 0; i < E->ncopy; i++) {
-    cucap_cupti_copy *c = &E->copy[i];
-    c->ntimes = E->cx[i].ndurs;
-    ck_stats(E->cx[i].durs, E->cx[i].ndurs, &c->dur_median_ns, &c->dur_min_ns,
+  for (size_t i = 0; i < E->tl.ncopy; i++) {
+    cucap_cupti_copy *c = &E->tl.copy[i];
+    c->ntimes = E->tl.cx[i].ndurs;
+    ck_stats(E->tl.cx[i].durs, E->tl.cx[i].ndurs, &c->dur_median_ns, &c->dur_min_ns,
              &c->dur_max_ns, NULL);
   }
   if (E->sec[CUCAP_CUPTI_TIMELINE].state != CUCAP_CUPTI_NOT_REQUESTED)
     return; /* a failure was already noted */
   char extra[256] = "";
   size_t l = 0;
-  if (E->unattributed)
+  if (E->tl.unattributed)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
                           "; %" PRIu64 " records outside the capture's ops",
-                          E->unattributed);
-  if (E->act_dropped && l < sizeof extra)
+                          E->tl.unattributed);
+  if (E->tl.act_dropped && l < sizeof extra)
     l += (size_t)snprintf(extra + l, sizeof extra - l,
-                          "; CUPTI dropped %" PRIu64 " records", E->act_dropped);
-  if (E->timeline_mismatch && l < sizeof extra)
+                          "; CUPTI dropped %" PRIu64 " records", E->tl.act_dropped);
+  if (E->tl.timeline_mismatch && l < sizeof extra)
     snprintf(extra + l, sizeof extra - l,
              "; %" PRIu64 " kernel executions differed between passes",
-             E->timeline_mismatch);
-  int partial = E->act_dropped || E->timeline_mismatch;
+             E->tl.timeline_mismatch);
+  int partial = E->tl.act_dropped || E->tl.timeline_mismatch;
   ck_section(E, CUCAP_CUPTI_TIMELINE,
              partial ? CUCAP_CUPTI_PARTIAL : CUCAP_CUPTI_COLLECTED,
              "%zu kernel executions, %zu copies/memsets over %u pass(es), %"
-             PRIu64 " launches in the window%s", E->nkern, E->ncopy,
+             PRIu64 " launches in the window%s", E->tl.nkern, E->tl.ncopy,
              E->sec[CUCAP_CUPTI_TIMELINE].passes, E->launches_in_window, extra);
 }
 
 size_t cucap_cupti_kernels(const cucap_cupti *e, const cucap_cupti_kernel **out) {
-  *out = e->kern;
-  return e->nkern;
+  *out = e->tl.kern;
+  return e->tl.nkern;
 }
 
 size_t cucap_cupti_copies(const cucap_cupti *e, const cucap_cupti_copy **out) {
-  *out = e->copy;
-  return e->ncopy;
+  *out = e->tl.copy;
+  return e->tl.ncopy;
 }
 
 size_t cucap_cupti_kernel_times(const cucap_cupti *e, size_t k,
                                 const cucap_cupti_time **out) {
   *out = NULL;
-  if (k >= e->nkern)
+  if (k >= e->tl.nkern)
     return 0;
-  *out = e->kx[k].t;
-  return e->kx[k].ndurs;
+  *out = e->tl.kx[k].t;
+  return e->tl.kx[k].ndurs;
 }
 
 size_t cucap_cupti_copy_times(const cucap_cupti *e, size_t c,
                               const cucap_cupti_time **out) {
   *out = NULL;
-  if (c >= e->ncopy)
+  if (c >= e->tl.ncopy)
     return 0;
-  *out = e->cx[c].t;
-  return e->cx[c].ndurs;
+  *out = e->tl.cx[c].t;
+  return e->tl.cx[c].ndurs;
 }

@@ -247,43 +247,10 @@ static void fill_pc(const cucap_cupti_pc_site *s, cucap_profile_pc *pc, char *bu
   }
 }
 
-cucap_status cucap_profiler_finish(cucap_profiler *P) {
-  if (!P)
-    return CUCAP_ERR_INVALID_ARG;
+/* Every kernel of the engine's table: its launch, its timings per pass, and
+ * its metrics where the range asks for it. */
+static void finish_kernels(cucap_profiler *P, const cucap_cupti_kernel *K, size_t nk) {
   cucap_profile *p = P->p;
-  cucap_profile_info in = *cucap_profile_info_get(p);
-  const cucap_cupti_env *env = cucap_cupti_env_get(P->e);
-  in.cupti_version = env->version;
-  unsigned passes = 0;
-  for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++)
-    passes += cucap_cupti_section_get(P->e, (cucap_cupti_section_id)i)->passes;
-  if (passes)
-    in.passes = passes;
-  if (!in.device[0] && env->device[0]) { /* the replay device, when unknown */
-    snprintf(in.device, sizeof in.device, "%s", env->device);
-    in.cc_major = env->cc_major;
-    in.cc_minor = env->cc_minor;
-    in.sm_count = env->sm_count;
-    in.driver_version = env->driver_version;
-  }
-  if (P->evt) { /* CUPTI did not attach: the event timer timed the run */
-    cucap_evtimer_finish(P->evt);
-    snprintf(in.backend, sizeof in.backend, "cuda-events");
-    cucap_profile_set_info(p, &in);
-    const char *why = cucap_cupti_section_get(P->e, CUCAP_CUPTI_TIMELINE)->note;
-    if (P->metrics)
-      cucap_profile_set_section(p, CUCAP_PROFILE_METRICS, CUCAP_PROFILE_UNAVAILABLE, "",
-                                "%s", why);
-    if (P->pcs || P->sass)
-      cucap_profile_set_section(p, CUCAP_PROFILE_PCSAMPLING, CUCAP_PROFILE_UNAVAILABLE, "",
-                                "%s", why);
-    return CUCAP_OK;
-  }
-  snprintf(in.backend, sizeof in.backend, "cupti");
-  cucap_profile_set_info(p, &in);
-
-  const cucap_cupti_kernel *K = NULL;
-  size_t nk = cucap_cupti_kernels(P->e, &K);
   const char *const *mn = NULL;
   size_t nm = cucap_cupti_metric_names(P->e, &mn);
   for (size_t i = 0; i < nk; i++) {
@@ -309,6 +276,10 @@ cucap_status cucap_profiler_finish(cucap_profiler *P) {
         if (!isnan(k->metrics[j]))
           cucap_profile_add_metric(p, key, mn[j], k->metrics[j]);
   }
+}
+
+static void finish_graphs(cucap_profiler *P, const cucap_cupti_kernel *K, size_t nk) {
+  cucap_profile *p = P->p;
   /* graph launches as a whole: first start to last end of their kernels */
   for (size_t i = 0; i < nk;) {
     size_t j = i;
@@ -335,6 +306,11 @@ cucap_status cucap_profiler_finish(cucap_profiler *P) {
     }
     i = j;
   }
+}
+
+/* Memcpy and memset activities, one per time measured. */
+static void finish_copies(cucap_profiler *P) {
+  cucap_profile *p = P->p;
   const cucap_cupti_copy *C = NULL;
   size_t nc = cucap_cupti_copies(P->e, &C);
   for (size_t i = 0; i < nc; i++) {
@@ -348,6 +324,12 @@ cucap_status cucap_profiler_finish(cucap_profiler *P) {
       cucap_profile_add_activity(p, &a);
     }
   }
+}
+
+/* PC samples and SASS metrics; returns the number of sampled instructions
+ * that have SASS metrics. */
+static size_t finish_pcs(cucap_profiler *P, const cucap_cupti_kernel *K, size_t nk) {
+  cucap_profile *p = P->p;
   /* PC samples; the first sampled execution of each instruction */
   const cucap_cupti_pc_site *S = NULL;
   size_t ns = cucap_cupti_pc_sites(P->e, &S);
@@ -389,6 +371,11 @@ cucap_status cucap_profiler_finish(cucap_profiler *P) {
     sass_sites++;
   }
   free(first);
+  return sass_sites;
+}
+
+static void finish_sections(cucap_profiler *P, size_t sass_sites) {
+  cucap_profile *p = P->p;
   /* sections */
   section(P, CUCAP_PROFILE_TIMELINE, CUCAP_CUPTI_TIMELINE, "cupti-activity", NULL);
   section(P, CUCAP_PROFILE_METRICS, CUCAP_CUPTI_METRICS, "cupti-range-profiler", NULL);
@@ -408,6 +395,50 @@ cucap_status cucap_profiler_finish(cucap_profiler *P) {
     section(P, CUCAP_PROFILE_PCSAMPLING, CUCAP_CUPTI_SASS, "cupti-sass-metrics",
             sass_sites ? NULL : " (SASS metrics are joined to PC samples: add --pc-sampling)");
   }
+}
+
+cucap_status cucap_profiler_finish(cucap_profiler *P) {
+  if (!P)
+    return CUCAP_ERR_INVALID_ARG;
+  cucap_profile *p = P->p;
+  cucap_profile_info in = *cucap_profile_info_get(p);
+  const cucap_cupti_env *env = cucap_cupti_env_get(P->e);
+  in.cupti_version = env->version;
+  unsigned passes = 0;
+  for (int i = 0; i < CUCAP_CUPTI_NSECTIONS; i++)
+    passes += cucap_cupti_section_get(P->e, (cucap_cupti_section_id)i)->passes;
+  if (passes)
+    in.passes = passes;
+  if (!in.device[0] && env->device[0]) { /* the replay device, when unknown */
+    snprintf(in.device, sizeof in.device, "%s", env->device);
+    in.cc_major = env->cc_major;
+    in.cc_minor = env->cc_minor;
+    in.sm_count = env->sm_count;
+    in.driver_version = env->driver_version;
+  }
+  if (P->evt) { /* CUPTI did not attach: the event timer timed the run */
+    cucap_evtimer_finish(P->evt);
+    snprintf(in.backend, sizeof in.backend, "cuda-events");
+    cucap_profile_set_info(p, &in);
+    const char *why = cucap_cupti_section_get(P->e, CUCAP_CUPTI_TIMELINE)->note;
+    if (P->metrics)
+      cucap_profile_set_section(p, CUCAP_PROFILE_METRICS, CUCAP_PROFILE_UNAVAILABLE, "",
+                                "%s", why);
+    if (P->pcs || P->sass)
+      cucap_profile_set_section(p, CUCAP_PROFILE_PCSAMPLING, CUCAP_PROFILE_UNAVAILABLE, "",
+                                "%s", why);
+    return CUCAP_OK;
+  }
+  snprintf(in.backend, sizeof in.backend, "cupti");
+  cucap_profile_set_info(p, &in);
+
+  const cucap_cupti_kernel *K = NULL;
+  size_t nk = cucap_cupti_kernels(P->e, &K);
+  finish_kernels(P, K, nk);
+  finish_graphs(P, K, nk);
+  finish_copies(P);
+  size_t sass_sites = finish_pcs(P, K, nk);
+  finish_sections(P, sass_sites);
   return CUCAP_OK;
 }
 
