@@ -60,7 +60,7 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
     rp_capture_scan(R, rec, n - 1); /* captures that cannot be re-captured */
     const char *bad = rp_unreplayable(rec);
     if (bad && R->o->strict) {
-      rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
+      rp_set_error(R, CUCAP_ERR_UNSUPPORTED,
                    "--strict: record %" PRIu64 " (seq %" PRIu64
                    ") cannot be replayed: %s",
                    n - 1, cucap_fb_record_seq(rec), bad);
@@ -159,7 +159,6 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
                                               : "capture incomplete"));
     if (!R->o->allow_partial) {
       rp_set_error(R, st != CUCAP_END ? st : CUCAP_ERR_TRUNCATED,
-                   CUCAP_REPLAY_EXIT_INPUT,
                    "capture is damaged: %s; use --allow-partial to replay "
                    "the %" PRIu64 " records recovered",
                    rep->partial_problem, n);
@@ -204,7 +203,7 @@ static cucap_status rp_check_images(rp_state *R) {
     }
     ir->format = (int)info.format;
     if (!cucap_image_has_code_for(img, isz, (unsigned)R->cc)) {
-      rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT,
+      rp_set_error(R, CUCAP_ERR_ENV,
                    "module image of record %" PRIu64 " (seq %" PRIu64
                    ") has no code for this GPU (sm_%d): neither SASS "
                    "nor PTX it could JIT",
@@ -318,7 +317,7 @@ int rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live) {
     rp_live_destroy(R, mp, old);
   if (!cucap_map_put(mp, h, live)) {
     rp_live_destroy(R, mp, live);
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return 0;
   }
   return 1;
@@ -413,17 +412,14 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   }
   memset(rep, 0, sizeof *rep);
   rep->gpu_time_s = -1;
-  rep->verify_mode = opts->verify;
   if (!path) {
     snprintf(rep->error, sizeof rep->error, "no capture given");
     rep->status = CUCAP_ERR_INVALID_ARG;
-    rep->exit_code = CUCAP_REPLAY_EXIT_USAGE;
     return rep->status;
   }
   rp_state *R = calloc(1, sizeof *R);
   if (!R) {
     rep->status = CUCAP_ERR_NOMEM;
-    rep->exit_code = CUCAP_REPLAY_EXIT_FAILED;
     snprintf(rep->error, sizeof rep->error, "out of memory");
     return rep->status;
   }
@@ -445,7 +441,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   cucap_reader_options ro = {.strict = 0, .decode_threads = 2};
   cucap_status st = cucap_reader_open(path, &ro, &R->r, msg, sizeof msg);
   if (st != CUCAP_OK) {
-    rp_set_error(R, st, st == CUCAP_ERR_IO ? 4 : CUCAP_REPLAY_EXIT_INPUT,
+    rp_set_error(R, st,
                  "%s", msg[0] ? msg : cucap_status_str(st));
     goto out;
   }
@@ -455,7 +451,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   st = rp_scan(R, &pins);
   if (st != CUCAP_OK) {
     if (!rep->error[0])
-      rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "scanning the capture: %s",
+      rp_set_error(R, st, "scanning the capture: %s",
                    cucap_status_str(st));
     goto out;
   }
@@ -464,7 +460,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
    * super-ranges (replay_memory.c) and the page-locked host ranges, whose
    * parts inside a super-range are backed with device memory there. */
   if (!rp_host_pins_plan(&pins, &R->mem) || !rp_mem_plan(&R->mem)) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     goto out;
   }
   /* Host guards are opt-in: measured on an H100 with driver 580, a PROT_NONE
@@ -500,7 +496,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   if (guard == 1)
     rp_mem_host_unguard(&R->mem);
   if (st != CUCAP_OK) {
-    rp_set_error(R, st, CUCAP_REPLAY_EXIT_INPUT, "%s", msg);
+    rp_set_error(R, st, "%s", msg);
     goto out;
   }
   if (rp_obs_attach(R) != CUCAP_OK)
@@ -508,12 +504,12 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
   CUCAP_DEBUG("replay: setup: driver loaded, observers attached");
   CUresult cr = R->d.df.Init(0);
   if (cr != CUDA_SUCCESS) {
-    rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT, "cuInit failed: %s",
+    rp_set_error(R, CUCAP_ERR_ENV, "cuInit failed: %s",
                  rp_cu_err(&R->d, cr));
     goto out;
   }
   if ((cr = R->d.df.DeviceGet(&R->dev, opts->device)) != CUDA_SUCCESS) {
-    rp_set_error(R, CUCAP_ERR_ENV, CUCAP_REPLAY_EXIT_INPUT,
+    rp_set_error(R, CUCAP_ERR_ENV,
                  "no CUDA device %d: %s", opts->device, rp_cu_err(&R->d, cr));
     goto out;
   }
@@ -573,7 +569,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
                R) ||
       !rp_grow(&R->scratch, &R->scratch_cap, (size_t)1 << 20,
                &R->scratch_pinned, R)) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     goto out;
   }
   if (rp_obs_begin(R) != CUCAP_OK) /* before the events: nothing to undo */
@@ -630,7 +626,7 @@ cucap_status cucap_replay_run(const char *path, const cucap_replay_options *opts
     R->device_uploads = force_du && loop > 0;
     rp_obs_pass_begin(R);
     if (cucap_reader_rewind(R->r) != CUCAP_OK) {
-      rp_set_error(R, CUCAP_ERR_IO, CUCAP_REPLAY_EXIT_FAILED,
+      rp_set_error(R, CUCAP_ERR_IO,
                    "cannot rewind the capture");
       break;
     }
@@ -769,10 +765,6 @@ out:
   cucap_map_free(&R->ctx);
   cucap_map_free(&R->ctx_kept); /* no driver: nothing was created */
   cucap_map_free(&R->tid_ctx);
-  if (!rep->error[0] && rep->mismatches) {
-    rep->status = CUCAP_ERR_MISMATCH;
-    rep->exit_code = CUCAP_REPLAY_EXIT_MISMATCH;
-  }
   cucap_reader_destroy(R->r);
   rp_driver_unload(&R->d);
   free(R);
