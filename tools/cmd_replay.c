@@ -225,7 +225,7 @@ cucap_status cucap_cli_verify_attach(cucap_replay_options *ro, const cucap_verif
   if (!vo || vo->mode == CUCAP_VERIFY_NONE)
     return CUCAP_OK;
   cucap_verify_options o = *vo;
-  o.strict = ro->strict;
+  o.strict = vo->strict || ro->strict; /* --strict is one flag of the command */
   o.loops = ro->loops;
   o.shared = ro->nobservers > 0;
   *v = cucap_verify_create(&o);

@@ -82,8 +82,10 @@ cucap_status cucap_cli_replay_status(const struct cucap_replay_report *rep,
 void cucap_cli_replay_print(const struct cucap_replay_report *rep,
                             const struct cucap_verify_report *vr, cucap_status st,
                             FILE *out, int json);
-/* Creates the verifier of `cucap replay --verify` for *ro and puts its
- * observer first among ro's observers (obs: room for ro->nobservers + 1,
+/* Creates the verifier of `cucap replay --verify` for *ro (its loops,
+ * shared and strict taken from ro, as cucap_verify_replay_run does) and
+ * puts its observer first among ro's observers (obs: room for
+ * ro->nobservers + 1,
  * the caller's; ro->observers then points to it). *v is NULL when vo->mode
  * is CUCAP_VERIFY_NONE. Returns CUCAP_ERR_NOMEM on failure. The caller
  * destroys *v (cucap_verify_destroy) after the run. */

@@ -118,7 +118,9 @@ cucap_status cucap_verify_status(const cucap_verify_report *vr);
 void cucap_verify_report_print(const cucap_verify_report *vr, FILE *out, int json);
 
 /* cucap_replay_run with a verifier first among ro's observers when
- * vo->mode is set (else a plain cucap_replay_run, *vrep zeroed). Fills *rep
+ * vo->mode is set (else a plain cucap_replay_run, *vrep zeroed); the
+ * verifier's loops and shared come from ro, strict from either vo or ro
+ * (the options of one command line). Fills *rep
  * as cucap_replay_run and *vrep with the verdict (vrep may be NULL).
  * Returns the replay's status, or CUCAP_ERR_MISMATCH when the replay ran
  * without an error and the verdict counts a mismatch. */

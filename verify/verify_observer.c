@@ -788,6 +788,7 @@ cucap_status cucap_verify_replay_run(const char *path, const cucap_replay_option
   }
   eff = *ro;
   cucap_verify_options vopt = *vo;
+  vopt.strict = vo->strict || ro->strict; /* --strict is one flag of the command */
   vopt.loops = ro->loops;
   vopt.shared = ro->nobservers > 0;
   cucap_verify *v = cucap_verify_create(&vopt);
