@@ -10,7 +10,7 @@
  * loaded until their reservation) so argument blocks and pointers stored
  * in device memory stay valid; ranges that cannot be had are relocated
  * (pointer-sized kernel parameters are patched). Then it executes the records
- * in file order on one host thread and optionally verifies results.
+ * in file order on one host thread; observers (verify, profile) watch it.
  *
  * Ownership: cucap_replay_run fills a caller-owned cucap_replay_report; it
  * holds no pointers that need freeing (fixed-size strings). Not thread-safe:
@@ -28,33 +28,7 @@
 extern "C" {
 #endif
 
-/* Process exit codes used by `cucap replay` (cucap_replay_exit_code). */
-#define CUCAP_REPLAY_EXIT_OK 0
-#define CUCAP_REPLAY_EXIT_MISMATCH 1 /* --verify found a difference */
-#define CUCAP_REPLAY_EXIT_USAGE 2
-#define CUCAP_REPLAY_EXIT_INPUT 3    /* bad capture, no code for this GPU, --strict refusal, no driver */
-#define CUCAP_REPLAY_EXIT_FAILED 4   /* a driver call failed during replay; also
-                                        the capture cannot be read (I/O, as
-                                        every cucap command: CUCAP_EXIT_IO) */
-
-typedef enum cucap_replay_verify_mode {
-  CUCAP_REPLAY_VERIFY_NONE = 0,
-  CUCAP_REPLAY_VERIFY_COPIES = 1, /* --verify: DtoH payloads + exit snapshot */
-  CUCAP_REPLAY_VERIFY_LAUNCH = 2  /* --verify=launch: + LaunchHash records */
-} cucap_replay_verify_mode;
-
 typedef struct cucap_replay_options {
-  cucap_replay_verify_mode verify;
-  /* --verify-passes N: how many replays verification compares to tell
-   * nondeterministic bytes (they differ between replays: clock values,
-   * atomics order, floating-point atomics) from real differences.
-   * 0 (default): one pass when it matches the recording; when it does not,
-   * a second pass, then up to CUCAP_REPLAY_VERIFY_MAX_EXTRA more while some
-   * differing byte has agreed in every pass, then one diagnostic pass that
-   * names the kernels writing the nondeterministic bytes. 1: a single pass,
-   * every difference is a mismatch. N >= 2: at least N passes, then as for 0.
-   * Every pass (--loop included) is compared. */
-  unsigned verify_passes;
   unsigned loops;        /* --loop N; 0 or 1 = once */
   int sync_each;         /* --sync: synchronize after every op */
   int device;            /* --device N */
@@ -78,9 +52,6 @@ typedef struct cucap_replay_options {
 void cucap_replay_options_init(cucap_replay_options *o);
 
 #define CUCAP_REPLAY_MAX_SKIP_NAMES 16
-/* passes verification may add, beyond the planned ones, while bytes that
- * differ from the recording have agreed in every pass */
-#define CUCAP_REPLAY_VERIFY_MAX_EXTRA 4
 
 typedef struct cucap_replay_report {
   /* what was done */
@@ -124,6 +95,10 @@ typedef struct cucap_replay_report {
   unsigned subst_kinds;
   char subst_name[CUCAP_REPLAY_MAX_SKIP_NAMES][64];
   uint64_t subst_count[CUCAP_REPLAY_MAX_SKIP_NAMES];
+  /* copies from arrays to host memory captured into a graph (all passes):
+   * they run when the graph does, into a buffer no observer is shown, so
+   * their bytes cannot be compared (verify counts them as unverifiable) */
+  uint64_t captured_host_reads;
   /* environment */
   int env_warnings;
   /* timing */
@@ -131,60 +106,25 @@ typedef struct cucap_replay_report {
   double gpu_time_s;         /* event-measured GPU span, all loops (-1: unknown) */
   double recorded_wall_s;    /* recorded program (header start -> end) */
   double ratio;              /* recorded_wall / (replay_wall / loops) */
-  /* verification */
-  int verify_mode;
-  uint64_t copies_checked, copies_unverifiable, bytes_checked, bytes_matched;
-  uint64_t snapshot_regions_checked;
-  uint64_t launch_hashes_checked;
-  uint64_t mismatches;
-  char first_mismatch[512];  /* "" if none */
-  /* nondeterminism (--verify with more than one pass compared): bytes that
-   * differed between replays of this run, counted once per recorded copy /
-   * region; not mismatches. bytes_matched excludes them. */
-  unsigned verify_passes;        /* passes compared (0: no verification ran) */
-  uint64_t nondet_bytes;
-  uint64_t reordered_bytes;      /* of nondet_bytes: the same in every pass, unlike the
-                                    recording, in a copy that differs only in the order
-                                    of its values (verify/verify_order.c) */
-  uint64_t nondet_copies, nondet_regions; /* copies / snapshot or hash regions holding them */
-  char nondet_kernels[256];      /* "k1, k2": kernels that wrote them ("" if none) */
-  char nondet_detail[1024];      /* one line per copy/region ("  nondeterministic: ...\n") */
-  /* bytes the recording may hold from the program's host code, which a
-   * replay does not run: a copy's result read after a graph host node that
-   * may run after the copy, managed memory the host code could write while
-   * GPU work on it was in flight (see docs/design.md, "Verify"). Where such
-   * bytes differ from the recording in every pass they are counted here,
-   * not as mismatches (--strict: mismatches); bytes_matched excludes them. */
-  /* perturbed passes (verify/verify_perturb.c): passes after the first
-   * that verify asked for ran with a cucap spin kernel occupying SMs before
-   * launches, so that scheduling-dependent bytes are seen to vary */
-  unsigned perturbed_passes;
-  uint64_t perturbed_launches;   /* launches preceded by the spin kernel, all passes */
-  char perturb_note[128];        /* why none was possible ("" if it was, or was not needed) */
-  /* relocated pointers (verify/verify_reloc.c): 8-byte words pointing into
-   * driver-placed memory (device heap) that the replay has at another
-   * address, all words of one segment off by the same distance; not
-   * mismatches, not matched */
-  uint64_t reloc_ptr_words;
-  char reloc_ptr_offsets[160];   /* "+0x4000000 (12 words), ..." */
-  uint64_t host_written_bytes;
-  uint64_t host_written_checks;  /* copies / regions holding them */
-  char host_written_detail[768]; /* one line per copy/region ("  host-written: ...\n") */
   /* failure */
-  cucap_status status;
-  int exit_code;             /* CUCAP_REPLAY_EXIT_* */
+  cucap_status status;       /* what stopped the replay (CUCAP_OK: nothing) */
   char error[512];           /* "" if none */
 } cucap_replay_report;
 
-/* Replays `path`. Always fills *rep (rep->exit_code is what `cucap replay`
- * returns). Returns CUCAP_OK when everything replayed and verified,
- * CUCAP_ERR_MISMATCH on a verification difference, or the error that stopped
- * the replay (rep->error says why). Progress and warnings go to cucap_log. */
+/* Replays `path`. Always fills *rep. Returns CUCAP_OK when everything
+ * replayed, or the error that stopped the replay (rep->status; rep->error
+ * says why). Verdicts of observers (verify's mismatches) are theirs: they
+ * never change the status. Progress and warnings go to cucap_log. */
 cucap_status cucap_replay_run(const char *path,
                               const cucap_replay_options *opts,
                               cucap_replay_report *rep);
 
-/* Prints the report as text (json = 0) or one JSON object (json = 1). */
+/* Prints the report. Text (json = 0): the "replay:", "memory:" and "time:"
+ * lines. JSON (json = 1): the report's members from "error" to "ratio",
+ * each preceded by a comma, for an object the caller opens (with "status"
+ * and whatever it adds first) and closes, so that observers' reports
+ * (cucap_verify_report_print) can follow in the same object. The "stopped:"
+ * line of a run that failed after it began is the caller's too. */
 void cucap_replay_report_print(const cucap_replay_report *rep, FILE *out,
                                int json);
 

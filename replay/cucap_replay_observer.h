@@ -35,15 +35,15 @@
  * work on a stream that is being captured (op->capturing). They must not
  * free or keep pointers they are given beyond the callback, unless said
  * otherwise. Failing: cucap_replay_session_fail stops the replay with an
- * error; a verification difference is reported with
- * cucap_replay_session_mismatch (exit 1, the replay goes on).
+ * error (its status is the run's). What an observer finds (a verification
+ * difference, a measurement) is its own: it keeps it in its own report,
+ * and the replay goes on.
  *
  * Passes: the number of passes is the largest of --loop and what observers
  * ask for through pass_end (at most CUCAP_REPLAY_MAX_PASSES). --verify is
- * itself an observer (verify/verify_observer.c), called before the caller's
- * observers when cucap_replay_options.verify is set; it may ask for passes
- * (see cucap_replay_options.verify_passes), one of them a diagnostic pass
- * that synchronises after every op that writes device memory.
+ * itself an observer (verify/), which its callers put first; it may ask for
+ * passes, one of them a diagnostic pass that synchronises after every op
+ * that writes device memory.
  * An observer that only needs the beginning of the capture (a profiler working
  * on a launch range) may end a pass early with cucap_replay_session_end_pass. */
 #ifndef CUCAP_REPLAY_OBSERVER_H
@@ -114,6 +114,10 @@ typedef struct cucap_replay_observer {
   void (*op_after)(void *user, cucap_replay_session *s, const cucap_replay_op *op);
   int (*pass_end)(void *user, cucap_replay_session *s, unsigned pass);
   void (*end)(void *user, cucap_replay_session *s, cucap_replay_report *rep);
+  /* 1: the observer reads op->host_data of copies to the host (compares
+   * the bytes), so every such copy must run: while an observer with this
+   * set is given, cucap_replay_session_skip_host_reads is ignored. */
+  int reads_host_data;
 } cucap_replay_observer;
 
 /* ---- what an observer may ask the session ---------------------------- */
@@ -194,10 +198,6 @@ cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,
  * sees the shortened pass: with several observers, only one that owns the
  * run should call it. */
 void cucap_replay_session_end_pass(cucap_replay_session *s);
-/* Reports a verification difference (counted in the report, first one kept
- * as first_mismatch, logged as an error); the replay goes on and exits 1. */
-void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 /* Ends the replay early without an error: no record after the current one
  * is executed, the pass ends as if the capture ended there (the context is
  * synchronised; pass_end and end are called) and no further pass runs.
@@ -229,9 +229,10 @@ void cucap_replay_session_hold_unloads(cucap_replay_session *s);
 /* The current pass leaves out copies to the host (their bytes land in a
  * scratch buffer of the replayer's and no device memory depends on them):
  * no DMA, no wait for the stream. For passes whose results are read on the
- * device only (CUPTI counter passes). Ignored while --verify runs (it
- * compares those bytes) and inside a stream capture (the copy is part of
- * the graph). Call from pass_begin; every pass starts without it. */
+ * device only (CUPTI counter passes). Ignored while an observer that
+ * reads host data watches the run (cucap_replay_observer.reads_host_data:
+ * --verify compares those bytes) and inside a stream capture (the copy is
+ * part of the graph). Call from pass_begin; every pass starts without it. */
 void cucap_replay_session_skip_host_reads(cucap_replay_session *s);
 /* The current pass may replay large copies to the device (those whose
  * payloads the replayer keeps across passes) from a device-resident copy
@@ -245,8 +246,10 @@ void cucap_replay_session_skip_host_reads(cucap_replay_session *s);
  * copies come from host memory as in other passes. Call from pass_begin;
  * every pass starts without it. */
 void cucap_replay_session_device_uploads(cucap_replay_session *s);
-/* Stops the replay with an error (exit code 4, or 3 for CUCAP_ERR_ENV /
- * CUCAP_ERR_UNSUPPORTED). */
+/* Stops the replay with an error: st becomes the run's status (what it
+ * means to the user, e.g. the exit code of `cucap replay`, is the caller's
+ * business; CUCAP_ERR_ENV / CUCAP_ERR_UNSUPPORTED say that this machine
+ * or this request cannot do it, CUCAP_ERR_CUDA that the driver failed). */
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,
                                const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -45,7 +45,7 @@ void rp_array_alloc(rp_state *R, const cucap_fb_record *rec, const cucap_fb_allo
   if (!rp_object_array_put(R, cucap_fb_alloc_address(a), (uint64_t)(uintptr_t)live, 1)) {
     if (R->d.df.ArrayDestroy)
       R->d.df.ArrayDestroy(live);
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
   R->rep->executed++;
@@ -198,14 +198,14 @@ void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_mem
     if (R->capturing) { /* read when the graph runs: not verifiable */
       hb = malloc(size ? size : 1);
       if (!hb) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
         return;
       }
-      R->rep->copies_unverifiable++;
+      R->rep->captured_host_reads++;
       kept = 1;
     } else {
       if (!rp_grow(&R->scratch, &R->scratch_cap, size ? size : 1, &R->scratch_pinned, R)) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
         return;
       }
       hb = R->scratch;
@@ -266,7 +266,7 @@ void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_mem
   }
   if (kept && dst_host && !rp_keep(R, hb)) {
     free(hb);
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
   if (!rp_cu(R, r, what))

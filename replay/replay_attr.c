@@ -194,7 +194,7 @@ int rp_attr_execute(rp_state *R, const cucap_fb_record *rec) {
     if (!cucap_map_get(&R->func, h, &idx)) {
       /* not created by a record seen so far: applied before its first launch */
       if (!wait_add(R, h, call, a, need))
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       CUCAP_DEBUG("replay: %s on function 0x%" PRIx64 " not known yet; applied "
                   "at its first launch", call_name(call), h);
       return 1;

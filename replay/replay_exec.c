@@ -31,8 +31,7 @@ cucap_hash128 rp_h(const cucap_fb_hash128 *h) {
   return x;
 }
 
-void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt,
-                  ...) {
+void rp_set_error(rp_state *R, cucap_status st, const char *fmt, ...) {
   if (R->rep->error[0])
     return; /* keep the first */
   va_list ap;
@@ -40,7 +39,6 @@ void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt,
   vsnprintf(R->rep->error, sizeof R->rep->error, fmt, ap);
   va_end(ap);
   R->rep->status = st;
-  R->rep->exit_code = code;
   R->failed = 1;
 }
 
@@ -48,7 +46,7 @@ void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt,
 int rp_cu(rp_state *R, CUresult r, const char *call) {
   if (r == CUDA_SUCCESS)
     return 1;
-  rp_set_error(R, CUCAP_ERR_CUDA, CUCAP_REPLAY_EXIT_FAILED,
+  rp_set_error(R, CUCAP_ERR_CUDA,
                "record %" PRIu64 " (seq %" PRIu64 "): %s failed: %s (%d)",
                R->rec_index, R->cur_seq, call, rp_cu_err(&R->d, r), (int)r);
   return 0;
@@ -352,7 +350,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
       R->d.df.CtxDestroy(nc);
       R->d.df.CtxSetCurrent(R->primary);
       R->cur = R->primary;
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return;
     }
     cucap_map_put(&R->ctx, h, (uint64_t)(uintptr_t)nc);

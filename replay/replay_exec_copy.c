@@ -38,7 +38,7 @@ void rp_op_alloc(rp_state *R, const cucap_fb_record *rec,
     return;
   if (!rp_mem_add_reloc(&R->mem, addr, size, p, 1)) {
     R->d.df.MemFree(p);
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
   rp_owned(R, p);
@@ -290,13 +290,13 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
       return;
   } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
     void *hb;
-    if (R->skip_host_reads && R->o->verify == CUCAP_REPLAY_VERIFY_NONE && !R->capturing) {
+    if (R->skip_host_reads && !rp_obs_reads_host_data(R) && !R->capturing) {
       R->host_reads_skipped++; /* nothing on the device reads the bytes */
       R->rep->executed++;
       return;
     }
     if (R->dev_mem && size > R->dev_mem) {
-      rp_set_error(R, CUCAP_ERR_CORRUPT, CUCAP_REPLAY_EXIT_INPUT,
+      rp_set_error(R, CUCAP_ERR_CORRUPT,
                    "record %" PRIu64 " (seq %" PRIu64 "): a DtoH copy of %" PRIu64
                    " bytes is larger than this GPU's memory (%" PRIu64 " bytes)",
                    R->rec_index, R->cur_seq, size, R->dev_mem);
@@ -305,12 +305,12 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     if (R->capturing) {
       hb = rp_capture_host_buffer(R, size);
       if (!hb) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
         return;
       }
     } else {
       if (!rp_grow(&R->scratch, &R->scratch_cap, size, &R->scratch_pinned, R)) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
         return;
       }
       hb = R->scratch;

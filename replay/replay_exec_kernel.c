@@ -72,12 +72,12 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
       if (why)
         rp_skip(R, why);
       else
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return;
     }
     if (copy && !rp_keep(R, copy)) {
       free(copy);
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return;
     }
     /* the driver gets the plain ELF it would pick, where one was made */
@@ -268,7 +268,7 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
     inherit = R->funcs[idx].name; /* the CUkernel's name */
   char *nm = strdup(name ? name : inherit ? inherit : "?");
   if (!nm) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
   if (cucap_map_get(&R->func, h, &idx)) {
@@ -278,8 +278,7 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   } else {
     if (!CUCAP_VEC_RESERVE(R->funcs, R->capfuncs, R->nfuncs + 1, 32)) {
       free(nm);
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED,
-                   "out of memory");
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return;
     }
     idx = R->nfuncs++;
@@ -387,7 +386,7 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   if (fi->layout_bytes > need)
     need = fi->layout_bytes;
   if (!rp_grow(&R->expect, &R->expect_cap, need + 8, &R->expect_pinned, R)) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
   uint8_t *args = R->expect;

@@ -122,7 +122,7 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const cucap_m
   size_t need = n > fi->layout_bytes ? n : fi->layout_bytes;
   out->args = calloc(1, need + 8);
   if (!out->args) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return NULL;
   }
   if (cucap_reader_launch_args_read(R->r, l, out->args, n) != CUCAP_OK) {
@@ -170,7 +170,7 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const cucap_m
     out->kp = malloc(fi->nparams * sizeof *out->kp);
     if (!out->kp) {
       rg_kparams_free(out);
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return NULL;
     }
     for (size_t i = 0; i < fi->nparams; i++) {
@@ -547,7 +547,7 @@ static const char *rg_add(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
       return NULL;
     /* every later use of the recorded address goes to the new one */
     if (!rp_mem_add_reloc(&R->mem, addr, size, p.dptr, 0))
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     R->rep->relocated_allocs++;
     return NULL;
   }
@@ -620,7 +620,7 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap
                "cuGraphConditionalHandleCreate"))
       return NULL;
     if (!cucap_map_put(c->handles, rh, lh)) {
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return NULL;
     }
   }
@@ -637,7 +637,7 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap
   CUgraphEdgeData *late_e = malloc(maxd * sizeof *late_e);
   const char *why = NULL;
   if (!done || !deps || !late || !late_e) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     goto out;
   }
   size_t added = 0;
@@ -695,7 +695,7 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap
         }
       }
       if (!cucap_map_put(live, cucap_fb_graph_node_handle(n), (uint64_t)(uintptr_t)node)) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
         goto out;
       }
       done[i] = 1;

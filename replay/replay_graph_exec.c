@@ -166,7 +166,7 @@ static void gx_instantiate(rp_state *R, const cucap_fb_record *rec, const cucap_
   }
   rp_gx *x = gx_new(R, cucap_fb_graph_exec(g));
   if (!x) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
   /* the re-captured graph, unless the program changed it since (its

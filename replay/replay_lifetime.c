@@ -144,7 +144,7 @@ CUfunction rp_func_fn(rp_state *R, rp_func *fi) {
     return (CUfunction)(uintptr_t)(fi->live_fn = fi->live);
   CUfunction f = NULL;
   if (!R->d.df.KernelGetFunction) {
-    rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_FAILED,
+    rp_set_error(R, CUCAP_ERR_CUDA,
                  "record %" PRIu64 " (seq %" PRIu64 "): driver lacks "
                  "cuKernelGetFunction", R->rec_index, R->cur_seq);
     return NULL;

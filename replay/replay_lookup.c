@@ -34,7 +34,7 @@ void rp_op_library_module(rp_state *R, const cucap_fb_record *rec,
              "cuLibraryGetModule"))
     return;
   if (!cucap_map_put(&R->libmod, h, (uint64_t)(uintptr_t)mod)) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
   rp_owned(R, (uint64_t)(uintptr_t)mod);

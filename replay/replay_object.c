@@ -56,7 +56,7 @@ static struct rp_objects *objs(rp_state *R) {
   if (!R->obj)
     R->obj = calloc(1, sizeof *R->obj);
   if (!R->obj)
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
   return R->obj;
 }
 
@@ -72,7 +72,7 @@ static cucap_map *own_map(struct rp_objects *O, int kind) {
 
 static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, uint64_t live) {
   if (!CUCAP_VEC_RESERVE(O->own, O->capown, O->nown + 1, 16)) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return 0;
   }
   rp_own_entry *o = &O->own[O->nown++];
@@ -118,7 +118,7 @@ int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned
   if (!cucap_map_put(&O->array, recorded, live)) {
     if (owned)
       own_del(O, OWN_ARRAY, recorded); /* the caller destroys it */
-    rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return 0;
   }
   return 1;
@@ -247,7 +247,7 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
     if (!own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live))
       return;
     if (!cucap_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live)) {
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return;
     }
     break;
@@ -307,7 +307,7 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
     if (!own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live))
       return;
     if (!cucap_map_put(tex ? &O->tex : &O->surf, h, live)) {
-      rp_set_error(R, CUCAP_ERR_NOMEM, CUCAP_REPLAY_EXIT_FAILED, "out of memory");
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return;
     }
     note_handle(O, tex, h, live);

@@ -15,8 +15,7 @@ static cucap_replay_session *rp_session(rp_state *R) {
 }
 
 /* Calls attach (begin: begin) of every observer that has one, in order;
- * the first that fails fails the replay, named (exit 3 for a missing
- * environment or an unsupported request, else 4). */
+ * the first that fails fails the replay, named, with its status. */
 static cucap_status obs_start(rp_state *R, int begin) {
   for (size_t i = 0; i < R->o->nobservers && !R->failed; i++) {
     const cucap_replay_observer *ob = R->o->observers[i];
@@ -25,9 +24,7 @@ static cucap_status obs_start(rp_state *R, int begin) {
       continue;
     cucap_status st = fn(ob->user, rp_session(R));
     if (st != CUCAP_OK) {
-      rp_set_error(R, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED
-                              ? CUCAP_REPLAY_EXIT_INPUT : CUCAP_REPLAY_EXIT_FAILED,
-                   "%s: %s", ob->name ? ob->name : "observer",
+      rp_set_error(R, st, "%s: %s", ob->name ? ob->name : "observer",
                    cucap_status_str(st));
       return st;
     }
@@ -38,6 +35,13 @@ static cucap_status obs_start(rp_state *R, int begin) {
 cucap_status rp_obs_attach(rp_state *R) { return obs_start(R, 0); }
 
 cucap_status rp_obs_begin(rp_state *R) { return obs_start(R, 1); }
+
+int rp_obs_reads_host_data(const rp_state *R) {
+  for (size_t i = 0; i < R->o->nobservers; i++)
+    if (R->o->observers[i]->reads_host_data)
+      return 1;
+  return 0;
+}
 
 void rp_obs_pass_begin(rp_state *R) {
   for (size_t i = 0; i < R->o->nobservers; i++) {
@@ -215,19 +219,6 @@ void cucap_replay_session_end_pass(cucap_replay_session *s) {
   rp_of(s)->end_pass = 1;
 }
 
-void cucap_replay_session_mismatch(cucap_replay_session *s, const char *fmt, ...) {
-  rp_state *R = rp_of(s);
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  R->rep->mismatches++;
-  if (!R->rep->first_mismatch[0])
-    snprintf(R->rep->first_mismatch, sizeof R->rep->first_mismatch, "%s", msg);
-  CUCAP_ERROR("replay: %s", msg);
-}
-
 void cucap_replay_session_stop(cucap_replay_session *s) { rp_of(s)->stop = 1; }
 
 void cucap_replay_session_keep_contexts(cucap_replay_session *s) {
@@ -258,7 +249,5 @@ void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  rp_set_error(R, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED
-                          ? CUCAP_REPLAY_EXIT_INPUT : CUCAP_REPLAY_EXIT_FAILED,
-               "%s", msg);
+  rp_set_error(R, st, "%s", msg);
 }

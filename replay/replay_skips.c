@@ -2,7 +2,7 @@
  * operations (rp_skip) and operations replayed with a stand-in
  * (rp_substitute, e.g. a graph's host node run as an empty node). Both are
  * counted per name in the report; with --strict the first one stops the
- * replay with exit 3 and names the record. */
+ * replay (CUCAP_ERR_UNSUPPORTED) and names the record. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +12,7 @@
 void rp_skip(rp_state *R, const char *name) {
   cucap_replay_report *rep = R->rep;
   if (R->o->strict) { /* found only while executing (a missing blob, ...) */
-    rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
+    rp_set_error(R, CUCAP_ERR_UNSUPPORTED,
                  "--strict: record %" PRIu64 " (seq %" PRIu64
                  ") cannot be replayed: %s", R->rec_index, R->cur_seq, name);
     return;
@@ -35,7 +35,7 @@ void rp_skip(rp_state *R, const char *name) {
 void rp_substitute(rp_state *R, const char *name) {
   cucap_replay_report *rep = R->rep;
   if (R->o->strict) {
-    rp_set_error(R, CUCAP_ERR_UNSUPPORTED, CUCAP_REPLAY_EXIT_INPUT,
+    rp_set_error(R, CUCAP_ERR_UNSUPPORTED,
                  "--strict: record %" PRIu64 " (seq %" PRIu64
                  ") cannot be replayed exactly: %s", R->rec_index, R->cur_seq,
                  name);

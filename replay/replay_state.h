@@ -172,12 +172,13 @@ void rp_plainelf_free(rp_state *R);
 void rp_func_layout(rp_state *R, rp_func *fi);
 
 /* replay_exec.c, replay_exec_kernel.c, replay_exec_copy.c */
-void rp_set_error(rp_state *R, cucap_status st, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+void rp_set_error(rp_state *R, cucap_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int rp_cu(rp_state *R, CUresult r, const char *call); /* 0 + error if failed */
 cucap_hash128 rp_h(const cucap_fb_hash128 *h);
 const char *rp_unreplayable(const cucap_fb_record *rec); /* NULL: replayable */
-/* replay_skips.c; with --strict the first one stops the replay (exit 3) */
+/* replay_skips.c; with --strict the first one stops the replay
+ * (CUCAP_ERR_UNSUPPORTED) */
 void rp_skip(rp_state *R, const char *name);       /* counted by name */
 void rp_substitute(rp_state *R, const char *name); /* replayed with a stand-in */
 /* Relocation of pointers inside an HtoD payload (host copy hb of `size`
@@ -372,6 +373,9 @@ cucap_status rp_obs_begin(rp_state *R);
 void rp_obs_pass_begin(rp_state *R);
 int rp_obs_pass_end(rp_state *R);     /* 1: an observer wants another pass */
 void rp_obs_end(rp_state *R);
+/* 1 if an observer reads the bytes of copies to the host
+ * (cucap_replay_observer.reads_host_data): none may be left out. */
+int rp_obs_reads_host_data(const rp_state *R);
 /* Fills R->op for rec and announces it (launches announce themselves in
  * rp_op_launch, exactly around the driver call). */
 void rp_obs_op_start(rp_state *R, const cucap_fb_record *rec);

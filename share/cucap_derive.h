@@ -79,9 +79,14 @@ typedef struct cucap_derive_report {
                                   order (what the emitted program prints) */
   /* failure */
   char error[512];
-  int exit_code;               /* 0 ok; 2 the selection is not in the
-                                  capture or no contents source; 3 damaged
-                                  input; 4 I/O or replay failure */
+  cucap_status status;         /* what the failure is to the user (what
+                                  `cucap trim/extract` exit with is tools/'
+                                  business): CUCAP_OK; CUCAP_ERR_INVALID_ARG
+                                  the selection is not in the capture or no
+                                  contents source; CUCAP_ERR_CORRUPT damaged
+                                  input; CUCAP_ERR_IO / NOMEM the machine;
+                                  CUCAP_ERR_ENV / UNSUPPORTED / CUDA the
+                                  replay (--replay) */
 } cucap_derive_report;
 
 /* Writes the part `range` of src to out_path. */

@@ -186,9 +186,22 @@ cucap_status dv_write_exit_snapshot(cucap_writer *w, const cucap_state_region *g
 /* Number of state-prefix records dv_write will append (marked + uploads). */
 uint64_t dv_state_count(const dv_plan *p);
 
-/* Sets rep->error/exit_code (first error wins) and returns st. */
-cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, int exit_code,
+/* Sets rep->error and rep->status = as (first error wins) and returns st:
+ * st is what failed, `as` what the failure is to the user (see
+ * cucap_derive_report.status), one of the classes below or
+ * CUCAP_ERR_INVALID_ARG for a selection or option the capture cannot
+ * satisfy. */
+cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, cucap_status as,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Reading the source failed with st: the machine's fault (out of memory,
+ * I/O) as itself, anything else as damaged input (CUCAP_ERR_CORRUPT). */
+cucap_status dv_as_damage(cucap_status st);
+/* Writing the output failed: out of memory as itself, else CUCAP_ERR_IO. */
+cucap_status dv_as_write(cucap_status st);
+/* The replay failed with st: what this machine cannot do (ENV,
+ * UNSUPPORTED), out of memory and I/O as themselves, anything else as a
+ * failed driver call (CUCAP_ERR_CUDA). */
+cucap_status dv_as_replay(cucap_status st);
 
 /* The output step of trim and extract: creates the writer at out_path
  * (dv_writer_open), copies the kept records' blobs into it

@@ -43,14 +43,29 @@ void dv_plan_free(dv_plan *p) {
   p->keep = NULL;
 }
 
-cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, int exit_code,
+cucap_status dv_as_damage(cucap_status st) {
+  return st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? st : CUCAP_ERR_CORRUPT;
+}
+
+cucap_status dv_as_write(cucap_status st) {
+  return st == CUCAP_ERR_NOMEM ? st : CUCAP_ERR_IO;
+}
+
+cucap_status dv_as_replay(cucap_status st) {
+  return st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED || st == CUCAP_ERR_NOMEM ||
+                 st == CUCAP_ERR_IO
+             ? st
+             : CUCAP_ERR_CUDA;
+}
+
+cucap_status dv_fail(cucap_derive_report *rep, cucap_status st, cucap_status as,
                      const char *fmt, ...) {
   if (!rep->error[0]) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(rep->error, sizeof rep->error, fmt, ap);
     va_end(ap);
-    rep->exit_code = exit_code;
+    rep->status = as;
   }
   return st;
 }
@@ -59,15 +74,15 @@ cucap_status dv_output_open(dv_plan *p, const cucap_derive_options *o, const cha
                             const dv_origin *org, cucap_derive_report *rep, cucap_writer **w) {
   cucap_status st = dv_writer_open(p, out_path, o->level, org, w);
   if (st != CUCAP_OK)
-    return dv_fail(rep, st, 4, "cannot create %s: %s", out_path, cucap_status_str(st));
+    return dv_fail(rep, st, dv_as_write(st), "cannot create %s: %s", out_path, cucap_status_str(st));
   /* blobs first: a damaged one fails the command as bad input (exit 3),
      not as a failed replay or write */
   if ((st = dv_copy_kept_blobs(p, *w)) != CUCAP_OK)
-    return dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3,
+    return dv_fail(rep, st, dv_as_damage(st),
                    "the capture is damaged (%s): a module image, payload or snapshot it "
                    "keeps cannot be read", cucap_status_str(st));
   if (o->replay && !o->source_path) /* the replay runs the source file itself */
-    return dv_fail(rep, CUCAP_ERR_INVALID_ARG, 2, "--replay needs the capture's path");
+    return dv_fail(rep, CUCAP_ERR_INVALID_ARG, CUCAP_ERR_INVALID_ARG, "--replay needs the capture's path");
   return CUCAP_OK;
 }
 
@@ -75,7 +90,7 @@ cucap_status dv_output_close(dv_plan *p, cucap_writer *w, const char *out_path,
                              const dv_origin *org, cucap_derive_report *rep) {
   cucap_status st = cucap_writer_close(w);
   if (st != CUCAP_OK)
-    return dv_fail(rep, st, 4, "writing %s: %s", out_path, cucap_status_str(st));
+    return dv_fail(rep, st, dv_as_write(st), "writing %s: %s", out_path, cucap_status_str(st));
   struct stat sb;
   if (stat(out_path, &sb) == 0)
     rep->out_bytes = (uint64_t)sb.st_size;

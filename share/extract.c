@@ -229,14 +229,14 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
   if (st != CUCAP_OK || (st = locate(&p, sel, &f)) != CUCAP_OK) {
     cucap_reader_recovery rv;
     cucap_reader_recovery_get(src, &rv);
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM ? 4 : 3,
+    dv_fail(rep, st, st == CUCAP_ERR_NOMEM ? st : CUCAP_ERR_CORRUPT,
             "the capture is damaged or truncated (%s): extract needs a complete capture",
             rv.problem[0] ? rv.problem : cucap_status_str(st));
     goto out;
   }
   rep->source_records = p.nrecords;
   if (f.launch == DV_NONE) {
-    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, 2, "%s: no such launch in the capture", selection);
+    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG, "%s: no such launch in the capture", selection);
     goto out;
   }
   rep->launch_index = f.li;
@@ -254,7 +254,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
     p.first = p.cut + 1;
     rep->state = CUCAP_FB_STATESOURCE_RECORDEDSNAPSHOT;
   } else {
-    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, 2,
+    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG,
                  "no snapshot of device memory was recorded before launch %" PRIu64
                  ": record with --snapshot=launch:%" PRIu64 ", or use extract --replay "
                  "(replays up to the launch on a GPU)", f.li, f.li);
@@ -265,7 +265,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
       (f.fn_rec != DV_NONE && (st = dv_read_at(&p, f.fn_rec, &frec)) != CUCAP_OK) ||
       (q1 && (st = dv_read_at(&p, q1 - 1, &before)) != CUCAP_OK) ||
       (a1 && !o->replay && (st = dv_read_at(&p, a1 - 1, &after)) != CUCAP_OK)) {
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM ? 4 : 3, "reading the capture: %s",
+    dv_fail(rep, st, st == CUCAP_ERR_NOMEM ? st : CUCAP_ERR_CORRUPT, "reading the capture: %s",
             cucap_status_str(st));
     goto out;
   }
@@ -291,7 +291,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
   if ((st = dv_scan_state(&p)) != CUCAP_OK)
     goto out;
   if (p.capturing) {
-    st = dv_fail(rep, CUCAP_ERR_UNSUPPORTED, 2,
+    st = dv_fail(rep, CUCAP_ERR_UNSUPPORTED, CUCAP_ERR_INVALID_ARG,
                  "launch %" PRIu64 " is part of a stream capture (a graph node): it cannot "
                  "be extracted as a launch", f.li);
     goto out;
@@ -300,7 +300,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
   dv_images_setup(&p, o->keep_all_archs);
   p.primary_only = 1; /* one launch needs no context of its own: loops cleanly */
   if (o->minimal && (st = mark_pointed(&p, lrec.rec, frec.rec)) != CUCAP_OK) {
-    dv_fail(rep, st, 3, "reading the launch's arguments: %s", cucap_status_str(st));
+    dv_fail(rep, st, CUCAP_ERR_CORRUPT, "reading the launch's arguments: %s", cucap_status_str(st));
     goto out;
   }
   if ((st = dv_scan_uses(&p)) != CUCAP_OK)
@@ -325,7 +325,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
         *e = *(cucap_state_region *)sh_vec_at(&p.regions, i);
     }
   if (st != CUCAP_OK) {
-    dv_fail(rep, st, 4, "out of memory");
+    dv_fail(rep, st, CUCAP_ERR_NOMEM, "out of memory");
     goto out;
   }
   rep->have_expected = expect.n > 0;
@@ -339,16 +339,16 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
     st = dv_replay_read(o, w, f.launch, p.regions.data, p.regions.n, expect.data, expect.n,
                         &rep->expected_checksum, msg, sizeof msg);
     if (st != CUCAP_OK) {
-      dv_fail(rep, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED ? 3 : 4,
+      dv_fail(rep, st, dv_as_replay(st),
               "replaying up to launch %" PRIu64 ": %s", f.li, msg);
       goto out;
     }
   } else if (expect.n && (st = checksum_blobs(&p, &expect, &rep->expected_checksum)) != CUCAP_OK) {
-    dv_fail(rep, st, 3, "reading the recorded result: %s", cucap_status_str(st));
+    dv_fail(rep, st, CUCAP_ERR_CORRUPT, "reading the recorded result: %s", cucap_status_str(st));
     goto out;
   }
   if ((st = dv_write(&p, w, &rep->records_written)) != CUCAP_OK) {
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3, "writing %s: %s",
+    dv_fail(rep, st, dv_as_damage(st), "writing %s: %s",
             out_path, cucap_status_str(st));
     goto out;
   }
@@ -372,7 +372,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
       st = dv_write_exit_snapshot(w, expect.data, expect.n, f.li,
                                   cucap_fb_record_t_exit(lrec.rec));
     if (st != CUCAP_OK) {
-      dv_fail(rep, st, 4, "writing %s: %s", out_path, cucap_status_str(st));
+      dv_fail(rep, st, dv_as_write(st), "writing %s: %s", out_path, cucap_status_str(st));
       goto out;
     }
     rep->records_written++;
@@ -384,7 +384,7 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
   rep->launch_first = rep->launch_last = f.li;
 out:
   if (st != CUCAP_OK && !rep->error[0])
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO ? 4 : 3, "%s",
+    dv_fail(rep, st, dv_as_damage(st), "%s",
             cucap_status_str(st));
   cucap_writer_destroy(w);
   if (w && st != CUCAP_OK)

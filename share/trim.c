@@ -164,10 +164,10 @@ static cucap_status damaged(cucap_derive_report *rep, cucap_reader *r, cucap_sta
   cucap_reader_recovery_get(r, &rv);
   rv.problem[sizeof rv.problem - 1] = 0;
   if (st == CUCAP_ERR_NOMEM)
-    return dv_fail(rep, st, 4, "out of memory");
+    return dv_fail(rep, st, CUCAP_ERR_NOMEM, "out of memory");
   if (st == CUCAP_ERR_IO)
-    return dv_fail(rep, st, 4, "read error");
-  return dv_fail(rep, st, 3, "the capture is damaged or truncated (%s): %s",
+    return dv_fail(rep, st, CUCAP_ERR_IO, "read error");
+  return dv_fail(rep, st, CUCAP_ERR_CORRUPT, "the capture is damaged or truncated (%s): %s",
                  rv.problem[0] ? rv.problem : "no valid end",
                  "trim and extract need a complete capture");
 }
@@ -199,7 +199,7 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
     goto out;
   }
   if (f.start == DV_NONE || f.end < f.start) {
-    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, 2, "range %s is not in the capture", sel);
+    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG, "range %s is not in the capture", sel);
     goto out;
   }
   if (o->replay) {
@@ -210,7 +210,7 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
     p.first = f.snap + 1;
     rep->state = CUCAP_FB_STATESOURCE_RECORDEDSNAPSHOT;
   } else {
-    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, 2,
+    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG,
                  "no snapshot of device memory was recorded at the start of %s: record "
                  "with --snapshot=%s, or use trim --replay (replays up to the range on a GPU)",
                  sel,
@@ -230,7 +230,7 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
     goto out;
   }
   if (p.capturing) {
-    st = dv_fail(rep, CUCAP_ERR_UNSUPPORTED, 2,
+    st = dv_fail(rep, CUCAP_ERR_UNSUPPORTED, CUCAP_ERR_INVALID_ARG,
                  "range %s starts while a stream is being captured into a graph: choose a "
                  "range that starts outside stream capture", sel);
     goto out;
@@ -255,7 +255,7 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
     st = dv_regions_from_allocs(&p, &p.regions, &p.region_ctx, 0);
   }
   if (st != CUCAP_OK) {
-    dv_fail(rep, st, 4, "out of memory");
+    dv_fail(rep, st, CUCAP_ERR_NOMEM, "out of memory");
     goto out;
   }
   dv_origin org = {"trim", o->source_path, o->selection ? o->selection : sel, rep->state,
@@ -268,14 +268,14 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
     st = dv_replay_read(o, w, p.cut, p.regions.data, p.regions.n, NULL, 0, NULL, msg,
                         sizeof msg);
     if (st != CUCAP_OK) {
-      dv_fail(rep, st, st == CUCAP_ERR_ENV || st == CUCAP_ERR_UNSUPPORTED ? 3 : 4,
+      dv_fail(rep, st, dv_as_replay(st),
               "replaying up to record %" PRIu64 ": %s", p.cut, msg);
       goto out;
     }
   }
   if ((st = dv_write(&p, w, &rep->records_written)) != CUCAP_OK) {
     if (st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO)
-      dv_fail(rep, st, 4, "writing %s: %s", out_path, cucap_status_str(st));
+      dv_fail(rep, st, dv_as_write(st), "writing %s: %s", out_path, cucap_status_str(st));
     else
       damaged(rep, src, st);
     goto out;

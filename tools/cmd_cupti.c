@@ -243,11 +243,12 @@ static int cupti_profile_cmd(int argc, char **argv) {
   ro.nobservers = 1;
   cucap_replay_report rep;
   cucap_replay_run(path, &ro, &rep);
+  cucap_status rst = cucap_cli_replay_status(&rep, NULL);
   if (!quiet && (rep.loops || !rep.error[0]))
-    cucap_replay_report_print(&rep, stdout, 0);
+    cucap_cli_replay_print(&rep, NULL, rst, stdout, 0);
   if (!quiet && rep.loops)
     cucap_cupti_print_report(e, stdout, (unsigned)top);
-  int rc = rep.exit_code;
+  int rc = cucap_cli_exit_code(rst);
   if (rep.error[0])
     cucap_cli_error("cupti", path, "%s", rep.error);
   double tw = cucap_clock_now_s();

@@ -105,7 +105,8 @@ int cucap_cmd_extract(int argc, char **argv) {
   cucap_reader_destroy(r);
   if (st != CUCAP_OK) {
     cucap_cli_error("extract", path, "%s", rep.error[0] ? rep.error : cucap_status_str(st));
-    return rep.exit_code ? rep.exit_code : CUCAP_EXIT_IO;
+    rc = cucap_cli_exit_code(rep.status);
+    return rc ? rc : CUCAP_EXIT_IO;
   }
   char dem[2048];
   printf("extract launch %" PRIu64 " (%s) -> %s: %" PRIu64 " regions (%" PRIu64

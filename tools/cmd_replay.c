@@ -7,6 +7,7 @@
 #include "cucap_cli.h"
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_replay_observer.h"
 #include "cucap_verify.h"
 
 static const char replay_usage[] =
@@ -83,6 +84,8 @@ int cucap_cmd_replay(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   cucap_replay_options o;
   cucap_replay_options_init(&o);
+  cucap_verify_options vo;
+  cucap_verify_options_init(&vo);
   int quiet = 0, json = 0, profile = 0, profile_only = 0, c;
   cucap_cli_profile_args pa;
   memset(&pa, 0, sizeof pa);
@@ -92,9 +95,9 @@ int cucap_cmd_replay(int argc, char **argv) {
     switch (c) {
     case O_VERIFY:
       if (!optarg || !strcmp(optarg, "copies"))
-        o.verify = CUCAP_REPLAY_VERIFY_COPIES;
+        vo.mode = CUCAP_VERIFY_COPIES;
       else if (!strcmp(optarg, "launch"))
-        o.verify = CUCAP_REPLAY_VERIFY_LAUNCH;
+        vo.mode = CUCAP_VERIFY_LAUNCH;
       else {
         cucap_cli_error("replay", NULL, "--verify=%s: expected 'launch'", optarg);
         return CUCAP_EXIT_USAGE;
@@ -105,7 +108,7 @@ int cucap_cmd_replay(int argc, char **argv) {
         cucap_cli_error("replay", NULL, "--verify-passes %s: expected 1..64", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      o.verify_passes = (unsigned)v;
+      vo.passes = (unsigned)v;
       break;
     case O_LOOP:
       if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 1000000) {
@@ -169,8 +172,8 @@ int cucap_cmd_replay(int argc, char **argv) {
     fputs(replay_usage, stderr);
     return CUCAP_EXIT_USAGE;
   }
-  if (o.verify_passes && o.verify == CUCAP_REPLAY_VERIFY_NONE)
-    o.verify = CUCAP_REPLAY_VERIFY_COPIES;
+  if (vo.passes && vo.mode == CUCAP_VERIFY_NONE)
+    vo.mode = CUCAP_VERIFY_COPIES;
   const char *path = argv[optind];
   if (profile_only && !profile) {
     cucap_cli_error("replay", NULL, "profiling options need --profile");
@@ -187,18 +190,93 @@ int cucap_cmd_replay(int argc, char **argv) {
     o.exit_after = 1;
     pa.json = json;
     pa.quiet = quiet;
-    return cucap_cli_replay_profile(path, &o, &pa);
+    return cucap_cli_replay_profile(path, &o, &vo, &pa);
   }
   cucap_replay_report rep;
-  cucap_verify_replay_run(path, &o, &rep);
+  cucap_verify_report vr;
+  memset(&vr, 0, sizeof vr);
+  const cucap_replay_observer *obs[1];
+  cucap_verify *ver = NULL;
+  if (cucap_cli_verify_attach(&o, &vo, obs, &ver) == CUCAP_OK)
+    cucap_replay_run(path, &o, &rep);
+  else
+    cucap_cli_replay_nomem(&rep, &vr, &vo);
+  if (ver)
+    vr = *cucap_verify_get_report(ver);
+  cucap_verify_destroy(ver);
+  cucap_status st = cucap_cli_replay_status(&rep, &vr);
   if (json)
-    cucap_replay_report_print(&rep, stdout, 1);
+    cucap_cli_replay_print(&rep, &vr, st, stdout, 1);
   else if (!quiet && (rep.loops || !rep.error[0])) /* nothing ran: error only */
-    cucap_replay_report_print(&rep, stdout, 0);
+    cucap_cli_replay_print(&rep, &vr, st, stdout, 0);
   if (rep.error[0])
     cucap_cli_error("replay", path, "%s", rep.error);
-  else if (rep.mismatches)
+  else if (vr.mismatches)
     cucap_cli_error("replay", path, "verification failed: %s",
-                    rep.first_mismatch);
-  return rep.exit_code;
+                    vr.first_mismatch);
+  return cucap_cli_exit_code(st);
+}
+
+/* ------------------------------------------------ shared with --profile */
+
+cucap_status cucap_cli_verify_attach(cucap_replay_options *ro, const cucap_verify_options *vo,
+                                     const cucap_replay_observer **obs, cucap_verify **v) {
+  *v = NULL;
+  if (!vo || vo->mode == CUCAP_VERIFY_NONE)
+    return CUCAP_OK;
+  cucap_verify_options o = *vo;
+  o.strict = vo->strict || ro->strict; /* --strict is one flag of the command */
+  o.loops = ro->loops;
+  o.shared = ro->nobservers > 0;
+  *v = cucap_verify_create(&o);
+  if (!*v)
+    return CUCAP_ERR_NOMEM;
+  /* first: it reads every copy's bytes before another observer's
+   * session reads reuse the scratch buffer they are in */
+  if (ro->nobservers)
+    memmove(obs + 1, ro->observers, ro->nobservers * sizeof *obs);
+  obs[0] = cucap_verify_observer(*v);
+  ro->observers = obs;
+  ro->nobservers++;
+  return CUCAP_OK;
+}
+
+void cucap_cli_replay_nomem(cucap_replay_report *rep, cucap_verify_report *vr,
+                            const cucap_verify_options *vo) {
+  memset(rep, 0, sizeof *rep);
+  memset(vr, 0, sizeof *vr);
+  rep->gpu_time_s = -1;
+  vr->mode = vo->mode;
+  rep->status = CUCAP_ERR_NOMEM;
+  snprintf(rep->error, sizeof rep->error, "out of memory");
+}
+
+cucap_status cucap_cli_replay_status(const cucap_replay_report *rep,
+                                     const cucap_verify_report *vr) {
+  if (rep->error[0])
+    return rep->status;
+  return vr ? cucap_verify_status(vr) : CUCAP_OK;
+}
+
+void cucap_cli_replay_print(const cucap_replay_report *rep, const cucap_verify_report *vr,
+                            cucap_status st, FILE *out, int json) {
+  cucap_verify_report none;
+  if (!vr || !vr->mode) {
+    /* no verifier: the JSON still says what could not have been verified */
+    memset(&none, 0, sizeof none);
+    none.copies_unverifiable = rep->captured_host_reads;
+    vr = &none;
+  }
+  if (json) {
+    fprintf(out, "{\"status\":\"%s\",\"exit_code\":%d", cucap_status_name(st),
+            cucap_cli_exit_code(st));
+    cucap_replay_report_print(rep, out, 1);
+    cucap_verify_report_print(vr, out, 1);
+    fputs("}\n", out);
+    return;
+  }
+  cucap_replay_report_print(rep, out, 0);
+  cucap_verify_report_print(vr, out, 0);
+  if (rep->error[0] && rep->loops) /* the caller reports the error itself */
+    fprintf(out, "stopped: %s\n", rep->error);
 }

@@ -101,7 +101,7 @@ static int parse_metrics(const char *s, cucap_profiler_options *po, char ***owne
 }
 
 int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
-                             const cucap_cli_profile_args *pa) {
+                             const cucap_verify_options *vo, const cucap_cli_profile_args *pa) {
   /* 1. the capture: launches, callstacks, program findings */
   cucap_reader *r = NULL;
   int rc = cucap_cli_open("replay", path, &r);
@@ -173,7 +173,7 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
   if (!po.pc_sampling && !po.sass_metrics)
     cucap_profile_set_section(p, CUCAP_PROFILE_PCSAMPLING, CUCAP_PROFILE_NOT_REQUESTED, "",
                               "add --pc-sampling for instruction-level stacks");
-  const cucap_replay_observer *obs[2];
+  const cucap_replay_observer *obs[3]; /* the verifier's goes first */
   size_t nobs = 0;
   if (cucap_profiler_create(&po, p, &prof) == CUCAP_OK && prof)
     obs[nobs++] = cucap_profiler_observer(prof);
@@ -194,7 +194,17 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
 
   /* 3. the replay */
   cucap_replay_report rep;
-  cucap_verify_replay_run(path, ro, &rep);
+  cucap_verify_report vr;
+  memset(&vr, 0, sizeof vr);
+  cucap_verify *ver = NULL;
+  if (cucap_cli_verify_attach(ro, vo, obs, &ver) == CUCAP_OK)
+    cucap_replay_run(path, ro, &rep);
+  else
+    cucap_cli_replay_nomem(&rep, &vr, vo);
+  if (ver)
+    vr = *cucap_verify_get_report(ver);
+  cucap_verify_destroy(ver);
+  cucap_status rst = cucap_cli_replay_status(&rep, &vr);
   if (prof)
     cucap_profiler_finish(prof);
   if (evt)
@@ -209,10 +219,10 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
   reanalyse(p, a);
 
   /* 4. outputs */
-  rc = rep.exit_code;
+  rc = cucap_cli_exit_code(rst);
   if (pa->json) {
     fputs("{\"replay\":", stdout);
-    cucap_replay_report_print(&rep, stdout, 1);
+    cucap_cli_replay_print(&rep, &vr, rst, stdout, 1);
     fputs(",\"profile\":", stdout);
     cucap_json *w = cucap_json_create_file(stdout, 0);
     if (!w || cucap_profile_write_json(p, w) != CUCAP_OK)
@@ -221,7 +231,7 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
     fputs("}\n", stdout);
   } else if (!pa->quiet) {
     if (rep.loops || !rep.error[0])
-      cucap_replay_report_print(&rep, stdout, 0);
+      cucap_cli_replay_print(&rep, &vr, rst, stdout, 0);
     fputc('\n', stdout);
     cucap_profile_print_options popt;
     cucap_profile_print_options_init(&popt);
@@ -252,8 +262,8 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
     rc = CUCAP_EXIT_IO;
   if (rep.error[0])
     cucap_cli_error("replay", path, "%s", rep.error);
-  else if (rep.mismatches)
-    cucap_cli_error("replay", path, "verification failed: %s", rep.first_mismatch);
+  else if (vr.mismatches)
+    cucap_cli_error("replay", path, "verification failed: %s", vr.first_mismatch);
 out:
   cucap_profiler_destroy(prof);
   cucap_evtimer_destroy(evt);

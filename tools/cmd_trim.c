@@ -110,7 +110,8 @@ int cucap_cmd_trim(int argc, char **argv) {
   cucap_reader_destroy(r);
   if (st != CUCAP_OK) {
     cucap_cli_error("trim", path, "%s", rep.error[0] ? rep.error : cucap_status_str(st));
-    return rep.exit_code ? rep.exit_code : CUCAP_EXIT_IO;
+    rc = cucap_cli_exit_code(rep.status);
+    return rc ? rc : CUCAP_EXIT_IO;
   }
   printf("trim %s -> %s: source records %" PRIu64 "..%" PRIu64 " of %" PRIu64,
          range_text, out, rep.first_record, rep.last_record, rep.source_records);

@@ -59,12 +59,47 @@ typedef struct cucap_cli_profile_args {
   int json, quiet;
 } cucap_cli_profile_args;
 struct cucap_replay_options;
+struct cucap_verify_options;
 int cucap_cli_replay_profile(const char *path, struct cucap_replay_options *ro,
+                             const struct cucap_verify_options *vo,
                              const cucap_cli_profile_args *pa);
 
-/* Maps a status to an exit code (IO -> 4, NOMEM/INTERNAL -> 4, format
- * problems -> 3, MISMATCH -> 1, INVALID_ARG -> 2). */
+/* Maps a status to an exit code: the one place that does (tools/cli_exit.c).
+ * IO, NOMEM, COMPRESS, INTERNAL, CUDA (a driver call failed) -> 4; format
+ * problems and what this machine cannot do (ENV, UNSUPPORTED) -> 3;
+ * MISMATCH -> 1; INVALID_ARG -> 2. */
 int cucap_cli_exit_code(cucap_status s);
+
+/* `cucap replay` (tools/cmd_replay.c): the outcome of a run, the replay's
+ * error first, else the verifier's verdict (vr may be NULL). */
+struct cucap_replay_report;
+struct cucap_verify_report;
+cucap_status cucap_cli_replay_status(const struct cucap_replay_report *rep,
+                                     const struct cucap_verify_report *vr);
+/* Prints the report of `cucap replay` as text (the verify line after the
+ * time line, then "stopped:" when the run failed after it began) or as one
+ * JSON object; `st` is cucap_cli_replay_status's. */
+void cucap_cli_replay_print(const struct cucap_replay_report *rep,
+                            const struct cucap_verify_report *vr, cucap_status st,
+                            FILE *out, int json);
+/* Creates the verifier of `cucap replay --verify` for *ro (its loops,
+ * shared and strict taken from ro, as cucap_verify_replay_run does) and
+ * puts its observer first among ro's observers (obs: room for
+ * ro->nobservers + 1,
+ * the caller's; ro->observers then points to it). *v is NULL when vo->mode
+ * is CUCAP_VERIFY_NONE. Returns CUCAP_ERR_NOMEM on failure. The caller
+ * destroys *v (cucap_verify_destroy) after the run. */
+struct cucap_verify;
+struct cucap_verify_options;
+struct cucap_replay_observer;
+cucap_status cucap_cli_verify_attach(struct cucap_replay_options *ro,
+                                     const struct cucap_verify_options *vo,
+                                     const struct cucap_replay_observer **obs,
+                                     struct cucap_verify **v);
+/* The report of a run that could not start for want of memory (the
+ * verifier could not be created): as cucap_replay_run fills it. */
+void cucap_cli_replay_nomem(struct cucap_replay_report *rep, struct cucap_verify_report *vr,
+                            const struct cucap_verify_options *vo);
 
 /* trim / extract: one line on the module images the derived capture holds
  * (how many were reduced to the recorded GPU's code, sizes before/after). */

@@ -163,26 +163,6 @@ int main(int argc, char **argv) {
 
 /* ------------------------------------------------------------ shared helpers */
 
-int cucap_cli_exit_code(cucap_status s) {
-  switch (s) {
-  case CUCAP_OK:
-  case CUCAP_END:
-    return CUCAP_EXIT_OK;
-  case CUCAP_ERR_INVALID_ARG:
-  case CUCAP_ERR_NOT_IMPLEMENTED:
-    return CUCAP_EXIT_USAGE;
-  case CUCAP_ERR_MISMATCH:
-    return CUCAP_EXIT_MISMATCH;
-  case CUCAP_ERR_IO:
-  case CUCAP_ERR_NOMEM:
-  case CUCAP_ERR_COMPRESS:
-  case CUCAP_ERR_INTERNAL:
-    return CUCAP_EXIT_IO;
-  default:
-    return CUCAP_EXIT_BAD_INPUT;
-  }
-}
-
 void cucap_cli_error(const char *cmd, const char *file, const char *fmt, ...) {
   char msg[1024];
   va_list ap;

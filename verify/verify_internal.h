@@ -146,10 +146,12 @@ typedef struct vo_gnode {    /* a copy node to host memory of a recorded exec */
 
 struct cucap_verify {
   cucap_replay_observer ob;
-  const cucap_replay_options *o;
+  cucap_verify_options opts;    /* the caller's, copied at create */
+  const cucap_verify_options *o; /* &opts */
   cucap_replay_session *s;
   cucap_reader *r;
-  cucap_replay_report *rep;
+  cucap_verify_report report;   /* the verdict (cucap_verify_get_report) */
+  cucap_verify_report *rep;     /* &report */
   CUresult (*ctx_sync)(void); /* cuCtxSynchronize */
   unsigned pass;             /* current pass */
   unsigned passes;           /* passes completed */

@@ -307,7 +307,7 @@ static void vo_hints(const vo_verifier *v, const vo_check *c, uint64_t off,
 }
 
 static void vo_mismatch(vo_verifier *v, const char *log, const char *first) {
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   rep->mismatches++;
   CUCAP_ERROR("replay: %s", log);
   if (!rep->first_mismatch[0])
@@ -346,7 +346,7 @@ static void vo_byte_mismatch(vo_verifier *v, const vo_check *c, uint64_t off,
  * never matched, never silently passed. */
 static void vo_host_written(vo_verifier *v, const vo_check *c, uint64_t off,
                             uint8_t g, uint8_t r, uint64_t count) {
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   rep->host_written_bytes += count;
   rep->host_written_checks++;
   char line[640], at[48] = "";
@@ -365,7 +365,7 @@ static void vo_host_written(vo_verifier *v, const vo_check *c, uint64_t off,
 
 /* The summary of host-written checks past the ones listed. */
 static void vo_host_written_end(vo_verifier *v) {
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   if (!rep->host_written_checks)
     return;
   CUCAP_WARN("replay: verify: %" PRIu64 " bytes in %" PRIu64 " copies/regions differ "
@@ -415,7 +415,7 @@ static void vo_sum_ids(vo_sum *sm, const uint32_t *ids, unsigned n) {
 
 static void vo_nondet(vo_verifier *v, vo_sum *sm, const vo_check *c,
                       uint64_t bytes, const char *where) {
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   rep->nondet_bytes += bytes;
   if (c->kind == VO_COPY)
     rep->nondet_copies++;
@@ -447,7 +447,7 @@ static void vo_nondet(vo_verifier *v, vo_sum *sm, const vo_check *c,
 }
 
 void vo_judge(vo_verifier *v) {
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   rep->verify_passes = v->passes;
   vo_sum sm;
   memset(&sm, 0, sizeof sm);

@@ -175,7 +175,7 @@ void vo_compare(vo_verifier *v, const vo_info *in, const uint8_t *got) {
   int known = cucap_map_get(&v->seen, key, &ix);
   const uint8_t *want = v->want;
   uint64_t size = in->size;
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   if (!known) { /* first time this check is compared: count it once */
     rep->bytes_checked += size;
     rep->bytes_matched += size; /* less its differences, at the verdict */
@@ -246,7 +246,7 @@ static int vo_kind_is_dtoh(vo_verifier *v, const cucap_fb_memcpy *m) {
 
 static void vo_copy(vo_verifier *v, const cucap_replay_op *op,
                     const cucap_fb_memcpy *m) {
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   int first = !cucap_map_get(&v->seen, vo_key(op->rec_index, 0), NULL);
   /* the recorded bytes: in the record, or read by the recorder after the
    * call (CopyResult, format 1.2) */
@@ -339,7 +339,7 @@ static void vo_reason_name(int reason, char *out, size_t cap) {
 static void vo_snapshot(vo_verifier *v, const cucap_replay_op *op,
                         uint64_t rec_index, int reason, const vo_region *g,
                         size_t n) {
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   if (op->capturing) { /* reading device memory would invalidate the capture */
     if (v->pass == 0)
       rep->copies_unverifiable += n;
@@ -380,7 +380,7 @@ static void vo_snapshot(vo_verifier *v, const cucap_replay_op *op,
 
 static void vo_hashes(vo_verifier *v, const cucap_replay_op *op,
                       const vo_pending *p) {
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   if (op->capturing) {
     if (v->pass == 0)
       rep->copies_unverifiable += p->n;
@@ -517,7 +517,6 @@ static cucap_status vo_begin(void *u, cucap_replay_session *s) {
   vo_verifier *v = u;
   v->s = s;
   v->r = cucap_replay_session_reader(s);
-  v->rep = cucap_replay_session_report(s);
   v->ctx_sync = (CUresult(*)(void))cucap_replay_session_proc(s, "cuCtxSynchronize", 2000);
   return CUCAP_OK;
 }
@@ -614,7 +613,7 @@ static void vo_op_after(void *u, cucap_replay_session *s, const cucap_replay_op 
     break;
   }
   case CUCAP_FB_BODY_LAUNCHHASH:
-    if (v->o->verify == CUCAP_REPLAY_VERIFY_LAUNCH) {
+    if (v->o->mode == CUCAP_VERIFY_LAUNCH) {
       const cucap_fb_launch_hash *lh = cucap_fb_record_body_as_launch_hash(rec);
       vo_defer(v, op, VO_HASH, 0, cucap_fb_launch_hash_launch_index(lh),
                cucap_fb_launch_hash_launch_seq(lh), vo_hash_at, lh,
@@ -642,7 +641,7 @@ static int vo_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
     v->diag_done = 1;
     return 0;
   }
-  unsigned want = v->o->verify_passes;
+  unsigned want = v->o->passes;
   if (want == 1)
     return 0;
   uint64_t undecided = 0;
@@ -659,7 +658,7 @@ static int vo_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
   unsigned planned = want ? want : v->nchk ? 2 : 1;
   if (v->passes < planned)
     return 1;
-  if (undecided && v->passes < planned + CUCAP_REPLAY_VERIFY_MAX_EXTRA)
+  if (undecided && v->passes < planned + CUCAP_VERIFY_MAX_EXTRA)
     return 1; /* each pass may still show those bytes varying */
   if (nd && !v->diag_done && vo_diag_plan(v)) {
     v->diag_at = v->passes;
@@ -671,18 +670,24 @@ static int vo_pass_end(void *u, cucap_replay_session *s, unsigned pass) {
 static void vo_end(void *u, cucap_replay_session *s, cucap_replay_report *rep) {
   vo_verifier *v = u;
   (void)s;
-  v->rep = rep;
+  /* copies the replay ran where no observer sees their bytes */
+  v->rep->copies_unverifiable += rep ? rep->captured_host_reads : 0;
   vo_pending_free(v);
   vo_perturb_destroy(v);
   if (v->r)
     vo_judge(v);
 }
 
-cucap_verify *cucap_verify_create(const cucap_replay_options *o) {
+void cucap_verify_options_init(cucap_verify_options *o) { memset(o, 0, sizeof *o); }
+
+cucap_verify *cucap_verify_create(const cucap_verify_options *o) {
   vo_verifier *v = calloc(1, sizeof *v);
   if (!v)
     return NULL;
-  v->o = o;
+  v->opts = *o;
+  v->o = &v->opts;
+  v->rep = &v->report;
+  v->report.mode = o->mode;
   v->diag_at = UINT32_MAX;
   v->ob.name = "verify";
   v->ob.user = v;
@@ -692,10 +697,19 @@ cucap_verify *cucap_verify_create(const cucap_replay_options *o) {
   v->ob.op_after = vo_op_after;
   v->ob.pass_end = vo_pass_end;
   v->ob.end = vo_end;
+  v->ob.reads_host_data = 1; /* compares every copy to the host */
   return v;
 }
 
 const cucap_replay_observer *cucap_verify_observer(cucap_verify *v) { return &v->ob; }
+
+const cucap_verify_report *cucap_verify_get_report(const cucap_verify *v) {
+  return &v->report;
+}
+
+cucap_status cucap_verify_status(const cucap_verify_report *vr) {
+  return vr->mismatches ? CUCAP_ERR_MISMATCH : CUCAP_OK;
+}
 
 void cucap_verify_destroy(cucap_verify *v) {
   if (!v)
@@ -729,31 +743,45 @@ void cucap_verify_destroy(cucap_verify *v) {
   free(v);
 }
 
-cucap_status cucap_verify_replay_run(const char *path, const cucap_replay_options *o,
-                                     cucap_replay_report *rep) {
-  if (!o || o->verify == CUCAP_REPLAY_VERIFY_NONE)
-    return cucap_replay_run(path, o, rep);
-  cucap_replay_options eff = *o;
-  cucap_verify *v = cucap_verify_create(&eff);
-  const cucap_replay_observer **obs = calloc(o->nobservers + 1, sizeof *obs);
+cucap_status cucap_verify_replay_run(const char *path, const cucap_replay_options *ro,
+                                     const cucap_verify_options *vo,
+                                     cucap_replay_report *rep, cucap_verify_report *vrep) {
+  cucap_verify_report none;
+  if (!vrep)
+    vrep = &none;
+  memset(vrep, 0, sizeof *vrep);
+  if (!vo || vo->mode == CUCAP_VERIFY_NONE)
+    return cucap_replay_run(path, ro, rep);
+  cucap_replay_options defo, eff;
+  if (!ro) {
+    cucap_replay_options_init(&defo);
+    ro = &defo;
+  }
+  eff = *ro;
+  cucap_verify_options vopt = *vo;
+  vopt.strict = vo->strict || ro->strict; /* --strict is one flag of the command */
+  vopt.loops = ro->loops;
+  vopt.shared = ro->nobservers > 0;
+  cucap_verify *v = cucap_verify_create(&vopt);
+  const cucap_replay_observer **obs = calloc(ro->nobservers + 1, sizeof *obs);
   if (!v || !obs) {
     cucap_verify_destroy(v);
     free(obs);
     memset(rep, 0, sizeof *rep);
     rep->gpu_time_s = -1;
-    rep->verify_mode = o->verify;
+    vrep->mode = vo->mode;
     rep->status = CUCAP_ERR_NOMEM;
-    rep->exit_code = CUCAP_REPLAY_EXIT_FAILED;
     snprintf(rep->error, sizeof rep->error, "out of memory");
     return rep->status;
   }
   obs[0] = cucap_verify_observer(v);
-  for (size_t i = 0; i < o->nobservers; i++)
-    obs[i + 1] = o->observers[i];
+  for (size_t i = 0; i < ro->nobservers; i++)
+    obs[i + 1] = ro->observers[i];
   eff.observers = obs;
-  eff.nobservers = o->nobservers + 1;
+  eff.nobservers = ro->nobservers + 1;
   cucap_status st = cucap_replay_run(path, &eff, rep);
+  *vrep = *cucap_verify_get_report(v);
   cucap_verify_destroy(v);
   free(obs);
-  return st;
+  return rep->error[0] ? st : cucap_verify_status(vrep);
 }

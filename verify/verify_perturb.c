@@ -210,8 +210,8 @@ void vo_perturb_pass_begin(vo_verifier *v, unsigned pass) {
   p->this_pass = p->perturbed_pass = 0;
   const char *env = cucap_knob_str(CUCAP_KNOB(CUCAP_REPLAY_VERIFY_PERTURB));
   unsigned loops = v->o->loops ? v->o->loops : 1;
-  v->perturbing = pass >= 1 && pass >= loops && !v->in_diag && v->o->nobservers <= 1 &&
-                  v->o->verify_passes != 1 && !(env && !strcmp(env, "0"));
+  v->perturbing = pass >= 1 && pass >= loops && !v->in_diag && !v->o->shared &&
+                  v->o->passes != 1 && !(env && !strcmp(env, "0"));
   if (!v->perturbing)
     return;
   if (p->state == 0) {

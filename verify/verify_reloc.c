@@ -174,7 +174,7 @@ void vo_reloc_apply(vo_verifier *v) {
   }
   vo_rl_result res;
   vo_rl_choose(c, n, &res);
-  cucap_replay_report *rep = v->rep;
+  cucap_verify_report *rep = v->rep;
   for (size_t i = 0; i < n; i++) {
     if (!c[i].ok)
       continue;

@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cucap_cli.h"
 #include "cucap_log.h"
 #include "cucap_replay.h"
 #include "cucap_verify.h"
@@ -639,8 +640,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fz z = {data, size, NULL, NULL, 0, 0};
   cucap_replay_options o;
   cucap_replay_options_init(&o);
+  cucap_verify_options vo;
+  cucap_verify_options_init(&vo);
   unsigned fl = (unsigned)take(&z, 1);
-  o.verify = (cucap_replay_verify_mode)(fl % 3);
+  vo.mode = (cucap_verify_mode)(fl % 3);
   o.relocate = (fl >> 2) & 1;
   o.strict = (fl >> 3) & 1;
   o.sync_each = (fl >> 4) & 1;
@@ -677,20 +680,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cucap_fbb_destroy(z.b);
 
   cucap_replay_report rep;
-  cucap_verify_replay_run(g_path, &o, &rep);
+  cucap_verify_report vr;
+  int exit_code = cucap_cli_exit_code(cucap_verify_replay_run(g_path, &o, &vo, &rep, &vr));
   if (g_verbose) {
     cucap_replay_report_print(&rep, stderr, 0);
-    fprintf(stderr, "exit %d: %s\n", rep.exit_code, rep.error);
+    cucap_verify_report_print(&vr, stderr, 0);
+    fprintf(stderr, "exit %d: %s\n", exit_code, rep.error);
   }
-  if (rep.exit_code < 0 || rep.exit_code > CUCAP_REPLAY_EXIT_FAILED) {
-    fprintf(stderr, "fuzz_replay: undocumented exit code %d (%s)\n", rep.exit_code, rep.error);
+  if (exit_code < 0 || exit_code > CUCAP_EXIT_IO) {
+    fprintf(stderr, "fuzz_replay: undocumented exit code %d (%s)\n", exit_code, rep.error);
     abort();
   }
   unsigned long long live = 0;
   char desc[512] = "";
   if (g_live(&live, desc, sizeof desc) != 0 || live) {
     fprintf(stderr, "fuzz_replay: the replay (exit %d: %s) left driver objects alive: %s\n",
-            rep.exit_code, rep.error, desc);
+            exit_code, rep.error, desc);
     abort();
   }
   return 0;

@@ -17,11 +17,24 @@
 #include "cucap_log.h"
 #include "cucap_reader.h"
 #include "cucap_replay.h"
+#include "cucap_cli.h"
 #include "cucap_verify.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
 #include "replay_testcaps.h"
 #include "testutil.h"
+
+/* --verify of the runs below, their verdicts and the exit code `cucap
+ * replay` gives for each (tools/ maps the status) */
+static cucap_verify_options vo;
+static cucap_verify_report vr;
+static int exit_code;
+static cucap_status vrun(const char *path, const cucap_replay_options *o,
+                         cucap_replay_report *rep) {
+  cucap_status st = cucap_verify_replay_run(path, o, &vo, rep, &vr);
+  exit_code = cucap_cli_exit_code(st);
+  return st;
+}
 
 static int checks;
 
@@ -41,8 +54,9 @@ static void pin_sink(cucap_log_level level, const char *msg, void *user) {
 
 static void opts(cucap_replay_options *o) {
   cucap_replay_options_init(o);
+  cucap_verify_options_init(&vo);
   o->libcuda = mock;
-  o->verify = CUCAP_REPLAY_VERIFY_COPIES;
+  vo.mode = CUCAP_VERIFY_COPIES;
 }
 
 /* Helper modes for the integration tests (tests/integration/):
@@ -224,10 +238,10 @@ static void test_plain_elf(void) {
   cucap_log_sink old = cucap_log_set_sink(plain_sink, NULL);
   opts(&o);
   o.loops = 2; /* the second pass loads the same ELF again */
-  TU_CHECK(cucap_verify_replay_run(cap, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(cap, &o, &rep) == CUCAP_OK);
   checks += 4;
-  TU_CHECK(rep.exit_code == 0 && rep.launches == 2);
-  TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
+  TU_CHECK(exit_code == 0 && rep.launches == 2);
+  TU_CHECK(vr.mismatches == 0 && rep.skipped == 0);
   TU_CHECK(strstr(plain_line, "1 of 1 fatbin image(s) loaded as their sm_90 ELF") != NULL);
   if (rep.error[0] || !plain_line[0])
     fprintf(stderr, "error: %s; log: %s\n", rep.error, plain_line);
@@ -238,11 +252,11 @@ static void test_plain_elf(void) {
     setenv(off[i], i ? "1" : "0", 1);
     cucap_knobs_reload(); /* knobs are read once per process */
     opts(&o);
-    TU_CHECK(cucap_verify_replay_run(cap, &o, &rep) != CUCAP_OK);
+    TU_CHECK(vrun(cap, &o, &rep) != CUCAP_OK);
     unsetenv(off[i]);
     cucap_knobs_reload();
     checks += 2;
-    TU_CHECK(rep.exit_code != 0 && strstr(rep.error, "cuModuleLoadDataEx") != NULL);
+    TU_CHECK(exit_code != 0 && strstr(rep.error, "cuModuleLoadDataEx") != NULL);
     TU_CHECK(plain_line[0] == 0);
   }
   cucap_log_set_sink(old, NULL);
@@ -299,15 +313,16 @@ int main(int argc, char **argv) {
 
   /* 1: fixed-address replay, verified */
   opts(&o);
-  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(good, &o, &rep) == CUCAP_OK);
   cucap_replay_report_print(&rep, stderr, 0);
+  cucap_verify_report_print(&vr, stderr, 0);
   checks += 7;
-  TU_CHECK(rep.exit_code == 0);
+  TU_CHECK(exit_code == 0);
   TU_CHECK(rep.fixed_address == 1);
   TU_CHECK(rep.launches == 1);
-  TU_CHECK(rep.copies_checked == 1 && rep.snapshot_regions_checked == 1);
-  TU_CHECK(rep.bytes_checked == 2 * N * 4 && rep.bytes_matched == rep.bytes_checked);
-  TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
+  TU_CHECK(vr.copies_checked == 1 && vr.snapshot_regions_checked == 1);
+  TU_CHECK(vr.bytes_checked == 2 * N * 4 && vr.bytes_matched == vr.bytes_checked);
+  TU_CHECK(vr.mismatches == 0 && rep.skipped == 0);
   if (rep.error[0])
     fprintf(stderr, "error: %s\n", rep.error);
 
@@ -317,11 +332,11 @@ int main(int argc, char **argv) {
     char *ap = tu_tmp_path("replay_attr");
     write_capture(ap, CAP_ATTR_LATE);
     opts(&o);
-    TU_CHECK(cucap_verify_replay_run(ap, &o, &rep) == CUCAP_OK);
+    TU_CHECK(vrun(ap, &o, &rep) == CUCAP_OK);
     checks += 3;
-    TU_CHECK(rep.exit_code == 0);
+    TU_CHECK(exit_code == 0);
     TU_CHECK(rep.launches == 1 && rep.skipped == 0);
-    TU_CHECK(rep.mismatches == 0 && rep.copies_checked == 1);
+    TU_CHECK(vr.mismatches == 0 && vr.copies_checked == 1);
     if (rep.error[0])
       fprintf(stderr, "error: %s\n", rep.error);
     remove(ap);
@@ -336,14 +351,14 @@ int main(int argc, char **argv) {
     write_capture(gp, CAP_GRAPH);
     setenv("CUCAP_MOCK_STRICT_VA", "1", 1);
     opts(&o);
-    TU_CHECK(cucap_verify_replay_run(gp, &o, &rep) == CUCAP_OK);
+    TU_CHECK(vrun(gp, &o, &rep) == CUCAP_OK);
     unsetenv("CUCAP_MOCK_STRICT_VA");
     checks += 5;
-    TU_CHECK(rep.exit_code == 0);
+    TU_CHECK(exit_code == 0);
     TU_CHECK(rep.fixed_address == 1 && rep.fixed_ranges == 1);
     TU_CHECK(rep.launches == 3); /* graph launches; the captured one is not run */
-    TU_CHECK(rep.copies_checked == 1 && rep.copies_unverifiable >= 1);
-    TU_CHECK(rep.mismatches == 0 && rep.skipped == 0);
+    TU_CHECK(vr.copies_checked == 1 && vr.copies_unverifiable >= 1);
+    TU_CHECK(vr.mismatches == 0 && rep.skipped == 0);
     if (rep.error[0])
       fprintf(stderr, "error: %s\n", rep.error);
     remove(gp);
@@ -360,45 +375,45 @@ int main(int argc, char **argv) {
   opts(&o);
   o.relocate = 1;
   o.loops = 2;
-  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(good, &o, &rep) == CUCAP_OK);
   checks += 5;
   TU_CHECK(rep.fixed_address == 0 && rep.relocated_allocs == 6);
   TU_CHECK(rep.patched_params == 6);
   TU_CHECK(rep.loops == 2 && rep.launches == 2);
-  TU_CHECK(rep.mismatches == 0);
+  TU_CHECK(vr.mismatches == 0);
   if (rep.error[0])
     fprintf(stderr, "error: %s\n", rep.error);
 
   /* 3: a flipped payload byte is found, with its offset */
   opts(&o);
-  TU_CHECK(cucap_verify_replay_run(bad, &o, &rep) == CUCAP_ERR_MISMATCH);
+  TU_CHECK(vrun(bad, &o, &rep) == CUCAP_ERR_MISMATCH);
   checks += 3;
-  TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_MISMATCH);
-  TU_CHECK(strstr(rep.first_mismatch, "offset 1234") != NULL);
+  TU_CHECK(exit_code == CUCAP_EXIT_MISMATCH);
+  TU_CHECK(strstr(vr.first_mismatch, "offset 1234") != NULL);
   /* --verify=launch names the first divergent kernel */
-  o.verify = CUCAP_REPLAY_VERIFY_LAUNCH;
+  vo.mode = CUCAP_VERIFY_LAUNCH;
   checks += 3;
-  TU_CHECK(cucap_verify_replay_run(bad, &o, &rep) == CUCAP_ERR_MISMATCH);
-  TU_CHECK(rep.launch_hashes_checked == 1);
-  TU_CHECK(strstr(rep.first_mismatch, "launch 0 (vec_add)") != NULL);
-  o.verify = CUCAP_REPLAY_VERIFY_LAUNCH;
+  TU_CHECK(vrun(bad, &o, &rep) == CUCAP_ERR_MISMATCH);
+  TU_CHECK(vr.launch_hashes_checked == 1);
+  TU_CHECK(strstr(vr.first_mismatch, "launch 0 (vec_add)") != NULL);
+  vo.mode = CUCAP_VERIFY_LAUNCH;
   checks += 2;
-  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_OK);
-  TU_CHECK(rep.launch_hashes_checked == 1 && rep.mismatches == 0);
+  TU_CHECK(vrun(good, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vr.launch_hashes_checked == 1 && vr.mismatches == 0);
   /* without --verify the same capture replays fine */
-  o.verify = CUCAP_REPLAY_VERIFY_NONE;
+  vo.mode = CUCAP_VERIFY_NONE;
   checks++;
-  TU_CHECK(cucap_verify_replay_run(bad, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(bad, &o, &rep) == CUCAP_OK);
 
   /* 4: host functions are skipped and named, refused with --strict */
   opts(&o);
   checks += 4;
-  TU_CHECK(cucap_verify_replay_run(hf, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(hf, &o, &rep) == CUCAP_OK);
   TU_CHECK(rep.skipped == 1 && rep.skip_kinds == 1 &&
            strcmp(rep.skip_name[0], "cuLaunchHostFunc") == 0);
   o.strict = 1;
-  TU_CHECK(cucap_verify_replay_run(hf, &o, &rep) != CUCAP_OK);
-  TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_INPUT && rep.launches == 0);
+  TU_CHECK(vrun(hf, &o, &rep) != CUCAP_OK);
+  TU_CHECK(exit_code == CUCAP_EXIT_BAD_INPUT && rep.launches == 0);
 
   /* 5: truncated capture: clear error, exit 3; --allow-partial runs */
   {
@@ -416,12 +431,12 @@ int main(int argc, char **argv) {
   }
   opts(&o);
   checks += 3;
-  TU_CHECK(cucap_verify_replay_run(tr, &o, &rep) != CUCAP_OK);
-  TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_INPUT && rep.error[0]);
+  TU_CHECK(vrun(tr, &o, &rep) != CUCAP_OK);
+  TU_CHECK(exit_code == CUCAP_EXIT_BAD_INPUT && rep.error[0]);
   fprintf(stderr, "truncated: %s\n", rep.error);
   o.allow_partial = 1;
-  cucap_verify_replay_run(tr, &o, &rep); /* must not crash */
-  TU_CHECK(rep.partial == 1 || rep.exit_code == CUCAP_REPLAY_EXIT_INPUT);
+  vrun(tr, &o, &rep); /* must not crash */
+  TU_CHECK(rep.partial == 1 || exit_code == CUCAP_EXIT_BAD_INPUT);
 
   /* 5b: no code for this GPU (PTX for sm_100 only; the mock is sm_90) */
   {
@@ -429,8 +444,8 @@ int main(int argc, char **argv) {
     write_capture(sm, CAP_SM100);
     opts(&o);
     checks += 2;
-    TU_CHECK(cucap_verify_replay_run(sm, &o, &rep) == CUCAP_ERR_ENV);
-    TU_CHECK(rep.exit_code == CUCAP_REPLAY_EXIT_INPUT &&
+    TU_CHECK(vrun(sm, &o, &rep) == CUCAP_ERR_ENV);
+    TU_CHECK(exit_code == CUCAP_EXIT_BAD_INPUT &&
              strstr(rep.error, "no code for this GPU (sm_90)") && rep.launches == 0);
     fprintf(stderr, "sm_100 image: %s\n", rep.error);
     unlink(sm);
@@ -448,11 +463,11 @@ int main(int argc, char **argv) {
     cucap_log_set_level(CUCAP_LOG_INFO);
     cucap_log_sink old_sink = cucap_log_set_sink(pin_sink, NULL);
     opts(&o);
-    cucap_status pst = cucap_verify_replay_run(pp, &o, &rep);
+    cucap_status pst = vrun(pp, &o, &rep);
     cucap_log_set_sink(old_sink, NULL);
     cucap_log_set_level(CUCAP_LOG_ERROR);
     checks += 4;
-    TU_CHECK(pst == CUCAP_OK && rep.mismatches == 0);
+    TU_CHECK(pst == CUCAP_OK && vr.mismatches == 0);
     TU_CHECK(strstr(pin_line, "1 pinned host range(s) at recorded addresses, "
                               "1 not placed") != NULL);
     TU_CHECK(pin_warns == 1);
@@ -472,10 +487,10 @@ int main(int argc, char **argv) {
   /* 6: missing file / no driver */
   opts(&o);
   checks += 2;
-  TU_CHECK(cucap_verify_replay_run("/nonexistent/x.fb", &o, &rep) != CUCAP_OK && rep.error[0]);
+  TU_CHECK(vrun("/nonexistent/x.fb", &o, &rep) != CUCAP_OK && rep.error[0]);
   o.libcuda = "/nonexistent/libcuda.so.1";
-  TU_CHECK(cucap_verify_replay_run(good, &o, &rep) == CUCAP_ERR_ENV &&
-           rep.exit_code == CUCAP_REPLAY_EXIT_INPUT);
+  TU_CHECK(vrun(good, &o, &rep) == CUCAP_ERR_ENV &&
+           exit_code == CUCAP_EXIT_BAD_INPUT);
 
   /* 7: library kernel via cuLaunchKernelEx, streams/events, memset, 2D
    * copies on the per-thread stream, Unified DtoH */
@@ -484,18 +499,18 @@ int main(int argc, char **argv) {
     write_capture2(c2);
     opts(&o);
     checks += 4;
-    TU_CHECK(cucap_verify_replay_run(c2, &o, &rep) == CUCAP_OK);
+    TU_CHECK(vrun(c2, &o, &rep) == CUCAP_OK);
     TU_CHECK(rep.launches == 1 && rep.skipped == 0);
-    TU_CHECK(rep.copies_checked == 2 && rep.mismatches == 0);
-    TU_CHECK(rep.bytes_matched == W2 * H2 + N * 4);
-    if (rep.error[0] || rep.mismatches || rep.skipped)
+    TU_CHECK(vr.copies_checked == 2 && vr.mismatches == 0);
+    TU_CHECK(vr.bytes_matched == W2 * H2 + N * 4);
+    if (rep.error[0] || vr.mismatches || rep.skipped)
       cucap_replay_report_print(&rep, stderr, 0);
     opts(&o);
     o.relocate = 1;
     o.sync_each = 1;
     checks += 2;
-    TU_CHECK(cucap_verify_replay_run(c2, &o, &rep) == CUCAP_OK);
-    TU_CHECK(rep.patched_params == 1 && rep.mismatches == 0);
+    TU_CHECK(vrun(c2, &o, &rep) == CUCAP_OK);
+    TU_CHECK(rep.patched_params == 1 && vr.mismatches == 0);
     unlink(c2);
     free(c2);
   }
@@ -504,7 +519,9 @@ int main(int argc, char **argv) {
   FILE *dn = fopen("/dev/null", "w");
   if (dn) {
     cucap_replay_report_print(&rep, dn, 0);
+    cucap_verify_report_print(&vr, dn, 0);
     cucap_replay_report_print(&rep, dn, 1);
+    cucap_verify_report_print(&vr, dn, 1);
     fclose(dn);
   }
   unlink(good);

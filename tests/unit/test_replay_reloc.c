@@ -26,11 +26,24 @@
 
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_cli.h"
 #include "cucap_verify.h"
 #include "cucap_schema.h"
 #include "cucap_writer.h"
 #include "replay_testcaps.h"
 #include "testutil.h"
+
+/* --verify of the runs below, their verdicts and the exit code `cucap
+ * replay` gives for each (tools/ maps the status) */
+static cucap_verify_options vo;
+static cucap_verify_report vr;
+static int exit_code;
+static cucap_status vrun(const char *path, const cucap_replay_options *o,
+                         cucap_replay_report *rep) {
+  cucap_status st = cucap_verify_replay_run(path, o, &vo, rep, &vr);
+  exit_code = cucap_cli_exit_code(st);
+  return st;
+}
 
 static int checks;
 static char mock[4096];
@@ -203,8 +216,9 @@ static void write_pinned(const char *path, uint64_t d, uint64_t h) {
 
 static void opts(cucap_replay_options *o) {
   cucap_replay_options_init(o);
+  cucap_verify_options_init(&vo);
   o->libcuda = mock;
-  o->verify = CUCAP_REPLAY_VERIFY_COPIES;
+  vo.mode = CUCAP_VERIFY_COPIES;
 }
 
 static int warned_in_use;
@@ -232,13 +246,13 @@ int main(void) {
   write_linked(p, PA, BA, OA);
   opts(&o);
   o.relocate = 1;
-  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(p, &o, &rep) == CUCAP_OK);
   checks += 4;
   TU_CHECK(rep.relocated_allocs == 3 && rep.patched_params == 2);
   TU_CHECK(rep.patched_pointers == NE);
-  TU_CHECK(rep.copies_checked == 1 && rep.mismatches == 0 && rep.bytes_matched == NE * 4);
-  TU_CHECK(rep.exit_code == 0);
-  if (rep.error[0] || rep.mismatches)
+  TU_CHECK(vr.copies_checked == 1 && vr.mismatches == 0 && vr.bytes_matched == NE * 4);
+  TU_CHECK(exit_code == 0);
+  if (rep.error[0] || vr.mismatches)
     cucap_replay_report_print(&rep, stderr, 0);
 
   /* 1b: only B relocated: its recorded super-range is taken in this process
@@ -249,13 +263,13 @@ int main(void) {
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   TU_REQUIRE(taken == (void *)(uintptr_t)(BB + 0x100000));
   opts(&o);
-  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(p, &o, &rep) == CUCAP_OK);
   munmap(taken, 4096);
   checks += 3;
   TU_CHECK(rep.relocated_allocs == 1 && rep.fixed_ranges == 1);
   TU_CHECK(rep.patched_pointers == NE && rep.patched_params == 0);
-  TU_CHECK(rep.mismatches == 0 && rep.bytes_matched == NE * 4 && rep.exit_code == 0);
-  if (rep.error[0] || rep.mismatches)
+  TU_CHECK(vr.mismatches == 0 && vr.bytes_matched == NE * 4 && exit_code == 0);
+  if (rep.error[0] || vr.mismatches)
     cucap_replay_report_print(&rep, stderr, 0);
 
   /* 2: pinned host memory inside a device super-range */
@@ -264,14 +278,14 @@ int main(void) {
   opts(&o);
   cucap_log_set_sink(sink, NULL);
   cucap_log_set_level(CUCAP_LOG_WARN);
-  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(p, &o, &rep) == CUCAP_OK);
   cucap_log_set_sink(NULL, NULL);
   cucap_log_set_level(CUCAP_LOG_ERROR);
   checks += 3;
   TU_CHECK(rep.pinned_host_device_backed == 1 && rep.pinned_host_failed == 0);
   TU_CHECK(warned_in_use == 0);
-  TU_CHECK(rep.mismatches == 0 && rep.bytes_matched == NE * 4 && rep.exit_code == 0);
-  if (rep.error[0] || rep.mismatches || warned_in_use)
+  TU_CHECK(vr.mismatches == 0 && vr.bytes_matched == NE * 4 && exit_code == 0);
+  if (rep.error[0] || vr.mismatches || warned_in_use)
     cucap_replay_report_print(&rep, stderr, 0);
 
   /* 3: one super-range of two used 32 MiB blocks; the second is taken */
@@ -281,24 +295,24 @@ int main(void) {
                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   TU_REQUIRE(taken == (void *)(uintptr_t)(S1 + 0x800000));
   opts(&o);
-  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(p, &o, &rep) == CUCAP_OK);
   munmap(taken, 4096);
   checks += 3;
   TU_CHECK(rep.fixed_ranges == 1 && rep.relocated_allocs == 1); /* block 0 kept */
   TU_CHECK(rep.patched_pointers == NE);
-  TU_CHECK(rep.mismatches == 0 && rep.exit_code == 0);
-  if (rep.error[0] || rep.mismatches)
+  TU_CHECK(vr.mismatches == 0 && exit_code == 0);
+  if (rep.error[0] || vr.mismatches)
     cucap_replay_report_print(&rep, stderr, 0);
 
   /* 4: pointers inside a struct parameter, everything relocated */
   write_struct(p, 0x7e3600000000ULL, 0x7e3600200000ULL);
   opts(&o);
   o.relocate = 1;
-  TU_CHECK(cucap_verify_replay_run(p, &o, &rep) == CUCAP_OK);
+  TU_CHECK(vrun(p, &o, &rep) == CUCAP_OK);
   checks += 2;
   TU_CHECK(rep.relocated_allocs == 2 && rep.patched_params == 2);
-  TU_CHECK(rep.mismatches == 0 && rep.bytes_matched == NE * 4 && rep.exit_code == 0);
-  if (rep.error[0] || rep.mismatches)
+  TU_CHECK(vr.mismatches == 0 && vr.bytes_matched == NE * 4 && exit_code == 0);
+  if (rep.error[0] || vr.mismatches)
     cucap_replay_report_print(&rep, stderr, 0);
 
   unlink(p);

@@ -21,9 +21,22 @@
 
 #include "cucap_log.h"
 #include "cucap_replay.h"
+#include "cucap_cli.h"
 #include "cucap_verify.h"
 #include "replay_testcaps.h"
 #include "testutil.h"
+
+/* --verify of the runs below, their verdicts and the exit code `cucap
+ * replay` gives for each (tools/ maps the status) */
+static cucap_verify_options vo;
+static cucap_verify_report vr;
+static int exit_code;
+static cucap_status vrun(const char *path, const cucap_replay_options *o,
+                         cucap_replay_report *rep) {
+  cucap_status st = cucap_verify_replay_run(path, o, &vo, rep, &vr);
+  exit_code = cucap_cli_exit_code(st);
+  return st;
+}
 
 /* verify_judge.c (declared in verify_internal.h, which needs cuda.h) */
 void vo_short_name(const char *name, char *out, size_t cap);
@@ -76,82 +89,88 @@ int main(void) {
   /* 1: default: pass 1 differs (stamps), pass 2 tells them apart, pass 3 is
    * the diagnostic pass naming `stamp` */
   cucap_replay_options_init(&o);
+  cucap_verify_options_init(&vo);
   o.libcuda = mock;
-  o.verify = CUCAP_REPLAY_VERIFY_COPIES;
-  cucap_status st = cucap_verify_replay_run(good, &o, &rep);
+  vo.mode = CUCAP_VERIFY_COPIES;
+  cucap_status st = vrun(good, &o, &rep);
   cucap_replay_report_print(&rep, stderr, 0);
+  cucap_verify_report_print(&vr, stderr, 0);
   checks += 9;
-  TU_CHECK(st == CUCAP_OK && rep.exit_code == 0 && rep.mismatches == 0);
-  TU_CHECK(rep.loops == 3 && rep.verify_passes == 3);
-  TU_CHECK(rep.copies_checked == 2);
-  TU_CHECK(rep.snapshot_regions_checked == 3); /* manual, after-launch, exit */
-  TU_CHECK(rep.nondet_bytes == N * 4 && rep.nondet_copies == 1 && rep.nondet_regions == 0);
-  TU_CHECK(rep.bytes_checked == 5 * N * 4 && rep.bytes_matched == 4 * N * 4);
-  TU_CHECK(strcmp(rep.nondet_kernels, "stamp") == 0);
-  TU_CHECK(strstr(rep.nondet_detail, "nondeterministic: DtoH copy (record ") &&
-           strstr(rep.nondet_detail, "bytes in 1 range(s) from 0x7e1200200000, written by stamp"));
+  TU_CHECK(st == CUCAP_OK && exit_code == 0 && vr.mismatches == 0);
+  TU_CHECK(rep.loops == 3 && vr.verify_passes == 3);
+  TU_CHECK(vr.copies_checked == 2);
+  TU_CHECK(vr.snapshot_regions_checked == 3); /* manual, after-launch, exit */
+  TU_CHECK(vr.nondet_bytes == N * 4 && vr.nondet_copies == 1 && vr.nondet_regions == 0);
+  TU_CHECK(vr.bytes_checked == 5 * N * 4 && vr.bytes_matched == 4 * N * 4);
+  TU_CHECK(strcmp(vr.nondet_kernels, "stamp") == 0);
+  TU_CHECK(strstr(vr.nondet_detail, "nondeterministic: DtoH copy (record ") &&
+           strstr(vr.nondet_detail, "bytes in 1 range(s) from 0x7e1200200000, written by stamp"));
   TU_CHECK(rep.launches == 9); /* 3 launches x 3 passes */
 
   /* 2: a flipped recorded byte of the deterministic copy: a mismatch after
    * 2 + 4 passes that agreed, then the diagnostic pass */
-  st = cucap_verify_replay_run(flip, &o, &rep);
+  st = vrun(flip, &o, &rep);
   checks += 4;
-  TU_CHECK(st == CUCAP_ERR_MISMATCH && rep.exit_code == CUCAP_REPLAY_EXIT_MISMATCH);
-  TU_CHECK(rep.mismatches == 1 && rep.nondet_bytes == N * 4);
-  TU_CHECK(strstr(rep.first_mismatch, "first differing offset 1234") &&
-           strstr(rep.first_mismatch, "1 of 4096 bytes differ; same in all 7 passes"));
-  TU_CHECK(rep.loops == 2 + CUCAP_REPLAY_VERIFY_MAX_EXTRA + 1);
-  if (!strstr(rep.first_mismatch, "offset 1234"))
-    fprintf(stderr, "flip: %s\n", rep.first_mismatch);
+  TU_CHECK(st == CUCAP_ERR_MISMATCH && exit_code == CUCAP_EXIT_MISMATCH);
+  TU_CHECK(vr.mismatches == 1 && vr.nondet_bytes == N * 4);
+  TU_CHECK(strstr(vr.first_mismatch, "first differing offset 1234") &&
+           strstr(vr.first_mismatch, "1 of 4096 bytes differ; same in all 7 passes"));
+  TU_CHECK(rep.loops == 2 + CUCAP_VERIFY_MAX_EXTRA + 1);
+  if (!strstr(vr.first_mismatch, "offset 1234"))
+    fprintf(stderr, "flip: %s\n", vr.first_mismatch);
 
   /* 3: one pass: the stamps are mismatches, nothing is nondeterministic */
-  o.verify_passes = 1;
-  st = cucap_verify_replay_run(good, &o, &rep);
+  vo.passes = 1;
+  st = vrun(good, &o, &rep);
   checks += 3;
-  TU_CHECK(st == CUCAP_ERR_MISMATCH && rep.loops == 1 && rep.nondet_bytes == 0);
-  TU_CHECK(strstr(rep.first_mismatch, "DtoH copy (record ") &&
-           strstr(rep.first_mismatch, " of 4096 bytes differ"));
-  TU_CHECK(rep.verify_passes == 1);
+  TU_CHECK(st == CUCAP_ERR_MISMATCH && rep.loops == 1 && vr.nondet_bytes == 0);
+  TU_CHECK(strstr(vr.first_mismatch, "DtoH copy (record ") &&
+           strstr(vr.first_mismatch, " of 4096 bytes differ"));
+  TU_CHECK(vr.verify_passes == 1);
 
   /* 4: N = 4 passes asked, then the diagnostic one */
-  o.verify_passes = 4;
-  st = cucap_verify_replay_run(good, &o, &rep);
+  vo.passes = 4;
+  st = vrun(good, &o, &rep);
   checks += 2;
-  TU_CHECK(st == CUCAP_OK && rep.loops == 5 && rep.nondet_bytes == N * 4);
-  TU_CHECK(strcmp(rep.nondet_kernels, "stamp") == 0);
+  TU_CHECK(st == CUCAP_OK && rep.loops == 5 && vr.nondet_bytes == N * 4);
+  TU_CHECK(strcmp(vr.nondet_kernels, "stamp") == 0);
 
   /* 5: --verify=launch: launch 0's hash matches, launch 1's (stamp) differs
    * between passes: a nondeterministic region named after its launch */
-  o.verify_passes = 0;
-  o.verify = CUCAP_REPLAY_VERIFY_LAUNCH;
-  st = cucap_verify_replay_run(good, &o, &rep);
+  vo.passes = 0;
+  vo.mode = CUCAP_VERIFY_LAUNCH;
+  st = vrun(good, &o, &rep);
   checks += 3;
-  TU_CHECK(st == CUCAP_OK && rep.mismatches == 0);
-  TU_CHECK(rep.launch_hashes_checked == 2 && rep.nondet_regions == 1);
-  TU_CHECK(strstr(rep.nondet_detail, "launch hash region 0 of launch 1") &&
-           strstr(rep.nondet_detail, "written by stamp"));
-  if (st != CUCAP_OK)
+  TU_CHECK(st == CUCAP_OK && vr.mismatches == 0);
+  TU_CHECK(vr.launch_hashes_checked == 2 && vr.nondet_regions == 1);
+  TU_CHECK(strstr(vr.nondet_detail, "launch hash region 0 of launch 1") &&
+           strstr(vr.nondet_detail, "written by stamp"));
+  if (st != CUCAP_OK) {
     cucap_replay_report_print(&rep, stderr, 0);
+    cucap_verify_report_print(&vr, stderr, 0);
+  }
+  cucap_verify_report_print(&vr, stderr, 0);
 
   /* 6: --loop 2 --verify on a nondeterministic capture: both loops compared
    * (and the diagnostic pass after them) */
-  o.verify = CUCAP_REPLAY_VERIFY_COPIES;
+  vo.mode = CUCAP_VERIFY_COPIES;
   o.loops = 2;
-  st = cucap_verify_replay_run(good, &o, &rep);
+  st = vrun(good, &o, &rep);
   checks++;
-  TU_CHECK(st == CUCAP_OK && rep.loops == 3 && rep.nondet_bytes == N * 4);
+  TU_CHECK(st == CUCAP_OK && rep.loops == 3 && vr.nondet_bytes == N * 4);
 
   /* 7: relocation: relocated allocations start zeroed in every pass */
   o.loops = 1;
   o.relocate = 1;
-  st = cucap_verify_replay_run(good, &o, &rep);
+  st = vrun(good, &o, &rep);
   checks++;
-  TU_CHECK(st == CUCAP_OK && rep.relocated_allocs > 0 && rep.nondet_bytes == N * 4);
+  TU_CHECK(st == CUCAP_OK && rep.relocated_allocs > 0 && vr.nondet_bytes == N * 4);
 
   /* the JSON report carries the nondeterminism */
   FILE *f = tmpfile();
   if (f) {
     cucap_replay_report_print(&rep, f, 1);
+    cucap_verify_report_print(&vr, f, 1);
     rewind(f);
     char buf[8192] = "";
     size_t nr = fread(buf, 1, sizeof buf - 1, f);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cucap_cli.h"
 #include "cucap_derive.h"
 #include "cucap_diff.h"
 #include "cucap_export.h"
@@ -321,16 +322,16 @@ static void test_refusals(const char *cap) {
   TU_REQUIRE(cucap_range_parse("launch:1-2", &range, NULL, 0) == CUCAP_OK);
   cucap_derive_report rep;
   /* no snapshot at the range start and no replay: exit 2, nothing written */
-  CHECK(cucap_trim(r, &range, out, NULL, &rep) == CUCAP_ERR_NOT_FOUND && rep.exit_code == 2 &&
+  CHECK(cucap_trim(r, &range, out, NULL, &rep) == CUCAP_ERR_NOT_FOUND && cucap_cli_exit_code(rep.status) == CUCAP_EXIT_USAGE &&
         strstr(rep.error, "--snapshot=launch:N"));
   CHECK(access(out, F_OK) != 0);
   TU_REQUIRE(cucap_range_parse("launch:50-60", &range, NULL, 0) == CUCAP_OK);
-  CHECK(cucap_trim(r, &range, out, NULL, &rep) == CUCAP_ERR_NOT_FOUND && rep.exit_code == 2 &&
+  CHECK(cucap_trim(r, &range, out, NULL, &rep) == CUCAP_ERR_NOT_FOUND && cucap_cli_exit_code(rep.status) == CUCAP_EXIT_USAGE &&
         strstr(rep.error, "not in the capture"));
   cucap_launch_select sel;
   memset(&sel, 0, sizeof sel);
   sel.launch_index = 1;
-  CHECK(cucap_extract(r, &sel, out, NULL, &rep) == CUCAP_ERR_NOT_FOUND && rep.exit_code == 2 &&
+  CHECK(cucap_extract(r, &sel, out, NULL, &rep) == CUCAP_ERR_NOT_FOUND && cucap_cli_exit_code(rep.status) == CUCAP_EXIT_USAGE &&
         strstr(rep.error, "--snapshot=launch:1"));
   sel.kernel = "no_such_kernel";
   CHECK(cucap_extract(r, &sel, out, NULL, &rep) == CUCAP_ERR_NOT_FOUND &&
@@ -340,12 +341,16 @@ static void test_refusals(const char *cap) {
   free(out);
 }
 
-static int replay_verify(const char *path, const char *mock, cucap_replay_report *rep) {
+static int replay_verify(const char *path, const char *mock, cucap_replay_report *rep,
+                         cucap_verify_report *vr) {
   cucap_replay_options o;
   cucap_replay_options_init(&o);
   o.libcuda = mock;
-  o.verify = CUCAP_REPLAY_VERIFY_COPIES;
-  return cucap_verify_replay_run(path, &o, rep) == CUCAP_OK && rep->mismatches == 0 && !rep->error[0];
+  cucap_verify_options vo;
+  cucap_verify_options_init(&vo);
+  vo.mode = CUCAP_VERIFY_COPIES;
+  return cucap_verify_replay_run(path, &o, &vo, rep, vr) == CUCAP_OK && vr->mismatches == 0 &&
+         !rep->error[0];
 }
 
 static void test_on_mock(const char *cap, const char *graph_cap, const char *mock) {
@@ -356,6 +361,7 @@ static void test_on_mock(const char *cap, const char *graph_cap, const char *moc
   o.source_path = cap;
   cucap_derive_report rep;
   cucap_replay_report rr;
+  cucap_verify_report vrr;
   cucap_range_spec range;
   char *out = tu_tmp_path("share_trim"), *ex = tu_tmp_path("share_extract");
   char *dir = tu_tmp_path("share_emit");
@@ -366,7 +372,7 @@ static void test_on_mock(const char *cap, const char *graph_cap, const char *moc
     fprintf(stderr, "trim: %s\n", rep.error);
   CHECK(rep.state == CUCAP_FB_STATESOURCE_REPLAY && rep.regions == 3 && rep.launches == 2 &&
         rep.launch_first == 1 && rep.launch_last == 2 && rep.modules_kept == 1);
-  CHECK(replay_verify(out, mock, &rr) && rr.launches == 2 && rr.copies_checked == 1);
+  CHECK(replay_verify(out, mock, &rr, &vrr) && rr.launches == 2 && vrr.copies_checked == 1);
   /* the header says where it came from */
   cucap_reader *t = open_cap(out);
   const cucap_fb_origin *org = cucap_fb_file_header_origin(cucap_reader_header(t));
@@ -381,7 +387,7 @@ static void test_on_mock(const char *cap, const char *graph_cap, const char *moc
   sel.nth = 2;
   CHECK(cucap_extract(r, &sel, ex, &o, &rep) == CUCAP_OK && rep.launch_index == 2 &&
         rep.have_expected && rep.expected_regions == 3 && rep.expected_checksum != SH_FNV_INIT);
-  CHECK(replay_verify(ex, mock, &rr) && rr.launches == 1 && rr.snapshot_regions_checked == 3);
+  CHECK(replay_verify(ex, mock, &rr, &vrr) && rr.launches == 1 && vrr.snapshot_regions_checked == 3);
   t = open_cap(ex);
   char msg[256];
   CHECK(cucap_emit_c(t, dir, msg, sizeof msg) == CUCAP_OK);
@@ -411,7 +417,7 @@ static void test_on_mock(const char *cap, const char *graph_cap, const char *moc
   r = open_cap(graph_cap);
   o.source_path = graph_cap;
   TU_REQUIRE(cucap_range_parse("launch:0", &range, NULL, 0) == CUCAP_OK);
-  CHECK(cucap_trim(r, &range, out, &o, &rep) == CUCAP_ERR_UNSUPPORTED && rep.exit_code == 2 &&
+  CHECK(cucap_trim(r, &range, out, &o, &rep) == CUCAP_ERR_UNSUPPORTED && cucap_cli_exit_code(rep.status) == CUCAP_EXIT_USAGE &&
         strstr(rep.error, "stream is being captured"));
   cucap_reader_destroy(r);
   unlink(out);
