@@ -79,7 +79,7 @@ echo "== 5. ThreadSanitizer build + the tests with threads"
 # replay tests that place mock memory at fixed low addresses
 # (test_replay_mock/graph/zerocopy: TSan allows mappings only in its
 # application windows).
-TSAN_TESTS='^(unit\.test_(writer|recorder|reader|replay|tracker|callstack)|integration\.test_record_(basic|semantics|threads|kill|diskfull)|mock\.(selftest|apps_run))$'
+TSAN_TESTS='^(unit\.test_(writer|recorder|reader|replay|tracker|callstack|knobs)|integration\.test_record_(basic|semantics|threads|kill|diskfull)|mock\.(selftest|apps_run))$'
 cmake -S . -B "$BUILD/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUCAP_TSAN=ON >/dev/null
 cmake --build "$BUILD/tsan" -j2
 (cd "$BUILD/tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/tests/tsan.supp" \
