@@ -360,8 +360,8 @@ static const char *shown_name(const char *nm, char *buf, size_t n) {
   return g_demangle ? cucap_cli_demangle(nm, buf, n) : nm;
 }
 
-/* The sections of the text summary, in the order printed. */
-/* Where the file is and what made it. */
+/* The sections of the text summary, in the order printed; first where the
+ * file is and what made it. */
 static void text_header(const cucap_fb_file_header *h, const info_totals *t, const char *path) {
   char tmp[128];
   printf("file:            %s\n", path);
@@ -596,8 +596,8 @@ static void json_str_or_null(cucap_json *w, const char *key, const char *s) {
   cucap_json_string(w, s);
 }
 
-/* The sections of the JSON object, in the order written: the file, its
- * format and header. */
+/* The sections of the JSON object, in the order written; first the file,
+ * its format, header, start time and Devices record. */
 static void json_header(cucap_json *w, const cucap_fb_file_header *h, const info_stats *st,
                         const info_totals *t, const char *path) {
   char tmp[128];
