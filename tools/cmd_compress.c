@@ -34,30 +34,38 @@ static int same_file(const char *a, const char *b) {
   return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-int cucap_cmd_compress(int argc, char **argv) {
+/* What the command line asked for. */
+typedef struct compress_opts {
+  const char *in, *out;
+  uint64_t level, workers;
+} compress_opts;
+
+/* Fills o from argv; returns -1 to go on, else the exit code to return. */
+static int compress_parse(int argc, char **argv, compress_opts *o) {
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"level", required_argument, NULL, 'l'},
       {"workers", required_argument, NULL, 'w'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  const char *out = NULL;
-  uint64_t level = 19, workers = 0;
+  o->out = NULL;
+  o->level = 19;
+  o->workers = 0;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "o:l:w:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'o':
-      out = optarg;
+      o->out = optarg;
       break;
     case 'l':
-      if (cucap_cli_parse_u64(optarg, &level) || level < 1 || level > 22) {
+      if (cucap_cli_parse_u64(optarg, &o->level) || o->level < 1 || o->level > 22) {
         cucap_cli_error("compress", NULL, "--level wants 1..22, got '%s'", optarg);
         return CUCAP_EXIT_USAGE;
       }
       break;
     case 'w':
-      if (cucap_cli_parse_u64(optarg, &workers) || workers > 256) {
+      if (cucap_cli_parse_u64(optarg, &o->workers) || o->workers > 256) {
         cucap_cli_error("compress", NULL, "--workers wants 0..256, got '%s'",
                         optarg);
         return CUCAP_EXIT_USAGE;
@@ -71,39 +79,22 @@ int cucap_cmd_compress(int argc, char **argv) {
       return CUCAP_EXIT_USAGE;
     }
   }
-  if (optind + 1 != argc || !out) {
-    cucap_cli_error("compress", NULL, !out ? "missing -o OUT"
+  if (optind + 1 != argc || !o->out) {
+    cucap_cli_error("compress", NULL, !o->out ? "missing -o OUT"
                                   : optind >= argc ? "missing CAPTURE argument"
                                                    : "too many arguments");
     fputs(compress_usage, stderr);
     return CUCAP_EXIT_USAGE;
   }
-  const char *in = argv[optind];
-  if (!strcmp(in, out) || same_file(in, out)) {
-    cucap_cli_error("compress", out, "output would overwrite the input");
-    return CUCAP_EXIT_USAGE;
-  }
-  cucap_reader *r = NULL;
-  int rc = cucap_cli_open("compress", in, &r);
-  if (rc != CUCAP_EXIT_OK)
-    return rc;
+  o->in = argv[optind];
+  return -1;
+}
 
-  size_t hsize = 0;
-  const void *hbuf = cucap_reader_header_buffer(r, &hsize);
-  cucap_writer_options o;
-  cucap_writer_options_init(&o);
-  o.level = (int)level;
-  o.nb_workers = (int)workers;
-  cucap_writer *w = NULL;
-  cucap_status s = cucap_writer_create(out, &o, hbuf, hsize, &w);
-  if (s != CUCAP_OK) {
-    cucap_reader_destroy(r);
-    cucap_cli_error("compress", out, "cannot create: %s", cucap_status_str(s));
-    return cucap_cli_exit_code(s);
-  }
-
-  const char *fail_file = in;
-  uint64_t nrec = 0, nblob = 0;
+/* Copies every blob, checking that the new file names it as the old one
+ * did; *fail_file is the file an error is about. */
+static cucap_status copy_blobs(cucap_reader *r, cucap_writer *w, const char *in,
+                               const char *out, const char **fail_file, uint64_t *nblob) {
+  cucap_status s = CUCAP_OK;
   void *bb = NULL;
   size_t bcap = 0;
   size_t nb = cucap_reader_blob_count(r);
@@ -129,34 +120,105 @@ int cucap_cmd_compress(int argc, char **argv) {
     s = cucap_reader_blob_read(r, h, bb, bcap);
     if (s != CUCAP_OK)
       break;
-    fail_file = out;
+    *fail_file = out;
     s = cucap_writer_put_blob(w, bb, (size_t)size, &h2);
     if (s != CUCAP_OK)
       break;
-    fail_file = in;
+    *fail_file = in;
     if (!cucap_hash128_eq(h, h2)) {
       s = CUCAP_ERR_CORRUPT;
       break;
     }
-    nblob++;
+    (*nblob)++;
   }
   free(bb);
+  return s;
+}
+
+/* Copies the records in order while *s (writing) stays CUCAP_OK; returns
+ * how reading them ended (CUCAP_OK at the end). */
+static cucap_status copy_records(cucap_reader *r, cucap_writer *w, const char *out,
+                                 cucap_status *s, const char **fail_file, uint64_t *nrec) {
   cucap_status rs = CUCAP_OK; /* reading the records */
-  while (s == CUCAP_OK) {
+  while (*s == CUCAP_OK) {
     const void *rec = NULL, *buf = NULL;
     size_t size = 0;
     rs = cucap_reader_next(r, &rec, &buf, &size);
     if (rs != CUCAP_OK)
       break;
-    s = cucap_writer_append(w, buf, size, NULL);
-    if (s != CUCAP_OK) {
-      fail_file = out;
+    *s = cucap_writer_append(w, buf, size, NULL);
+    if (*s != CUCAP_OK) {
+      *fail_file = out;
       break;
     }
-    nrec++;
+    (*nrec)++;
   }
   if (rs == CUCAP_END)
     rs = CUCAP_OK;
+  return rs;
+}
+
+/* The summary line, then the exit code for how reading ended: one error
+ * line when the input was damaged (out holds what was recovered). */
+static int compress_report(const compress_opts *o, cucap_reader *r, cucap_status rs,
+                           const cucap_writer_stats *ws, uint64_t nrec, uint64_t nblob) {
+  int rc;
+  cucap_reader_recovery rec;
+  cucap_reader_recovery_get(r, &rec);
+  struct stat so;
+  uint64_t out_size = stat(o->out, &so) == 0 ? (uint64_t)so.st_size : ws->file_bytes;
+  printf("%s: %" PRIu64 " bytes -> %s: %" PRIu64 " bytes (%.1f%%, zstd level %d%s), "
+         "%" PRIu64 " records, %" PRIu64 " blobs\n",
+         o->in, rec.file_size, o->out, out_size,
+         rec.file_size ? 100.0 * (double)out_size / (double)rec.file_size : 0.0,
+         (int)o->level, o->workers ? ", multi-threaded" : "", nrec, nblob);
+  if (rs != CUCAP_OK) {
+    rec.problem[sizeof rec.problem - 1] = 0;
+    cucap_cli_error("compress", o->in, "%s after %" PRIu64 " records: %s; %s holds "
+                    "what was recovered", cucap_status_str(rs), nrec,
+                    rec.problem[0] ? rec.problem : "reading stopped", o->out);
+    rc = cucap_cli_exit_code(rs);
+    if (rc == CUCAP_EXIT_OK)
+      rc = CUCAP_EXIT_BAD_INPUT;
+  } else {
+    rc = cucap_cli_report_recovery("compress", o->in, r);
+  }
+  return rc;
+}
+
+int cucap_cmd_compress(int argc, char **argv) {
+  compress_opts opt;
+  int rc = compress_parse(argc, argv, &opt);
+  if (rc >= 0)
+    return rc;
+  const char *in = opt.in, *out = opt.out;
+  if (!strcmp(in, out) || same_file(in, out)) {
+    cucap_cli_error("compress", out, "output would overwrite the input");
+    return CUCAP_EXIT_USAGE;
+  }
+  cucap_reader *r = NULL;
+  rc = cucap_cli_open("compress", in, &r);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
+
+  size_t hsize = 0;
+  const void *hbuf = cucap_reader_header_buffer(r, &hsize);
+  cucap_writer_options o;
+  cucap_writer_options_init(&o);
+  o.level = (int)opt.level;
+  o.nb_workers = (int)opt.workers;
+  cucap_writer *w = NULL;
+  cucap_status s = cucap_writer_create(out, &o, hbuf, hsize, &w);
+  if (s != CUCAP_OK) {
+    cucap_reader_destroy(r);
+    cucap_cli_error("compress", out, "cannot create: %s", cucap_status_str(s));
+    return cucap_cli_exit_code(s);
+  }
+
+  const char *fail_file = in;
+  uint64_t nrec = 0, nblob = 0;
+  s = copy_blobs(r, w, in, out, &fail_file, &nblob);
+  cucap_status rs = copy_records(r, w, out, &s, &fail_file, &nrec);
   cucap_status cs = cucap_writer_close(w);
   cucap_writer_stats ws;
   cucap_writer_get_stats(w, &ws);
@@ -173,26 +235,7 @@ int cucap_cmd_compress(int argc, char **argv) {
     return cucap_cli_exit_code(s);
   }
 
-  cucap_reader_recovery rec;
-  cucap_reader_recovery_get(r, &rec);
-  struct stat so;
-  uint64_t out_size = stat(out, &so) == 0 ? (uint64_t)so.st_size : ws.file_bytes;
-  printf("%s: %" PRIu64 " bytes -> %s: %" PRIu64 " bytes (%.1f%%, zstd level %d%s), "
-         "%" PRIu64 " records, %" PRIu64 " blobs\n",
-         in, rec.file_size, out, out_size,
-         rec.file_size ? 100.0 * (double)out_size / (double)rec.file_size : 0.0,
-         (int)level, workers ? ", multi-threaded" : "", nrec, nblob);
-  if (rs != CUCAP_OK) {
-    rec.problem[sizeof rec.problem - 1] = 0;
-    cucap_cli_error("compress", in, "%s after %" PRIu64 " records: %s; %s holds "
-                    "what was recovered", cucap_status_str(rs), nrec,
-                    rec.problem[0] ? rec.problem : "reading stopped", out);
-    rc = cucap_cli_exit_code(rs);
-    if (rc == CUCAP_EXIT_OK)
-      rc = CUCAP_EXIT_BAD_INPUT;
-  } else {
-    rc = cucap_cli_report_recovery("compress", in, r);
-  }
+  rc = compress_report(&opt, r, rs, &ws, nrec, nblob);
   cucap_reader_destroy(r);
   return rc;
 }

@@ -102,7 +102,43 @@ static FILE *cupti_open_out(const char *path) {
   return f;
 }
 
-static int cupti_profile_cmd(int argc, char **argv) {
+/* --range FIRST[:COUNT] into co; -1 (after the error line) when s is not
+ * one. */
+static int parse_launch_range(const char *s, cucap_cupti_options *co) {
+  uint64_t v;
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", s);
+  char *colon = strchr(buf, ':');
+  uint64_t cnt = CUCAP_CUPTI_ALL_LAUNCHES;
+  if (colon) {
+    *colon = 0;
+    if (cucap_cli_parse_u64(colon + 1, &cnt) || !cnt) {
+      cucap_cli_error("cupti", NULL, "--range %s: expected FIRST[:COUNT]", s);
+      return -1;
+    }
+  }
+  if (cucap_cli_parse_u64(buf, &v)) {
+    cucap_cli_error("cupti", NULL, "--range %s: expected FIRST[:COUNT]", s);
+    return -1;
+  }
+  co->first_launch = v;
+  co->launch_count = cnt;
+  return 0;
+}
+
+/* `cupti profile`'s command line: the engine's and the replay's options and
+ * what to write. */
+typedef struct cupti_profile_args {
+  cucap_cupti_options co;
+  cucap_replay_options ro;
+  const char *json, *folded;
+  uint64_t top;
+  int quiet;
+  const char *path;
+} cupti_profile_args;
+
+/* Fills a from argv; returns -1 to go on, else the exit code to return. */
+static int cupti_profile_parse(int argc, char **argv, cupti_profile_args *a) {
   enum { O_METRICS = 256, O_LOOP, O_CACHE, O_NOPC, O_PERIOD, O_SASS, O_RANGE,
          O_MAXR, O_JSON, O_FOLDED, O_TOP, O_CUPTI, O_NVDISASM, O_LIBCUDA,
          O_DEVICE, O_RELOCATE, O_QUIET, O_CLOCK };
@@ -127,99 +163,85 @@ static int cupti_profile_cmd(int argc, char **argv) {
       {"quiet", no_argument, NULL, O_QUIET},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  cucap_cupti_options co;
-  cucap_cupti_options_init(&co);
-  co.metrics = "sol";
-  co.cache_flush = 1;
-  co.pc_sampling = 1;
-  cucap_replay_options ro;
-  cucap_replay_options_init(&ro);
-  ro.exit_after = 1; /* the command exits once its outputs are written */
-  const char *json = NULL, *folded = NULL;
-  uint64_t v, top = 20;
-  int quiet = 0, c;
+  cucap_cupti_options *co = &a->co;
+  cucap_replay_options *ro = &a->ro;
+  cucap_cupti_options_init(co);
+  co->metrics = "sol";
+  co->cache_flush = 1;
+  co->pc_sampling = 1;
+  cucap_replay_options_init(ro);
+  ro->exit_after = 1; /* the command exits once its outputs are written */
+  a->json = a->folded = NULL;
+  a->top = 20;
+  a->quiet = 0;
+  uint64_t v;
+  int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
     switch (c) {
-    case O_METRICS: co.metrics = strcmp(optarg, "none") ? optarg : NULL; break;
+    case O_METRICS: co->metrics = strcmp(optarg, "none") ? optarg : NULL; break;
     case O_LOOP:
       if (cucap_cli_parse_u64(optarg, &v) || !v || v > 256) {
         cucap_cli_error("cupti", NULL, "--loop %s: expected 1..256", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      co.timeline_passes = (unsigned)v;
+      co->timeline_passes = (unsigned)v;
       break;
     case O_CACHE: {
       int keep = cucap_cli_parse_pair("cupti", "cache", optarg, "flush", "keep");
       if (keep < 0)
         return CUCAP_EXIT_USAGE;
-      co.cache_flush = !keep;
+      co->cache_flush = !keep;
       break;
     }
     case O_CLOCK: {
       int none = cucap_cli_parse_pair("cupti", "clock-control", optarg, "base", "none");
       if (none < 0)
         return CUCAP_EXIT_USAGE;
-      co.clock_control = none ? CUCAP_CUPTI_CLOCK_NONE : CUCAP_CUPTI_CLOCK_BASE;
+      co->clock_control = none ? CUCAP_CUPTI_CLOCK_NONE : CUCAP_CUPTI_CLOCK_BASE;
       break;
     }
-    case O_NOPC: co.pc_sampling = 0; break;
+    case O_NOPC: co->pc_sampling = 0; break;
     case O_PERIOD:
       if (cucap_cli_parse_u64(optarg, &v) || v < 5 || v > 31) {
         cucap_cli_error("cupti", NULL, "--pc-period %s: expected 5..31", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      co.pc_period = (unsigned)v;
+      co->pc_period = (unsigned)v;
       break;
-    case O_SASS: co.sass_metrics = 1; break;
-    case O_RANGE: {
-      char buf[64];
-      snprintf(buf, sizeof buf, "%s", optarg);
-      char *colon = strchr(buf, ':');
-      uint64_t cnt = CUCAP_CUPTI_ALL_LAUNCHES;
-      if (colon) {
-        *colon = 0;
-        if (cucap_cli_parse_u64(colon + 1, &cnt) || !cnt) {
-          cucap_cli_error("cupti", NULL, "--range %s: expected FIRST[:COUNT]", optarg);
-          return CUCAP_EXIT_USAGE;
-        }
-      }
-      if (cucap_cli_parse_u64(buf, &v)) {
-        cucap_cli_error("cupti", NULL, "--range %s: expected FIRST[:COUNT]", optarg);
+    case O_SASS: co->sass_metrics = 1; break;
+    case O_RANGE:
+      if (parse_launch_range(optarg, co))
         return CUCAP_EXIT_USAGE;
-      }
-      co.first_launch = v;
-      co.launch_count = cnt;
       break;
-    }
     case O_MAXR:
       if (cucap_cli_parse_u64(optarg, &v) || !v || v > 1000000) {
         cucap_cli_error("cupti", NULL, "--max-ranges %s: expected 1..1000000", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      co.max_ranges = (unsigned)v;
+      co->max_ranges = (unsigned)v;
       break;
-    case O_JSON: json = optarg; break;
-    case O_FOLDED: folded = optarg; break;
+    case O_JSON: a->json = optarg; break;
+    case O_FOLDED: a->folded = optarg; break;
     case O_TOP:
-      if (cucap_cli_parse_u64(optarg, &top)) {
+      if (cucap_cli_parse_u64(optarg, &a->top)) {
         cucap_cli_error("cupti", NULL, "--top %s: expected a number", optarg);
         return CUCAP_EXIT_USAGE;
       }
       break;
-    case O_CUPTI: co.library = optarg; break;
-    case O_NVDISASM: co.nvdisasm = optarg; break;
-    case O_LIBCUDA: ro.libcuda = optarg; break;
+    case O_CUPTI: co->library = optarg; break;
+    case O_NVDISASM: co->nvdisasm = optarg; break;
+    case O_LIBCUDA: ro->libcuda = optarg; break;
     case O_DEVICE:
       if (cucap_cli_parse_u64(optarg, &v) || v > 1024) {
         cucap_cli_error("cupti", NULL, "--device %s: expected an ordinal", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      ro.device = (int)v;
+      ro->device = (int)v;
       break;
-    case O_RELOCATE: ro.relocate = 1; break;
+    case O_RELOCATE: ro->relocate = 1; break;
     case 'q':
-    case O_QUIET: quiet = 1; break;
+    case O_QUIET: a->quiet = 1; break;
     case 'h': fputs(cupti_usage, stdout); return CUCAP_EXIT_OK;
     default: fputs(cupti_usage, stderr); return CUCAP_EXIT_USAGE;
     }
@@ -228,57 +250,74 @@ static int cupti_profile_cmd(int argc, char **argv) {
     cucap_cli_error("cupti", NULL, "profile: expected exactly one capture file");
     return CUCAP_EXIT_USAGE;
   }
-  const char *path = argv[optind];
-  if (quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
+  a->path = argv[optind];
+  return -1;
+}
+
+/* --json and --folded after a replay that ran (loops); returns rc, or the
+ * I/O error when a file could not be written and rc was 0. */
+static int cupti_profile_write(cucap_cupti *e, const cupti_profile_args *a, unsigned loops,
+                               int rc) {
+  double tw = cucap_clock_now_s();
+  if (a->json && loops) {
+    FILE *f = cupti_open_out(a->json);
+    if (!f || cucap_cupti_write_json(e, f) != CUCAP_OK) {
+      if (f)
+        cucap_cli_error("cupti", a->json, "write failed");
+      rc = rc ? rc : CUCAP_EXIT_IO;
+    }
+    if (f && f != stdout)
+      fclose(f);
+  }
+  if (a->folded && loops) {
+    FILE *f = cupti_open_out(a->folded);
+    size_t n = 0;
+    if (!f || cucap_cupti_write_folded(e, f, &n) != CUCAP_OK) {
+      if (f)
+        cucap_cli_error("cupti", a->folded, "write failed");
+      rc = rc ? rc : CUCAP_EXIT_IO;
+    } else if (!a->quiet) {
+      fprintf(stderr, "cucap cupti: %zu distinct instruction-level stacks in %s\n",
+              n, a->folded);
+    }
+    if (f && f != stdout)
+      fclose(f);
+  }
+  if ((a->json || a->folded) && loops)
+    CUCAP_INFO("profile: timing: JSON/folded stacks written in %.3f s",
+               cucap_clock_now_s() - tw);
+  return rc;
+}
+
+static int cupti_profile_cmd(int argc, char **argv) {
+  cupti_profile_args a;
+  int rc = cupti_profile_parse(argc, argv, &a);
+  if (rc >= 0)
+    return rc;
+  const char *path = a.path;
+  if (a.quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
     cucap_log_set_level(CUCAP_LOG_ERROR);
   cucap_cupti *e = NULL;
   char msg[512];
-  cucap_status st = cucap_cupti_create(&co, &e, msg, sizeof msg);
+  cucap_status st = cucap_cupti_create(&a.co, &e, msg, sizeof msg);
   if (st != CUCAP_OK) {
     cucap_cli_error("cupti", NULL, "%s", msg[0] ? msg : cucap_status_str(st));
     return st == CUCAP_ERR_INVALID_ARG ? CUCAP_EXIT_USAGE : CUCAP_EXIT_IO;
   }
   const cucap_replay_observer *obs[1] = {cucap_cupti_observer(e)};
-  ro.observers = obs;
-  ro.nobservers = 1;
+  a.ro.observers = obs;
+  a.ro.nobservers = 1;
   cucap_replay_report rep;
-  cucap_replay_run(path, &ro, &rep);
+  cucap_replay_run(path, &a.ro, &rep);
   cucap_status rst = cucap_cli_replay_status(&rep, NULL);
-  if (!quiet && (rep.loops || !rep.error[0]))
+  if (!a.quiet && (rep.loops || !rep.error[0]))
     cucap_cli_replay_print(&rep, NULL, rst, stdout, 0);
-  if (!quiet && rep.loops)
-    cucap_cupti_print_report(e, stdout, (unsigned)top);
-  int rc = cucap_cli_exit_code(rst);
+  if (!a.quiet && rep.loops)
+    cucap_cupti_print_report(e, stdout, (unsigned)a.top);
+  rc = cucap_cli_exit_code(rst);
   if (rep.error[0])
     cucap_cli_error("cupti", path, "%s", rep.error);
-  double tw = cucap_clock_now_s();
-  if (json && rep.loops) {
-    FILE *f = cupti_open_out(json);
-    if (!f || cucap_cupti_write_json(e, f) != CUCAP_OK) {
-      if (f)
-        cucap_cli_error("cupti", json, "write failed");
-      rc = rc ? rc : CUCAP_EXIT_IO;
-    }
-    if (f && f != stdout)
-      fclose(f);
-  }
-  if (folded && rep.loops) {
-    FILE *f = cupti_open_out(folded);
-    size_t n = 0;
-    if (!f || cucap_cupti_write_folded(e, f, &n) != CUCAP_OK) {
-      if (f)
-        cucap_cli_error("cupti", folded, "write failed");
-      rc = rc ? rc : CUCAP_EXIT_IO;
-    } else if (!quiet) {
-      fprintf(stderr, "cucap cupti: %zu distinct instruction-level stacks in %s\n",
-              n, folded);
-    }
-    if (f && f != stdout)
-      fclose(f);
-  }
-  if ((json || folded) && rep.loops)
-    CUCAP_INFO("profile: timing: JSON/folded stacks written in %.3f s",
-               cucap_clock_now_s() - tw);
+  rc = cupti_profile_write(e, &a, rep.loops, rc);
   cucap_cupti_destroy(e);
   CUCAP_DEBUG("profile: engine released");
   return rc;

@@ -84,8 +84,145 @@ static const char *kernel_text(const dump_names *dn, const char *mangled, char *
   return dn->demangle ? cucap_cli_demangle(mangled, buf, n) : mangled;
 }
 
-static void summary(const dump_names *dn, const cucap_fb_record *rec, char *out, size_t n) {
+/* The summaries of the body types that say more than their name, one helper
+ * each: out/n is what is left of the line after the body's name. */
+static void summary_launch(const dump_names *dn, const cucap_fb_record *rec, char *out,
+                           size_t n) {
   char dem[1024];
+  const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
+  if (!l)
+    return;
+  const cucap_fb_dim3 *g = cucap_fb_launch_grid(l);
+  const cucap_fb_dim3 *b = cucap_fb_launch_block(l);
+  if (cucap_fb_launch_kind(l) == CUCAP_FB_LAUNCHKIND_HOSTFUNC) {
+    snprintf(out, n, " host function 0x%" PRIx64 " stream=0x%" PRIx64,
+             cucap_fb_launch_host_fn(l), cucap_fb_launch_stream(l));
+    return;
+  }
+  snprintf(out, n,
+           " #%" PRIu64 " %s grid=(%u,%u,%u) block=(%u,%u,%u)"
+           " smem=%u stream=0x%" PRIx64,
+           cucap_fb_launch_launch_index(l),
+           kernel_text(dn, cucap_cli_fnames_get(dn->fn, cucap_fb_launch_function(l)), dem,
+                       sizeof dem),
+           g ? g->x : 0, g ? g->y : 0, g ? g->z : 0, b ? b->x : 0,
+           b ? b->y : 0, b ? b->z : 0, cucap_fb_launch_shared_mem(l),
+           cucap_fb_launch_stream(l));
+}
+
+static void summary_memcpy(const cucap_fb_record *rec, char *out, size_t n) {
+  const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
+  if (!m)
+    return;
+  const char *kn = cucap_fb_memcpy_kind_name(cucap_fb_memcpy_kind(m));
+  snprintf(out, n, " %s dst=0x%" PRIx64 " src=0x%" PRIx64 " size=%" PRIu64 "%s",
+           kn ? kn : "?", cucap_fb_memcpy_dst(m), cucap_fb_memcpy_src(m),
+           cucap_fb_memcpy_size(m), cucap_fb_memcpy_async(m) ? " async" : "");
+}
+
+static void summary_module(const cucap_fb_record *rec, char *out, size_t n) {
+  const cucap_fb_module *m = cucap_fb_record_body_as_module(rec);
+  if (!m)
+    return;
+  const char *on = cucap_fb_module_op_name(cucap_fb_module_op(m));
+  const char *p = cucap_fb_module_path(m);
+  if (cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LIBRARYMODULE) {
+    snprintf(out, n, " %s handle=0x%" PRIx64 " library=0x%" PRIx64, on ? on : "?",
+             cucap_fb_module_handle(m), cucap_fb_module_library(m));
+    return;
+  }
+  snprintf(out, n, " %s handle=0x%" PRIx64 " size=%" PRIu64 "%s%s",
+           on ? on : "?", cucap_fb_module_handle(m),
+           cucap_fb_module_image_size(m), p ? " path=" : "", p ? p : "");
+}
+
+static void summary_function(const dump_names *dn, const cucap_fb_record *rec, char *out,
+                             size_t n) {
+  char dem[1024];
+  const cucap_fb_function *f = cucap_fb_record_body_as_function(rec);
+  if (!f)
+    return;
+  const char *nm = cucap_fb_function_name(f);
+  if (!nm)
+    nm = cucap_cli_fnames_get(dn->fn, cucap_fb_function_handle(f));
+  snprintf(out, n, " %s handle=0x%" PRIx64 " module=0x%" PRIx64,
+           kernel_text(dn, nm, dem, sizeof dem), cucap_fb_function_handle(f),
+           cucap_fb_function_module(f));
+}
+
+static void summary_query_counts(const cucap_fb_record *rec, char *out, size_t n) {
+  /* one record for many calls: say so, and which */
+  const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
+  size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
+  uint64_t total = 0;
+  for (size_t i = 0; i < nq; i++) {
+    const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
+    total += e ? cucap_fb_query_count_count(e) : 0;
+  }
+  int w = snprintf(out, n, " %" PRIu64 " pure queries of this thread, aggregated:", total);
+  for (size_t i = 0; i < nq && w > 0 && (size_t)w < n; i++) {
+    const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
+    if (!e)
+      continue;
+    const char *cn = cucap_cli_cbid_name(cucap_fb_query_count_call(e));
+    int res = cucap_fb_query_count_result(e);
+    int k2 = res ? snprintf(out + w, n - (size_t)w, " %s[result %d]=%" PRIu64, cn ? cn : "?",
+                            res, cucap_fb_query_count_count(e))
+                 : snprintf(out + w, n - (size_t)w, " %s=%" PRIu64, cn ? cn : "?",
+                            cucap_fb_query_count_count(e));
+    if (k2 < 0)
+      break;
+    w += k2;
+  }
+}
+
+static void summary_note(const cucap_fb_record *rec, char *out, size_t n) {
+  const cucap_fb_note *no = cucap_fb_record_body_as_note(rec);
+  if (!no)
+    return;
+  const char *kd = cucap_fb_note_kind(no);
+  const char *tx = cucap_fb_note_text(no);
+  if (kd && !strcmp(kd, "proc")) { /* cuGetProcAddress: what was asked for */
+    snprintf(out, n, " %s (%" PRId64 ")", tx ? tx : "?", (int64_t)cucap_fb_note_value(no));
+    return;
+  }
+  snprintf(out, n, " %s: %s", kd ? kd : "?", tx ? tx : "");
+}
+
+static void summary_snapshot(const cucap_fb_record *rec, char *out, size_t n) {
+  const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
+  if (!sn)
+    return;
+  const char *rn = cucap_fb_snapshot_reason_name(cucap_fb_snapshot_reason(sn));
+  uint64_t bytes = 0;
+  size_t nr = cucap_fb_snapshot_regions_len(sn);
+  for (size_t i = 0; i < nr; i++)
+    bytes += cucap_fb_mem_region_size(cucap_fb_snapshot_regions_at(sn, i));
+  snprintf(out, n, " %s launch=%" PRIu64 " %zu regions, %" PRIu64 " bytes", rn ? rn : "?",
+           cucap_fb_snapshot_launch_index(sn), nr, bytes);
+}
+
+static void summary_nvtx(const cucap_fb_record *rec, char *out, size_t n) {
+  const cucap_fb_nvtx *nv = cucap_fb_record_body_as_nvtx(rec);
+  if (!nv)
+    return;
+  const char *on = cucap_fb_nvtx_op_name(cucap_fb_nvtx_op(nv));
+  const char *m = cucap_fb_nvtx_message(nv);
+  int k = snprintf(out, n, " %s", on ? on : "?");
+  if (k < 0 || (size_t)k >= n)
+    return;
+  if (m)
+    k += snprintf(out + k, n - (size_t)k, " \"%s\"", m);
+  if (k >= 0 && (size_t)k < n && cucap_fb_nvtx_domain(nv))
+    k += snprintf(out + k, n - (size_t)k, " domain=0x%" PRIx64, cucap_fb_nvtx_domain(nv));
+  if (k >= 0 && (size_t)k < n && cucap_fb_nvtx_range_id(nv))
+    k += snprintf(out + k, n - (size_t)k, " id=%" PRIu64, cucap_fb_nvtx_range_id(nv));
+  if (k >= 0 && (size_t)k < n &&
+      (cucap_fb_nvtx_op(nv) == CUCAP_FB_NVTXOP_PUSH || cucap_fb_nvtx_op(nv) == CUCAP_FB_NVTXOP_POP))
+    snprintf(out + k, n - (size_t)k, " level=%d", (int)cucap_fb_nvtx_level(nv));
+}
+
+static void summary(const dump_names *dn, const cucap_fb_record *rec, char *out, size_t n) {
   uint8_t bt = cucap_fb_record_body_type(rec);
   const char *bn = bt ? cucap_fb_body_name(bt) : "-";
   if (!bn)
@@ -96,38 +233,12 @@ static void summary(const dump_names *dn, const cucap_fb_record *rec, char *out,
   out += k;
   n -= (size_t)k;
   switch (bt) {
-  case CUCAP_FB_BODY_LAUNCH: {
-    const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
-    if (!l)
-      break;
-    const cucap_fb_dim3 *g = cucap_fb_launch_grid(l);
-    const cucap_fb_dim3 *b = cucap_fb_launch_block(l);
-    if (cucap_fb_launch_kind(l) == CUCAP_FB_LAUNCHKIND_HOSTFUNC) {
-      snprintf(out, n, " host function 0x%" PRIx64 " stream=0x%" PRIx64,
-               cucap_fb_launch_host_fn(l), cucap_fb_launch_stream(l));
-      break;
-    }
-    snprintf(out, n,
-             " #%" PRIu64 " %s grid=(%u,%u,%u) block=(%u,%u,%u)"
-             " smem=%u stream=0x%" PRIx64,
-             cucap_fb_launch_launch_index(l),
-             kernel_text(dn, cucap_cli_fnames_get(dn->fn, cucap_fb_launch_function(l)), dem,
-                         sizeof dem),
-             g ? g->x : 0, g ? g->y : 0, g ? g->z : 0, b ? b->x : 0,
-             b ? b->y : 0, b ? b->z : 0, cucap_fb_launch_shared_mem(l),
-             cucap_fb_launch_stream(l));
+  case CUCAP_FB_BODY_LAUNCH:
+    summary_launch(dn, rec, out, n);
     break;
-  }
-  case CUCAP_FB_BODY_MEMCPY: {
-    const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
-    if (!m)
-      break;
-    const char *kn = cucap_fb_memcpy_kind_name(cucap_fb_memcpy_kind(m));
-    snprintf(out, n, " %s dst=0x%" PRIx64 " src=0x%" PRIx64 " size=%" PRIu64 "%s",
-             kn ? kn : "?", cucap_fb_memcpy_dst(m), cucap_fb_memcpy_src(m),
-             cucap_fb_memcpy_size(m), cucap_fb_memcpy_async(m) ? " async" : "");
+  case CUCAP_FB_BODY_MEMCPY:
+    summary_memcpy(rec, out, n);
     break;
-  }
   case CUCAP_FB_BODY_ALLOC: {
     const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
     if (!a)
@@ -143,34 +254,12 @@ static void summary(const dump_names *dn, const cucap_fb_record *rec, char *out,
       snprintf(out, n, " addr=0x%" PRIx64, cucap_fb_free_address(f));
     break;
   }
-  case CUCAP_FB_BODY_MODULE: {
-    const cucap_fb_module *m = cucap_fb_record_body_as_module(rec);
-    if (!m)
-      break;
-    const char *on = cucap_fb_module_op_name(cucap_fb_module_op(m));
-    const char *p = cucap_fb_module_path(m);
-    if (cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LIBRARYMODULE) {
-      snprintf(out, n, " %s handle=0x%" PRIx64 " library=0x%" PRIx64, on ? on : "?",
-               cucap_fb_module_handle(m), cucap_fb_module_library(m));
-      break;
-    }
-    snprintf(out, n, " %s handle=0x%" PRIx64 " size=%" PRIu64 "%s%s",
-             on ? on : "?", cucap_fb_module_handle(m),
-             cucap_fb_module_image_size(m), p ? " path=" : "", p ? p : "");
+  case CUCAP_FB_BODY_MODULE:
+    summary_module(rec, out, n);
     break;
-  }
-  case CUCAP_FB_BODY_FUNCTION: {
-    const cucap_fb_function *f = cucap_fb_record_body_as_function(rec);
-    if (!f)
-      break;
-    const char *nm = cucap_fb_function_name(f);
-    if (!nm)
-      nm = cucap_cli_fnames_get(dn->fn, cucap_fb_function_handle(f));
-    snprintf(out, n, " %s handle=0x%" PRIx64 " module=0x%" PRIx64,
-             kernel_text(dn, nm, dem, sizeof dem), cucap_fb_function_handle(f),
-             cucap_fb_function_module(f));
+  case CUCAP_FB_BODY_FUNCTION:
+    summary_function(dn, rec, out, n);
     break;
-  }
   case CUCAP_FB_BODY_CONTEXT: {
     const cucap_fb_context *c = cucap_fb_record_body_as_context(rec);
     if (!c)
@@ -198,78 +287,18 @@ static void summary(const dump_names *dn, const cucap_fb_record *rec, char *out,
              cucap_fb_event_handle(e));
     break;
   }
-  case CUCAP_FB_BODY_QUERYCOUNTS: {
-    /* one record for many calls: say so, and which */
-    const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
-    size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
-    uint64_t total = 0;
-    for (size_t i = 0; i < nq; i++) {
-      const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
-      total += e ? cucap_fb_query_count_count(e) : 0;
-    }
-    int w = snprintf(out, n, " %" PRIu64 " pure queries of this thread, aggregated:", total);
-    for (size_t i = 0; i < nq && w > 0 && (size_t)w < n; i++) {
-      const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
-      if (!e)
-        continue;
-      const char *cn = cucap_cli_cbid_name(cucap_fb_query_count_call(e));
-      int res = cucap_fb_query_count_result(e);
-      int k2 = res ? snprintf(out + w, n - (size_t)w, " %s[result %d]=%" PRIu64, cn ? cn : "?",
-                              res, cucap_fb_query_count_count(e))
-                   : snprintf(out + w, n - (size_t)w, " %s=%" PRIu64, cn ? cn : "?",
-                              cucap_fb_query_count_count(e));
-      if (k2 < 0)
-        break;
-      w += k2;
-    }
+  case CUCAP_FB_BODY_QUERYCOUNTS:
+    summary_query_counts(rec, out, n);
     break;
-  }
-  case CUCAP_FB_BODY_NOTE: {
-    const cucap_fb_note *no = cucap_fb_record_body_as_note(rec);
-    if (!no)
-      break;
-    const char *kd = cucap_fb_note_kind(no);
-    const char *tx = cucap_fb_note_text(no);
-    if (kd && !strcmp(kd, "proc")) { /* cuGetProcAddress: what was asked for */
-      snprintf(out, n, " %s (%" PRId64 ")", tx ? tx : "?", (int64_t)cucap_fb_note_value(no));
-      break;
-    }
-    snprintf(out, n, " %s: %s", kd ? kd : "?", tx ? tx : "");
+  case CUCAP_FB_BODY_NOTE:
+    summary_note(rec, out, n);
     break;
-  }
-  case CUCAP_FB_BODY_SNAPSHOT: {
-    const cucap_fb_snapshot *sn = cucap_fb_record_body_as_snapshot(rec);
-    if (!sn)
-      break;
-    const char *rn = cucap_fb_snapshot_reason_name(cucap_fb_snapshot_reason(sn));
-    uint64_t bytes = 0;
-    size_t nr = cucap_fb_snapshot_regions_len(sn);
-    for (size_t i = 0; i < nr; i++)
-      bytes += cucap_fb_mem_region_size(cucap_fb_snapshot_regions_at(sn, i));
-    snprintf(out, n, " %s launch=%" PRIu64 " %zu regions, %" PRIu64 " bytes", rn ? rn : "?",
-             cucap_fb_snapshot_launch_index(sn), nr, bytes);
+  case CUCAP_FB_BODY_SNAPSHOT:
+    summary_snapshot(rec, out, n);
     break;
-  }
-  case CUCAP_FB_BODY_NVTX: {
-    const cucap_fb_nvtx *nv = cucap_fb_record_body_as_nvtx(rec);
-    if (!nv)
-      break;
-    const char *on = cucap_fb_nvtx_op_name(cucap_fb_nvtx_op(nv));
-    const char *m = cucap_fb_nvtx_message(nv);
-    int k = snprintf(out, n, " %s", on ? on : "?");
-    if (k < 0 || (size_t)k >= n)
-      break;
-    if (m)
-      k += snprintf(out + k, n - (size_t)k, " \"%s\"", m);
-    if (k >= 0 && (size_t)k < n && cucap_fb_nvtx_domain(nv))
-      k += snprintf(out + k, n - (size_t)k, " domain=0x%" PRIx64, cucap_fb_nvtx_domain(nv));
-    if (k >= 0 && (size_t)k < n && cucap_fb_nvtx_range_id(nv))
-      k += snprintf(out + k, n - (size_t)k, " id=%" PRIu64, cucap_fb_nvtx_range_id(nv));
-    if (k >= 0 && (size_t)k < n &&
-        (cucap_fb_nvtx_op(nv) == CUCAP_FB_NVTXOP_PUSH || cucap_fb_nvtx_op(nv) == CUCAP_FB_NVTXOP_POP))
-      snprintf(out + k, n - (size_t)k, " level=%d", (int)cucap_fb_nvtx_level(nv));
+  case CUCAP_FB_BODY_NVTX:
+    summary_nvtx(rec, out, n);
     break;
-  }
   default:
     break;
   }
@@ -586,39 +615,50 @@ static void print_stack_json(stack_tab *t, const cucap_fb_record *rec, int comma
   fputc(']', stdout);
 }
 
-int cucap_cmd_dump(int argc, char **argv) {
+/* What the command line asked for. */
+typedef struct dump_opts {
+  int json, nohex, nosym, nodem;
+  int body; /* -1: every record */
+  uint64_t limit;
+  const char *path;
+} dump_opts;
+
+/* Fills o from argv; returns -1 to go on, else the exit code to return. */
+static int dump_parse(int argc, char **argv, dump_opts *o) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, 'j'},   {"body", required_argument, NULL, 'b'},
       {"limit", required_argument, NULL, 'n'}, {"no-hex", no_argument, NULL, 'x'},
       {"no-symbols", no_argument, NULL, 'S'},
       {"no-demangle", no_argument, NULL, 'D'},
       {"help", no_argument, NULL, 'h'},   {NULL, 0, NULL, 0}};
-  int json = 0, nohex = 0, nosym = 0, nodem = 0, body = -1, c;
-  uint64_t limit = UINT64_MAX;
+  int c;
+  memset(o, 0, sizeof *o);
+  o->body = -1;
+  o->limit = UINT64_MAX;
   optind = 1;
   while ((c = getopt_long(argc, argv, "jb:n:xh", longopts, NULL)) != -1) {
     switch (c) {
     case 'j':
-      json = 1;
+      o->json = 1;
       break;
     case 'x':
-      nohex = 1;
+      o->nohex = 1;
       break;
     case 'S':
-      nosym = 1;
+      o->nosym = 1;
       break;
     case 'D':
-      nodem = 1;
+      o->nodem = 1;
       break;
     case 'b':
-      body = parse_body(optarg);
-      if (body < 0) {
+      o->body = parse_body(optarg);
+      if (o->body < 0) {
         cucap_cli_error("dump", NULL, "unknown body type '%s'", optarg);
         return CUCAP_EXIT_USAGE;
       }
       break;
     case 'n':
-      if (cucap_cli_parse_u64(optarg, &limit)) {
+      if (cucap_cli_parse_u64(optarg, &o->limit)) {
         cucap_cli_error("dump", NULL, "--limit wants a number, got '%s'", optarg);
         return CUCAP_EXIT_USAGE;
       }
@@ -637,33 +677,15 @@ int cucap_cmd_dump(int argc, char **argv) {
     fputs(dump_usage, stderr);
     return CUCAP_EXIT_USAGE;
   }
-  const char *path = argv[optind];
-  cucap_reader *r = NULL;
-  int rc = cucap_cli_open("dump", path, &r);
-  if (rc != CUCAP_EXIT_OK)
-    return rc;
-  stack_tab stacks;
-  memset(&stacks, 0, sizeof stacks);
-  dump_names dn = {cucap_cli_fnames_create(), !nodem};
-  if (!dn.fn || (!nosym && !(stacks.sym = cucap_cli_frames_create(!nodem)))) {
-    cucap_cli_fnames_destroy(dn.fn);
-    stacks_free(&stacks);
-    cucap_reader_destroy(r);
-    cucap_cli_error("dump", path, "out of memory");
-    return CUCAP_EXIT_IO;
-  }
+  o->path = argv[optind];
+  return -1;
+}
 
-  unsigned flags = nohex ? 0 : (CUCAP_JSON_HEX_BYTES | CUCAP_JSON_HASH_HEX);
-  cucap_json *w = NULL;
+/* The first line(s): {"header":...} with --json (w), else two comment lines. */
+static void dump_print_header(const dump_opts *o, cucap_reader *r, cucap_json *w,
+                              unsigned flags) {
   const cucap_fb_file_header *h = cucap_reader_header(r);
-  if (json) {
-    w = cucap_json_create_mem(0);
-    if (!w) {
-      stacks_free(&stacks);
-      cucap_reader_destroy(r);
-      cucap_cli_error("dump", path, "out of memory");
-      return CUCAP_EXIT_IO;
-    }
+  if (o->json) {
     cucap_json_object_begin(w);
     cucap_json_key(w, "header");
     cucap_fb_file_header_to_json(h, w, flags);
@@ -681,33 +703,38 @@ int cucap_cmd_dump(int argc, char **argv) {
            p ? p : "?", (unsigned)cucap_fb_file_header_pid(h));
     printf("# seq tid call result body\n");
   }
+}
 
-  uint64_t index = 0, printed = 0;
+/* Prints the records up to --limit; *index counts the records read,
+ * *printed those printed. Returns how reading ended (CUCAP_OK at the end). */
+static cucap_status dump_records(const dump_opts *o, cucap_reader *r, dump_names *dn,
+                                 stack_tab *stacks, cucap_json *w, unsigned flags,
+                                 uint64_t *index, uint64_t *printed) {
   cucap_status s = CUCAP_OK;
   proc_run pr;
   memset(&pr, 0, sizeof pr);
-  while (printed < limit) {
+  while (*printed < o->limit) {
     const void *rv = NULL, *buf = NULL;
     size_t size = 0;
     s = cucap_reader_next(r, &rv, &buf, &size);
     if (s != CUCAP_OK)
       break;
     const cucap_fb_record *rec = rv;
-    uint64_t my = index++;
-    if (stacks.sym) /* before the filter: later records refer to these */
-      stacks_feed(&stacks, rec);
-    cucap_cli_fnames_feed(dn.fn, rec);
-    if (body >= 0 && cucap_fb_record_body_type(rec) != body)
+    uint64_t my = (*index)++;
+    if (stacks->sym) /* before the filter: later records refer to these */
+      stacks_feed(stacks, rec);
+    cucap_cli_fnames_feed(dn->fn, rec);
+    if (o->body >= 0 && cucap_fb_record_body_type(rec) != o->body)
       continue;
-    if (!json && body < 0 && proc_add(&pr, &dn, rec)) {
-      printed++;
+    if (!o->json && o->body < 0 && proc_add(&pr, dn, rec)) {
+      (*printed)++;
       continue;
     }
-    printed++;
-    if (!json) {
-      print_human(&dn, rec);
-      if (stacks.sym)
-        print_stack_human(&stacks, rec);
+    (*printed)++;
+    if (!o->json) {
+      print_human(dn, rec);
+      if (stacks->sym)
+        print_stack_human(stacks, rec);
       continue;
     }
     cucap_fb_record_to_json(rec, w, flags);
@@ -725,15 +752,78 @@ int cucap_cmd_dump(int argc, char **argv) {
       fputc(',', stdout);
       fwrite(txt + 1, 1, len - 2, stdout);
     }
-    if (stacks.sym)
-      print_stack_json(&stacks, rec, 1);
+    if (stacks->sym)
+      print_stack_json(stacks, rec, 1);
     fputs("}\n", stdout);
     cucap_json_mem_clear(w);
   }
   if (s == CUCAP_END)
     s = CUCAP_OK;
-  if (!json)
+  if (!o->json)
     proc_flush(&pr);
+  return s;
+}
+
+/* The exit code for how reading ended: one error line when it stopped early
+ * on a problem. */
+static int dump_verdict(const dump_opts *o, cucap_reader *r, cucap_status s, uint64_t index,
+                        uint64_t printed) {
+  int rc;
+  if (s != CUCAP_OK) {
+    cucap_reader_recovery rec;
+    cucap_reader_recovery_get(r, &rec);
+    rec.problem[sizeof rec.problem - 1] = 0;
+    cucap_cli_error("dump", o->path, "%s after record %" PRIu64 ": %s",
+                    cucap_status_str(s), index,
+                    rec.problem[0] ? rec.problem : "reading stopped");
+    rc = cucap_cli_exit_code(s);
+    if (rc == CUCAP_EXIT_OK)
+      rc = CUCAP_EXIT_BAD_INPUT;
+  } else if (printed < o->limit) {
+    /* Read to the end: say whether the end was the real one. */
+    rc = cucap_cli_report_recovery("dump", o->path, r);
+  } else {
+    rc = CUCAP_EXIT_OK;
+  }
+  return rc;
+}
+
+int cucap_cmd_dump(int argc, char **argv) {
+  dump_opts o;
+  int rc = dump_parse(argc, argv, &o);
+  if (rc >= 0)
+    return rc;
+  const char *path = o.path;
+  cucap_reader *r = NULL;
+  rc = cucap_cli_open("dump", path, &r);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
+  stack_tab stacks;
+  memset(&stacks, 0, sizeof stacks);
+  dump_names dn = {cucap_cli_fnames_create(), !o.nodem};
+  if (!dn.fn || (!o.nosym && !(stacks.sym = cucap_cli_frames_create(!o.nodem)))) {
+    cucap_cli_fnames_destroy(dn.fn);
+    stacks_free(&stacks);
+    cucap_reader_destroy(r);
+    cucap_cli_error("dump", path, "out of memory");
+    return CUCAP_EXIT_IO;
+  }
+
+  unsigned flags = o.nohex ? 0 : (CUCAP_JSON_HEX_BYTES | CUCAP_JSON_HASH_HEX);
+  cucap_json *w = NULL;
+  if (o.json) {
+    w = cucap_json_create_mem(0);
+    if (!w) {
+      stacks_free(&stacks);
+      cucap_reader_destroy(r);
+      cucap_cli_error("dump", path, "out of memory");
+      return CUCAP_EXIT_IO;
+    }
+  }
+  dump_print_header(&o, r, w, flags);
+
+  uint64_t index = 0, printed = 0;
+  cucap_status s = dump_records(&o, r, &dn, &stacks, w, flags, &index, &printed);
   cucap_cli_fnames_destroy(dn.fn);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     cucap_json_destroy(w);
@@ -742,22 +832,7 @@ int cucap_cmd_dump(int argc, char **argv) {
     cucap_cli_error("dump", path, "error writing output");
     return CUCAP_EXIT_IO;
   }
-  if (s != CUCAP_OK) {
-    cucap_reader_recovery rec;
-    cucap_reader_recovery_get(r, &rec);
-    rec.problem[sizeof rec.problem - 1] = 0;
-    cucap_cli_error("dump", path, "%s after record %" PRIu64 ": %s",
-                    cucap_status_str(s), index,
-                    rec.problem[0] ? rec.problem : "reading stopped");
-    rc = cucap_cli_exit_code(s);
-    if (rc == CUCAP_EXIT_OK)
-      rc = CUCAP_EXIT_BAD_INPUT;
-  } else if (printed < limit) {
-    /* Read to the end: say whether the end was the real one. */
-    rc = cucap_cli_report_recovery("dump", path, r);
-  } else {
-    rc = CUCAP_EXIT_OK;
-  }
+  rc = dump_verdict(&o, r, s, index, printed);
   cucap_json_destroy(w);
   stacks_free(&stacks);
   cucap_reader_destroy(r);

@@ -31,7 +31,17 @@ static const char extract_usage[] =
     "exit: 0 ok, 2 usage / launch not found / no memory source, 3 damaged\n"
     "input, 4 I/O error or replay failure\n";
 
-int cucap_cmd_extract(int argc, char **argv) {
+/* What the command line asked for. */
+typedef struct extract_args {
+  cucap_derive_options o;
+  cucap_launch_select sel;
+  const char *out, *emit;
+  int demangle;
+  const char *path;
+} extract_args;
+
+/* Fills a from argv; returns -1 to go on, else the exit code to return. */
+static int extract_parse(int argc, char **argv, extract_args *a) {
   enum { O_LAUNCH = 256, O_KERNEL, O_NTH, O_MIN, O_EMIT, O_REPLAY, O_DEVICE, O_LEVEL,
          O_LIBCUDA, O_NODEM, O_ALLARCH };
   static const struct option lo[] = {
@@ -43,25 +53,26 @@ int cucap_cmd_extract(int argc, char **argv) {
       {"no-demangle", no_argument, NULL, O_NODEM}, {"help", no_argument, NULL, 'h'},
       {"keep-all-archs", no_argument, NULL, O_ALLARCH},
       {NULL, 0, NULL, 0}};
-  const char *out = NULL, *emit = NULL;
-  cucap_derive_options o;
-  cucap_derive_options_init(&o);
-  cucap_launch_select sel;
-  memset(&sel, 0, sizeof sel);
-  sel.match = cucap_cli_kernel_match;
-  int have_launch = 0, demangle = 1, c;
+  cucap_derive_options *o = &a->o;
+  cucap_launch_select *sel = &a->sel;
+  a->out = a->emit = NULL;
+  cucap_derive_options_init(o);
+  memset(sel, 0, sizeof *sel);
+  sel->match = cucap_cli_kernel_match;
+  a->demangle = 1;
+  int have_launch = 0, c;
   uint64_t v;
   optind = 1;
   while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
     switch (c) {
-    case 'o': out = optarg; break;
-    case O_KERNEL: sel.kernel = optarg; break;
-    case O_MIN: o.minimal = 1; break;
-    case O_EMIT: emit = optarg; break;
-    case O_REPLAY: o.replay = 1; break;
-    case O_LIBCUDA: o.libcuda = optarg; break;
-    case O_NODEM: demangle = 0; break;
-    case O_ALLARCH: o.keep_all_archs = 1; break;
+    case 'o': a->out = optarg; break;
+    case O_KERNEL: sel->kernel = optarg; break;
+    case O_MIN: o->minimal = 1; break;
+    case O_EMIT: a->emit = optarg; break;
+    case O_REPLAY: o->replay = 1; break;
+    case O_LIBCUDA: o->libcuda = optarg; break;
+    case O_NODEM: a->demangle = 0; break;
+    case O_ALLARCH: o->keep_all_archs = 1; break;
     case O_LAUNCH:
     case O_NTH:
     case O_DEVICE:
@@ -72,69 +83,89 @@ int cucap_cmd_extract(int argc, char **argv) {
         return CUCAP_EXIT_USAGE;
       }
       if (c == O_LAUNCH) {
-        sel.launch_index = v;
+        sel->launch_index = v;
         have_launch = 1;
       } else if (c == O_NTH) {
-        sel.nth = v;
+        sel->nth = v;
       } else if (c == O_DEVICE) {
-        o.device = (int)v;
+        o->device = (int)v;
       } else {
-        o.level = (int)v;
+        o->level = (int)v;
       }
       break;
     case 'h': fputs(extract_usage, stdout); return CUCAP_EXIT_OK;
     default: fputs(extract_usage, stderr); return CUCAP_EXIT_USAGE;
     }
   }
-  if (optind + 1 != argc || !out || have_launch == !!sel.kernel) {
+  if (optind + 1 != argc || !a->out || have_launch == !!sel->kernel) {
     cucap_cli_error("extract", NULL, "%s",
                     optind + 1 != argc ? "expected exactly one CAPTURE"
-                    : !out             ? "missing -o OUT"
+                    : !a->out          ? "missing -o OUT"
                                        : "give one of --launch N or --kernel NAME");
     fputs(extract_usage, stderr);
     return CUCAP_EXIT_USAGE;
   }
-  const char *path = argv[optind];
+  a->path = argv[optind];
+  return -1;
+}
+
+/* The summary: what was extracted, the expected checksum, the images. */
+static void extract_print(const extract_args *a, const cucap_derive_report *rep) {
+  char dem[2048];
+  printf("extract launch %" PRIu64 " (%s) -> %s: %" PRIu64 " regions (%" PRIu64
+         " bytes) from %s, %" PRIu64 " records, %" PRIu64 " bytes\n",
+         rep->launch_index, a->demangle ? cucap_cli_demangle(rep->kernel, dem, sizeof dem) : rep->kernel,
+         a->out, rep->regions, rep->region_bytes,
+         rep->state == 1 ? "the recorded snapshot" : "a replay", rep->records_written, rep->out_bytes);
+  if (rep->have_expected)
+    printf("expected checksum 0x%016" PRIx64 " (FNV-1a 64 of %" PRIu64
+           " result regions; `cucap replay %s --verify` compares every byte)\n",
+           rep->expected_checksum, rep->expected_regions, a->out);
+  else
+    printf("no expected result stored (record with --snapshot=launch:%" PRIu64
+           " or use --replay to have one)\n", rep->launch_index);
+  cucap_cli_print_images(rep);
+}
+
+/* --emit-c: the C program that launches the kernel, from OUT. */
+static int extract_emit_c(const extract_args *a) {
+  int rc;
+  char msg[512] = "";
+  cucap_reader *x = NULL;
+  if ((rc = cucap_cli_open("extract", a->out, &x)) != CUCAP_EXIT_OK)
+    return rc;
+  cucap_status st = cucap_emit_c(x, a->emit, msg, sizeof msg);
+  cucap_reader_destroy(x);
+  if (st != CUCAP_OK) {
+    cucap_cli_error("extract", a->emit, "--emit-c: %s", msg);
+    return cucap_cli_exit_code(st) ? cucap_cli_exit_code(st) : CUCAP_EXIT_IO;
+  }
+  printf("C program: %s/repro.c (build: make -C %s, or cc -O2 -o repro repro.c "
+         "-I/usr/local/cuda/include -lcuda; run ./repro in %s)\n", a->emit, a->emit, a->emit);
+  return CUCAP_EXIT_OK;
+}
+
+int cucap_cmd_extract(int argc, char **argv) {
+  extract_args a;
+  int rc = extract_parse(argc, argv, &a);
+  if (rc >= 0)
+    return rc;
+  const char *path = a.path;
   cucap_reader *r = NULL;
-  int rc = cucap_cli_open("extract", path, &r);
+  rc = cucap_cli_open("extract", path, &r);
   if (rc != CUCAP_EXIT_OK)
     return rc;
-  o.source_path = path;
+  a.o.source_path = path;
   cucap_derive_report rep;
-  cucap_status st = cucap_extract(r, &sel, out, &o, &rep);
+  cucap_status st = cucap_extract(r, &a.sel, a.out, &a.o, &rep);
   cucap_reader_destroy(r);
   if (st != CUCAP_OK) {
     cucap_cli_error("extract", path, "%s", rep.error[0] ? rep.error : cucap_status_str(st));
     rc = cucap_cli_exit_code(rep.status);
     return rc ? rc : CUCAP_EXIT_IO;
   }
-  char dem[2048];
-  printf("extract launch %" PRIu64 " (%s) -> %s: %" PRIu64 " regions (%" PRIu64
-         " bytes) from %s, %" PRIu64 " records, %" PRIu64 " bytes\n",
-         rep.launch_index, demangle ? cucap_cli_demangle(rep.kernel, dem, sizeof dem) : rep.kernel,
-         out, rep.regions, rep.region_bytes,
-         rep.state == 1 ? "the recorded snapshot" : "a replay", rep.records_written, rep.out_bytes);
-  if (rep.have_expected)
-    printf("expected checksum 0x%016" PRIx64 " (FNV-1a 64 of %" PRIu64
-           " result regions; `cucap replay %s --verify` compares every byte)\n",
-           rep.expected_checksum, rep.expected_regions, out);
-  else
-    printf("no expected result stored (record with --snapshot=launch:%" PRIu64
-           " or use --replay to have one)\n", rep.launch_index);
-  cucap_cli_print_images(&rep);
-  if (emit) {
-    char msg[512] = "";
-    cucap_reader *x = NULL;
-    if ((rc = cucap_cli_open("extract", out, &x)) != CUCAP_EXIT_OK)
-      return rc;
-    st = cucap_emit_c(x, emit, msg, sizeof msg);
-    cucap_reader_destroy(x);
-    if (st != CUCAP_OK) {
-      cucap_cli_error("extract", emit, "--emit-c: %s", msg);
-      return cucap_cli_exit_code(st) ? cucap_cli_exit_code(st) : CUCAP_EXIT_IO;
-    }
-    printf("C program: %s/repro.c (build: make -C %s, or cc -O2 -o repro repro.c "
-           "-I/usr/local/cuda/include -lcuda; run ./repro in %s)\n", emit, emit, emit);
-  }
+  extract_print(&a, &rep);
+  if (a.emit)
+    return extract_emit_c(&a);
   return CUCAP_EXIT_OK;
 }

@@ -120,6 +120,173 @@ static void human_bytes(uint64_t b, char *out, size_t n) {
     snprintf(out, n, "%.1f %s", v, u[i]);
 }
 
+/* Keeps a copy of the first Devices record. */
+static void keep_devices(info_stats *st, const cucap_fb_record *rec, const void *buf,
+                         size_t size) {
+  if (!st->devices && buf && size >= 4) {
+    /* buf is verified and valid until the next call: keep a copy. The
+     * copy is 8-aligned (malloc) like the reader's buffer, so the table
+     * offset carries over. */
+    const cucap_fb_devices *dv = cucap_fb_record_body_as_devices(rec);
+    uint8_t *copy = dv ? malloc(size) : NULL;
+    if (copy) {
+      memcpy(copy, buf, size);
+      st->devices_buf = copy;
+      st->devices =
+          (const cucap_fb_devices *)(copy + ((const uint8_t *)dv - (const uint8_t *)buf));
+    }
+  }
+}
+
+/* Keeps a copy of the last Audit record. */
+static void keep_audit(info_stats *st, const cucap_fb_record *rec, const void *buf,
+                       size_t size) {
+  if (buf && size >= 4) { /* keep the last one; copied as for Devices */
+    const cucap_fb_audit *au = cucap_fb_record_body_as_audit(rec);
+    uint8_t *copy = au ? malloc(size) : NULL;
+    if (copy) {
+      memcpy(copy, buf, size);
+      free(st->audit_buf);
+      st->audit_buf = copy;
+      st->audit =
+          (const cucap_fb_audit *)(copy + ((const uint8_t *)au - (const uint8_t *)buf));
+    }
+  }
+}
+
+/* The calls a QueryCounts record counts, added to the per-call counts. */
+static void count_queries(info_stats *st, const cucap_fb_record *rec) {
+  /* format 1.3: pure queries counted per thread, one record per flush */
+  const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
+  size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
+  for (size_t i = 0; i < nq; i++) {
+    const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
+    if (!e)
+      continue;
+    uint32_t c = cucap_fb_query_count_call(e);
+    uint64_t k = cucap_fb_query_count_count(e);
+    if (c && c < CALL_SLOTS)
+      st->by_call[c] += k;
+    else if (c)
+      st->calls_other += k;
+    if (c && cucap_fb_query_count_result(e) != 0)
+      st->calls_failed += k;
+    st->queries_aggregated += k;
+  }
+}
+
+/* An allocation, and the device memory live after it. */
+static void count_alloc(info_stats *st, const cucap_fb_record *rec) {
+  const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
+  if (a) {
+    st->allocs++;
+    st->alloc_bytes += cucap_fb_alloc_size(a);
+    uint64_t *sz = cucap_fb_record_result(rec) == 0 && info_is_device_kind(cucap_fb_alloc_kind(a))
+                       ? info_map_slot(&st->live, cucap_fb_alloc_address(a), 1) : NULL;
+    if (sz) {
+      st->mem_in_use += cucap_fb_alloc_size(a) - *sz; /* a reused address replaces */
+      *sz = cucap_fb_alloc_size(a);
+      if (st->mem_in_use > st->mem_high)
+        st->mem_high = st->mem_in_use;
+    }
+  }
+}
+
+/* What every record adds: counts by body type and call, the seq range, the
+ * latest exit time. */
+static void count_record(info_stats *st, const cucap_fb_record *rec) {
+  st->records++;
+  cucap_cli_fnames_feed(st->names, rec);
+  info_store_feed(&st->store, rec);
+  uint8_t bt = cucap_fb_record_body_type(rec);
+  st->by_body[bt]++;
+  uint32_t call = cucap_fb_record_call(rec);
+  if (call) {
+    if (call < CALL_SLOTS)
+      st->by_call[call]++;
+    else
+      st->calls_other++;
+    if (cucap_fb_record_result(rec) != 0)
+      st->calls_failed++;
+  }
+  uint64_t seq = cucap_fb_record_seq(rec);
+  if (seq) {
+    if (!st->have_seq || seq < st->first_seq)
+      st->first_seq = seq;
+    if (!st->have_seq || seq > st->last_seq)
+      st->last_seq = seq;
+    st->have_seq = 1;
+  }
+  uint64_t te = cucap_fb_record_t_exit(rec);
+  if (te > st->max_t_exit)
+    st->max_t_exit = te;
+}
+
+/* What a record adds by its body type. */
+static void count_body(info_stats *st, const cucap_fb_record *rec, const void *buf,
+                       size_t size) {
+  uint8_t bt = cucap_fb_record_body_type(rec);
+  switch (bt) {
+  case CUCAP_FB_BODY_DEVICES:
+    keep_devices(st, rec, buf, size);
+    break;
+  case CUCAP_FB_BODY_AUDIT:
+    keep_audit(st, rec, buf, size);
+    break;
+  case CUCAP_FB_BODY_QUERYCOUNTS:
+    count_queries(st, rec);
+    break;
+  case CUCAP_FB_BODY_LAUNCH: {
+    st->launches++;
+    const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
+    uint64_t *c = l && cucap_fb_record_result(rec) == 0
+                      ? info_map_slot(&st->fn_launches, cucap_fb_launch_function(l), 1) : NULL;
+    if (c)
+      (*c)++;
+    break;
+  }
+  case CUCAP_FB_BODY_NVTX: {
+    int op = cucap_fb_nvtx_op(cucap_fb_record_body_as_nvtx(rec));
+    st->nvtx_ranges += op == CUCAP_FB_NVTXOP_PUSH || op == CUCAP_FB_NVTXOP_RANGESTART;
+    break;
+  }
+  case CUCAP_FB_BODY_MEMCPY: {
+    const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
+    if (m) {
+      uint8_t k = cucap_fb_memcpy_kind(m);
+      st->memcpy_count[k]++;
+      st->memcpy_bytes[k] += cucap_fb_memcpy_size(m);
+    }
+    break;
+  }
+  case CUCAP_FB_BODY_MODULE: {
+    const cucap_fb_module *m = cucap_fb_record_body_as_module(rec);
+    if (m && cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD)
+      st->modules_loaded++;
+    break;
+  }
+  case CUCAP_FB_BODY_FUNCTION:
+    st->functions++;
+    break;
+  case CUCAP_FB_BODY_ALLOC:
+    count_alloc(st, rec);
+    break;
+  case CUCAP_FB_BODY_FREE: {
+    st->frees++;
+    const cucap_fb_free *f = cucap_fb_record_body_as_free(rec);
+    uint64_t *sz = f && cucap_fb_record_result(rec) == 0
+                       ? info_map_slot(&st->live, cucap_fb_free_address(f), 0) : NULL;
+    if (sz) {
+      st->mem_in_use -= *sz;
+      *sz = 0;
+    }
+    break;
+  }
+  default:
+    break;
+  }
+}
+
 static cucap_status gather(cucap_reader *r, info_stats *st) {
   for (;;) {
     const void *rec_v = NULL, *buf = NULL;
@@ -130,142 +297,8 @@ static cucap_status gather(cucap_reader *r, info_stats *st) {
     if (s != CUCAP_OK)
       return s;
     const cucap_fb_record *rec = rec_v;
-    st->records++;
-    cucap_cli_fnames_feed(st->names, rec);
-    info_store_feed(&st->store, rec);
-    uint8_t bt = cucap_fb_record_body_type(rec);
-    st->by_body[bt]++;
-    uint32_t call = cucap_fb_record_call(rec);
-    if (call) {
-      if (call < CALL_SLOTS)
-        st->by_call[call]++;
-      else
-        st->calls_other++;
-      if (cucap_fb_record_result(rec) != 0)
-        st->calls_failed++;
-    }
-    uint64_t seq = cucap_fb_record_seq(rec);
-    if (seq) {
-      if (!st->have_seq || seq < st->first_seq)
-        st->first_seq = seq;
-      if (!st->have_seq || seq > st->last_seq)
-        st->last_seq = seq;
-      st->have_seq = 1;
-    }
-    uint64_t te = cucap_fb_record_t_exit(rec);
-    if (te > st->max_t_exit)
-      st->max_t_exit = te;
-    switch (bt) {
-    case CUCAP_FB_BODY_DEVICES:
-      if (!st->devices && buf && size >= 4) {
-        /* buf is verified and valid until the next call: keep a copy. The
-         * copy is 8-aligned (malloc) like the reader's buffer, so the table
-         * offset carries over. */
-        const cucap_fb_devices *dv = cucap_fb_record_body_as_devices(rec);
-        uint8_t *copy = dv ? malloc(size) : NULL;
-        if (copy) {
-          memcpy(copy, buf, size);
-          st->devices_buf = copy;
-          st->devices =
-              (const cucap_fb_devices *)(copy + ((const uint8_t *)dv - (const uint8_t *)buf));
-        }
-      }
-      break;
-    case CUCAP_FB_BODY_AUDIT:
-      if (buf && size >= 4) { /* keep the last one; copied as for Devices */
-        const cucap_fb_audit *au = cucap_fb_record_body_as_audit(rec);
-        uint8_t *copy = au ? malloc(size) : NULL;
-        if (copy) {
-          memcpy(copy, buf, size);
-          free(st->audit_buf);
-          st->audit_buf = copy;
-          st->audit =
-              (const cucap_fb_audit *)(copy + ((const uint8_t *)au - (const uint8_t *)buf));
-        }
-      }
-      break;
-    case CUCAP_FB_BODY_QUERYCOUNTS: {
-      /* format 1.3: pure queries counted per thread, one record per flush */
-      const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
-      size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
-      for (size_t i = 0; i < nq; i++) {
-        const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
-        if (!e)
-          continue;
-        uint32_t c = cucap_fb_query_count_call(e);
-        uint64_t k = cucap_fb_query_count_count(e);
-        if (c && c < CALL_SLOTS)
-          st->by_call[c] += k;
-        else if (c)
-          st->calls_other += k;
-        if (c && cucap_fb_query_count_result(e) != 0)
-          st->calls_failed += k;
-        st->queries_aggregated += k;
-      }
-      break;
-    }
-    case CUCAP_FB_BODY_LAUNCH: {
-      st->launches++;
-      const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
-      uint64_t *c = l && cucap_fb_record_result(rec) == 0
-                        ? info_map_slot(&st->fn_launches, cucap_fb_launch_function(l), 1) : NULL;
-      if (c)
-        (*c)++;
-      break;
-    }
-    case CUCAP_FB_BODY_NVTX: {
-      int op = cucap_fb_nvtx_op(cucap_fb_record_body_as_nvtx(rec));
-      st->nvtx_ranges += op == CUCAP_FB_NVTXOP_PUSH || op == CUCAP_FB_NVTXOP_RANGESTART;
-      break;
-    }
-    case CUCAP_FB_BODY_MEMCPY: {
-      const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
-      if (m) {
-        uint8_t k = cucap_fb_memcpy_kind(m);
-        st->memcpy_count[k]++;
-        st->memcpy_bytes[k] += cucap_fb_memcpy_size(m);
-      }
-      break;
-    }
-    case CUCAP_FB_BODY_MODULE: {
-      const cucap_fb_module *m = cucap_fb_record_body_as_module(rec);
-      if (m && cucap_fb_module_op(m) == CUCAP_FB_MODULEOP_LOAD)
-        st->modules_loaded++;
-      break;
-    }
-    case CUCAP_FB_BODY_FUNCTION:
-      st->functions++;
-      break;
-    case CUCAP_FB_BODY_ALLOC: {
-      const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
-      if (a) {
-        st->allocs++;
-        st->alloc_bytes += cucap_fb_alloc_size(a);
-        uint64_t *sz = cucap_fb_record_result(rec) == 0 && info_is_device_kind(cucap_fb_alloc_kind(a))
-                           ? info_map_slot(&st->live, cucap_fb_alloc_address(a), 1) : NULL;
-        if (sz) {
-          st->mem_in_use += cucap_fb_alloc_size(a) - *sz; /* a reused address replaces */
-          *sz = cucap_fb_alloc_size(a);
-          if (st->mem_in_use > st->mem_high)
-            st->mem_high = st->mem_in_use;
-        }
-      }
-      break;
-    }
-    case CUCAP_FB_BODY_FREE: {
-      st->frees++;
-      const cucap_fb_free *f = cucap_fb_record_body_as_free(rec);
-      uint64_t *sz = f && cucap_fb_record_result(rec) == 0
-                         ? info_map_slot(&st->live, cucap_fb_free_address(f), 0) : NULL;
-      if (sz) {
-        st->mem_in_use -= *sz;
-        *sz = 0;
-      }
-      break;
-    }
-    default:
-      break;
-    }
+    count_record(st, rec);
+    count_body(st, rec, buf, size);
   }
 }
 
@@ -327,10 +360,10 @@ static const char *shown_name(const char *nm, char *buf, size_t n) {
   return g_demangle ? cucap_cli_demangle(nm, buf, n) : nm;
 }
 
-static void print_text(const cucap_fb_file_header *h, const info_stats *st,
-                       const info_totals *t, const char *path,
-                       cucap_status iter_status) {
-  char tmp[128], tmp2[64];
+/* The sections of the text summary, in the order printed; first where the
+ * file is and what made it. */
+static void text_header(const cucap_fb_file_header *h, const info_totals *t, const char *path) {
+  char tmp[128];
   printf("file:            %s\n", path);
   printf("format:          %u.%u\n", t->major, t->minor);
   const char *s;
@@ -354,6 +387,10 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("\n");
   if ((s = cucap_fb_file_header_options(h)) && *s)
     printf("record options:  %s\n", s);
+}
+
+/* Where a trimmed/extracted file came from. */
+static void text_origin(const cucap_fb_file_header *h) {
   const cucap_fb_origin *org = cucap_fb_file_header_origin(h);
   if (org) {
     const char *cmd = cucap_fb_origin_command(org), *src = cucap_fb_origin_source(org);
@@ -368,6 +405,11 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
            : state == CUCAP_FB_STATESOURCE_REPLAY         ? "a replay of the source on a GPU"
                                                           : "nowhere (no state)");
   }
+}
+
+/* The recording machine: driver, toolkit, environment, devices. */
+static void text_machine(const cucap_fb_file_header *h, const info_stats *st) {
+  char tmp[128], tmp2[64];
   /* Header first; libcucap captures have them in the Devices record. */
   int drv = cucap_fb_file_header_driver_version(h);
   if (drv <= 0 && st->devices)
@@ -412,7 +454,11 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
            (int)cucap_fb_device_props_cc_minor(d),
            (int)cucap_fb_device_props_sm_count(d), tmp2, pci ? pci : "?");
   }
+}
 
+/* Records per body type and driver calls per entry point. */
+static void text_calls(const info_stats *st) {
+  char tmp[128];
   printf("records:         %" PRIu64 "\n", st->records);
   for (unsigned b = 0; b < BODY_SLOTS; b++)
     if (st->by_body[b])
@@ -445,6 +491,10 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   }
   if (st->calls_other)
     printf("  %-32s %" PRIu64 "\n", "(cbid >= 4096)", st->calls_other);
+}
+
+/* Launches and the top kernels by launch count. */
+static void text_kernels(const info_stats *st) {
   printf("launches:        %" PRIu64 "\n", st->launches);
   size_t nk = 0;
   kcount *kc = top_kernels(st, &nk);
@@ -461,6 +511,11 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
       printf("  ... and %zu more kernels\n", nk - 10);
   }
   free(kc);
+}
+
+/* Device memory, NVTX ranges, copies, modules, functions, allocations. */
+static void text_resources(const info_stats *st) {
+  char tmp2[64];
   human_bytes(st->mem_high, tmp2, sizeof tmp2);
   printf("device memory:   high-water mark %" PRIu64 " bytes (%s) of allocations live at once\n",
          st->mem_high, tmp2);
@@ -484,6 +539,11 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("allocations:     %" PRIu64 " (%" PRIu64 " bytes, %s), %" PRIu64
          " frees\n",
          st->allocs, st->alloc_bytes, tmp2, st->frees);
+}
+
+/* Blobs, chunks, payload, stored bytes by use, file size, duration. */
+static void text_storage(const info_stats *st, const info_totals *t) {
+  char tmp2[64];
   human_bytes(t->blob_bytes, tmp2, sizeof tmp2);
   printf("blobs:           %" PRIu64 " (%" PRIu64 " bytes, %s)\n",
          t->blob_count, t->blob_bytes, tmp2);
@@ -501,8 +561,10 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
   printf("file size:       %" PRIu64 " bytes (%s)\n", t->rec.file_size, tmp2);
   printf("duration:        %.6f s%s\n", (double)t->duration_ns / 1e9,
          t->duration_from_index ? "" : " (from last record; no end time)");
-  if (st->audit)
-    info_print_audit_text(st->audit);
+}
+
+/* Whether the file is complete, else what stopped reading. */
+static void text_status(const info_totals *t, cucap_status iter_status) {
   if (t->rec.complete && iter_status == CUCAP_OK)
     printf("status:          complete\n");
   else
@@ -514,19 +576,31 @@ static void print_text(const cucap_fb_file_header *h, const info_stats *st,
                                     : "no valid trailer/index"));
 }
 
+static void print_text(const cucap_fb_file_header *h, const info_stats *st,
+                       const info_totals *t, const char *path,
+                       cucap_status iter_status) {
+  text_header(h, t, path);
+  text_origin(h);
+  text_machine(h, st);
+  text_calls(st);
+  text_kernels(st);
+  text_resources(st);
+  text_storage(st, t);
+  if (st->audit)
+    info_print_audit_text(st->audit);
+  text_status(t, iter_status);
+}
+
 static void json_str_or_null(cucap_json *w, const char *key, const char *s) {
   cucap_json_key(w, key);
   cucap_json_string(w, s);
 }
 
-static void print_json(const cucap_fb_file_header *h, const info_stats *st,
-                       const info_totals *t, const char *path,
-                       cucap_status iter_status) {
+/* The sections of the JSON object, in the order written; first the file,
+ * its format, header, start time and Devices record. */
+static void json_header(cucap_json *w, const cucap_fb_file_header *h, const info_stats *st,
+                        const info_totals *t, const char *path) {
   char tmp[128];
-  cucap_json *w = cucap_json_create_file(stdout, 0);
-  if (!w)
-    return;
-  cucap_json_object_begin(w);
   json_str_or_null(w, "file", path);
   cucap_json_key(w, "format");
   snprintf(tmp, sizeof tmp, "%u.%u", t->major, t->minor);
@@ -539,7 +613,11 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
     cucap_json_key(w, "devices_record");
     cucap_fb_devices_to_json(st->devices, w, CUCAP_JSON_HEX_BYTES | CUCAP_JSON_HASH_HEX);
   }
+}
 
+/* Records per body type, driver calls per entry point. */
+static void json_calls(cucap_json *w, const info_stats *st) {
+  char tmp[128];
   cucap_json_key(w, "records");
   cucap_json_uint(w, st->records);
   cucap_json_key(w, "records_by_body");
@@ -572,6 +650,10 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_json_uint(w, st->calls_failed);
   cucap_json_key(w, "queries_aggregated");
   cucap_json_uint(w, st->queries_aggregated);
+}
+
+/* Launches and every kernel by launch count. */
+static void json_kernels(cucap_json *w, const info_stats *st) {
   cucap_json_key(w, "launches");
   cucap_json_uint(w, st->launches);
   cucap_json_key(w, "top_kernels"); /* all of them, most launches first */
@@ -589,6 +671,10 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   }
   free(kc);
   cucap_json_array_end(w);
+}
+
+/* Device memory, NVTX ranges, copies, modules, functions, allocations. */
+static void json_resources(cucap_json *w, const info_stats *st) {
   cucap_json_key(w, "memory_high_water_bytes");
   cucap_json_uint(w, st->mem_high);
   cucap_json_key(w, "nvtx_ranges");
@@ -617,6 +703,10 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_json_uint(w, st->alloc_bytes);
   cucap_json_key(w, "frees");
   cucap_json_uint(w, st->frees);
+}
+
+/* Blobs, chunks, payload, stored bytes by use, file size, duration. */
+static void json_storage(cucap_json *w, const info_stats *st, const info_totals *t) {
   cucap_json_key(w, "blobs");
   cucap_json_uint(w, t->blob_count);
   cucap_json_key(w, "blob_bytes");
@@ -641,8 +731,10 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   cucap_json_uint(w, t->rec.file_size);
   cucap_json_key(w, "duration_ns");
   cucap_json_uint(w, t->duration_ns);
-  if (st->audit)
-    info_print_audit_json(w, st->audit);
+}
+
+/* Whether the file is complete, else what stopped reading. */
+static void json_status(cucap_json *w, const info_totals *t, cucap_status iter_status) {
   cucap_json_key(w, "complete");
   cucap_json_bool(w, t->rec.complete && iter_status == CUCAP_OK);
   cucap_json_key(w, "problem");
@@ -651,22 +743,42 @@ static void print_json(const cucap_fb_file_header *h, const info_stats *st,
   else
     cucap_json_string(w, t->rec.problem[0] ? t->rec.problem
                                            : cucap_status_str(iter_status));
+}
+
+static void print_json(const cucap_fb_file_header *h, const info_stats *st,
+                       const info_totals *t, const char *path,
+                       cucap_status iter_status) {
+  cucap_json *w = cucap_json_create_file(stdout, 0);
+  if (!w)
+    return;
+  cucap_json_object_begin(w);
+  json_header(w, h, st, t, path);
+  json_calls(w, st);
+  json_kernels(w, st);
+  json_resources(w, st);
+  json_storage(w, st, t);
+  if (st->audit)
+    info_print_audit_json(w, st->audit);
+  json_status(w, t, iter_status);
   cucap_json_object_end(w);
   cucap_json_newline(w);
   cucap_json_destroy(w);
 }
 
-int cucap_cmd_info(int argc, char **argv) {
+/* Reads the options (--no-demangle sets g_demangle); returns -1 to go on,
+ * else the exit code to return. */
+static int info_parse(int argc, char **argv, int *json, const char **path) {
   static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
                                            {"no-demangle", no_argument, NULL, 'D'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
-  int json = 0, c;
+  int c;
+  *json = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
     switch (c) {
     case 'j':
-      json = 1;
+      *json = 1;
       break;
     case 'D':
       g_demangle = 0;
@@ -685,9 +797,77 @@ int cucap_cmd_info(int argc, char **argv) {
     fputs(info_usage, stderr);
     return CUCAP_EXIT_USAGE;
   }
-  const char *path = argv[optind];
+  *path = argv[optind];
+  return -1;
+}
+
+/* The figures of the file as a whole (chunks, blobs, sizes, duration), after
+ * the records were read. */
+static void info_totals_fill(cucap_reader *r, info_stats *st, info_totals *t) {
+  memset(t, 0, sizeof *t);
+  cucap_reader_recovery_get(r, &t->rec);
+  t->rec.problem[sizeof t->rec.problem - 1] = 0;
+  cucap_reader_version(r, &t->major, &t->minor);
+  size_t nb = cucap_reader_blob_count(r);
+  for (size_t i = 0; i < nb; i++) {
+    cucap_hash128 hh;
+    uint64_t sz = 0;
+    if (cucap_reader_blob_get(r, i, &hh, &sz) == CUCAP_OK) {
+      t->blob_count++;
+      t->blob_bytes += sz;
+    }
+  }
+  info_store_total(&st->store, r);
+  const cucap_fb_file_header *h = cucap_reader_header(r);
+  uint64_t start = cucap_fb_file_header_start_mono_ns(h);
+  if (t->rec.end_mono_ns && t->rec.end_mono_ns >= start) {
+    t->duration_ns = t->rec.end_mono_ns - start;
+    t->duration_from_index = 1;
+  } else {
+    t->duration_ns = st->max_t_exit; /* record times are relative to start */
+  }
+}
+
+/* The exit code for how reading ended (is): one error line when it stopped
+ * on a problem. */
+static int info_verdict(const char *path, cucap_reader *r, const info_stats *st,
+                        cucap_status is) {
+  int rc;
+  if (is != CUCAP_OK) {
+    cucap_reader_recovery rec;
+    cucap_reader_recovery_get(r, &rec);
+    rec.problem[sizeof rec.problem - 1] = 0;
+    cucap_cli_error("info", path, "%s after %" PRIu64 " records: %s",
+                    cucap_status_str(is), st->records,
+                    rec.problem[0] ? rec.problem : "reading stopped");
+    rc = cucap_cli_exit_code(is);
+    if (rc == CUCAP_EXIT_OK)
+      rc = CUCAP_EXIT_BAD_INPUT;
+  } else {
+    rc = cucap_cli_report_recovery("info", path, r);
+  }
+  return rc;
+}
+
+static void info_stats_free(info_stats *st) {
+  free(st->by_call);
+  cucap_cli_fnames_destroy(st->names);
+  cucap_map_free(&st->fn_launches);
+  cucap_map_free(&st->live);
+  info_store_free(&st->store);
+  free(st->devices_buf);
+  free(st->audit_buf);
+  free(st);
+}
+
+int cucap_cmd_info(int argc, char **argv) {
+  int json;
+  const char *path = NULL;
+  int rc = info_parse(argc, argv, &json, &path);
+  if (rc >= 0)
+    return rc;
   cucap_reader *r = NULL;
-  int rc = cucap_cli_open("info", path, &r);
+  rc = cucap_cli_open("info", path, &r);
   if (rc != CUCAP_EXIT_OK)
     return rc;
 
@@ -705,56 +885,16 @@ int cucap_cmd_info(int argc, char **argv) {
   cucap_status is = st->names ? gather(r, st) : CUCAP_ERR_NOMEM;
 
   info_totals t;
-  memset(&t, 0, sizeof t);
-  cucap_reader_recovery_get(r, &t.rec);
-  t.rec.problem[sizeof t.rec.problem - 1] = 0;
-  cucap_reader_version(r, &t.major, &t.minor);
-  size_t nb = cucap_reader_blob_count(r);
-  for (size_t i = 0; i < nb; i++) {
-    cucap_hash128 hh;
-    uint64_t sz = 0;
-    if (cucap_reader_blob_get(r, i, &hh, &sz) == CUCAP_OK) {
-      t.blob_count++;
-      t.blob_bytes += sz;
-    }
-  }
-  info_store_total(&st->store, r);
+  info_totals_fill(r, st, &t);
   const cucap_fb_file_header *h = cucap_reader_header(r);
-  uint64_t start = cucap_fb_file_header_start_mono_ns(h);
-  if (t.rec.end_mono_ns && t.rec.end_mono_ns >= start) {
-    t.duration_ns = t.rec.end_mono_ns - start;
-    t.duration_from_index = 1;
-  } else {
-    t.duration_ns = st->max_t_exit; /* record times are relative to start */
-  }
-
   if (json)
     print_json(h, st, &t, path, is);
   else
     print_text(h, st, &t, path, is);
   fflush(stdout);
 
-  if (is != CUCAP_OK) {
-    cucap_reader_recovery rec;
-    cucap_reader_recovery_get(r, &rec);
-    rec.problem[sizeof rec.problem - 1] = 0;
-    cucap_cli_error("info", path, "%s after %" PRIu64 " records: %s",
-                    cucap_status_str(is), st->records,
-                    rec.problem[0] ? rec.problem : "reading stopped");
-    rc = cucap_cli_exit_code(is);
-    if (rc == CUCAP_EXIT_OK)
-      rc = CUCAP_EXIT_BAD_INPUT;
-  } else {
-    rc = cucap_cli_report_recovery("info", path, r);
-  }
-  free(calls);
-  cucap_cli_fnames_destroy(st->names);
-  cucap_map_free(&st->fn_launches);
-  cucap_map_free(&st->live);
-  info_store_free(&st->store);
-  free(st->devices_buf);
-  free(st->audit_buf);
-  free(st);
+  rc = info_verdict(path, r, st, is);
+  info_stats_free(st);
   cucap_reader_destroy(r);
   return rc;
 }

@@ -186,7 +186,16 @@ static int summarize_children(const char *path) {
   return n;
 }
 
-int cucap_cmd_record(int argc, char **argv) {
+/* What the command line asked for: the capture path pattern and the
+ * recorder options as CUCAP_OPTIONS passes them. */
+typedef struct record_args {
+  const char *output;
+  char opts[1024];
+} record_args;
+
+/* Fills a from argv up to PROGRAM (optind); returns -1 to go on, else the
+ * exit code to return. */
+static int record_parse(int argc, char **argv, record_args *a) {
   static const struct option longopts[] = {
       {"output", required_argument, NULL, 'o'},
       {"snapshot", required_argument, NULL, 's'},
@@ -197,8 +206,8 @@ int cucap_cmd_record(int argc, char **argv) {
       {"stats", no_argument, NULL, 'T'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  const char *output = "capture.fb";
-  char opts[1024] = "";
+  a->output = "capture.fb";
+  a->opts[0] = 0;
   char item[256];
   int c;
   optind = 1;
@@ -206,7 +215,7 @@ int cucap_cmd_record(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'o':
-      output = optarg;
+      a->output = optarg;
       break;
     case 's':
       snprintf(item, sizeof item, "snapshot=%s", optarg);
@@ -216,27 +225,27 @@ int cucap_cmd_record(int argc, char **argv) {
                         "--snapshot must be exit, launch:N or range:NAME[@K], not '%s'", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      if (append_opt(opts, sizeof opts, item) != 0)
+      if (append_opt(a->opts, sizeof a->opts, item) != 0)
         return CUCAP_EXIT_USAGE;
       break;
     case 'H':
-      append_opt(opts, sizeof opts, "hash_launches");
+      append_opt(a->opts, sizeof a->opts, "hash_launches");
       break;
     case 'a':
-      append_opt(opts, sizeof opts, "audit");
+      append_opt(a->opts, sizeof a->opts, "audit");
       break;
     case 'T':
-      append_opt(opts, sizeof opts, "stats");
+      append_opt(a->opts, sizeof a->opts, "stats");
       g_print_stats = 1;
       break;
     case 'S':
       snprintf(item, sizeof item, "stack=%s", optarg);
-      if (append_opt(opts, sizeof opts, item) != 0)
+      if (append_opt(a->opts, sizeof a->opts, item) != 0)
         return CUCAP_EXIT_USAGE;
       break;
     case 'l':
       snprintf(item, sizeof item, "level=%s", optarg);
-      if (append_opt(opts, sizeof opts, item) != 0)
+      if (append_opt(a->opts, sizeof a->opts, item) != 0)
         return CUCAP_EXIT_USAGE;
       break;
     case 'h':
@@ -247,69 +256,77 @@ int cucap_cmd_record(int argc, char **argv) {
       return CUCAP_EXIT_USAGE;
     }
   }
+  return -1;
+}
+
+/* The options as the recorder will read them, PROGRAM, libcucap.so (into
+ * lib) and the output pattern; returns -1 to go on, else the exit code. */
+static int record_validate(int argc, const record_args *a, char *lib, size_t lib_size) {
   /* Validate the options as the recorder will parse them. */
   cucap_rec_options ro;
   cucap_rec_options_init(&ro);
-  if (cucap_rec_options_parse(opts, &ro) != CUCAP_OK) {
-    cucap_cli_error("record", NULL, "invalid option value in '%s'", opts);
+  if (cucap_rec_options_parse(a->opts, &ro) != CUCAP_OK) {
+    cucap_cli_error("record", NULL, "invalid option value in '%s'", a->opts);
     return CUCAP_EXIT_USAGE;
   }
   if (optind >= argc) {
     cucap_cli_error("record", NULL, "no program given (usage: cucap record [options] -- PROGRAM [ARGS...])");
     return CUCAP_EXIT_USAGE;
   }
-  char lib[PATH_MAX];
-  if (!find_lib(lib, sizeof lib)) {
+  if (!find_lib(lib, lib_size)) {
     cucap_cli_error("record", NULL,
                     "cannot find libcucap.so (set CUCAP_LIB=/path/to/libcucap.so)");
     return CUCAP_EXIT_IO;
   }
   /* Check the output pattern here (the library expands %p with the app's pid). */
   char probe[PATH_MAX];
-  if (cucap_rec_expand_path(output, 1, probe, sizeof probe) != CUCAP_OK) {
-    cucap_cli_error("record", output, "invalid output pattern");
+  if (cucap_rec_expand_path(a->output, 1, probe, sizeof probe) != CUCAP_OK) {
+    cucap_cli_error("record", a->output, "invalid output pattern");
     return CUCAP_EXIT_USAGE;
   }
+  return -1;
+}
 
-  pid_t pid = fork();
-  if (pid < 0) {
-    cucap_cli_error("record", NULL, "fork: %s", strerror(errno));
-    return CUCAP_EXIT_IO;
-  }
-  if (pid == 0) {
-    const char *old = getenv("LD_PRELOAD");
+/* In the forked child: PROGRAM (prog) with the recorder preloaded; does not
+ * return. */
+static void record_exec(char **prog, const char *lib, const record_args *a) {
+  const char *old = getenv("LD_PRELOAD");
 #ifdef CUCAP_SANITIZER_RUNTIME
-    /* Sanitizer build of cucap (tests only): the ASan/TSan runtime must come
-     * first, and the uninstrumented app's own leaks are not ours to report. */
-    const char *first = CUCAP_SANITIZER_RUNTIME ":";
-    const char *aso = getenv("ASAN_OPTIONS");
-    char asan_opts[512];
-    snprintf(asan_opts, sizeof asan_opts, "%s%sdetect_leaks=0", aso ? aso : "",
-             aso && *aso ? ":" : "");
-    setenv("ASAN_OPTIONS", asan_opts, 1);
+  /* Sanitizer build of cucap (tests only): the ASan/TSan runtime must come
+   * first, and the uninstrumented app's own leaks are not ours to report. */
+  const char *first = CUCAP_SANITIZER_RUNTIME ":";
+  const char *aso = getenv("ASAN_OPTIONS");
+  char asan_opts[512];
+  snprintf(asan_opts, sizeof asan_opts, "%s%sdetect_leaks=0", aso ? aso : "",
+           aso && *aso ? ":" : "");
+  setenv("ASAN_OPTIONS", asan_opts, 1);
 #else
-    const char *first = "";
+  const char *first = "";
 #endif
-    size_t need = strlen(first) + strlen(lib) + (old ? strlen(old) + 2 : 1);
-    char *pre = malloc(need);
-    if (!pre)
-      _exit(127);
-    snprintf(pre, need, "%s%s%s%s", first, lib, old && *old ? ":" : "",
-             old ? old : "");
-    setenv("LD_PRELOAD", pre, 1);
-    setenv("CUCAP_OUTPUT", output, 1);
-    setenv("CUCAP_OPTIONS", opts, 1);
-    char rootpid[32];
-    snprintf(rootpid, sizeof rootpid, "%ld", (long)getpid()); /* exec keeps it */
-    setenv("CUCAP_ROOT_PID", rootpid, 1);
-    /* NVTX loads this tool at the program's first NVTX call (custom_nvtx.c) */
-    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
-    if (!nvtx || !*nvtx)
-      setenv("NVTX_INJECTION64_PATH", lib, 1);
-    execvp(argv[optind], argv + optind);
-    fprintf(stderr, "cucap record: %s: %s\n", argv[optind], strerror(errno));
+  size_t need = strlen(first) + strlen(lib) + (old ? strlen(old) + 2 : 1);
+  char *pre = malloc(need);
+  if (!pre)
     _exit(127);
-  }
+  snprintf(pre, need, "%s%s%s%s", first, lib, old && *old ? ":" : "",
+           old ? old : "");
+  setenv("LD_PRELOAD", pre, 1);
+  setenv("CUCAP_OUTPUT", a->output, 1);
+  setenv("CUCAP_OPTIONS", a->opts, 1);
+  char rootpid[32];
+  snprintf(rootpid, sizeof rootpid, "%ld", (long)getpid()); /* exec keeps it */
+  setenv("CUCAP_ROOT_PID", rootpid, 1);
+  /* NVTX loads this tool at the program's first NVTX call (custom_nvtx.c) */
+  const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+  if (!nvtx || !*nvtx)
+    setenv("NVTX_INJECTION64_PATH", lib, 1);
+  execvp(prog[0], prog);
+  fprintf(stderr, "cucap record: %s: %s\n", prog[0], strerror(errno));
+  _exit(127);
+}
+
+/* Waits for PROGRAM; returns its exit status as ours (128 + signal when it
+ * was killed). */
+static int record_wait(pid_t pid) {
   /* The app gets terminal signals itself (same process group); don't die
    * before it does. */
   struct sigaction ign, old_int, old_quit;
@@ -333,17 +350,41 @@ int cucap_cmd_record(int argc, char **argv) {
     code = 128 + WTERMSIG(status);
   else
     code = 1;
+  return code;
+}
 
+/* The summary of the capture PROGRAM wrote (pid), and of its children's. */
+static void record_report(const record_args *a, pid_t pid, int code) {
   char path[PATH_MAX];
-  int have = cucap_rec_expand_path(output, (long)pid, path, sizeof path) == CUCAP_OK;
+  int have = cucap_rec_expand_path(a->output, (long)pid, path, sizeof path) == CUCAP_OK;
   if (have && access(path, R_OK) == 0)
     print_summary(path);
   else if (code != 127)
-    fprintf(stderr, "cucap record: no capture was written to %s%s\n", output,
+    fprintf(stderr, "cucap record: no capture was written to %s%s\n", a->output,
             have ? " by PROGRAM itself" : "");
   /* Child processes that called CUDA wrote PATH.<pid> captures (only when
    * the pattern has no %p, else each name is already distinct). */
-  if (have && !strstr(output, "%p"))
+  if (have && !strstr(a->output, "%p"))
     summarize_children(path);
+}
+
+int cucap_cmd_record(int argc, char **argv) {
+  record_args a;
+  int rc = record_parse(argc, argv, &a);
+  char lib[PATH_MAX];
+  if (rc < 0)
+    rc = record_validate(argc, &a, lib, sizeof lib);
+  if (rc >= 0)
+    return rc;
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    cucap_cli_error("record", NULL, "fork: %s", strerror(errno));
+    return CUCAP_EXIT_IO;
+  }
+  if (pid == 0)
+    record_exec(argv + optind, lib, &a);
+  int code = record_wait(pid);
+  record_report(&a, pid, code);
   return code;
 }

@@ -53,10 +53,57 @@ static const char replay_usage[] =
     "environment refused (no code for this GPU, no driver, --strict),\n"
     "4 a driver call failed during replay, or the capture cannot be read (I/O)\n";
 
-int cucap_cmd_replay(int argc, char **argv) {
-  enum { O_VERIFY = 256, O_LOOP, O_SYNC, O_DEVICE, O_RELOCATE, O_STRICT,
-         O_PARTIAL, O_QUIET, O_JSON, O_LIBCUDA, O_VPASSES, O_PROFILE, O_METRICS, O_CACHE,
-         O_RANGE, O_PROFILE_OUT, O_FOLDED, O_TOP, O_CUPTI, O_PCSAMP, O_SASS, O_CLOCK };
+/* What the command line asked for. */
+typedef struct replay_args {
+  cucap_replay_options o;
+  cucap_verify_options vo;
+  cucap_cli_profile_args pa;
+  int quiet, json, profile;
+  int profile_only; /* a profiling option was given */
+  const char *path;
+} replay_args;
+
+/* The options of `cucap replay` (getopt_long values). */
+enum { O_VERIFY = 256, O_LOOP, O_SYNC, O_DEVICE, O_RELOCATE, O_STRICT,
+       O_PARTIAL, O_QUIET, O_JSON, O_LIBCUDA, O_VPASSES, O_PROFILE, O_METRICS, O_CACHE,
+       O_RANGE, O_PROFILE_OUT, O_FOLDED, O_TOP, O_CUPTI, O_PCSAMP, O_SASS, O_CLOCK };
+
+/* One of the profiling options (c, with its argument arg) into pa; returns 0,
+ * or CUCAP_EXIT_USAGE after the error line. */
+static int replay_parse_profile_opt(int c, const char *arg, cucap_cli_profile_args *pa) {
+  uint64_t v;
+  switch (c) {
+  case O_METRICS: pa->metrics = arg; break;
+  case O_CACHE:
+    if ((pa->cache_keep = cucap_cli_parse_pair("replay", "cache", arg, "flush", "keep")) < 0)
+      return CUCAP_EXIT_USAGE;
+    break;
+  case O_CLOCK:
+    if ((pa->clock_none = cucap_cli_parse_pair("replay", "clock-control", arg, "base",
+                                              "none")) < 0)
+      return CUCAP_EXIT_USAGE;
+    break;
+  case O_RANGE: pa->range = arg; break;
+  case O_PROFILE_OUT: pa->out = arg; break;
+  case O_FOLDED: pa->folded = arg; break;
+  case O_CUPTI: pa->cupti = arg; break;
+  case O_PCSAMP: pa->pc_sampling = 1; break;
+  case O_SASS: pa->sass_metrics = 1; break;
+  case O_TOP:
+    if (cucap_cli_parse_u64(arg, &v) || v == 0 || v > 100000) {
+      cucap_cli_error("replay", NULL, "--top %s: expected 1..100000", arg);
+      return CUCAP_EXIT_USAGE;
+    }
+    pa->top = (unsigned)v;
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+/* Fills a from argv; returns -1 to go on, else the exit code to return. */
+static int replay_parse(int argc, char **argv, replay_args *a) {
   static const struct option lo[] = {
       {"verify", optional_argument, NULL, O_VERIFY},
       {"verify-passes", required_argument, NULL, O_VPASSES},
@@ -82,22 +129,22 @@ int cucap_cmd_replay(int argc, char **argv) {
       {"sass-metrics", no_argument, NULL, O_SASS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  cucap_replay_options o;
-  cucap_replay_options_init(&o);
-  cucap_verify_options vo;
-  cucap_verify_options_init(&vo);
-  int quiet = 0, json = 0, profile = 0, profile_only = 0, c;
-  cucap_cli_profile_args pa;
-  memset(&pa, 0, sizeof pa);
+  cucap_replay_options *o = &a->o;
+  cucap_verify_options *vo = &a->vo;
+  cucap_cli_profile_args *pa = &a->pa;
+  int c;
+  memset(a, 0, sizeof *a);
+  cucap_replay_options_init(o);
+  cucap_verify_options_init(vo);
   uint64_t v;
   optind = 1;
   while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
     switch (c) {
     case O_VERIFY:
       if (!optarg || !strcmp(optarg, "copies"))
-        vo.mode = CUCAP_VERIFY_COPIES;
+        vo->mode = CUCAP_VERIFY_COPIES;
       else if (!strcmp(optarg, "launch"))
-        vo.mode = CUCAP_VERIFY_LAUNCH;
+        vo->mode = CUCAP_VERIFY_LAUNCH;
       else {
         cucap_cli_error("replay", NULL, "--verify=%s: expected 'launch'", optarg);
         return CUCAP_EXIT_USAGE;
@@ -108,56 +155,44 @@ int cucap_cmd_replay(int argc, char **argv) {
         cucap_cli_error("replay", NULL, "--verify-passes %s: expected 1..64", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      vo.passes = (unsigned)v;
+      vo->passes = (unsigned)v;
       break;
     case O_LOOP:
       if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 1000000) {
         cucap_cli_error("replay", NULL, "--loop %s: expected 1..1000000", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      o.loops = (unsigned)v;
+      o->loops = (unsigned)v;
       break;
-    case O_SYNC: o.sync_each = 1; break;
+    case O_SYNC: o->sync_each = 1; break;
     case O_DEVICE:
       if (cucap_cli_parse_u64(optarg, &v) || v > 1024) {
         cucap_cli_error("replay", NULL, "--device %s: expected a device ordinal", optarg);
         return CUCAP_EXIT_USAGE;
       }
-      o.device = (int)v;
+      o->device = (int)v;
       break;
-    case O_RELOCATE: o.relocate = 1; break;
-    case O_STRICT: o.strict = 1; break;
-    case O_PARTIAL: o.allow_partial = 1; break;
+    case O_RELOCATE: o->relocate = 1; break;
+    case O_STRICT: o->strict = 1; break;
+    case O_PARTIAL: o->allow_partial = 1; break;
     case 'q':
-    case O_QUIET: quiet = 1; break;
-    case O_JSON: json = 1; break;
-    case O_LIBCUDA: o.libcuda = optarg; break;
-    case O_PROFILE: profile = 1; break;
-    case O_METRICS: pa.metrics = optarg; profile_only = 1; break;
+    case O_QUIET: a->quiet = 1; break;
+    case O_JSON: a->json = 1; break;
+    case O_LIBCUDA: o->libcuda = optarg; break;
+    case O_PROFILE: a->profile = 1; break;
+    case O_METRICS:
     case O_CACHE:
-      if ((pa.cache_keep = cucap_cli_parse_pair("replay", "cache", optarg, "flush", "keep")) < 0)
-        return CUCAP_EXIT_USAGE;
-      profile_only = 1;
-      break;
     case O_CLOCK:
-      if ((pa.clock_none = cucap_cli_parse_pair("replay", "clock-control", optarg, "base",
-                                                "none")) < 0)
-        return CUCAP_EXIT_USAGE;
-      profile_only = 1;
-      break;
-    case O_RANGE: pa.range = optarg; profile_only = 1; break;
-    case O_PROFILE_OUT: pa.out = optarg; profile_only = 1; break;
-    case O_FOLDED: pa.folded = optarg; profile_only = 1; break;
-    case O_CUPTI: pa.cupti = optarg; profile_only = 1; break;
-    case O_PCSAMP: pa.pc_sampling = 1; profile_only = 1; break;
-    case O_SASS: pa.sass_metrics = 1; profile_only = 1; break;
+    case O_RANGE:
+    case O_PROFILE_OUT:
+    case O_FOLDED:
+    case O_CUPTI:
+    case O_PCSAMP:
+    case O_SASS:
     case O_TOP:
-      if (cucap_cli_parse_u64(optarg, &v) || v == 0 || v > 100000) {
-        cucap_cli_error("replay", NULL, "--top %s: expected 1..100000", optarg);
+      if (replay_parse_profile_opt(c, optarg, pa) != 0)
         return CUCAP_EXIT_USAGE;
-      }
-      pa.top = (unsigned)v;
-      profile_only = 1;
+      a->profile_only = 1;
       break;
     case 'h':
       fputs(replay_usage, stdout);
@@ -172,49 +207,70 @@ int cucap_cmd_replay(int argc, char **argv) {
     fputs(replay_usage, stderr);
     return CUCAP_EXIT_USAGE;
   }
-  if (vo.passes && vo.mode == CUCAP_VERIFY_NONE)
-    vo.mode = CUCAP_VERIFY_COPIES;
-  const char *path = argv[optind];
-  if (profile_only && !profile) {
+  a->path = argv[optind];
+  return -1;
+}
+
+/* The options that only make sense together; returns -1 to go on, else the
+ * exit code. */
+static int replay_validate(replay_args *a) {
+  if (a->vo.passes && a->vo.mode == CUCAP_VERIFY_NONE)
+    a->vo.mode = CUCAP_VERIFY_COPIES;
+  if (a->profile_only && !a->profile) {
     cucap_cli_error("replay", NULL, "profiling options need --profile");
     return CUCAP_EXIT_USAGE;
   }
-  if (quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
-    cucap_log_set_level(CUCAP_LOG_ERROR);
-  if (profile) {
-    /* a profile's time is its user's: the command exits once its outputs
-     * are written, so the process exit releases what is costly to release
-     * one by one (modules, page-locked buffers, the primary context); a
-     * plain replay still releases everything itself, which the mock
-     * driver's leak check sees */
-    o.exit_after = 1;
-    pa.json = json;
-    pa.quiet = quiet;
-    return cucap_cli_replay_profile(path, &o, &vo, &pa);
-  }
+  return -1;
+}
+
+/* A replay without --profile: run, print the report, say what went wrong. */
+static int replay_plain(replay_args *a) {
   cucap_replay_report rep;
   cucap_verify_report vr;
   memset(&vr, 0, sizeof vr);
   const cucap_replay_observer *obs[1];
   cucap_verify *ver = NULL;
-  if (cucap_cli_verify_attach(&o, &vo, obs, &ver) == CUCAP_OK)
-    cucap_replay_run(path, &o, &rep);
+  if (cucap_cli_verify_attach(&a->o, &a->vo, obs, &ver) == CUCAP_OK)
+    cucap_replay_run(a->path, &a->o, &rep);
   else
-    cucap_cli_replay_nomem(&rep, &vr, &vo);
+    cucap_cli_replay_nomem(&rep, &vr, &a->vo);
   if (ver)
     vr = *cucap_verify_get_report(ver);
   cucap_verify_destroy(ver);
   cucap_status st = cucap_cli_replay_status(&rep, &vr);
-  if (json)
+  if (a->json)
     cucap_cli_replay_print(&rep, &vr, st, stdout, 1);
-  else if (!quiet && (rep.loops || !rep.error[0])) /* nothing ran: error only */
+  else if (!a->quiet && (rep.loops || !rep.error[0])) /* nothing ran: error only */
     cucap_cli_replay_print(&rep, &vr, st, stdout, 0);
   if (rep.error[0])
-    cucap_cli_error("replay", path, "%s", rep.error);
+    cucap_cli_error("replay", a->path, "%s", rep.error);
   else if (vr.mismatches)
-    cucap_cli_error("replay", path, "verification failed: %s",
+    cucap_cli_error("replay", a->path, "verification failed: %s",
                     vr.first_mismatch);
   return cucap_cli_exit_code(st);
+}
+
+int cucap_cmd_replay(int argc, char **argv) {
+  replay_args args, *a = &args;
+  int rc = replay_parse(argc, argv, a);
+  if (rc < 0)
+    rc = replay_validate(a);
+  if (rc >= 0)
+    return rc;
+  if (a->quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
+    cucap_log_set_level(CUCAP_LOG_ERROR);
+  if (a->profile) {
+    /* a profile's time is its user's: the command exits once its outputs
+     * are written, so the process exit releases what is costly to release
+     * one by one (modules, page-locked buffers, the primary context); a
+     * plain replay still releases everything itself, which the mock
+     * driver's leak check sees */
+    a->o.exit_after = 1;
+    a->pa.json = a->json;
+    a->pa.quiet = a->quiet;
+    return cucap_cli_replay_profile(a->path, &a->o, &a->vo, &a->pa);
+  }
+  return replay_plain(a);
 }
 
 /* ------------------------------------------------ shared with --profile */

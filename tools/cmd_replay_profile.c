@@ -100,34 +100,43 @@ static int parse_metrics(const char *s, cucap_profiler_options *po, char ***owne
   return 0;
 }
 
-int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
-                             const cucap_verify_options *vo, const cucap_cli_profile_args *pa) {
-  /* 1. the capture: launches, callstacks, program findings */
+/* What the phases of a profiled replay share, freed by profile_run_free. */
+typedef struct profile_run {
+  cucap_analysis *a;
+  cucap_profile *p;
+  cucap_profiler *prof;
+  cucap_evtimer *evt;
+  char **owned; /* --metrics=a,b,c names */
+  cucap_profile_range range;
+  const cucap_replay_observer *obs[3]; /* the verifier's goes first */
+  size_t nobs;
+  unsigned loops;    /* the profile's passes over the capture (--loop, at least 1) */
+  uint64_t launches; /* in the capture */
+} profile_run;
+
+/* 1. the capture: launches, callstacks, program findings. Returns
+ * CUCAP_EXIT_OK or the exit code (after the error line). */
+static int profile_from_capture(profile_run *s, const char *path,
+                                const cucap_replay_options *ro,
+                                const cucap_cli_profile_args *pa) {
   cucap_reader *r = NULL;
   int rc = cucap_cli_open("replay", path, &r);
   if (rc != CUCAP_EXIT_OK)
     return rc;
   cucap_analyze_options ao;
   cucap_analyze_options_init(&ao);
-  cucap_analysis *a = NULL;
-  cucap_profile *p = NULL;
-  cucap_profiler *prof = NULL;
-  cucap_evtimer *evt = NULL;
-  char **owned = NULL;
-  cucap_profile_range range;
-  memset(&range, 0, sizeof range);
-  cucap_status st = cucap_analysis_create(r, &ao, &a);
+  cucap_status st = cucap_analysis_create(r, &ao, &s->a);
   if (st == CUCAP_OK)
-    st = cucap_profile_create(&p);
+    st = cucap_profile_create(&s->p);
   if (st == CUCAP_OK)
-    st = cucap_profile_add_analysis(p, a);
+    st = cucap_profile_add_analysis(s->p, s->a);
   if (st != CUCAP_OK) {
     cucap_cli_error("replay", path, "profile: %s", cucap_status_str(st));
-    rc = cucap_cli_exit_code(st);
-    goto out;
+    cucap_reader_destroy(r);
+    return cucap_cli_exit_code(st);
   }
-  cucap_profile_info in = *cucap_profile_info_get(p);
-  const cucap_analysis_summary *sm = cucap_analysis_summary_get(a);
+  cucap_profile_info in = *cucap_profile_info_get(s->p);
+  const cucap_analysis_summary *sm = cucap_analysis_summary_get(s->a);
   snprintf(in.capture_path, sizeof in.capture_path, "%s", path);
   cucap_profile_capture_id(r, in.capture_id);
   in.capture_records = sm->records;
@@ -139,44 +148,48 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
   snprintf(in.cache_mode, sizeof in.cache_mode, "%s", pa->cache_keep ? "keep" : "flush");
   snprintf(in.metric_set, sizeof in.metric_set, "%s", pa->metrics ? pa->metrics : "sol");
   snprintf(in.range, sizeof in.range, "%s", pa->range ? pa->range : "");
-  cucap_profile_set_info(p, &in);
+  cucap_profile_set_info(s->p, &in);
+  s->loops = in.loops;
+  s->launches = sm->launches;
   cucap_reader_destroy(r);
-  r = NULL;
+  return CUCAP_EXIT_OK;
+}
 
-  /* 2. the backend */
+/* 2. the backend, and the CUDA-event timeline when it has none; sets the
+ * replay's observers. Returns CUCAP_EXIT_OK or CUCAP_EXIT_USAGE (bad
+ * --metrics or --range, after the error line). */
+static int profile_backend(profile_run *s, cucap_replay_options *ro,
+                           const cucap_cli_profile_args *pa) {
+  cucap_profile *p = s->p;
   cucap_profiler_options po;
   cucap_profiler_options_init(&po);
   char msg[300];
-  if (pa->metrics && parse_metrics(pa->metrics, &po, &owned) != 0) {
+  if (pa->metrics && parse_metrics(pa->metrics, &po, &s->owned) != 0) {
     cucap_cli_error("replay", NULL, "--metrics=%s: expected sol, full, none or a,b,c",
                     pa->metrics);
-    rc = CUCAP_EXIT_USAGE;
-    goto out;
+    return CUCAP_EXIT_USAGE;
   }
-  if (cucap_profile_range_parse(pa->range, &range, msg, sizeof msg) != CUCAP_OK) {
+  if (cucap_profile_range_parse(pa->range, &s->range, msg, sizeof msg) != CUCAP_OK) {
     cucap_cli_error("replay", NULL, "%s", msg);
-    rc = CUCAP_EXIT_USAGE;
-    goto out;
+    return CUCAP_EXIT_USAGE;
   }
   po.libcupti = pa->cupti;
   po.cache_flush = !pa->cache_keep;
   po.clock_none = pa->clock_none;
-  po.range = &range;
-  po.loops = in.loops;
+  po.range = &s->range;
+  po.loops = s->loops;
   po.pc_sampling = pa->pc_sampling;
   po.sass_metrics = pa->sass_metrics;
   po.device = ro->device;
-  po.launches = sm->launches;
+  po.launches = s->launches;
   if (po.metric_set == CUCAP_METRICS_NONE)
     cucap_profile_set_section(p, CUCAP_PROFILE_METRICS, CUCAP_PROFILE_NOT_REQUESTED, "",
                               "--metrics=none");
   if (!po.pc_sampling && !po.sass_metrics)
     cucap_profile_set_section(p, CUCAP_PROFILE_PCSAMPLING, CUCAP_PROFILE_NOT_REQUESTED, "",
                               "add --pc-sampling for instruction-level stacks");
-  const cucap_replay_observer *obs[3]; /* the verifier's goes first */
-  size_t nobs = 0;
-  if (cucap_profiler_create(&po, p, &prof) == CUCAP_OK && prof)
-    obs[nobs++] = cucap_profiler_observer(prof);
+  if (cucap_profiler_create(&po, p, &s->prof) == CUCAP_OK && s->prof)
+    s->obs[s->nobs++] = cucap_profiler_observer(s->prof);
   cucap_profile_state tl;
   cucap_profile_get_section(p, CUCAP_PROFILE_TIMELINE, &tl, NULL, NULL);
   if (tl != CUCAP_PROFILE_OK) { /* no backend timeline: CUDA events */
@@ -184,45 +197,56 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
     cucap_profile_get_section(p, CUCAP_PROFILE_TIMELINE, NULL, NULL, &why);
     if (why && *why)
       fprintf(stderr, "cucap replay: profile: %s\n", why);
-    if (cucap_evtimer_create(p, &evt) == CUCAP_OK)
-      obs[nobs++] = cucap_evtimer_observer(evt);
+    if (cucap_evtimer_create(p, &s->evt) == CUCAP_OK)
+      s->obs[s->nobs++] = cucap_evtimer_observer(s->evt);
   }
-  ro->observers = obs;
-  ro->nobservers = nobs;
+  ro->observers = s->obs;
+  ro->nobservers = s->nobs;
   if (!ro->loops)
     ro->loops = 1;
+  return CUCAP_EXIT_OK;
+}
 
-  /* 3. the replay */
-  cucap_replay_report rep;
-  cucap_verify_report vr;
-  memset(&vr, 0, sizeof vr);
+/* 3. the replay, with the verifier when asked for; then the profile's passes
+ * and backend, and the findings again with the measured GPU times. */
+static cucap_status profile_replay(profile_run *s, const char *path, cucap_replay_options *ro,
+                                   const cucap_verify_options *vo, cucap_replay_report *rep,
+                                   cucap_verify_report *vr) {
+  memset(vr, 0, sizeof *vr);
   cucap_verify *ver = NULL;
-  if (cucap_cli_verify_attach(ro, vo, obs, &ver) == CUCAP_OK)
-    cucap_replay_run(path, ro, &rep);
+  if (cucap_cli_verify_attach(ro, vo, s->obs, &ver) == CUCAP_OK)
+    cucap_replay_run(path, ro, rep);
   else
-    cucap_cli_replay_nomem(&rep, &vr, vo);
+    cucap_cli_replay_nomem(rep, vr, vo);
   if (ver)
-    vr = *cucap_verify_get_report(ver);
+    *vr = *cucap_verify_get_report(ver);
   cucap_verify_destroy(ver);
-  cucap_status rst = cucap_cli_replay_status(&rep, &vr);
-  if (prof)
-    cucap_profiler_finish(prof);
-  if (evt)
-    cucap_evtimer_finish(evt);
-  in = *cucap_profile_info_get(p);
+  cucap_status rst = cucap_cli_replay_status(rep, vr);
+  if (s->prof)
+    cucap_profiler_finish(s->prof);
+  if (s->evt)
+    cucap_evtimer_finish(s->evt);
+  cucap_profile_info in = *cucap_profile_info_get(s->p);
   if (!in.passes)
-    in.passes = rep.loops;
-  if (!strcmp(in.backend, "none") && evt)
-    snprintf(in.backend, sizeof in.backend, "%s", prof ? cucap_profiler_backend_name()
-                                                       : "cuda-events");
-  cucap_profile_set_info(p, &in);
-  reanalyse(p, a);
+    in.passes = rep->loops;
+  if (!strcmp(in.backend, "none") && s->evt)
+    snprintf(in.backend, sizeof in.backend, "%s", s->prof ? cucap_profiler_backend_name()
+                                                          : "cuda-events");
+  cucap_profile_set_info(s->p, &in);
+  reanalyse(s->p, s->a);
+  return rst;
+}
 
-  /* 4. outputs */
-  rc = cucap_cli_exit_code(rst);
+/* 4. outputs: the report (text or --json), --folded, --profile-out; returns
+ * the exit code. */
+static int profile_outputs(profile_run *s, const char *path, const cucap_cli_profile_args *pa,
+                           const cucap_replay_report *rep, const cucap_verify_report *vr,
+                           cucap_status rst) {
+  cucap_profile *p = s->p;
+  int rc = cucap_cli_exit_code(rst);
   if (pa->json) {
     fputs("{\"replay\":", stdout);
-    cucap_cli_replay_print(&rep, &vr, rst, stdout, 1);
+    cucap_cli_replay_print(rep, vr, rst, stdout, 1);
     fputs(",\"profile\":", stdout);
     cucap_json *w = cucap_json_create_file(stdout, 0);
     if (!w || cucap_profile_write_json(p, w) != CUCAP_OK)
@@ -230,8 +254,8 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
     cucap_json_destroy(w);
     fputs("}\n", stdout);
   } else if (!pa->quiet) {
-    if (rep.loops || !rep.error[0])
-      cucap_cli_replay_print(&rep, &vr, rst, stdout, 0);
+    if (rep->loops || !rep->error[0])
+      cucap_cli_replay_print(rep, vr, rst, stdout, 0);
     fputc('\n', stdout);
     cucap_profile_print_options popt;
     cucap_profile_print_options_init(&popt);
@@ -250,7 +274,7 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
     }
   }
   if (pa->out) {
-    st = cucap_profile_save(p, pa->out);
+    cucap_status st = cucap_profile_save(p, pa->out);
     if (st != CUCAP_OK) {
       cucap_cli_error("replay", pa->out, "cannot write the profile: %s", cucap_status_str(st));
       rc = CUCAP_EXIT_IO;
@@ -260,21 +284,39 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
   }
   if (fflush(stdout) != 0 || ferror(stdout))
     rc = CUCAP_EXIT_IO;
-  if (rep.error[0])
-    cucap_cli_error("replay", path, "%s", rep.error);
-  else if (vr.mismatches)
-    cucap_cli_error("replay", path, "verification failed: %s", vr.first_mismatch);
-out:
-  cucap_profiler_destroy(prof);
-  cucap_evtimer_destroy(evt);
-  cucap_profile_range_free(&range);
-  if (owned) {
-    for (size_t i = 0; owned[i]; i++)
-      free(owned[i]);
-    free(owned);
+  if (rep->error[0])
+    cucap_cli_error("replay", path, "%s", rep->error);
+  else if (vr->mismatches)
+    cucap_cli_error("replay", path, "verification failed: %s", vr->first_mismatch);
+  return rc;
+}
+
+static void profile_run_free(profile_run *s) {
+  cucap_profiler_destroy(s->prof);
+  cucap_evtimer_destroy(s->evt);
+  cucap_profile_range_free(&s->range);
+  if (s->owned) {
+    for (size_t i = 0; s->owned[i]; i++)
+      free(s->owned[i]);
+    free(s->owned);
   }
-  cucap_profile_destroy(p);
-  cucap_analysis_destroy(a);
-  cucap_reader_destroy(r);
+  cucap_profile_destroy(s->p);
+  cucap_analysis_destroy(s->a);
+}
+
+int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
+                             const cucap_verify_options *vo, const cucap_cli_profile_args *pa) {
+  profile_run s;
+  memset(&s, 0, sizeof s);
+  int rc = profile_from_capture(&s, path, ro, pa);
+  if (rc == CUCAP_EXIT_OK)
+    rc = profile_backend(&s, ro, pa);
+  if (rc == CUCAP_EXIT_OK) {
+    cucap_replay_report rep;
+    cucap_verify_report vr;
+    cucap_status rst = profile_replay(&s, path, ro, vo, &rep, &vr);
+    rc = profile_outputs(&s, path, pa, &rep, &vr, rst);
+  }
+  profile_run_free(&s);
   return rc;
 }

@@ -277,17 +277,8 @@ static void check_counters(const cucap_doctor_options *o, cucap_doctor_report *r
   }
 }
 
-cucap_status cucap_doctor_run(const cucap_doctor_options *o, cucap_doctor_report *r) {
-  cucap_doctor_options dflt;
-  if (!o) {
-    memset(&dflt, 0, sizeof dflt);
-    o = &dflt;
-  }
-  memset(r, 0, sizeof *r);
-  void *drv = check_driver(o, r);
-  int have_gpu = r->checks[1].state == CUCAP_CHECK_OK;
-  (void)drv; /* stays loaded: the driver cannot be unloaded after cuInit */
-
+/* Whether this cucap has the CUPTI profiling backend; returns 1 if so. */
+static int check_backend(cucap_doctor_report *r) {
   cucap_doctor_check *b = add(r, "backend", CUCAP_NEED_PROFILE);
   int built = strcmp(cucap_profiler_backend_name(), "none") != 0;
   set(b, built ? CUCAP_CHECK_OK : CUCAP_CHECK_FAIL,
@@ -296,36 +287,42 @@ cucap_status cucap_doctor_run(const cucap_doctor_options *o, cucap_doctor_report
                    "program findings only; build a cucap that includes it for metrics and PC "
                    "sampling",
       "%s", built ? cucap_profiler_backend_name() : "not built (stub)");
+  return built;
+}
 
-  char cupti[PATH_MAX];
-  unsigned api = 0;
-  check_cupti(o, r, cupti, sizeof cupti, &api);
-
-  cucap_profiler_probe pr;
-  memset(&pr, 0, sizeof pr);
+/* What CUPTI says about counters and PC sampling here; "not checked" when
+ * there is no GPU or no libcupti to ask. */
+static void probe_profiler(const cucap_doctor_options *o, int have_gpu, const char *cupti,
+                           cucap_profiler_probe *pr) {
+  memset(pr, 0, sizeof *pr);
   if (have_gpu && cupti[0]) {
     cucap_profiler_probe_options po = {o->libcuda, cupti, o->device};
-    cucap_profiler_probe_run(&po, &pr);
+    cucap_profiler_probe_run(&po, pr);
   } else {
     const char *why = have_gpu ? "no libcupti" : "no GPU";
-    snprintf(pr.counters_msg, sizeof pr.counters_msg, "not checked (%s)", why);
-    snprintf(pr.pc_sampling_msg, sizeof pr.pc_sampling_msg, "not checked (%s)", why);
+    snprintf(pr->counters_msg, sizeof pr->counters_msg, "not checked (%s)", why);
+    snprintf(pr->pc_sampling_msg, sizeof pr->pc_sampling_msg, "not checked (%s)", why);
   }
-  check_counters(o, r, &pr, have_gpu);
+}
+
+static void check_pc_sampling(cucap_doctor_report *r, const cucap_profiler_probe *pr,
+                              int have_gpu, const char *cupti, int built) {
   cucap_doctor_check *pc = add(r, "pc_sampling", CUCAP_NEED_PROFILE);
-  if (pr.pc_sampling == CUCAP_PROBE_OK)
+  if (pr->pc_sampling == CUCAP_PROBE_OK)
     set(pc, CUCAP_CHECK_OK, "", "works");
-  else if (pr.pc_sampling == CUCAP_PROBE_UNKNOWN)
+  else if (pr->pc_sampling == CUCAP_PROBE_UNKNOWN)
     set(pc, have_gpu && cupti[0] && built ? CUCAP_CHECK_WARN : CUCAP_CHECK_FAIL,
         !built     ? "needs the CUPTI profiling backend (see backend)"
         : !cupti[0] ? "needs libcupti (see cupti)"
         : !have_gpu ? "needs a GPU and its driver (see driver, gpu)"
                     : "",
-        "%s", pr.pc_sampling_msg);
+        "%s", pr->pc_sampling_msg);
   else
-    set(pc, CUCAP_CHECK_FAIL, pr.pc_sampling_msg, "%s: %s",
-        cucap_probe_state_name(pr.pc_sampling), pr.pc_sampling_msg);
+    set(pc, CUCAP_CHECK_FAIL, pr->pc_sampling_msg, "%s: %s",
+        cucap_probe_state_name(pr->pc_sampling), pr->pc_sampling_msg);
+}
 
+static void check_perf_event(const cucap_doctor_options *o, cucap_doctor_report *r) {
   cucap_doctor_check *pe = add(r, "perf_event", CUCAP_NEED_NONE);
   char path[PATH_MAX], val[64];
   snprintf(path, sizeof path, "%s/sys/kernel/perf_event_paranoid",
@@ -342,7 +339,9 @@ cucap_status cucap_doctor_run(const cucap_doctor_options *o, cucap_doctor_report
   } else {
     set(pe, CUCAP_CHECK_WARN, "", "%s not readable", path);
   }
+}
 
+static void check_nvdisasm(cucap_doctor_report *r) {
   cucap_doctor_check *nd = add(r, "nvdisasm", CUCAP_NEED_NONE);
   char tool[PATH_MAX + 32];
   if (find_tool("nvdisasm", tool, sizeof tool))
@@ -352,7 +351,9 @@ cucap_status cucap_doctor_run(const cucap_doctor_options *o, cucap_doctor_report
         "SASS text in PC-sample stacks needs nvdisasm: install the toolkit's cuda-nvdisasm "
         "package and put its bin/ on PATH (or set CUDA_HOME)",
         "not found on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin");
+}
 
+static void check_libdw(cucap_doctor_report *r) {
   cucap_doctor_check *dw = add(r, "libdw", CUCAP_NEED_NONE);
   void *h = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (h) {
@@ -367,15 +368,47 @@ cucap_status cucap_doctor_run(const cucap_doctor_options *o, cucap_doctor_report
         "Ubuntu) or `dnf install elfutils-libs`",
         "libdw.so.1 not found");
   }
+}
 
-  list_knobs(o->env ? o->env : environ, r);
-
+/* What works here, from the checks: replay needs the driver and a GPU,
+ * --profile every check it needs besides. */
+static void doctor_verdict(cucap_doctor_report *r) {
   r->can_replay = r->checks[0].state != CUCAP_CHECK_FAIL && r->checks[1].state == CUCAP_CHECK_OK;
   r->can_profile = r->can_replay;
   for (unsigned i = 0; i < r->n; i++)
     if ((r->checks[i].need & CUCAP_NEED_PROFILE) && r->checks[i].state == CUCAP_CHECK_FAIL)
       r->can_profile = 0;
   r->exit_code = !r->can_replay ? 3 : !r->can_profile ? 1 : 0;
+}
+
+cucap_status cucap_doctor_run(const cucap_doctor_options *o, cucap_doctor_report *r) {
+  cucap_doctor_options dflt;
+  if (!o) {
+    memset(&dflt, 0, sizeof dflt);
+    o = &dflt;
+  }
+  memset(r, 0, sizeof *r);
+  void *drv = check_driver(o, r);
+  int have_gpu = r->checks[1].state == CUCAP_CHECK_OK;
+  (void)drv; /* stays loaded: the driver cannot be unloaded after cuInit */
+
+  int built = check_backend(r);
+
+  char cupti[PATH_MAX];
+  unsigned api = 0;
+  check_cupti(o, r, cupti, sizeof cupti, &api);
+
+  cucap_profiler_probe pr;
+  probe_profiler(o, have_gpu, cupti, &pr);
+  check_counters(o, r, &pr, have_gpu);
+  check_pc_sampling(r, &pr, have_gpu, cupti, built);
+  check_perf_event(o, r);
+  check_nvdisasm(r);
+  check_libdw(r);
+
+  list_knobs(o->env ? o->env : environ, r);
+
+  doctor_verdict(r);
   return CUCAP_OK;
 }
 
