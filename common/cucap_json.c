@@ -384,3 +384,17 @@ void cucap_json_newline(cucap_json *w) {
   if (w->depth == 0)
     w->top_done = 0;
 }
+
+void cucap_json_fputs_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}

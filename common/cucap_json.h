@@ -68,6 +68,12 @@ void cucap_json_hex(cucap_json *w, const void *data, size_t len);
 /* Ends the current line (after a complete top-level value). */
 void cucap_json_newline(cucap_json *w);
 
+/* Writes s to f as a JSON string, quotes included, without a writer: '"'
+ * and '\\' escaped with a backslash, bytes below 0x20 as \u00XX, every
+ * other byte as it is (UTF-8 passes through). For printers that build
+ * their JSON with fprintf (the replay and verify reports, the Chrome trace). */
+void cucap_json_fputs_string(FILE *f, const char *s);
+
 #ifdef __cplusplus
 }
 #endif

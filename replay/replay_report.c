@@ -4,30 +4,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cucap_json.h"
 #include "cucap_replay.h"
 #include "cucap_status.h"
 
 /* ---------------------------------------------------------------- report */
 
-static void rp_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
                                int json) {
   if (json) {
     fprintf(f, ",\"error\":");
-    rp_json_str(f, p->error);
+    cucap_json_fputs_string(f, p->error);
     fprintf(f, ",\"records\":%" PRIu64 ",\"loops\":%u,\"executed\":%" PRIu64
             ",\"skipped\":%" PRIu64 ",\"ignored\":%" PRIu64
             ",\"bodyless_calls\":%" PRIu64
@@ -38,7 +25,7 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     for (unsigned i = 0; i < p->skip_kinds; i++) {
       if (i)
         fputc(',', f);
-      rp_json_str(f, p->skip_name[i]);
+      cucap_json_fputs_string(f, p->skip_name[i]);
       fprintf(f, ":%" PRIu64, p->skip_count[i]);
     }
     fprintf(f, "},\"fixed_address\":%s,\"fixed_ranges\":%" PRIu64
@@ -58,7 +45,7 @@ void cucap_replay_report_print(const cucap_replay_report *p, FILE *f,
     for (unsigned i = 0; i < p->subst_kinds; i++) {
       if (i)
         fputc(',', f);
-      rp_json_str(f, p->subst_name[i]);
+      cucap_json_fputs_string(f, p->subst_name[i]);
       fprintf(f, ":%" PRIu64, p->subst_count[i]);
     }
     fputc('}', f);

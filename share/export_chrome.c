@@ -9,22 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cucap_json.h"
 #include "cucap_sort.h"
 #include "export_internal.h"
-
-static void jstr(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f); /* UTF-8 passes through */
-  }
-  fputc('"', f);
-}
 
 static void us(FILE *f, uint64_t ns) { fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000)); }
 
@@ -50,7 +37,7 @@ cucap_status xp_write_chrome(const xp_model *m, FILE *f) {
   cucap_sort(ev, m->events.n, sizeof *ev, ev_cmp);
   fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"cucap export\"},\"traceEvents\":[\n", f);
   fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":", m->pid);
-  jstr(f, xp_s(m, m->process_name));
+  cucap_json_fputs_string(f, xp_s(m, m->process_name));
   fputs("}}", f);
   for (size_t i = 1; i < m->tracks.n; i++) {
     const xp_track *t = sh_vec_at(&m->tracks, i);
@@ -58,7 +45,7 @@ cucap_status xp_write_chrome(const xp_model *m, FILE *f) {
       continue; /* counters are named by their events */
     fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":",
             m->pid, tid_of(t, i));
-    jstr(f, xp_s(m, t->name));
+    cucap_json_fputs_string(f, xp_s(m, t->name));
     fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,\"tid\":%u,"
                "\"args\":{\"sort_index\":%zu}}",
             m->pid, tid_of(t, i), t->type == XT_THREAD ? i : 1000 + i);
@@ -69,7 +56,7 @@ cucap_status xp_write_chrome(const xp_model *m, FILE *f) {
     uint32_t tid = tid_of(t, e->track);
     if (e->kind == XE_COUNTER) {
       fputs(",\n{\"ph\":\"C\",\"name\":", f);
-      jstr(f, xp_s(m, t->name));
+      cucap_json_fputs_string(f, xp_s(m, t->name));
       fprintf(f, ",\"pid\":%u,\"tid\":0,\"ts\":", m->pid);
       us(f, e->ts);
       if (e->int_value)
@@ -79,9 +66,9 @@ cucap_status xp_write_chrome(const xp_model *m, FILE *f) {
       continue;
     }
     fprintf(f, ",\n{\"ph\":\"%s\",\"name\":", e->kind == XE_INSTANT ? "i" : "X");
-    jstr(f, xp_s(m, e->name));
+    cucap_json_fputs_string(f, xp_s(m, e->name));
     fputs(",\"cat\":", f);
-    jstr(f, e->cat ? xp_s(m, e->cat) : "cuda");
+    cucap_json_fputs_string(f, e->cat ? xp_s(m, e->cat) : "cuda");
     fprintf(f, ",\"pid\":%u,\"tid\":%u,\"ts\":", m->pid, tid);
     us(f, e->ts);
     if (e->kind == XE_SLICE) {
@@ -94,10 +81,10 @@ cucap_status xp_write_chrome(const xp_model *m, FILE *f) {
     for (int k = 0; k < e->nargs; k++) {
       if (k)
         fputc(',', f);
-      jstr(f, xp_s(m, e->args[k].key));
+      cucap_json_fputs_string(f, xp_s(m, e->args[k].key));
       fputc(':', f);
       if (e->args[k].is_str)
-        jstr(f, xp_s(m, (uint32_t)e->args[k].u));
+        cucap_json_fputs_string(f, xp_s(m, (uint32_t)e->args[k].u));
       else
         fprintf(f, "%" PRIu64, e->args[k].u);
     }

@@ -3,21 +3,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "cucap_json.h"
 #include "cucap_verify.h"
-
-static void vo_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
 
 void cucap_verify_report_print(const cucap_verify_report *p, FILE *f, int json) {
   if (json) {
@@ -29,7 +16,7 @@ void cucap_verify_report_print(const cucap_verify_report *p, FILE *f, int json) 
             p->mode, p->copies_checked, p->copies_unverifiable,
             p->bytes_checked, p->bytes_matched, p->snapshot_regions_checked,
             p->launch_hashes_checked, p->mismatches);
-    vo_json_str(f, p->first_mismatch);
+    cucap_json_fputs_string(f, p->first_mismatch);
     fprintf(f, ",\"verify_passes\":%u,\"nondeterministic_bytes\":%" PRIu64
             ",\"nondeterministic_copies\":%" PRIu64
             ",\"nondeterministic_regions\":%" PRIu64
@@ -37,18 +24,18 @@ void cucap_verify_report_print(const cucap_verify_report *p, FILE *f, int json) 
             ",\"nondeterministic_kernels\":",
             p->verify_passes, p->nondet_bytes, p->nondet_copies,
             p->nondet_regions, p->reordered_bytes);
-    vo_json_str(f, p->nondet_kernels);
+    cucap_json_fputs_string(f, p->nondet_kernels);
     fprintf(f, ",\"nondeterministic\":");
-    vo_json_str(f, p->nondet_detail);
+    cucap_json_fputs_string(f, p->nondet_detail);
     fprintf(f, ",\"relocated_pointer_words\":%" PRIu64 ",\"relocated_pointer_offsets\":",
             p->reloc_ptr_words);
-    vo_json_str(f, p->reloc_ptr_offsets);
+    cucap_json_fputs_string(f, p->reloc_ptr_offsets);
     fprintf(f, ",\"perturbed_passes\":%u,\"perturbed_launches\":%" PRIu64
             ",\"perturb_note\":", p->perturbed_passes, p->perturbed_launches);
-    vo_json_str(f, p->perturb_note);
+    cucap_json_fputs_string(f, p->perturb_note);
     fprintf(f, ",\"host_written_bytes\":%" PRIu64 ",\"host_written_checks\":%" PRIu64
             ",\"host_written\":", p->host_written_bytes, p->host_written_checks);
-    vo_json_str(f, p->host_written_detail);
+    cucap_json_fputs_string(f, p->host_written_detail);
     return;
   }
   if (p->mode) {
