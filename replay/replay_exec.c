@@ -587,21 +587,29 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
   R->rep->executed++;
 }
 
-void rp_execute(rp_state *R, const cucap_fb_record *rec) {
-  R->cur_seq = cucap_fb_record_seq(rec);
-  if (cucap_fb_record_result(rec) != 0) {
-    R->rep->ignored++; /* the call failed in the program */
-    return;
+/* rp_dispatch, a record of no op of its own: an attribute or limit call,
+ * a skip with its reason, or nothing to replay. */
+static void rp_op_other(rp_state *R, const cucap_fb_record *rec) {
+  if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE && rp_attr_execute(R, rec))
+    return; /* attribute/limit calls, replayed from Record.args */
+  const char *bad = rp_unreplayable(rec);
+  if (bad) {
+    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NOTE) {
+      const char *t = cucap_fb_note_text(cucap_fb_record_body_as_note(rec));
+      rp_skip(R, t && *t ? t : bad);
+    } else {
+      rp_skip(R, bad);
+    }
+  } else {
+    R->rep->ignored++; /* callstacks, module maps, timings, notes, ... */
+    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE &&
+        cucap_fb_record_call(rec))
+      R->rep->bodyless_calls++; /* queries etc. (or an older recorder) */
   }
-  if (R->gs && rp_capture_swallow(R, rec)) {
-    R->rep->ignored++; /* captured into a graph that is rebuilt instead */
-    return;
-  }
-  uint64_t before = R->rep->executed, skipped = R->rep->skipped;
-  int body = cucap_fb_record_body_type(rec);
-  int watched = R->o->nobservers != 0;
-  if (watched)
-    rp_obs_op_start(R, rec); /* launches: announced in rp_op_launch */
+}
+
+/* rp_execute, the op of the record by its body. */
+static void rp_dispatch(rp_state *R, const cucap_fb_record *rec, int body) {
   switch (body) {
   case CUCAP_FB_BODY_CONTEXT:
     rp_op_context(R, rec, cucap_fb_record_body_as_context(rec));
@@ -670,26 +678,28 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_LAUNCHHASH:
     R->rep->ignored++;
     break;
-  default: {
-    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE && rp_attr_execute(R, rec))
-      break; /* attribute/limit calls, replayed from Record.args */
-    const char *bad = rp_unreplayable(rec);
-    if (bad) {
-      if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NOTE) {
-        const char *t = cucap_fb_note_text(cucap_fb_record_body_as_note(rec));
-        rp_skip(R, t && *t ? t : bad);
-      } else {
-        rp_skip(R, bad);
-      }
-    } else {
-      R->rep->ignored++; /* callstacks, module maps, timings, notes, ... */
-      if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE &&
-          cucap_fb_record_call(rec))
-        R->rep->bodyless_calls++; /* queries etc. (or an older recorder) */
-    }
+  default:
+    rp_op_other(R, rec);
     break;
   }
+}
+
+void rp_execute(rp_state *R, const cucap_fb_record *rec) {
+  R->cur_seq = cucap_fb_record_seq(rec);
+  if (cucap_fb_record_result(rec) != 0) {
+    R->rep->ignored++; /* the call failed in the program */
+    return;
   }
+  if (R->gs && rp_capture_swallow(R, rec)) {
+    R->rep->ignored++; /* captured into a graph that is rebuilt instead */
+    return;
+  }
+  uint64_t before = R->rep->executed, skipped = R->rep->skipped;
+  int body = cucap_fb_record_body_type(rec);
+  int watched = R->o->nobservers != 0;
+  if (watched)
+    rp_obs_op_start(R, rec); /* launches: announced in rp_op_launch */
+  rp_dispatch(R, rec, body);
   if (R->o->sync_each && R->rep->executed != before && !R->failed &&
       !R->capturing)
     rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (--sync)");

@@ -214,12 +214,128 @@ static void rp_copy2d(const cucap_fb_copy_geometry *g, int dtoh,
   *res = fn->Memcpy2DAsync ? fn->Memcpy2DAsync(&p, st) : CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* rp_op_memcpy by direction: 1 when the copy was issued (or needs none),
+ * 0 when skipped or failed (reported). HtoD: the payload from the cache or
+ * a staging slot, uploaded. */
+static int rp_memcpy_htod(rp_state *R, const cucap_fb_memcpy *c,
+                          const rp_fns *fn, CUstream st, uint64_t dst,
+                          uint64_t size, const cucap_fb_copy_geometry *g) {
+  CUresult res = CUDA_SUCCESS;
+  int async = cucap_fb_memcpy_async(c);
+  if (!cucap_fb_memcpy_has_payload(c)) {
+    rp_skip(R, "HtoD copy without stored payload");
+    return 0;
+  }
+  unsigned slot = 0;
+  int kept = 0;
+  void *hb = rp_paycache_get(R, c, size, dst, g); /* patched already */
+  int cached = hb != NULL;
+  if (!cached && (hb = rp_payload(R, c, size, &slot, &kept)))
+    rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
+  if (!hb) {
+    rp_skip(R, "HtoD copy (payload blob missing)");
+    return 0;
+  }
+  uint64_t d = rp_tr(R, dst);
+  if (R->obj) /* texture/surface handles stored in device memory */
+    rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
+                           g ? cucap_fb_copy_geometry_width_bytes(g) : 0);
+  /* a pass that measures kernels only: from the payload's device copy */
+  CUdeviceptr dsrc = cached && !g && R->device_uploads ? rp_paycache_device(R, hb) : 0;
+  if (dsrc)
+    res = fn->MemcpyDtoDAsync(d, dsrc, size, st);
+  else if (g)
+    rp_copy2d(g, 0, d, hb, st, fn, &res);
+  else
+    res = fn->MemcpyHtoDAsync(d, hb, size, st);
+  if (!rp_cu(R, res, dsrc ? "cuMemcpyDtoD (device payload)" : "cuMemcpyHtoD"))
+    return 0;
+  if (!kept && !cached)
+    rp_stage_done(R, slot, st, fn);
+  /* a synchronous copy completes before the call returns (errors too) */
+  if (!async && !R->capturing &&
+      !rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize (synchronous HtoD)"))
+    return 0;
+  return 1;
+}
+
+/* DtoH: read back into R->scratch (or, while capturing, a buffer the graph
+ * writes at its launch) for the observers; left out when nothing reads it. */
+static int rp_memcpy_dtoh(rp_state *R, const rp_fns *fn, CUstream st,
+                          uint64_t src, uint64_t size,
+                          const cucap_fb_copy_geometry *g) {
+  CUresult res = CUDA_SUCCESS;
+  void *hb;
+  if (R->skip_host_reads && !rp_obs_reads_host_data(R) && !R->capturing) {
+    R->host_reads_skipped++; /* nothing on the device reads the bytes */
+    return 1;
+  }
+  if (R->dev_mem && size > R->dev_mem) {
+    rp_set_error(R, CUCAP_ERR_CORRUPT,
+                 "record %" PRIu64 " (seq %" PRIu64 "): a DtoH copy of %" PRIu64
+                 " bytes is larger than this GPU's memory (%" PRIu64 " bytes)",
+                 R->rec_index, R->cur_seq, size, R->dev_mem);
+    return 0;
+  }
+  if (R->capturing) {
+    hb = rp_capture_host_buffer(R, size);
+    if (!hb) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+      return 0;
+    }
+  } else {
+    if (!rp_grow(&R->scratch, &R->scratch_cap, size, &R->scratch_pinned, R)) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+      return 0;
+    }
+    hb = R->scratch;
+  }
+  uint64_t s = rp_tr(R, src);
+  if (g)
+    rp_copy2d(g, 1, s, hb, st, fn, &res);
+  else
+    res = fn->MemcpyDtoHAsync(hb, s, size, st);
+  if (!rp_cu(R, res, "cuMemcpyDtoH"))
+    return 0;
+  if (R->capturing) {
+    /* runs at graph launch: the bytes land in hb then (kept until the end
+     * of the pass); its CopyResult snapshot follows the graph launch */
+    R->op.host_data = hb;
+    R->op.host_size = size;
+  } else {
+    if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
+      return 0;
+    R->op.host_data = hb; /* for observers (verify) */
+    R->op.host_size = size;
+  }
+  return 1;
+}
+
+/* DtoD (and peer): both sides translated. */
+static int rp_memcpy_dtod(rp_state *R, const rp_fns *fn, CUstream st,
+                          uint64_t dst, uint64_t src, uint64_t size,
+                          const cucap_fb_copy_geometry *g) {
+  CUresult res;
+  uint64_t d = rp_tr(R, dst), s = rp_tr(R, src);
+  if (g) {
+    CUDA_MEMCPY2D p;
+    memset(&p, 0, sizeof p);
+    p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
+    p.Height = cucap_fb_copy_geometry_height(g);
+    rp_copy2d_src_dev(&p, g, s);
+    rp_copy2d_dst_dev(&p, g, d);
+    res = fn->Memcpy2DAsync(&p, st);
+  } else {
+    res = fn->MemcpyDtoDAsync(d, s, size, st);
+  }
+  return rp_cu(R, res, "cuMemcpyDtoD");
+}
+
 void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
                   const cucap_fb_memcpy *c) {
   int k = cucap_fb_memcpy_kind(c);
   uint64_t dst = cucap_fb_memcpy_dst(c), src = cucap_fb_memcpy_src(c);
   uint64_t size = cucap_fb_memcpy_size(c);
-  int async = cucap_fb_memcpy_async(c);
   const rp_fns *fn = rp_fn(R, rec);
   if (k == CUCAP_FB_MEMCPYKIND_UNIFIED) {
     int dd = rp_mem_is_recorded(&R->mem, dst), sd = rp_mem_is_recorded(&R->mem, src);
@@ -252,103 +368,15 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
   if (!rp_ctx_rec(R, rec))
     return;
   CUstream st = rp_stream(R, cucap_fb_memcpy_stream(c));
-  CUresult res = CUDA_SUCCESS;
-  if (k == CUCAP_FB_MEMCPYKIND_HTOD) {
-    if (!cucap_fb_memcpy_has_payload(c)) {
-      rp_skip(R, "HtoD copy without stored payload");
-      return;
-    }
-    unsigned slot = 0;
-    int kept = 0;
-    void *hb = rp_paycache_get(R, c, size, dst, g); /* patched already */
-    int cached = hb != NULL;
-    if (!cached && (hb = rp_payload(R, c, size, &slot, &kept)))
-      rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
-    if (!hb) {
-      rp_skip(R, "HtoD copy (payload blob missing)");
-      return;
-    }
-    uint64_t d = rp_tr(R, dst);
-    if (R->obj) /* texture/surface handles stored in device memory */
-      rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
-                             g ? cucap_fb_copy_geometry_width_bytes(g) : 0);
-    /* a pass that measures kernels only: from the payload's device copy */
-    CUdeviceptr dsrc = cached && !g && R->device_uploads ? rp_paycache_device(R, hb) : 0;
-    if (dsrc)
-      res = fn->MemcpyDtoDAsync(d, dsrc, size, st);
-    else if (g)
-      rp_copy2d(g, 0, d, hb, st, fn, &res);
-    else
-      res = fn->MemcpyHtoDAsync(d, hb, size, st);
-    if (!rp_cu(R, res, dsrc ? "cuMemcpyDtoD (device payload)" : "cuMemcpyHtoD"))
-      return;
-    if (!kept && !cached)
-      rp_stage_done(R, slot, st, fn);
-    /* a synchronous copy completes before the call returns (errors too) */
-    if (!async && !R->capturing &&
-        !rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize (synchronous HtoD)"))
-      return;
-  } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
-    void *hb;
-    if (R->skip_host_reads && !rp_obs_reads_host_data(R) && !R->capturing) {
-      R->host_reads_skipped++; /* nothing on the device reads the bytes */
-      R->rep->executed++;
-      return;
-    }
-    if (R->dev_mem && size > R->dev_mem) {
-      rp_set_error(R, CUCAP_ERR_CORRUPT,
-                   "record %" PRIu64 " (seq %" PRIu64 "): a DtoH copy of %" PRIu64
-                   " bytes is larger than this GPU's memory (%" PRIu64 " bytes)",
-                   R->rec_index, R->cur_seq, size, R->dev_mem);
-      return;
-    }
-    if (R->capturing) {
-      hb = rp_capture_host_buffer(R, size);
-      if (!hb) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-        return;
-      }
-    } else {
-      if (!rp_grow(&R->scratch, &R->scratch_cap, size, &R->scratch_pinned, R)) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-        return;
-      }
-      hb = R->scratch;
-    }
-    uint64_t s = rp_tr(R, src);
-    if (g)
-      rp_copy2d(g, 1, s, hb, st, fn, &res);
-    else
-      res = fn->MemcpyDtoHAsync(hb, s, size, st);
-    if (!rp_cu(R, res, "cuMemcpyDtoH"))
-      return;
-    if (R->capturing) {
-      /* runs at graph launch: the bytes land in hb then (kept until the end
-       * of the pass); its CopyResult snapshot follows the graph launch */
-      R->op.host_data = hb;
-      R->op.host_size = size;
-    } else {
-      if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
-        return;
-      R->op.host_data = hb; /* for observers (verify) */
-      R->op.host_size = size;
-    }
-  } else { /* DtoD */
-    uint64_t d = rp_tr(R, dst), s = rp_tr(R, src);
-    if (g) {
-      CUDA_MEMCPY2D p;
-      memset(&p, 0, sizeof p);
-      p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
-      p.Height = cucap_fb_copy_geometry_height(g);
-      rp_copy2d_src_dev(&p, g, s);
-      rp_copy2d_dst_dev(&p, g, d);
-      res = fn->Memcpy2DAsync(&p, st);
-    } else {
-      res = fn->MemcpyDtoDAsync(d, s, size, st);
-    }
-    if (!rp_cu(R, res, "cuMemcpyDtoD"))
-      return;
-  }
+  int ok;
+  if (k == CUCAP_FB_MEMCPYKIND_HTOD)
+    ok = rp_memcpy_htod(R, c, fn, st, dst, size, g);
+  else if (k == CUCAP_FB_MEMCPYKIND_DTOH)
+    ok = rp_memcpy_dtoh(R, fn, st, src, size, g);
+  else
+    ok = rp_memcpy_dtod(R, fn, st, dst, src, size, g);
+  if (!ok)
+    return;
   R->rep->executed++;
 }
 

@@ -36,102 +36,137 @@ static int rp_jit_option_scalar(int opt) {
 }
 
 #define RP_MAX_JIT 32
+/* rp_op_module, the options of a load: the recorded JIT options (scalar
+ * ones only) and library options that may be passed again. */
+typedef struct rp_load_opts {
+  CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];
+  void *jv[RP_MAX_JIT], *lv[RP_MAX_JIT];
+  unsigned nj, nl;
+} rp_load_opts;
+
+static void rp_module_options(const cucap_fb_module *m, rp_load_opts *op) {
+  op->nj = op->nl = 0;
+  for (size_t i = 0; i < cucap_fb_module_jit_options_len(m) && op->nj < RP_MAX_JIT; i++) {
+    const cucap_fb_jit_option *o = cucap_fb_module_jit_options_at(m, i);
+    int opt = cucap_fb_jit_option_option(o);
+    if (!rp_jit_option_scalar(opt))
+      continue;
+    op->jo[op->nj] = (CUjit_option)opt;
+    op->jv[op->nj++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
+  }
+  for (size_t i = 0; i < cucap_fb_module_library_options_len(m) && op->nl < RP_MAX_JIT; i++) {
+    const cucap_fb_jit_option *o = cucap_fb_module_library_options_at(m, i);
+    if (!rp_lib_option_safe(cucap_fb_jit_option_option(o)))
+      continue;
+    op->lo[op->nl] = (CUjit_option)cucap_fb_jit_option_option(o);
+    op->lv[op->nl++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
+  }
+}
+
+/* rp_op_module, the image of a load as the driver gets it (*img: the mapped
+ * image or a padded copy kept to the end; the return value: the plain ELF
+ * made of it, else *img); NULL when skipped or out of memory (reported). */
+static const void *rp_module_image(rp_state *R, const cucap_fb_module *m,
+                                   const void **img_out, uint64_t *isz_out) {
+  if (!cucap_fb_module_image(m)) {
+    rp_skip(R, "module load without stored image");
+    return NULL;
+  }
+  const void *img = NULL;
+  uint64_t isz = 0;
+  if (cucap_reader_blob_map(R->r, rp_h(cucap_fb_module_image(m)), &img,
+                            &isz) != CUCAP_OK) {
+    rp_skip(R, "module load (image blob missing)");
+    return NULL;
+  }
+  const char *why = NULL;
+  void *copy = NULL;
+  if (!(img = rp_image_for_driver(img, isz, &copy, &why))) {
+    if (why)
+      rp_skip(R, why);
+    else
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  if (copy && !rp_keep(R, copy)) {
+    free(copy);
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  *img_out = img;
+  *isz_out = isz;
+  /* the driver gets the plain ELF it would pick, where one was made */
+  const void *drv = rp_plainelf_get(R, img);
+  if (!drv)
+    drv = img;
+  return drv;
+}
+
+/* rp_op_module, a Load: a module kept from an earlier pass, else the image
+ * loaded again. 1 when executed, 0 when skipped or failed. */
+static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
+                          const cucap_fb_module *m, uint64_t h, int kind) {
+  int library = kind == CUCAP_FB_MODULEKIND_LIBRARY;
+  if (R->mk) { /* loaded by this record in an earlier pass and kept */
+    if (!rp_ctx_rec(R, rec))
+      return 0;
+    uint64_t kept = rp_modkeep_get(R, R->rec_index, library);
+    if (kept) {
+      if (!rp_live_put(R, library ? &R->library : &R->module, h, kept))
+        return 0;
+      if (!library)
+        rp_owned(R, kept);
+      return 1;
+    }
+  }
+  const void *img = NULL;
+  uint64_t isz = 0;
+  const void *drv = rp_module_image(R, m, &img, &isz);
+  if (!drv)
+    return 0;
+  rp_load_opts op;
+  rp_module_options(m, &op);
+  unsigned nj = op.nj, nl = op.nl;
+  if (!rp_ctx_rec(R, rec))
+    return 0;
+  if (kind == CUCAP_FB_MODULEKIND_LIBRARY) {
+    CUlibrary lib = NULL;
+    if (!R->d.df.LibraryLoadData) {
+      rp_skip(R, "cuLibraryLoadData (driver lacks it)");
+      return 0;
+    }
+    if (!rp_cu(R, R->d.df.LibraryLoadData(&lib, drv, nj ? op.jo : NULL,
+                                          nj ? op.jv : NULL, nj,
+                                          (CUlibraryOption *)(nl ? op.lo : NULL),
+                                          nl ? op.lv : NULL, nl),
+               "cuLibraryLoadData"))
+      return 0;
+    if (!rp_live_put(R, &R->library, h, (uint64_t)(uintptr_t)lib))
+      return 0;
+    rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
+  } else {
+    CUmodule mod = NULL;
+    if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, drv, nj, nj ? op.jo : NULL,
+                                           nj ? op.jv : NULL),
+               "cuModuleLoadDataEx"))
+      return 0;
+    if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
+      return 0;
+    rp_owned(R, (uint64_t)(uintptr_t)mod);
+    rp_modkeep_add(R, R->rec_index, 0, (uint64_t)(uintptr_t)mod, img, isz);
+  }
+  return 1;
+}
+
 void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                   const cucap_fb_module *m) {
   uint64_t h = cucap_fb_module_handle(m);
   int kind = cucap_fb_module_kind(m);
   switch (cucap_fb_module_op(m)) {
-  case CUCAP_FB_MODULEOP_LOAD: {
-    int library = kind == CUCAP_FB_MODULEKIND_LIBRARY;
-    if (R->mk) { /* loaded by this record in an earlier pass and kept */
-      if (!rp_ctx_rec(R, rec))
-        return;
-      uint64_t kept = rp_modkeep_get(R, R->rec_index, library);
-      if (kept) {
-        if (!rp_live_put(R, library ? &R->library : &R->module, h, kept))
-          return;
-        if (!library)
-          rp_owned(R, kept);
-        break;
-      }
-    }
-    if (!cucap_fb_module_image(m)) {
-      rp_skip(R, "module load without stored image");
+  case CUCAP_FB_MODULEOP_LOAD:
+    if (!rp_module_load(R, rec, m, h, kind))
       return;
-    }
-    const void *img = NULL;
-    uint64_t isz = 0;
-    if (cucap_reader_blob_map(R->r, rp_h(cucap_fb_module_image(m)), &img,
-                              &isz) != CUCAP_OK) {
-      rp_skip(R, "module load (image blob missing)");
-      return;
-    }
-    const char *why = NULL;
-    void *copy = NULL;
-    if (!(img = rp_image_for_driver(img, isz, &copy, &why))) {
-      if (why)
-        rp_skip(R, why);
-      else
-        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return;
-    }
-    if (copy && !rp_keep(R, copy)) {
-      free(copy);
-      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return;
-    }
-    /* the driver gets the plain ELF it would pick, where one was made */
-    const void *drv = rp_plainelf_get(R, img);
-    if (!drv)
-      drv = img;
-    CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];
-    void *jv[RP_MAX_JIT], *lv[RP_MAX_JIT];
-    unsigned nj = 0, nl = 0;
-    for (size_t i = 0; i < cucap_fb_module_jit_options_len(m) && nj < RP_MAX_JIT; i++) {
-      const cucap_fb_jit_option *o = cucap_fb_module_jit_options_at(m, i);
-      int opt = cucap_fb_jit_option_option(o);
-      if (!rp_jit_option_scalar(opt))
-        continue;
-      jo[nj] = (CUjit_option)opt;
-      jv[nj++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
-    }
-    for (size_t i = 0; i < cucap_fb_module_library_options_len(m) && nl < RP_MAX_JIT; i++) {
-      const cucap_fb_jit_option *o = cucap_fb_module_library_options_at(m, i);
-      if (!rp_lib_option_safe(cucap_fb_jit_option_option(o)))
-        continue;
-      lo[nl] = (CUjit_option)cucap_fb_jit_option_option(o);
-      lv[nl++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
-    }
-    if (!rp_ctx_rec(R, rec))
-      return;
-    if (kind == CUCAP_FB_MODULEKIND_LIBRARY) {
-      CUlibrary lib = NULL;
-      if (!R->d.df.LibraryLoadData) {
-        rp_skip(R, "cuLibraryLoadData (driver lacks it)");
-        return;
-      }
-      if (!rp_cu(R, R->d.df.LibraryLoadData(&lib, drv, nj ? jo : NULL,
-                                            nj ? jv : NULL, nj,
-                                            (CUlibraryOption *)(nl ? lo : NULL),
-                                            nl ? lv : NULL, nl),
-                 "cuLibraryLoadData"))
-        return;
-      if (!rp_live_put(R, &R->library, h, (uint64_t)(uintptr_t)lib))
-        return;
-      rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
-    } else {
-      CUmodule mod = NULL;
-      if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, drv, nj, nj ? jo : NULL,
-                                             nj ? jv : NULL),
-                 "cuModuleLoadDataEx"))
-        return;
-      if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
-        return;
-      rp_owned(R, (uint64_t)(uintptr_t)mod);
-      rp_modkeep_add(R, R->rec_index, 0, (uint64_t)(uintptr_t)mod, img, isz);
-    }
     break;
-  }
   case CUCAP_FB_MODULEOP_LIBRARYMODULE:
     rp_op_library_module(R, rec, m);
     return;
@@ -193,15 +228,14 @@ void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   R->rep->executed++;
 }
 
-void rp_op_function(rp_state *R, const cucap_fb_record *rec,
-                    const cucap_fb_function *f) {
-  uint64_t h = cucap_fb_function_handle(f), mh = cucap_fb_function_module(f);
-  const char *name = cucap_fb_function_name(f);
-  int kind = cucap_fb_function_kind(f);
-  uint64_t mlive = 0, idx;
-  void *live = NULL;
-  CUcontext mod_owner = NULL; /* a module's function lives and dies with its module's context */
-  rp_ctx_rec(R, rec);
+/* rp_op_function, the live handle by the recorded one: a CUkernel's
+ * CUfunction, a library's CUkernel or a module's CUfunction (*mod_owner:
+ * the context of that module). 0 when a driver call failed (reported);
+ * *live stays NULL when the module or kernel is not known. */
+static int rp_function_live(rp_state *R, const cucap_fb_function *f,
+                            const char *name, int kind, void **live,
+                            CUcontext *mod_owner) {
+  uint64_t mh = cucap_fb_function_module(f), mlive = 0, idx;
   if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
     /* module field = the CUkernel */
     if (cucap_map_get(&R->func, mh, &idx) && R->d.df.KernelGetFunction) {
@@ -209,8 +243,8 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
       if (!rp_cu(R, R->d.df.KernelGetFunction(
                         &fn, (CUkernel)(uintptr_t)R->funcs[idx].live),
                  "cuKernelGetFunction"))
-        return;
-      live = fn;
+        return 0;
+      *live = fn;
     }
   } else if (name && kind == CUCAP_FB_FUNCTIONKIND_KERNEL) {
     if (cucap_map_get(&R->library, mh, &mlive) && R->d.df.LibraryGetKernel) {
@@ -218,45 +252,98 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
       if (!rp_cu(R, R->d.df.LibraryGetKernel(&k, (CUlibrary)(uintptr_t)mlive,
                                              name),
                  "cuLibraryGetKernel"))
-        return;
-      live = k;
+        return 0;
+      *live = k;
     }
   } else if (name && rp_module_live(R, mh, &mlive)) {
-    mod_owner = rp_owner_of(R, mlive);
+    *mod_owner = rp_owner_of(R, mlive);
     CUfunction fn = NULL;
     if (!rp_cu(R, R->d.df.ModuleGetFunction(&fn, (CUmodule)(uintptr_t)mlive,
                                             name),
                "cuModuleGetFunction"))
-      return;
-    live = fn;
+      return 0;
+    *live = fn;
   }
-  if (!live && name) {
-    /* its module or CUkernel was never defined in the capture */
-    uint64_t flive = 0, fmod = 0;
-    int how = rp_func_by_name(R, name, &flive, &fmod);
-    if (how == 1 && kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
-      CUfunction fn = NULL;
-      if (!rp_cu(R, R->d.df.KernelGetFunction(&fn, (CUkernel)(uintptr_t)flive),
-                 "cuKernelGetFunction"))
-        return;
-      live = fn;
-    } else if (how == 1) {
-      live = (void *)(uintptr_t)flive;
-      kind = CUCAP_FB_FUNCTIONKIND_KERNEL; /* launched through the CUkernel */
-    } else if (how == 2) {
-      live = (void *)(uintptr_t)flive;
-      mod_owner = rp_owner_of(R, fmod);
-      if (kind == CUCAP_FB_FUNCTIONKIND_KERNEL)
-        kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
-    }
-    if (live) {
-      R->rep->found_by_name++;
-      if (R->pass == 0)
-        CUCAP_INFO("replay: kernel %s (record %" PRIu64 ") found by name in a "
-                   "%s the capture loaded: its own module was never recorded",
-                   name, R->rec_index, how == 1 ? "library" : "module");
+  return 1;
+}
+
+/* rp_op_function, when the recorded handle led nowhere: the one kernel of
+ * that name among the live libraries and modules (*kind becomes how it is
+ * launched). 0 when a driver call failed (reported). */
+static int rp_function_by_name(rp_state *R, const char *name, int *kind,
+                               void **live, CUcontext *mod_owner) {
+  /* its module or CUkernel was never defined in the capture */
+  uint64_t flive = 0, fmod = 0;
+  int how = rp_func_by_name(R, name, &flive, &fmod);
+  if (how == 1 && *kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
+    CUfunction fn = NULL;
+    if (!rp_cu(R, R->d.df.KernelGetFunction(&fn, (CUkernel)(uintptr_t)flive),
+               "cuKernelGetFunction"))
+      return 0;
+    *live = fn;
+  } else if (how == 1) {
+    *live = (void *)(uintptr_t)flive;
+    *kind = CUCAP_FB_FUNCTIONKIND_KERNEL; /* launched through the CUkernel */
+  } else if (how == 2) {
+    *live = (void *)(uintptr_t)flive;
+    *mod_owner = rp_owner_of(R, fmod);
+    if (*kind == CUCAP_FB_FUNCTIONKIND_KERNEL)
+      *kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
+  }
+  if (*live) {
+    R->rep->found_by_name++;
+    if (R->pass == 0)
+      CUCAP_INFO("replay: kernel %s (record %" PRIu64 ") found by name in a "
+                 "%s the capture loaded: its own module was never recorded",
+                 name, R->rec_index, how == 1 ? "library" : "module");
+  }
+  return 1;
+}
+
+/* rp_op_function, the recorded parameter layout of fi (dropped when no
+ * kernel could take that much). */
+static void rp_function_params(rp_func *fi, const cucap_fb_function *f) {
+  size_t np = 0;
+  const cucap_fb_param_info *pp = cucap_fb_function_params(f, &np);
+  if (pp && np) {
+    fi->params = malloc(np * sizeof *fi->params);
+    if (fi->params) {
+      memcpy(fi->params, pp, np * sizeof *fi->params);
+      fi->nparams = np;
     }
   }
+  fi->param_bytes = cucap_fb_function_param_bytes(f);
+  fi->layout_bytes = fi->param_bytes; /* end of the last parameter */
+  for (size_t i = 0; i < fi->nparams; i++) {
+    size_t end = (size_t)fi->params[i].offset + fi->params[i].size;
+    if (end > fi->layout_bytes)
+      fi->layout_bytes = end;
+  }
+  if (fi->layout_bytes > RP_MAX_PARAM_BYTES) {
+    /* no kernel takes that much (the driver's limit is 32 KiB): a damaged
+     * capture (fuzz_replay: a 4 GB layout sized a graph node's block); the
+     * recorded argument block alone is launched */
+    free(fi->params);
+    fi->params = NULL;
+    fi->nparams = 0;
+    fi->param_bytes = 0;
+    fi->layout_bytes = 0;
+  }
+}
+
+void rp_op_function(rp_state *R, const cucap_fb_record *rec,
+                    const cucap_fb_function *f) {
+  uint64_t h = cucap_fb_function_handle(f), mh = cucap_fb_function_module(f);
+  const char *name = cucap_fb_function_name(f);
+  int kind = cucap_fb_function_kind(f);
+  uint64_t idx;
+  void *live = NULL;
+  CUcontext mod_owner = NULL; /* a module's function lives and dies with its module's context */
+  rp_ctx_rec(R, rec);
+  if (!rp_function_live(R, f, name, kind, &live, &mod_owner))
+    return;
+  if (!live && name && !rp_function_by_name(R, name, &kind, &live, &mod_owner))
+    return;
   if (!live) {
     rp_skip(R, "function lookup (module not loaded)");
     return;
@@ -300,32 +387,7 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
   fi->kind = kind;
   fi->name = nm;
-  size_t np = 0;
-  const cucap_fb_param_info *pp = cucap_fb_function_params(f, &np);
-  if (pp && np) {
-    fi->params = malloc(np * sizeof *fi->params);
-    if (fi->params) {
-      memcpy(fi->params, pp, np * sizeof *fi->params);
-      fi->nparams = np;
-    }
-  }
-  fi->param_bytes = cucap_fb_function_param_bytes(f);
-  fi->layout_bytes = fi->param_bytes; /* end of the last parameter */
-  for (size_t i = 0; i < fi->nparams; i++) {
-    size_t end = (size_t)fi->params[i].offset + fi->params[i].size;
-    if (end > fi->layout_bytes)
-      fi->layout_bytes = end;
-  }
-  if (fi->layout_bytes > RP_MAX_PARAM_BYTES) {
-    /* no kernel takes that much (the driver's limit is 32 KiB): a damaged
-     * capture (fuzz_replay: a 4 GB layout sized a graph node's block); the
-     * recorded argument block alone is launched */
-    free(fi->params);
-    fi->params = NULL;
-    fi->nparams = 0;
-    fi->param_bytes = 0;
-    fi->layout_bytes = 0;
-  }
+  rp_function_params(fi, f);
   R->last_fn_idx = 0; /* funcs[] may have moved or changed */
   R->rep->executed++;
 }
@@ -346,53 +408,59 @@ static void patch_word(rp_state *R, uint8_t *p) {
   }
 }
 
-void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
-                  const cucap_fb_launch *l) {
-  const char *bad = rp_unreplayable(rec);
-  if (bad) {
-    rp_skip(R, bad);
-    return;
-  }
-  const rp_fns *fn = rp_fn(R, rec);
+/* rp_op_launch, the function launched: its funcs[] entry, with its
+ * CUfunction in the recorded context and its layout checked; NULL when
+ * skipped or failed. */
+static rp_func *rp_launch_function(rp_state *R, const cucap_fb_record *rec,
+                                   const cucap_fb_launch *l) {
   uint64_t idx, fh = cucap_fb_launch_function(l);
   if (R->last_fn_idx && R->last_fn_handle == fh) {
     idx = R->last_fn_idx - 1; /* loops launch the same kernel again and again */
   } else {
     if (!cucap_map_get(&R->func, fh, &idx)) {
       rp_skip(R, "launch of an unknown function");
-      return;
+      return NULL;
     }
     R->last_fn_handle = fh;
     R->last_fn_idx = idx + 1;
   }
   rp_func *fi = &R->funcs[idx];
   if (!rp_ctx_rec(R, rec))
-    return;
+    return NULL;
   if (!rp_func_fn(R, fi)) {
     if (!R->failed)
       rp_skip(R, "launch of a function whose module was unloaded");
-    return;
+    return NULL;
   }
   rp_func_layout(R, fi);
+  return fi;
+}
+
+/* rp_op_launch, the argument block in R->expect: *n bytes recorded, *need
+ * (at least the layout) in all, relocated pointers and texture/surface
+ * handles patched; NULL when skipped or out of memory. */
+static uint8_t *rp_launch_args(rp_state *R, const cucap_fb_launch *l,
+                               const rp_func *fi, size_t *n_out,
+                               size_t *need_out) {
   /* argument block (inline or a blob), copied so it can be patched; the
    * driver reads every parameter at its offset: the block covers the
    * recorded layout (zero-filled past what was stored) */
   uint64_t n64 = 0;
   if (cucap_reader_launch_args_size(R->r, l, &n64) != CUCAP_OK || n64 > RP_MAX_PARAM_BYTES) {
     rp_skip(R, "launch (argument block missing or larger than 1 MiB)");
-    return;
+    return NULL;
   }
   size_t n = (size_t)n64, need = n;
   if (fi->layout_bytes > need)
     need = fi->layout_bytes;
   if (!rp_grow(&R->expect, &R->expect_cap, need + 8, &R->expect_pinned, R)) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return;
+    return NULL;
   }
   uint8_t *args = R->expect;
   if (cucap_reader_launch_args_read(R->r, l, args, n) != CUCAP_OK) {
     rp_skip(R, "launch (argument blob missing)");
-    return;
+    return NULL;
   }
   memset(args + n, 0, need - n);
   /* relocation: patch 8-byte parameters that point into moved ranges */
@@ -415,6 +483,50 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   }
   if (R->obj)
     rp_object_patch_params(R, fi, args, n);
+  *n_out = n;
+  *need_out = need;
+  return args;
+}
+
+/* rp_op_launch, a KernelEx launch: its configuration with the recorded
+ * launch attributes mapped to live ones. */
+static CUresult rp_launch_ex(rp_state *R, const cucap_fb_launch *l,
+                             const rp_fns *fn, CUfunction f,
+                             const cucap_fb_dim3 *gd, const cucap_fb_dim3 *bd,
+                             unsigned shm, CUstream st, void **kparams,
+                             void **extra) {
+  CUlaunchAttribute at[RP_MAX_ATTRS];
+  unsigned na = rp_attr_launch_attrs(R, l, at, RP_MAX_ATTRS);
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = gd->x;
+  cfg.gridDimY = gd->y;
+  cfg.gridDimZ = gd->z;
+  cfg.blockDimX = bd->x;
+  cfg.blockDimY = bd->y;
+  cfg.blockDimZ = bd->z;
+  cfg.sharedMemBytes = shm;
+  cfg.hStream = st;
+  cfg.attrs = na ? at : NULL;
+  cfg.numAttrs = na;
+  return fn->LaunchKernelEx(&cfg, f, kparams, extra);
+}
+
+void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
+                  const cucap_fb_launch *l) {
+  const char *bad = rp_unreplayable(rec);
+  if (bad) {
+    rp_skip(R, bad);
+    return;
+  }
+  const rp_fns *fn = rp_fn(R, rec);
+  rp_func *fi = rp_launch_function(R, rec, l);
+  if (!fi)
+    return;
+  size_t n = 0, need = 0;
+  uint8_t *args = rp_launch_args(R, l, fi, &n, &need);
+  if (!args)
+    return;
   void *kp[RP_MAX_PARAMS];
   void **kparams = NULL, **extra = NULL;
   size_t argsize = n;
@@ -454,21 +566,7 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   }
   int k = cucap_fb_launch_kind(l);
   if (k == CUCAP_FB_LAUNCHKIND_KERNELEX && fn->LaunchKernelEx) {
-    CUlaunchAttribute at[RP_MAX_ATTRS];
-    unsigned na = rp_attr_launch_attrs(R, l, at, RP_MAX_ATTRS);
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = gd->x;
-    cfg.gridDimY = gd->y;
-    cfg.gridDimZ = gd->z;
-    cfg.blockDimX = bd->x;
-    cfg.blockDimY = bd->y;
-    cfg.blockDimZ = bd->z;
-    cfg.sharedMemBytes = shm;
-    cfg.hStream = st;
-    cfg.attrs = na ? at : NULL;
-    cfg.numAttrs = na;
-    r = fn->LaunchKernelEx(&cfg, f, kparams, extra);
+    r = rp_launch_ex(R, l, fn, f, gd, bd, shm, st, kparams, extra);
   } else if (k == CUCAP_FB_LAUNCHKIND_COOPERATIVE && fn->LaunchCooperativeKernel) {
     if (!kparams && n) { /* no extra path for cooperative launches */
       rp_skip(R, "cooperative launch without parameter layout");

@@ -284,32 +284,35 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
   R->rep->executed++;
 }
 
-static void gx_set(rp_state *R, const cucap_fb_graph *g) {
-  uint64_t live = 0, node = 0;
-  rp_gx *x = gx_find(R, cucap_fb_graph_exec(g));
-  const rg_fns *f = rp_graph_fns(R);
-  const cucap_fb_graph_node *n = cucap_fb_graph_nodes_at(g, 0);
-  if (!x || !f || !n || !cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
-    rp_skip(R, "graph exec parameter update (graph not replayed)");
-    return;
+/* gx_set_params, a child graph node: its body rebuilt and given to the
+ * exec. 0 when skipped. */
+static int gx_set_child(rp_state *R, const rg_fns *f, rp_gx *x,
+                        const cucap_fb_graph_node *n, CUgraphExec ex,
+                        CUgraphNode ln, CUresult *r, const char **what) {
+  if (cucap_fb_graph_node_bodies_len(n) != 1 || !f->ExecChild) {
+    rp_skip(R, "cuGraphExecChildGraphNodeSetParams (child graph not recorded)");
+    return 0;
   }
-  if (!cucap_map_get(&x->nodes, cucap_fb_graph_node_handle(n), &node)) {
-    rp_skip(R, "graph exec parameter update of a node not replayed");
-    return;
+  CUgraph child = NULL;
+  const char *why = rp_graph_rebuild(R, cucap_fb_graph_node_bodies_at(n, 0), &child, NULL,
+                                     &x->handles);
+  if (!child) {
+    if (why)
+      rp_skip(R, why);
+    return 0;
   }
-  CUgraphExec ex = (CUgraphExec)(uintptr_t)live;
-  CUgraphNode ln = (CUgraphNode)(uintptr_t)node;
+  *what = "cuGraphExecChildGraphNodeSetParams";
+  *r = f->ExecChild(ex, ln, child);
+  if (R->d.df.GraphDestroy)
+    R->d.df.GraphDestroy(child);
+  return 1;
+}
+
+/* gx_set, a node's new parameters by its type, given to the exec. */
+static void gx_set_params(rp_state *R, const rg_fns *f, rp_gx *x,
+                          const cucap_fb_graph_node *n, CUgraphExec ex,
+                          CUgraphNode ln) {
   CUcontext ctx = R->cur;
-  unsigned en = cucap_fb_graph_node_set_enabled(n);
-  if (en) {
-    if (!f->NodeSetEnabled) {
-      rp_skip(R, "cuGraphNodeSetEnabled (driver lacks it)");
-      return;
-    }
-    if (rp_cu(R, f->NodeSetEnabled(ex, ln, en == 1), "cuGraphNodeSetEnabled"))
-      R->rep->executed++;
-    return;
-  }
   CUresult r = CUDA_SUCCESS;
   const char *what = "graph exec parameter update";
   switch (cucap_fb_graph_node_type(n)) {
@@ -352,25 +355,10 @@ static void gx_set(rp_state *R, const cucap_fb_graph *g) {
     r = f->ExecMemcpy ? f->ExecMemcpy(ex, ln, &p, ctx) : CUDA_ERROR_NOT_SUPPORTED;
     break;
   }
-  case CUCAP_FB_GRAPHNODETYPE_GRAPH: {
-    if (cucap_fb_graph_node_bodies_len(n) != 1 || !f->ExecChild) {
-      rp_skip(R, "cuGraphExecChildGraphNodeSetParams (child graph not recorded)");
+  case CUCAP_FB_GRAPHNODETYPE_GRAPH:
+    if (!gx_set_child(R, f, x, n, ex, ln, &r, &what))
       return;
-    }
-    CUgraph child = NULL;
-    const char *why = rp_graph_rebuild(R, cucap_fb_graph_node_bodies_at(n, 0), &child, NULL,
-                                       &x->handles);
-    if (!child) {
-      if (why)
-        rp_skip(R, why);
-      return;
-    }
-    what = "cuGraphExecChildGraphNodeSetParams";
-    r = f->ExecChild(ex, ln, child);
-    if (R->d.df.GraphDestroy)
-      R->d.df.GraphDestroy(child);
     break;
-  }
   case CUCAP_FB_GRAPHNODETYPE_EVENTRECORD:
   case CUCAP_FB_GRAPHNODETYPE_WAITEVENT: {
     int rec = cucap_fb_graph_node_type(n) == CUCAP_FB_GRAPHNODETYPE_EVENTRECORD;
@@ -394,6 +382,34 @@ static void gx_set(rp_state *R, const cucap_fb_graph *g) {
   }
   if (rp_cu(R, r, what))
     R->rep->executed++;
+}
+
+static void gx_set(rp_state *R, const cucap_fb_graph *g) {
+  uint64_t live = 0, node = 0;
+  rp_gx *x = gx_find(R, cucap_fb_graph_exec(g));
+  const rg_fns *f = rp_graph_fns(R);
+  const cucap_fb_graph_node *n = cucap_fb_graph_nodes_at(g, 0);
+  if (!x || !f || !n || !cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
+    rp_skip(R, "graph exec parameter update (graph not replayed)");
+    return;
+  }
+  if (!cucap_map_get(&x->nodes, cucap_fb_graph_node_handle(n), &node)) {
+    rp_skip(R, "graph exec parameter update of a node not replayed");
+    return;
+  }
+  CUgraphExec ex = (CUgraphExec)(uintptr_t)live;
+  CUgraphNode ln = (CUgraphNode)(uintptr_t)node;
+  unsigned en = cucap_fb_graph_node_set_enabled(n);
+  if (en) {
+    if (!f->NodeSetEnabled) {
+      rp_skip(R, "cuGraphNodeSetEnabled (driver lacks it)");
+      return;
+    }
+    if (rp_cu(R, f->NodeSetEnabled(ex, ln, en == 1), "cuGraphNodeSetEnabled"))
+      R->rep->executed++;
+    return;
+  }
+  gx_set_params(R, f, x, n, ex, ln);
 }
 
 void rp_graph_launch_payloads(rp_state *R, const cucap_fb_graph *g) {
