@@ -183,11 +183,12 @@ static int array_host_side(rp_state *R, const cucap_fb_memcpy *c,
       R->rep->captured_host_reads++;
       kept = 1;
     } else {
-      if (!rp_grow(&R->scratch, &R->scratch_cap, size ? size : 1, &R->scratch_pinned, R)) {
+      if (!rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size ? size : 1,
+                   &R->buf.scratch_pinned, R)) {
         rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
         return 0;
       }
-      hb = R->scratch;
+      hb = R->buf.scratch;
     }
   }
   *hb_out = hb;
@@ -312,8 +313,8 @@ void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_mem
   if (dst_host && !R->capturing) {
     if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
       return;
-    R->op.host_data = hb; /* AtoH: for observers (verify), as a DtoH */
-    R->op.host_size = size;
+    R->obs.op.host_data = hb; /* AtoH: for observers (verify), as a DtoH */
+    R->obs.op.host_size = size;
   } else if (!async && !R->capturing && !rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize")) {
     return;
   }

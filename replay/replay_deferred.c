@@ -150,19 +150,19 @@ void rp_host_write(rp_state *R, const cucap_fb_snapshot *s) {
     cucap_hash128 h = rp_h(cucap_fb_mem_region_data(g));
     uint64_t bsz = 0;
     if (!cucap_fb_mem_region_data(g) || cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK ||
-        bsz != size || !rp_grow(&R->expect, &R->expect_cap, size ? size : 1,
-                                &R->expect_pinned, R) ||
-        cucap_reader_blob_read(R->r, h, R->expect, size) != CUCAP_OK) {
+        bsz != size || !rp_grow(&R->buf.expect, &R->buf.expect_cap, size ? size : 1,
+                                &R->buf.expect_pinned, R) ||
+        cucap_reader_blob_read(R->r, h, R->buf.expect, size) != CUCAP_OK) {
       CUCAP_WARN("replay: host write to managed memory at 0x%" PRIx64 " (%" PRIu64
                  " bytes): contents missing from the capture", addr, size);
       continue;
     }
     /* uploaded data like any other: pointers into moved ranges, texture
      * handles that are other numbers here */
-    rp_patch_payload(R, R->expect, size, addr, NULL);
+    rp_patch_payload(R, R->buf.expect, size, addr, NULL);
     if (R->obj)
-      rp_object_patch_upload(R, R->expect, size, addr, 0);
-    rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, addr), R->expect, size, NULL),
+      rp_object_patch_upload(R, R->buf.expect, size, addr, 0);
+    rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, addr), R->buf.expect, size, NULL),
           "cuMemcpyHtoD (host write to managed memory)");
     R->d.df.StreamSynchronize(NULL);
   }

@@ -43,7 +43,7 @@ void rp_op_alloc(rp_state *R, const cucap_fb_record *rec,
   }
   rp_owned(R, p);
   R->rep->relocated_allocs++;
-  if (!R->warned_reloc_ptr++)
+  if (!R->buf.warned_reloc_ptr++)
     CUCAP_WARN("replay: relocating device allocations: pointers in kernel "
                "parameters, graph nodes and uploaded data (HtoD payloads) are "
                "patched; pointers a kernel computes and stores in device "
@@ -70,31 +70,59 @@ void rp_op_free(rp_state *R, const cucap_fb_record *rec,
 
 /* Next staging slot, at least `size` bytes, safe to overwrite. */
 static void *rp_stage(rp_state *R, size_t size, unsigned *slot) {
-  unsigned s = R->stage_next;
-  R->stage_next = (s + 1) % RP_STAGING_SLOTS;
-  if (R->stage_used[s] && R->stage_ev[s])
-    R->d.df.EventSynchronize(R->stage_ev[s]);
-  R->stage_used[s] = 0;
-  if (!rp_grow(&R->stage[s], &R->stage_cap[s], size, &R->stage_pinned[s], R))
+  unsigned s = R->buf.stage_next;
+  R->buf.stage_next = (s + 1) % RP_STAGING_SLOTS;
+  if (R->buf.stage_used[s] && R->buf.stage_ev[s])
+    R->d.df.EventSynchronize(R->buf.stage_ev[s]);
+  R->buf.stage_used[s] = 0;
+  if (!rp_grow(&R->buf.stage[s], &R->buf.stage_cap[s], size, &R->buf.stage_pinned[s], R))
     return NULL;
   *slot = s;
-  return R->stage[s];
+  return R->buf.stage[s];
 }
 
 void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
                    const rp_fns *fn) {
-  if (R->stage_ev[slot] && R->stage_ev_ctx[slot] != R->cur) {
+  if (R->buf.stage_ev[slot] && R->buf.stage_ev_ctx[slot] != R->cx.cur) {
     /* events are per context: this one (idle, rp_stage waited) goes */
-    R->d.df.EventDestroy(R->stage_ev[slot]);
-    R->stage_ev[slot] = NULL;
+    R->d.df.EventDestroy(R->buf.stage_ev[slot]);
+    R->buf.stage_ev[slot] = NULL;
   }
-  if (!R->stage_ev[slot] && R->d.df.EventCreate &&
-      R->d.df.EventCreate(&R->stage_ev[slot], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
-    R->stage_ev_ctx[slot] = R->cur;
-  if (R->stage_ev[slot] && fn->EventRecord(R->stage_ev[slot], st) == CUDA_SUCCESS)
-    R->stage_used[slot] = 1;
+  if (!R->buf.stage_ev[slot] && R->d.df.EventCreate &&
+      R->d.df.EventCreate(&R->buf.stage_ev[slot], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+    R->buf.stage_ev_ctx[slot] = R->cx.cur;
+  if (R->buf.stage_ev[slot] && fn->EventRecord(R->buf.stage_ev[slot], st) == CUDA_SUCCESS)
+    R->buf.stage_used[slot] = 1;
   else
     fn->StreamSynchronize(st);
+}
+
+/* The staging slots' events made in context live go before it does
+ * (rp_ctx_dying, live current). */
+void rp_stage_ctx_gone(rp_state *R, CUcontext live) {
+  for (int i = 0; i < RP_STAGING_SLOTS; i++) {
+    if (R->buf.stage_ev[i] && R->buf.stage_ev_ctx[i] == live) {
+      R->d.df.EventDestroy(R->buf.stage_ev[i]);
+      R->buf.stage_ev[i] = NULL;
+      R->buf.stage_ev_ctx[i] = NULL;
+      R->buf.stage_used[i] = 0;
+    }
+  }
+}
+
+/* The teardown of the staging slots: events and buffers. */
+void rp_stage_free(rp_state *R) {
+  for (int i = 0; i < RP_STAGING_SLOTS; i++) {
+    if (R->buf.stage_ev[i])
+      R->d.df.EventDestroy(R->buf.stage_ev[i]);
+    if (!R->buf.stage[i])
+      continue;
+    if (R->buf.stage_pinned[i])
+      rp_host_buf_free(R, R->buf.stage[i]);
+    else
+      free(R->buf.stage[i]);
+    R->buf.stage[i] = NULL;
+  }
 }
 
 /* Host buffer holding the payload; *owned: caller must keep/free it. */
@@ -241,7 +269,7 @@ static int rp_memcpy_htod(rp_state *R, const cucap_fb_memcpy *c,
     rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
                            g ? cucap_fb_copy_geometry_width_bytes(g) : 0);
   /* a pass that measures kernels only: from the payload's device copy */
-  CUdeviceptr dsrc = cached && !g && R->device_uploads ? rp_paycache_device(R, hb) : 0;
+  CUdeviceptr dsrc = cached && !g && R->buf.device_uploads ? rp_paycache_device(R, hb) : 0;
   if (dsrc)
     res = fn->MemcpyDtoDAsync(d, dsrc, size, st);
   else if (g)
@@ -259,15 +287,15 @@ static int rp_memcpy_htod(rp_state *R, const cucap_fb_memcpy *c,
   return 1;
 }
 
-/* DtoH: read back into R->scratch (or, while capturing, a buffer the graph
+/* DtoH: read back into R->buf.scratch (or, while capturing, a buffer the graph
  * writes at its launch) for the observers; left out when nothing reads it. */
 static int rp_memcpy_dtoh(rp_state *R, const rp_fns *fn, CUstream st,
                           uint64_t src, uint64_t size,
                           const cucap_fb_copy_geometry *g) {
   CUresult res = CUDA_SUCCESS;
   void *hb;
-  if (R->skip_host_reads && !rp_obs_reads_host_data(R) && !R->capturing) {
-    R->host_reads_skipped++; /* nothing on the device reads the bytes */
+  if (R->buf.skip_host_reads && !rp_obs_reads_host_data(R) && !R->capturing) {
+    R->buf.host_reads_skipped++; /* nothing on the device reads the bytes */
     return 1;
   }
   if (R->dev_mem && size > R->dev_mem) {
@@ -284,11 +312,11 @@ static int rp_memcpy_dtoh(rp_state *R, const rp_fns *fn, CUstream st,
       return 0;
     }
   } else {
-    if (!rp_grow(&R->scratch, &R->scratch_cap, size, &R->scratch_pinned, R)) {
+    if (!rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size, &R->buf.scratch_pinned, R)) {
       rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return 0;
     }
-    hb = R->scratch;
+    hb = R->buf.scratch;
   }
   uint64_t s = rp_tr(R, src);
   if (g)
@@ -300,13 +328,13 @@ static int rp_memcpy_dtoh(rp_state *R, const rp_fns *fn, CUstream st,
   if (R->capturing) {
     /* runs at graph launch: the bytes land in hb then (kept until the end
      * of the pass); its CopyResult snapshot follows the graph launch */
-    R->op.host_data = hb;
-    R->op.host_size = size;
+    R->obs.op.host_data = hb;
+    R->obs.op.host_size = size;
   } else {
     if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
       return 0;
-    R->op.host_data = hb; /* for observers (verify) */
-    R->op.host_size = size;
+    R->obs.op.host_data = hb; /* for observers (verify) */
+    R->obs.op.host_size = size;
   }
   return 1;
 }

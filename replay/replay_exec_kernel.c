@@ -107,12 +107,12 @@ static const void *rp_module_image(rp_state *R, const cucap_fb_module *m,
 static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
                           const cucap_fb_module *m, uint64_t h, int kind) {
   int library = kind == CUCAP_FB_MODULEKIND_LIBRARY;
-  if (R->mk) { /* loaded by this record in an earlier pass and kept */
+  if (R->code.mk) { /* loaded by this record in an earlier pass and kept */
     if (!rp_ctx_rec(R, rec))
       return 0;
     uint64_t kept = rp_modkeep_get(R, R->rec_index, library);
     if (kept) {
-      if (!rp_live_put(R, library ? &R->library : &R->module, h, kept))
+      if (!rp_live_put(R, library ? &R->code.library : &R->code.module, h, kept))
         return 0;
       if (!library)
         rp_owned(R, kept);
@@ -141,7 +141,7 @@ static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
                                           nl ? op.lv : NULL, nl),
                "cuLibraryLoadData"))
       return 0;
-    if (!rp_live_put(R, &R->library, h, (uint64_t)(uintptr_t)lib))
+    if (!rp_live_put(R, &R->code.library, h, (uint64_t)(uintptr_t)lib))
       return 0;
     rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
   } else {
@@ -150,7 +150,7 @@ static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
                                            nj ? op.jv : NULL),
                "cuModuleLoadDataEx"))
       return 0;
-    if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
+    if (!rp_live_put(R, &R->code.module, h, (uint64_t)(uintptr_t)mod))
       return 0;
     rp_owned(R, (uint64_t)(uintptr_t)mod);
     rp_modkeep_add(R, R->rec_index, 0, (uint64_t)(uintptr_t)mod, img, isz);
@@ -173,12 +173,12 @@ void rp_op_module(rp_state *R, const cucap_fb_record *rec,
   case CUCAP_FB_MODULEOP_UNLOAD: {
     uint64_t live;
     rp_ctx_rec(R, rec);
-    if (cucap_map_del(&R->libmod, h, NULL)) {
+    if (cucap_map_del(&R->code.libmod, h, NULL)) {
       /* a library's module: the library owns it */
-    } else if (cucap_map_del(&R->library, h, &live)) {
+    } else if (cucap_map_del(&R->code.library, h, &live)) {
       if (!rp_modkeep_has(R, live))
         rp_unload(R, live, 1);
-    } else if (cucap_map_del(&R->module, h, &live)) {
+    } else if (cucap_map_del(&R->code.module, h, &live)) {
       if (!rp_modkeep_has(R, live))
         rp_unload(R, live, 0);
     }
@@ -201,7 +201,7 @@ void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   if (!name)
     return;
   rp_ctx_rec(R, rec);
-  if (cucap_map_get(&R->library, mh, &live) && R->d.df.LibraryGetGlobal)
+  if (cucap_map_get(&R->code.library, mh, &live) && R->d.df.LibraryGetGlobal)
     r = R->d.df.LibraryGetGlobal(&addr, &size, (CUlibrary)(uintptr_t)live,
                                  name);
   else if (rp_module_live(R, mh, &live) && R->d.df.ModuleGetGlobal)
@@ -214,7 +214,7 @@ void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   if (addr != rec_addr) {
     /* module globals are placed by the loader: relocate references */
     uint64_t rsz = cucap_fb_global_size(g) ? cucap_fb_global_size(g) : size;
-    if (!R->warned_global++)
+    if (!R->code.warned_global++)
       CUCAP_WARN("replay: module global %s is at 0x%llx, recorded at 0x%" PRIx64
                  " (the driver places globals); kernel parameters and copies "
                  "are relocated, its address stored in device memory is not",
@@ -238,16 +238,16 @@ static int rp_function_live(rp_state *R, const cucap_fb_function *f,
   uint64_t mh = cucap_fb_function_module(f), mlive = 0, idx;
   if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
     /* module field = the CUkernel */
-    if (cucap_map_get(&R->func, mh, &idx) && R->d.df.KernelGetFunction) {
+    if (cucap_map_get(&R->code.func, mh, &idx) && R->d.df.KernelGetFunction) {
       CUfunction fn = NULL;
       if (!rp_cu(R, R->d.df.KernelGetFunction(
-                        &fn, (CUkernel)(uintptr_t)R->funcs[idx].live),
+                        &fn, (CUkernel)(uintptr_t)R->code.funcs[idx].live),
                  "cuKernelGetFunction"))
         return 0;
       *live = fn;
     }
   } else if (name && kind == CUCAP_FB_FUNCTIONKIND_KERNEL) {
-    if (cucap_map_get(&R->library, mh, &mlive) && R->d.df.LibraryGetKernel) {
+    if (cucap_map_get(&R->code.library, mh, &mlive) && R->d.df.LibraryGetKernel) {
       CUkernel k = NULL;
       if (!rp_cu(R, R->d.df.LibraryGetKernel(&k, (CUlibrary)(uintptr_t)mlive,
                                              name),
@@ -292,7 +292,7 @@ static int rp_function_by_name(rp_state *R, const char *name, int *kind,
   }
   if (*live) {
     R->rep->found_by_name++;
-    if (R->pass == 0)
+    if (R->run.pass == 0)
       CUCAP_INFO("replay: kernel %s (record %" PRIu64 ") found by name in a "
                  "%s the capture loaded: its own module was never recorded",
                  name, R->rec_index, how == 1 ? "library" : "module");
@@ -351,26 +351,26 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
   rp_func *fi;
   const char *inherit = NULL;
   if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION && !name &&
-      cucap_map_get(&R->func, mh, &idx))
-    inherit = R->funcs[idx].name; /* the CUkernel's name */
+      cucap_map_get(&R->code.func, mh, &idx))
+    inherit = R->code.funcs[idx].name; /* the CUkernel's name */
   char *nm = strdup(name ? name : inherit ? inherit : "?");
   if (!nm) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
-  if (cucap_map_get(&R->func, h, &idx)) {
-    fi = &R->funcs[idx];
+  if (cucap_map_get(&R->code.func, h, &idx)) {
+    fi = &R->code.funcs[idx];
     free(fi->params);
     free(fi->name);
   } else {
-    if (!CUCAP_VEC_RESERVE(R->funcs, R->capfuncs, R->nfuncs + 1, 32)) {
+    if (!CUCAP_VEC_RESERVE(R->code.funcs, R->code.capfuncs, R->code.nfuncs + 1, 32)) {
       free(nm);
       rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return;
     }
-    idx = R->nfuncs++;
-    cucap_map_put(&R->func, h, idx);
-    fi = &R->funcs[idx];
+    idx = R->code.nfuncs++;
+    cucap_map_put(&R->code.func, h, idx);
+    fi = &R->code.funcs[idx];
   }
   memset(fi, 0, sizeof *fi);
   fi->handle = h;
@@ -381,14 +381,14 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
    * context and a launch used it); a cuKernelGetFunction result belongs to
    * the current context. */
   if (mod_owner)
-    cucap_map_put(&R->owner, fi->live, (uint64_t)(uintptr_t)mod_owner);
+    cucap_map_put(&R->cx.owner, fi->live, (uint64_t)(uintptr_t)mod_owner);
   else if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL)
     rp_owned(R, fi->live);
   fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
   fi->kind = kind;
   fi->name = nm;
   rp_function_params(fi, f);
-  R->last_fn_idx = 0; /* funcs[] may have moved or changed */
+  R->code.last_fn_idx = 0; /* funcs[] may have moved or changed */
   R->rep->executed++;
 }
 
@@ -414,17 +414,17 @@ static void patch_word(rp_state *R, uint8_t *p) {
 static rp_func *rp_launch_function(rp_state *R, const cucap_fb_record *rec,
                                    const cucap_fb_launch *l) {
   uint64_t idx, fh = cucap_fb_launch_function(l);
-  if (R->last_fn_idx && R->last_fn_handle == fh) {
-    idx = R->last_fn_idx - 1; /* loops launch the same kernel again and again */
+  if (R->code.last_fn_idx && R->code.last_fn_handle == fh) {
+    idx = R->code.last_fn_idx - 1; /* loops launch the same kernel again and again */
   } else {
-    if (!cucap_map_get(&R->func, fh, &idx)) {
+    if (!cucap_map_get(&R->code.func, fh, &idx)) {
       rp_skip(R, "launch of an unknown function");
       return NULL;
     }
-    R->last_fn_handle = fh;
-    R->last_fn_idx = idx + 1;
+    R->code.last_fn_handle = fh;
+    R->code.last_fn_idx = idx + 1;
   }
-  rp_func *fi = &R->funcs[idx];
+  rp_func *fi = &R->code.funcs[idx];
   if (!rp_ctx_rec(R, rec))
     return NULL;
   if (!rp_func_fn(R, fi)) {
@@ -436,7 +436,7 @@ static rp_func *rp_launch_function(rp_state *R, const cucap_fb_record *rec,
   return fi;
 }
 
-/* rp_op_launch, the argument block in R->expect: *n bytes recorded, *need
+/* rp_op_launch, the argument block in R->buf.expect: *n bytes recorded, *need
  * (at least the layout) in all, relocated pointers and texture/surface
  * handles patched; NULL when skipped or out of memory. */
 static uint8_t *rp_launch_args(rp_state *R, const cucap_fb_launch *l,
@@ -453,11 +453,11 @@ static uint8_t *rp_launch_args(rp_state *R, const cucap_fb_launch *l,
   size_t n = (size_t)n64, need = n;
   if (fi->layout_bytes > need)
     need = fi->layout_bytes;
-  if (!rp_grow(&R->expect, &R->expect_cap, need + 8, &R->expect_pinned, R)) {
+  if (!rp_grow(&R->buf.expect, &R->buf.expect_cap, need + 8, &R->buf.expect_pinned, R)) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return NULL;
   }
-  uint8_t *args = R->expect;
+  uint8_t *args = R->buf.expect;
   if (cucap_reader_launch_args_read(R->r, l, args, n) != CUCAP_OK) {
     rp_skip(R, "launch (argument blob missing)");
     return NULL;
@@ -556,12 +556,12 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
     rp_attr_before_launch(R, fi);
   CUresult r;
   if (R->o->nobservers) { /* observers see the launch exactly around the call */
-    R->op.launch_index = cucap_fb_launch_launch_index(l);
-    R->op.kernel = fi->name;
-    R->op.function = (uint64_t)(uintptr_t)f;
-    R->op.stream = (uint64_t)(uintptr_t)st;
-    R->op.context = (uint64_t)(uintptr_t)R->cur;
-    R->op.callstack = cucap_fb_record_stack(rec);
+    R->obs.op.launch_index = cucap_fb_launch_launch_index(l);
+    R->obs.op.kernel = fi->name;
+    R->obs.op.function = (uint64_t)(uintptr_t)f;
+    R->obs.op.stream = (uint64_t)(uintptr_t)st;
+    R->obs.op.context = (uint64_t)(uintptr_t)R->cx.cur;
+    R->obs.op.callstack = cucap_fb_record_stack(rec);
     rp_obs_op_before(R);
   }
   int k = cucap_fb_launch_kind(l);

@@ -108,9 +108,9 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const cucap_m
   uint64_t idx;
   if (!l)
     return "graph: kernel node without parameters";
-  if (!cucap_map_get(&R->func, cucap_fb_launch_function(l), &idx))
+  if (!cucap_map_get(&R->code.func, cucap_fb_launch_function(l), &idx))
     return "graph: kernel node of an unknown function";
-  rp_func *fi = &R->funcs[idx];
+  rp_func *fi = &R->code.funcs[idx];
   CUfunction fn = rp_func_fn(R, fi);
   if (!fn)
     return R->failed ? NULL : "graph: kernel node of an unloaded module";
@@ -476,7 +476,7 @@ static const char *rg_add_event(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node
   const rg_fns *f = c->f;
   int rec = cucap_fb_graph_node_type(n) == CUCAP_FB_GRAPHNODETYPE_EVENTRECORD;
   uint64_t ev = 0;
-  if (!cucap_map_get(&R->event, cucap_fb_graph_node_event(n), &ev) ||
+  if (!cucap_map_get(&R->cx.event, cucap_fb_graph_node_event(n), &ev) ||
       !(rec ? f->AddEventRecord : f->AddEventWait)) {
     rp_substitute(R, "graph event node, unknown event (empty node)");
     if (R->failed)

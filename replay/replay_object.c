@@ -79,7 +79,7 @@ static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, ui
   o->kind = kind;
   o->rec = rec;
   o->live = live;
-  o->ctx = (uint64_t)(uintptr_t)R->cur;
+  o->ctx = (uint64_t)(uintptr_t)R->cx.cur;
   o->parent = 0;
   return 1;
 }
@@ -468,8 +468,8 @@ void rp_object_destroy_live(rp_state *R) {
   for (size_t i = O->nown; R->d.lib && i-- > 0;) { /* newest first: objects before their arrays */
     const rp_own_entry *o = &O->own[i];
     CUcontext c = (CUcontext)(uintptr_t)o->ctx; /* destroyed in their (live) context */
-    if (o->kind != OWN_LEVEL && c && c != R->cur && d->CtxSetCurrent(c) == CUDA_SUCCESS)
-      R->cur = c;
+    if (o->kind != OWN_LEVEL && c && c != R->cx.cur && d->CtxSetCurrent(c) == CUDA_SUCCESS)
+      R->cx.cur = c;
     switch (o->kind) {
     case OWN_TEX:
       if (d->TexObjectDestroy)
