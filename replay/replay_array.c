@@ -37,12 +37,12 @@ void rp_array_alloc(rp_state *R, const cucap_fb_record *rec, const cucap_fb_allo
     rp_skip(R, "cuArrayCreate (driver lacks cuArray3DCreate)");
     return;
   }
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   CUarray live = NULL;
   if (!rp_cu(R, R->d.df.Array3DCreate(&live, &d), "cuArray3DCreate"))
     return;
-  if (!rp_object_array_put(R, cucap_fb_alloc_address(a), (uint64_t)(uintptr_t)live, 1)) {
+  if (rp_object_array_put(R, cucap_fb_alloc_address(a), (uint64_t)(uintptr_t)live, 1) != CUCAP_OK) {
     if (R->d.df.ArrayDestroy)
       R->d.df.ArrayDestroy(live);
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
@@ -183,8 +183,8 @@ static int array_host_side(rp_state *R, const cucap_fb_memcpy *c,
       R->rep->captured_host_reads++;
       kept = 1;
     } else {
-      if (!rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size ? size : 1,
-                   &R->buf.scratch_pinned, R)) {
+      if (rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size ? size : 1,
+                  &R->buf.scratch_pinned, R) != CUCAP_OK) {
         rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
         return 0;
       }
@@ -284,7 +284,7 @@ void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_mem
     rp_skip(R, "copy with an unknown CUDA array");
     return;
   }
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   CUstream st = rp_stream(R, cucap_fb_memcpy_stream(c));
   void *hb = NULL;
@@ -300,7 +300,7 @@ void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_mem
   else
     r = array_copy_nd(R, fn, call, g, src_arr, dst_arr, src_host, dst_host,
                       src, dst, hb, st, &what);
-  if (kept && dst_host && !rp_keep(R, hb)) {
+  if (kept && dst_host && rp_keep(R, hb) != CUCAP_OK) {
     free(hb);
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;

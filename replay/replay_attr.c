@@ -214,7 +214,7 @@ int rp_attr_execute(rp_state *R, const cucap_fb_record *rec) {
     return 1;
   }
   /* context state: the record's context */
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return 1;
   const rp_fns *d = &R->d.df;
   CUresult r = CUDA_ERROR_NOT_FOUND;

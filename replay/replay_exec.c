@@ -53,11 +53,12 @@ int rp_cu(rp_state *R, CUresult r, const char *call) {
 }
 
 /* Grows a host buffer, pinned when possible (DMA at full speed). */
-int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
+cucap_status rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   if (need <= *cap && *buf)
-    return 1;
-  if (need > ((size_t)1 << 40) || (R->dev_mem && need > R->dev_mem + 4096))
-    return 0; /* a corrupt size: no op moves more than the GPU holds */
+    return CUCAP_OK;
+  /* a corrupt size: no op moves more than the GPU holds */
+  CUCAP_RETURN_IF(need > ((size_t)1 << 40) || (R->dev_mem && need > R->dev_mem + 4096),
+                  CUCAP_ERR_TOO_LARGE);
   size_t nc = *cap ? *cap : (size_t)1 << 20;
   while (nc < need)
     nc *= 2;
@@ -77,21 +78,20 @@ int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   *pinned = p != NULL;
   if (!p)
     p = malloc(nc);
-  if (!p)
-    return 0;
+  CUCAP_RETURN_IF(!p, CUCAP_ERR_NOMEM);
   *buf = p;
   *cap = nc;
-  return 1;
+  return CUCAP_OK;
 }
 
 /* ---------------------------------------------------------------- handles */
 
-static int rp_ctx_use(rp_state *R, uint64_t rec_ctx) {
+static cucap_status rp_ctx_use(rp_state *R, uint64_t rec_ctx) {
   if (!rec_ctx)
-    return 1;
+    return CUCAP_OK;
   uint64_t live = 0;
   if (rec_ctx == R->cx.last_ctx_rec && (CUcontext)(uintptr_t)R->cx.last_ctx_live == R->cx.cur)
-    return 1; /* same context as the previous op: nothing to do */
+    return CUCAP_OK; /* same context as the previous op: nothing to do */
   if (!cucap_map_get(&R->cx.ctx, rec_ctx, &live)) {
     if (!R->cx.warned_ctx++)
       CUCAP_INFO("replay: context 0x%" PRIx64 " not created by a recorded "
@@ -100,35 +100,34 @@ static int rp_ctx_use(rp_state *R, uint64_t rec_ctx) {
     cucap_map_put(&R->cx.ctx, rec_ctx, live);
   }
   if ((CUcontext)(uintptr_t)live != R->cx.cur) {
-    if (!rp_cu(R, R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live),
-               "cuCtxSetCurrent"))
-      return 0;
+    CUCAP_RETURN_IF(!rp_cu(R, R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live),
+                           "cuCtxSetCurrent"),
+                    CUCAP_ERR_CUDA);
     R->cx.cur = (CUcontext)(uintptr_t)live;
   }
   R->cx.last_ctx_rec = rec_ctx;
   R->cx.last_ctx_live = live;
-  return 1;
+  return CUCAP_OK;
 }
 
-static int rp_ctx_switch(rp_state *R, CUcontext live) {
+static cucap_status rp_ctx_switch(rp_state *R, CUcontext live) {
   if (live && live != R->cx.cur) {
-    if (!rp_cu(R, R->d.df.CtxSetCurrent(live), "cuCtxSetCurrent"))
-      return 0;
+    CUCAP_RETURN_IF(!rp_cu(R, R->d.df.CtxSetCurrent(live), "cuCtxSetCurrent"), CUCAP_ERR_CUDA);
     R->cx.cur = live;
   }
-  return 1;
+  return CUCAP_OK;
 }
 
 /* The context an op of this record runs in: Record.context when the
  * recorder set it, else the current context of the recording thread as
  * replayed so far (SetCurrent/Push/Pop/Create per tid). */
-int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
+cucap_status rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
   uint64_t c = cucap_fb_record_context(rec), live;
   if (c)
     return rp_ctx_use(R, c);
   if (cucap_map_get(&R->cx.tid_ctx, cucap_fb_record_tid(rec), &live))
     return rp_ctx_switch(R, (CUcontext)(uintptr_t)live);
-  return 1;
+  return CUCAP_OK;
 }
 
 void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec,
@@ -366,7 +365,7 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
   case CUCAP_FB_CONTEXTOP_SETCURRENT:
   case CUCAP_FB_CONTEXTOP_PUSH: {
     uint64_t live = 0, prev = 0;
-    if (h && !rp_ctx_use(R, h))
+    if (h && rp_ctx_use(R, h) != CUCAP_OK)
       return;
     if (h)
       cucap_map_get(&R->cx.ctx, h, &live);
@@ -403,7 +402,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                          const cucap_fb_stream *s) {
   const rp_fns *fn = rp_fn(R, rec);
   uint64_t h = cucap_fb_stream_handle(s), live;
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   switch (cucap_fb_stream_op(s)) {
   case CUCAP_FB_STREAMOP_CREATE: {
@@ -412,7 +411,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                                                    cucap_fb_stream_priority(s)),
                "cuStreamCreateWithPriority"))
       return;
-    if (!rp_live_put(R, &R->cx.stream, h, (uint64_t)(uintptr_t)ns))
+    if (rp_live_put(R, &R->cx.stream, h, (uint64_t)(uintptr_t)ns) != CUCAP_OK)
       return;
     rp_owned(R, (uint64_t)(uintptr_t)ns);
     R->cx.last_stream_rec = 0;
@@ -471,7 +470,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
     rp_capture_closed(R, h);
     if (R->capturing)
       R->capturing--;
-    if (!rp_live_put(R, &R->cx.graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr))
+    if (rp_live_put(R, &R->cx.graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr) != CUCAP_OK)
       return;
     break;
   }
@@ -502,14 +501,14 @@ static void rp_op_event(rp_state *R, const cucap_fb_record *rec,
                         const cucap_fb_event *e) {
   const rp_fns *fn = rp_fn(R, rec);
   uint64_t h = cucap_fb_event_handle(e), live;
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   switch (cucap_fb_event_op(e)) {
   case CUCAP_FB_EVENTOP_CREATE: {
     CUevent ne = NULL;
     if (!rp_cu(R, R->d.df.EventCreate(&ne, cucap_fb_event_flags(e)), "cuEventCreate"))
       return;
-    if (!rp_live_put(R, &R->cx.event, h, (uint64_t)(uintptr_t)ne))
+    if (rp_live_put(R, &R->cx.event, h, (uint64_t)(uintptr_t)ne) != CUCAP_OK)
       return;
     rp_owned(R, (uint64_t)(uintptr_t)ne);
     break;
@@ -556,7 +555,7 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
                         const cucap_fb_graph *g) {
   const rp_fns *fn = rp_fn(R, rec);
   uint64_t live;
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   switch (cucap_fb_record_seq(rec) ? cucap_fb_graph_op(g) : -1) {
   case CUCAP_FB_GRAPHOP_LAUNCH:

@@ -75,7 +75,7 @@ static void *rp_stage(rp_state *R, size_t size, unsigned *slot) {
   if (R->buf.stage_used[s] && R->buf.stage_ev[s])
     R->d.df.EventSynchronize(R->buf.stage_ev[s]);
   R->buf.stage_used[s] = 0;
-  if (!rp_grow(&R->buf.stage[s], &R->buf.stage_cap[s], size, &R->buf.stage_pinned[s], R))
+  if (rp_grow(&R->buf.stage[s], &R->buf.stage_cap[s], size, &R->buf.stage_pinned[s], R) != CUCAP_OK)
     return NULL;
   *slot = s;
   return R->buf.stage[s];
@@ -136,7 +136,7 @@ void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
   *kept = 0;
   if (R->capturing) { /* the copy runs when the graph launches */
     dst = malloc(bsz ? bsz : 1);
-    if (!dst || !rp_keep(R, dst)) {
+    if (!dst || rp_keep(R, dst) != CUCAP_OK) {
       free(dst);
       return NULL;
     }
@@ -312,7 +312,8 @@ static int rp_memcpy_dtoh(rp_state *R, const rp_fns *fn, CUstream st,
       return 0;
     }
   } else {
-    if (!rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size, &R->buf.scratch_pinned, R)) {
+    if (rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size, &R->buf.scratch_pinned,
+                R) != CUCAP_OK) {
       rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return 0;
     }
@@ -393,7 +394,7 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     rp_skip(R, "copy whose geometry exceeds its size");
     return;
   }
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   CUstream st = rp_stream(R, cucap_fb_memcpy_stream(c));
   int ok;
@@ -411,7 +412,7 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
 void rp_op_memset(rp_state *R, const cucap_fb_record *rec,
                   const cucap_fb_memset *m) {
   const rp_fns *fn = rp_fn(R, rec);
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   CUstream st = rp_stream(R, cucap_fb_memset_stream(m));
   uint64_t d = rp_tr(R, cucap_fb_memset_dst(m));

@@ -88,7 +88,7 @@ static const void *rp_module_image(rp_state *R, const cucap_fb_module *m,
       rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return NULL;
   }
-  if (copy && !rp_keep(R, copy)) {
+  if (copy && rp_keep(R, copy) != CUCAP_OK) {
     free(copy);
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return NULL;
@@ -108,11 +108,11 @@ static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
                           const cucap_fb_module *m, uint64_t h, int kind) {
   int library = kind == CUCAP_FB_MODULEKIND_LIBRARY;
   if (R->code.mk) { /* loaded by this record in an earlier pass and kept */
-    if (!rp_ctx_rec(R, rec))
+    if (rp_ctx_rec(R, rec) != CUCAP_OK)
       return 0;
     uint64_t kept = rp_modkeep_get(R, R->rec_index, library);
     if (kept) {
-      if (!rp_live_put(R, library ? &R->code.library : &R->code.module, h, kept))
+      if (rp_live_put(R, library ? &R->code.library : &R->code.module, h, kept) != CUCAP_OK)
         return 0;
       if (!library)
         rp_owned(R, kept);
@@ -127,7 +127,7 @@ static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
   rp_load_opts op;
   rp_module_options(m, &op);
   unsigned nj = op.nj, nl = op.nl;
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return 0;
   if (kind == CUCAP_FB_MODULEKIND_LIBRARY) {
     CUlibrary lib = NULL;
@@ -141,7 +141,7 @@ static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
                                           nl ? op.lv : NULL, nl),
                "cuLibraryLoadData"))
       return 0;
-    if (!rp_live_put(R, &R->code.library, h, (uint64_t)(uintptr_t)lib))
+    if (rp_live_put(R, &R->code.library, h, (uint64_t)(uintptr_t)lib) != CUCAP_OK)
       return 0;
     rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
   } else {
@@ -150,7 +150,7 @@ static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
                                            nj ? op.jv : NULL),
                "cuModuleLoadDataEx"))
       return 0;
-    if (!rp_live_put(R, &R->code.module, h, (uint64_t)(uintptr_t)mod))
+    if (rp_live_put(R, &R->code.module, h, (uint64_t)(uintptr_t)mod) != CUCAP_OK)
       return 0;
     rp_owned(R, (uint64_t)(uintptr_t)mod);
     rp_modkeep_add(R, R->rec_index, 0, (uint64_t)(uintptr_t)mod, img, isz);
@@ -425,7 +425,7 @@ static rp_func *rp_launch_function(rp_state *R, const cucap_fb_record *rec,
     R->code.last_fn_idx = idx + 1;
   }
   rp_func *fi = &R->code.funcs[idx];
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return NULL;
   if (!rp_func_fn(R, fi)) {
     if (!R->failed)
@@ -453,7 +453,7 @@ static uint8_t *rp_launch_args(rp_state *R, const cucap_fb_launch *l,
   size_t n = (size_t)n64, need = n;
   if (fi->layout_bytes > need)
     need = fi->layout_bytes;
-  if (!rp_grow(&R->buf.expect, &R->buf.expect_cap, need + 8, &R->buf.expect_pinned, R)) {
+  if (rp_grow(&R->buf.expect, &R->buf.expect_cap, need + 8, &R->buf.expect_pinned, R) != CUCAP_OK) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return NULL;
   }

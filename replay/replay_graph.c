@@ -636,7 +636,7 @@ static const char *rg_add(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
 /* rg_fill, first: conditional handles belong to the graph that holds their
  * node: made first, kernels before the node may set them. 0 when failed
  * (reported). */
-static int rg_fill_handles(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g) {
+static cucap_status rg_fill_handles(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g) {
   rp_state *R = c->R;
   size_t nn = cucap_fb_graph_nodes_len(g);
   for (size_t i = 0; i < nn; i++) {
@@ -645,16 +645,17 @@ static int rg_fill_handles(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g) {
       continue;
     uint64_t rh = cucap_fb_graph_node_cond_handle(n);
     CUgraphConditionalHandle lh = 0;
-    if (!rp_cu(R, c->f->CondHandleCreate(&lh, gr, c->ctx, cucap_fb_graph_node_cond_default(n),
-                                         cucap_fb_graph_node_cond_flags(n)),
-               "cuGraphConditionalHandleCreate"))
-      return 0;
+    CUCAP_RETURN_IF(!rp_cu(R, c->f->CondHandleCreate(&lh, gr, c->ctx,
+                                                     cucap_fb_graph_node_cond_default(n),
+                                                     cucap_fb_graph_node_cond_flags(n)),
+                           "cuGraphConditionalHandleCreate"),
+                    CUCAP_ERR_CUDA);
     if (!cucap_map_put(c->handles, rh, lh)) {
       rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return 0;
+      return CUCAP_ERR_NOMEM;
     }
   }
-  return 1;
+  return CUCAP_OK;
 }
 
 /* rg_fill, per node: the live nodes of its nd recorded dependencies dv
@@ -695,7 +696,7 @@ static int rg_node_deps(rg_ctx *c, const cucap_map *live, const uint64_t *dv,
 
 /* rg_fill, after adding node: its dependencies with edge data. 0 when
  * failed (reported). */
-static int rg_add_late_edges(rg_ctx *c, CUgraph gr, CUgraphNode node,
+static cucap_status rg_add_late_edges(rg_ctx *c, CUgraph gr, CUgraphNode node,
                              CUgraphNode *late, CUgraphEdgeData *late_e,
                              size_t nlate) {
   for (size_t k = 0; k < nlate; k++) {
@@ -705,12 +706,12 @@ static int rg_add_late_edges(rg_ctx *c, CUgraph gr, CUgraphNode node,
       CUCAP_DEBUG("replay: graph edge with data (port %u->%u, type %u) "
                   "refused (CUresult %d): added as a full dependency",
                   late_e[k].from_port, late_e[k].to_port, late_e[k].type, (int)r);
-      if (!rp_cu(c->R, c->f->AddDepsEdge(gr, &late[k], &node, NULL, 1),
-                 "cuGraphAddDependencies"))
-        return 0;
+      CUCAP_RETURN_IF(!rp_cu(c->R, c->f->AddDepsEdge(gr, &late[k], &node, NULL, 1),
+                             "cuGraphAddDependencies"),
+                      CUCAP_ERR_CUDA);
     }
   }
-  return 1;
+  return CUCAP_OK;
 }
 
 /* Adds the nodes of topology g to the live graph gr, dependencies first
@@ -719,7 +720,7 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap
                            int depth) {
   rp_state *R = c->R;
   size_t nn = cucap_fb_graph_nodes_len(g);
-  if (!rg_fill_handles(c, gr, g))
+  if (rg_fill_handles(c, gr, g) != CUCAP_OK)
     return NULL;
   cucap_map local = {0}, *live = nodes ? nodes : &local; /* recorded node -> live */
   unsigned char *done = calloc(nn ? nn : 1, 1);
@@ -756,7 +757,7 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap
       why = rg_add(c, gr, n, deps, nplain, &node, depth);
       if (why || R->failed)
         goto out;
-      if (!rg_add_late_edges(c, gr, node, late, late_e, nlate))
+      if (rg_add_late_edges(c, gr, node, late, late_e, nlate) != CUCAP_OK)
         goto out;
       if (!cucap_map_put(live, cucap_fb_graph_node_handle(n), (uint64_t)(uintptr_t)node)) {
         rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");

@@ -204,7 +204,7 @@ static void gx_instantiate(rp_state *R, const cucap_fb_record *rec, const cucap_
     rp_graph_exec_destroyed(R, cucap_fb_graph_exec(g));
     return;
   }
-  if (!rp_live_put(R, &R->cx.gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex))
+  if (rp_live_put(R, &R->cx.gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex) != CUCAP_OK)
     return;
   rp_owned(R, (uint64_t)(uintptr_t)ex);
   if (fl & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)

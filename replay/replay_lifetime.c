@@ -192,7 +192,7 @@ void *rp_capture_host_buffer(rp_state *R, size_t size) {
   int pinned = p != NULL;
   if (!p)
     p = malloc(size ? size : 1); /* the driver may still take it */
-  if (p && !rp_keep_as(R, p, pinned)) {
+  if (p && rp_keep_as(R, p, pinned) != CUCAP_OK) {
     if (pinned)
       rp_host_buf_free(R, p);
     else
@@ -202,25 +202,23 @@ void *rp_capture_host_buffer(rp_state *R, size_t size) {
   return p;
 }
 
-int rp_keep_as(rp_state *R, void *p, int pinned) {
+cucap_status rp_keep_as(rp_state *R, void *p, int pinned) {
   if (R->cx.nkeep == R->cx.capkeep) {
     size_t nc = R->cx.capkeep ? R->cx.capkeep * 2 : 16;
     void **n = realloc(R->cx.keep, nc * sizeof *n);
-    if (!n)
-      return 0;
+    CUCAP_RETURN_IF(!n, CUCAP_ERR_NOMEM);
     R->cx.keep = n;
     unsigned char *np = realloc(R->cx.keep_pinned, nc);
-    if (!np)
-      return 0;
+    CUCAP_RETURN_IF(!np, CUCAP_ERR_NOMEM);
     R->cx.keep_pinned = np;
     R->cx.capkeep = nc;
   }
   R->cx.keep_pinned[R->cx.nkeep] = (unsigned char)pinned;
   R->cx.keep[R->cx.nkeep++] = p;
-  return 1;
+  return CUCAP_OK;
 }
 
-int rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
+cucap_status rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
 
 void rp_keep_free(rp_state *R) {
   for (size_t i = 0; i < R->cx.nkeep; i++) {

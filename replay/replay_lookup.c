@@ -28,7 +28,7 @@ void rp_op_library_module(rp_state *R, const cucap_fb_record *rec,
     rp_skip(R, "cuLibraryGetModule (library not loaded)");
     return;
   }
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   if (!rp_cu(R, R->d.df.LibraryGetModule(&mod, (CUlibrary)(uintptr_t)lib),
              "cuLibraryGetModule"))

@@ -70,10 +70,11 @@ static cucap_map *own_map(struct rp_objects *O, int kind) {
   }
 }
 
-static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, uint64_t live) {
+static cucap_status own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec,
+                            uint64_t live) {
   if (!CUCAP_VEC_RESERVE(O->own, O->capown, O->nown + 1, 16)) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return 0;
+    return CUCAP_ERR_NOMEM;
   }
   rp_own_entry *o = &O->own[O->nown++];
   o->kind = kind;
@@ -81,7 +82,7 @@ static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, ui
   o->live = live;
   o->ctx = (uint64_t)(uintptr_t)R->cx.cur;
   o->parent = 0;
-  return 1;
+  return CUCAP_OK;
 }
 
 /* Forgets the newest object of that kind and recorded handle; its live
@@ -111,17 +112,18 @@ uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded) {
   return v;
 }
 
-int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned) {
+cucap_status rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned) {
   struct rp_objects *O = objs(R);
-  if (!O || (owned && !own_add(R, O, OWN_ARRAY, recorded, live)))
-    return 0;
+  CUCAP_RETURN_IF(!O, CUCAP_ERR_NOMEM);
+  if (owned)
+    CUCAP_FORWARD(own_add(R, O, OWN_ARRAY, recorded, live));
   if (!cucap_map_put(&O->array, recorded, live)) {
     if (owned)
       own_del(O, OWN_ARRAY, recorded); /* the caller destroys it */
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return 0;
+    return CUCAP_ERR_NOMEM;
   }
-  return 1;
+  return CUCAP_OK;
 }
 
 uint64_t rp_object_array_del(rp_state *R, uint64_t recorded) {
@@ -236,7 +238,7 @@ static int obj_create_mipmap(rp_state *R, const cucap_fb_object *o, struct rp_ob
   if (!rp_cu(R, d->MipmappedArrayCreate(&live, &ad, cucap_fb_object_level(o)),
              "cuMipmappedArrayCreate"))
     return 0;
-  if (!own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live))
+  if (own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live) != CUCAP_OK)
     return 0;
   if (!cucap_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live)) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
@@ -259,9 +261,9 @@ static int obj_create_level(rp_state *R, const cucap_fb_object *o, struct rp_obj
                                           cucap_fb_object_level(o)),
              "cuMipmappedArrayGetLevel"))
     return 0;
-  if (!rp_object_array_put(R, h, (uint64_t)(uintptr_t)live, 0)) /* owned by its parent */
+  if (rp_object_array_put(R, h, (uint64_t)(uintptr_t)live, 0) != CUCAP_OK) /* owned by its parent */
     return 0;
-  if (!own_add(R, O, OWN_LEVEL, h, (uint64_t)(uintptr_t)live)) /* its context */
+  if (own_add(R, O, OWN_LEVEL, h, (uint64_t)(uintptr_t)live) != CUCAP_OK) /* its context */
     return 0;
   O->own[O->nown - 1].parent = cucap_fb_object_parent(o);
   return 1;
@@ -308,7 +310,7 @@ static int obj_create_texsurf(rp_state *R, const cucap_fb_object *o, struct rp_o
   }
   if (!rp_cu(R, r, name))
     return 0;
-  if (!own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live))
+  if (own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live) != CUCAP_OK)
     return 0;
   if (!cucap_map_put(tex ? &O->tex : &O->surf, h, live)) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
@@ -324,7 +326,7 @@ static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
   uint64_t h = cucap_fb_object_handle(o);
   size_t rn = 0;
   const uint8_t *rb = cucap_fb_object_resource(o, &rn);
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   switch (kind) {
   case CUCAP_FB_OBJECTKIND_MIPMAPPEDARRAY:

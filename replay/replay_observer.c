@@ -142,8 +142,8 @@ void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_dat
  * (the buffer op->host_data points to: observers read host_data first). */
 cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
                             void **out) {
-  if (!rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size ? size : 1,
-               &R->buf.scratch_pinned, R))
+  if (rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size ? size : 1,
+              &R->buf.scratch_pinned, R) != CUCAP_OK)
     return CUCAP_ERR_NOMEM;
   if (size && (R->d.df.MemcpyDtoHAsync(R->buf.scratch, live, size, NULL) !=
                    CUDA_SUCCESS ||

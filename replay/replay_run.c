@@ -69,7 +69,7 @@ static cucap_status rp_scan_record(rp_state *R, rp_host_pins *pins, const cucap_
   }
   case CUCAP_FB_BODY_SNAPSHOT: {
     const cucap_fb_snapshot *s = cucap_fb_record_body_as_snapshot(rec);
-    if (!rp_deferred_scan(R, s)) /* CopyResult: found at its copy */
+    if (rp_deferred_scan(R, s) != CUCAP_OK) /* CopyResult: found at its copy */
       return CUCAP_ERR_NOMEM;
     if (cucap_fb_snapshot_reason(s) == CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH &&
         !R->run.restore) {
@@ -282,7 +282,8 @@ static void rp_restore(rp_state *R) {
     uint64_t bsz = 0;
     if (cucap_reader_blob_size(R->r, g->data, &bsz) != CUCAP_OK || bsz != g->size)
       continue; /* no (matching) contents: nothing to restore */
-    if (!rp_grow(&R->buf.expect, &R->buf.expect_cap, g->size, &R->buf.expect_pinned, R) ||
+    if (rp_grow(&R->buf.expect, &R->buf.expect_cap, g->size, &R->buf.expect_pinned,
+                R) != CUCAP_OK ||
         cucap_reader_blob_read(R->r, g->data, R->buf.expect, g->size) != CUCAP_OK)
       continue;
     rp_patch_payload(R, R->buf.expect, g->size, g->addr, NULL);
@@ -313,16 +314,16 @@ void rp_live_destroy(rp_state *R, const cucap_map *mp, uint64_t live) {
     rp_unload(R, (uint64_t)(uintptr_t)v, mp == &R->code.library);
 }
 
-int rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live) {
+cucap_status rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live) {
   uint64_t old;
   if (cucap_map_get(mp, h, &old) && old != live)
     rp_live_destroy(R, mp, old);
   if (!cucap_map_put(mp, h, live)) {
     rp_live_destroy(R, mp, live);
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return 0;
+    return CUCAP_ERR_NOMEM;
   }
-  return 1;
+  return CUCAP_OK;
 }
 
 /* Stream captures the capture never ended (a truncated file, a program
@@ -555,10 +556,10 @@ static cucap_status rp_phase_place(rp_state *R, rp_host_pins *pins) {
   CUCAP_DEBUG("replay: setup: memory placed, module images checked");
   /* buffers used per op, allocated now: a cuMemAllocHost during a stream
    * capture would invalidate it (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) */
-  if (!rp_grow(&R->buf.expect, &R->buf.expect_cap, (size_t)1 << 20, &R->buf.expect_pinned,
-               R) ||
-      !rp_grow(&R->buf.scratch, &R->buf.scratch_cap, (size_t)1 << 20,
-               &R->buf.scratch_pinned, R)) {
+  if (rp_grow(&R->buf.expect, &R->buf.expect_cap, (size_t)1 << 20, &R->buf.expect_pinned,
+              R) != CUCAP_OK ||
+      rp_grow(&R->buf.scratch, &R->buf.scratch_cap, (size_t)1 << 20,
+              &R->buf.scratch_pinned, R) != CUCAP_OK) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return R->rep->status;
   }

@@ -193,9 +193,9 @@ typedef struct rp_state {
  * object; a handle still mapped (its destroy was not recorded, or the handle
  * was reused) has its old object destroyed first, so nothing the replay
  * created is lost; on out of memory the new object is destroyed, the replay
- * stops and 0 is returned. */
+ * stops and CUCAP_ERR_NOMEM is returned. */
 void rp_live_destroy(rp_state *R, const cucap_map *mp, uint64_t live);
-int rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live);
+cucap_status rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live);
 
 /* replay_image.c: cuModuleLoadData & co. take no size, the driver finds
  * the end of an image by parsing it. Returns img when it is a fatbin/cubin
@@ -265,7 +265,9 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memcpy
 void rp_op_memset(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memset *m);
 /* Helpers of the executor shared with the files of its subsystems
  * (replay_array.c, replay_object.c, replay_attr.c, replay_graph*.c). */
-int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec); /* 0 + error if failed */
+/* The record's context made current; CUCAP_ERR_CUDA (reported into the run
+ * by rp_cu) if the driver refused. */
+cucap_status rp_ctx_rec(rp_state *R, const cucap_fb_record *rec);
 CUstream rp_stream(rp_state *R, uint64_t recorded);
 const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec); /* variant table */
 /* The payload of an HtoD-like copy in a staging slot (or, while capturing, a
@@ -306,7 +308,8 @@ void rp_object_execute(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
 uint64_t rp_object_array(rp_state *R, uint64_t recorded);
 uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded);
 /* Array bookkeeping for replay_array.c (owned = destroyed with the replay). */
-int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned);
+cucap_status rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live,
+                                 int owned); /* CUCAP_ERR_NOMEM: reported */
 uint64_t rp_object_array_del(rp_state *R, uint64_t recorded); /* live if owned */
 /* 8-byte, 8-aligned parameters of fi that hold a recorded texture/surface
  * handle whose live value differs: rewritten (counted in patched_params). */
@@ -422,8 +425,9 @@ void rp_host_buf_free(rp_state *R, void *p);
 void *rp_capture_host_buffer(rp_state *R, size_t size);
 /* Buffers that must outlive their op (graph capture, PTX copies, rebuilt
  * graph nodes): freed by rp_keep_free between passes and at the end. */
-int rp_keep(rp_state *R, void *p);                 /* malloc'ed; 0: OOM */
-int rp_keep_as(rp_state *R, void *p, int pinned);  /* pinned: rp_host_buf_alloc'ed */
+/* CUCAP_ERR_NOMEM when the list cannot grow (p is then the caller's) */
+cucap_status rp_keep(rp_state *R, void *p);                /* malloc'ed */
+cucap_status rp_keep_as(rp_state *R, void *p, int pinned); /* pinned: rp_host_buf_alloc'ed */
 void rp_keep_free(rp_state *R);
 /* 1 if a recorded cuLibraryLoadData option may be passed again. */
 int rp_lib_option_safe(int opt);
@@ -451,12 +455,14 @@ void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_dat
 /* replay_observer.c: device bytes at a live address -> R->buf.scratch */
 cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
                             void **out);
-/* replay_exec.c: grows a host buffer, pinned when possible */
-int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
+/* replay_exec.c: grows a host buffer, pinned when possible;
+ * CUCAP_ERR_TOO_LARGE for a size no op moves (more than the GPU holds),
+ * CUCAP_ERR_NOMEM when out of memory (the caller reports either) */
+cucap_status rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
 
 /* replay_deferred.c: Snapshot{CopyResult, HostWrite} of a recorder that
  * never synchronises the program (format 1.2). */
-int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
+cucap_status rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* CUCAP_ERR_NOMEM */
 /* The recorded result of the copy to the host with seq copy_seq, read by
  * the recorder after the call; 0 if there is none. */
 int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
