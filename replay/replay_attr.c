@@ -1,5 +1,6 @@
 /* replay_attr.c - function, kernel and context attributes, and the launch
- * attributes of cuLaunchKernelEx, on the live driver.
+ * attributes of cuLaunchKernelEx, on the live driver; owns rp_state's
+ * limits part (rp_limits, replay_state.h), touched here alone.
  *
  * cuFuncSetAttribute, cuKernelSetAttribute, cuFuncSetCacheConfig,
  * cuFuncSetSharedMemConfig, cuKernelSetCacheConfig, cuCtxSetLimit,

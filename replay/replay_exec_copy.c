@@ -2,7 +2,8 @@
  * the recorded addresses, or relocated), Memcpy records (payloads from the
  * capture through pinned staging slots; 2D/3D geometry; results read back
  * for observers through op->host_data) and Memset records. Dispatched by
- * rp_execute (replay_exec.c). */
+ * rp_execute (replay_exec.c). Owns rp_state's staging part (rp_staging,
+ * replay_state.h): the staging slots are touched here alone. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

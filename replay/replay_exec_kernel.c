@@ -3,7 +3,8 @@
  * (module globals), Function records (function and kernel handles) and
  * Launch records (parameters rebuilt from the recorded argument block,
  * device pointers relocated, launch attributes mapped). Dispatched by
- * rp_execute (replay_exec.c); the handle maps live in rp_state. */
+ * rp_execute (replay_exec.c); owns rp_state's modules, images and
+ * functions part (rp_code, replay_state.h), where the handle maps live. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

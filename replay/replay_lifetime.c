@@ -1,4 +1,5 @@
-/* replay_lifetime.c - what dies with a context, during replay.
+/* replay_lifetime.c - what dies with a context, during replay; owns
+ * rp_state's contexts-and-lifetimes part (rp_ctxs, replay_state.h).
  *
  * cuCtxDestroy frees everything created in that context: streams, events,
  * modules (and their functions), graph execs, device and page-locked host

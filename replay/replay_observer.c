@@ -1,6 +1,7 @@
 /* replay_observer.c - the replayer's side of cucap_replay_observer.h:
  * dispatching replay events to the observers and answering their queries.
- * The session an observer sees is the replayer's own rp_state. */
+ * The session an observer sees is the replayer's own rp_state; owns its
+ * observer dispatch part (rp_obs_state, replay_state.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* replay_run.c - cucap_replay_run: scan, place memory, execute records in
- * file order, N times.
+ * file order, N times; owns rp_state's run and pass control part
+ * (rp_run_ctl, replay_state.h).
  *
  * Flow: open the capture; load the driver (replay_driver.c); scan every
  * record once (device ranges for fixed placement, module images checked
