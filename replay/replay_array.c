@@ -37,12 +37,12 @@ void rp_array_alloc(rp_state *R, const cucap_fb_record *rec, const cucap_fb_allo
     rp_skip(R, "cuArrayCreate (driver lacks cuArray3DCreate)");
     return;
   }
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   CUarray live = NULL;
   if (!rp_cu(R, R->d.df.Array3DCreate(&live, &d), "cuArray3DCreate"))
     return;
-  if (!rp_object_array_put(R, cucap_fb_alloc_address(a), (uint64_t)(uintptr_t)live, 1)) {
+  if (rp_object_array_put(R, cucap_fb_alloc_address(a), (uint64_t)(uintptr_t)live, 1) != CUCAP_OK) {
     if (R->d.df.ArrayDestroy)
       R->d.df.ArrayDestroy(live);
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
@@ -153,6 +153,112 @@ static int side_of(rp_state *R, const cucap_fb_copy_geometry *g, int dst, int is
   return 1;
 }
 
+/* rp_array_memcpy, the host side: an HtoA copy's payload (patched; *staged
+ * when in a staging slot), the buffer an AtoH copy reads into (*kept when
+ * it must outlive the op), NULL for a copy between device and array. 0 when
+ * skipped or out of memory (reported). */
+static int array_host_side(rp_state *R, const cucap_fb_memcpy *c,
+                           const cucap_fb_copy_geometry *g, uint64_t size,
+                           int src_host, int dst_host, void **hb_out,
+                           unsigned *slot_out, int *kept_out, int *staged_out) {
+  void *hb = NULL;
+  unsigned slot = 0;
+  int kept = 0, staged = 0;
+  if (src_host) {
+    if (!cucap_fb_memcpy_has_payload(c) || !(hb = rp_payload(R, c, size, &slot, &kept))) {
+      rp_skip(R, "HtoA copy (payload missing)");
+      return 0;
+    }
+    staged = !kept;
+    if (R->obj) /* bindless textures keep their handles in arrays too */
+      rp_object_patch_upload(R, hb, size, cucap_fb_copy_geometry_dst_x_bytes(g),
+                             cucap_fb_copy_geometry_width_bytes(g));
+  } else if (dst_host) {
+    if (R->capturing) { /* read when the graph runs: not verifiable */
+      hb = malloc(size ? size : 1);
+      if (!hb) {
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+        return 0;
+      }
+      R->rep->captured_host_reads++;
+      kept = 1;
+    } else {
+      if (rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size ? size : 1,
+                  &R->buf.scratch_pinned, R) != CUCAP_OK) {
+        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+        return 0;
+      }
+      hb = R->buf.scratch;
+    }
+  }
+  *hb_out = hb;
+  *slot_out = slot;
+  *kept_out = kept;
+  *staged_out = staged;
+  return 1;
+}
+
+/* rp_array_memcpy, a 1D copy (cuMemcpy*A*): the driver call by direction
+ * (*what names it). */
+static CUresult array_copy_1d(rp_state *R, const rp_fns *fn, int k,
+                              const cucap_fb_copy_geometry *g, uint64_t src,
+                              uint64_t dst, void *hb, uint64_t size,
+                              CUstream st, const char **what) {
+  uint64_t sx = cucap_fb_copy_geometry_src_x_bytes(g), dx = cucap_fb_copy_geometry_dst_x_bytes(g);
+  CUarray sa = (CUarray)(uintptr_t)rp_object_array(R, src);
+  CUarray da = (CUarray)(uintptr_t)rp_object_array(R, dst);
+  switch (k) {
+  case CUCAP_FB_MEMCPYKIND_HTOA:
+    *what = "cuMemcpyHtoA";
+    return fn->MemcpyHtoAAsync ? fn->MemcpyHtoAAsync(da, dx, hb, size, st) : CUDA_ERROR_NOT_FOUND;
+  case CUCAP_FB_MEMCPYKIND_ATOH:
+    *what = "cuMemcpyAtoH";
+    return fn->MemcpyAtoHAsync ? fn->MemcpyAtoHAsync(hb, sa, sx, size, st) : CUDA_ERROR_NOT_FOUND;
+  case CUCAP_FB_MEMCPYKIND_DTOA:
+    *what = "cuMemcpyDtoA";
+    return fn->MemcpyDtoA ? fn->MemcpyDtoA(da, dx, rp_tr(R, src), size) : CUDA_ERROR_NOT_FOUND;
+  case CUCAP_FB_MEMCPYKIND_ATOD:
+    *what = "cuMemcpyAtoD";
+    return fn->MemcpyAtoD ? fn->MemcpyAtoD(rp_tr(R, dst), sa, sx, size) : CUDA_ERROR_NOT_FOUND;
+  default:
+    *what = "cuMemcpyAtoA";
+    return fn->MemcpyAtoA ? fn->MemcpyAtoA(da, dx, sa, sx, size) : CUDA_ERROR_NOT_FOUND;
+  }
+}
+
+/* rp_array_memcpy, a 2D/3D copy with an array side (*what names it). */
+static CUresult array_copy_nd(rp_state *R, const rp_fns *fn, uint32_t call,
+                              const cucap_fb_copy_geometry *g, int src_arr,
+                              int dst_arr, int src_host, int dst_host,
+                              uint64_t src, uint64_t dst, void *hb,
+                              CUstream st, const char **what) {
+  CUresult r;
+  side s, d;
+  side_of(R, g, 0, src_arr, src_host, src, hb, &s);
+  side_of(R, g, 1, dst_arr, dst_host, dst, hb, &d);
+  if (is_3d_call(call, g)) {
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
+    p.Height = cucap_fb_copy_geometry_height(g);
+    p.Depth = cucap_fb_copy_geometry_depth(g);
+    put3d(&p, &s, 0);
+    put3d(&p, &d, 1);
+    *what = "cuMemcpy3D (array)";
+    r = fn->Memcpy3DAsync ? fn->Memcpy3DAsync(&p, st) : CUDA_ERROR_NOT_FOUND;
+  } else {
+    CUDA_MEMCPY2D p;
+    memset(&p, 0, sizeof p);
+    p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
+    p.Height = cucap_fb_copy_geometry_height(g);
+    put2d(&p, &s, 0);
+    put2d(&p, &d, 1);
+    *what = "cuMemcpy2D (array)";
+    r = fn->Memcpy2DAsync ? fn->Memcpy2DAsync(&p, st) : CUDA_ERROR_NOT_FOUND;
+  }
+  return r;
+}
+
 void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memcpy *c) {
   int k = cucap_fb_memcpy_kind(c);
   const cucap_fb_copy_geometry *g = cucap_fb_memcpy_geometry(c);
@@ -178,93 +284,23 @@ void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_mem
     rp_skip(R, "copy with an unknown CUDA array");
     return;
   }
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   CUstream st = rp_stream(R, cucap_fb_memcpy_stream(c));
-  /* the host side */
   void *hb = NULL;
   unsigned slot = 0;
   int kept = 0, staged = 0;
-  if (src_host) {
-    if (!cucap_fb_memcpy_has_payload(c) || !(hb = rp_payload(R, c, size, &slot, &kept))) {
-      rp_skip(R, "HtoA copy (payload missing)");
-      return;
-    }
-    staged = !kept;
-    if (R->obj) /* bindless textures keep their handles in arrays too */
-      rp_object_patch_upload(R, hb, size, cucap_fb_copy_geometry_dst_x_bytes(g),
-                             cucap_fb_copy_geometry_width_bytes(g));
-  } else if (dst_host) {
-    if (R->capturing) { /* read when the graph runs: not verifiable */
-      hb = malloc(size ? size : 1);
-      if (!hb) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-        return;
-      }
-      R->rep->captured_host_reads++;
-      kept = 1;
-    } else {
-      if (!rp_grow(&R->scratch, &R->scratch_cap, size ? size : 1, &R->scratch_pinned, R)) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-        return;
-      }
-      hb = R->scratch;
-    }
-  }
+  if (!array_host_side(R, c, g, size, src_host, dst_host, &hb, &slot, &kept,
+                       &staged))
+    return;
   CUresult r;
   const char *what;
-  if (is_1d_call(call)) {
-    uint64_t sx = cucap_fb_copy_geometry_src_x_bytes(g), dx = cucap_fb_copy_geometry_dst_x_bytes(g);
-    CUarray sa = (CUarray)(uintptr_t)rp_object_array(R, src);
-    CUarray da = (CUarray)(uintptr_t)rp_object_array(R, dst);
-    switch (k) {
-    case CUCAP_FB_MEMCPYKIND_HTOA:
-      what = "cuMemcpyHtoA";
-      r = fn->MemcpyHtoAAsync ? fn->MemcpyHtoAAsync(da, dx, hb, size, st) : CUDA_ERROR_NOT_FOUND;
-      break;
-    case CUCAP_FB_MEMCPYKIND_ATOH:
-      what = "cuMemcpyAtoH";
-      r = fn->MemcpyAtoHAsync ? fn->MemcpyAtoHAsync(hb, sa, sx, size, st) : CUDA_ERROR_NOT_FOUND;
-      break;
-    case CUCAP_FB_MEMCPYKIND_DTOA:
-      what = "cuMemcpyDtoA";
-      r = fn->MemcpyDtoA ? fn->MemcpyDtoA(da, dx, rp_tr(R, src), size) : CUDA_ERROR_NOT_FOUND;
-      break;
-    case CUCAP_FB_MEMCPYKIND_ATOD:
-      what = "cuMemcpyAtoD";
-      r = fn->MemcpyAtoD ? fn->MemcpyAtoD(rp_tr(R, dst), sa, sx, size) : CUDA_ERROR_NOT_FOUND;
-      break;
-    default:
-      what = "cuMemcpyAtoA";
-      r = fn->MemcpyAtoA ? fn->MemcpyAtoA(da, dx, sa, sx, size) : CUDA_ERROR_NOT_FOUND;
-      break;
-    }
-  } else {
-    side s, d;
-    side_of(R, g, 0, src_arr, src_host, src, hb, &s);
-    side_of(R, g, 1, dst_arr, dst_host, dst, hb, &d);
-    if (is_3d_call(call, g)) {
-      CUDA_MEMCPY3D p;
-      memset(&p, 0, sizeof p);
-      p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
-      p.Height = cucap_fb_copy_geometry_height(g);
-      p.Depth = cucap_fb_copy_geometry_depth(g);
-      put3d(&p, &s, 0);
-      put3d(&p, &d, 1);
-      what = "cuMemcpy3D (array)";
-      r = fn->Memcpy3DAsync ? fn->Memcpy3DAsync(&p, st) : CUDA_ERROR_NOT_FOUND;
-    } else {
-      CUDA_MEMCPY2D p;
-      memset(&p, 0, sizeof p);
-      p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
-      p.Height = cucap_fb_copy_geometry_height(g);
-      put2d(&p, &s, 0);
-      put2d(&p, &d, 1);
-      what = "cuMemcpy2D (array)";
-      r = fn->Memcpy2DAsync ? fn->Memcpy2DAsync(&p, st) : CUDA_ERROR_NOT_FOUND;
-    }
-  }
-  if (kept && dst_host && !rp_keep(R, hb)) {
+  if (is_1d_call(call))
+    r = array_copy_1d(R, fn, k, g, src, dst, hb, size, st, &what);
+  else
+    r = array_copy_nd(R, fn, call, g, src_arr, dst_arr, src_host, dst_host,
+                      src, dst, hb, st, &what);
+  if (kept && dst_host && rp_keep(R, hb) != CUCAP_OK) {
     free(hb);
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
@@ -277,8 +313,8 @@ void rp_array_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_mem
   if (dst_host && !R->capturing) {
     if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
       return;
-    R->op.host_data = hb; /* AtoH: for observers (verify), as a DtoH */
-    R->op.host_size = size;
+    R->obs.op.host_data = hb; /* AtoH: for observers (verify), as a DtoH */
+    R->obs.op.host_size = size;
   } else if (!async && !R->capturing && !rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize")) {
     return;
   }

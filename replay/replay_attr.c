@@ -1,5 +1,6 @@
 /* replay_attr.c - function, kernel and context attributes, and the launch
- * attributes of cuLaunchKernelEx, on the live driver.
+ * attributes of cuLaunchKernelEx, on the live driver; owns rp_state's
+ * limits part (rp_limits, replay_state.h), touched here alone.
  *
  * cuFuncSetAttribute, cuKernelSetAttribute, cuFuncSetCacheConfig,
  * cuFuncSetSharedMemConfig, cuKernelSetCacheConfig, cuCtxSetLimit,
@@ -112,9 +113,9 @@ static CUresult set_limit(rp_state *R, const uint64_t *a) {
   CUlimit lim = (CUlimit)a[0];
   size_t cur = 0;
   unsigned li = (unsigned)a[0];
-  int known = li < 16 && (R->limit_known >> li & 1) && R->limit_req[li] == a[1];
+  int known = li < 16 && (R->lim.limit_known >> li & 1) && R->lim.limit_req[li] == a[1];
   if (d->CtxGetLimit && d->CtxGetLimit(&cur, lim) == CUDA_SUCCESS &&
-      (cur == a[1] || (known && cur == R->limit_got[li]))) {
+      (cur == a[1] || (known && cur == R->lim.limit_got[li]))) {
     CUCAP_DEBUG("replay: cuCtxSetLimit(0x%x, %" PRIu64 "): the context has it "
                 "already (%zu)", (unsigned)lim, a[1], cur);
     return CUDA_SUCCESS;
@@ -124,9 +125,9 @@ static CUresult set_limit(rp_state *R, const uint64_t *a) {
   CUresult r = d->CtxSetLimit(lim, (size_t)a[1]);
   if (r == CUDA_SUCCESS && li < 16 && d->CtxGetLimit &&
       d->CtxGetLimit(&cur, lim) == CUDA_SUCCESS) {
-    R->limit_req[li] = a[1];
-    R->limit_got[li] = cur;
-    R->limit_known |= (uint16_t)(1u << li);
+    R->lim.limit_req[li] = a[1];
+    R->lim.limit_got[li] = cur;
+    R->lim.limit_known |= (uint16_t)(1u << li);
   }
   return r;
 }
@@ -191,7 +192,7 @@ int rp_attr_execute(rp_state *R, const cucap_fb_record *rec) {
   uint64_t h = call_handle(call, a);
   if (h) {
     uint64_t idx;
-    if (!cucap_map_get(&R->func, h, &idx)) {
+    if (!cucap_map_get(&R->code.func, h, &idx)) {
       /* not created by a record seen so far: applied before its first launch */
       if (!wait_add(R, h, call, a, need))
         rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
@@ -199,13 +200,13 @@ int rp_attr_execute(rp_state *R, const cucap_fb_record *rec) {
                   "at its first launch", call_name(call), h);
       return 1;
     }
-    if (!R->funcs[idx].live) { /* its module went with its context */
+    if (!R->code.funcs[idx].live) { /* its module went with its context */
       char what[64];
       snprintf(what, sizeof what, "%s (module unloaded)", call_name(call));
       rp_skip(R, what);
       return 1;
     }
-    CUresult r = apply_fn(R, call, a, &R->funcs[idx]);
+    CUresult r = apply_fn(R, call, a, &R->code.funcs[idx]);
     if (r != CUDA_SUCCESS) {
       refused(R, call, a, r);
       return 1;
@@ -214,7 +215,7 @@ int rp_attr_execute(rp_state *R, const cucap_fb_record *rec) {
     return 1;
   }
   /* context state: the record's context */
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return 1;
   const rp_fns *d = &R->d.df;
   CUresult r = CUDA_ERROR_NOT_FOUND;
@@ -295,7 +296,7 @@ unsigned rp_attr_launch_attrs(rp_state *R, const cucap_fb_launch *l,
     case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: {
       /* the same CUevent field leads both values */
       uint64_t ev = (uint64_t)(uintptr_t)o->value.programmaticEvent.event, live = 0;
-      if (!ev || !cucap_map_get(&R->event, ev, &live)) {
+      if (!ev || !cucap_map_get(&R->cx.event, ev, &live)) {
         CUCAP_WARN("replay: record %" PRIu64 ": launch attribute %d names event "
                    "0x%" PRIx64 " that was not created by a recorded call; "
                    "attribute dropped", R->rec_index, (int)o->id, ev);

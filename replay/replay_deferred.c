@@ -39,41 +39,35 @@ struct rp_deferred {
   size_t n, cap;
 };
 
-int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
+cucap_status rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
   if (cucap_fb_snapshot_reason(s) != CUCAP_FB_SNAPSHOTREASON_COPYRESULT ||
       cucap_fb_snapshot_regions_len(s) != 1)
-    return 1;
+    return CUCAP_OK;
   const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(s, 0);
   if (!cucap_fb_mem_region_data(g))
-    return 1;
-  if (!R->deferred && !(R->deferred = calloc(1, sizeof *R->deferred)))
-    return 0;
+    return CUCAP_OK;
+  CUCAP_RETURN_IF(!R->deferred && !(R->deferred = calloc(1, sizeof *R->deferred)),
+                  CUCAP_ERR_NOMEM);
   struct rp_deferred *v = R->deferred;
   if (v->n == v->cap) {
     size_t nc = v->cap ? v->cap * 2 : 64;
     cucap_hash128 *nh = realloc(v->hashes, nc * sizeof *nh);
-    if (!nh)
-      return 0;
+    CUCAP_RETURN_IF(!nh, CUCAP_ERR_NOMEM);
     v->hashes = nh;
     uint64_t *ns = realloc(v->sizes, nc * sizeof *ns);
-    if (!ns)
-      return 0;
+    CUCAP_RETURN_IF(!ns, CUCAP_ERR_NOMEM);
     v->sizes = ns;
     uint64_t *nq = realloc(v->copy_seqs, nc * sizeof *nq);
-    if (!nq)
-      return 0;
+    CUCAP_RETURN_IF(!nq, CUCAP_ERR_NOMEM);
     v->copy_seqs = nq;
     uint64_t *nl = realloc(v->launch_seqs, nc * sizeof *nl);
-    if (!nl)
-      return 0;
+    CUCAP_RETURN_IF(!nl, CUCAP_ERR_NOMEM);
     v->launch_seqs = nl;
     uint64_t *na = realloc(v->addrs, nc * sizeof *na);
-    if (!na)
-      return 0;
+    CUCAP_RETURN_IF(!na, CUCAP_ERR_NOMEM);
     v->addrs = na;
     size_t *nx = realloc(v->next_same_launch, nc * sizeof *nx);
-    if (!nx)
-      return 0;
+    CUCAP_RETURN_IF(!nx, CUCAP_ERR_NOMEM);
     v->next_same_launch = nx;
     v->cap = nc;
   }
@@ -88,8 +82,7 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
   if (ls) { /* append to the launch's chain */
     uint64_t first = 0;
     if (!cucap_map_get(&v->by_launch, ls, &first) || !first) {
-      if (!cucap_map_put(&v->by_launch, ls, v->n))
-        return 0;
+      CUCAP_RETURN_IF(!cucap_map_put(&v->by_launch, ls, v->n), CUCAP_ERR_NOMEM);
     } else {
       size_t i = (size_t)first - 1;
       while (v->next_same_launch[i])
@@ -97,7 +90,8 @@ int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
       v->next_same_launch[i] = v->n;
     }
   }
-  return cucap_map_put(&v->copy_result, cs, v->n);
+  CUCAP_RETURN_IF(!cucap_map_put(&v->copy_result, cs, v->n), CUCAP_ERR_NOMEM);
+  return CUCAP_OK;
 }
 
 int rp_deferred_graph_copy_result(const rp_state *R, uint64_t launch_seq, size_t k,
@@ -150,19 +144,19 @@ void rp_host_write(rp_state *R, const cucap_fb_snapshot *s) {
     cucap_hash128 h = rp_h(cucap_fb_mem_region_data(g));
     uint64_t bsz = 0;
     if (!cucap_fb_mem_region_data(g) || cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK ||
-        bsz != size || !rp_grow(&R->expect, &R->expect_cap, size ? size : 1,
-                                &R->expect_pinned, R) ||
-        cucap_reader_blob_read(R->r, h, R->expect, size) != CUCAP_OK) {
+        bsz != size || rp_grow(&R->buf.expect, &R->buf.expect_cap, size ? size : 1,
+                               &R->buf.expect_pinned, R) != CUCAP_OK ||
+        cucap_reader_blob_read(R->r, h, R->buf.expect, size) != CUCAP_OK) {
       CUCAP_WARN("replay: host write to managed memory at 0x%" PRIx64 " (%" PRIu64
                  " bytes): contents missing from the capture", addr, size);
       continue;
     }
     /* uploaded data like any other: pointers into moved ranges, texture
      * handles that are other numbers here */
-    rp_patch_payload(R, R->expect, size, addr, NULL);
+    rp_patch_payload(R, R->buf.expect, size, addr, NULL);
     if (R->obj)
-      rp_object_patch_upload(R, R->expect, size, addr, 0);
-    rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, addr), R->expect, size, NULL),
+      rp_object_patch_upload(R, R->buf.expect, size, addr, 0);
+    rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, addr), R->buf.expect, size, NULL),
           "cuMemcpyHtoD (host write to managed memory)");
     R->d.df.StreamSynchronize(NULL);
   }

@@ -53,11 +53,12 @@ int rp_cu(rp_state *R, CUresult r, const char *call) {
 }
 
 /* Grows a host buffer, pinned when possible (DMA at full speed). */
-int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
+cucap_status rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   if (need <= *cap && *buf)
-    return 1;
-  if (need > ((size_t)1 << 40) || (R->dev_mem && need > R->dev_mem + 4096))
-    return 0; /* a corrupt size: no op moves more than the GPU holds */
+    return CUCAP_OK;
+  /* a corrupt size: no op moves more than the GPU holds */
+  CUCAP_RETURN_IF(need > ((size_t)1 << 40) || (R->dev_mem && need > R->dev_mem + 4096),
+                  CUCAP_ERR_TOO_LARGE);
   size_t nc = *cap ? *cap : (size_t)1 << 20;
   while (nc < need)
     nc *= 2;
@@ -77,77 +78,75 @@ int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R) {
   *pinned = p != NULL;
   if (!p)
     p = malloc(nc);
-  if (!p)
-    return 0;
+  CUCAP_RETURN_IF(!p, CUCAP_ERR_NOMEM);
   *buf = p;
   *cap = nc;
-  return 1;
+  return CUCAP_OK;
 }
 
 /* ---------------------------------------------------------------- handles */
 
-static int rp_ctx_use(rp_state *R, uint64_t rec_ctx) {
+static cucap_status rp_ctx_use(rp_state *R, uint64_t rec_ctx) {
   if (!rec_ctx)
-    return 1;
+    return CUCAP_OK;
   uint64_t live = 0;
-  if (rec_ctx == R->last_ctx_rec && (CUcontext)(uintptr_t)R->last_ctx_live == R->cur)
-    return 1; /* same context as the previous op: nothing to do */
-  if (!cucap_map_get(&R->ctx, rec_ctx, &live)) {
-    if (!R->warned_ctx++)
+  if (rec_ctx == R->cx.last_ctx_rec && (CUcontext)(uintptr_t)R->cx.last_ctx_live == R->cx.cur)
+    return CUCAP_OK; /* same context as the previous op: nothing to do */
+  if (!cucap_map_get(&R->cx.ctx, rec_ctx, &live)) {
+    if (!R->cx.warned_ctx++)
       CUCAP_INFO("replay: context 0x%" PRIx64 " not created by a recorded "
                  "call; using the primary context", rec_ctx);
-    live = (uint64_t)(uintptr_t)R->primary;
-    cucap_map_put(&R->ctx, rec_ctx, live);
+    live = (uint64_t)(uintptr_t)R->cx.primary;
+    cucap_map_put(&R->cx.ctx, rec_ctx, live);
   }
-  if ((CUcontext)(uintptr_t)live != R->cur) {
-    if (!rp_cu(R, R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live),
-               "cuCtxSetCurrent"))
-      return 0;
-    R->cur = (CUcontext)(uintptr_t)live;
+  if ((CUcontext)(uintptr_t)live != R->cx.cur) {
+    CUCAP_RETURN_IF(!rp_cu(R, R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live),
+                           "cuCtxSetCurrent"),
+                    CUCAP_ERR_CUDA);
+    R->cx.cur = (CUcontext)(uintptr_t)live;
   }
-  R->last_ctx_rec = rec_ctx;
-  R->last_ctx_live = live;
-  return 1;
+  R->cx.last_ctx_rec = rec_ctx;
+  R->cx.last_ctx_live = live;
+  return CUCAP_OK;
 }
 
-static int rp_ctx_switch(rp_state *R, CUcontext live) {
-  if (live && live != R->cur) {
-    if (!rp_cu(R, R->d.df.CtxSetCurrent(live), "cuCtxSetCurrent"))
-      return 0;
-    R->cur = live;
+static cucap_status rp_ctx_switch(rp_state *R, CUcontext live) {
+  if (live && live != R->cx.cur) {
+    CUCAP_RETURN_IF(!rp_cu(R, R->d.df.CtxSetCurrent(live), "cuCtxSetCurrent"), CUCAP_ERR_CUDA);
+    R->cx.cur = live;
   }
-  return 1;
+  return CUCAP_OK;
 }
 
 /* The context an op of this record runs in: Record.context when the
  * recorder set it, else the current context of the recording thread as
  * replayed so far (SetCurrent/Push/Pop/Create per tid). */
-int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
+cucap_status rp_ctx_rec(rp_state *R, const cucap_fb_record *rec) {
   uint64_t c = cucap_fb_record_context(rec), live;
   if (c)
     return rp_ctx_use(R, c);
-  if (cucap_map_get(&R->tid_ctx, cucap_fb_record_tid(rec), &live))
+  if (cucap_map_get(&R->cx.tid_ctx, cucap_fb_record_tid(rec), &live))
     return rp_ctx_switch(R, (CUcontext)(uintptr_t)live);
-  return 1;
+  return CUCAP_OK;
 }
 
 void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec,
                     CUcontext live) {
-  cucap_map_put(&R->tid_ctx, cucap_fb_record_tid(rec), (uint64_t)(uintptr_t)live);
+  cucap_map_put(&R->cx.tid_ctx, cucap_fb_record_tid(rec), (uint64_t)(uintptr_t)live);
 }
 
 CUstream rp_stream(rp_state *R, uint64_t h) {
   if (h <= 2) /* NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD */
     return (CUstream)(uintptr_t)h;
   uint64_t v;
-  if (h == R->last_stream_rec)
-    return (CUstream)(uintptr_t)R->last_stream_live;
-  if (cucap_map_get(&R->stream, h, &v)) {
-    R->last_stream_rec = h;
-    R->last_stream_live = v;
+  if (h == R->cx.last_stream_rec)
+    return (CUstream)(uintptr_t)R->cx.last_stream_live;
+  if (cucap_map_get(&R->cx.stream, h, &v)) {
+    R->cx.last_stream_rec = h;
+    R->cx.last_stream_live = v;
     return (CUstream)(uintptr_t)v;
   }
-  if (!R->warned_stream++)
+  if (!R->cx.warned_stream++)
     CUCAP_WARN("replay: stream 0x%" PRIx64 " unknown (created before the "
                "capture started?); using the default stream", h);
   return NULL;
@@ -155,7 +154,7 @@ CUstream rp_stream(rp_state *R, uint64_t h) {
 
 static CUevent rp_event(rp_state *R, uint64_t h) {
   uint64_t v = 0;
-  if (!cucap_map_get(&R->event, h, &v))
+  if (!cucap_map_get(&R->cx.event, h, &v))
     return NULL;
   return (CUevent)(uintptr_t)v;
 }
@@ -292,26 +291,26 @@ uint64_t rp_alloc_size(const cucap_fb_alloc *a) {
  * referred to it (current context, recording threads, the push stack) falls
  * back to the primary context. */
 void rp_ctx_unref(rp_state *R, uint64_t live) {
-  if ((CUcontext)(uintptr_t)live == R->cur) {
-    R->d.df.CtxSetCurrent(R->primary);
-    R->cur = R->primary;
+  if ((CUcontext)(uintptr_t)live == R->cx.cur) {
+    R->d.df.CtxSetCurrent(R->cx.primary);
+    R->cx.cur = R->cx.primary;
   }
-  for (size_t i = 0; i < R->tid_ctx.cap + 2; i++)
-    if (R->tid_ctx.vals && R->tid_ctx.vals[i] == live)
-      R->tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->primary;
-  for (size_t i = 0; i < R->nctx_stack; i++)
-    if (R->ctx_stack[i] == live)
-      R->ctx_stack[i] = (uint64_t)(uintptr_t)R->primary;
-  R->last_ctx_rec = 0;
+  for (size_t i = 0; i < R->cx.tid_ctx.cap + 2; i++)
+    if (R->cx.tid_ctx.vals && R->cx.tid_ctx.vals[i] == live)
+      R->cx.tid_ctx.vals[i] = (uint64_t)(uintptr_t)R->cx.primary;
+  for (size_t i = 0; i < R->cx.nctx_stack; i++)
+    if (R->cx.ctx_stack[i] == live)
+      R->cx.ctx_stack[i] = (uint64_t)(uintptr_t)R->cx.primary;
+  R->cx.last_ctx_rec = 0;
 }
 
 static void rp_ctx_destroy_created(rp_state *R, uint64_t h) {
   uint64_t live;
-  if (R->keep_ctx)
+  if (R->cx.keep_ctx)
     rp_ctx_kept_release(R, h);
-  if (!cucap_map_del(&R->ctx_created, h, &live))
+  if (!cucap_map_del(&R->cx.ctx_created, h, &live))
     return;
-  cucap_map_del(&R->ctx, h, NULL);
+  cucap_map_del(&R->cx.ctx, h, NULL);
   rp_ctx_unref(R, live);
   rp_ctx_dying(R, (CUcontext)(uintptr_t)live); /* and its arrays, textures */
   if (R->d.df.CtxDestroy)
@@ -321,16 +320,16 @@ static void rp_ctx_destroy_created(rp_state *R, uint64_t h) {
 static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
                           const cucap_fb_context *c) {
   uint64_t h = cucap_fb_context_handle(c);
-  R->last_ctx_rec = 0; /* the recorded -> live mapping may change */
+  R->cx.last_ctx_rec = 0; /* the recorded -> live mapping may change */
   switch (cucap_fb_context_op(c)) {
   case CUCAP_FB_CONTEXTOP_CREATE: {
     CUcontext nc = NULL;
     if (!R->d.df.CtxCreate) {
       rp_skip(R, "cuCtxCreate (driver lacks it)");
-      cucap_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
+      cucap_map_put(&R->cx.ctx, h, (uint64_t)(uintptr_t)R->cx.primary);
       return;
     }
-    if (R->keep_ctx && rp_ctx_kept_reuse(R, rec, h))
+    if (R->cx.keep_ctx && rp_ctx_kept_reuse(R, rec, h))
       break;
     /* a handle still mapped was destroyed without a record (or reused) */
     rp_ctx_destroy_created(R, h);
@@ -344,16 +343,16 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
     CUcontext top = NULL;
     if (R->d.df.CtxPopCurrent && R->d.df.CtxPopCurrent(&top) == CUDA_SUCCESS && top == nc)
       R->d.df.CtxSetCurrent(nc);
-    R->cur = nc; /* cuCtxCreate makes it current */
-    if (!cucap_map_put(R->keep_ctx ? &R->ctx_kept : &R->ctx_created, h,
+    R->cx.cur = nc; /* cuCtxCreate makes it current */
+    if (!cucap_map_put(R->cx.keep_ctx ? &R->cx.ctx_kept : &R->cx.ctx_created, h,
                     (uint64_t)(uintptr_t)nc)) {
       R->d.df.CtxDestroy(nc);
-      R->d.df.CtxSetCurrent(R->primary);
-      R->cur = R->primary;
+      R->d.df.CtxSetCurrent(R->cx.primary);
+      R->cx.cur = R->cx.primary;
       rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
       return;
     }
-    cucap_map_put(&R->ctx, h, (uint64_t)(uintptr_t)nc);
+    cucap_map_put(&R->cx.ctx, h, (uint64_t)(uintptr_t)nc);
     rp_ctx_set_tid(R, rec, nc);
     break;
   }
@@ -361,25 +360,25 @@ static void rp_op_context(rp_state *R, const cucap_fb_record *rec,
     rp_ctx_destroy_created(R, h);
     break;
   case CUCAP_FB_CONTEXTOP_PRIMARYRETAIN:
-    cucap_map_put(&R->ctx, h, (uint64_t)(uintptr_t)R->primary);
+    cucap_map_put(&R->cx.ctx, h, (uint64_t)(uintptr_t)R->cx.primary);
     break;
   case CUCAP_FB_CONTEXTOP_SETCURRENT:
   case CUCAP_FB_CONTEXTOP_PUSH: {
     uint64_t live = 0, prev = 0;
-    if (h && !rp_ctx_use(R, h))
+    if (h && rp_ctx_use(R, h) != CUCAP_OK)
       return;
     if (h)
-      cucap_map_get(&R->ctx, h, &live);
+      cucap_map_get(&R->cx.ctx, h, &live);
     if (cucap_fb_context_op(c) == CUCAP_FB_CONTEXTOP_PUSH &&
-        R->nctx_stack < RP_CTX_STACK) {
-      cucap_map_get(&R->tid_ctx, cucap_fb_record_tid(rec), &prev);
-      R->ctx_stack[R->nctx_stack++] = prev;
+        R->cx.nctx_stack < RP_CTX_STACK) {
+      cucap_map_get(&R->cx.tid_ctx, cucap_fb_record_tid(rec), &prev);
+      R->cx.ctx_stack[R->cx.nctx_stack++] = prev;
     }
     rp_ctx_set_tid(R, rec, (CUcontext)(uintptr_t)live);
     break;
   }
   case CUCAP_FB_CONTEXTOP_POP: {
-    uint64_t prev = R->nctx_stack ? R->ctx_stack[--R->nctx_stack] : 0;
+    uint64_t prev = R->cx.nctx_stack ? R->cx.ctx_stack[--R->cx.nctx_stack] : 0;
     rp_ctx_set_tid(R, rec, (CUcontext)(uintptr_t)prev);
     if (prev)
       rp_ctx_switch(R, (CUcontext)(uintptr_t)prev);
@@ -403,7 +402,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                          const cucap_fb_stream *s) {
   const rp_fns *fn = rp_fn(R, rec);
   uint64_t h = cucap_fb_stream_handle(s), live;
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   switch (cucap_fb_stream_op(s)) {
   case CUCAP_FB_STREAMOP_CREATE: {
@@ -412,16 +411,16 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
                                                    cucap_fb_stream_priority(s)),
                "cuStreamCreateWithPriority"))
       return;
-    if (!rp_live_put(R, &R->stream, h, (uint64_t)(uintptr_t)ns))
+    if (rp_live_put(R, &R->cx.stream, h, (uint64_t)(uintptr_t)ns) != CUCAP_OK)
       return;
     rp_owned(R, (uint64_t)(uintptr_t)ns);
-    R->last_stream_rec = 0;
+    R->cx.last_stream_rec = 0;
     break;
   }
   case CUCAP_FB_STREAMOP_DESTROY:
-    R->last_stream_rec = 0;
-    if (cucap_map_del(&R->stream, h, &live))
-      rp_live_destroy(R, &R->stream, live);
+    R->cx.last_stream_rec = 0;
+    if (cucap_map_del(&R->cx.stream, h, &live))
+      rp_live_destroy(R, &R->cx.stream, live);
     break;
   case CUCAP_FB_STREAMOP_SYNCHRONIZE:
     if (!rp_cu(R, fn->StreamSynchronize(rp_stream(R, h)), "cuStreamSynchronize"))
@@ -471,7 +470,7 @@ static void rp_op_stream(rp_state *R, const cucap_fb_record *rec,
     rp_capture_closed(R, h);
     if (R->capturing)
       R->capturing--;
-    if (!rp_live_put(R, &R->graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr))
+    if (rp_live_put(R, &R->cx.graph, cucap_fb_stream_graph(s), (uint64_t)(uintptr_t)gr) != CUCAP_OK)
       return;
     break;
   }
@@ -502,20 +501,20 @@ static void rp_op_event(rp_state *R, const cucap_fb_record *rec,
                         const cucap_fb_event *e) {
   const rp_fns *fn = rp_fn(R, rec);
   uint64_t h = cucap_fb_event_handle(e), live;
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   switch (cucap_fb_event_op(e)) {
   case CUCAP_FB_EVENTOP_CREATE: {
     CUevent ne = NULL;
     if (!rp_cu(R, R->d.df.EventCreate(&ne, cucap_fb_event_flags(e)), "cuEventCreate"))
       return;
-    if (!rp_live_put(R, &R->event, h, (uint64_t)(uintptr_t)ne))
+    if (rp_live_put(R, &R->cx.event, h, (uint64_t)(uintptr_t)ne) != CUCAP_OK)
       return;
     rp_owned(R, (uint64_t)(uintptr_t)ne);
     break;
   }
   case CUCAP_FB_EVENTOP_DESTROY:
-    if (cucap_map_del(&R->event, h, &live))
+    if (cucap_map_del(&R->cx.event, h, &live))
       R->d.df.EventDestroy((CUevent)(uintptr_t)live);
     break;
   case CUCAP_FB_EVENTOP_RECORD: {
@@ -556,11 +555,11 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
                         const cucap_fb_graph *g) {
   const rp_fns *fn = rp_fn(R, rec);
   uint64_t live;
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   switch (cucap_fb_record_seq(rec) ? cucap_fb_graph_op(g) : -1) {
   case CUCAP_FB_GRAPHOP_LAUNCH:
-    if (!cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
+    if (!cucap_map_get(&R->cx.gexec, cucap_fb_graph_exec(g), &live)) {
       rp_skip(R, "cuGraphLaunch (graph not rebuilt)");
       return;
     }
@@ -572,12 +571,12 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
     R->rep->launches++;
     break;
   case CUCAP_FB_GRAPHOP_EXECDESTROY:
-    if (cucap_map_del(&R->gexec, cucap_fb_graph_exec(g), &live))
+    if (cucap_map_del(&R->cx.gexec, cucap_fb_graph_exec(g), &live))
       R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)live);
     rp_graph_exec_destroyed(R, cucap_fb_graph_exec(g)); /* and its rebuilt graph */
     break;
   case CUCAP_FB_GRAPHOP_DESTROY:
-    if (cucap_map_del(&R->graph, cucap_fb_graph_graph(g), &live))
+    if (cucap_map_del(&R->cx.graph, cucap_fb_graph_graph(g), &live))
       R->d.df.GraphDestroy((CUgraph)(uintptr_t)live);
     break;
   default: /* instantiate, updates, upload, topology notes (replay_graph_exec.c) */
@@ -587,21 +586,29 @@ static void rp_op_graph(rp_state *R, const cucap_fb_record *rec,
   R->rep->executed++;
 }
 
-void rp_execute(rp_state *R, const cucap_fb_record *rec) {
-  R->cur_seq = cucap_fb_record_seq(rec);
-  if (cucap_fb_record_result(rec) != 0) {
-    R->rep->ignored++; /* the call failed in the program */
-    return;
+/* rp_dispatch, a record of no op of its own: an attribute or limit call,
+ * a skip with its reason, or nothing to replay. */
+static void rp_op_other(rp_state *R, const cucap_fb_record *rec) {
+  if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE && rp_attr_execute(R, rec))
+    return; /* attribute/limit calls, replayed from Record.args */
+  const char *bad = rp_unreplayable(rec);
+  if (bad) {
+    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NOTE) {
+      const char *t = cucap_fb_note_text(cucap_fb_record_body_as_note(rec));
+      rp_skip(R, t && *t ? t : bad);
+    } else {
+      rp_skip(R, bad);
+    }
+  } else {
+    R->rep->ignored++; /* callstacks, module maps, timings, notes, ... */
+    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE &&
+        cucap_fb_record_call(rec))
+      R->rep->bodyless_calls++; /* queries etc. (or an older recorder) */
   }
-  if (R->gs && rp_capture_swallow(R, rec)) {
-    R->rep->ignored++; /* captured into a graph that is rebuilt instead */
-    return;
-  }
-  uint64_t before = R->rep->executed, skipped = R->rep->skipped;
-  int body = cucap_fb_record_body_type(rec);
-  int watched = R->o->nobservers != 0;
-  if (watched)
-    rp_obs_op_start(R, rec); /* launches: announced in rp_op_launch */
+}
+
+/* rp_execute, the op of the record by its body. */
+static void rp_dispatch(rp_state *R, const cucap_fb_record *rec, int body) {
   switch (body) {
   case CUCAP_FB_BODY_CONTEXT:
     rp_op_context(R, rec, cucap_fb_record_body_as_context(rec));
@@ -670,29 +677,31 @@ void rp_execute(rp_state *R, const cucap_fb_record *rec) {
   case CUCAP_FB_BODY_LAUNCHHASH:
     R->rep->ignored++;
     break;
-  default: {
-    if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE && rp_attr_execute(R, rec))
-      break; /* attribute/limit calls, replayed from Record.args */
-    const char *bad = rp_unreplayable(rec);
-    if (bad) {
-      if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NOTE) {
-        const char *t = cucap_fb_note_text(cucap_fb_record_body_as_note(rec));
-        rp_skip(R, t && *t ? t : bad);
-      } else {
-        rp_skip(R, bad);
-      }
-    } else {
-      R->rep->ignored++; /* callstacks, module maps, timings, notes, ... */
-      if (cucap_fb_record_body_type(rec) == CUCAP_FB_BODY_NONE &&
-          cucap_fb_record_call(rec))
-        R->rep->bodyless_calls++; /* queries etc. (or an older recorder) */
-    }
+  default:
+    rp_op_other(R, rec);
     break;
   }
+}
+
+void rp_execute(rp_state *R, const cucap_fb_record *rec) {
+  R->cur_seq = cucap_fb_record_seq(rec);
+  if (cucap_fb_record_result(rec) != 0) {
+    R->rep->ignored++; /* the call failed in the program */
+    return;
   }
+  if (R->gs && rp_capture_swallow(R, rec)) {
+    R->rep->ignored++; /* captured into a graph that is rebuilt instead */
+    return;
+  }
+  uint64_t before = R->rep->executed, skipped = R->rep->skipped;
+  int body = cucap_fb_record_body_type(rec);
+  int watched = R->o->nobservers != 0;
+  if (watched)
+    rp_obs_op_start(R, rec); /* launches: announced in rp_op_launch */
+  rp_dispatch(R, rec, body);
   if (R->o->sync_each && R->rep->executed != before && !R->failed &&
       !R->capturing)
     rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (--sync)");
-  if (watched && R->op_announced)
+  if (watched && R->obs.op_announced)
     rp_obs_op_after(R, R->failed ? -1 : R->rep->skipped != skipped ? 1 : 0);
 }

@@ -2,7 +2,8 @@
  * the recorded addresses, or relocated), Memcpy records (payloads from the
  * capture through pinned staging slots; 2D/3D geometry; results read back
  * for observers through op->host_data) and Memset records. Dispatched by
- * rp_execute (replay_exec.c). */
+ * rp_execute (replay_exec.c). Owns rp_state's staging part (rp_staging,
+ * replay_state.h): the staging slots are touched here alone. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ void rp_op_alloc(rp_state *R, const cucap_fb_record *rec,
   }
   rp_owned(R, p);
   R->rep->relocated_allocs++;
-  if (!R->warned_reloc_ptr++)
+  if (!R->buf.warned_reloc_ptr++)
     CUCAP_WARN("replay: relocating device allocations: pointers in kernel "
                "parameters, graph nodes and uploaded data (HtoD payloads) are "
                "patched; pointers a kernel computes and stores in device "
@@ -70,31 +71,59 @@ void rp_op_free(rp_state *R, const cucap_fb_record *rec,
 
 /* Next staging slot, at least `size` bytes, safe to overwrite. */
 static void *rp_stage(rp_state *R, size_t size, unsigned *slot) {
-  unsigned s = R->stage_next;
-  R->stage_next = (s + 1) % RP_STAGING_SLOTS;
-  if (R->stage_used[s] && R->stage_ev[s])
-    R->d.df.EventSynchronize(R->stage_ev[s]);
-  R->stage_used[s] = 0;
-  if (!rp_grow(&R->stage[s], &R->stage_cap[s], size, &R->stage_pinned[s], R))
+  unsigned s = R->buf.stage_next;
+  R->buf.stage_next = (s + 1) % RP_STAGING_SLOTS;
+  if (R->buf.stage_used[s] && R->buf.stage_ev[s])
+    R->d.df.EventSynchronize(R->buf.stage_ev[s]);
+  R->buf.stage_used[s] = 0;
+  if (rp_grow(&R->buf.stage[s], &R->buf.stage_cap[s], size, &R->buf.stage_pinned[s], R) != CUCAP_OK)
     return NULL;
   *slot = s;
-  return R->stage[s];
+  return R->buf.stage[s];
 }
 
 void rp_stage_done(rp_state *R, unsigned slot, CUstream st,
                    const rp_fns *fn) {
-  if (R->stage_ev[slot] && R->stage_ev_ctx[slot] != R->cur) {
+  if (R->buf.stage_ev[slot] && R->buf.stage_ev_ctx[slot] != R->cx.cur) {
     /* events are per context: this one (idle, rp_stage waited) goes */
-    R->d.df.EventDestroy(R->stage_ev[slot]);
-    R->stage_ev[slot] = NULL;
+    R->d.df.EventDestroy(R->buf.stage_ev[slot]);
+    R->buf.stage_ev[slot] = NULL;
   }
-  if (!R->stage_ev[slot] && R->d.df.EventCreate &&
-      R->d.df.EventCreate(&R->stage_ev[slot], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
-    R->stage_ev_ctx[slot] = R->cur;
-  if (R->stage_ev[slot] && fn->EventRecord(R->stage_ev[slot], st) == CUDA_SUCCESS)
-    R->stage_used[slot] = 1;
+  if (!R->buf.stage_ev[slot] && R->d.df.EventCreate &&
+      R->d.df.EventCreate(&R->buf.stage_ev[slot], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+    R->buf.stage_ev_ctx[slot] = R->cx.cur;
+  if (R->buf.stage_ev[slot] && fn->EventRecord(R->buf.stage_ev[slot], st) == CUDA_SUCCESS)
+    R->buf.stage_used[slot] = 1;
   else
     fn->StreamSynchronize(st);
+}
+
+/* The staging slots' events made in context live go before it does
+ * (rp_ctx_dying, live current). */
+void rp_stage_ctx_gone(rp_state *R, CUcontext live) {
+  for (int i = 0; i < RP_STAGING_SLOTS; i++) {
+    if (R->buf.stage_ev[i] && R->buf.stage_ev_ctx[i] == live) {
+      R->d.df.EventDestroy(R->buf.stage_ev[i]);
+      R->buf.stage_ev[i] = NULL;
+      R->buf.stage_ev_ctx[i] = NULL;
+      R->buf.stage_used[i] = 0;
+    }
+  }
+}
+
+/* The teardown of the staging slots: events and buffers. */
+void rp_stage_free(rp_state *R) {
+  for (int i = 0; i < RP_STAGING_SLOTS; i++) {
+    if (R->buf.stage_ev[i])
+      R->d.df.EventDestroy(R->buf.stage_ev[i]);
+    if (!R->buf.stage[i])
+      continue;
+    if (R->buf.stage_pinned[i])
+      rp_host_buf_free(R, R->buf.stage[i]);
+    else
+      free(R->buf.stage[i]);
+    R->buf.stage[i] = NULL;
+  }
 }
 
 /* Host buffer holding the payload; *owned: caller must keep/free it. */
@@ -108,7 +137,7 @@ void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
   *kept = 0;
   if (R->capturing) { /* the copy runs when the graph launches */
     dst = malloc(bsz ? bsz : 1);
-    if (!dst || !rp_keep(R, dst)) {
+    if (!dst || rp_keep(R, dst) != CUCAP_OK) {
       free(dst);
       return NULL;
     }
@@ -214,12 +243,129 @@ static void rp_copy2d(const cucap_fb_copy_geometry *g, int dtoh,
   *res = fn->Memcpy2DAsync ? fn->Memcpy2DAsync(&p, st) : CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* rp_op_memcpy by direction: 1 when the copy was issued (or needs none),
+ * 0 when skipped or failed (reported). HtoD: the payload from the cache or
+ * a staging slot, uploaded. */
+static int rp_memcpy_htod(rp_state *R, const cucap_fb_memcpy *c,
+                          const rp_fns *fn, CUstream st, uint64_t dst,
+                          uint64_t size, const cucap_fb_copy_geometry *g) {
+  CUresult res = CUDA_SUCCESS;
+  int async = cucap_fb_memcpy_async(c);
+  if (!cucap_fb_memcpy_has_payload(c)) {
+    rp_skip(R, "HtoD copy without stored payload");
+    return 0;
+  }
+  unsigned slot = 0;
+  int kept = 0;
+  void *hb = rp_paycache_get(R, c, size, dst, g); /* patched already */
+  int cached = hb != NULL;
+  if (!cached && (hb = rp_payload(R, c, size, &slot, &kept)))
+    rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
+  if (!hb) {
+    rp_skip(R, "HtoD copy (payload blob missing)");
+    return 0;
+  }
+  uint64_t d = rp_tr(R, dst);
+  if (R->obj) /* texture/surface handles stored in device memory */
+    rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
+                           g ? cucap_fb_copy_geometry_width_bytes(g) : 0);
+  /* a pass that measures kernels only: from the payload's device copy */
+  CUdeviceptr dsrc = cached && !g && R->buf.device_uploads ? rp_paycache_device(R, hb) : 0;
+  if (dsrc)
+    res = fn->MemcpyDtoDAsync(d, dsrc, size, st);
+  else if (g)
+    rp_copy2d(g, 0, d, hb, st, fn, &res);
+  else
+    res = fn->MemcpyHtoDAsync(d, hb, size, st);
+  if (!rp_cu(R, res, dsrc ? "cuMemcpyDtoD (device payload)" : "cuMemcpyHtoD"))
+    return 0;
+  if (!kept && !cached)
+    rp_stage_done(R, slot, st, fn);
+  /* a synchronous copy completes before the call returns (errors too) */
+  if (!async && !R->capturing &&
+      !rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize (synchronous HtoD)"))
+    return 0;
+  return 1;
+}
+
+/* DtoH: read back into R->buf.scratch (or, while capturing, a buffer the graph
+ * writes at its launch) for the observers; left out when nothing reads it. */
+static int rp_memcpy_dtoh(rp_state *R, const rp_fns *fn, CUstream st,
+                          uint64_t src, uint64_t size,
+                          const cucap_fb_copy_geometry *g) {
+  CUresult res = CUDA_SUCCESS;
+  void *hb;
+  if (R->buf.skip_host_reads && !rp_obs_reads_host_data(R) && !R->capturing) {
+    R->buf.host_reads_skipped++; /* nothing on the device reads the bytes */
+    return 1;
+  }
+  if (R->dev_mem && size > R->dev_mem) {
+    rp_set_error(R, CUCAP_ERR_CORRUPT,
+                 "record %" PRIu64 " (seq %" PRIu64 "): a DtoH copy of %" PRIu64
+                 " bytes is larger than this GPU's memory (%" PRIu64 " bytes)",
+                 R->rec_index, R->cur_seq, size, R->dev_mem);
+    return 0;
+  }
+  if (R->capturing) {
+    hb = rp_capture_host_buffer(R, size);
+    if (!hb) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+      return 0;
+    }
+  } else {
+    if (rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size, &R->buf.scratch_pinned,
+                R) != CUCAP_OK) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+      return 0;
+    }
+    hb = R->buf.scratch;
+  }
+  uint64_t s = rp_tr(R, src);
+  if (g)
+    rp_copy2d(g, 1, s, hb, st, fn, &res);
+  else
+    res = fn->MemcpyDtoHAsync(hb, s, size, st);
+  if (!rp_cu(R, res, "cuMemcpyDtoH"))
+    return 0;
+  if (R->capturing) {
+    /* runs at graph launch: the bytes land in hb then (kept until the end
+     * of the pass); its CopyResult snapshot follows the graph launch */
+    R->obs.op.host_data = hb;
+    R->obs.op.host_size = size;
+  } else {
+    if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
+      return 0;
+    R->obs.op.host_data = hb; /* for observers (verify) */
+    R->obs.op.host_size = size;
+  }
+  return 1;
+}
+
+/* DtoD (and peer): both sides translated. */
+static int rp_memcpy_dtod(rp_state *R, const rp_fns *fn, CUstream st,
+                          uint64_t dst, uint64_t src, uint64_t size,
+                          const cucap_fb_copy_geometry *g) {
+  CUresult res;
+  uint64_t d = rp_tr(R, dst), s = rp_tr(R, src);
+  if (g) {
+    CUDA_MEMCPY2D p;
+    memset(&p, 0, sizeof p);
+    p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
+    p.Height = cucap_fb_copy_geometry_height(g);
+    rp_copy2d_src_dev(&p, g, s);
+    rp_copy2d_dst_dev(&p, g, d);
+    res = fn->Memcpy2DAsync(&p, st);
+  } else {
+    res = fn->MemcpyDtoDAsync(d, s, size, st);
+  }
+  return rp_cu(R, res, "cuMemcpyDtoD");
+}
+
 void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
                   const cucap_fb_memcpy *c) {
   int k = cucap_fb_memcpy_kind(c);
   uint64_t dst = cucap_fb_memcpy_dst(c), src = cucap_fb_memcpy_src(c);
   uint64_t size = cucap_fb_memcpy_size(c);
-  int async = cucap_fb_memcpy_async(c);
   const rp_fns *fn = rp_fn(R, rec);
   if (k == CUCAP_FB_MEMCPYKIND_UNIFIED) {
     int dd = rp_mem_is_recorded(&R->mem, dst), sd = rp_mem_is_recorded(&R->mem, src);
@@ -249,113 +395,25 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec,
     rp_skip(R, "copy whose geometry exceeds its size");
     return;
   }
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   CUstream st = rp_stream(R, cucap_fb_memcpy_stream(c));
-  CUresult res = CUDA_SUCCESS;
-  if (k == CUCAP_FB_MEMCPYKIND_HTOD) {
-    if (!cucap_fb_memcpy_has_payload(c)) {
-      rp_skip(R, "HtoD copy without stored payload");
-      return;
-    }
-    unsigned slot = 0;
-    int kept = 0;
-    void *hb = rp_paycache_get(R, c, size, dst, g); /* patched already */
-    int cached = hb != NULL;
-    if (!cached && (hb = rp_payload(R, c, size, &slot, &kept)))
-      rp_patch_payload(R, hb, size, dst, g); /* pointers into moved ranges */
-    if (!hb) {
-      rp_skip(R, "HtoD copy (payload blob missing)");
-      return;
-    }
-    uint64_t d = rp_tr(R, dst);
-    if (R->obj) /* texture/surface handles stored in device memory */
-      rp_object_patch_upload(R, hb, size, g ? dst + cucap_fb_copy_geometry_dst_x_bytes(g) : dst,
-                             g ? cucap_fb_copy_geometry_width_bytes(g) : 0);
-    /* a pass that measures kernels only: from the payload's device copy */
-    CUdeviceptr dsrc = cached && !g && R->device_uploads ? rp_paycache_device(R, hb) : 0;
-    if (dsrc)
-      res = fn->MemcpyDtoDAsync(d, dsrc, size, st);
-    else if (g)
-      rp_copy2d(g, 0, d, hb, st, fn, &res);
-    else
-      res = fn->MemcpyHtoDAsync(d, hb, size, st);
-    if (!rp_cu(R, res, dsrc ? "cuMemcpyDtoD (device payload)" : "cuMemcpyHtoD"))
-      return;
-    if (!kept && !cached)
-      rp_stage_done(R, slot, st, fn);
-    /* a synchronous copy completes before the call returns (errors too) */
-    if (!async && !R->capturing &&
-        !rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize (synchronous HtoD)"))
-      return;
-  } else if (k == CUCAP_FB_MEMCPYKIND_DTOH) {
-    void *hb;
-    if (R->skip_host_reads && !rp_obs_reads_host_data(R) && !R->capturing) {
-      R->host_reads_skipped++; /* nothing on the device reads the bytes */
-      R->rep->executed++;
-      return;
-    }
-    if (R->dev_mem && size > R->dev_mem) {
-      rp_set_error(R, CUCAP_ERR_CORRUPT,
-                   "record %" PRIu64 " (seq %" PRIu64 "): a DtoH copy of %" PRIu64
-                   " bytes is larger than this GPU's memory (%" PRIu64 " bytes)",
-                   R->rec_index, R->cur_seq, size, R->dev_mem);
-      return;
-    }
-    if (R->capturing) {
-      hb = rp_capture_host_buffer(R, size);
-      if (!hb) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-        return;
-      }
-    } else {
-      if (!rp_grow(&R->scratch, &R->scratch_cap, size, &R->scratch_pinned, R)) {
-        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-        return;
-      }
-      hb = R->scratch;
-    }
-    uint64_t s = rp_tr(R, src);
-    if (g)
-      rp_copy2d(g, 1, s, hb, st, fn, &res);
-    else
-      res = fn->MemcpyDtoHAsync(hb, s, size, st);
-    if (!rp_cu(R, res, "cuMemcpyDtoH"))
-      return;
-    if (R->capturing) {
-      /* runs at graph launch: the bytes land in hb then (kept until the end
-       * of the pass); its CopyResult snapshot follows the graph launch */
-      R->op.host_data = hb;
-      R->op.host_size = size;
-    } else {
-      if (!rp_cu(R, fn->StreamSynchronize(st), "cuStreamSynchronize"))
-        return;
-      R->op.host_data = hb; /* for observers (verify) */
-      R->op.host_size = size;
-    }
-  } else { /* DtoD */
-    uint64_t d = rp_tr(R, dst), s = rp_tr(R, src);
-    if (g) {
-      CUDA_MEMCPY2D p;
-      memset(&p, 0, sizeof p);
-      p.WidthInBytes = cucap_fb_copy_geometry_width_bytes(g);
-      p.Height = cucap_fb_copy_geometry_height(g);
-      rp_copy2d_src_dev(&p, g, s);
-      rp_copy2d_dst_dev(&p, g, d);
-      res = fn->Memcpy2DAsync(&p, st);
-    } else {
-      res = fn->MemcpyDtoDAsync(d, s, size, st);
-    }
-    if (!rp_cu(R, res, "cuMemcpyDtoD"))
-      return;
-  }
+  int ok;
+  if (k == CUCAP_FB_MEMCPYKIND_HTOD)
+    ok = rp_memcpy_htod(R, c, fn, st, dst, size, g);
+  else if (k == CUCAP_FB_MEMCPYKIND_DTOH)
+    ok = rp_memcpy_dtoh(R, fn, st, src, size, g);
+  else
+    ok = rp_memcpy_dtod(R, fn, st, dst, src, size, g);
+  if (!ok)
+    return;
   R->rep->executed++;
 }
 
 void rp_op_memset(rp_state *R, const cucap_fb_record *rec,
                   const cucap_fb_memset *m) {
   const rp_fns *fn = rp_fn(R, rec);
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   CUstream st = rp_stream(R, cucap_fb_memset_stream(m));
   uint64_t d = rp_tr(R, cucap_fb_memset_dst(m));

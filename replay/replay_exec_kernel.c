@@ -3,7 +3,8 @@
  * (module globals), Function records (function and kernel handles) and
  * Launch records (parameters rebuilt from the recorded argument block,
  * device pointers relocated, launch attributes mapped). Dispatched by
- * rp_execute (replay_exec.c); the handle maps live in rp_state. */
+ * rp_execute (replay_exec.c); owns rp_state's modules, images and
+ * functions part (rp_code, replay_state.h), where the handle maps live. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,114 +37,149 @@ static int rp_jit_option_scalar(int opt) {
 }
 
 #define RP_MAX_JIT 32
+/* rp_op_module, the options of a load: the recorded JIT options (scalar
+ * ones only) and library options that may be passed again. */
+typedef struct rp_load_opts {
+  CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];
+  void *jv[RP_MAX_JIT], *lv[RP_MAX_JIT];
+  unsigned nj, nl;
+} rp_load_opts;
+
+static void rp_module_options(const cucap_fb_module *m, rp_load_opts *op) {
+  op->nj = op->nl = 0;
+  for (size_t i = 0; i < cucap_fb_module_jit_options_len(m) && op->nj < RP_MAX_JIT; i++) {
+    const cucap_fb_jit_option *o = cucap_fb_module_jit_options_at(m, i);
+    int opt = cucap_fb_jit_option_option(o);
+    if (!rp_jit_option_scalar(opt))
+      continue;
+    op->jo[op->nj] = (CUjit_option)opt;
+    op->jv[op->nj++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
+  }
+  for (size_t i = 0; i < cucap_fb_module_library_options_len(m) && op->nl < RP_MAX_JIT; i++) {
+    const cucap_fb_jit_option *o = cucap_fb_module_library_options_at(m, i);
+    if (!rp_lib_option_safe(cucap_fb_jit_option_option(o)))
+      continue;
+    op->lo[op->nl] = (CUjit_option)cucap_fb_jit_option_option(o);
+    op->lv[op->nl++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
+  }
+}
+
+/* rp_op_module, the image of a load as the driver gets it (*img: the mapped
+ * image or a padded copy kept to the end; the return value: the plain ELF
+ * made of it, else *img); NULL when skipped or out of memory (reported). */
+static const void *rp_module_image(rp_state *R, const cucap_fb_module *m,
+                                   const void **img_out, uint64_t *isz_out) {
+  if (!cucap_fb_module_image(m)) {
+    rp_skip(R, "module load without stored image");
+    return NULL;
+  }
+  const void *img = NULL;
+  uint64_t isz = 0;
+  if (cucap_reader_blob_map(R->r, rp_h(cucap_fb_module_image(m)), &img,
+                            &isz) != CUCAP_OK) {
+    rp_skip(R, "module load (image blob missing)");
+    return NULL;
+  }
+  const char *why = NULL;
+  void *copy = NULL;
+  if (!(img = rp_image_for_driver(img, isz, &copy, &why))) {
+    if (why)
+      rp_skip(R, why);
+    else
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  if (copy && rp_keep(R, copy) != CUCAP_OK) {
+    free(copy);
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  *img_out = img;
+  *isz_out = isz;
+  /* the driver gets the plain ELF it would pick, where one was made */
+  const void *drv = rp_plainelf_get(R, img);
+  if (!drv)
+    drv = img;
+  return drv;
+}
+
+/* rp_op_module, a Load: a module kept from an earlier pass, else the image
+ * loaded again. 1 when executed, 0 when skipped or failed. */
+static int rp_module_load(rp_state *R, const cucap_fb_record *rec,
+                          const cucap_fb_module *m, uint64_t h, int kind) {
+  int library = kind == CUCAP_FB_MODULEKIND_LIBRARY;
+  if (R->code.mk) { /* loaded by this record in an earlier pass and kept */
+    if (rp_ctx_rec(R, rec) != CUCAP_OK)
+      return 0;
+    uint64_t kept = rp_modkeep_get(R, R->rec_index, library);
+    if (kept) {
+      if (rp_live_put(R, library ? &R->code.library : &R->code.module, h, kept) != CUCAP_OK)
+        return 0;
+      if (!library)
+        rp_owned(R, kept);
+      return 1;
+    }
+  }
+  const void *img = NULL;
+  uint64_t isz = 0;
+  const void *drv = rp_module_image(R, m, &img, &isz);
+  if (!drv)
+    return 0;
+  rp_load_opts op;
+  rp_module_options(m, &op);
+  unsigned nj = op.nj, nl = op.nl;
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
+    return 0;
+  if (kind == CUCAP_FB_MODULEKIND_LIBRARY) {
+    CUlibrary lib = NULL;
+    if (!R->d.df.LibraryLoadData) {
+      rp_skip(R, "cuLibraryLoadData (driver lacks it)");
+      return 0;
+    }
+    if (!rp_cu(R, R->d.df.LibraryLoadData(&lib, drv, nj ? op.jo : NULL,
+                                          nj ? op.jv : NULL, nj,
+                                          (CUlibraryOption *)(nl ? op.lo : NULL),
+                                          nl ? op.lv : NULL, nl),
+               "cuLibraryLoadData"))
+      return 0;
+    if (rp_live_put(R, &R->code.library, h, (uint64_t)(uintptr_t)lib) != CUCAP_OK)
+      return 0;
+    rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
+  } else {
+    CUmodule mod = NULL;
+    if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, drv, nj, nj ? op.jo : NULL,
+                                           nj ? op.jv : NULL),
+               "cuModuleLoadDataEx"))
+      return 0;
+    if (rp_live_put(R, &R->code.module, h, (uint64_t)(uintptr_t)mod) != CUCAP_OK)
+      return 0;
+    rp_owned(R, (uint64_t)(uintptr_t)mod);
+    rp_modkeep_add(R, R->rec_index, 0, (uint64_t)(uintptr_t)mod, img, isz);
+  }
+  return 1;
+}
+
 void rp_op_module(rp_state *R, const cucap_fb_record *rec,
                   const cucap_fb_module *m) {
   uint64_t h = cucap_fb_module_handle(m);
   int kind = cucap_fb_module_kind(m);
   switch (cucap_fb_module_op(m)) {
-  case CUCAP_FB_MODULEOP_LOAD: {
-    int library = kind == CUCAP_FB_MODULEKIND_LIBRARY;
-    if (R->mk) { /* loaded by this record in an earlier pass and kept */
-      if (!rp_ctx_rec(R, rec))
-        return;
-      uint64_t kept = rp_modkeep_get(R, R->rec_index, library);
-      if (kept) {
-        if (!rp_live_put(R, library ? &R->library : &R->module, h, kept))
-          return;
-        if (!library)
-          rp_owned(R, kept);
-        break;
-      }
-    }
-    if (!cucap_fb_module_image(m)) {
-      rp_skip(R, "module load without stored image");
+  case CUCAP_FB_MODULEOP_LOAD:
+    if (!rp_module_load(R, rec, m, h, kind))
       return;
-    }
-    const void *img = NULL;
-    uint64_t isz = 0;
-    if (cucap_reader_blob_map(R->r, rp_h(cucap_fb_module_image(m)), &img,
-                              &isz) != CUCAP_OK) {
-      rp_skip(R, "module load (image blob missing)");
-      return;
-    }
-    const char *why = NULL;
-    void *copy = NULL;
-    if (!(img = rp_image_for_driver(img, isz, &copy, &why))) {
-      if (why)
-        rp_skip(R, why);
-      else
-        rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return;
-    }
-    if (copy && !rp_keep(R, copy)) {
-      free(copy);
-      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return;
-    }
-    /* the driver gets the plain ELF it would pick, where one was made */
-    const void *drv = rp_plainelf_get(R, img);
-    if (!drv)
-      drv = img;
-    CUjit_option jo[RP_MAX_JIT], lo[RP_MAX_JIT];
-    void *jv[RP_MAX_JIT], *lv[RP_MAX_JIT];
-    unsigned nj = 0, nl = 0;
-    for (size_t i = 0; i < cucap_fb_module_jit_options_len(m) && nj < RP_MAX_JIT; i++) {
-      const cucap_fb_jit_option *o = cucap_fb_module_jit_options_at(m, i);
-      int opt = cucap_fb_jit_option_option(o);
-      if (!rp_jit_option_scalar(opt))
-        continue;
-      jo[nj] = (CUjit_option)opt;
-      jv[nj++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
-    }
-    for (size_t i = 0; i < cucap_fb_module_library_options_len(m) && nl < RP_MAX_JIT; i++) {
-      const cucap_fb_jit_option *o = cucap_fb_module_library_options_at(m, i);
-      if (!rp_lib_option_safe(cucap_fb_jit_option_option(o)))
-        continue;
-      lo[nl] = (CUjit_option)cucap_fb_jit_option_option(o);
-      lv[nl++] = (void *)(uintptr_t)cucap_fb_jit_option_value(o);
-    }
-    if (!rp_ctx_rec(R, rec))
-      return;
-    if (kind == CUCAP_FB_MODULEKIND_LIBRARY) {
-      CUlibrary lib = NULL;
-      if (!R->d.df.LibraryLoadData) {
-        rp_skip(R, "cuLibraryLoadData (driver lacks it)");
-        return;
-      }
-      if (!rp_cu(R, R->d.df.LibraryLoadData(&lib, drv, nj ? jo : NULL,
-                                            nj ? jv : NULL, nj,
-                                            (CUlibraryOption *)(nl ? lo : NULL),
-                                            nl ? lv : NULL, nl),
-                 "cuLibraryLoadData"))
-        return;
-      if (!rp_live_put(R, &R->library, h, (uint64_t)(uintptr_t)lib))
-        return;
-      rp_modkeep_add(R, R->rec_index, 1, (uint64_t)(uintptr_t)lib, img, isz);
-    } else {
-      CUmodule mod = NULL;
-      if (!rp_cu(R, R->d.df.ModuleLoadDataEx(&mod, drv, nj, nj ? jo : NULL,
-                                             nj ? jv : NULL),
-                 "cuModuleLoadDataEx"))
-        return;
-      if (!rp_live_put(R, &R->module, h, (uint64_t)(uintptr_t)mod))
-        return;
-      rp_owned(R, (uint64_t)(uintptr_t)mod);
-      rp_modkeep_add(R, R->rec_index, 0, (uint64_t)(uintptr_t)mod, img, isz);
-    }
     break;
-  }
   case CUCAP_FB_MODULEOP_LIBRARYMODULE:
     rp_op_library_module(R, rec, m);
     return;
   case CUCAP_FB_MODULEOP_UNLOAD: {
     uint64_t live;
     rp_ctx_rec(R, rec);
-    if (cucap_map_del(&R->libmod, h, NULL)) {
+    if (cucap_map_del(&R->code.libmod, h, NULL)) {
       /* a library's module: the library owns it */
-    } else if (cucap_map_del(&R->library, h, &live)) {
+    } else if (cucap_map_del(&R->code.library, h, &live)) {
       if (!rp_modkeep_has(R, live))
         rp_unload(R, live, 1);
-    } else if (cucap_map_del(&R->module, h, &live)) {
+    } else if (cucap_map_del(&R->code.module, h, &live)) {
       if (!rp_modkeep_has(R, live))
         rp_unload(R, live, 0);
     }
@@ -166,7 +202,7 @@ void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   if (!name)
     return;
   rp_ctx_rec(R, rec);
-  if (cucap_map_get(&R->library, mh, &live) && R->d.df.LibraryGetGlobal)
+  if (cucap_map_get(&R->code.library, mh, &live) && R->d.df.LibraryGetGlobal)
     r = R->d.df.LibraryGetGlobal(&addr, &size, (CUlibrary)(uintptr_t)live,
                                  name);
   else if (rp_module_live(R, mh, &live) && R->d.df.ModuleGetGlobal)
@@ -179,7 +215,7 @@ void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   if (addr != rec_addr) {
     /* module globals are placed by the loader: relocate references */
     uint64_t rsz = cucap_fb_global_size(g) ? cucap_fb_global_size(g) : size;
-    if (!R->warned_global++)
+    if (!R->code.warned_global++)
       CUCAP_WARN("replay: module global %s is at 0x%llx, recorded at 0x%" PRIx64
                  " (the driver places globals); kernel parameters and copies "
                  "are relocated, its address stored in device memory is not",
@@ -193,113 +229,81 @@ void rp_op_global(rp_state *R, const cucap_fb_record *rec,
   R->rep->executed++;
 }
 
-void rp_op_function(rp_state *R, const cucap_fb_record *rec,
-                    const cucap_fb_function *f) {
-  uint64_t h = cucap_fb_function_handle(f), mh = cucap_fb_function_module(f);
-  const char *name = cucap_fb_function_name(f);
-  int kind = cucap_fb_function_kind(f);
-  uint64_t mlive = 0, idx;
-  void *live = NULL;
-  CUcontext mod_owner = NULL; /* a module's function lives and dies with its module's context */
-  rp_ctx_rec(R, rec);
+/* rp_op_function, the live handle by the recorded one: a CUkernel's
+ * CUfunction, a library's CUkernel or a module's CUfunction (*mod_owner:
+ * the context of that module). 0 when a driver call failed (reported);
+ * *live stays NULL when the module or kernel is not known. */
+static int rp_function_live(rp_state *R, const cucap_fb_function *f,
+                            const char *name, int kind, void **live,
+                            CUcontext *mod_owner) {
+  uint64_t mh = cucap_fb_function_module(f), mlive = 0, idx;
   if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
     /* module field = the CUkernel */
-    if (cucap_map_get(&R->func, mh, &idx) && R->d.df.KernelGetFunction) {
+    if (cucap_map_get(&R->code.func, mh, &idx) && R->d.df.KernelGetFunction) {
       CUfunction fn = NULL;
       if (!rp_cu(R, R->d.df.KernelGetFunction(
-                        &fn, (CUkernel)(uintptr_t)R->funcs[idx].live),
+                        &fn, (CUkernel)(uintptr_t)R->code.funcs[idx].live),
                  "cuKernelGetFunction"))
-        return;
-      live = fn;
+        return 0;
+      *live = fn;
     }
   } else if (name && kind == CUCAP_FB_FUNCTIONKIND_KERNEL) {
-    if (cucap_map_get(&R->library, mh, &mlive) && R->d.df.LibraryGetKernel) {
+    if (cucap_map_get(&R->code.library, mh, &mlive) && R->d.df.LibraryGetKernel) {
       CUkernel k = NULL;
       if (!rp_cu(R, R->d.df.LibraryGetKernel(&k, (CUlibrary)(uintptr_t)mlive,
                                              name),
                  "cuLibraryGetKernel"))
-        return;
-      live = k;
+        return 0;
+      *live = k;
     }
   } else if (name && rp_module_live(R, mh, &mlive)) {
-    mod_owner = rp_owner_of(R, mlive);
+    *mod_owner = rp_owner_of(R, mlive);
     CUfunction fn = NULL;
     if (!rp_cu(R, R->d.df.ModuleGetFunction(&fn, (CUmodule)(uintptr_t)mlive,
                                             name),
                "cuModuleGetFunction"))
-      return;
-    live = fn;
+      return 0;
+    *live = fn;
   }
-  if (!live && name) {
-    /* its module or CUkernel was never defined in the capture */
-    uint64_t flive = 0, fmod = 0;
-    int how = rp_func_by_name(R, name, &flive, &fmod);
-    if (how == 1 && kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
-      CUfunction fn = NULL;
-      if (!rp_cu(R, R->d.df.KernelGetFunction(&fn, (CUkernel)(uintptr_t)flive),
-                 "cuKernelGetFunction"))
-        return;
-      live = fn;
-    } else if (how == 1) {
-      live = (void *)(uintptr_t)flive;
-      kind = CUCAP_FB_FUNCTIONKIND_KERNEL; /* launched through the CUkernel */
-    } else if (how == 2) {
-      live = (void *)(uintptr_t)flive;
-      mod_owner = rp_owner_of(R, fmod);
-      if (kind == CUCAP_FB_FUNCTIONKIND_KERNEL)
-        kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
-    }
-    if (live) {
-      R->rep->found_by_name++;
-      if (R->pass == 0)
-        CUCAP_INFO("replay: kernel %s (record %" PRIu64 ") found by name in a "
-                   "%s the capture loaded: its own module was never recorded",
-                   name, R->rec_index, how == 1 ? "library" : "module");
-    }
+  return 1;
+}
+
+/* rp_op_function, when the recorded handle led nowhere: the one kernel of
+ * that name among the live libraries and modules (*kind becomes how it is
+ * launched). 0 when a driver call failed (reported). */
+static int rp_function_by_name(rp_state *R, const char *name, int *kind,
+                               void **live, CUcontext *mod_owner) {
+  /* its module or CUkernel was never defined in the capture */
+  uint64_t flive = 0, fmod = 0;
+  int how = rp_func_by_name(R, name, &flive, &fmod);
+  if (how == 1 && *kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION) {
+    CUfunction fn = NULL;
+    if (!rp_cu(R, R->d.df.KernelGetFunction(&fn, (CUkernel)(uintptr_t)flive),
+               "cuKernelGetFunction"))
+      return 0;
+    *live = fn;
+  } else if (how == 1) {
+    *live = (void *)(uintptr_t)flive;
+    *kind = CUCAP_FB_FUNCTIONKIND_KERNEL; /* launched through the CUkernel */
+  } else if (how == 2) {
+    *live = (void *)(uintptr_t)flive;
+    *mod_owner = rp_owner_of(R, fmod);
+    if (*kind == CUCAP_FB_FUNCTIONKIND_KERNEL)
+      *kind = CUCAP_FB_FUNCTIONKIND_FUNCTION;
   }
-  if (!live) {
-    rp_skip(R, "function lookup (module not loaded)");
-    return;
+  if (*live) {
+    R->rep->found_by_name++;
+    if (R->run.pass == 0)
+      CUCAP_INFO("replay: kernel %s (record %" PRIu64 ") found by name in a "
+                 "%s the capture loaded: its own module was never recorded",
+                 name, R->rec_index, how == 1 ? "library" : "module");
   }
-  rp_func *fi;
-  const char *inherit = NULL;
-  if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION && !name &&
-      cucap_map_get(&R->func, mh, &idx))
-    inherit = R->funcs[idx].name; /* the CUkernel's name */
-  char *nm = strdup(name ? name : inherit ? inherit : "?");
-  if (!nm) {
-    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return;
-  }
-  if (cucap_map_get(&R->func, h, &idx)) {
-    fi = &R->funcs[idx];
-    free(fi->params);
-    free(fi->name);
-  } else {
-    if (!CUCAP_VEC_RESERVE(R->funcs, R->capfuncs, R->nfuncs + 1, 32)) {
-      free(nm);
-      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return;
-    }
-    idx = R->nfuncs++;
-    cucap_map_put(&R->func, h, idx);
-    fi = &R->funcs[idx];
-  }
-  memset(fi, 0, sizeof *fi);
-  fi->handle = h;
-  fi->live = (uint64_t)(uintptr_t)live;
-  /* A module's function belongs to the module's context, which need not be
-   * the current one (a capture may look a function up with another context
-   * current: found by fuzz_replay, the function outlived its module's
-   * context and a launch used it); a cuKernelGetFunction result belongs to
-   * the current context. */
-  if (mod_owner)
-    cucap_map_put(&R->owner, fi->live, (uint64_t)(uintptr_t)mod_owner);
-  else if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL)
-    rp_owned(R, fi->live);
-  fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
-  fi->kind = kind;
-  fi->name = nm;
+  return 1;
+}
+
+/* rp_op_function, the recorded parameter layout of fi (dropped when no
+ * kernel could take that much). */
+static void rp_function_params(rp_func *fi, const cucap_fb_function *f) {
   size_t np = 0;
   const cucap_fb_param_info *pp = cucap_fb_function_params(f, &np);
   if (pp && np) {
@@ -326,7 +330,66 @@ void rp_op_function(rp_state *R, const cucap_fb_record *rec,
     fi->param_bytes = 0;
     fi->layout_bytes = 0;
   }
-  R->last_fn_idx = 0; /* funcs[] may have moved or changed */
+}
+
+void rp_op_function(rp_state *R, const cucap_fb_record *rec,
+                    const cucap_fb_function *f) {
+  uint64_t h = cucap_fb_function_handle(f), mh = cucap_fb_function_module(f);
+  const char *name = cucap_fb_function_name(f);
+  int kind = cucap_fb_function_kind(f);
+  uint64_t idx;
+  void *live = NULL;
+  CUcontext mod_owner = NULL; /* a module's function lives and dies with its module's context */
+  rp_ctx_rec(R, rec);
+  if (!rp_function_live(R, f, name, kind, &live, &mod_owner))
+    return;
+  if (!live && name && !rp_function_by_name(R, name, &kind, &live, &mod_owner))
+    return;
+  if (!live) {
+    rp_skip(R, "function lookup (module not loaded)");
+    return;
+  }
+  rp_func *fi;
+  const char *inherit = NULL;
+  if (kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION && !name &&
+      cucap_map_get(&R->code.func, mh, &idx))
+    inherit = R->code.funcs[idx].name; /* the CUkernel's name */
+  char *nm = strdup(name ? name : inherit ? inherit : "?");
+  if (!nm) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+    return;
+  }
+  if (cucap_map_get(&R->code.func, h, &idx)) {
+    fi = &R->code.funcs[idx];
+    free(fi->params);
+    free(fi->name);
+  } else {
+    if (!CUCAP_VEC_RESERVE(R->code.funcs, R->code.capfuncs, R->code.nfuncs + 1, 32)) {
+      free(nm);
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+      return;
+    }
+    idx = R->code.nfuncs++;
+    cucap_map_put(&R->code.func, h, idx);
+    fi = &R->code.funcs[idx];
+  }
+  memset(fi, 0, sizeof *fi);
+  fi->handle = h;
+  fi->live = (uint64_t)(uintptr_t)live;
+  /* A module's function belongs to the module's context, which need not be
+   * the current one (a capture may look a function up with another context
+   * current: found by fuzz_replay, the function outlived its module's
+   * context and a launch used it); a cuKernelGetFunction result belongs to
+   * the current context. */
+  if (mod_owner)
+    cucap_map_put(&R->cx.owner, fi->live, (uint64_t)(uintptr_t)mod_owner);
+  else if (kind != CUCAP_FB_FUNCTIONKIND_KERNEL)
+    rp_owned(R, fi->live);
+  fi->live_fn = kind == CUCAP_FB_FUNCTIONKIND_KERNEL ? 0 : fi->live;
+  fi->kind = kind;
+  fi->name = nm;
+  rp_function_params(fi, f);
+  R->code.last_fn_idx = 0; /* funcs[] may have moved or changed */
   R->rep->executed++;
 }
 
@@ -346,53 +409,59 @@ static void patch_word(rp_state *R, uint8_t *p) {
   }
 }
 
-void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
-                  const cucap_fb_launch *l) {
-  const char *bad = rp_unreplayable(rec);
-  if (bad) {
-    rp_skip(R, bad);
-    return;
-  }
-  const rp_fns *fn = rp_fn(R, rec);
+/* rp_op_launch, the function launched: its funcs[] entry, with its
+ * CUfunction in the recorded context and its layout checked; NULL when
+ * skipped or failed. */
+static rp_func *rp_launch_function(rp_state *R, const cucap_fb_record *rec,
+                                   const cucap_fb_launch *l) {
   uint64_t idx, fh = cucap_fb_launch_function(l);
-  if (R->last_fn_idx && R->last_fn_handle == fh) {
-    idx = R->last_fn_idx - 1; /* loops launch the same kernel again and again */
+  if (R->code.last_fn_idx && R->code.last_fn_handle == fh) {
+    idx = R->code.last_fn_idx - 1; /* loops launch the same kernel again and again */
   } else {
-    if (!cucap_map_get(&R->func, fh, &idx)) {
+    if (!cucap_map_get(&R->code.func, fh, &idx)) {
       rp_skip(R, "launch of an unknown function");
-      return;
+      return NULL;
     }
-    R->last_fn_handle = fh;
-    R->last_fn_idx = idx + 1;
+    R->code.last_fn_handle = fh;
+    R->code.last_fn_idx = idx + 1;
   }
-  rp_func *fi = &R->funcs[idx];
-  if (!rp_ctx_rec(R, rec))
-    return;
+  rp_func *fi = &R->code.funcs[idx];
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
+    return NULL;
   if (!rp_func_fn(R, fi)) {
     if (!R->failed)
       rp_skip(R, "launch of a function whose module was unloaded");
-    return;
+    return NULL;
   }
   rp_func_layout(R, fi);
+  return fi;
+}
+
+/* rp_op_launch, the argument block in R->buf.expect: *n bytes recorded, *need
+ * (at least the layout) in all, relocated pointers and texture/surface
+ * handles patched; NULL when skipped or out of memory. */
+static uint8_t *rp_launch_args(rp_state *R, const cucap_fb_launch *l,
+                               const rp_func *fi, size_t *n_out,
+                               size_t *need_out) {
   /* argument block (inline or a blob), copied so it can be patched; the
    * driver reads every parameter at its offset: the block covers the
    * recorded layout (zero-filled past what was stored) */
   uint64_t n64 = 0;
   if (cucap_reader_launch_args_size(R->r, l, &n64) != CUCAP_OK || n64 > RP_MAX_PARAM_BYTES) {
     rp_skip(R, "launch (argument block missing or larger than 1 MiB)");
-    return;
+    return NULL;
   }
   size_t n = (size_t)n64, need = n;
   if (fi->layout_bytes > need)
     need = fi->layout_bytes;
-  if (!rp_grow(&R->expect, &R->expect_cap, need + 8, &R->expect_pinned, R)) {
+  if (rp_grow(&R->buf.expect, &R->buf.expect_cap, need + 8, &R->buf.expect_pinned, R) != CUCAP_OK) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return;
+    return NULL;
   }
-  uint8_t *args = R->expect;
+  uint8_t *args = R->buf.expect;
   if (cucap_reader_launch_args_read(R->r, l, args, n) != CUCAP_OK) {
     rp_skip(R, "launch (argument blob missing)");
-    return;
+    return NULL;
   }
   memset(args + n, 0, need - n);
   /* relocation: patch 8-byte parameters that point into moved ranges */
@@ -415,6 +484,50 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
   }
   if (R->obj)
     rp_object_patch_params(R, fi, args, n);
+  *n_out = n;
+  *need_out = need;
+  return args;
+}
+
+/* rp_op_launch, a KernelEx launch: its configuration with the recorded
+ * launch attributes mapped to live ones. */
+static CUresult rp_launch_ex(rp_state *R, const cucap_fb_launch *l,
+                             const rp_fns *fn, CUfunction f,
+                             const cucap_fb_dim3 *gd, const cucap_fb_dim3 *bd,
+                             unsigned shm, CUstream st, void **kparams,
+                             void **extra) {
+  CUlaunchAttribute at[RP_MAX_ATTRS];
+  unsigned na = rp_attr_launch_attrs(R, l, at, RP_MAX_ATTRS);
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = gd->x;
+  cfg.gridDimY = gd->y;
+  cfg.gridDimZ = gd->z;
+  cfg.blockDimX = bd->x;
+  cfg.blockDimY = bd->y;
+  cfg.blockDimZ = bd->z;
+  cfg.sharedMemBytes = shm;
+  cfg.hStream = st;
+  cfg.attrs = na ? at : NULL;
+  cfg.numAttrs = na;
+  return fn->LaunchKernelEx(&cfg, f, kparams, extra);
+}
+
+void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
+                  const cucap_fb_launch *l) {
+  const char *bad = rp_unreplayable(rec);
+  if (bad) {
+    rp_skip(R, bad);
+    return;
+  }
+  const rp_fns *fn = rp_fn(R, rec);
+  rp_func *fi = rp_launch_function(R, rec, l);
+  if (!fi)
+    return;
+  size_t n = 0, need = 0;
+  uint8_t *args = rp_launch_args(R, l, fi, &n, &need);
+  if (!args)
+    return;
   void *kp[RP_MAX_PARAMS];
   void **kparams = NULL, **extra = NULL;
   size_t argsize = n;
@@ -444,31 +557,17 @@ void rp_op_launch(rp_state *R, const cucap_fb_record *rec,
     rp_attr_before_launch(R, fi);
   CUresult r;
   if (R->o->nobservers) { /* observers see the launch exactly around the call */
-    R->op.launch_index = cucap_fb_launch_launch_index(l);
-    R->op.kernel = fi->name;
-    R->op.function = (uint64_t)(uintptr_t)f;
-    R->op.stream = (uint64_t)(uintptr_t)st;
-    R->op.context = (uint64_t)(uintptr_t)R->cur;
-    R->op.callstack = cucap_fb_record_stack(rec);
+    R->obs.op.launch_index = cucap_fb_launch_launch_index(l);
+    R->obs.op.kernel = fi->name;
+    R->obs.op.function = (uint64_t)(uintptr_t)f;
+    R->obs.op.stream = (uint64_t)(uintptr_t)st;
+    R->obs.op.context = (uint64_t)(uintptr_t)R->cx.cur;
+    R->obs.op.callstack = cucap_fb_record_stack(rec);
     rp_obs_op_before(R);
   }
   int k = cucap_fb_launch_kind(l);
   if (k == CUCAP_FB_LAUNCHKIND_KERNELEX && fn->LaunchKernelEx) {
-    CUlaunchAttribute at[RP_MAX_ATTRS];
-    unsigned na = rp_attr_launch_attrs(R, l, at, RP_MAX_ATTRS);
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = gd->x;
-    cfg.gridDimY = gd->y;
-    cfg.gridDimZ = gd->z;
-    cfg.blockDimX = bd->x;
-    cfg.blockDimY = bd->y;
-    cfg.blockDimZ = bd->z;
-    cfg.sharedMemBytes = shm;
-    cfg.hStream = st;
-    cfg.attrs = na ? at : NULL;
-    cfg.numAttrs = na;
-    r = fn->LaunchKernelEx(&cfg, f, kparams, extra);
+    r = rp_launch_ex(R, l, fn, f, gd, bd, shm, st, kparams, extra);
   } else if (k == CUCAP_FB_LAUNCHKIND_COOPERATIVE && fn->LaunchCooperativeKernel) {
     if (!kparams && n) { /* no extra path for cooperative launches */
       rp_skip(R, "cooperative launch without parameter layout");

@@ -108,9 +108,9 @@ const char *rg_kparams_make(rp_state *R, const cucap_fb_launch *l, const cucap_m
   uint64_t idx;
   if (!l)
     return "graph: kernel node without parameters";
-  if (!cucap_map_get(&R->func, cucap_fb_launch_function(l), &idx))
+  if (!cucap_map_get(&R->code.func, cucap_fb_launch_function(l), &idx))
     return "graph: kernel node of an unknown function";
-  rp_func *fi = &R->funcs[idx];
+  rp_func *fi = &R->code.funcs[idx];
   CUfunction fn = rp_func_fn(R, fi);
   if (!fn)
     return R->failed ? NULL : "graph: kernel node of an unloaded module";
@@ -468,6 +468,108 @@ static const char *rg_fill_new(rg_ctx *c, const cucap_fb_graph *t, CUgraph *out,
   return why;
 }
 
+/* rg_add, an event record or wait node (an empty node where the event is
+ * unknown). */
+static const char *rg_add_event(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
+                                const CUgraphNode *deps, size_t nd, CUgraphNode *out) {
+  rp_state *R = c->R;
+  const rg_fns *f = c->f;
+  int rec = cucap_fb_graph_node_type(n) == CUCAP_FB_GRAPHNODETYPE_EVENTRECORD;
+  uint64_t ev = 0;
+  if (!cucap_map_get(&R->cx.event, cucap_fb_graph_node_event(n), &ev) ||
+      !(rec ? f->AddEventRecord : f->AddEventWait)) {
+    rp_substitute(R, "graph event node, unknown event (empty node)");
+    if (R->failed)
+      return NULL;
+    rp_cu(R, f->AddEmpty(out, gr, deps, nd), "cuGraphAddEmptyNode");
+    return NULL;
+  }
+  if (rec)
+    rp_cu(R, f->AddEventRecord(out, gr, deps, nd, (CUevent)(uintptr_t)ev),
+          "cuGraphAddEventRecordNode");
+  else
+    rp_cu(R, f->AddEventWait(out, gr, deps, nd, (CUevent)(uintptr_t)ev),
+          "cuGraphAddEventWaitNode");
+  return NULL;
+}
+
+/* rg_add, a memory allocation node: an empty node where the recorded
+ * address is backed for the whole run, else a new allocation that later
+ * uses of the address are relocated to. */
+static const char *rg_add_mem_alloc(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
+                                    const CUgraphNode *deps, size_t nd, CUgraphNode *out) {
+  rp_state *R = c->R;
+  const rg_fns *f = c->f;
+  const cucap_fb_alloc *a = cucap_fb_graph_node_alloc(n);
+  uint64_t addr = cucap_fb_alloc_address(a), size = cucap_fb_alloc_size(a);
+  int rel = 0;
+  (void)rp_mem_translate(&R->mem, addr, &rel);
+  if (rp_mem_is_fixed(&R->mem, addr, size) && !rel) {
+    /* backed at its recorded address for the whole run: the node's
+     * ordering stays, the memory is ours */
+    rp_cu(R, f->AddEmpty(out, gr, deps, nd), "cuGraphAddEmptyNode");
+    return NULL;
+  }
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.poolProps.location.id = R->dev;
+  p.bytesize = size;
+  if (!rp_cu(R, f->AddMemAlloc(out, gr, deps, nd, &p), "cuGraphAddMemAllocNode"))
+    return NULL;
+  /* every later use of the recorded address goes to the new one */
+  if (!rp_mem_add_reloc(&R->mem, addr, size, p.dptr, 0))
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+  R->rep->relocated_allocs++;
+  return NULL;
+}
+
+/* rg_add, a memory free node (empty where the memory is ours). */
+static const char *rg_add_mem_free(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
+                                   const CUgraphNode *deps, size_t nd, CUgraphNode *out) {
+  rp_state *R = c->R;
+  const rg_fns *f = c->f;
+  uint64_t addr = cucap_fb_alloc_address(cucap_fb_graph_node_alloc(n));
+  int rel = 0;
+  uint64_t live = rp_mem_translate(&R->mem, addr, &rel);
+  if (!rel && rp_mem_is_fixed(&R->mem, addr, 1)) {
+    rp_cu(R, f->AddEmpty(out, gr, deps, nd), "cuGraphAddEmptyNode");
+    return NULL;
+  }
+  rp_cu(R, f->AddMemFree(out, gr, deps, nd, (CUdeviceptr)live), "cuGraphAddMemFreeNode");
+  return NULL;
+}
+
+/* rg_add, a conditional node with its body graphs filled. */
+static const char *rg_add_conditional(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
+                                      const CUgraphNode *deps, size_t nd, CUgraphNode *out,
+                                      int depth) {
+  rp_state *R = c->R;
+  const rg_fns *f = c->f;
+  uint64_t live_h = 0;
+  if (!cucap_map_get(c->handles, cucap_fb_graph_node_cond_handle(n), &live_h))
+    return "graph: conditional handle not created";
+  CUgraphNodeParams p;
+  memset(&p, 0, sizeof p);
+  p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  p.conditional.handle = live_h;
+  p.conditional.type = (CUgraphConditionalNodeType)cucap_fb_graph_node_cond_type(n);
+  p.conditional.size = cucap_fb_graph_node_cond_size(n);
+  p.conditional.ctx = c->ctx;
+  if (!rp_cu(R, f->AddNode(out, gr, deps, NULL, nd, &p), "cuGraphAddNode (conditional)"))
+    return NULL;
+  for (unsigned k = 0; k < p.conditional.size; k++) {
+    if (!p.conditional.phGraph_out || !p.conditional.phGraph_out[k])
+      return "graph: driver gave no conditional body graph";
+    const char *why = rg_fill(c, p.conditional.phGraph_out[k],
+                              cucap_fb_graph_node_bodies_at(n, k), NULL, depth + 1);
+    if (why || R->failed)
+      return why;
+  }
+  return NULL;
+}
+
 static const char *rg_add(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
                           const CUgraphNode *deps, size_t nd, CUgraphNode *out, int depth) {
   rp_state *R = c->R;
@@ -507,61 +609,12 @@ static const char *rg_add(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
     rp_cu(R, f->AddEmpty(out, gr, deps, nd), "cuGraphAddEmptyNode");
     return NULL;
   case CUCAP_FB_GRAPHNODETYPE_WAITEVENT:
-  case CUCAP_FB_GRAPHNODETYPE_EVENTRECORD: {
-    int rec = cucap_fb_graph_node_type(n) == CUCAP_FB_GRAPHNODETYPE_EVENTRECORD;
-    uint64_t ev = 0;
-    if (!cucap_map_get(&R->event, cucap_fb_graph_node_event(n), &ev) ||
-        !(rec ? f->AddEventRecord : f->AddEventWait)) {
-      rp_substitute(R, "graph event node, unknown event (empty node)");
-      if (R->failed)
-        return NULL;
-      rp_cu(R, f->AddEmpty(out, gr, deps, nd), "cuGraphAddEmptyNode");
-      return NULL;
-    }
-    if (rec)
-      rp_cu(R, f->AddEventRecord(out, gr, deps, nd, (CUevent)(uintptr_t)ev),
-            "cuGraphAddEventRecordNode");
-    else
-      rp_cu(R, f->AddEventWait(out, gr, deps, nd, (CUevent)(uintptr_t)ev),
-            "cuGraphAddEventWaitNode");
-    return NULL;
-  }
-  case CUCAP_FB_GRAPHNODETYPE_MEMALLOC: {
-    const cucap_fb_alloc *a = cucap_fb_graph_node_alloc(n);
-    uint64_t addr = cucap_fb_alloc_address(a), size = cucap_fb_alloc_size(a);
-    int rel = 0;
-    (void)rp_mem_translate(&R->mem, addr, &rel);
-    if (rp_mem_is_fixed(&R->mem, addr, size) && !rel) {
-      /* backed at its recorded address for the whole run: the node's
-       * ordering stays, the memory is ours */
-      rp_cu(R, f->AddEmpty(out, gr, deps, nd), "cuGraphAddEmptyNode");
-      return NULL;
-    }
-    CUDA_MEM_ALLOC_NODE_PARAMS p;
-    memset(&p, 0, sizeof p);
-    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.poolProps.location.id = R->dev;
-    p.bytesize = size;
-    if (!rp_cu(R, f->AddMemAlloc(out, gr, deps, nd, &p), "cuGraphAddMemAllocNode"))
-      return NULL;
-    /* every later use of the recorded address goes to the new one */
-    if (!rp_mem_add_reloc(&R->mem, addr, size, p.dptr, 0))
-      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    R->rep->relocated_allocs++;
-    return NULL;
-  }
-  case CUCAP_FB_GRAPHNODETYPE_MEMFREE: {
-    uint64_t addr = cucap_fb_alloc_address(cucap_fb_graph_node_alloc(n));
-    int rel = 0;
-    uint64_t live = rp_mem_translate(&R->mem, addr, &rel);
-    if (!rel && rp_mem_is_fixed(&R->mem, addr, 1)) {
-      rp_cu(R, f->AddEmpty(out, gr, deps, nd), "cuGraphAddEmptyNode");
-      return NULL;
-    }
-    rp_cu(R, f->AddMemFree(out, gr, deps, nd, (CUdeviceptr)live), "cuGraphAddMemFreeNode");
-    return NULL;
-  }
+  case CUCAP_FB_GRAPHNODETYPE_EVENTRECORD:
+    return rg_add_event(c, gr, n, deps, nd, out);
+  case CUCAP_FB_GRAPHNODETYPE_MEMALLOC:
+    return rg_add_mem_alloc(c, gr, n, deps, nd, out);
+  case CUCAP_FB_GRAPHNODETYPE_MEMFREE:
+    return rg_add_mem_free(c, gr, n, deps, nd, out);
   case CUCAP_FB_GRAPHNODETYPE_GRAPH: {
     CUgraph child = NULL;
     const char *why = rg_fill_new(c, cucap_fb_graph_node_bodies_at(n, 0), &child, depth + 1);
@@ -573,32 +626,92 @@ static const char *rg_add(rg_ctx *c, CUgraph gr, const cucap_fb_graph_node *n,
     rp_cu(R, r, "cuGraphAddChildGraphNode");
     return NULL;
   }
-  case CUCAP_FB_GRAPHNODETYPE_CONDITIONAL: {
-    uint64_t live_h = 0;
-    if (!cucap_map_get(c->handles, cucap_fb_graph_node_cond_handle(n), &live_h))
-      return "graph: conditional handle not created";
-    CUgraphNodeParams p;
-    memset(&p, 0, sizeof p);
-    p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    p.conditional.handle = live_h;
-    p.conditional.type = (CUgraphConditionalNodeType)cucap_fb_graph_node_cond_type(n);
-    p.conditional.size = cucap_fb_graph_node_cond_size(n);
-    p.conditional.ctx = c->ctx;
-    if (!rp_cu(R, f->AddNode(out, gr, deps, NULL, nd, &p), "cuGraphAddNode (conditional)"))
-      return NULL;
-    for (unsigned k = 0; k < p.conditional.size; k++) {
-      if (!p.conditional.phGraph_out || !p.conditional.phGraph_out[k])
-        return "graph: driver gave no conditional body graph";
-      const char *why = rg_fill(c, p.conditional.phGraph_out[k],
-                                cucap_fb_graph_node_bodies_at(n, k), NULL, depth + 1);
-      if (why || R->failed)
-        return why;
-    }
-    return NULL;
-  }
+  case CUCAP_FB_GRAPHNODETYPE_CONDITIONAL:
+    return rg_add_conditional(c, gr, n, deps, nd, out, depth);
   default:
     return "graph: unknown node type (not rebuilt)";
   }
+}
+
+/* rg_fill, first: conditional handles belong to the graph that holds their
+ * node: made first, kernels before the node may set them. 0 when failed
+ * (reported). */
+static cucap_status rg_fill_handles(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g) {
+  rp_state *R = c->R;
+  size_t nn = cucap_fb_graph_nodes_len(g);
+  for (size_t i = 0; i < nn; i++) {
+    const cucap_fb_graph_node *n = cucap_fb_graph_nodes_at(g, i);
+    if (cucap_fb_graph_node_type(n) != CUCAP_FB_GRAPHNODETYPE_CONDITIONAL)
+      continue;
+    uint64_t rh = cucap_fb_graph_node_cond_handle(n);
+    CUgraphConditionalHandle lh = 0;
+    CUCAP_RETURN_IF(!rp_cu(R, c->f->CondHandleCreate(&lh, gr, c->ctx,
+                                                     cucap_fb_graph_node_cond_default(n),
+                                                     cucap_fb_graph_node_cond_flags(n)),
+                           "cuGraphConditionalHandleCreate"),
+                    CUCAP_ERR_CUDA);
+    if (!cucap_map_put(c->handles, rh, lh)) {
+      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+      return CUCAP_ERR_NOMEM;
+    }
+  }
+  return CUCAP_OK;
+}
+
+/* rg_fill, per node: the live nodes of its nd recorded dependencies dv
+ * (edge data ev, or NULL), split into plain ones (deps) and edges with
+ * data added after the node (late, late_e). 0 while a dependency is not
+ * added yet. */
+static int rg_node_deps(rg_ctx *c, const cucap_map *live, const uint64_t *dv,
+                        const uint32_t *ev, size_t nd, CUgraphNode *deps,
+                        size_t *nplain_out, CUgraphNode *late,
+                        CUgraphEdgeData *late_e, size_t *nlate_out) {
+  size_t nplain = 0, nlate = 0;
+  for (size_t k = 0; k < nd; k++) {
+    uint64_t rec_dep, v;
+    uint32_t e = 0;
+    memcpy(&rec_dep, dv + k, sizeof rec_dep);
+    if (ev)
+      memcpy(&e, ev + k, sizeof e);
+    if (!cucap_map_get(live, rec_dep, &v)) {
+      return 0;
+    } else if (e && c->f->AddDepsEdge) {
+      /* added once the node exists: cuGraphAdd*Node takes default
+       * edges only */
+      late[nlate] = (CUgraphNode)(uintptr_t)v;
+      memset(&late_e[nlate], 0, sizeof late_e[nlate]);
+      cucap_edge_unpack(e, &late_e[nlate].from_port, &late_e[nlate].to_port,
+                        &late_e[nlate].type);
+      nlate++;
+    } else {
+      /* a driver without edge data: a full dependency, stricter than
+       * the recorded one, never a race */
+      deps[nplain++] = (CUgraphNode)(uintptr_t)v;
+    }
+  }
+  *nplain_out = nplain;
+  *nlate_out = nlate;
+  return 1;
+}
+
+/* rg_fill, after adding node: its dependencies with edge data. 0 when
+ * failed (reported). */
+static cucap_status rg_add_late_edges(rg_ctx *c, CUgraph gr, CUgraphNode node,
+                             CUgraphNode *late, CUgraphEdgeData *late_e,
+                             size_t nlate) {
+  for (size_t k = 0; k < nlate; k++) {
+    CUresult r = c->f->AddDepsEdge(gr, &late[k], &node, &late_e[k], 1);
+    if (r != CUDA_SUCCESS) {
+      /* the driver refuses this kind of edge here: keep the order */
+      CUCAP_DEBUG("replay: graph edge with data (port %u->%u, type %u) "
+                  "refused (CUresult %d): added as a full dependency",
+                  late_e[k].from_port, late_e[k].to_port, late_e[k].type, (int)r);
+      CUCAP_RETURN_IF(!rp_cu(c->R, c->f->AddDepsEdge(gr, &late[k], &node, NULL, 1),
+                             "cuGraphAddDependencies"),
+                      CUCAP_ERR_CUDA);
+    }
+  }
+  return CUCAP_OK;
 }
 
 /* Adds the nodes of topology g to the live graph gr, dependencies first
@@ -607,23 +720,8 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap
                            int depth) {
   rp_state *R = c->R;
   size_t nn = cucap_fb_graph_nodes_len(g);
-  /* conditional handles belong to the graph that holds their node: made
-   * first, kernels before the node may set them */
-  for (size_t i = 0; i < nn; i++) {
-    const cucap_fb_graph_node *n = cucap_fb_graph_nodes_at(g, i);
-    if (cucap_fb_graph_node_type(n) != CUCAP_FB_GRAPHNODETYPE_CONDITIONAL)
-      continue;
-    uint64_t rh = cucap_fb_graph_node_cond_handle(n);
-    CUgraphConditionalHandle lh = 0;
-    if (!rp_cu(R, c->f->CondHandleCreate(&lh, gr, c->ctx, cucap_fb_graph_node_cond_default(n),
-                                         cucap_fb_graph_node_cond_flags(n)),
-               "cuGraphConditionalHandleCreate"))
-      return NULL;
-    if (!cucap_map_put(c->handles, rh, lh)) {
-      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return NULL;
-    }
-  }
+  if (rg_fill_handles(c, gr, g) != CUCAP_OK)
+    return NULL;
   cucap_map local = {0}, *live = nodes ? nodes : &local; /* recorded node -> live */
   unsigned char *done = calloc(nn ? nn : 1, 1);
   size_t maxd = 1;
@@ -652,48 +750,15 @@ static const char *rg_fill(rg_ctx *c, CUgraph gr, const cucap_fb_graph *g, cucap
       const uint32_t *ev = cucap_fb_graph_node_dependency_edges(n, &ne);
       if (ne != nd)
         ev = NULL; /* not parallel to the dependencies: all default */
-      int ready = 1;
       size_t nplain = 0, nlate = 0;
-      for (size_t k = 0; k < nd && ready; k++) {
-        uint64_t rec_dep, v;
-        uint32_t e = 0;
-        memcpy(&rec_dep, dv + k, sizeof rec_dep);
-        if (ev)
-          memcpy(&e, ev + k, sizeof e);
-        if (!cucap_map_get(live, rec_dep, &v)) {
-          ready = 0;
-        } else if (e && c->f->AddDepsEdge) {
-          /* added once the node exists: cuGraphAdd*Node takes default
-           * edges only */
-          late[nlate] = (CUgraphNode)(uintptr_t)v;
-          memset(&late_e[nlate], 0, sizeof late_e[nlate]);
-          cucap_edge_unpack(e, &late_e[nlate].from_port, &late_e[nlate].to_port,
-                            &late_e[nlate].type);
-          nlate++;
-        } else {
-          /* a driver without edge data: a full dependency, stricter than
-           * the recorded one, never a race */
-          deps[nplain++] = (CUgraphNode)(uintptr_t)v;
-        }
-      }
-      if (!ready)
+      if (!rg_node_deps(c, live, dv, ev, nd, deps, &nplain, late, late_e, &nlate))
         continue;
       CUgraphNode node = NULL;
       why = rg_add(c, gr, n, deps, nplain, &node, depth);
       if (why || R->failed)
         goto out;
-      for (size_t k = 0; k < nlate; k++) {
-        CUresult r = c->f->AddDepsEdge(gr, &late[k], &node, &late_e[k], 1);
-        if (r != CUDA_SUCCESS) {
-          /* the driver refuses this kind of edge here: keep the order */
-          CUCAP_DEBUG("replay: graph edge with data (port %u->%u, type %u) "
-                      "refused (CUresult %d): added as a full dependency",
-                      late_e[k].from_port, late_e[k].to_port, late_e[k].type, (int)r);
-          if (!rp_cu(R, c->f->AddDepsEdge(gr, &late[k], &node, NULL, 1),
-                     "cuGraphAddDependencies"))
-            goto out;
-        }
-      }
+      if (rg_add_late_edges(c, gr, node, late, late_e, nlate) != CUCAP_OK)
+        goto out;
       if (!cucap_map_put(live, cucap_fb_graph_node_handle(n), (uint64_t)(uintptr_t)node)) {
         rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
         goto out;

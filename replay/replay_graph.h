@@ -48,14 +48,14 @@ typedef struct rg_fns {
 typedef struct rp_hostbuf {    /* a copy node's host source, refilled at launch */
   uint64_t src, size;          /* recorded first byte read, packed size */
   uint64_t dst;                /* recorded device destination (pointer patching) */
-  void *buf;                   /* the node's source here (in R->keep) */
+  void *buf;                   /* the node's source here (in R->cx.keep) */
   cucap_hash128 last;          /* payload it holds */
   int filled;
 } rp_hostbuf;
 
 typedef struct rp_hostdst {    /* a copy node's host destination, written at launch */
   uint64_t dst, size;          /* recorded first byte written, packed size */
-  void *buf;                   /* the node's destination here (in R->keep) */
+  void *buf;                   /* the node's destination here (in R->cx.keep) */
 } rp_hostdst;
 
 typedef struct rp_gx {         /* one replayed CUgraphExec */

@@ -37,7 +37,7 @@ static void gx_clear(rp_state *R, rp_gx *x) {
     R->d.df.GraphDestroy(x->graph);
   cucap_map_free(&x->nodes);
   cucap_map_free(&x->handles);
-  free(x->hb); /* the buffers themselves are in R->keep */
+  free(x->hb); /* the buffers themselves are in R->cx.keep */
   free(x->hd);
   memset(x, 0, sizeof *x);
 }
@@ -171,7 +171,7 @@ static void gx_instantiate(rp_state *R, const cucap_fb_record *rec, const cucap_
   }
   /* the re-captured graph, unless the program changed it since (its
    * topology at instantiation differs from the captured one) */
-  int use_live = cucap_map_get(&R->graph, rg, &live) && live;
+  int use_live = cucap_map_get(&R->cx.graph, rg, &live) && live;
   if (use_live && cucap_fb_graph_nodes_len(g) && R->gs &&
       cucap_map_get(&R->gs->sig, rg, &sig) && sig != rp_graph_signature(g)) {
     CUCAP_DEBUG("replay: graph 0x%" PRIx64 " changed after its capture; rebuilt from its "
@@ -204,7 +204,7 @@ static void gx_instantiate(rp_state *R, const cucap_fb_record *rec, const cucap_
     rp_graph_exec_destroyed(R, cucap_fb_graph_exec(g));
     return;
   }
-  if (!rp_live_put(R, &R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex))
+  if (rp_live_put(R, &R->cx.gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex) != CUCAP_OK)
     return;
   rp_owned(R, (uint64_t)(uintptr_t)ex);
   if (fl & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)
@@ -216,7 +216,7 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
   uint64_t live = 0;
   rp_gx *x = gx_find(R, cucap_fb_graph_exec(g));
   const rg_fns *f = rp_graph_fns(R);
-  if (!x || !cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
+  if (!x || !cucap_map_get(&R->cx.gexec, cucap_fb_graph_exec(g), &live)) {
     rp_skip(R, "cuGraphExecUpdate (graph not replayed)");
     return;
   }
@@ -271,7 +271,7 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
     return;
   }
   R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)live);
-  cucap_map_put(&R->gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
+  cucap_map_put(&R->cx.gexec, cucap_fb_graph_exec(g), (uint64_t)(uintptr_t)ex);
   rp_owned(R, (uint64_t)(uintptr_t)ex);
   if (x->own_graph && x->graph && R->d.df.GraphDestroy)
     R->d.df.GraphDestroy(x->graph);
@@ -284,32 +284,35 @@ static void gx_update(rp_state *R, const cucap_fb_graph *g) {
   R->rep->executed++;
 }
 
-static void gx_set(rp_state *R, const cucap_fb_graph *g) {
-  uint64_t live = 0, node = 0;
-  rp_gx *x = gx_find(R, cucap_fb_graph_exec(g));
-  const rg_fns *f = rp_graph_fns(R);
-  const cucap_fb_graph_node *n = cucap_fb_graph_nodes_at(g, 0);
-  if (!x || !f || !n || !cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
-    rp_skip(R, "graph exec parameter update (graph not replayed)");
-    return;
+/* gx_set_params, a child graph node: its body rebuilt and given to the
+ * exec. 0 when skipped. */
+static int gx_set_child(rp_state *R, const rg_fns *f, rp_gx *x,
+                        const cucap_fb_graph_node *n, CUgraphExec ex,
+                        CUgraphNode ln, CUresult *r, const char **what) {
+  if (cucap_fb_graph_node_bodies_len(n) != 1 || !f->ExecChild) {
+    rp_skip(R, "cuGraphExecChildGraphNodeSetParams (child graph not recorded)");
+    return 0;
   }
-  if (!cucap_map_get(&x->nodes, cucap_fb_graph_node_handle(n), &node)) {
-    rp_skip(R, "graph exec parameter update of a node not replayed");
-    return;
+  CUgraph child = NULL;
+  const char *why = rp_graph_rebuild(R, cucap_fb_graph_node_bodies_at(n, 0), &child, NULL,
+                                     &x->handles);
+  if (!child) {
+    if (why)
+      rp_skip(R, why);
+    return 0;
   }
-  CUgraphExec ex = (CUgraphExec)(uintptr_t)live;
-  CUgraphNode ln = (CUgraphNode)(uintptr_t)node;
-  CUcontext ctx = R->cur;
-  unsigned en = cucap_fb_graph_node_set_enabled(n);
-  if (en) {
-    if (!f->NodeSetEnabled) {
-      rp_skip(R, "cuGraphNodeSetEnabled (driver lacks it)");
-      return;
-    }
-    if (rp_cu(R, f->NodeSetEnabled(ex, ln, en == 1), "cuGraphNodeSetEnabled"))
-      R->rep->executed++;
-    return;
-  }
+  *what = "cuGraphExecChildGraphNodeSetParams";
+  *r = f->ExecChild(ex, ln, child);
+  if (R->d.df.GraphDestroy)
+    R->d.df.GraphDestroy(child);
+  return 1;
+}
+
+/* gx_set, a node's new parameters by its type, given to the exec. */
+static void gx_set_params(rp_state *R, const rg_fns *f, rp_gx *x,
+                          const cucap_fb_graph_node *n, CUgraphExec ex,
+                          CUgraphNode ln) {
+  CUcontext ctx = R->cx.cur;
   CUresult r = CUDA_SUCCESS;
   const char *what = "graph exec parameter update";
   switch (cucap_fb_graph_node_type(n)) {
@@ -352,30 +355,15 @@ static void gx_set(rp_state *R, const cucap_fb_graph *g) {
     r = f->ExecMemcpy ? f->ExecMemcpy(ex, ln, &p, ctx) : CUDA_ERROR_NOT_SUPPORTED;
     break;
   }
-  case CUCAP_FB_GRAPHNODETYPE_GRAPH: {
-    if (cucap_fb_graph_node_bodies_len(n) != 1 || !f->ExecChild) {
-      rp_skip(R, "cuGraphExecChildGraphNodeSetParams (child graph not recorded)");
+  case CUCAP_FB_GRAPHNODETYPE_GRAPH:
+    if (!gx_set_child(R, f, x, n, ex, ln, &r, &what))
       return;
-    }
-    CUgraph child = NULL;
-    const char *why = rp_graph_rebuild(R, cucap_fb_graph_node_bodies_at(n, 0), &child, NULL,
-                                       &x->handles);
-    if (!child) {
-      if (why)
-        rp_skip(R, why);
-      return;
-    }
-    what = "cuGraphExecChildGraphNodeSetParams";
-    r = f->ExecChild(ex, ln, child);
-    if (R->d.df.GraphDestroy)
-      R->d.df.GraphDestroy(child);
     break;
-  }
   case CUCAP_FB_GRAPHNODETYPE_EVENTRECORD:
   case CUCAP_FB_GRAPHNODETYPE_WAITEVENT: {
     int rec = cucap_fb_graph_node_type(n) == CUCAP_FB_GRAPHNODETYPE_EVENTRECORD;
     uint64_t ev = 0;
-    if (!cucap_map_get(&R->event, cucap_fb_graph_node_event(n), &ev) ||
+    if (!cucap_map_get(&R->cx.event, cucap_fb_graph_node_event(n), &ev) ||
         !(rec ? f->ExecEventRecord : f->ExecEventWait)) {
       rp_skip(R, "graph exec event update (event not replayed)");
       return;
@@ -394,6 +382,34 @@ static void gx_set(rp_state *R, const cucap_fb_graph *g) {
   }
   if (rp_cu(R, r, what))
     R->rep->executed++;
+}
+
+static void gx_set(rp_state *R, const cucap_fb_graph *g) {
+  uint64_t live = 0, node = 0;
+  rp_gx *x = gx_find(R, cucap_fb_graph_exec(g));
+  const rg_fns *f = rp_graph_fns(R);
+  const cucap_fb_graph_node *n = cucap_fb_graph_nodes_at(g, 0);
+  if (!x || !f || !n || !cucap_map_get(&R->cx.gexec, cucap_fb_graph_exec(g), &live)) {
+    rp_skip(R, "graph exec parameter update (graph not replayed)");
+    return;
+  }
+  if (!cucap_map_get(&x->nodes, cucap_fb_graph_node_handle(n), &node)) {
+    rp_skip(R, "graph exec parameter update of a node not replayed");
+    return;
+  }
+  CUgraphExec ex = (CUgraphExec)(uintptr_t)live;
+  CUgraphNode ln = (CUgraphNode)(uintptr_t)node;
+  unsigned en = cucap_fb_graph_node_set_enabled(n);
+  if (en) {
+    if (!f->NodeSetEnabled) {
+      rp_skip(R, "cuGraphNodeSetEnabled (driver lacks it)");
+      return;
+    }
+    if (rp_cu(R, f->NodeSetEnabled(ex, ln, en == 1), "cuGraphNodeSetEnabled"))
+      R->rep->executed++;
+    return;
+  }
+  gx_set_params(R, f, x, n, ex, ln);
 }
 
 void rp_graph_launch_payloads(rp_state *R, const cucap_fb_graph *g) {
@@ -440,7 +456,7 @@ void rp_graph_op(rp_state *R, const cucap_fb_record *rec, const cucap_fb_graph *
     gx_instantiate(R, rec, g);
     return;
   case CUCAP_FB_GRAPHOP_UPLOAD:
-    if (!cucap_map_get(&R->gexec, cucap_fb_graph_exec(g), &live)) {
+    if (!cucap_map_get(&R->cx.gexec, cucap_fb_graph_exec(g), &live)) {
       R->rep->ignored++;
       return;
     }

@@ -1,4 +1,5 @@
-/* replay_lifetime.c - what dies with a context, during replay.
+/* replay_lifetime.c - what dies with a context, during replay; owns
+ * rp_state's contexts-and-lifetimes part (rp_ctxs, replay_state.h).
  *
  * cuCtxDestroy frees everything created in that context: streams, events,
  * modules (and their functions), graph execs, device and page-locked host
@@ -33,13 +34,13 @@
 #include "replay_state.h"
 
 void rp_owned(rp_state *R, uint64_t live) {
-  if (live && R->cur)
-    cucap_map_put(&R->owner, live, (uint64_t)(uintptr_t)R->cur);
+  if (live && R->cx.cur)
+    cucap_map_put(&R->cx.owner, live, (uint64_t)(uintptr_t)R->cx.cur);
 }
 
 CUcontext rp_owner_of(rp_state *R, uint64_t live) {
   uint64_t c = 0;
-  return cucap_map_get(&R->owner, live, &c) ? (CUcontext)(uintptr_t)c : NULL;
+  return cucap_map_get(&R->cx.owner, live, &c) ? (CUcontext)(uintptr_t)c : NULL;
 }
 
 /* Removes from m every entry whose live value the dying context owned. */
@@ -48,7 +49,7 @@ static size_t rp_forget_owned(rp_state *R, cucap_map *m, uint64_t ctx) {
   uint64_t k = 0, v = 0;
   while (cucap_map_next(m, &pos, &k, &v)) {
     uint64_t o = 0;
-    if (cucap_map_get(&R->owner, v, &o) && o == ctx) {
+    if (cucap_map_get(&R->cx.owner, v, &o) && o == ctx) {
       cucap_map_del(m, k, NULL);
       n++;
     }
@@ -61,20 +62,13 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   if (!live)
     return;
   /* our staging copies in it must be done before its events go */
-  CUcontext prev = R->cur;
+  CUcontext prev = R->cx.cur;
   if (R->d.df.CtxSetCurrent(live) == CUDA_SUCCESS) {
     /* a capture still open on one of its streams ends here, its graph
      * dropped (fuzz_replay: the graph outlived the context) */
     rp_captures_close_ctx(R, live);
     R->d.df.CtxSynchronize();
-    for (int i = 0; i < RP_STAGING_SLOTS; i++) {
-      if (R->stage_ev[i] && R->stage_ev_ctx[i] == live) {
-        R->d.df.EventDestroy(R->stage_ev[i]);
-        R->stage_ev[i] = NULL;
-        R->stage_ev_ctx[i] = NULL;
-        R->stage_used[i] = 0;
-      }
-    }
+    rp_stage_ctx_gone(R, live);
     if (prev && prev != live)
       R->d.df.CtxSetCurrent(prev);
   }
@@ -85,24 +79,24 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   {
     size_t gp = 0;
     uint64_t gk = 0, gv = 0, go = 0;
-    while (cucap_map_next(&R->gexec, &gp, &gk, &gv))
-      if (cucap_map_get(&R->owner, gv, &go) && go == c) {
+    while (cucap_map_next(&R->cx.gexec, &gp, &gk, &gv))
+      if (cucap_map_get(&R->cx.owner, gv, &go) && go == c) {
         if (R->d.df.GraphExecDestroy)
           R->d.df.GraphExecDestroy((CUgraphExec)(uintptr_t)gv);
-        cucap_map_del(&R->gexec, gk, NULL);
+        cucap_map_del(&R->cx.gexec, gk, NULL);
         rp_graph_exec_destroyed(R, gk);
       }
   }
   /* the program's other objects in it: the driver frees them with it */
   rp_modkeep_ctx_gone(R, live);
   size_t n = rp_object_context_gone(R, c); /* arrays, textures, surfaces */
-  cucap_map *maps[] = {&R->stream, &R->event, &R->module, &R->libmod, &R->gexec};
+  cucap_map *maps[] = {&R->cx.stream, &R->cx.event, &R->code.module, &R->code.libmod, &R->cx.gexec};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++)
     n += rp_forget_owned(R, maps[m], c);
-  for (size_t i = 0; i < R->nfuncs; i++) {
-    rp_func *fi = &R->funcs[i];
+  for (size_t i = 0; i < R->code.nfuncs; i++) {
+    rp_func *fi = &R->code.funcs[i];
     uint64_t o = 0;
-    if (fi->live && cucap_map_get(&R->owner, fi->live, &o) && o == c) {
+    if (fi->live && cucap_map_get(&R->cx.owner, fi->live, &o) && o == c) {
       fi->live = fi->live_fn = 0; /* its module is gone */
       n++;
     }
@@ -112,7 +106,7 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   for (size_t i = 0; i < R->mem.nreloc;) {
     rp_reloc *r = &R->mem.reloc[i];
     uint64_t o = 0;
-    if (r->owned && cucap_map_get(&R->owner, r->live, &o) && o == c) {
+    if (r->owned && cucap_map_get(&R->cx.owner, r->live, &o) && o == c) {
       memmove(r, r + 1, (R->mem.nreloc - i - 1) * sizeof *r);
       R->mem.nreloc--;
       n++;
@@ -122,13 +116,13 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
   }
   size_t pos = 0;
   uint64_t ok = 0, ov = 0;
-  while (cucap_map_next(&R->owner, &pos, &ok, &ov))
+  while (cucap_map_next(&R->cx.owner, &pos, &ok, &ov))
     if (ov == c)
-      cucap_map_del(&R->owner, ok, NULL);
-  for (size_t i = 0; i < R->nctx_stack; i++)
-    if (R->ctx_stack[i] == c)
-      R->ctx_stack[i] = (uint64_t)(uintptr_t)R->primary;
-  R->last_stream_rec = R->last_ctx_rec = R->last_fn_idx = 0;
+      cucap_map_del(&R->cx.owner, ok, NULL);
+  for (size_t i = 0; i < R->cx.nctx_stack; i++)
+    if (R->cx.ctx_stack[i] == c)
+      R->cx.ctx_stack[i] = (uint64_t)(uintptr_t)R->cx.primary;
+  R->cx.last_stream_rec = R->cx.last_ctx_rec = R->code.last_fn_idx = 0;
   if (n)
     CUCAP_DEBUG("replay: context %p destroyed with %zu object(s) of the "
                 "program still in it", (void *)live, n);
@@ -137,7 +131,7 @@ void rp_ctx_dying(rp_state *R, CUcontext live) {
 CUfunction rp_func_fn(rp_state *R, rp_func *fi) {
   if (!fi->live)
     return NULL; /* its module was unloaded with its context */
-  uint64_t cur = (uint64_t)(uintptr_t)R->cur;
+  uint64_t cur = (uint64_t)(uintptr_t)R->cx.cur;
   if (fi->live_fn && (fi->kind != CUCAP_FB_FUNCTIONKIND_KERNEL || fi->live_fn_ctx == cur))
     return (CUfunction)(uintptr_t)fi->live_fn;
   if (fi->kind != CUCAP_FB_FUNCTIONKIND_KERNEL) /* a CUfunction already */
@@ -160,16 +154,16 @@ CUfunction rp_func_fn(rp_state *R, rp_func *fi) {
 /* Page-locked, portable, allocated in the primary context. NULL on failure. */
 static void *host_buf_alloc(rp_state *R, size_t size) {
   void *p = NULL;
-  if (!R->primary || (!R->d.df.MemHostAlloc && !R->d.df.MemAllocHost))
+  if (!R->cx.primary || (!R->d.df.MemHostAlloc && !R->d.df.MemAllocHost))
     return NULL;
-  CUcontext prev = R->cur;
-  if (prev != R->primary && R->d.df.CtxSetCurrent(R->primary) != CUDA_SUCCESS)
+  CUcontext prev = R->cx.cur;
+  if (prev != R->cx.primary && R->d.df.CtxSetCurrent(R->cx.primary) != CUDA_SUCCESS)
     return NULL;
   /* portable: pinned for every context, freed only by us */
   CUresult r = R->d.df.MemHostAlloc
                    ? R->d.df.MemHostAlloc(&p, size, CU_MEMHOSTALLOC_PORTABLE)
                    : R->d.df.MemAllocHost(&p, size);
-  if (prev != R->primary)
+  if (prev != R->cx.primary)
     R->d.df.CtxSetCurrent(prev);
   return r == CUDA_SUCCESS ? p : NULL;
 }
@@ -199,7 +193,7 @@ void *rp_capture_host_buffer(rp_state *R, size_t size) {
   int pinned = p != NULL;
   if (!p)
     p = malloc(size ? size : 1); /* the driver may still take it */
-  if (p && !rp_keep_as(R, p, pinned)) {
+  if (p && rp_keep_as(R, p, pinned) != CUCAP_OK) {
     if (pinned)
       rp_host_buf_free(R, p);
     else
@@ -209,42 +203,40 @@ void *rp_capture_host_buffer(rp_state *R, size_t size) {
   return p;
 }
 
-int rp_keep_as(rp_state *R, void *p, int pinned) {
-  if (R->nkeep == R->capkeep) {
-    size_t nc = R->capkeep ? R->capkeep * 2 : 16;
-    void **n = realloc(R->keep, nc * sizeof *n);
-    if (!n)
-      return 0;
-    R->keep = n;
-    unsigned char *np = realloc(R->keep_pinned, nc);
-    if (!np)
-      return 0;
-    R->keep_pinned = np;
-    R->capkeep = nc;
+cucap_status rp_keep_as(rp_state *R, void *p, int pinned) {
+  if (R->cx.nkeep == R->cx.capkeep) {
+    size_t nc = R->cx.capkeep ? R->cx.capkeep * 2 : 16;
+    void **n = realloc(R->cx.keep, nc * sizeof *n);
+    CUCAP_RETURN_IF(!n, CUCAP_ERR_NOMEM);
+    R->cx.keep = n;
+    unsigned char *np = realloc(R->cx.keep_pinned, nc);
+    CUCAP_RETURN_IF(!np, CUCAP_ERR_NOMEM);
+    R->cx.keep_pinned = np;
+    R->cx.capkeep = nc;
   }
-  R->keep_pinned[R->nkeep] = (unsigned char)pinned;
-  R->keep[R->nkeep++] = p;
-  return 1;
+  R->cx.keep_pinned[R->cx.nkeep] = (unsigned char)pinned;
+  R->cx.keep[R->cx.nkeep++] = p;
+  return CUCAP_OK;
 }
 
-int rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
+cucap_status rp_keep(rp_state *R, void *p) { return rp_keep_as(R, p, 0); }
 
 void rp_keep_free(rp_state *R) {
-  for (size_t i = 0; i < R->nkeep; i++) {
-    if (R->keep_pinned[i])
-      rp_host_buf_free(R, R->keep[i]);
+  for (size_t i = 0; i < R->cx.nkeep; i++) {
+    if (R->cx.keep_pinned[i])
+      rp_host_buf_free(R, R->cx.keep[i]);
     else
-      free(R->keep[i]);
+      free(R->cx.keep[i]);
   }
-  R->nkeep = 0;
+  R->cx.nkeep = 0;
 }
 
 void rp_host_buf_free(rp_state *R, void *p) {
-  if (!p || !R->d.df.MemFreeHost || R->leave_to_exit)
+  if (!p || !R->d.df.MemFreeHost || R->run.leave_to_exit)
     return; /* leave_to_exit: the process exit frees it */
-  CUcontext prev = R->cur;
-  int sw = R->primary && prev != R->primary &&
-           R->d.df.CtxSetCurrent(R->primary) == CUDA_SUCCESS;
+  CUcontext prev = R->cx.cur;
+  int sw = R->cx.primary && prev != R->cx.primary &&
+           R->d.df.CtxSetCurrent(R->cx.primary) == CUDA_SUCCESS;
   R->d.df.MemFreeHost(p);
   if (sw)
     R->d.df.CtxSetCurrent(prev);
@@ -269,37 +261,37 @@ int rp_lib_option_safe(int opt) {
  * every pass still starts from the same state. */
 int rp_ctx_kept_reuse(rp_state *R, const cucap_fb_record *rec, uint64_t h) {
   uint64_t live = 0;
-  if (!cucap_map_get(&R->ctx_kept, h, &live))
+  if (!cucap_map_get(&R->cx.ctx_kept, h, &live))
     return 0;
   if (R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live) != CUDA_SUCCESS)
     return 0;
-  R->cur = (CUcontext)(uintptr_t)live;
-  cucap_map_put(&R->ctx, h, live);
-  rp_ctx_set_tid(R, rec, R->cur);
+  R->cx.cur = (CUcontext)(uintptr_t)live;
+  cucap_map_put(&R->cx.ctx, h, live);
+  rp_ctx_set_tid(R, rec, R->cx.cur);
   return 1;
 }
 
 void rp_ctx_kept_release(rp_state *R, uint64_t h) {
   uint64_t live = 0, mapped = 0;
-  if (!cucap_map_get(&R->ctx_kept, h, &live) || !cucap_map_get(&R->ctx, h, &mapped) ||
+  if (!cucap_map_get(&R->cx.ctx_kept, h, &live) || !cucap_map_get(&R->cx.ctx, h, &mapped) ||
       mapped != live)
     return;
   /* cuCtxDestroy waits for the context's work: so does this */
   if (R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)live) == CUDA_SUCCESS) {
-    R->cur = (CUcontext)(uintptr_t)live;
+    R->cx.cur = (CUcontext)(uintptr_t)live;
     R->d.df.CtxSynchronize();
   }
-  cucap_map_del(&R->ctx, h, NULL);
+  cucap_map_del(&R->cx.ctx, h, NULL);
   rp_ctx_unref(R, live); /* the primary context current again */
 }
 
 void rp_ctx_kept_sync(rp_state *R) {
   size_t pos = 0;
   uint64_t v = 0;
-  while (cucap_map_next(&R->ctx_kept, &pos, NULL, &v)) {
+  while (cucap_map_next(&R->cx.ctx_kept, &pos, NULL, &v)) {
     if (R->d.df.CtxSetCurrent((CUcontext)(uintptr_t)v) != CUDA_SUCCESS)
       continue;
-    R->cur = (CUcontext)(uintptr_t)v;
+    R->cx.cur = (CUcontext)(uintptr_t)v;
     rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (end of pass)");
   }
 }
@@ -311,8 +303,8 @@ void rp_ctx_destroy_all(rp_state *R, cucap_map *m) {
     CUcontext c = (CUcontext)(uintptr_t)v;
     rp_ctx_dying(R, c);
     R->d.df.CtxDestroy(c);
-    if (R->cur == c)
-      R->cur = NULL;
+    if (R->cx.cur == c)
+      R->cx.cur = NULL;
   }
   cucap_map_free(m);
 }

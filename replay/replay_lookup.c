@@ -3,7 +3,7 @@
  *
  * A library's per-context module (cuLibraryGetModule) is defined by a
  * LibraryModule record (format 1.5): the replay asks its own copy of the
- * library for it and keeps it in R->libmod, apart from R->module, because
+ * library for it and keeps it in R->code.libmod, apart from R->code.module, because
  * the module belongs to the library: it is never unloaded by the replay,
  * and it dies with its context or its library.
  *
@@ -23,17 +23,17 @@ void rp_op_library_module(rp_state *R, const cucap_fb_record *rec,
                           const cucap_fb_module *m) {
   uint64_t h = cucap_fb_module_handle(m), lib = 0;
   CUmodule mod = NULL;
-  if (!cucap_map_get(&R->library, cucap_fb_module_library(m), &lib) ||
+  if (!cucap_map_get(&R->code.library, cucap_fb_module_library(m), &lib) ||
       !R->d.df.LibraryGetModule) {
     rp_skip(R, "cuLibraryGetModule (library not loaded)");
     return;
   }
-  if (!rp_ctx_rec(R, rec))
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   if (!rp_cu(R, R->d.df.LibraryGetModule(&mod, (CUlibrary)(uintptr_t)lib),
              "cuLibraryGetModule"))
     return;
-  if (!cucap_map_put(&R->libmod, h, (uint64_t)(uintptr_t)mod)) {
+  if (!cucap_map_put(&R->code.libmod, h, (uint64_t)(uintptr_t)mod)) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return;
   }
@@ -42,7 +42,7 @@ void rp_op_library_module(rp_state *R, const cucap_fb_record *rec,
 }
 
 int rp_module_live(const rp_state *R, uint64_t h, uint64_t *live) {
-  return cucap_map_get(&R->module, h, live) || cucap_map_get(&R->libmod, h, live);
+  return cucap_map_get(&R->code.module, h, live) || cucap_map_get(&R->code.libmod, h, live);
 }
 
 int rp_func_by_name(rp_state *R, const char *name, uint64_t *live, uint64_t *module) {
@@ -51,7 +51,7 @@ int rp_func_by_name(rp_state *R, const char *name, uint64_t *live, uint64_t *mod
   *live = *module = 0;
   if (!name)
     return 0;
-  while (R->d.df.LibraryGetKernel && cucap_map_next(&R->library, &pos, NULL, &v)) {
+  while (R->d.df.LibraryGetKernel && cucap_map_next(&R->code.library, &pos, NULL, &v)) {
     CUkernel k = NULL;
     if (R->d.df.LibraryGetKernel(&k, (CUlibrary)(uintptr_t)v, name) == CUDA_SUCCESS && k) {
       found++;
@@ -60,7 +60,7 @@ int rp_func_by_name(rp_state *R, const char *name, uint64_t *live, uint64_t *mod
   }
   size_t nkernels = found;
   pos = 0;
-  while (cucap_map_next(&R->module, &pos, NULL, &v)) {
+  while (cucap_map_next(&R->code.module, &pos, NULL, &v)) {
     CUfunction f = NULL;
     if (R->d.df.ModuleGetFunction(&f, (CUmodule)(uintptr_t)v, name) == CUDA_SUCCESS && f) {
       found++;

@@ -240,42 +240,29 @@ static int rp_range_cmp_addr(const void *a, const void *b) {
   return rp_range_cmp(a, b);
 }
 
-size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
-                          uint64_t *ranges, uint64_t *bytes) {
-  *bytes = 0;
-  *ranges = 0;
-  m->pins_backed = 0;
-  if (!m->nrecorded)
-    return 0;
-  if (!d->df.MemAddressReserve || !d->df.MemCreate || !d->df.MemMap ||
-      !d->df.MemSetAccess) {
-    CUCAP_WARN("replay: driver lacks VMM entry points; relocating");
-    rp_mem_sort_recorded(m);
-    return m->nrecorded;
-  }
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
+/* rp_mem_place_fixed, phase 1: the allocation properties of this GPU's
+ * device memory and the alignment of its pieces (the VMM granularity when
+ * it is a power of two above RP_MIN_ALIGN). */
+static uint64_t rp_place_granularity(rp_driver *d, CUdevice dev,
+                                     CUmemAllocationProp *prop) {
+  memset(prop, 0, sizeof *prop);
+  prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop->location.id = dev;
   size_t gran = 0;
   uint64_t align = RP_MIN_ALIGN;
   if (d->df.MemGetAllocationGranularity &&
-      d->df.MemGetAllocationGranularity(&gran, &prop,
+      d->df.MemGetAllocationGranularity(&gran, prop,
                                         CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
           CUDA_SUCCESS &&
       gran > align && (gran & (gran - 1)) == 0)
     align = gran;
-  if (!rp_mem_plan(m))
-    return m->nrecorded;
-  uint64_t salign = rp_super_align(align);
-  if (salign != RP_VA_HINT_ALIGN) {
-    /* granularity above 32 MiB: re-plan (no host guard then) */
-    for (size_t i = 0; i < m->nfixed; i++)
-      rp_unguard(&m->fixed[i]);
-    if (!rp_plan_align(m, salign))
-      return m->nrecorded;
-  }
+  return align;
+}
+
+/* rp_mem_place_fixed, phase 2: the pieces to back (malloc'ed, *nu of them,
+ * merged at align); NULL when out of memory. */
+static rp_range *rp_place_pieces(rp_mem *m, uint64_t align, size_t *nu_out) {
   /* The pieces to back: the recorded device ranges, plus the parts of
    * recorded page-locked host ranges that fall inside a super-range (the
    * driver put pinned host memory next to device memory: inside our
@@ -285,7 +272,7 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
   size_t cap = m->nrecorded + m->npins * (m->nfixed ? 2 : 1) + 1;
   rp_range *u = malloc(cap * sizeof *u);
   if (!u)
-    return m->nrecorded;
+    return NULL;
   memcpy(u, m->recorded, m->nrecorded * sizeof *u);
   size_t nu = m->nrecorded;
   for (size_t i = 0; i < m->npins; i++) {
@@ -302,7 +289,15 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
       }
     }
   }
-  nu = rp_union(u, nu, align);
+  *nu_out = rp_union(u, nu, align);
+  return u;
+}
+
+/* rp_mem_place_fixed, phase 3: the reservations of the super-ranges
+ * (counted in *ranges), sorted by address. */
+static void rp_place_reserve(rp_mem *m, rp_driver *d, CUdevice dev,
+                             const rp_range *u, size_t nu, uint64_t salign,
+                             uint64_t *ranges) {
   /* reservations: each super-range whole, else each of its salign blocks
    * that holds something (one collision then costs one block, not all).
    * Blocks one by one are worth only what device memory can back: pieces
@@ -314,7 +309,7 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
   if (!d->df.DeviceTotalMem || d->df.DeviceTotalMem(&total, dev) != CUDA_SUCCESS)
     total = 0;
   uint64_t budget = total / salign + 2 * (uint64_t)nu + 1;
-  size_t failed = 0, ui = 0;
+  size_t ui = 0;
   for (size_t i = 0; i < m->nfixed; i++) {
     rp_fixed *f = &m->fixed[i];
     size_t u0 = ui;
@@ -360,17 +355,24 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
   /* m->resv is still NULL when no reservation was made */
   if (m->nresv > 1)
     cucap_sort(m->resv, m->nresv, sizeof *m->resv, rp_range_cmp_addr);
+}
+
+/* rp_mem_place_fixed, phase 4: device memory behind every piece, clipped to
+ * the reservations (bytes in *bytes). Returns the pieces not wholly backed,
+ * or (size_t)-1 when out of memory for the chunk table. */
+static size_t rp_place_back(rp_mem *m, rp_driver *d,
+                            const CUmemAllocationProp *prop, const rp_range *u,
+                            size_t nu, uint64_t *bytes) {
   /* back every piece, clipped to the reservations */
   m->chunks = calloc(nu + m->nresv + 1, sizeof *m->chunks);
-  if (!m->chunks) {
-    free(u);
-    return m->nrecorded;
-  }
+  if (!m->chunks)
+    return (size_t)-1;
   CUmemAccessDesc acc;
   memset(&acc, 0, sizeof acc);
-  acc.location = prop.location;
+  acc.location = prop->location;
   acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   size_t cap_chunks = nu + m->nresv + 1;
+  size_t failed = 0;
   for (size_t k = 0; k < nu; k++) {
     uint64_t ps = u[k].addr, pe = u[k].addr + u[k].size, covered = 0;
     for (size_t j = 0; j < m->nresv; j++) {
@@ -385,7 +387,7 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
       memset(&c, 0, sizeof c);
       c.addr = s;
       c.size = e - s;
-      CUresult r = d->df.MemCreate(&c.h, c.size, &prop, 0);
+      CUresult r = d->df.MemCreate(&c.h, c.size, prop, 0);
       if (r == CUDA_SUCCESS) {
         c.created = 1;
         r = d->df.MemMap(c.addr, c.size, 0, c.h, 0);
@@ -409,7 +411,43 @@ size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
     if (covered < pe - ps)
       failed++;
   }
+  return failed;
+}
+
+size_t rp_mem_place_fixed(rp_mem *m, rp_driver *d, CUdevice dev,
+                          uint64_t *ranges, uint64_t *bytes) {
+  *bytes = 0;
+  *ranges = 0;
+  m->pins_backed = 0;
+  if (!m->nrecorded)
+    return 0;
+  if (!d->df.MemAddressReserve || !d->df.MemCreate || !d->df.MemMap ||
+      !d->df.MemSetAccess) {
+    CUCAP_WARN("replay: driver lacks VMM entry points; relocating");
+    rp_mem_sort_recorded(m);
+    return m->nrecorded;
+  }
+  CUmemAllocationProp prop;
+  uint64_t align = rp_place_granularity(d, dev, &prop);
+  if (!rp_mem_plan(m))
+    return m->nrecorded;
+  uint64_t salign = rp_super_align(align);
+  if (salign != RP_VA_HINT_ALIGN) {
+    /* granularity above 32 MiB: re-plan (no host guard then) */
+    for (size_t i = 0; i < m->nfixed; i++)
+      rp_unguard(&m->fixed[i]);
+    if (!rp_plan_align(m, salign))
+      return m->nrecorded;
+  }
+  size_t nu = 0;
+  rp_range *u = rp_place_pieces(m, align, &nu);
+  if (!u)
+    return m->nrecorded;
+  rp_place_reserve(m, d, dev, u, nu, salign, ranges);
+  size_t failed = rp_place_back(m, d, &prop, u, nu, bytes);
   free(u);
+  if (failed == (size_t)-1)
+    return m->nrecorded;
   for (size_t i = 0; i < m->npins; i++)
     if (rp_mem_is_fixed(m, m->pins[i].addr, m->pins[i].size))
       m->pins_backed++;

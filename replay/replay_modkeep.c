@@ -38,7 +38,7 @@
  * On by default; CUCAP_REPLAY_KEEP_MODULES=0 turns it off (every pass loads
  * its modules again, as before).
  *
- * Owns: the kept-module table (R->mk) and the held unloads (R->held: with
+ * Owns: the kept-module table (R->code.mk) and the held unloads (R->code.held: with
  * cucap_replay_session_hold_unloads, every unload the replay would make -
  * the program's unload records, a pass's teardown, the drop for fresh
  * modules - waits for the end of the run, so that no two loads of the run
@@ -93,34 +93,34 @@ int rp_multipass(const rp_state *R) {
   /* loops asked for, an observer that profiles, or a pass after the first
    * (verify's extra passes) */
   unsigned loops = R->o->loops ? R->o->loops : 1;
-  return loops > 1 || R->keep_ctx || R->pass > 0;
+  return loops > 1 || R->cx.keep_ctx || R->run.pass > 0;
 }
 
 int rp_modkeep_wanted(const rp_state *R) {
-  if (!mk_enabled() || R->mk_off || R->capturing || !rp_multipass(R))
+  if (!mk_enabled() || R->code.mk_off || R->capturing || !rp_multipass(R))
     return 0;
-  if (R->cur == R->primary)
+  if (R->cx.cur == R->cx.primary)
     return 1;
   size_t pos = 0;
   uint64_t v = 0;
-  while (cucap_map_next(&R->ctx_kept, &pos, NULL, &v))
-    if ((CUcontext)(uintptr_t)v == R->cur)
+  while (cucap_map_next(&R->cx.ctx_kept, &pos, NULL, &v))
+    if ((CUcontext)(uintptr_t)v == R->cx.cur)
       return 1;
   return 0;
 }
 
 uint64_t rp_modkeep_get(rp_state *R, uint64_t rec_index, int library) {
   uint64_t slot = 0;
-  if (!R->mk || !cucap_map_get(&R->mk->by_rec, rec_index, &slot))
+  if (!R->code.mk || !cucap_map_get(&R->code.mk->by_rec, rec_index, &slot))
     return 0;
-  mk_mod *m = &R->mk->m[slot - 1];
-  if (m->library != library || m->ctx != R->cur)
+  mk_mod *m = &R->code.mk->m[slot - 1];
+  if (m->library != library || m->ctx != R->cx.cur)
     return 0;
   return m->live;
 }
 
 int rp_modkeep_has(const rp_state *R, uint64_t live) {
-  return R->mk && live && cucap_map_get(&R->mk->by_live, live, NULL);
+  return R->code.mk && live && cucap_map_get(&R->code.mk->by_live, live, NULL);
 }
 
 typedef struct mk_scan {
@@ -172,12 +172,12 @@ void rp_modkeep_add(rp_state *R, uint64_t rec_index, int library, uint64_t live,
   if (!live || !rp_modkeep_wanted(R) || !R->d.df.MemcpyDtoHAsync ||
       !R->d.df.MemcpyHtoDAsync)
     return;
-  if (!R->mk && !(R->mk = calloc(1, sizeof *R->mk)))
+  if (!R->code.mk && !(R->code.mk = calloc(1, sizeof *R->code.mk)))
     return;
-  struct rp_modkeep *K = R->mk;
+  struct rp_modkeep *K = R->code.mk;
   if (cucap_map_get(&K->by_rec, rec_index, NULL))
     return; /* kept in another context already: this one is per pass */
-  mk_mod m = {rec_index, live, library, R->cur, NULL, 0, NULL, 0};
+  mk_mod m = {rec_index, live, library, R->cx.cur, NULL, 0, NULL, 0};
   mk_scan s = {R, live, library, &m, 0};
   cucap_status st = cucap_image_foreach_variable(img, isz, (unsigned)R->cc,
                                                  mk_var_add, &s);
@@ -222,19 +222,19 @@ void rp_modkeep_add(rp_state *R, uint64_t rec_index, int library, uint64_t live,
  * non-blocking streams do not wait for: each context is synchronised after
  * its copies, so they are done before any record of the pass runs. */
 void rp_modkeep_restore(rp_state *R) {
-  struct rp_modkeep *K = R->mk;
+  struct rp_modkeep *K = R->code.mk;
   if (!K || !K->n)
     return;
-  CUcontext prev = R->cur;
+  CUcontext prev = R->cx.cur;
   for (size_t i = 0; i < K->n; i++) {
     mk_mod *m = &K->m[i];
     if (!m->live || !m->nvars)
       continue;
-    if (m->ctx != R->cur) {
+    if (m->ctx != R->cx.cur) {
       if (R->d.df.CtxSynchronize() != CUDA_SUCCESS ||
           R->d.df.CtxSetCurrent(m->ctx) != CUDA_SUCCESS)
         continue;
-      R->cur = m->ctx;
+      R->cx.cur = m->ctx;
     }
     int failed = 0;
     for (size_t v = 0; v < m->nvars && !failed; v++) {
@@ -250,8 +250,8 @@ void rp_modkeep_restore(rp_state *R) {
   }
   if (!R->failed)
     rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (module variables)");
-  if (prev && R->cur != prev && R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
-    R->cur = prev;
+  if (prev && R->cx.cur != prev && R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
+    R->cx.cur = prev;
 }
 
 /* ---- held unloads (cucap_replay_session_hold_unloads) ----
@@ -273,7 +273,7 @@ struct rp_held {
 };
 
 static void rp_unload_now(rp_state *R, uint64_t live, int library) {
-  if (R->leave_to_exit)
+  if (R->run.leave_to_exit)
     return; /* the process exit unloads it */
   if (library) {
     if (R->d.df.LibraryUnload)
@@ -284,10 +284,10 @@ static void rp_unload_now(rp_state *R, uint64_t live, int library) {
 }
 
 static int rp_hold(rp_state *R, uint64_t live, int library, CUcontext ctx) {
-  if (!R->hold_unloads || !live)
+  if (!R->code.hold_unloads || !live)
     return 0;
-  struct rp_held *H = R->held;
-  if (!H && !(H = R->held = calloc(1, sizeof *H)))
+  struct rp_held *H = R->code.held;
+  if (!H && !(H = R->code.held = calloc(1, sizeof *H)))
     return 0;
   if (H->n == H->cap) {
     size_t nc = H->cap ? 2 * H->cap : 64;
@@ -308,28 +308,28 @@ void rp_unload(rp_state *R, uint64_t live, int library) {
 }
 
 void rp_held_release(rp_state *R) {
-  struct rp_held *H = R->held;
+  struct rp_held *H = R->code.held;
   if (!H)
     return;
-  R->hold_unloads = 0;
-  CUcontext prev = R->cur;
-  for (size_t i = 0; R->d.lib && !R->leave_to_exit && i < H->n; i++) {
+  R->code.hold_unloads = 0;
+  CUcontext prev = R->cx.cur;
+  for (size_t i = 0; R->d.lib && !R->run.leave_to_exit && i < H->n; i++) {
     rp_held_mod *m = &H->m[i];
-    if (m->ctx && m->ctx != R->cur) {
+    if (m->ctx && m->ctx != R->cx.cur) {
       if (R->d.df.CtxSetCurrent(m->ctx) != CUDA_SUCCESS)
         continue;
-      R->cur = m->ctx;
+      R->cx.cur = m->ctx;
     }
     rp_unload_now(R, m->live, m->library);
   }
-  if (prev && R->cur != prev && R->d.lib && R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
-    R->cur = prev;
+  if (prev && R->cx.cur != prev && R->d.lib && R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
+    R->cx.cur = prev;
   if (H->total)
     CUCAP_INFO("replay: %zu module(s) and librar(ies) held loaded to the end of the run "
                "instead of unloaded (cucap_replay_session_hold_unloads)", H->total);
   free(H->m);
   free(H);
-  R->held = NULL;
+  R->code.held = NULL;
 }
 
 static void mk_unload(rp_state *R, mk_mod *m) {
@@ -344,11 +344,11 @@ static void mk_forget(struct rp_modkeep *K, mk_mod *m) {
 }
 
 void rp_modkeep_ctx_gone(rp_state *R, CUcontext ctx) {
-  struct rp_modkeep *K = R->mk;
+  struct rp_modkeep *K = R->code.mk;
   for (size_t i = 0; K && i < K->n; i++)
     if (K->m[i].live && K->m[i].ctx == ctx)
       mk_forget(K, &K->m[i]); /* the driver frees it with the context */
-  struct rp_held *H = R->held;
+  struct rp_held *H = R->code.held;
   for (size_t i = 0; H && i < H->n;) /* held modules go with it too */
     if (H->m[i].ctx == ctx)
       H->m[i] = H->m[--H->n];
@@ -360,15 +360,15 @@ void rp_modkeep_ctx_gone(rp_state *R, CUcontext ctx) {
  * empties the table; returns how many there were. */
 static size_t mk_unload_all(rp_state *R, struct rp_modkeep *K) {
   size_t kept = 0;
-  CUcontext prev = R->cur;
+  CUcontext prev = R->cx.cur;
   for (size_t i = 0; i < K->n; i++) {
     mk_mod *m = &K->m[i];
     if (!m->live)
       continue;
     kept++;
-    if (R->d.lib && !R->leave_to_exit && (m->ctx == R->cur ||
+    if (R->d.lib && !R->run.leave_to_exit && (m->ctx == R->cx.cur ||
                      R->d.df.CtxSetCurrent(m->ctx) == CUDA_SUCCESS)) {
-      R->cur = m->ctx;
+      R->cx.cur = m->ctx;
       mk_unload(R, m);
     }
     mk_mod_free(m);
@@ -378,22 +378,22 @@ static size_t mk_unload_all(rp_state *R, struct rp_modkeep *K) {
   cucap_map_free(&K->by_live);
   /* the caller's context current again: a kept context left current here
    * would be destroyed next, leaving none for the memory release after it */
-  if (prev && R->cur != prev && R->d.lib &&
+  if (prev && R->cx.cur != prev && R->d.lib &&
       R->d.df.CtxSetCurrent(prev) == CUDA_SUCCESS)
-    R->cur = prev;
+    R->cx.cur = prev;
   return kept;
 }
 
 void rp_modkeep_drop(rp_state *R) {
   /* from here on every pass loads its modules, as a single pass does: the
    * observer's passes that need fresh loads are its last ones */
-  if (R->mk)
-    R->mk->dropped += mk_unload_all(R, R->mk);
-  R->mk_off = 1;
+  if (R->code.mk)
+    R->code.mk->dropped += mk_unload_all(R, R->code.mk);
+  R->code.mk_off = 1;
 }
 
 void rp_modkeep_release(rp_state *R) {
-  struct rp_modkeep *K = R->mk;
+  struct rp_modkeep *K = R->code.mk;
   if (!K)
     return;
   size_t kept = mk_unload_all(R, K);
@@ -403,5 +403,5 @@ void rp_modkeep_release(rp_state *R) {
                K->dropped ? " (loaded again once, on an observer's request)" : "");
   free(K->m);
   free(K);
-  R->mk = NULL;
+  R->code.mk = NULL;
 }

@@ -70,18 +70,19 @@ static cucap_map *own_map(struct rp_objects *O, int kind) {
   }
 }
 
-static int own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec, uint64_t live) {
+static cucap_status own_add(rp_state *R, struct rp_objects *O, int kind, uint64_t rec,
+                            uint64_t live) {
   if (!CUCAP_VEC_RESERVE(O->own, O->capown, O->nown + 1, 16)) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return 0;
+    return CUCAP_ERR_NOMEM;
   }
   rp_own_entry *o = &O->own[O->nown++];
   o->kind = kind;
   o->rec = rec;
   o->live = live;
-  o->ctx = (uint64_t)(uintptr_t)R->cur;
+  o->ctx = (uint64_t)(uintptr_t)R->cx.cur;
   o->parent = 0;
-  return 1;
+  return CUCAP_OK;
 }
 
 /* Forgets the newest object of that kind and recorded handle; its live
@@ -111,17 +112,18 @@ uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded) {
   return v;
 }
 
-int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned) {
+cucap_status rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned) {
   struct rp_objects *O = objs(R);
-  if (!O || (owned && !own_add(R, O, OWN_ARRAY, recorded, live)))
-    return 0;
+  CUCAP_RETURN_IF(!O, CUCAP_ERR_NOMEM);
+  if (owned)
+    CUCAP_FORWARD(own_add(R, O, OWN_ARRAY, recorded, live));
   if (!cucap_map_put(&O->array, recorded, live)) {
     if (owned)
       own_del(O, OWN_ARRAY, recorded); /* the caller destroys it */
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return 0;
+    return CUCAP_ERR_NOMEM;
   }
-  return 1;
+  return CUCAP_OK;
 }
 
 uint64_t rp_object_array_del(rp_state *R, uint64_t recorded) {
@@ -218,101 +220,128 @@ static const char *map_resource(rp_state *R, CUDA_RESOURCE_DESC *rd) {
   }
 }
 
-static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_object *o,
-                       struct rp_objects *O) {
+/* obj_create, a mipmapped array (owned by the replay). 0 when skipped or
+ * failed (reported). */
+static int obj_create_mipmap(rp_state *R, const cucap_fb_object *o, struct rp_objects *O,
+                             uint64_t h, const uint8_t *rb, size_t rn) {
   const rp_fns *d = &R->d.df;
-  int kind = cucap_fb_object_kind(o);
-  uint64_t h = cucap_fb_object_handle(o);
-  size_t rn = 0, tn = 0, vn = 0;
-  const uint8_t *rb = cucap_fb_object_resource(o, &rn);
+  CUDA_ARRAY3D_DESCRIPTOR ad;
+  CUmipmappedArray live = NULL;
+  if (!d->MipmappedArrayCreate) {
+    rp_skip(R, "cuMipmappedArrayCreate (driver lacks it)");
+    return 0;
+  }
+  if (!desc_copy(&ad, sizeof ad, rb, rn, sizeof ad)) {
+    rp_skip(R, "cuMipmappedArrayCreate (descriptor missing)");
+    return 0;
+  }
+  if (!rp_cu(R, d->MipmappedArrayCreate(&live, &ad, cucap_fb_object_level(o)),
+             "cuMipmappedArrayCreate"))
+    return 0;
+  if (own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live) != CUCAP_OK)
+    return 0;
+  if (!cucap_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live)) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+    return 0;
+  }
+  return 1;
+}
+
+/* obj_create, a level of a mipmapped array (owned by its parent). */
+static int obj_create_level(rp_state *R, const cucap_fb_object *o, struct rp_objects *O,
+                            uint64_t h) {
+  const rp_fns *d = &R->d.df;
+  uint64_t parent = rp_object_mipmap(R, cucap_fb_object_parent(o));
+  CUarray live = NULL;
+  if (!parent || !d->MipmappedArrayGetLevel) {
+    rp_skip(R, "cuMipmappedArrayGetLevel (unknown mipmapped array)");
+    return 0;
+  }
+  if (!rp_cu(R, d->MipmappedArrayGetLevel(&live, (CUmipmappedArray)(uintptr_t)parent,
+                                          cucap_fb_object_level(o)),
+             "cuMipmappedArrayGetLevel"))
+    return 0;
+  if (rp_object_array_put(R, h, (uint64_t)(uintptr_t)live, 0) != CUCAP_OK) /* owned by its parent */
+    return 0;
+  if (own_add(R, O, OWN_LEVEL, h, (uint64_t)(uintptr_t)live) != CUCAP_OK) /* its context */
+    return 0;
+  O->own[O->nown - 1].parent = cucap_fb_object_parent(o);
+  return 1;
+}
+
+/* obj_create, a texture or surface object on its resource, mapped to
+ * live handles. */
+static int obj_create_texsurf(rp_state *R, const cucap_fb_object *o, struct rp_objects *O,
+                              uint64_t h, const uint8_t *rb, size_t rn,
+                              int kind) {
+  const rp_fns *d = &R->d.df;
+  int tex = kind == CUCAP_FB_OBJECTKIND_TEXOBJECT;
+  size_t tn = 0, vn = 0;
   const uint8_t *tb = cucap_fb_object_texture(o, &tn);
   const uint8_t *vb = cucap_fb_object_view(o, &vn);
-  if (!rp_ctx_rec(R, rec))
+  const char *name = tex ? "cuTexObjectCreate" : "cuSurfObjectCreate";
+  CUDA_RESOURCE_DESC rd;
+  CUDA_TEXTURE_DESC td;
+  CUDA_RESOURCE_VIEW_DESC vd;
+  /* the handle or pointer of the resource plus its type must be there */
+  if (!desc_copy(&rd, sizeof rd, rb, rn, offsetof(CUDA_RESOURCE_DESC, res) + 8) ||
+      (tex && !desc_copy(&td, sizeof td, tb, tn, offsetof(CUDA_TEXTURE_DESC, maxMipmapLevelClamp) + 4))) {
+    rp_skip(R, tex ? "cuTexObjectCreate (descriptor missing)"
+                   : "cuSurfObjectCreate (descriptor missing)");
+    return 0;
+  }
+  int have_view = tex && desc_copy(&vd, sizeof vd, vb, vn, offsetof(CUDA_RESOURCE_VIEW_DESC, lastLayer) + 4);
+  const char *why = map_resource(R, &rd);
+  if (why) {
+    rp_skip(R, why);
+    return 0;
+  }
+  CUresult r;
+  uint64_t live = 0;
+  if (tex) {
+    CUtexObject t = 0;
+    r = d->TexObjectCreate ? d->TexObjectCreate(&t, &rd, &td, have_view ? &vd : NULL)
+                           : CUDA_ERROR_NOT_FOUND;
+    live = t;
+  } else {
+    CUsurfObject s = 0;
+    r = d->SurfObjectCreate ? d->SurfObjectCreate(&s, &rd) : CUDA_ERROR_NOT_FOUND;
+    live = s;
+  }
+  if (!rp_cu(R, r, name))
+    return 0;
+  if (own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live) != CUCAP_OK)
+    return 0;
+  if (!cucap_map_put(tex ? &O->tex : &O->surf, h, live)) {
+    rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
+    return 0;
+  }
+  note_handle(O, tex, h, live);
+  return 1;
+}
+
+static void obj_create(rp_state *R, const cucap_fb_record *rec, const cucap_fb_object *o,
+                       struct rp_objects *O) {
+  int kind = cucap_fb_object_kind(o);
+  uint64_t h = cucap_fb_object_handle(o);
+  size_t rn = 0;
+  const uint8_t *rb = cucap_fb_object_resource(o, &rn);
+  if (rp_ctx_rec(R, rec) != CUCAP_OK)
     return;
   switch (kind) {
-  case CUCAP_FB_OBJECTKIND_MIPMAPPEDARRAY: {
-    CUDA_ARRAY3D_DESCRIPTOR ad;
-    CUmipmappedArray live = NULL;
-    if (!d->MipmappedArrayCreate) {
-      rp_skip(R, "cuMipmappedArrayCreate (driver lacks it)");
+  case CUCAP_FB_OBJECTKIND_MIPMAPPEDARRAY:
+    if (!obj_create_mipmap(R, o, O, h, rb, rn))
       return;
-    }
-    if (!desc_copy(&ad, sizeof ad, rb, rn, sizeof ad)) {
-      rp_skip(R, "cuMipmappedArrayCreate (descriptor missing)");
-      return;
-    }
-    if (!rp_cu(R, d->MipmappedArrayCreate(&live, &ad, cucap_fb_object_level(o)),
-               "cuMipmappedArrayCreate"))
-      return;
-    if (!own_add(R, O, OWN_MIPMAP, h, (uint64_t)(uintptr_t)live))
-      return;
-    if (!cucap_map_put(&O->mipmap, h, (uint64_t)(uintptr_t)live)) {
-      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return;
-    }
     break;
-  }
-  case CUCAP_FB_OBJECTKIND_MIPMAPPEDLEVEL: {
-    uint64_t parent = rp_object_mipmap(R, cucap_fb_object_parent(o));
-    CUarray live = NULL;
-    if (!parent || !d->MipmappedArrayGetLevel) {
-      rp_skip(R, "cuMipmappedArrayGetLevel (unknown mipmapped array)");
+  case CUCAP_FB_OBJECTKIND_MIPMAPPEDLEVEL:
+    if (!obj_create_level(R, o, O, h))
       return;
-    }
-    if (!rp_cu(R, d->MipmappedArrayGetLevel(&live, (CUmipmappedArray)(uintptr_t)parent,
-                                            cucap_fb_object_level(o)),
-               "cuMipmappedArrayGetLevel"))
-      return;
-    if (!rp_object_array_put(R, h, (uint64_t)(uintptr_t)live, 0)) /* owned by its parent */
-      return;
-    if (!own_add(R, O, OWN_LEVEL, h, (uint64_t)(uintptr_t)live)) /* its context */
-      return;
-    O->own[O->nown - 1].parent = cucap_fb_object_parent(o);
     break;
-  }
   case CUCAP_FB_OBJECTKIND_TEXOBJECT:
-  case CUCAP_FB_OBJECTKIND_SURFOBJECT: {
-    int tex = kind == CUCAP_FB_OBJECTKIND_TEXOBJECT;
-    const char *name = tex ? "cuTexObjectCreate" : "cuSurfObjectCreate";
-    CUDA_RESOURCE_DESC rd;
-    CUDA_TEXTURE_DESC td;
-    CUDA_RESOURCE_VIEW_DESC vd;
-    /* the handle or pointer of the resource plus its type must be there */
-    if (!desc_copy(&rd, sizeof rd, rb, rn, offsetof(CUDA_RESOURCE_DESC, res) + 8) ||
-        (tex && !desc_copy(&td, sizeof td, tb, tn, offsetof(CUDA_TEXTURE_DESC, maxMipmapLevelClamp) + 4))) {
-      rp_skip(R, tex ? "cuTexObjectCreate (descriptor missing)"
-                     : "cuSurfObjectCreate (descriptor missing)");
+  case CUCAP_FB_OBJECTKIND_SURFOBJECT:
+    if (!obj_create_texsurf(R, o, O, h, rb, rn, kind))
       return;
-    }
-    int have_view = tex && desc_copy(&vd, sizeof vd, vb, vn, offsetof(CUDA_RESOURCE_VIEW_DESC, lastLayer) + 4);
-    const char *why = map_resource(R, &rd);
-    if (why) {
-      rp_skip(R, why);
-      return;
-    }
-    CUresult r;
-    uint64_t live = 0;
-    if (tex) {
-      CUtexObject t = 0;
-      r = d->TexObjectCreate ? d->TexObjectCreate(&t, &rd, &td, have_view ? &vd : NULL)
-                             : CUDA_ERROR_NOT_FOUND;
-      live = t;
-    } else {
-      CUsurfObject s = 0;
-      r = d->SurfObjectCreate ? d->SurfObjectCreate(&s, &rd) : CUDA_ERROR_NOT_FOUND;
-      live = s;
-    }
-    if (!rp_cu(R, r, name))
-      return;
-    if (!own_add(R, O, tex ? OWN_TEX : OWN_SURF, h, live))
-      return;
-    if (!cucap_map_put(tex ? &O->tex : &O->surf, h, live)) {
-      rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-      return;
-    }
-    note_handle(O, tex, h, live);
     break;
-  }
   default:
     rp_skip(R, "unknown object kind");
     return;
@@ -441,8 +470,8 @@ void rp_object_destroy_live(rp_state *R) {
   for (size_t i = O->nown; R->d.lib && i-- > 0;) { /* newest first: objects before their arrays */
     const rp_own_entry *o = &O->own[i];
     CUcontext c = (CUcontext)(uintptr_t)o->ctx; /* destroyed in their (live) context */
-    if (o->kind != OWN_LEVEL && c && c != R->cur && d->CtxSetCurrent(c) == CUDA_SUCCESS)
-      R->cur = c;
+    if (o->kind != OWN_LEVEL && c && c != R->cx.cur && d->CtxSetCurrent(c) == CUDA_SUCCESS)
+      R->cx.cur = c;
     switch (o->kind) {
     case OWN_TEX:
       if (d->TexObjectDestroy)

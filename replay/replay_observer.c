@@ -1,6 +1,7 @@
 /* replay_observer.c - the replayer's side of cucap_replay_observer.h:
  * dispatching replay events to the observers and answering their queries.
- * The session an observer sees is the replayer's own rp_state. */
+ * The session an observer sees is the replayer's own rp_state; owns its
+ * observer dispatch part (rp_obs_state, replay_state.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +48,7 @@ void rp_obs_pass_begin(rp_state *R) {
   for (size_t i = 0; i < R->o->nobservers; i++) {
     const cucap_replay_observer *ob = R->o->observers[i];
     if (ob->pass_begin)
-      ob->pass_begin(ob->user, rp_session(R), R->pass);
+      ob->pass_begin(ob->user, rp_session(R), R->run.pass);
   }
 }
 
@@ -55,7 +56,7 @@ int rp_obs_pass_end(rp_state *R) {
   int more = 0;
   for (size_t i = 0; i < R->o->nobservers; i++) {
     const cucap_replay_observer *ob = R->o->observers[i];
-    if (ob->pass_end && ob->pass_end(ob->user, rp_session(R), R->pass))
+    if (ob->pass_end && ob->pass_end(ob->user, rp_session(R), R->run.pass))
       more = 1;
   }
   return more;
@@ -73,7 +74,7 @@ static void obs_before(rp_state *R) {
   for (size_t i = 0; i < R->o->nobservers; i++) {
     const cucap_replay_observer *ob = R->o->observers[i];
     if (ob->op_before)
-      ob->op_before(ob->user, rp_session(R), &R->op);
+      ob->op_before(ob->user, rp_session(R), &R->obs.op);
   }
 }
 
@@ -81,36 +82,36 @@ static void obs_after(rp_state *R) {
   for (size_t i = 0; i < R->o->nobservers; i++) {
     const cucap_replay_observer *ob = R->o->observers[i];
     if (ob->op_after)
-      ob->op_after(ob->user, rp_session(R), &R->op);
+      ob->op_after(ob->user, rp_session(R), &R->obs.op);
   }
 }
 
 static void op_fill(rp_state *R, const cucap_fb_record *rec) {
-  memset(&R->op, 0, sizeof R->op);
-  R->op.record = rec;
-  R->op.rec_index = R->rec_index;
-  R->op.seq = R->cur_seq;
-  R->op.pass = R->pass;
-  R->op.body_type = cucap_fb_record_body_type(rec);
-  R->op.launch_index = CUCAP_REPLAY_NO_LAUNCH;
+  memset(&R->obs.op, 0, sizeof R->obs.op);
+  R->obs.op.record = rec;
+  R->obs.op.rec_index = R->rec_index;
+  R->obs.op.seq = R->cur_seq;
+  R->obs.op.pass = R->run.pass;
+  R->obs.op.body_type = cucap_fb_record_body_type(rec);
+  R->obs.op.launch_index = CUCAP_REPLAY_NO_LAUNCH;
 }
 
 void rp_obs_op_start(rp_state *R, const cucap_fb_record *rec) {
   op_fill(R, rec);
-  R->op_announced = 0;
-  if (R->op.body_type != CUCAP_FB_BODY_LAUNCH) /* launches: in rp_op_launch */
+  R->obs.op_announced = 0;
+  if (R->obs.op.body_type != CUCAP_FB_BODY_LAUNCH) /* launches: in rp_op_launch */
     rp_obs_op_before(R);
 }
 
 void rp_obs_op_before(rp_state *R) {
-  R->op.capturing = R->capturing != 0;
+  R->obs.op.capturing = R->capturing != 0;
   obs_before(R);
-  R->op_announced = 1;
+  R->obs.op_announced = 1;
 }
 
 void rp_obs_op_after(rp_state *R, int status) {
-  R->op.status = status;
-  R->op.capturing = R->capturing != 0;
+  R->obs.op.status = status;
+  R->obs.op.capturing = R->capturing != 0;
   obs_after(R);
 }
 
@@ -118,22 +119,22 @@ void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_dat
   if (!R->o->nobservers)
     return;
   op_fill(R, rec);
-  if (host_data && R->op.body_type == CUCAP_FB_BODY_MEMCPY) {
-    R->op.host_data = host_data; /* filled each time the rebuilt graph runs */
-    R->op.host_size = cucap_fb_memcpy_size(cucap_fb_record_body_as_memcpy(rec));
+  if (host_data && R->obs.op.body_type == CUCAP_FB_BODY_MEMCPY) {
+    R->obs.op.host_data = host_data; /* filled each time the rebuilt graph runs */
+    R->obs.op.host_size = cucap_fb_memcpy_size(cucap_fb_record_body_as_memcpy(rec));
   }
-  if (R->op.body_type == CUCAP_FB_BODY_LAUNCH) { /* runs in the rebuilt graph */
+  if (R->obs.op.body_type == CUCAP_FB_BODY_LAUNCH) { /* runs in the rebuilt graph */
     const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
     uint64_t idx;
-    R->op.launch_index = cucap_fb_launch_launch_index(l);
-    if (cucap_map_get(&R->func, cucap_fb_launch_function(l), &idx))
-      R->op.kernel = R->funcs[idx].name;
-    R->op.callstack = cucap_fb_record_stack(rec);
+    R->obs.op.launch_index = cucap_fb_launch_launch_index(l);
+    if (cucap_map_get(&R->code.func, cucap_fb_launch_function(l), &idx))
+      R->obs.op.kernel = R->code.funcs[idx].name;
+    R->obs.op.callstack = cucap_fb_record_stack(rec);
   }
-  R->op.capturing = 1; /* recorded into a graph, not run here */
+  R->obs.op.capturing = 1; /* recorded into a graph, not run here */
   obs_before(R);
   obs_after(R); /* status 0: part of the graph the replay rebuilds */
-  R->op_announced = 0;
+  R->obs.op_announced = 0;
 }
 
 /* ---- session queries -------------------------------------------------- */
@@ -142,14 +143,14 @@ void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_dat
  * (the buffer op->host_data points to: observers read host_data first). */
 cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
                             void **out) {
-  if (!rp_grow(&R->scratch, &R->scratch_cap, size ? size : 1,
-               &R->scratch_pinned, R))
+  if (rp_grow(&R->buf.scratch, &R->buf.scratch_cap, size ? size : 1,
+              &R->buf.scratch_pinned, R) != CUCAP_OK)
     return CUCAP_ERR_NOMEM;
-  if (size && (R->d.df.MemcpyDtoHAsync(R->scratch, live, size, NULL) !=
+  if (size && (R->d.df.MemcpyDtoHAsync(R->buf.scratch, live, size, NULL) !=
                    CUDA_SUCCESS ||
                R->d.df.StreamSynchronize(NULL) != CUDA_SUCCESS))
     return CUCAP_ERR_CUDA;
-  *out = R->scratch;
+  *out = R->buf.scratch;
   return CUCAP_OK;
 }
 
@@ -161,8 +162,8 @@ void *cucap_replay_session_proc(cucap_replay_session *s, const char *name,
 
 void *cucap_replay_session_driver(cucap_replay_session *s) { return rp_of(s)->d.lib; }
 int cucap_replay_session_device(cucap_replay_session *s) { return (int)rp_of(s)->dev; }
-void *cucap_replay_session_context(cucap_replay_session *s) { return rp_of(s)->primary; }
-unsigned cucap_replay_session_pass(cucap_replay_session *s) { return rp_of(s)->pass; }
+void *cucap_replay_session_context(cucap_replay_session *s) { return rp_of(s)->cx.primary; }
+unsigned cucap_replay_session_pass(cucap_replay_session *s) { return rp_of(s)->run.pass; }
 cucap_reader *cucap_replay_session_reader(cucap_replay_session *s) { return rp_of(s)->r; }
 cucap_replay_report *cucap_replay_session_report(cucap_replay_session *s) {
   return rp_of(s)->rep;
@@ -216,29 +217,29 @@ cucap_status cucap_replay_session_read(cucap_replay_session *s, uint64_t addr,
 }
 
 void cucap_replay_session_end_pass(cucap_replay_session *s) {
-  rp_of(s)->end_pass = 1;
+  rp_of(s)->run.end_pass = 1;
 }
 
-void cucap_replay_session_stop(cucap_replay_session *s) { rp_of(s)->stop = 1; }
+void cucap_replay_session_stop(cucap_replay_session *s) { rp_of(s)->run.stop = 1; }
 
 void cucap_replay_session_keep_contexts(cucap_replay_session *s) {
-  rp_of(s)->keep_ctx = 1;
+  rp_of(s)->cx.keep_ctx = 1;
 }
 
 void cucap_replay_session_fresh_modules(cucap_replay_session *s) {
-  rp_of(s)->mk_fresh = 1;
+  rp_of(s)->code.mk_fresh = 1;
 }
 
 void cucap_replay_session_hold_unloads(cucap_replay_session *s) {
-  rp_of(s)->hold_unloads = 1;
+  rp_of(s)->code.hold_unloads = 1;
 }
 
 void cucap_replay_session_skip_host_reads(cucap_replay_session *s) {
-  rp_of(s)->skip_host_reads = 1;
+  rp_of(s)->buf.skip_host_reads = 1;
 }
 
 void cucap_replay_session_device_uploads(cucap_replay_session *s) {
-  rp_of(s)->device_uploads = 1;
+  rp_of(s)->buf.device_uploads = 1;
 }
 
 void cucap_replay_session_fail(cucap_replay_session *s, cucap_status st,

@@ -42,7 +42,7 @@ void rp_func_layout(rp_state *R, rp_func *fi) {
     free(p);
     return; /* the usual case: they agree */
   }
-  if (!R->warned_layout++)
+  if (!R->code.warned_layout++)
     CUCAP_WARN("replay: kernel %s: the driver's parameter layout (%zu "
                "parameters) differs from the recorded one (%zu); launching "
                "with the driver's",

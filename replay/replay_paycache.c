@@ -35,7 +35,7 @@
  * CUCAP_REPLAY_PAYLOAD_DEVICE_MB, default a quarter of the free device
  * memory at the first device copy, at most 8 GiB; 0 turns it off.
  *
- * Owns: the cache table (R->pc) and its page-locked buffers, freed at the
+ * Owns: the cache table (R->buf.pc) and its page-locked buffers, freed at the
  * end of the run (rp_paycache_free, while the primary context lives). */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -100,16 +100,16 @@ void *rp_paycache_get(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
                       uint64_t dst, const cucap_fb_copy_geometry *g) {
   if (R->capturing || R->obj || !rp_multipass(R))
     return NULL;
-  if (!R->pc) {
+  if (!R->buf.pc) {
     uint64_t b = pc_budget();
-    if (!b || !(R->pc = calloc(1, sizeof *R->pc)))
+    if (!b || !(R->buf.pc = calloc(1, sizeof *R->buf.pc)))
       return NULL;
-    R->pc->budget = b;
-    R->pc->min = pc_min();
+    R->buf.pc->budget = b;
+    R->buf.pc->min = pc_min();
   }
-  if (size < R->pc->min)
+  if (size < R->buf.pc->min)
     return NULL;
-  struct rp_paycache *P = R->pc;
+  struct rp_paycache *P = R->buf.pc;
   cucap_hash128 h = rp_h(cucap_fb_memcpy_payload(c));
   uint64_t bsz = 0;
   if (cucap_reader_blob_size(R->r, h, &bsz) != CUCAP_OK || bsz < size)
@@ -172,13 +172,13 @@ static uint64_t pc_dev_budget(rp_state *R) {
 }
 
 CUdeviceptr rp_paycache_device(rp_state *R, const void *hb) {
-  struct rp_paycache *P = R->pc;
+  struct rp_paycache *P = R->buf.pc;
   uint64_t slot = 0;
-  if (!P || !hb || !R->cur || (R->cur != R->primary && !R->keep_ctx) || !R->d.df.MemAlloc ||
-      !R->d.df.MemcpyDtoDAsync || !cucap_map_get(&P->by_rec, R->rec_index, &slot))
+  if (!P || !hb || !R->cx.cur || (R->cx.cur != R->cx.primary && !R->cx.keep_ctx) ||
+      !R->d.df.MemAlloc || !R->d.df.MemcpyDtoDAsync || !cucap_map_get(&P->by_rec, R->rec_index, &slot))
     return 0;
   pc_ent *e = &P->e[slot - 1];
-  if (e->buf != hb || (e->dev && e->dev_ctx != R->cur))
+  if (e->buf != hb || (e->dev && e->dev_ctx != R->cx.cur))
     return 0;
   if (e->dev && e->dev_key == e->reloc_key) {
     P->dev_hits++;
@@ -202,7 +202,7 @@ CUdeviceptr rp_paycache_device(rp_state *R, const void *hb) {
       return 0;
     }
     P->dev_bytes += e->size;
-    e->dev_ctx = R->cur;
+    e->dev_ctx = R->cx.cur;
   }
   /* fill (or refill after the relocations moved) from the host copy; the
    * NULL stream orders it before this pass's later work in the context */
@@ -214,7 +214,7 @@ CUdeviceptr rp_paycache_device(rp_state *R, const void *hb) {
 }
 
 void rp_paycache_free_device(rp_state *R) {
-  struct rp_paycache *P = R->pc;
+  struct rp_paycache *P = R->buf.pc;
   if (!P)
     return;
   if (P->dev_hits)
@@ -231,7 +231,7 @@ void rp_paycache_free_device(rp_state *R) {
 }
 
 void rp_paycache_free(rp_state *R) {
-  struct rp_paycache *P = R->pc;
+  struct rp_paycache *P = R->buf.pc;
   if (!P)
     return;
   if (P->hits)
@@ -246,5 +246,5 @@ void rp_paycache_free(rp_state *R) {
   free(P->e);
   cucap_map_free(&P->by_rec);
   free(P);
-  R->pc = NULL;
+  R->buf.pc = NULL;
 }

@@ -96,17 +96,17 @@ void rp_plainelf_start(rp_state *R) {
    * loading its SASS: the fatbin must reach it whole */
   const char *jit = getenv("CUDA_FORCE_PTX_JIT");
   if (!cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_PLAIN_ELF)) ||
-      (jit && *jit && strcmp(jit, "0")) || !R->nimages ||
-      R->cc <= 0 || R->pe)
+      (jit && *jit && strcmp(jit, "0")) || !R->code.nimages ||
+      R->cc <= 0 || R->code.pe)
     return;
   struct rp_plainelf *P = calloc(1, sizeof *P);
-  if (!P || !(P->e = calloc(R->nimages, sizeof *P->e))) {
+  if (!P || !(P->e = calloc(R->code.nimages, sizeof *P->e))) {
     free(P);
     return; /* the images load as they are */
   }
   P->sm = (unsigned)R->cc;
-  for (size_t i = 0; i < R->nimages; i++) {
-    const rp_image_ref *ir = &R->images[i]; /* mapped by rp_check_images */
+  for (size_t i = 0; i < R->code.nimages; i++) {
+    const rp_image_ref *ir = &R->code.images[i]; /* mapped by rp_check_images */
     if (!ir->data || ir->format != CUCAP_IMAGE_FATBIN)
       continue;
     int seen = 0; /* the same image loaded again: one entry */
@@ -117,7 +117,7 @@ void rp_plainelf_start(rp_state *R) {
   }
   pthread_mutex_init(&P->mu, NULL);
   pthread_cond_init(&P->cv, NULL);
-  R->pe = P;
+  R->code.pe = P;
   if (P->n && pthread_create(&P->th, NULL, pe_main, P) == 0)
     P->started = 1;
   else
@@ -126,7 +126,7 @@ void rp_plainelf_start(rp_state *R) {
 }
 
 const void *rp_plainelf_get(rp_state *R, const void *img) {
-  struct rp_plainelf *P = R->pe;
+  struct rp_plainelf *P = R->code.pe;
   if (!P || R->cc != (int)P->sm)
     return NULL;
   for (size_t i = 0; i < P->n; i++) {
@@ -143,7 +143,7 @@ const void *rp_plainelf_get(rp_state *R, const void *img) {
 }
 
 void rp_plainelf_free(rp_state *R) {
-  struct rp_plainelf *P = R->pe;
+  struct rp_plainelf *P = R->code.pe;
   if (!P)
     return;
   if (P->started) {
@@ -164,5 +164,5 @@ void rp_plainelf_free(rp_state *R) {
   pthread_cond_destroy(&P->cv);
   free(P->e);
   free(P);
-  R->pe = NULL;
+  R->code.pe = NULL;
 }

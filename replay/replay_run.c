@@ -1,5 +1,6 @@
 /* replay_run.c - cucap_replay_run: scan, place memory, execute records in
- * file order, N times.
+ * file order, N times; owns rp_state's run and pass control part
+ * (rp_run_ctl, replay_state.h).
  *
  * Flow: open the capture; load the driver (replay_driver.c); scan every
  * record once (device ranges for fixed placement, module images checked
@@ -59,31 +60,31 @@ static cucap_status rp_scan_record(rp_state *R, rp_host_pins *pins, const cucap_
     /* checked against this GPU once the driver is loaded (rp_check_images):
      * the scan runs before libcuda is loaded so that the recorded ranges
      * can be guarded in the host address space first (CUCAP_REPLAY_HOST_GUARD=1) */
-    if (!CUCAP_VEC_RESERVE(R->images, R->capimages, R->nimages + 1, 16))
+    if (!CUCAP_VEC_RESERVE(R->code.images, R->code.capimages, R->code.nimages + 1, 16))
       return CUCAP_ERR_NOMEM;
-    R->images[R->nimages].rec_index = rec_index;
-    R->images[R->nimages].seq = cucap_fb_record_seq(rec);
-    R->images[R->nimages].image = rp_h(cucap_fb_module_image(m));
-    R->nimages++;
+    R->code.images[R->code.nimages].rec_index = rec_index;
+    R->code.images[R->code.nimages].seq = cucap_fb_record_seq(rec);
+    R->code.images[R->code.nimages].image = rp_h(cucap_fb_module_image(m));
+    R->code.nimages++;
     break;
   }
   case CUCAP_FB_BODY_SNAPSHOT: {
     const cucap_fb_snapshot *s = cucap_fb_record_body_as_snapshot(rec);
-    if (!rp_deferred_scan(R, s)) /* CopyResult: found at its copy */
+    if (rp_deferred_scan(R, s) != CUCAP_OK) /* CopyResult: found at its copy */
       return CUCAP_ERR_NOMEM;
     if (cucap_fb_snapshot_reason(s) == CUCAP_FB_SNAPSHOTREASON_BEFORELAUNCH &&
-        !R->restore) {
+        !R->run.restore) {
       size_t k = cucap_fb_snapshot_regions_len(s);
-      R->restore = calloc(k ? k : 1, sizeof *R->restore);
-      if (!R->restore)
+      R->run.restore = calloc(k ? k : 1, sizeof *R->run.restore);
+      if (!R->run.restore)
         return CUCAP_ERR_NOMEM;
       for (size_t i = 0; i < k; i++) {
         const cucap_fb_mem_region *g = cucap_fb_snapshot_regions_at(s, i);
-        R->restore[i].addr = cucap_fb_mem_region_address(g);
-        R->restore[i].size = cucap_fb_mem_region_size(g);
-        R->restore[i].data = rp_h(cucap_fb_mem_region_data(g));
+        R->run.restore[i].addr = cucap_fb_mem_region_address(g);
+        R->run.restore[i].size = cucap_fb_mem_region_size(g);
+        R->run.restore[i].data = rp_h(cucap_fb_mem_region_data(g));
       }
-      R->nrestore = k;
+      R->run.nrestore = k;
     }
     break;
   }
@@ -183,8 +184,8 @@ static cucap_status rp_scan(rp_state *R, rp_host_pins *pins) {
 
 /* Module images of the scan against this GPU's compute capability. */
 static cucap_status rp_check_images(rp_state *R) {
-  for (size_t i = 0; i < R->nimages; i++) {
-    rp_image_ref *ir = &R->images[i];
+  for (size_t i = 0; i < R->code.nimages; i++) {
+    rp_image_ref *ir = &R->code.images[i];
     const void *img = NULL;
     uint64_t isz = 0;
     ir->data = NULL;
@@ -277,16 +278,17 @@ static void rp_env_check(rp_state *R) {
 
 /* Restores the first Snapshot(BeforeLaunch) before loops 2..N. */
 static void rp_restore(rp_state *R) {
-  for (size_t i = 0; i < R->nrestore && !R->failed; i++) {
-    rp_region *g = &R->restore[i];
+  for (size_t i = 0; i < R->run.nrestore && !R->failed; i++) {
+    rp_region *g = &R->run.restore[i];
     uint64_t bsz = 0;
     if (cucap_reader_blob_size(R->r, g->data, &bsz) != CUCAP_OK || bsz != g->size)
       continue; /* no (matching) contents: nothing to restore */
-    if (!rp_grow(&R->expect, &R->expect_cap, g->size, &R->expect_pinned, R) ||
-        cucap_reader_blob_read(R->r, g->data, R->expect, g->size) != CUCAP_OK)
+    if (rp_grow(&R->buf.expect, &R->buf.expect_cap, g->size, &R->buf.expect_pinned,
+                R) != CUCAP_OK ||
+        cucap_reader_blob_read(R->r, g->data, R->buf.expect, g->size) != CUCAP_OK)
       continue;
-    rp_patch_payload(R, R->expect, g->size, g->addr, NULL);
-    rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, g->addr), R->expect, g->size, NULL),
+    rp_patch_payload(R, R->buf.expect, g->size, g->addr, NULL);
+    rp_cu(R, R->d.df.MemcpyHtoDAsync(rp_tr(R, g->addr), R->buf.expect, g->size, NULL),
           "cuMemcpyHtoD (restore)");
     R->d.df.StreamSynchronize(NULL);
   }
@@ -294,13 +296,13 @@ static void rp_restore(rp_state *R) {
 
 void rp_live_destroy(rp_state *R, const cucap_map *mp, uint64_t live) {
   void *v = (void *)(uintptr_t)live;
-  if (mp == &R->gexec && R->d.df.GraphExecDestroy)
+  if (mp == &R->cx.gexec && R->d.df.GraphExecDestroy)
     R->d.df.GraphExecDestroy(v);
-  else if (mp == &R->graph && R->d.df.GraphDestroy)
+  else if (mp == &R->cx.graph && R->d.df.GraphDestroy)
     R->d.df.GraphDestroy(v);
-  else if (mp == &R->event)
+  else if (mp == &R->cx.event)
     R->d.df.EventDestroy(v);
-  else if (mp == &R->stream) {
+  else if (mp == &R->cx.stream) {
     /* a stream still capturing (its EndCapture was not recorded) ends the
      * capture first, or the graph being built would be lost */
     if (R->capturing && rp_capture_end_drop(R, v))
@@ -309,31 +311,31 @@ void rp_live_destroy(rp_state *R, const cucap_map *mp, uint64_t live) {
   }
   else if (rp_modkeep_has(R, (uint64_t)(uintptr_t)v))
     ; /* kept for the next pass: unloaded by rp_modkeep_release */
-  else if (mp == &R->library || mp == &R->module)
-    rp_unload(R, (uint64_t)(uintptr_t)v, mp == &R->library);
+  else if (mp == &R->code.library || mp == &R->code.module)
+    rp_unload(R, (uint64_t)(uintptr_t)v, mp == &R->code.library);
 }
 
-int rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live) {
+cucap_status rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live) {
   uint64_t old;
   if (cucap_map_get(mp, h, &old) && old != live)
     rp_live_destroy(R, mp, old);
   if (!cucap_map_put(mp, h, live)) {
     rp_live_destroy(R, mp, live);
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
-    return 0;
+    return CUCAP_ERR_NOMEM;
   }
-  return 1;
+  return CUCAP_OK;
 }
 
 /* Stream captures the capture never ended (a truncated file, a program
  * killed mid-capture): end them, so the cleanup's own calls are legal and
  * the graphs being built are freed. */
 static void rp_end_captures(rp_state *R) {
-  if (!R->capturing || !R->d.df.StreamEndCapture || !R->stream.cap) {
+  if (!R->capturing || !R->d.df.StreamEndCapture || !R->cx.stream.cap) {
     R->capturing = 0;
     return;
   }
-  const cucap_map *m = &R->stream;
+  const cucap_map *m = &R->cx.stream;
   for (size_t i = 0; i < m->cap + 2; i++) {
     /* slots cap and cap+1 hold recorded handles 0 and 1 (flag bits) */
     if (i < m->cap ? m->keys[i] <= 1 : !(m->keys[m->cap] & (1u << (i - m->cap))))
@@ -348,9 +350,9 @@ static void rp_destroy_live(rp_state *R) {
   rp_end_captures(R);
   rp_object_destroy_live(R); /* texture/surface objects, arrays */
   rp_attr_reset(R);
-  cucap_map_free(&R->libmod); /* the libraries' own: dropped with them below */
-  cucap_map *maps[] = {&R->gexec, &R->graph, &R->event, &R->stream, &R->library,
-                    &R->module};
+  cucap_map_free(&R->code.libmod); /* the libraries' own: dropped with them below */
+  cucap_map *maps[] = {&R->cx.gexec, &R->cx.graph, &R->cx.event, &R->cx.stream, &R->code.library,
+                    &R->code.module};
   for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
     cucap_map *mp = maps[m];
     size_t pos = 0;
@@ -358,28 +360,28 @@ static void rp_destroy_live(rp_state *R) {
     while (cucap_map_next(mp, &pos, NULL, &lv)) { /* recorded handles 0 and 1 too */
       /* a module is unloaded from the context it was loaded in */
       CUcontext own = rp_owner_of(R, lv);
-      if (own && own != R->cur && R->d.df.CtxSetCurrent(own) == CUDA_SUCCESS)
-        R->cur = own;
+      if (own && own != R->cx.cur && R->d.df.CtxSetCurrent(own) == CUDA_SUCCESS)
+        R->cx.cur = own;
       rp_live_destroy(R, mp, lv);
     }
     cucap_map_free(mp);
   }
   rp_graphs_reset(R, 0); /* graphs rebuilt for the execs just destroyed */
-  for (size_t i = 0; i < R->nfuncs; i++) {
-    free(R->funcs[i].params);
-    free(R->funcs[i].name);
+  for (size_t i = 0; i < R->code.nfuncs; i++) {
+    free(R->code.funcs[i].params);
+    free(R->code.funcs[i].name);
   }
-  R->nfuncs = 0;
-  cucap_map_free(&R->func);
-  R->last_fn_idx = R->last_stream_rec = R->last_ctx_rec = 0;
-  rp_ctx_destroy_all(R, &R->ctx_created); /* created contexts */
-  cucap_map_free(&R->ctx);
-  cucap_map_free(&R->tid_ctx);
-  cucap_map_free(&R->owner);
-  R->nctx_stack = 0;
-  if (R->primary) {
-    R->d.df.CtxSetCurrent(R->primary);
-    R->cur = R->primary;
+  R->code.nfuncs = 0;
+  cucap_map_free(&R->code.func);
+  R->code.last_fn_idx = R->cx.last_stream_rec = R->cx.last_ctx_rec = 0;
+  rp_ctx_destroy_all(R, &R->cx.ctx_created); /* created contexts */
+  cucap_map_free(&R->cx.ctx);
+  cucap_map_free(&R->cx.tid_ctx);
+  cucap_map_free(&R->cx.owner);
+  R->cx.nctx_stack = 0;
+  if (R->cx.primary) {
+    R->d.df.CtxSetCurrent(R->cx.primary);
+    R->cx.cur = R->cx.primary;
   }
   /* relocated allocations the program never freed */
   for (size_t i = 0; i < R->mem.nreloc; i++)
@@ -507,13 +509,13 @@ static cucap_status rp_phase_driver(rp_state *R, rp_host_pins *pins) {
   }
   rp_env_check(R);
   /* primary context first: VMM calls need a current context */
-  CUCAP_RETURN_IF(!rp_cu(R, R->d.df.DevicePrimaryCtxRetain(&R->primary, R->dev),
+  CUCAP_RETURN_IF(!rp_cu(R, R->d.df.DevicePrimaryCtxRetain(&R->cx.primary, R->dev),
                          "cuDevicePrimaryCtxRetain"),
                   R->rep->status);
-  R->primary_retained = 1;
-  CUCAP_RETURN_IF(!rp_cu(R, R->d.df.CtxSetCurrent(R->primary), "cuCtxSetCurrent"),
+  R->cx.primary_retained = 1;
+  CUCAP_RETURN_IF(!rp_cu(R, R->d.df.CtxSetCurrent(R->cx.primary), "cuCtxSetCurrent"),
                   R->rep->status);
-  R->cur = R->primary;
+  R->cx.cur = R->cx.primary;
   CUCAP_DEBUG("replay: setup: cuInit, primary context");
   return CUCAP_OK;
 }
@@ -555,10 +557,10 @@ static cucap_status rp_phase_place(rp_state *R, rp_host_pins *pins) {
   CUCAP_DEBUG("replay: setup: memory placed, module images checked");
   /* buffers used per op, allocated now: a cuMemAllocHost during a stream
    * capture would invalidate it (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) */
-  if (!rp_grow(&R->expect, &R->expect_cap, (size_t)1 << 20, &R->expect_pinned,
-               R) ||
-      !rp_grow(&R->scratch, &R->scratch_cap, (size_t)1 << 20,
-               &R->scratch_pinned, R)) {
+  if (rp_grow(&R->buf.expect, &R->buf.expect_cap, (size_t)1 << 20, &R->buf.expect_pinned,
+              R) != CUCAP_OK ||
+      rp_grow(&R->buf.scratch, &R->buf.scratch_cap, (size_t)1 << 20,
+              &R->buf.scratch_pinned, R) != CUCAP_OK) {
     rp_set_error(R, CUCAP_ERR_NOMEM, "out of memory");
     return R->rep->status;
   }
@@ -586,8 +588,8 @@ static void rp_pass_records(rp_state *R, rp_passes *X, unsigned loop) {
   const void *recp, *buf;
   size_t sz;
   R->rec_index = 0;
-  R->end_pass = 0;
-  while (!R->failed && !R->stop && R->rec_index < R->rep->records &&
+  R->run.end_pass = 0;
+  while (!R->failed && !R->run.stop && R->rec_index < R->rep->records &&
          cucap_reader_next(R->r, &recp, &buf, &sz) == CUCAP_OK) {
     if (X->optime) {
       double te = cucap_clock_now_s();
@@ -605,7 +607,7 @@ static void rp_pass_records(rp_state *R, rp_passes *X, unsigned loop) {
     if (X->serialize && !R->failed && !rp_capture_any(R) && R->d.df.CtxSynchronize)
       R->d.df.CtxSynchronize();
     R->rec_index++;
-    if (R->end_pass && !rp_capture_any(R))
+    if (R->run.end_pass && !rp_capture_any(R))
       break; /* cucap_replay_session_end_pass (captures, dry ones too, end first) */
   }
 }
@@ -613,7 +615,7 @@ static void rp_pass_records(rp_state *R, rp_passes *X, unsigned loop) {
 /* One pass: back to the initial state, the records, then all of its work
  * waited for. Returns 0 when it failed (no further pass runs). */
 static int rp_pass(rp_state *R, rp_host_pins *pins, rp_passes *X, unsigned loop) {
-  R->pass = loop;
+  R->run.pass = loop;
   double tr = X->optime ? cucap_clock_now_s() : 0;
   if (loop > 0) {
     rp_destroy_live(R);
@@ -626,16 +628,16 @@ static int rp_pass(rp_state *R, rp_host_pins *pins, rp_passes *X, unsigned loop)
   rp_cu(R, rp_mem_zero(&R->mem, &R->d), "cuMemsetD8 (pass start)");
   if (loop > 0) {
     rp_restore(R);
-    if (R->mk_fresh)
+    if (R->code.mk_fresh)
       rp_modkeep_drop(R);
     else
       rp_modkeep_restore(R);
-    R->mk_fresh = 0;
+    R->code.mk_fresh = 0;
   }
   if (X->optime)
     X->reset_s += cucap_clock_now_s() - tr;
-  R->skip_host_reads = 0; /* an observer asks again in each pass */
-  R->device_uploads = X->force_du && loop > 0;
+  R->buf.skip_host_reads = 0; /* an observer asks again in each pass */
+  R->buf.device_uploads = X->force_du && loop > 0;
   rp_obs_pass_begin(R);
   if (cucap_reader_rewind(R->r) != CUCAP_OK) {
     rp_set_error(R, CUCAP_ERR_IO, "cannot rewind the capture");
@@ -649,11 +651,11 @@ static int rp_pass(rp_state *R, rp_host_pins *pins, rp_passes *X, unsigned loop)
   /* captures the program never ended (a file cut short while capturing)
    * would make the synchronisation below illegal */
   rp_captures_close(R);
-  if (R->keep_ctx)
+  if (R->cx.keep_ctx)
     rp_ctx_kept_sync(R);
-  if (R->primary && R->cur != R->primary) {
-    R->d.df.CtxSetCurrent(R->primary);
-    R->cur = R->primary;
+  if (R->cx.primary && R->cx.cur != R->cx.primary) {
+    R->d.df.CtxSetCurrent(R->cx.primary);
+    R->cx.cur = R->cx.primary;
   }
   rp_cu(R, R->d.df.CtxSynchronize(), "cuCtxSynchronize (end of replay)");
   if (X->gpu_ok) {
@@ -693,7 +695,7 @@ static cucap_status rp_phase_passes(rp_state *R, rp_host_pins *pins, unsigned lo
    * do, so that --verify --loop N checks that path */
   X.force_du = cucap_knob_flag(CUCAP_KNOB(CUCAP_REPLAY_DEVICE_UPLOADS));
   int more = 0; /* an observer asked for another pass */
-  for (unsigned loop = 0; (loop < loops || more) && !R->failed && !R->stop &&
+  for (unsigned loop = 0; (loop < loops || more) && !R->failed && !R->run.stop &&
                           loop < CUCAP_REPLAY_MAX_PASSES;
        loop++) {
     if (!rp_pass(R, pins, &X, loop))
@@ -710,9 +712,9 @@ static cucap_status rp_phase_passes(rp_state *R, rp_host_pins *pins, unsigned lo
         CUCAP_INFO("replay: optime: %-16s %8" PRIu64 " records %.3f s",
                    cucap_fb_body_name(b), X.body_n[b], X.body_s[b]);
   }
-  if (R->host_reads_skipped)
+  if (R->buf.host_reads_skipped)
     CUCAP_INFO("replay: %" PRIu64 " copies to the host left out in passes that read "
-               "results on the device only", R->host_reads_skipped);
+               "results on the device only", R->buf.host_reads_skipped);
   if (X.gpu_ok && rep->loops)
     rep->gpu_time_s = X.gpu_ms_total * 1e-3;
   if (rep->loops && rep->replay_wall_s > 0)
@@ -728,29 +730,25 @@ static cucap_status rp_phase_passes(rp_state *R, rp_host_pins *pins, unsigned lo
  * released while the primary context lives. */
 static void rp_teardown_driver(rp_state *R, rp_host_pins *pins, int optime) {
   double tt[6] = {optime ? cucap_clock_now_s() : 0};
-  if (R->primary)
-    R->d.df.CtxSetCurrent(R->primary);
+  if (R->cx.primary)
+    R->d.df.CtxSetCurrent(R->cx.primary);
   rp_destroy_live(R);
   rp_modkeep_release(R); /* in their contexts: before those go */
   rp_held_release(R);
   tt[1] = optime ? cucap_clock_now_s() : 0;
   rp_paycache_free_device(R);
-  rp_ctx_destroy_all(R, &R->ctx_kept);
-  for (int i = 0; i < RP_STAGING_SLOTS; i++) {
-    if (R->stage_ev[i])
-      R->d.df.EventDestroy(R->stage_ev[i]);
-    rp_free_host(R, &R->stage[i], R->stage_pinned[i]);
-  }
-  rp_free_host(R, &R->scratch, R->scratch_pinned);
+  rp_ctx_destroy_all(R, &R->cx.ctx_kept);
+  rp_stage_free(R);
+  rp_free_host(R, &R->buf.scratch, R->buf.scratch_pinned);
   tt[2] = optime ? cucap_clock_now_s() : 0;
   rp_paycache_free(R); /* page-locked: while the primary context lives */
-  rp_free_host(R, &R->expect, R->expect_pinned);
+  rp_free_host(R, &R->buf.expect, R->buf.expect_pinned);
   rp_graphs_reset(R, 1);
   tt[3] = optime ? cucap_clock_now_s() : 0;
   rp_mem_release(&R->mem, &R->d);
   rp_host_pins_release(pins, &R->d); /* needs the context: before release */
   tt[4] = optime ? cucap_clock_now_s() : 0;
-  if (R->primary_retained && R->d.df.DevicePrimaryCtxRelease && !R->leave_to_exit)
+  if (R->cx.primary_retained && R->d.df.DevicePrimaryCtxRelease && !R->run.leave_to_exit)
     R->d.df.DevicePrimaryCtxRelease(R->dev);
   tt[5] = optime ? cucap_clock_now_s() : 0;
   if (optime)
@@ -768,12 +766,12 @@ static void rp_phase_teardown(rp_state *R, rp_host_pins *pins, int optime) {
   if (R->o->nobservers)
     rp_obs_end(R);
   CUCAP_DEBUG("replay: teardown: observers ended");
-  R->hold_unloads = 0; /* the teardown unloads; what was held goes too */
+  R->code.hold_unloads = 0; /* the teardown unloads; what was held goes too */
   /* exit_after: the driver's costly releases - module unloads (most of a
    * teardown), page-locked frees and the primary context - are left to the
    * process exit. CUCAP_REPLAY_OPTIME=1 logs the teardown's parts;
    * docs/bench-log.md ("Teardown") has the figures. */
-  R->leave_to_exit = R->o->exit_after;
+  R->run.leave_to_exit = R->o->exit_after;
   if (R->d.lib) {
     rp_teardown_driver(R, pins, optime);
   } else {
@@ -785,17 +783,17 @@ static void rp_phase_teardown(rp_state *R, rp_host_pins *pins, int optime) {
     rp_host_pins_release(pins, NULL);
   }
   rp_plainelf_free(R); /* every module is unloaded by now */
-  if (!R->expect_pinned)
-    free(R->expect);
-  free(R->keep);
-  free(R->keep_pinned);
-  free(R->images);
-  free(R->restore);
-  free(R->funcs);
+  if (!R->buf.expect_pinned)
+    free(R->buf.expect);
+  free(R->cx.keep);
+  free(R->cx.keep_pinned);
+  free(R->code.images);
+  free(R->run.restore);
+  free(R->code.funcs);
   rp_deferred_free(R);
-  cucap_map_free(&R->ctx);
-  cucap_map_free(&R->ctx_kept); /* no driver: nothing was created */
-  cucap_map_free(&R->tid_ctx);
+  cucap_map_free(&R->cx.ctx);
+  cucap_map_free(&R->cx.ctx_kept); /* no driver: nothing was created */
+  cucap_map_free(&R->cx.tid_ctx);
   cucap_reader_destroy(R->r);
   rp_driver_unload(&R->d);
 }

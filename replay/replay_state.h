@@ -1,5 +1,7 @@
-/* replay_state.h - the replayer's run state, shared by replay_exec*.c,
- * replay_run.c, replay_graph.c and replay_observer.c. Internal. */
+/* replay_state.h - the replayer's run state, rp_state: a shared core and
+ * parts owned by the files that use them (modules and functions, contexts
+ * and lifetimes, staging, observer dispatch, run control, limits), and the
+ * functions replay/'s files offer each other over it. Internal. */
 #ifndef CUCAP_REPLAY_STATE_H
 #define CUCAP_REPLAY_STATE_H
 
@@ -42,44 +44,71 @@ struct rp_objects; /* replay_object.c: arrays, mipmapped arrays, texture and
                       surface objects, recorded -> live handles */
 struct rp_attrs;   /* replay_attr.c: attribute calls waiting for their function */
 
-typedef struct rp_state {
-  const cucap_replay_options *o;
-  cucap_replay_report *rep;
-  cucap_reader *r;
-  rp_driver d;
-  CUdevice dev;
-  int cc;                     /* e.g. 90 */
-  int rec_driver;             /* driver version noted by the recorder */
+/* The state of rp_state comes in parts, each owned by the file named in its
+ * comment: the owner keeps the part's invariants; other files read it or
+ * call the owner's functions (replay_state.h lists them below). */
+
+/* Modules, images and functions: owner replay_exec_kernel.c (Module,
+ * Function and Launch ops), with replay_lookup.c (libmod and lookups by
+ * name), replay_modkeep.c (mk, mk_fresh, mk_off, hold_unloads, held: only it,
+ * replay_run.c's pass control and the Module op's test of mk touch them),
+ * replay_plainelf.c (pe: it alone) and replay_image.c; images is filled by
+ * replay_run.c's scan. */
+typedef struct rp_code {
+  cucap_map module, library, func;
+  cucap_map libmod;              /* replay_lookup.c: library modules, never unloaded */
+  rp_func *funcs;
+  size_t nfuncs, capfuncs;
+  /* one-entry cache of the per-launch function lookup (reset where funcs[]
+   * changes); idx + 1, 0 = empty */
+  uint64_t last_fn_handle, last_fn_idx;
+  int warned_global, warned_layout;
+  rp_image_ref *images;       /* module loads seen by the scan */
+  size_t nimages, capimages;
+  struct rp_plainelf *pe;     /* replay_plainelf.c: images as plain ELFs */
+  struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
+  int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
+  int mk_off;                 /* modules are no longer kept (after mk_fresh) */
+  int hold_unloads;           /* cucap_replay_session_hold_unloads */
+  struct rp_held *held;       /* replay_modkeep.c: unloads held to the end */
+} rp_code;
+
+/* Contexts, streams, events and lifetimes: owner replay_lifetime.c (what
+ * dies with a context, buffers kept past their op), with replay_exec.c's
+ * Context/Stream/Event ops and the per-record context and stream lookups;
+ * replay_run.c creates and tears down the maps. */
+typedef struct rp_ctxs {
   CUcontext primary, cur;
   int primary_retained;
-  cucap_map ctx, ctx_created, stream, event, module, library, func, graph, gexec;
-  cucap_map libmod;              /* replay_lookup.c: library modules, never unloaded */
+  cucap_map ctx, ctx_created, stream, event, graph, gexec;
   /* keep_ctx (cucap_replay_session_keep_contexts): contexts the program
    * creates live for the whole run, recorded handle -> live context; they
    * are not in ctx_created (replay_lifetime.c) */
   int keep_ctx;
   cucap_map ctx_kept;
-  struct rp_modkeep *mk;      /* replay_modkeep.c: modules kept across passes */
-  int mk_fresh;               /* cucap_replay_session_fresh_modules: next pass */
-  int hold_unloads;           /* cucap_replay_session_hold_unloads */
-  /* the final teardown of an exit_after run (cucap_replay_options): no
-   * module unload, no page-locked free, no primary context release - the
-   * process exit releases them; everything else goes as usual */
-  int leave_to_exit;
-  struct rp_held *held;       /* replay_modkeep.c: unloads held to the end */
-  int skip_host_reads;        /* cucap_replay_session_skip_host_reads: this pass */
-  int device_uploads;         /* cucap_replay_session_device_uploads: this pass */
-  uint64_t host_reads_skipped;
-  int mk_off;                 /* modules are no longer kept (after mk_fresh) */
-  struct rp_paycache *pc;     /* replay_paycache.c: copy payloads kept */
   cucap_map tid_ctx;             /* recording tid -> live current context */
   cucap_map owner;               /* live object -> live context it was made in */
 #define RP_CTX_STACK 64
   uint64_t ctx_stack[RP_CTX_STACK]; /* cuCtxPush/Pop */
   size_t nctx_stack;
-  rp_func *funcs;
-  size_t nfuncs, capfuncs;
-  rp_mem mem;
+  /* one-entry caches of the per-record lookups (reset where maps change) */
+  uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
+  uint64_t last_ctx_rec, last_ctx_live;       /* rec 0 = empty */
+  int warned_ctx, warned_stream;
+  /* buffers that must outlive the op (graph capture, PTX copies); only
+   * replay_lifetime.c touches nkeep and capkeep */
+  void **keep;
+  unsigned char *keep_pinned; /* 1: page-locked (rp_host_buf_free) */
+  size_t nkeep, capkeep;
+} rp_ctxs;
+
+/* Payload cache, staging and host buffers: owner replay_exec_copy.c (the
+ * staging slots stage* are touched by it alone), with
+ * replay_paycache.c (pc); scratch and expect are lent to the ops that read
+ * bytes back (observers, arrays, launches' argument blocks, deferred
+ * snapshots). */
+typedef struct rp_staging {
+  struct rp_paycache *pc;     /* replay_paycache.c: copy payloads kept */
   /* HtoD staging: pinned ping-pong buffers, each guarded by an event */
   void *stage[RP_STAGING_SLOTS];
   size_t stage_cap[RP_STAGING_SLOTS];
@@ -95,40 +124,68 @@ typedef struct rp_state {
   void *expect;
   size_t expect_cap;
   int expect_pinned;
-  /* buffers that must outlive the op (graph capture, PTX copies) */
-  void **keep;
-  unsigned char *keep_pinned; /* 1: page-locked (rp_host_buf_free) */
-  size_t nkeep, capkeep;
-  int capturing;              /* streams currently in capture */
-  struct rp_graphs *gs;       /* graphs, execs, dry captures (replay_graph.h) */
-  rp_image_ref *images;       /* module loads seen by the scan */
-  size_t nimages, capimages;
-  struct rp_plainelf *pe;     /* replay_plainelf.c: images as plain ELFs */
-  rp_region *restore;         /* first Snapshot(BeforeLaunch) */
-  size_t nrestore;
-  uint64_t rec_index;         /* 0-based record position in the file */
-  uint64_t cur_seq;
-  int warned_ctx, warned_stream, warned_reloc_ptr, warned_global, warned_layout;
-  /* one-entry caches of the per-launch lookups (reset where maps change) */
-  uint64_t last_fn_handle, last_fn_idx;       /* idx + 1; 0 = empty */
-  uint64_t last_stream_rec, last_stream_live; /* rec 0 = empty */
-  uint64_t last_ctx_rec, last_ctx_live;       /* rec 0 = empty */
-  int failed;                 /* a driver call failed: stop */
-  int stop;                   /* an observer ended the replay early */
-  /* observers (replay_observer.c) */
-  unsigned pass;              /* 0-based pass being executed */
+  int warned_reloc_ptr;
+  int skip_host_reads;        /* cucap_replay_session_skip_host_reads: this pass */
+  int device_uploads;         /* cucap_replay_session_device_uploads: this pass */
+  uint64_t host_reads_skipped;
+} rp_staging;
+
+/* Observer dispatch: owner replay_observer.c; the ops fill in what only
+ * they know (a launch's kernel and stream, a copy's host bytes). */
+typedef struct rp_obs_state {
   cucap_replay_op op;         /* the record being executed */
   int op_announced;           /* op_before was called for it */
+} rp_obs_state;
+
+/* Run and pass control: owner replay_run.c. */
+typedef struct rp_run_ctl {
+  unsigned pass;              /* 0-based pass being executed */
+  int stop;                   /* an observer ended the replay early */
+  int end_pass;               /* an observer ended the pass early */
+  /* the final teardown of an exit_after run (cucap_replay_options): no
+   * module unload, no page-locked free, no primary context release - the
+   * process exit releases them; everything else goes as usual */
+  int leave_to_exit;
+  rp_region *restore;         /* first Snapshot(BeforeLaunch) */
+  size_t nrestore;
+} rp_run_ctl;
+
+/* cuCtxSetLimit across passes: owner replay_attr.c, the only file that
+ * touches it. Per CUlimit, the value a replayed call asked for and the one
+ * the driver reported after it. */
+typedef struct rp_limits {
+  uint64_t limit_req[16], limit_got[16];
+  uint16_t limit_known;       /* bit l: limit_req/got[l] are set */
+} rp_limits;
+
+typedef struct rp_state {
+  /* shared by every file: what the run was given, the driver and device,
+   * and the record being executed */
+  const cucap_replay_options *o;
+  cucap_replay_report *rep;
+  cucap_reader *r;
+  rp_driver d;
+  CUdevice dev;
+  int cc;                     /* e.g. 90 */
+  int rec_driver;             /* driver version noted by the recorder */
+  uint64_t dev_mem;           /* this GPU's memory (0: unknown): no host
+                                 buffer for one op is ever larger */
+  uint64_t rec_index;         /* 0-based record position in the file */
+  uint64_t cur_seq;
+  int failed;                 /* a driver call failed: stop */
+  int capturing;              /* streams currently in capture */
+  /* the parts */
+  rp_code code;               /* replay_exec_kernel.c */
+  rp_ctxs cx;                 /* replay_lifetime.c */
+  rp_staging buf;             /* replay_exec_copy.c */
+  rp_obs_state obs;           /* replay_observer.c */
+  rp_run_ctl run;             /* replay_run.c */
+  rp_limits lim;              /* replay_attr.c */
+  rp_mem mem;                 /* replay_memory.c */
+  struct rp_graphs *gs;       /* graphs, execs, dry captures (replay_graph.h) */
   struct rp_deferred *deferred; /* replay_deferred.c (format 1.2 snapshots) */
   struct rp_objects *obj;     /* NULL until the first array/object (replay_object.c) */
   struct rp_attrs *attr;      /* NULL until an attribute waits (replay_attr.c) */
-  /* cuCtxSetLimit across passes (replay_attr.c): per CUlimit, the value a
-   * replayed call asked for and the one the driver reported after it */
-  uint64_t limit_req[16], limit_got[16];
-  uint16_t limit_known;       /* bit l: limit_req/got[l] are set */
-  int end_pass;               /* an observer ended the pass early */
-  uint64_t dev_mem;           /* this GPU's memory (0: unknown): no host
-                                 buffer for one op is ever larger */
 } rp_state;
 
 /* replay_run.c: live objects of the handle maps (stream, event, module,
@@ -136,9 +193,9 @@ typedef struct rp_state {
  * object; a handle still mapped (its destroy was not recorded, or the handle
  * was reused) has its old object destroyed first, so nothing the replay
  * created is lost; on out of memory the new object is destroyed, the replay
- * stops and 0 is returned. */
+ * stops and CUCAP_ERR_NOMEM is returned. */
 void rp_live_destroy(rp_state *R, const cucap_map *mp, uint64_t live);
-int rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live);
+cucap_status rp_live_put(rp_state *R, cucap_map *mp, uint64_t h, uint64_t live);
 
 /* replay_image.c: cuModuleLoadData & co. take no size, the driver finds
  * the end of an image by parsing it. Returns img when it is a fatbin/cubin
@@ -154,9 +211,9 @@ const void *rp_image_for_driver(const void *img, uint64_t isz, void **copy,
  * this GPU runs (cucap_fatbin_device_elf), decompressed once per run by a
  * thread of its own that works through the scan's images in record order
  * while the replay starts. start: after rp_check_images mapped the images
- * (the reader keeps them mapped); nothing when R->images is empty or
+ * (the reader keeps them mapped); nothing when R->code.images is empty or
  * CUCAP_REPLAY_PLAIN_ELF=0. get: the ELF for the mapped image img (waits
- * for the thread to reach it), NULL to load img as it is; owned by R->pe
+ * for the thread to reach it), NULL to load img as it is; owned by R->code.pe
  * until rp_plainelf_free, which runs after every module is unloaded (a
  * lazily loading driver may read the image until then). */
 void rp_plainelf_start(rp_state *R);
@@ -208,7 +265,9 @@ void rp_op_memcpy(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memcpy
 void rp_op_memset(rp_state *R, const cucap_fb_record *rec, const cucap_fb_memset *m);
 /* Helpers of the executor shared with the files of its subsystems
  * (replay_array.c, replay_object.c, replay_attr.c, replay_graph*.c). */
-int rp_ctx_rec(rp_state *R, const cucap_fb_record *rec); /* 0 + error if failed */
+/* The record's context made current; CUCAP_ERR_CUDA (reported into the run
+ * by rp_cu) if the driver refused. */
+cucap_status rp_ctx_rec(rp_state *R, const cucap_fb_record *rec);
 CUstream rp_stream(rp_state *R, uint64_t recorded);
 const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec); /* variant table */
 /* The payload of an HtoD-like copy in a staging slot (or, while capturing, a
@@ -217,6 +276,10 @@ const rp_fns *rp_fn(rp_state *R, const cucap_fb_record *rec); /* variant table *
 void *rp_payload(rp_state *R, const cucap_fb_memcpy *c, uint64_t size,
                  unsigned *slot, int *kept);
 void rp_stage_done(rp_state *R, unsigned slot, CUstream st, const rp_fns *fn);
+/* The slots' events in context live go before it does (rp_ctx_dying);
+ * rp_stage_free: the slots' events and buffers (teardown). */
+void rp_stage_ctx_gone(rp_state *R, CUcontext live);
+void rp_stage_free(rp_state *R);
 
 /* replay_attr.c: cuFuncSetAttribute, cuKernelSetAttribute, cache/shared
  * memory configs and cuCtxSetLimit, replayed from Record.args. */
@@ -245,7 +308,8 @@ void rp_object_execute(rp_state *R, const cucap_fb_record *rec, const cucap_fb_o
 uint64_t rp_object_array(rp_state *R, uint64_t recorded);
 uint64_t rp_object_mipmap(rp_state *R, uint64_t recorded);
 /* Array bookkeeping for replay_array.c (owned = destroyed with the replay). */
-int rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live, int owned);
+cucap_status rp_object_array_put(rp_state *R, uint64_t recorded, uint64_t live,
+                                 int owned); /* CUCAP_ERR_NOMEM: reported */
 uint64_t rp_object_array_del(rp_state *R, uint64_t recorded); /* live if owned */
 /* 8-byte, 8-aligned parameters of fi that hold a recorded texture/surface
  * handle whose live value differs: rewritten (counted in patched_params). */
@@ -281,7 +345,7 @@ int rp_module_live(const rp_state *R, uint64_t h, uint64_t *live);
 int rp_func_by_name(rp_state *R, const char *name, uint64_t *live, uint64_t *module);
 
 /* replay_lifetime.c: objects that die with their context */
-void rp_owned(rp_state *R, uint64_t live);       /* made in R->cur */
+void rp_owned(rp_state *R, uint64_t live);       /* made in R->cx.cur */
 CUcontext rp_owner_of(rp_state *R, uint64_t live); /* NULL: unknown */
 /* Before cuCtxDestroy(live): our staging events in it are destroyed, the
  * program's streams/events/modules/execs/relocated allocations and its
@@ -292,7 +356,7 @@ void rp_ctx_dying(rp_state *R, CUcontext live);
  * threads, the push stack) falls back to the primary context. */
 void rp_ctx_unref(rp_state *R, uint64_t live);
 void rp_ctx_set_tid(rp_state *R, const cucap_fb_record *rec, CUcontext live);
-/* Kept contexts (R->keep_ctx): a recorded cuCtxCreate of handle h that a
+/* Kept contexts (R->cx.keep_ctx): a recorded cuCtxCreate of handle h that a
  * kept context already answers makes it current again (returns 1); a
  * recorded cuCtxDestroy only waits for its work and drops the program's
  * references; rp_ctx_kept_sync waits for all of them (end of a pass). */
@@ -300,8 +364,8 @@ int rp_ctx_kept_reuse(rp_state *R, const cucap_fb_record *rec, uint64_t h);
 void rp_ctx_kept_release(rp_state *R, uint64_t h);
 void rp_ctx_kept_sync(rp_state *R);
 /* Destroys every live context of m (recorded handle -> live context:
- * R->ctx_created between passes, R->ctx_kept at the end of the run), what
- * the replay knew of them first (rp_ctx_dying), and empties m. */
+ * R->cx.ctx_created between passes, R->cx.ctx_kept at the end of the run),
+ * what the replay knew of them first (rp_ctx_dying), and empties m. */
 void rp_ctx_destroy_all(rp_state *R, cucap_map *m);
 /* Modules kept loaded across passes (replay_modkeep.c). rp_modkeep_get: the
  * live module (or library) the load record at rec_index got in an earlier
@@ -361,8 +425,9 @@ void rp_host_buf_free(rp_state *R, void *p);
 void *rp_capture_host_buffer(rp_state *R, size_t size);
 /* Buffers that must outlive their op (graph capture, PTX copies, rebuilt
  * graph nodes): freed by rp_keep_free between passes and at the end. */
-int rp_keep(rp_state *R, void *p);                 /* malloc'ed; 0: OOM */
-int rp_keep_as(rp_state *R, void *p, int pinned);  /* pinned: rp_host_buf_alloc'ed */
+/* CUCAP_ERR_NOMEM when the list cannot grow (p is then the caller's) */
+cucap_status rp_keep(rp_state *R, void *p);                /* malloc'ed */
+cucap_status rp_keep_as(rp_state *R, void *p, int pinned); /* pinned: rp_host_buf_alloc'ed */
 void rp_keep_free(rp_state *R);
 /* 1 if a recorded cuLibraryLoadData option may be passed again. */
 int rp_lib_option_safe(int opt);
@@ -376,10 +441,10 @@ void rp_obs_end(rp_state *R);
 /* 1 if an observer reads the bytes of copies to the host
  * (cucap_replay_observer.reads_host_data): none may be left out. */
 int rp_obs_reads_host_data(const rp_state *R);
-/* Fills R->op for rec and announces it (launches announce themselves in
+/* Fills R->obs.op for rec and announces it (launches announce themselves in
  * rp_op_launch, exactly around the driver call). */
 void rp_obs_op_start(rp_state *R, const cucap_fb_record *rec);
-void rp_obs_op_before(rp_state *R);   /* R->op describes the op */
+void rp_obs_op_before(rp_state *R);   /* R->obs.op describes the op */
 void rp_obs_op_after(rp_state *R, int status);
 /* A record captured into a graph that is rebuilt from its recorded
  * topology instead (replay_capture.c): observers see it as captured
@@ -387,15 +452,17 @@ void rp_obs_op_after(rp_state *R, int status);
  * copy to the host, the buffer the rebuilt graph's node writes (or NULL). */
 void rp_obs_captured_dry(rp_state *R, const cucap_fb_record *rec, void *host_data);
 
-/* replay_observer.c: device bytes at a live address -> R->scratch */
+/* replay_observer.c: device bytes at a live address -> R->buf.scratch */
 cucap_status rp_read_device(rp_state *R, uint64_t live, uint64_t size,
                             void **out);
-/* replay_exec.c: grows a host buffer, pinned when possible */
-int rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
+/* replay_exec.c: grows a host buffer, pinned when possible;
+ * CUCAP_ERR_TOO_LARGE for a size no op moves (more than the GPU holds),
+ * CUCAP_ERR_NOMEM when out of memory (the caller reports either) */
+cucap_status rp_grow(void **buf, size_t *cap, size_t need, int *pinned, rp_state *R);
 
 /* replay_deferred.c: Snapshot{CopyResult, HostWrite} of a recorder that
  * never synchronises the program (format 1.2). */
-int rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* 0 on OOM */
+cucap_status rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s); /* CUCAP_ERR_NOMEM */
 /* The recorded result of the copy to the host with seq copy_seq, read by
  * the recorder after the call; 0 if there is none. */
 int rp_deferred_copy_result(const rp_state *R, uint64_t copy_seq,
