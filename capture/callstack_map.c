@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "callstack_internal.h"
+#include "cucap_vec.h"
 #include "cucap_addrspace.h"
 #include "cucap_callstack.h"
 #include "cucap_log.h"
@@ -82,19 +83,14 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   }
   if (hi == 0)
     return 0;
-  if (s->n == s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 64;
-    cucap_fb_ref *nr = realloc(s->refs, nc * sizeof *nr);
-    obj_range *no = realloc(s->ranges, nc * sizeof *no);
-    if (nr)
-      s->refs = nr;
-    if (no)
-      s->ranges = no;
-    if (!nr || !no) {
+  if (s->n == s->cap) { /* two arrays, one capacity: it grows once both did */
+    size_t cr = s->cap, co = s->cap;
+    if (!CUCAP_VEC_RESERVE(s->refs, cr, s->n + 1, 64) ||
+        !CUCAP_VEC_RESERVE(s->ranges, co, s->n + 1, 64)) {
       s->failed = 1;
       return 1;
     }
-    s->cap = nc;
+    s->cap = cr; /* both grew alike */
   }
   char exe[4096];
   const char *path = info->dlpi_name;

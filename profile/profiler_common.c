@@ -12,6 +12,7 @@
 #include "cucap_demangle.h"
 #include "cucap_knobs.h"
 #include "cucap_profiler.h"
+#include "cucap_vec.h"
 
 /* ------------------------------------------------------------ metric sets */
 
@@ -196,17 +197,12 @@ int cucap_profile_range_match(cucap_profile_range *r, uint64_t key, const char *
     int m = regexec(&r->re, kernel, 0, NULL, 0) == 0;
     if (!m && cucap_demangle(kernel, d, sizeof d))
       m = regexec(&r->re, d, 0, NULL, 0) == 0;
-    if (c->n == c->cap) {
-      size_t nc = c->cap ? c->cap * 2 : 16;
-      char **nn = realloc(c->name, nc * sizeof *nn);
-      if (nn)
-        c->name = nn;
-      uint8_t *nm = realloc(c->match, nc);
-      if (nm)
-        c->match = nm;
-      if (!nn || !nm)
+    if (c->n == c->cap) { /* two arrays, one capacity: it grows once both did */
+      size_t cn = c->cap, cm = c->cap;
+      if (!CUCAP_VEC_RESERVE(c->name, cn, c->n + 1, 16) ||
+          !CUCAP_VEC_RESERVE(c->match, cm, c->n + 1, 16))
         return m;
-      c->cap = nc;
+      c->cap = cn; /* both grew alike */
     }
     char *copy = strdup(kernel);
     if (copy) {

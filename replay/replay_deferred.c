@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cucap_log.h"
+#include "cucap_vec.h"
 #include "replay_state.h"
 
 struct rp_deferred {
@@ -49,27 +50,18 @@ cucap_status rp_deferred_scan(rp_state *R, const cucap_fb_snapshot *s) {
   CUCAP_RETURN_IF(!R->deferred && !(R->deferred = calloc(1, sizeof *R->deferred)),
                   CUCAP_ERR_NOMEM);
   struct rp_deferred *v = R->deferred;
-  if (v->n == v->cap) {
-    size_t nc = v->cap ? v->cap * 2 : 64;
-    cucap_hash128 *nh = realloc(v->hashes, nc * sizeof *nh);
-    CUCAP_RETURN_IF(!nh, CUCAP_ERR_NOMEM);
-    v->hashes = nh;
-    uint64_t *ns = realloc(v->sizes, nc * sizeof *ns);
-    CUCAP_RETURN_IF(!ns, CUCAP_ERR_NOMEM);
-    v->sizes = ns;
-    uint64_t *nq = realloc(v->copy_seqs, nc * sizeof *nq);
-    CUCAP_RETURN_IF(!nq, CUCAP_ERR_NOMEM);
-    v->copy_seqs = nq;
-    uint64_t *nl = realloc(v->launch_seqs, nc * sizeof *nl);
-    CUCAP_RETURN_IF(!nl, CUCAP_ERR_NOMEM);
-    v->launch_seqs = nl;
-    uint64_t *na = realloc(v->addrs, nc * sizeof *na);
-    CUCAP_RETURN_IF(!na, CUCAP_ERR_NOMEM);
-    v->addrs = na;
-    size_t *nx = realloc(v->next_same_launch, nc * sizeof *nx);
-    CUCAP_RETURN_IF(!nx, CUCAP_ERR_NOMEM);
-    v->next_same_launch = nx;
-    v->cap = nc;
+  if (v->n == v->cap) { /* parallel arrays, one capacity: it grows once all did */
+    size_t c[6];
+    for (size_t i = 0; i < 6; i++)
+      c[i] = v->cap;
+    CUCAP_RETURN_IF(!CUCAP_VEC_RESERVE(v->hashes, c[0], v->n + 1, 64) ||
+                        !CUCAP_VEC_RESERVE(v->sizes, c[1], v->n + 1, 64) ||
+                        !CUCAP_VEC_RESERVE(v->copy_seqs, c[2], v->n + 1, 64) ||
+                        !CUCAP_VEC_RESERVE(v->launch_seqs, c[3], v->n + 1, 64) ||
+                        !CUCAP_VEC_RESERVE(v->addrs, c[4], v->n + 1, 64) ||
+                        !CUCAP_VEC_RESERVE(v->next_same_launch, c[5], v->n + 1, 64),
+                    CUCAP_ERR_NOMEM);
+    v->cap = c[0]; /* all grew alike */
   }
   uint64_t cs = cucap_fb_snapshot_copy_seq(s), ls = cucap_fb_snapshot_launch_seq(s);
   v->hashes[v->n] = rp_h(cucap_fb_mem_region_data(g));
