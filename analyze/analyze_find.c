@@ -259,80 +259,47 @@ static void bw_stats(const cucap_analysis *a, int dir, uint16_t mem, double *bes
   free(v);
 }
 
-static void find_small(cucap_analysis *a) {
-  uint64_t hist[6] = {0}, n_host = 0, n_small = 0, bytes_small = 0;
-  uint64_t n_timed = 0, t_timed = 0, bytes_timed = 0;
-  size_t cap = 0, nt = 0;
-  uint64_t *times = NULL;
-  az_sites sites = {0};
+/* The host<->device copies of the window, counted by size; the small ones'
+ * times and call sites. */
+typedef struct small_tally {
+  uint64_t hist[6], n_host, n_small, bytes_small;
+  uint64_t n_timed, t_timed, bytes_timed;
+  size_t cap, nt;
+  uint64_t *times; /* of the timed small copies */
+  az_sites sites;
+} small_tally;
+
+static void tally_small(cucap_analysis *a, small_tally *s) {
   for (size_t i = a->window_ev0; i < a->nev; i++) {
     const az_ev *e = &a->ev[i];
     if (e->kind != AZ_COPY || (e->sub != AZ_DIR_H2D && e->sub != AZ_DIR_D2H) ||
         (e->flags & AZF_CAPTURED) || !az_in_window(a, e))
       continue;
-    n_host++;
+    s->n_host++;
     int b = 0;
     while (b < 5 && e->bytes >= bucket_lim[b])
       b++;
-    hist[b]++;
+    s->hist[b]++;
     if (e->bytes >= CUCAP_ANALYZE_SMALL_COPY)
       continue;
-    n_small++;
-    bytes_small += e->bytes;
+    s->n_small++;
+    s->bytes_small += e->bytes;
     uint64_t t = copy_time(e);
-    az_site_add(&sites, e->stack, 1, t);
+    az_site_add(&s->sites, e->stack, 1, t);
     if (!t)
       continue;
-    n_timed++;
-    t_timed += t;
-    bytes_timed += e->bytes;
-    if (!CUCAP_VEC_RESERVE(times, cap, nt + 1, 64))
+    s->n_timed++;
+    s->t_timed += t;
+    s->bytes_timed += e->bytes;
+    if (!CUCAP_VEC_RESERVE(s->times, s->cap, s->nt + 1, 64))
       continue;
-    times[nt++] = t;
+    s->times[s->nt++] = t;
   }
-  if (!n_host) {
-    az_sites_free(&sites);
-    free(times);
-    return;
-  }
-  cucap_finding *f = az_finding_new(a, "small_transfers");
-  if (!f) {
-    az_sites_free(&sites);
-    free(times);
-    return;
-  }
-  double bw = a->sum.link_gbps > 0 ? a->sum.link_gbps : 1;
-  uint64_t med = median_u64(times, nt);
-  free(times);
-  uint64_t rec = 0;
-  int estimated = n_timed > 0;
-  if (estimated) {
-    /* what the timed small copies cost beyond moving their bytes at the
-     * link's peak, extrapolated to all small copies; one copy remains */
-    double over = (double)t_timed - (double)bytes_timed / bw;
-    if (over < 0)
-      over = 0;
-    over *= (double)n_small / (double)n_timed;
-    over -= (double)med;
-    rec = over > 0 ? (uint64_t)over : 0;
-  }
-  double ws = az_window_ns(a) / 1e9;
-  snprintf(f->title, sizeof f->title,
-           "small transfers: %llu of %llu host<->device copies are under %u KiB "
-           "(%.0f/s, %llu bytes in all)",
-           (unsigned long long)n_small, (unsigned long long)n_host,
-           CUCAP_ANALYZE_SMALL_COPY / 1024, (double)n_small / ws,
-           (unsigned long long)bytes_small);
-  az_num(f, "host_copies", "", (double)n_host);
-  az_num(f, "small_copies", "", (double)n_small);
-  az_num(f, "small_bytes", "bytes", (double)bytes_small);
-  az_num(f, "small_rate", "/s", (double)n_small / ws);
-  az_num(f, "small_timed", "", (double)n_timed);
-  az_num(f, "small_time", "ns", (double)t_timed);
-  az_num(f, "small_median_time", "ns", (double)med);
-  for (int b = 0; b < 6; b++)
-    az_num(f, bucket_name[b], "", (double)hist[b]);
-  az_num(f, "link_peak", "GB/s", bw);
+}
+
+/* The best and median GB/s of big copies per direction and memory kind,
+ * next to the small copies' numbers. */
+static void small_bw_nums(const cucap_analysis *a, cucap_finding *f) {
   static const struct { int dir; uint16_t mem; const char *best, *med; } bwk[4] = {
       {AZ_DIR_H2D, AZF_PINNED, "htod_pinned_best", "htod_pinned_median"},
       {AZ_DIR_H2D, AZF_PAGEABLE, "htod_pageable_best", "htod_pageable_median"},
@@ -347,6 +314,55 @@ static void find_small(cucap_analysis *a) {
       az_num(f, bwk[k].med, "GB/s", m);
     }
   }
+}
+
+static void find_small(cucap_analysis *a) {
+  small_tally s = {0};
+  tally_small(a, &s);
+  if (!s.n_host) {
+    az_sites_free(&s.sites);
+    free(s.times);
+    return;
+  }
+  cucap_finding *f = az_finding_new(a, "small_transfers");
+  if (!f) {
+    az_sites_free(&s.sites);
+    free(s.times);
+    return;
+  }
+  double bw = a->sum.link_gbps > 0 ? a->sum.link_gbps : 1;
+  uint64_t med = median_u64(s.times, s.nt);
+  free(s.times);
+  uint64_t rec = 0;
+  int estimated = s.n_timed > 0;
+  if (estimated) {
+    /* what the timed small copies cost beyond moving their bytes at the
+     * link's peak, extrapolated to all small copies; one copy remains */
+    double over = (double)s.t_timed - (double)s.bytes_timed / bw;
+    if (over < 0)
+      over = 0;
+    over *= (double)s.n_small / (double)s.n_timed;
+    over -= (double)med;
+    rec = over > 0 ? (uint64_t)over : 0;
+  }
+  double ws = az_window_ns(a) / 1e9;
+  snprintf(f->title, sizeof f->title,
+           "small transfers: %llu of %llu host<->device copies are under %u KiB "
+           "(%.0f/s, %llu bytes in all)",
+           (unsigned long long)s.n_small, (unsigned long long)s.n_host,
+           CUCAP_ANALYZE_SMALL_COPY / 1024, (double)s.n_small / ws,
+           (unsigned long long)s.bytes_small);
+  az_num(f, "host_copies", "", (double)s.n_host);
+  az_num(f, "small_copies", "", (double)s.n_small);
+  az_num(f, "small_bytes", "bytes", (double)s.bytes_small);
+  az_num(f, "small_rate", "/s", (double)s.n_small / ws);
+  az_num(f, "small_timed", "", (double)s.n_timed);
+  az_num(f, "small_time", "ns", (double)s.t_timed);
+  az_num(f, "small_median_time", "ns", (double)med);
+  for (int b = 0; b < 6; b++)
+    az_num(f, bucket_name[b], "", (double)s.hist[b]);
+  az_num(f, "link_peak", "GB/s", bw);
+  small_bw_nums(a, f);
   snprintf(f->estimate, sizeof f->estimate,
            "time of the small copies whose time is known, less their bytes at the "
            "link peak, scaled to all small copies, less one copy (batched into one "
@@ -355,8 +371,8 @@ static void find_small(cucap_analysis *a) {
            "batch small copies into one buffer and one transfer (pack on the host or "
            "the device), keep scalars on the GPU instead of reading them back each "
            "step, and use pinned memory with async copies");
-  az_sites_take(a, f, &sites);
-  double per_s = (double)n_small / ws;
+  az_sites_take(a, f, &s.sites);
+  double per_s = (double)s.n_small / ws;
   az_finish(a, f, rec, estimated,
             per_s >= 1000 ? CUCAP_SEVERITY_LOW : CUCAP_SEVERITY_INFO);
 }

@@ -340,6 +340,97 @@ static void on_devices(scan *S, const cucap_fb_record *rec) {
     sm->driver_version = cucap_fb_devices_driver_version(d);
 }
 
+/* A graph launch: one unit of work on its stream. */
+static void on_graph_launch(scan *S, const cucap_fb_record *rec, const cucap_fb_graph *g) {
+  az_ev *e = ev_new(S, rec, AZ_GRAPH);
+  if (e) {
+    char nm[48];
+    snprintf(nm, sizeof nm, "(graph 0x%llx)", (unsigned long long)cucap_fb_graph_exec(g));
+    e->name = cucap_strs_intern(&S->a->names, nm);
+    e->stream = canon_stream(rec, cucap_fb_graph_stream(g), &e->flags);
+    work(S, e);
+  }
+}
+
+/* Stream creation flags, synchronisation, queries and capture. */
+static void on_stream(scan *S, const cucap_fb_record *rec, const cucap_fb_stream *s, int ok) {
+  uint16_t fl = 0;
+  uint64_t h = canon_stream(rec, cucap_fb_stream_handle(s), &fl);
+  switch (cucap_fb_stream_op(s)) {
+  case CUCAP_FB_STREAMOP_CREATE:
+    if (ok)
+      cucap_map_put(&S->a->stream_flags, h, cucap_fb_stream_flags(s) | 0x100u);
+    break;
+  case CUCAP_FB_STREAMOP_SYNCHRONIZE:
+    if (ok)
+      on_sync(S, rec, AZ_SYNC_STREAM, h);
+    break;
+  case CUCAP_FB_STREAMOP_QUERY: {
+    az_ev *e = ev_new(S, rec, AZ_QUERY);
+    if (e)
+      e->stream = h;
+    if (ok) /* CUDA_SUCCESS: everything queued there is done */
+      pend_clear(S, h);
+    break;
+  }
+  case CUCAP_FB_STREAMOP_BEGINCAPTURE:
+    if (ok)
+      cucap_map_put(&S->capturing, h, 1);
+    break;
+  case CUCAP_FB_STREAMOP_ENDCAPTURE:
+    cucap_map_del(&S->capturing, h, NULL);
+    break;
+  default:
+    break;
+  }
+}
+
+/* Which stream an event was recorded on, and waits and queries on it. */
+static void on_event(scan *S, const cucap_fb_record *rec, const cucap_fb_event *ev, int ok) {
+  uint64_t h = cucap_fb_event_handle(ev), es = 0;
+  switch (cucap_fb_event_op(ev)) {
+  case CUCAP_FB_EVENTOP_RECORD:
+    if (ok) {
+      uint16_t fl = 0;
+      es = canon_stream(rec, cucap_fb_event_stream(ev), &fl);
+      cucap_map_put(&S->event_stream, h, es);
+      az_ev *e = ev_new(S, rec, AZ_EVENT_RECORD);
+      if (e) {
+        e->stream = es;
+        e->flags |= fl;
+      }
+    }
+    break;
+  case CUCAP_FB_EVENTOP_SYNCHRONIZE:
+    if (ok) {
+      cucap_map_get(&S->event_stream, h, &es);
+      on_sync(S, rec, AZ_SYNC_EVENT, es);
+    }
+    break;
+  case CUCAP_FB_EVENTOP_QUERY: {
+    cucap_map_get(&S->event_stream, h, &es);
+    az_ev *e = ev_new(S, rec, AZ_QUERY);
+    if (e)
+      e->stream = es;
+    if (ok)
+      pend_clear(S, es);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+/* The calls a QueryCounts record stands for. */
+static void on_query_counts(scan *S, const cucap_fb_record *rec) {
+  const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
+  size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
+  for (size_t i = 0; i < nq; i++) {
+    const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
+    S->a->sum.calls += e ? cucap_fb_query_count_count(e) : 0;
+  }
+}
+
 static void on_record(scan *S, const cucap_fb_record *rec, uint64_t rec_index) {
   uint8_t bt = cucap_fb_record_body_type(rec);
   if (bt == CUCAP_FB_BODY_CALLSTACK || bt == CUCAP_FB_BODY_MODULEMAP) {
@@ -353,12 +444,7 @@ static void on_record(scan *S, const cucap_fb_record *rec, uint64_t rec_index) {
   if (cucap_fb_record_call(rec)) /* bodies below only come with calls */
     S->a->sum.calls++;
   if (bt == CUCAP_FB_BODY_QUERYCOUNTS) { /* format 1.3: pure queries, aggregated */
-    const cucap_fb_query_counts *qc = cucap_fb_record_body_as_query_counts(rec);
-    size_t nq = qc ? cucap_fb_query_counts_entries_len(qc) : 0;
-    for (size_t i = 0; i < nq; i++) {
-      const cucap_fb_query_count *e = cucap_fb_query_counts_entries_at(qc, i);
-      S->a->sum.calls += e ? cucap_fb_query_count_count(e) : 0;
-    }
+    on_query_counts(S, rec);
     return;
   }
   uint64_t te = cucap_fb_record_t_exit(rec);
@@ -384,16 +470,8 @@ static void on_record(scan *S, const cucap_fb_record *rec, uint64_t rec_index) {
   }
   case CUCAP_FB_BODY_GRAPH: {
     const cucap_fb_graph *g = cucap_fb_record_body_as_graph(rec);
-    if (g && ok && cucap_fb_graph_op(g) == CUCAP_FB_GRAPHOP_LAUNCH) {
-      az_ev *e = ev_new(S, rec, AZ_GRAPH);
-      if (e) {
-        char nm[48];
-        snprintf(nm, sizeof nm, "(graph 0x%llx)", (unsigned long long)cucap_fb_graph_exec(g));
-        e->name = cucap_strs_intern(&S->a->names, nm);
-        e->stream = canon_stream(rec, cucap_fb_graph_stream(g), &e->flags);
-        work(S, e);
-      }
-    }
+    if (g && ok && cucap_fb_graph_op(g) == CUCAP_FB_GRAPHOP_LAUNCH)
+      on_graph_launch(S, rec, g);
     break;
   }
   case CUCAP_FB_BODY_MEMCPY: {
@@ -428,75 +506,14 @@ static void on_record(scan *S, const cucap_fb_record *rec, uint64_t rec_index) {
   }
   case CUCAP_FB_BODY_STREAM: {
     const cucap_fb_stream *s = cucap_fb_record_body_as_stream(rec);
-    if (!s)
-      break;
-    uint16_t fl = 0;
-    uint64_t h = canon_stream(rec, cucap_fb_stream_handle(s), &fl);
-    switch (cucap_fb_stream_op(s)) {
-    case CUCAP_FB_STREAMOP_CREATE:
-      if (ok)
-        cucap_map_put(&S->a->stream_flags, h, cucap_fb_stream_flags(s) | 0x100u);
-      break;
-    case CUCAP_FB_STREAMOP_SYNCHRONIZE:
-      if (ok)
-        on_sync(S, rec, AZ_SYNC_STREAM, h);
-      break;
-    case CUCAP_FB_STREAMOP_QUERY: {
-      az_ev *e = ev_new(S, rec, AZ_QUERY);
-      if (e)
-        e->stream = h;
-      if (ok) /* CUDA_SUCCESS: everything queued there is done */
-        pend_clear(S, h);
-      break;
-    }
-    case CUCAP_FB_STREAMOP_BEGINCAPTURE:
-      if (ok)
-        cucap_map_put(&S->capturing, h, 1);
-      break;
-    case CUCAP_FB_STREAMOP_ENDCAPTURE:
-      cucap_map_del(&S->capturing, h, NULL);
-      break;
-    default:
-      break;
-    }
+    if (s)
+      on_stream(S, rec, s, ok);
     break;
   }
   case CUCAP_FB_BODY_EVENT: {
     const cucap_fb_event *ev = cucap_fb_record_body_as_event(rec);
-    if (!ev)
-      break;
-    uint64_t h = cucap_fb_event_handle(ev), es = 0;
-    switch (cucap_fb_event_op(ev)) {
-    case CUCAP_FB_EVENTOP_RECORD:
-      if (ok) {
-        uint16_t fl = 0;
-        es = canon_stream(rec, cucap_fb_event_stream(ev), &fl);
-        cucap_map_put(&S->event_stream, h, es);
-        az_ev *e = ev_new(S, rec, AZ_EVENT_RECORD);
-        if (e) {
-          e->stream = es;
-          e->flags |= fl;
-        }
-      }
-      break;
-    case CUCAP_FB_EVENTOP_SYNCHRONIZE:
-      if (ok) {
-        cucap_map_get(&S->event_stream, h, &es);
-        on_sync(S, rec, AZ_SYNC_EVENT, es);
-      }
-      break;
-    case CUCAP_FB_EVENTOP_QUERY: {
-      cucap_map_get(&S->event_stream, h, &es);
-      az_ev *e = ev_new(S, rec, AZ_QUERY);
-      if (e)
-        e->stream = es;
-      if (ok)
-        pend_clear(S, es);
-      break;
-    }
-    default:
-      break;
-    }
+    if (ev)
+      on_event(S, rec, ev, ok);
     break;
   }
   default:

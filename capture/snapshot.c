@@ -41,18 +41,9 @@ static int read_region(const cucap_snapshot_ops *ops, uint64_t src, uint64_t siz
   return 1;
 }
 
-static cucap_status take(cucap_tracker *t, const cucap_snapshot_ops *ops, int store,
-                         uint8_t reason, uint64_t launch_index) {
-  CUCAP_RETURN_IF(!t || !ops || !ops->copy_dtoh || !ops->alloc_host, CUCAP_ERR_INVALID_ARG);
-  CUCAP_RETURN_IF(!cucap_rec_active(), CUCAP_ERR_STATE);
-  cucap_tracked_alloc *allocs = NULL;
-  size_t n = 0;
-  CUCAP_FORWARD(cucap_tracker_alloc_list_device(t, &allocs, &n));
-  region_out *out = calloc(n ? n : 1, sizeof *out);
-  cucap_status st = CUCAP_ERR_NOMEM;
-  pthread_mutex_lock(&g_mu);
-  if (!out)
-    goto done;
+/* The staging buffer, taken once and kept; and the device synchronised so
+ * that memory holds what the launches wrote. g_mu held. */
+static cucap_status staging_ready(const cucap_snapshot_ops *ops, size_t n) {
   /* Nothing live: an empty snapshot still records that memory was checked,
    * and needs no staging buffer (the context may already be half gone). */
   if (n && !g_staging && ops->alloc_host(ops->user, &g_staging, CUCAP_SNAPSHOT_STAGING) != 0) {
@@ -61,14 +52,20 @@ static cucap_status take(cucap_tracker *t, const cucap_snapshot_ops *ops, int st
   }
   if (n && !g_staging) {
     CUCAP_WARN("snapshot: no pinned staging buffer");
-    st = CUCAP_ERR_CUDA;
-    goto done;
+    return CUCAP_ERR_CUDA;
   }
   if (n && ops->synchronize && ops->synchronize(ops->user) != 0)
     CUCAP_WARN("snapshot: synchronize failed; contents may be in flight");
+  return CUCAP_OK;
+}
+
+/* Reads the n allocations into out[]: stored as blobs (store) or hashed. A
+ * region that cannot be read is left out (out[i].ok == 0). g_mu held. */
+static cucap_status read_regions(const cucap_snapshot_ops *ops,
+                                 const cucap_tracked_alloc *allocs, size_t n, int store,
+                                 region_out *out) {
   cucap_hash_state *hs = cucap_hash_state_create();
-  if (!hs)
-    goto done;
+  CUCAP_RETURN_IF(!hs, CUCAP_ERR_NOMEM);
   for (size_t i = 0; i < n; i++) {
     out[i].address = allocs[i].address;
     out[i].size = allocs[i].size;
@@ -100,7 +97,13 @@ static cucap_status take(cucap_tracker *t, const cucap_snapshot_ops *ops, int st
                  (unsigned long long)allocs[i].address, (unsigned long long)allocs[i].size);
   }
   cucap_hash_state_destroy(hs);
+  return CUCAP_OK;
+}
 
+/* The Snapshot (store) or LaunchHash record of the regions read. */
+static cucap_status emit_regions(const region_out *out, size_t n, int store, uint8_t reason,
+                                 uint64_t launch_index) {
+  cucap_status st = CUCAP_ERR_NOMEM;
   cucap_fbb *b = cucap_fbb_create(256 + n * 64);
   cucap_fb_ref *refs = malloc((n ? n : 1) * sizeof *refs);
   if (b && refs) {
@@ -139,6 +142,26 @@ static cucap_status take(cucap_tracker *t, const cucap_snapshot_ops *ops, int st
   }
   free(refs);
   cucap_fbb_destroy(b);
+  return st;
+}
+
+static cucap_status take(cucap_tracker *t, const cucap_snapshot_ops *ops, int store,
+                         uint8_t reason, uint64_t launch_index) {
+  CUCAP_RETURN_IF(!t || !ops || !ops->copy_dtoh || !ops->alloc_host, CUCAP_ERR_INVALID_ARG);
+  CUCAP_RETURN_IF(!cucap_rec_active(), CUCAP_ERR_STATE);
+  cucap_tracked_alloc *allocs = NULL;
+  size_t n = 0;
+  CUCAP_FORWARD(cucap_tracker_alloc_list_device(t, &allocs, &n));
+  region_out *out = calloc(n ? n : 1, sizeof *out);
+  cucap_status st = CUCAP_ERR_NOMEM;
+  pthread_mutex_lock(&g_mu);
+  if (!out)
+    goto done;
+  st = staging_ready(ops, n);
+  if (st == CUCAP_OK)
+    st = read_regions(ops, allocs, n, store, out);
+  if (st == CUCAP_OK)
+    st = emit_regions(out, n, store, reason, launch_index);
 done:
   pthread_mutex_unlock(&g_mu);
   free(out);

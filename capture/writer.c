@@ -182,24 +182,9 @@ void wr_writer_free(cucap_writer *w) {
   free(w);
 }
 
-cucap_status cucap_writer_create(const char *path,
-                                 const cucap_writer_options *opts,
-                                 const void *header, size_t header_size,
-                                 cucap_writer **out) {
-  CUCAP_RETURN_IF(!out, CUCAP_ERR_INVALID_ARG);
-  *out = NULL;
-  CUCAP_RETURN_IF(!path || !header, CUCAP_ERR_INVALID_ARG);
-  CUCAP_RETURN_IF(header_size < 8 || header_size > CUCAP_MAX_HEADER_SIZE,
-                  CUCAP_ERR_INVALID_ARG);
-  cucap_status vs = cucap_fb_file_header_verify(header, header_size, 1);
-  if (vs != CUCAP_OK) {
-    CUCAP_ERROR("writer: FileHeader failed verification (%s)",
-                cucap_status_str(vs));
-    return CUCAP_ERR_VERIFY;
-  }
-
-  cucap_writer *w = cucap_lines_alloc(sizeof(cucap_writer));
-  CUCAP_RETURN_IF(!w, CUCAP_ERR_NOMEM);
+/* The options as the writer uses them: defaults for what opts leaves at
+ * 0, the chunk sizes clamped, the standard buffer capacities. */
+static void apply_options(cucap_writer *w, const cucap_writer_options *opts) {
   cucap_writer_options_init(&w->o);
   if (opts) {
     w->o = *opts;
@@ -232,20 +217,12 @@ cucap_status cucap_writer_create(const char *path,
   size_t piece_rec = cucap_align8(CUCAP_BLOB_PIECE_HDR + piece_max);
   w->blob_cap =
       w->o.blob_chunk_size > piece_rec ? w->o.blob_chunk_size : piece_rec;
-  w->fd = -1;
-  pthread_mutex_init(&w->rec_mu, NULL);
-  pthread_mutex_init(&w->blob_mu, NULL);
-  pthread_mutex_init(&w->q_mu, NULL);
-  pthread_cond_init(&w->q_nonempty, NULL);
-  pthread_cond_init(&w->q_space, NULL);
-  pthread_cond_init(&w->q_done, NULL);
+}
 
-  cucap_status st = CUCAP_OK;
+/* The compressor of blob chunks and, at another level, of record chunks. */
+static cucap_status create_compressors(cucap_writer *w) {
   w->cctx = ZSTD_createCCtx();
-  if (!w->cctx) {
-    st = CUCAP_ERR_NOMEM;
-    goto fail;
-  }
+  CUCAP_RETURN_IF(!w->cctx, CUCAP_ERR_NOMEM);
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->o.level);
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
@@ -270,10 +247,7 @@ cucap_status cucap_writer_create(const char *path,
     w->o.record_level = CUCAP_WRITER_DEFAULT_RECORD_LEVEL;
   if (w->o.record_level != 0 && w->o.record_level != w->o.level) {
     w->rec_cctx = ZSTD_createCCtx();
-    if (!w->rec_cctx) {
-      st = CUCAP_ERR_NOMEM;
-      goto fail;
-    }
+    CUCAP_RETURN_IF(!w->rec_cctx, CUCAP_ERR_NOMEM);
     int lv = w->o.record_level;
     if (lv < ZSTD_minCLevel())
       lv = ZSTD_minCLevel();
@@ -281,12 +255,17 @@ cucap_status cucap_writer_create(const char *path,
     ZSTD_CCtx_setParameter(w->rec_cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(w->rec_cctx, ZSTD_c_contentSizeFlag, 1);
   }
+  return CUCAP_OK;
+}
 
+/* Creates the file and writes the preamble and the FileHeader; w->fd is
+ * the caller's to close on failure. */
+static cucap_status write_preamble(cucap_writer *w, const char *path, const void *header,
+                                   size_t header_size) {
   w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w->fd < 0) {
     CUCAP_ERROR("cannot create capture file %s: %s", path, strerror(errno));
-    st = CUCAP_ERR_IO;
-    goto fail;
+    return CUCAP_ERR_IO;
   }
   cucap_preamble pre;
   memset(&pre, 0, sizeof pre);
@@ -301,18 +280,21 @@ cucap_status cucap_writer_create(const char *path,
       wr_write_all(w->fd, zeros, pad)) {
     CUCAP_ERROR("cannot create capture file %s: writing its header failed: %s",
                 path, strerror(errno));
-    st = CUCAP_ERR_IO;
     /* nothing readable: do not leave a stub (O_TRUNC already emptied it) -
      * a regular file only (never a device such as /dev/full) */
     struct stat sb;
     if (fstat(w->fd, &sb) == 0 && S_ISREG(sb.st_mode))
       unlink(path);
-    goto fail;
+    return CUCAP_ERR_IO;
   }
   w->file_off = sizeof pre + header_size + pad;
   w->st_file = w->file_off;
   wr_test_kill_init(w);
   wr_test_kill(w, TK_HEADER, NULL, 0);
+  return CUCAP_OK;
+}
+
+static cucap_status start_thread(cucap_writer *w) {
   /* The writer's thread takes none of the program's signals (a signal
    * handler that closes the capture must not run on the thread that writes
    * it): it starts with every signal blocked. */
@@ -321,10 +303,44 @@ cucap_status cucap_writer_create(const char *path,
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int prc = pthread_create(&w->thr, NULL, wr_bg_main, w);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (prc != 0) {
-    st = CUCAP_ERR_INTERNAL;
-    goto fail;
+  CUCAP_RETURN_IF(prc != 0, CUCAP_ERR_INTERNAL);
+  return CUCAP_OK;
+}
+
+cucap_status cucap_writer_create(const char *path,
+                                 const cucap_writer_options *opts,
+                                 const void *header, size_t header_size,
+                                 cucap_writer **out) {
+  CUCAP_RETURN_IF(!out, CUCAP_ERR_INVALID_ARG);
+  *out = NULL;
+  CUCAP_RETURN_IF(!path || !header, CUCAP_ERR_INVALID_ARG);
+  CUCAP_RETURN_IF(header_size < 8 || header_size > CUCAP_MAX_HEADER_SIZE,
+                  CUCAP_ERR_INVALID_ARG);
+  cucap_status vs = cucap_fb_file_header_verify(header, header_size, 1);
+  if (vs != CUCAP_OK) {
+    CUCAP_ERROR("writer: FileHeader failed verification (%s)",
+                cucap_status_str(vs));
+    return CUCAP_ERR_VERIFY;
   }
+
+  cucap_writer *w = cucap_lines_alloc(sizeof(cucap_writer));
+  CUCAP_RETURN_IF(!w, CUCAP_ERR_NOMEM);
+  apply_options(w, opts);
+  w->fd = -1;
+  pthread_mutex_init(&w->rec_mu, NULL);
+  pthread_mutex_init(&w->blob_mu, NULL);
+  pthread_mutex_init(&w->q_mu, NULL);
+  pthread_cond_init(&w->q_nonempty, NULL);
+  pthread_cond_init(&w->q_space, NULL);
+  pthread_cond_init(&w->q_done, NULL);
+
+  cucap_status st = create_compressors(w);
+  if (st == CUCAP_OK)
+    st = write_preamble(w, path, header, header_size);
+  if (st == CUCAP_OK)
+    st = start_thread(w);
+  if (st != CUCAP_OK)
+    goto fail;
   w->thr_started = 1;
   *out = w;
   return CUCAP_OK;

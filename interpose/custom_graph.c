@@ -169,12 +169,12 @@ static size_t node_deps(CUgraphNode node, CUgraphNode **dv, CUgraphEdgeData **ev
   return n;
 }
 
-cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth) {
-  CUgraphNodeType type = (CUgraphNodeType)255;
-  if (cucap_real.cuGraphNodeGetType)
-    (void)cucap_real.cuGraphNodeGetType(node, &type);
+/* The node's dependency vectors, built before its table; 0 where there is
+ * none. */
+static void node_dep_refs(cucap_fbb *b, CUgraphNode node, cucap_fb_ref *deps,
+                          cucap_fb_ref *edges) {
+  *deps = *edges = 0;
   /* dependencies, and the data of their edges when one is not default */
-  cucap_fb_ref deps = 0, edges = 0;
   CUgraphNode *dv = NULL;
   CUgraphEdgeData *ev = NULL;
   size_t nd = node_deps(node, &dv, &ev);
@@ -189,62 +189,82 @@ cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth)
         any |= eu[k] != 0;
       }
     }
-    deps = cucap_fb_graph_node_create_dependencies(b, du, nd);
+    *deps = cucap_fb_graph_node_create_dependencies(b, du, nd);
     if (any)
-      edges = cucap_fb_graph_node_create_dependency_edges(b, eu, nd);
+      *edges = cucap_fb_graph_node_create_dependency_edges(b, eu, nd);
   }
   free(dv);
   free(ev);
   free(du);
   free(eu);
-  cucap_fb_ref launch = 0, mcpy = 0, mset = 0, alloc = 0, host_refs = 0;
-  uint64_t child = 0, event = 0;
+}
+
+/* What a node of each type refers to (its body table, child graph or
+ * event). */
+typedef struct cx_node_parts {
+  cucap_fb_ref launch, mcpy, mset, alloc, host_refs;
+  uint64_t child, event;
+} cx_node_parts;
+
+static void node_parts(cucap_fbb *b, CUgraphNode node, CUgraphNodeType type,
+                       cx_node_parts *pt) {
+  memset(pt, 0, sizeof *pt);
   switch (type) {
   case CU_GRAPH_NODE_TYPE_KERNEL:
-    launch = node_launch(b, node);
+    pt->launch = node_launch(b, node);
     break;
   case CU_GRAPH_NODE_TYPE_MEMCPY:
-    mcpy = node_memcpy(b, node);
+    pt->mcpy = node_memcpy(b, node);
     break;
   case CU_GRAPH_NODE_TYPE_MEMSET:
-    mset = node_memset(b, node);
+    pt->mset = node_memset(b, node);
     break;
   case CU_GRAPH_NODE_TYPE_HOST:
-    host_refs = node_host_refs(b, node);
+    pt->host_refs = node_host_refs(b, node);
     break;
   case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
-    alloc = node_alloc(b, node);
+    pt->alloc = node_alloc(b, node);
     break;
   case CU_GRAPH_NODE_TYPE_GRAPH: {
     CUgraph cg = NULL;
     if (cucap_real.cuGraphChildGraphNodeGetGraph &&
         cucap_real.cuGraphChildGraphNodeGetGraph(node, &cg) == CUDA_SUCCESS)
-      child = CX_U64(cg);
+      pt->child = CX_U64(cg);
     break;
   }
   case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
     CUevent e = NULL;
     if (cucap_real.cuGraphEventWaitNodeGetEvent &&
         cucap_real.cuGraphEventWaitNodeGetEvent(node, &e) == CUDA_SUCCESS)
-      event = CX_U64(e);
+      pt->event = CX_U64(e);
     break;
   }
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
     CUevent e = NULL;
     if (cucap_real.cuGraphEventRecordNodeGetEvent &&
         cucap_real.cuGraphEventRecordNodeGetEvent(node, &e) == CUDA_SUCCESS)
-      event = CX_U64(e);
+      pt->event = CX_U64(e);
     break;
   }
   default:
     break;
   }
+}
+
+cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth) {
+  CUgraphNodeType type = (CUgraphNodeType)255;
+  if (cucap_real.cuGraphNodeGetType)
+    (void)cucap_real.cuGraphNodeGetType(node, &type);
+  cucap_fb_ref deps, edges;
+  node_dep_refs(b, node, &deps, &edges);
+  cx_node_parts pt;
+  node_parts(b, node, type, &pt);
   /* conditional parameters, body and child graphs, freed addresses
    * (custom_graph_nodes.c) */
   cx_node_ext ext;
-  cx_graph_node_ext(b, g, node, type, child, depth, &ext);
+  cx_graph_node_ext(b, g, node, type, pt.child, depth, &ext);
   if (ext.alloc)
-    alloc = ext.alloc;
+    pt.alloc = ext.alloc;
   cucap_fb_graph_node_start(b);
   cucap_fb_graph_node_add_handle(b, CX_U64(node));
   cucap_fb_graph_node_add_type(b, (unsigned)type <= 13 ? (uint8_t)type
@@ -253,20 +273,20 @@ cucap_fb_ref cx_graph_node(cucap_fbb *b, CUgraph g, CUgraphNode node, int depth)
     cucap_fb_graph_node_add_dependencies(b, deps);
   if (edges)
     cucap_fb_graph_node_add_dependency_edges(b, edges);
-  if (launch)
-    cucap_fb_graph_node_add_launch(b, launch);
-  if (mcpy)
-    cucap_fb_graph_node_add_memcpy(b, mcpy);
-  if (mset)
-    cucap_fb_graph_node_add_memset(b, mset);
-  if (child)
-    cucap_fb_graph_node_add_child_graph(b, child);
-  if (event)
-    cucap_fb_graph_node_add_event(b, event);
-  if (alloc)
-    cucap_fb_graph_node_add_alloc(b, alloc);
-  if (host_refs)
-    cucap_fb_graph_node_add_host_refs(b, host_refs);
+  if (pt.launch)
+    cucap_fb_graph_node_add_launch(b, pt.launch);
+  if (pt.mcpy)
+    cucap_fb_graph_node_add_memcpy(b, pt.mcpy);
+  if (pt.mset)
+    cucap_fb_graph_node_add_memset(b, pt.mset);
+  if (pt.child)
+    cucap_fb_graph_node_add_child_graph(b, pt.child);
+  if (pt.event)
+    cucap_fb_graph_node_add_event(b, pt.event);
+  if (pt.alloc)
+    cucap_fb_graph_node_add_alloc(b, pt.alloc);
+  if (pt.host_refs)
+    cucap_fb_graph_node_add_host_refs(b, pt.host_refs);
   cx_graph_node_ext_add(b, &ext);
   return cucap_fb_graph_node_end(b);
 }

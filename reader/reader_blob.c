@@ -59,25 +59,18 @@ static const uint8_t piece_tpl[PIECE_HDR] = {
     0,   0, 0, 0, 0,  0, 0, 0, 0,  0,  0,  0,  0,  0, 0,  0,
     0,   0, 0, 0, 0,  0, 0, 0, 4,  0,  0,  0,  0,  0, 0,  0};
 
-/* Fast path of blob_copy for a blob chunk that holds exactly one piece and
- * no padding (the common case: 4 MiB pieces in 4 MiB blob chunks): decodes
- * the frame block by block with ZSTD_decompressContinue, the first block(s)
- * (which hold the 112-byte piece header) into r->px, every later block
- * straight into the caller's buffer, so the 4 MiB are written once instead
- * of being decompressed into the chunk buffer and copied. The one break in
- * contiguity (px -> dst) is the one zstd supports: px stays alive as its
- * external history. Offsets reaching outside the history are rejected by
- * zstd as corruption. As everywhere (get_dctx), the payload was checked
- * against the chunk header before decoding.
- * Returns 1 done (c updated), 0/-2 not applicable (nothing written to the
- * caller's buffer beyond c->got's piece: use the general path), -1 error. */
 #define PX_CAP (ZSTD_BLOCKSIZE_MAX + PIECE_HDR + 64)
-static int direct_piece(cucap_reader *r, size_t ci, copy_ctx *c) {
+/* direct_piece's checks before decoding: one piece in the chunk that fits
+ * what is left of the blob (*n_out: its data's size), a good payload and
+ * frame size, the decoder and r->px, the frame begun. Returns 1 go on, 0
+ * not applicable, -1 error (as direct_piece). */
+static int direct_ready(cucap_reader *r, size_t ci, copy_ctx *c, uint64_t *n_out) {
   rchunk *ch = &r->chunks[ci];
   if (ch->records != 1 || ch->raw < PIECE_HDR + 8 || r->bc_chunk == ci ||
       ch->raw % 8 != 0)
     return 0;
   uint64_t n = ch->raw - PIECE_HDR; /* the data, if the layout holds */
+  *n_out = n;
   if (c->got > c->b->size || n > c->b->size - c->got)
     return 0;
   const uint8_t *p = r->data + ch->offset + sizeof(cucap_chunk_header);
@@ -107,6 +100,54 @@ static int direct_piece(cucap_reader *r, size_t ci, copy_ctx *c) {
   }
   if (ZSTD_isError(ZSTD_decompressBegin(r->dctx)))
     return 0;
+  return 1;
+}
+
+/* The piece header decoded into r->px: the writer's layout, this blob, at
+ * c->got. Returns 0 good, -2 another layout or blob (the general path), -1
+ * error. */
+static int piece_header_ok(cucap_reader *r, size_t ci, copy_ctx *c, const rchunk *ch,
+                           uint64_t n) {
+  const uint8_t *hdr = r->px;
+  uint64_t tot, off;
+  cucap_hash128 h;
+  memcpy(&h.lo, hdr + 72, 8);
+  memcpy(&h.hi, hdr + 80, 8);
+  memcpy(&tot, hdr + 88, 8);
+  memcpy(&off, hdr + 96, 8);
+  if (memcmp(hdr + 4, piece_tpl + 4, 72 - 4) != 0 ||
+      memcmp(hdr + 104, piece_tpl + 104, 4) != 0 ||
+      (uint64_t)rd32(hdr) + 4 != ch->raw || rd32(hdr + 108) != n ||
+      !cucap_hash128_eq(h, c->b->hash))
+    return -2; /* another layout or another blob: general path */
+  if (tot != c->b->size || off != c->got) {
+    rd_set_msg(r, "chunk %zu: blob piece at offset %llu does not fit its blob",
+               ci, (unsigned long long)off);
+    c->bad = 1;
+    return -1;
+  }
+  return 0;
+}
+
+/* Fast path of blob_copy for a blob chunk that holds exactly one piece and
+ * no padding (the common case: 4 MiB pieces in 4 MiB blob chunks): decodes
+ * the frame block by block with ZSTD_decompressContinue, the first block(s)
+ * (which hold the 112-byte piece header) into r->px, every later block
+ * straight into the caller's buffer, so the 4 MiB are written once instead
+ * of being decompressed into the chunk buffer and copied. The one break in
+ * contiguity (px -> dst) is the one zstd supports: px stays alive as its
+ * external history. Offsets reaching outside the history are rejected by
+ * zstd as corruption. As everywhere (get_dctx), the payload was checked
+ * against the chunk header before decoding.
+ * Returns 1 done (c updated), 0/-2 not applicable (nothing written to the
+ * caller's buffer beyond c->got's piece: use the general path), -1 error. */
+static int direct_piece(cucap_reader *r, size_t ci, copy_ctx *c) {
+  uint64_t n;
+  int rv = direct_ready(r, ci, c, &n);
+  if (rv != 1)
+    return rv;
+  const rchunk *ch = &r->chunks[ci];
+  const uint8_t *p = r->data + ch->offset + sizeof(cucap_chunk_header);
   uint8_t *out = c->dst + c->got; /* piece data goes to out[0..n) */
   size_t ipos = 0, hdr_fill = 0; /* bytes decoded into px so far */
   uint64_t dpos = 0;             /* bytes of data placed in out */
@@ -137,24 +178,9 @@ static int direct_piece(cucap_reader *r, size_t ci, copy_ctx *c) {
       continue;
     /* The piece header is complete: check it before using the caller's
      * buffer. */
-    const uint8_t *hdr = r->px;
-    uint64_t tot, off;
-    cucap_hash128 h;
-    memcpy(&h.lo, hdr + 72, 8);
-    memcpy(&h.hi, hdr + 80, 8);
-    memcpy(&tot, hdr + 88, 8);
-    memcpy(&off, hdr + 96, 8);
-    if (memcmp(hdr + 4, piece_tpl + 4, 72 - 4) != 0 ||
-        memcmp(hdr + 104, piece_tpl + 104, 4) != 0 ||
-        (uint64_t)rd32(hdr) + 4 != ch->raw || rd32(hdr + 108) != n ||
-        !cucap_hash128_eq(h, c->b->hash))
-      return -2; /* another layout or another blob: general path */
-    if (tot != c->b->size || off != c->got) {
-      rd_set_msg(r, "chunk %zu: blob piece at offset %llu does not fit its blob",
-                 ci, (unsigned long long)off);
-      c->bad = 1;
-      return -1;
-    }
+    int hv = piece_header_ok(r, ci, c, ch, n);
+    if (hv != 0)
+      return hv;
     dpos = hdr_fill - PIECE_HDR;
     if (dpos > n)
       goto bad_size;

@@ -37,38 +37,42 @@ static void recovery_totals(cucap_reader *r) {
   rc->blobs = r->nblobs;
 }
 
-/* Tries the trailer + index. Returns CUCAP_OK when used; otherwise msg says
- * why and the caller scans (or fails in strict mode). */
-static cucap_status try_index(cucap_reader *r) {
-  const cucap_trailer *tp;
-  cucap_trailer t;
-  if (r->size < r->data_start + sizeof t) {
+/* The trailer at the end of the file and the header of the index chunk it
+ * points at, both checked against the file. */
+static cucap_status read_trailer(cucap_reader *r, cucap_trailer *t, cucap_chunk_header *h) {
+  if (r->size < r->data_start + sizeof *t) {
     rd_set_msg(r, "no trailer (file ends at %zu)", r->size);
     return CUCAP_ERR_TRUNCATED;
   }
-  tp = (const cucap_trailer *)(r->data + r->size - sizeof t);
-  memcpy(&t, tp, sizeof t);
-  if (t.magic != CUCAP_TRAILER_MAGIC) {
+  const cucap_trailer *tp = (const cucap_trailer *)(r->data + r->size - sizeof *t);
+  memcpy(t, tp, sizeof *t);
+  if (t->magic != CUCAP_TRAILER_MAGIC) {
     rd_set_msg(r, "no trailer (app killed or file cut short?)");
     return CUCAP_ERR_TRUNCATED;
   }
-  if (cucap_check32(&t, 24) != t.check || t.file_size != r->size ||
-      t.index_offset < r->data_start || t.index_offset > r->size ||
-      t.index_size != r->size - sizeof t - t.index_offset) {
+  if (cucap_check32(t, 24) != t->check || t->file_size != r->size ||
+      t->index_offset < r->data_start || t->index_offset > r->size ||
+      t->index_size != r->size - sizeof *t - t->index_offset) {
     rd_set_msg(r, "trailer is damaged or does not match the file size");
     return CUCAP_ERR_CORRUPT;
   }
-  cucap_chunk_header h;
   char why[160];
-  if (rd_chunk_header_at(r, t.index_offset, &h, why, sizeof why) != CH_OK ||
-      h.kind != CUCAP_FB_CHUNKKIND_INDEX ||
-      align8u(sizeof h + h.compressed_size) != t.index_size) {
+  if (rd_chunk_header_at(r, t->index_offset, h, why, sizeof why) != CH_OK ||
+      h->kind != CUCAP_FB_CHUNKKIND_INDEX ||
+      align8u(sizeof *h + h->compressed_size) != t->index_size) {
     rd_set_msg(r, "index chunk at offset %llu is damaged",
-               (unsigned long long)t.index_offset);
+               (unsigned long long)t->index_offset);
     return CUCAP_ERR_CORRUPT;
   }
+  return CUCAP_OK;
+}
+
+/* The index chunk decompressed into *ib_out (the caller frees it) and
+ * verified as a ChunkIndex; *ib_out is left alone on failure. */
+static cucap_status load_index(cucap_reader *r, const cucap_trailer *t,
+                               const cucap_chunk_header *h, uint8_t **ib_out) {
   /* Decompress the index through the chunk machinery (temporary entry). */
-  if (rd_chunk_add(r, t.index_offset, &h, 0) != 0)
+  if (rd_chunk_add(r, t->index_offset, h, 0) != 0)
     return CUCAP_ERR_NOMEM;
   uint8_t *ib = NULL;
   size_t icap = 0, ilen = 0;
@@ -85,10 +89,18 @@ static cucap_status try_index(cucap_reader *r) {
     rd_set_msg(r, "index failed FlatBuffers verification");
     return CUCAP_ERR_CORRUPT;
   }
-  const cucap_fb_chunk_index *ix = cucap_fb__root_sp(ib);
+  *ib_out = ib;
+  return CUCAP_OK;
+}
+
+/* The index's chunk entries, each matched with the chunk header at its
+ * offset; they must tile the file up to the index. */
+static cucap_status index_chunks(cucap_reader *r, const cucap_fb_chunk_index *ix,
+                                 uint64_t index_offset) {
+  char why[160];
   size_t n = cucap_fb_chunk_index_chunks_len(ix);
   uint64_t expect = r->data_start, nrec = 0;
-  st = CUCAP_OK;
+  cucap_status st = CUCAP_OK;
   for (size_t i = 0; i < n && st == CUCAP_OK; i++) {
     const cucap_fb_chunk_entry *e = cucap_fb_chunk_index_chunks_at(ix, i);
     cucap_chunk_header ch;
@@ -99,7 +111,7 @@ static cucap_status try_index(cucap_reader *r) {
         ch.compressed_size != cucap_fb_chunk_entry_compressed_size(e) ||
         ch.raw_size != cucap_fb_chunk_entry_raw_size(e) ||
         ch.records != cucap_fb_chunk_entry_records(e) ||
-        align8u(sizeof ch + ch.compressed_size) > t.index_offset - expect) {
+        align8u(sizeof ch + ch.compressed_size) > index_offset - expect) {
       rd_set_msg(r, "index entry %zu does not match the chunk at offset %llu", i,
                  (unsigned long long)expect);
       st = CUCAP_ERR_CORRUPT;
@@ -111,7 +123,7 @@ static cucap_status try_index(cucap_reader *r) {
       nrec += ch.records;
     expect += align8u(sizeof ch + ch.compressed_size);
   }
-  if (st == CUCAP_OK && expect != t.index_offset) {
+  if (st == CUCAP_OK && expect != index_offset) {
     rd_set_msg(r, "index does not cover the file (gap at offset %llu)",
                (unsigned long long)expect);
     st = CUCAP_ERR_CORRUPT;
@@ -122,6 +134,12 @@ static cucap_status try_index(cucap_reader *r) {
                (unsigned long long)nrec);
     st = CUCAP_ERR_CORRUPT;
   }
+  return st;
+}
+
+/* The index's blob entries, each checked against the blob chunks. */
+static cucap_status index_blobs(cucap_reader *r, const cucap_fb_chunk_index *ix) {
+  cucap_status st = CUCAP_OK;
   size_t nb = cucap_fb_chunk_index_blobs_len(ix);
   /* A blob cannot be larger than all blob chunks together (keeps a forged
    * index from making blob_map allocate absurd sizes). */
@@ -155,6 +173,21 @@ static cucap_status try_index(cucap_reader *r) {
     b->pieces = (uint32_t)want;
     b->seen = sz;
   }
+  return st;
+}
+
+/* Tries the trailer + index. Returns CUCAP_OK when used; otherwise msg says
+ * why and the caller scans (or fails in strict mode). */
+static cucap_status try_index(cucap_reader *r) {
+  cucap_trailer t;
+  cucap_chunk_header h;
+  CUCAP_FORWARD(read_trailer(r, &t, &h));
+  uint8_t *ib = NULL;
+  CUCAP_FORWARD(load_index(r, &t, &h, &ib));
+  const cucap_fb_chunk_index *ix = cucap_fb__root_sp(ib);
+  cucap_status st = index_chunks(r, ix, t.index_offset);
+  if (st == CUCAP_OK)
+    st = index_blobs(r, ix);
   if (st == CUCAP_OK && rd_blob_rehash(r) != 0)
     st = CUCAP_ERR_NOMEM;
   if (st == CUCAP_OK) {

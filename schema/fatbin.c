@@ -375,40 +375,28 @@ typedef struct sel_ent {
 } sel_ent;
 
 
-cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned *sms,
-                                 size_t nsms, void **out, size_t *out_size,
-                                 cucap_fatbin_select_stats *stats) {
-  CUCAP_RETURN_IF(!fatbin || !out || !out_size || (nsms && !sms), CUCAP_ERR_INVALID_ARG);
-  *out = NULL;
-  *out_size = 0;
-  if (stats)
-    memset(stats, 0, sizeof *stats);
-  CUCAP_RETURN_IF(size < 16, CUCAP_ERR_TRUNCATED);
-  const uint8_t *p = fatbin;
-  CUCAP_RETURN_IF(rd32(p) != CUCAP_FATBIN_MAGIC, CUCAP_ERR_UNSUPPORTED);
-  uint64_t hs = rd16(p + 6), fs = rd64(p + 8);
-  CUCAP_RETURN_IF(hs < 16, CUCAP_ERR_CORRUPT);
-  CUCAP_RETURN_IF(!fits(hs, fs, size), CUCAP_ERR_TRUNCATED);
-  /* the entries (each at least a minimal header) */
-  size_t cap = (size_t)(fs / FATBIN_ENTRY_MIN_HEADER) + 1, n = 0;
-  sel_ent *e = malloc(cap * sizeof *e);
-  CUCAP_RETURN_IF(!e, CUCAP_ERR_NOMEM);
+/* The entries of the fatbin's data part (hs, fs: header size, data size)
+ * into e[0..*n_out), at most cap. */
+static cucap_status sel_entries(const uint8_t *p, uint64_t hs, uint64_t fs, sel_ent *e,
+                                size_t cap, size_t *n_out) {
+  size_t n = 0;
   uint64_t off = hs, end = hs + fs;
   while (off < end) {
-    if (end - off < FATBIN_ENTRY_MIN_HEADER || n == cap) {
-      free(e);
-      return CUCAP_ERR_CORRUPT;
-    }
+    CUCAP_RETURN_IF(end - off < FATBIN_ENTRY_MIN_HEADER || n == cap, CUCAP_ERR_CORRUPT);
     const uint8_t *h = p + off;
     uint64_t ehs = rd32(h + 4), psz = rd64(h + 8);
-    if (ehs < FATBIN_ENTRY_MIN_HEADER || !fits(ehs, psz, end - off)) {
-      free(e);
-      return CUCAP_ERR_CORRUPT;
-    }
+    CUCAP_RETURN_IF(ehs < FATBIN_ENTRY_MIN_HEADER || !fits(ehs, psz, end - off),
+                    CUCAP_ERR_CORRUPT);
     e[n] = (sel_ent){off, ehs + psz, rd16(h), rd32(h + 28), 0};
     n++;
     off += ehs + psz;
   }
+  *n_out = n;
+  return CUCAP_OK;
+}
+
+/* Marks the entries to keep; 0 when some device has neither. */
+static int sel_mark(sel_ent *e, size_t n, const unsigned *sms, size_t nsms) {
   /* per device: the best SASS arch and the best PTX arch */
   int covered_all = 1;
   for (size_t d = 0; d < nsms; d++) {
@@ -432,6 +420,53 @@ cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned
           (have_ptx && e[i].kind == CUCAP_FATBIN_ENTRY_PTX && e[i].arch == best_ptx))
         e[i].keep = 1;
   }
+  return covered_all;
+}
+
+/* The reduced fatbin: the header with the new data size, then the kept
+ * entries in their order. */
+static cucap_status sel_write(const uint8_t *p, uint64_t hs, uint64_t new_fs,
+                              const sel_ent *e, size_t n, void **out, size_t *out_size) {
+  uint8_t *o = malloc((size_t)(hs + new_fs));
+  CUCAP_RETURN_IF(!o, CUCAP_ERR_NOMEM);
+  memcpy(o, p, (size_t)hs);
+  memcpy(o + 8, &new_fs, 8);
+  uint64_t w = hs;
+  for (size_t i = 0; i < n; i++) {
+    if (!e[i].keep)
+      continue;
+    memcpy(o + w, p + e[i].off, (size_t)e[i].len);
+    w += e[i].len;
+  }
+  *out = o;
+  *out_size = (size_t)w;
+  return CUCAP_OK;
+}
+
+cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned *sms,
+                                 size_t nsms, void **out, size_t *out_size,
+                                 cucap_fatbin_select_stats *stats) {
+  CUCAP_RETURN_IF(!fatbin || !out || !out_size || (nsms && !sms), CUCAP_ERR_INVALID_ARG);
+  *out = NULL;
+  *out_size = 0;
+  if (stats)
+    memset(stats, 0, sizeof *stats);
+  CUCAP_RETURN_IF(size < 16, CUCAP_ERR_TRUNCATED);
+  const uint8_t *p = fatbin;
+  CUCAP_RETURN_IF(rd32(p) != CUCAP_FATBIN_MAGIC, CUCAP_ERR_UNSUPPORTED);
+  uint64_t hs = rd16(p + 6), fs = rd64(p + 8);
+  CUCAP_RETURN_IF(hs < 16, CUCAP_ERR_CORRUPT);
+  CUCAP_RETURN_IF(!fits(hs, fs, size), CUCAP_ERR_TRUNCATED);
+  /* the entries (each at least a minimal header) */
+  size_t cap = (size_t)(fs / FATBIN_ENTRY_MIN_HEADER) + 1, n = 0;
+  sel_ent *e = malloc(cap * sizeof *e);
+  CUCAP_RETURN_IF(!e, CUCAP_ERR_NOMEM);
+  cucap_status st = sel_entries(p, hs, fs, e, cap, &n);
+  if (st != CUCAP_OK) {
+    free(e);
+    return st;
+  }
+  int covered_all = sel_mark(e, n, sms, nsms);
   size_t kept = 0;
   uint64_t new_fs = 0;
   int aligned = 1;
@@ -460,24 +495,9 @@ cucap_status cucap_fatbin_select(const void *fatbin, size_t size, const unsigned
     free(e);
     return CUCAP_OK; /* keep the image whole */
   }
-  uint8_t *o = malloc((size_t)(hs + new_fs));
-  if (!o) {
-    free(e);
-    return CUCAP_ERR_NOMEM;
-  }
-  memcpy(o, p, (size_t)hs);
-  memcpy(o + 8, &new_fs, 8);
-  uint64_t w = hs;
-  for (size_t i = 0; i < n; i++) {
-    if (!e[i].keep)
-      continue;
-    memcpy(o + w, p + e[i].off, (size_t)e[i].len);
-    w += e[i].len;
-  }
+  st = sel_write(p, hs, new_fs, e, n, out, out_size);
   free(e);
-  *out = o;
-  *out_size = (size_t)w;
-  return CUCAP_OK;
+  return st;
 }
 
 cucap_status cucap_lz4_block_decode(const uint8_t *src, size_t src_size,

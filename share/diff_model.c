@@ -422,6 +422,76 @@ static int on_snapshot(dm_model *m, const cucap_fb_snapshot *s) {
   return 1;
 }
 
+/* An allocation: its key and text, and the device or page-locked memory it
+ * adds to the model. */
+static cucap_status on_alloc(dm_model *m, const cucap_fb_alloc *a, int ok, uint64_t *key,
+                             char *what, size_t wn) {
+  *key = mix64(mix64(*key, cucap_fb_alloc_kind(a)), cucap_fb_alloc_size(a));
+  snprintf(what, wn, "%" PRIu64 " bytes", cucap_fb_alloc_size(a));
+  int k = cucap_fb_alloc_kind(a);
+  if (ok && sh_alloc_is_device(k)) {
+    CUCAP_RETURN_IF(
+        !alloc_add(m, cucap_fb_alloc_address(a), sh_alloc_size(a), ++m->nalloc, DM_DEVICE),
+        CUCAP_ERR_NOMEM);
+  } else if (ok && (k == CUCAP_FB_ALLOCKIND_HOST || k == CUCAP_FB_ALLOCKIND_HOSTALLOC ||
+                    k == CUCAP_FB_ALLOCKIND_HOSTREGISTER)) {
+    /* page-locked host memory: at its host address and, when the driver
+     * gave another, at its device alias */
+    uint64_t ha = cucap_fb_alloc_host_address(a), da = cucap_fb_alloc_address(a);
+    uint64_t ord = ++m->nalloc, sz = cucap_fb_alloc_size(a);
+    if (!ha)
+      ha = da;
+    CUCAP_RETURN_IF((ha && !alloc_add(m, ha, sz, ord, DM_PINNED)) ||
+                        (da && da != ha && !alloc_add(m, da, sz, ord, DM_PINNED)),
+                    CUCAP_ERR_NOMEM);
+  }
+  return CUCAP_OK;
+}
+
+/* A copy: its key and text; a copy to the host is remembered per thread so
+ * that its bytes can be compared. */
+static cucap_status on_memcpy(dm_model *m, const cucap_fb_record *rec, int ok, uint64_t *key,
+                              char *what, size_t wn) {
+  const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
+  int k = cucap_fb_memcpy_kind(c);
+  *key = mix64(mix64(*key, (uint64_t)k), cucap_fb_memcpy_size(c));
+  const char *kn = cucap_fb_memcpy_kind_name(k);
+  snprintf(what, wn, "%s %" PRIu64 " bytes", kn ? kn : "?", cucap_fb_memcpy_size(c));
+  if (ok && (k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_UNIFIED)) {
+    uint32_t ord;
+    dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);
+    dm_copy *d = t ? sh_vec_push(&m->copies) : NULL;
+    CUCAP_RETURN_IF(!d, CUCAP_ERR_NOMEM);
+    d->thread = ord;
+    d->nth = t->copies++;
+    d->seq = cucap_fb_record_seq(rec);
+    d->size = cucap_fb_memcpy_size(c);
+    d->has_payload = cucap_fb_memcpy_has_payload(c) && cucap_fb_memcpy_payload(c);
+    if (d->has_payload)
+      d->payload = sh_h(cucap_fb_memcpy_payload(c));
+    CUCAP_RETURN_IF(d->seq && !sh_map_put(&m->copy_by_seq, d->seq, m->copies.n),
+                    CUCAP_ERR_NOMEM);
+  }
+  return CUCAP_OK;
+}
+
+/* A driver call in its thread's sequence, under the key the record's body
+ * gave it. */
+static cucap_status add_call(dm_model *m, const cucap_fb_record *rec, uint64_t key,
+                             const char *what) {
+  uint32_t ord;
+  dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);
+  dm_call *c = t ? sh_vec_push(&t->calls) : NULL;
+  CUCAP_RETURN_IF(!c, CUCAP_ERR_NOMEM);
+  c->cbid = cucap_fb_record_call(rec);
+  c->result = cucap_fb_record_result(rec);
+  c->key = mix64(key, (uint64_t)(int64_t)c->result);
+  c->seq = cucap_fb_record_seq(rec);
+  c->what = what[0] ? dm_str(m, what) : 0;
+  m->ncalls++;
+  return CUCAP_OK;
+}
+
 static int on_record(dm_model *m, const cucap_fb_record *rec) {
   int bt = cucap_fb_record_body_type(rec);
   int ok = cucap_fb_record_result(rec) == 0;
@@ -458,28 +528,10 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
       return 0;
     break;
   }
-  case CUCAP_FB_BODY_ALLOC: {
-    const cucap_fb_alloc *a = cucap_fb_record_body_as_alloc(rec);
-    key = mix64(mix64(key, cucap_fb_alloc_kind(a)), cucap_fb_alloc_size(a));
-    snprintf(what, sizeof what, "%" PRIu64 " bytes", cucap_fb_alloc_size(a));
-    int k = cucap_fb_alloc_kind(a);
-    if (ok && sh_alloc_is_device(k)) {
-      if (!alloc_add(m, cucap_fb_alloc_address(a), sh_alloc_size(a), ++m->nalloc, DM_DEVICE))
-        return 0;
-    } else if (ok && (k == CUCAP_FB_ALLOCKIND_HOST || k == CUCAP_FB_ALLOCKIND_HOSTALLOC ||
-                      k == CUCAP_FB_ALLOCKIND_HOSTREGISTER)) {
-      /* page-locked host memory: at its host address and, when the driver
-       * gave another, at its device alias */
-      uint64_t ha = cucap_fb_alloc_host_address(a), da = cucap_fb_alloc_address(a);
-      uint64_t ord = ++m->nalloc, sz = cucap_fb_alloc_size(a);
-      if (!ha)
-        ha = da;
-      if ((ha && !alloc_add(m, ha, sz, ord, DM_PINNED)) ||
-          (da && da != ha && !alloc_add(m, da, sz, ord, DM_PINNED)))
-        return 0;
-    }
+  case CUCAP_FB_BODY_ALLOC:
+    if (on_alloc(m, cucap_fb_record_body_as_alloc(rec), ok, &key, what, sizeof what) != CUCAP_OK)
+      return 0;
     break;
-  }
   case CUCAP_FB_BODY_FREE: {
     uint64_t addr = cucap_fb_free_address(cucap_fb_record_body_as_free(rec));
     const dm_alloc *a = ok && addr ? alloc_at(m, addr) : NULL;
@@ -487,30 +539,10 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
       alloc_remove(m, a->ordinal);
     break;
   }
-  case CUCAP_FB_BODY_MEMCPY: {
-    const cucap_fb_memcpy *c = cucap_fb_record_body_as_memcpy(rec);
-    int k = cucap_fb_memcpy_kind(c);
-    key = mix64(mix64(key, (uint64_t)k), cucap_fb_memcpy_size(c));
-    const char *kn = cucap_fb_memcpy_kind_name(k);
-    snprintf(what, sizeof what, "%s %" PRIu64 " bytes", kn ? kn : "?", cucap_fb_memcpy_size(c));
-    if (ok && (k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_UNIFIED)) {
-      uint32_t ord;
-      dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);
-      dm_copy *d = t ? sh_vec_push(&m->copies) : NULL;
-      if (!d)
-        return 0;
-      d->thread = ord;
-      d->nth = t->copies++;
-      d->seq = cucap_fb_record_seq(rec);
-      d->size = cucap_fb_memcpy_size(c);
-      d->has_payload = cucap_fb_memcpy_has_payload(c) && cucap_fb_memcpy_payload(c);
-      if (d->has_payload)
-        d->payload = sh_h(cucap_fb_memcpy_payload(c));
-      if (d->seq && !sh_map_put(&m->copy_by_seq, d->seq, m->copies.n))
-        return 0;
-    }
+  case CUCAP_FB_BODY_MEMCPY:
+    if (on_memcpy(m, rec, ok, &key, what, sizeof what) != CUCAP_OK)
+      return 0;
     break;
-  }
   case CUCAP_FB_BODY_MEMSET: {
     const cucap_fb_memset *s = cucap_fb_record_body_as_memset(rec);
     key = mix64(mix64(mix64(key, cucap_fb_memset_elem_size(s)), cucap_fb_memset_count(s)),
@@ -550,18 +582,7 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
   }
   if (!cucap_fb_record_call(rec) || !cucap_fb_record_seq(rec))
     return 1; /* not a driver call */
-  uint32_t ord;
-  dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);
-  dm_call *c = t ? sh_vec_push(&t->calls) : NULL;
-  if (!c)
-    return 0;
-  c->cbid = cucap_fb_record_call(rec);
-  c->result = cucap_fb_record_result(rec);
-  c->key = mix64(key, (uint64_t)(int64_t)c->result);
-  c->seq = cucap_fb_record_seq(rec);
-  c->what = what[0] ? dm_str(m, what) : 0;
-  m->ncalls++;
-  return 1;
+  return add_call(m, rec, key, what) == CUCAP_OK;
 }
 
 cucap_status dm_build(dm_model *m, cucap_reader *r, const cucap_diff_options *o) {

@@ -356,64 +356,58 @@ static const char prog_body[] =
     "  return h == expected ? 0 : 1;\n"
     "}\n";
 
-cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t msg_size) {
-  ec_state s;
-  memset(&s, 0, sizeof s);
-  s.r = r;
-  sh_vec_init(&s.mods, sizeof(ec_mod));
-  sh_vec_init(&s.fns, sizeof(ec_fn));
-  sh_vec_init(&s.copies, sizeof(sh_rec_copy));
-  sh_vec_init(&s.globals, sizeof(ec_global));
-  sh_vec_init(&s.uploads, sizeof(ec_upload));
-  sh_vec_init(&s.results, sizeof(cucap_state_region));
-  cucap_status st = CUCAP_ERR_CORRUPT;
-  FILE *c = NULL;
-  char path[4096];
-  if (cucap_reader_rewind(r) != CUCAP_OK || !collect(&s))
-    goto out;
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    if (snprintf(s.msg, sizeof s.msg, "cannot create %s: %s", dir, strerror(errno)) < 0)
-      s.msg[0] = 0;
-    st = CUCAP_ERR_IO;
-    goto out;
-  }
-  const cucap_fb_launch *l = cucap_fb_record_body_as_launch(s.launch.rec);
-  const ec_fn *fn = fn_of(&s, cucap_fb_launch_function(l));
+/* fail() for the helpers below, which return a status. */
+static cucap_status failed(ec_state *s, cucap_status st, const char *fmt, const char *a) {
+  fail(s, fmt, a);
+  return st;
+}
+
+/* The launched function (*fn), the record that names it (*named) and the
+ * module whose image holds it. */
+static cucap_status find_launched(ec_state *s, const cucap_fb_launch *l, const ec_fn **fn_out,
+                                  const ec_fn **named_out, const ec_mod **mod_out) {
+  const ec_fn *fn = fn_of(s, cucap_fb_launch_function(l));
   const ec_fn *named = fn;
   /* A CUfunction of a CUkernel (cuKernelGetFunction): its module field is
    * the CUkernel, whose own record names the library. On the mock both
    * handles are one number and fn_of finds the kernel's record first. */
   if (fn && (!fn->name[0] || fn->kind == CUCAP_FB_FUNCTIONKIND_KERNELFUNCTION)) {
-    const ec_fn *k = fn_of(&s, fn->module);
+    const ec_fn *k = fn_of(s, fn->module);
     if (k && k != fn)
       named = k;
     else if (!fn->name[0])
       named = NULL;
   }
-  if (!fn || !named || !named->name[0]) {
-    fail(&s, "%s", "the launched function is not described in the capture");
-    goto out;
-  }
+  CUCAP_RETURN_IF(!fn || !named || !named->name[0],
+                  failed(s, CUCAP_ERR_CORRUPT, "%s",
+                         "the launched function is not described in the capture"));
   uint64_t modh = named->module;
   const ec_mod *mod = NULL;
-  for (size_t i = 0; i < s.mods.n; i++)
-    if (((ec_mod *)sh_vec_at(&s.mods, i))->handle == modh)
-      mod = sh_vec_at(&s.mods, i);
-  if (!mod) {
-    fail(&s, "%s", "the launched function's module image is not in the capture");
-    goto out;
-  }
-  st = CUCAP_ERR_IO;
-  if (!write_blob(&s, dir, "module.bin", mod->image, mod->format == CUCAP_FB_IMAGEFORMAT_PTX))
-    goto out;
+  for (size_t i = 0; i < s->mods.n; i++)
+    if (((ec_mod *)sh_vec_at(&s->mods, i))->handle == modh)
+      mod = sh_vec_at(&s->mods, i);
+  CUCAP_RETURN_IF(!mod, failed(s, CUCAP_ERR_CORRUPT, "%s",
+                               "the launched function's module image is not in the capture"));
+  *fn_out = fn;
+  *named_out = named;
+  *mod_out = mod;
+  return CUCAP_OK;
+}
+
+/* args.bin from the launch's blob or its inline block; *nargs_out: the
+ * block's size. */
+static cucap_status write_args(ec_state *s, const char *dir, const cucap_fb_launch *l,
+                               size_t *nargs_out) {
+  char path[4096];
   /* argument block */
   size_t nargs = 0;
   const uint8_t *args = cucap_fb_launch_args(l, &nargs);
   if (cucap_fb_launch_has_args_blob(l)) {
     uint64_t bs = 0;
-    if (cucap_reader_blob_size(r, sh_h(cucap_fb_launch_args_blob(l)), &bs) != CUCAP_OK ||
-        !write_blob(&s, dir, "args.bin", sh_h(cucap_fb_launch_args_blob(l)), 0))
-      goto out;
+    CUCAP_RETURN_IF(cucap_reader_blob_size(s->r, sh_h(cucap_fb_launch_args_blob(l)), &bs) !=
+                            CUCAP_OK ||
+                        !write_blob(s, dir, "args.bin", sh_h(cucap_fb_launch_args_blob(l)), 0),
+                    CUCAP_ERR_IO);
     nargs = (size_t)bs;
   } else if (nargs) {
     snprintf(path, sizeof path, "%s/args.bin", dir);
@@ -421,16 +415,20 @@ cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t ms
     int ok = af && fwrite(args, 1, nargs, af) == nargs;
     if (af && fclose(af) != 0)
       ok = 0;
-    if (!ok) {
-      fail(&s, "cannot write %s", path);
-      goto out;
-    }
+    CUCAP_RETURN_IF(!ok, failed(s, CUCAP_ERR_IO, "cannot write %s", path));
   }
+  *nargs_out = nargs;
+  return CUCAP_OK;
+}
+
+/* One file per upload; marks the uploads that land in a global of the
+ * launched function's module (modh). */
+static cucap_status write_uploads(ec_state *s, const char *dir, uint64_t modh) {
   /* uploads: into module globals, or device regions */
-  for (size_t i = 0; i < s.uploads.n; i++) {
-    ec_upload *u = sh_vec_at(&s.uploads, i);
-    for (size_t g = 0; g < s.globals.n; g++) {
-      const ec_global *gl = sh_vec_at(&s.globals, g);
+  for (size_t i = 0; i < s->uploads.n; i++) {
+    ec_upload *u = sh_vec_at(&s->uploads, i);
+    for (size_t g = 0; g < s->globals.n; g++) {
+      const ec_global *gl = sh_vec_at(&s->globals, g);
       if (gl->module == modh && u->addr - gl->addr < (gl->size ? gl->size : 1)) {
         u->global = (int)g + 1;
         u->goff = u->addr - gl->addr;
@@ -438,31 +436,35 @@ cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t ms
     }
     char name[64];
     snprintf(name, sizeof name, "%s%zu.bin", u->global ? "global" : "mem", i);
-    if (!write_blob(&s, dir, name, u->data, 0))
-      goto out;
+    CUCAP_RETURN_IF(!write_blob(s, dir, name, u->data, 0), CUCAP_ERR_IO);
   }
+  return CUCAP_OK;
+}
+
+/* The FNV-1a 64 of the recorded result regions, which the program compares
+ * its own with. */
+static cucap_status expected_checksum(ec_state *s, uint64_t *expected_out) {
   uint64_t expected = SH_FNV_INIT;
-  int have_expected = s.results.n > 0;
-  for (size_t i = 0; i < s.results.n; i++) {
-    cucap_state_region *g = sh_vec_at(&s.results, i);
+  for (size_t i = 0; i < s->results.n; i++) {
+    cucap_state_region *g = sh_vec_at(&s->results, i);
     void *b = malloc(g->size ? g->size : 1);
-    if (!b || cucap_reader_blob_read(r, g->data, b, g->size) != CUCAP_OK) {
+    if (!b || cucap_reader_blob_read(s->r, g->data, b, g->size) != CUCAP_OK) {
       free(b);
-      fail(&s, "%s", "cannot read the recorded result");
-      st = CUCAP_ERR_CORRUPT;
-      goto out;
+      return failed(s, CUCAP_ERR_CORRUPT, "%s", "cannot read the recorded result");
     }
     expected = sh_fnv1a(expected, b, (size_t)g->size);
     free(b);
   }
-  snprintf(path, sizeof path, "%s/repro.c", dir);
-  c = fopen(path, "w");
-  if (!c) {
-    fail(&s, "cannot write %s", path);
-    goto out;
-  }
+  *expected_out = expected;
+  return CUCAP_OK;
+}
+
+/* repro.c up to the regions table: the header comment, the includes and the
+ * launch's constants (name, geometry, argument size, parameter layout). */
+static void print_launch(ec_state *s, FILE *c, const cucap_fb_launch *l, const ec_fn *fn,
+                         const ec_fn *named, size_t nargs) {
   const cucap_fb_dim3 *gd = cucap_fb_launch_grid(l), *bd = cucap_fb_launch_block(l);
-  const cucap_fb_file_header *h = cucap_reader_header(r);
+  const cucap_fb_file_header *h = cucap_reader_header(s->r);
   const cucap_fb_origin *org = h ? cucap_fb_file_header_origin(h) : NULL;
   const char *src = org ? cucap_fb_origin_source(org) : NULL;
   fprintf(c, "/* repro.c - launch %" PRIu64 " of ", cucap_fb_launch_launch_index(l));
@@ -491,25 +493,26 @@ cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t ms
   for (size_t i = 0; i < np; i++)
     fprintf(c, "%s{%u, %u}", i ? ", " : "", pi[i].offset, pi[i].size);
   fprintf(c, "%s};\n", np ? "" : "{0, 0}");
+}
+
+/* repro.c's regions table. */
+static cucap_status print_regions(ec_state *s, FILE *c) {
   fprintf(c, "static const struct { uint64_t addr, size; const char *file; } regions[] = {\n");
   /* uploads, and result regions no upload covers (they still need memory),
    * sorted by address */
-  ec_reg *regs = malloc((s.uploads.n + s.results.n + 1) * sizeof *regs);
+  ec_reg *regs = malloc((s->uploads.n + s->results.n + 1) * sizeof *regs);
   size_t nreg = 0;
-  if (!regs) {
-    fail(&s, "%s", "out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < s.uploads.n; i++) {
-    const ec_upload *u = sh_vec_at(&s.uploads, i);
+  CUCAP_RETURN_IF(!regs, failed(s, CUCAP_ERR_IO, "%s", "out of memory"));
+  for (size_t i = 0; i < s->uploads.n; i++) {
+    const ec_upload *u = sh_vec_at(&s->uploads, i);
     if (!u->global)
       regs[nreg++] = (ec_reg){u->addr, u->size, (long)i};
   }
-  for (size_t i = 0; i < s.results.n; i++) {
-    const cucap_state_region *g = sh_vec_at(&s.results, i);
+  for (size_t i = 0; i < s->results.n; i++) {
+    const cucap_state_region *g = sh_vec_at(&s->results, i);
     int covered = 0;
-    for (size_t k = 0; k < s.uploads.n && !covered; k++) {
-      const ec_upload *u = sh_vec_at(&s.uploads, k);
+    for (size_t k = 0; k < s->uploads.n && !covered; k++) {
+      const ec_upload *u = sh_vec_at(&s->uploads, k);
       covered = !u->global && g->address >= u->addr && g->address - u->addr < u->size;
     }
     if (!covered)
@@ -526,20 +529,25 @@ cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t ms
   free(regs);
   if (!nreg)
     fprintf(c, "  {0, 0, NULL}\n");
+  return CUCAP_OK;
+}
+
+/* repro.c's results and globals tables and the expected checksum. */
+static void print_results(const ec_state *s, FILE *c, uint64_t expected) {
   fprintf(c, "};\nstatic const struct { uint64_t addr, size; } results[] = {\n");
-  for (size_t i = 0; i < s.results.n; i++) {
-    const cucap_state_region *g = sh_vec_at(&s.results, i);
+  for (size_t i = 0; i < s->results.n; i++) {
+    const cucap_state_region *g = sh_vec_at(&s->results, i);
     fprintf(c, "  {0x%" PRIx64 "ull, %" PRIu64 "ull},\n", g->address, g->size);
   }
-  if (!s.results.n)
+  if (!s->results.n)
     fprintf(c, "  {0, 0}\n");
   fprintf(c, "};\nstatic const struct { const char *name; uint64_t offset, size; const char *file; } globals[] = {\n");
   int nglob = 0;
-  for (size_t i = 0; i < s.uploads.n; i++) {
-    const ec_upload *u = sh_vec_at(&s.uploads, i);
+  for (size_t i = 0; i < s->uploads.n; i++) {
+    const ec_upload *u = sh_vec_at(&s->uploads, i);
     if (!u->global)
       continue;
-    const ec_global *gl = sh_vec_at(&s.globals, (size_t)u->global - 1);
+    const ec_global *gl = sh_vec_at(&s->globals, (size_t)u->global - 1);
     fprintf(c, "  {");
     c_string(c, gl->name);
     fprintf(c, ", %" PRIu64 "ull, %" PRIu64 "ull, \"global%zu.bin\"},\n", u->goff, u->size, i);
@@ -549,26 +557,74 @@ cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t ms
     fprintf(c, "  {NULL, 0, 0, NULL}\n");
   fprintf(c, "};\nstatic const unsigned long long expected = 0x%016" PRIx64 "ull;\n"
              "static const int have_expected = %d;\n\n",
-          expected, have_expected);
-  fputs(prog_body, c);
-  if (fclose(c) != 0) {
-    c = NULL;
-    fail(&s, "cannot write %s", path);
-    goto out;
+          expected, s->results.n > 0);
+}
+
+static cucap_status write_repro(ec_state *s, const char *dir, const cucap_fb_launch *l,
+                                const ec_fn *fn, const ec_fn *named, size_t nargs,
+                                uint64_t expected) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/repro.c", dir);
+  FILE *c = fopen(path, "w");
+  CUCAP_RETURN_IF(!c, failed(s, CUCAP_ERR_IO, "cannot write %s", path));
+  print_launch(s, c, l, fn, named, nargs);
+  cucap_status st = print_regions(s, c);
+  if (st != CUCAP_OK) {
+    fclose(c);
+    return st;
   }
-  c = NULL;
+  print_results(s, c, expected);
+  fputs(prog_body, c);
+  CUCAP_RETURN_IF(fclose(c) != 0, failed(s, CUCAP_ERR_IO, "cannot write %s", path));
+  return CUCAP_OK;
+}
+
+static cucap_status write_makefile(ec_state *s, const char *dir) {
+  char path[4096];
   snprintf(path, sizeof path, "%s/Makefile", dir);
   FILE *mk = fopen(path, "w");
   if (!mk || fprintf(mk, "CUDA_HOME ?= /usr/local/cuda\nrepro: repro.c\n\t$(CC) -O2 -o repro "
                          "repro.c -I$(CUDA_HOME)/include -L$(CUDA_HOME)/lib64/stubs -lcuda\n") < 0 ||
-      fclose(mk) != 0) {
-    fail(&s, "cannot write %s", path);
-    goto out;
+      fclose(mk) != 0)
+    return failed(s, CUCAP_ERR_IO, "cannot write %s", path);
+  return CUCAP_OK;
+}
+
+/* The phases in order; the first that fails ends the emit. */
+static cucap_status emit(ec_state *s, const char *dir) {
+  CUCAP_RETURN_IF(cucap_reader_rewind(s->r) != CUCAP_OK || !collect(s), CUCAP_ERR_CORRUPT);
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    if (snprintf(s->msg, sizeof s->msg, "cannot create %s: %s", dir, strerror(errno)) < 0)
+      s->msg[0] = 0;
+    return CUCAP_ERR_IO;
   }
-  st = CUCAP_OK;
-out:
-  if (c)
-    fclose(c);
+  const cucap_fb_launch *l = cucap_fb_record_body_as_launch(s->launch.rec);
+  const ec_fn *fn, *named;
+  const ec_mod *mod;
+  CUCAP_FORWARD(find_launched(s, l, &fn, &named, &mod));
+  CUCAP_RETURN_IF(
+      !write_blob(s, dir, "module.bin", mod->image, mod->format == CUCAP_FB_IMAGEFORMAT_PTX),
+      CUCAP_ERR_IO);
+  size_t nargs;
+  CUCAP_FORWARD(write_args(s, dir, l, &nargs));
+  CUCAP_FORWARD(write_uploads(s, dir, named->module));
+  uint64_t expected;
+  CUCAP_FORWARD(expected_checksum(s, &expected));
+  CUCAP_FORWARD(write_repro(s, dir, l, fn, named, nargs, expected));
+  return write_makefile(s, dir);
+}
+
+cucap_status cucap_emit_c(cucap_reader *r, const char *dir, char *msg, size_t msg_size) {
+  ec_state s;
+  memset(&s, 0, sizeof s);
+  s.r = r;
+  sh_vec_init(&s.mods, sizeof(ec_mod));
+  sh_vec_init(&s.fns, sizeof(ec_fn));
+  sh_vec_init(&s.copies, sizeof(sh_rec_copy));
+  sh_vec_init(&s.globals, sizeof(ec_global));
+  sh_vec_init(&s.uploads, sizeof(ec_upload));
+  sh_vec_init(&s.results, sizeof(cucap_state_region));
+  cucap_status st = emit(&s, dir);
   if (msg && msg_size)
     snprintf(msg, msg_size, "%s", st == CUCAP_OK ? "" : s.msg[0] ? s.msg : cucap_status_str(st));
   for (size_t i = 0; i < s.copies.n; i++)

@@ -445,6 +445,70 @@ static void call_slice(xb *b, const cucap_fb_record *rec, size_t *out) {
   *out = e ? b->m->events.n - 1 : XP_NONE;
 }
 
+/* A launch on its stream's GPU track, joined by a flow to its API call
+ * (api). */
+static void launch_event(xb *b, const cucap_fb_record *rec, size_t api) {
+  const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
+  if (cucap_fb_launch_kind(l) == CUCAP_FB_LAUNCHKIND_HOSTFUNC)
+    return;
+  uint64_t li = cucap_fb_launch_launch_index(l), nm = 0;
+  cucap_map_get(&b->fn_name, cucap_fb_launch_function(l), &nm);
+  uint32_t name = nm ? (uint32_t)nm : xp_str(b->m, "(kernel)");
+  gpu_time tmp;
+  const gpu_time *g = timed(b, li, &tmp);
+  xp_event *e = ev_at(b, gpu_op(b, rec, cucap_fb_launch_stream(l), name, b->s_kernel, g));
+  b->rep->launches++;
+  if (g)
+    b->rep->kernels_timed++;
+  if (e) {
+    uint64_t flow = li + 1;
+    e->flow_in = flow;
+    arg_u(e, b->s_launch_index, li);
+    xp_event *a = ev_at(b, api);
+    if (a) {
+      a->flow_out = flow;
+      arg_s(a, b->s_kernel_key, name);
+    }
+  }
+}
+
+/* A copy on its stream's GPU track and the bandwidth counter. */
+static void memcpy_event(xb *b, const cucap_fb_record *rec, size_t api) {
+  const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
+  int k = cucap_fb_memcpy_kind(m);
+  if (k == CUCAP_FB_MEMCPYKIND_HTOH || k == CUCAP_FB_MEMCPYKIND_PREFETCH)
+    return;
+  char buf[96];
+  uint64_t size = cucap_fb_memcpy_size(m);
+  const char *kn = cucap_fb_memcpy_kind_name(k);
+  snprintf(buf, sizeof buf, "memcpy %s", kn ? kn : "?");
+  xp_event *e = ev_at(b, gpu_op(b, rec, cucap_fb_memcpy_stream(m), xp_str(b->m, buf),
+                                b->s_memcpy, NULL));
+  if (e) {
+    arg_u(e, b->s_bytes, size);
+    uint64_t ts = e->ts, dur = e->dur; /* counter() may move e */
+    double gbs = (double)size / (double)(dur ? dur : 1); /* bytes/ns = GB/s */
+    counter(b, b->bw_track, ts, gbs, 0);
+    counter(b, b->bw_track, ts + dur, 0, 0);
+  }
+  arg_u(ev_at(b, api), b->s_bytes, size);
+}
+
+/* cuProfilerStart opens a profiler range, cuProfilerStop closes it as a
+ * slice on its own track. */
+static void profiler_range(xb *b, const cucap_fb_record *rec, uint32_t call) {
+  if (call == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && !b->prof_open)
+    b->prof_open = cucap_fb_record_t_exit(rec) + 1;
+  if (call == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop && b->prof_open) {
+    if (!b->prof_track)
+      b->prof_track = add_track(b, XT_ASYNC, process_uuid(b), 0, "profiler ranges");
+    uint64_t t0 = b->prof_open - 1;
+    add_event(b, XE_SLICE, b->prof_track, t0, cucap_fb_record_t_enter(rec) - t0,
+              xp_str(b->m, "cuProfilerStart..Stop"), b->s_cuda);
+    b->prof_open = 0;
+  }
+}
+
 static int pass2(xb *b, const cucap_fb_record *rec) {
   size_t api = XP_NONE;
   uint32_t call = cucap_fb_record_call(rec);
@@ -452,52 +516,14 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
     call_slice(b, rec, &api);
   int ok = cucap_fb_record_result(rec) == 0;
   switch (cucap_fb_record_body_type(rec)) {
-  case CUCAP_FB_BODY_LAUNCH: {
-    const cucap_fb_launch *l = cucap_fb_record_body_as_launch(rec);
-    if (!ok || cucap_fb_launch_kind(l) == CUCAP_FB_LAUNCHKIND_HOSTFUNC)
-      break;
-    uint64_t li = cucap_fb_launch_launch_index(l), nm = 0;
-    cucap_map_get(&b->fn_name, cucap_fb_launch_function(l), &nm);
-    uint32_t name = nm ? (uint32_t)nm : xp_str(b->m, "(kernel)");
-    gpu_time tmp;
-    const gpu_time *g = timed(b, li, &tmp);
-    xp_event *e = ev_at(b, gpu_op(b, rec, cucap_fb_launch_stream(l), name, b->s_kernel, g));
-    b->rep->launches++;
-    if (g)
-      b->rep->kernels_timed++;
-    if (e) {
-      uint64_t flow = li + 1;
-      e->flow_in = flow;
-      arg_u(e, b->s_launch_index, li);
-      xp_event *a = ev_at(b, api);
-      if (a) {
-        a->flow_out = flow;
-        arg_s(a, b->s_kernel_key, name);
-      }
-    }
+  case CUCAP_FB_BODY_LAUNCH:
+    if (ok)
+      launch_event(b, rec, api);
     break;
-  }
-  case CUCAP_FB_BODY_MEMCPY: {
-    const cucap_fb_memcpy *m = cucap_fb_record_body_as_memcpy(rec);
-    int k = cucap_fb_memcpy_kind(m);
-    if (!ok || k == CUCAP_FB_MEMCPYKIND_HTOH || k == CUCAP_FB_MEMCPYKIND_PREFETCH)
-      break;
-    char buf[96];
-    uint64_t size = cucap_fb_memcpy_size(m);
-    const char *kn = cucap_fb_memcpy_kind_name(k);
-    snprintf(buf, sizeof buf, "memcpy %s", kn ? kn : "?");
-    xp_event *e = ev_at(b, gpu_op(b, rec, cucap_fb_memcpy_stream(m), xp_str(b->m, buf),
-                                  b->s_memcpy, NULL));
-    if (e) {
-      arg_u(e, b->s_bytes, size);
-      uint64_t ts = e->ts, dur = e->dur; /* counter() may move e */
-      double gbs = (double)size / (double)(dur ? dur : 1); /* bytes/ns = GB/s */
-      counter(b, b->bw_track, ts, gbs, 0);
-      counter(b, b->bw_track, ts + dur, 0, 0);
-    }
-    arg_u(ev_at(b, api), b->s_bytes, size);
+  case CUCAP_FB_BODY_MEMCPY:
+    if (ok)
+      memcpy_event(b, rec, api);
     break;
-  }
   case CUCAP_FB_BODY_MEMSET: {
     const cucap_fb_memset *m = cucap_fb_record_body_as_memset(rec);
     if (!ok)
@@ -553,16 +579,8 @@ static int pass2(xb *b, const cucap_fb_record *rec) {
   default:
     break;
   }
-  if (ok && call == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && !b->prof_open)
-    b->prof_open = cucap_fb_record_t_exit(rec) + 1;
-  if (ok && call == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop && b->prof_open) {
-    if (!b->prof_track)
-      b->prof_track = add_track(b, XT_ASYNC, process_uuid(b), 0, "profiler ranges");
-    uint64_t t0 = b->prof_open - 1;
-    add_event(b, XE_SLICE, b->prof_track, t0, cucap_fb_record_t_enter(rec) - t0,
-              xp_str(b->m, "cuProfilerStart..Stop"), b->s_cuda);
-    b->prof_open = 0;
-  }
+  if (ok)
+    profiler_range(b, rec, call);
   return 1;
 }
 

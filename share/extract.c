@@ -202,6 +202,224 @@ static cucap_status checksum_blobs(dv_plan *p, const sh_vec *g, uint64_t *out) {
   return st;
 }
 
+/* One extract: what its phases share. */
+typedef struct ex_job {
+  cucap_reader *src;
+  const cucap_derive_options *o;
+  cucap_derive_report *rep;
+  const char *out_path;
+  char selection[300];
+  dv_plan p;
+  ex_find f;
+  sh_rec_copy lrec, frec, before, after;
+  sh_vec expect; /* cucap_state_region: the expected result */
+  cucap_writer *w;
+} ex_job;
+
+/* The selected launch, in a complete capture. */
+static cucap_status find_launch(ex_job *j, const cucap_launch_select *sel) {
+  cucap_derive_report *rep = j->rep;
+  cucap_status st = dv_count(&j->p);
+  if (st != CUCAP_OK || (st = locate(&j->p, sel, &j->f)) != CUCAP_OK) {
+    cucap_reader_recovery rv;
+    cucap_reader_recovery_get(j->src, &rv);
+    return dv_fail(rep, st, st == CUCAP_ERR_NOMEM ? st : CUCAP_ERR_CORRUPT,
+                   "the capture is damaged or truncated (%s): extract needs a complete capture",
+                   rv.problem[0] ? rv.problem : cucap_status_str(st));
+  }
+  rep->source_records = j->p.nrecords;
+  if (j->f.launch == DV_NONE)
+    return dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG, "%s: no such launch in the capture", j->selection);
+  rep->launch_index = j->f.li;
+  snprintf(rep->kernel, sizeof rep->kernel, "%s", j->f.kernel);
+  return CUCAP_OK;
+}
+
+/* Where memory before the launch comes from (the recorded snapshot or the
+ * replay), and copies of the records the later phases read. */
+static cucap_status choose_state(ex_job *j) {
+  dv_plan *p = &j->p;
+  const ex_find *f = &j->f;
+  cucap_derive_report *rep = j->rep;
+  cucap_status st;
+  uint64_t q1 = 0, a1 = 0;
+  cucap_map_get(&f->before, f->li + 1, &q1);
+  cucap_map_get(&f->after, f->li + 1, &a1);
+  if (q1 && q1 - 1 > f->launch)
+    q1 = 0;
+  if (j->o->replay) {
+    p->cut = p->first = f->launch;
+    rep->state = CUCAP_FB_STATESOURCE_REPLAY;
+  } else if (q1) {
+    p->snap_rec = p->cut = q1 - 1;
+    p->first = p->cut + 1;
+    rep->state = CUCAP_FB_STATESOURCE_RECORDEDSNAPSHOT;
+  } else {
+    return dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG,
+                   "no snapshot of device memory was recorded before launch %" PRIu64
+                   ": record with --snapshot=launch:%" PRIu64 ", or use extract --replay "
+                   "(replays up to the launch on a GPU)", f->li, f->li);
+  }
+  p->last = f->launch;
+  if ((st = dv_read_at(p, f->launch, &j->lrec)) != CUCAP_OK ||
+      (f->fn_rec != DV_NONE && (st = dv_read_at(p, f->fn_rec, &j->frec)) != CUCAP_OK) ||
+      (q1 && (st = dv_read_at(p, q1 - 1, &j->before)) != CUCAP_OK) ||
+      (a1 && !j->o->replay && (st = dv_read_at(p, a1 - 1, &j->after)) != CUCAP_OK))
+    return dv_fail(rep, st, st == CUCAP_ERR_NOMEM ? st : CUCAP_ERR_CORRUPT, "reading the capture: %s",
+                   cucap_status_str(st));
+  return CUCAP_OK;
+}
+
+static cucap_status mark_range(ex_job *j) {
+  dv_plan *p = &j->p;
+  /* kept range: the launch and, between the cut and it, what describes it */
+  const cucap_fb_record *rec;
+  const void *buf;
+  size_t size;
+  CUCAP_FORWARD(cucap_reader_rewind(j->src));
+  for (uint64_t i = 0; i <= j->f.launch; i++) {
+    CUCAP_FORWARD(dv_next(p, &rec, &buf, &size));
+    if (i < p->first)
+      continue;
+    int bt = cucap_fb_record_body_type(rec);
+    if (i == j->f.launch || bt == CUCAP_FB_BODY_CALLSTACK || bt == CUCAP_FB_BODY_MODULEMAP ||
+        (bt == CUCAP_FB_BODY_FUNCTION &&
+         cucap_fb_function_handle(cucap_fb_record_body_as_function(rec)) == j->f.function))
+      p->keep[i] = DV_RANGE;
+  }
+  return CUCAP_OK;
+}
+
+/* The state prefix: what the launch and the kept range use. */
+static cucap_status plan_state(ex_job *j) {
+  dv_plan *p = &j->p;
+  const cucap_derive_options *o = j->o;
+  cucap_status st;
+  CUCAP_FORWARD(dv_scan_state(p));
+  if (p->capturing)
+    return dv_fail(j->rep, CUCAP_ERR_UNSUPPORTED, CUCAP_ERR_INVALID_ARG,
+                   "launch %" PRIu64 " is part of a stream capture (a graph node): it cannot "
+                   "be extracted as a launch", j->f.li);
+  p->minimal = o->minimal;
+  dv_images_setup(p, o->keep_all_archs);
+  p->primary_only = 1; /* one launch needs no context of its own: loops cleanly */
+  if (o->minimal && (st = mark_pointed(p, j->lrec.rec, j->frec.rec)) != CUCAP_OK)
+    return dv_fail(j->rep, st, CUCAP_ERR_CORRUPT, "reading the launch's arguments: %s", cucap_status_str(st));
+  CUCAP_FORWARD(dv_scan_uses(p));
+  dv_mark_state(p);
+  CUCAP_FORWARD(dv_mark_stacks(p));
+  return CUCAP_OK;
+}
+
+/* The regions memory before the launch is written into, and the expected
+ * result's. */
+static cucap_status collect_regions(ex_job *j) {
+  dv_plan *p = &j->p;
+  const cucap_derive_options *o = j->o;
+  cucap_status st;
+  if (j->before.rec)
+    st = dv_regions_from_snapshot(p, cucap_fb_record_body_as_snapshot(j->before.rec), &p->regions,
+                                  &p->region_ctx, o->minimal);
+  else
+    st = dv_regions_from_allocs(p, &p->regions, &p->region_ctx, o->minimal);
+  if (st == CUCAP_OK && j->after.rec)
+    st = dv_regions_from_snapshot(p, cucap_fb_record_body_as_snapshot(j->after.rec), &j->expect,
+                                  NULL, o->minimal);
+  if (st == CUCAP_OK && o->replay) /* the same regions, read again after the launch */
+    for (size_t i = 0; i < p->regions.n && st == CUCAP_OK; i++) {
+      cucap_state_region *e = sh_vec_push(&j->expect);
+      if (!e)
+        st = CUCAP_ERR_NOMEM;
+      else
+        *e = *(cucap_state_region *)sh_vec_at(&p->regions, i);
+    }
+  if (st != CUCAP_OK)
+    return dv_fail(j->rep, st, CUCAP_ERR_NOMEM, "out of memory");
+  j->rep->have_expected = j->expect.n > 0;
+  return CUCAP_OK;
+}
+
+/* The expected result's checksum: read by the replay, or of the recorded
+ * blobs. */
+static cucap_status expected_result(ex_job *j) {
+  const cucap_derive_options *o = j->o;
+  sh_vec *expect = &j->expect;
+  cucap_derive_report *rep = j->rep;
+  cucap_status st;
+  if (o->replay) {
+    char msg[512] = "";
+    st = dv_replay_read(o, j->w, j->f.launch, j->p.regions.data, j->p.regions.n, expect->data,
+                        expect->n, &rep->expected_checksum, msg, sizeof msg);
+    if (st != CUCAP_OK)
+      return dv_fail(rep, st, dv_as_replay(st),
+                     "replaying up to launch %" PRIu64 ": %s", j->f.li, msg);
+  } else if (expect->n && (st = checksum_blobs(&j->p, expect, &rep->expected_checksum)) != CUCAP_OK) {
+    return dv_fail(rep, st, CUCAP_ERR_CORRUPT, "reading the recorded result: %s", cucap_status_str(st));
+  }
+  return CUCAP_OK;
+}
+
+/* The expected result's blobs the output lacks, then the Exit snapshot
+ * after the launch. */
+static cucap_status write_expected(ex_job *j) {
+  const sh_vec *expect = &j->expect;
+  cucap_status st = CUCAP_OK;
+  for (size_t i = 0; i < expect->n && st == CUCAP_OK; i++) {
+    cucap_state_region *e = sh_vec_at(expect, i);
+    if (!j->o->replay && !cucap_writer_has_blob(j->w, e->data)) {
+      uint64_t bs = 0;
+      void *b = NULL;
+      st = cucap_reader_blob_size(j->src, e->data, &bs);
+      if (st == CUCAP_OK && !(b = malloc(bs ? bs : 1)))
+        st = CUCAP_ERR_NOMEM;
+      if (st == CUCAP_OK)
+        st = cucap_reader_blob_read(j->src, e->data, b, bs);
+      if (st == CUCAP_OK)
+        st = cucap_writer_put_blob_hashed(j->w, b, (size_t)bs, e->data);
+      free(b);
+    }
+  }
+  if (st == CUCAP_OK)
+    st = dv_write_exit_snapshot(j->w, expect->data, expect->n, j->f.li,
+                                cucap_fb_record_t_exit(j->lrec.rec));
+  if (st != CUCAP_OK)
+    return dv_fail(j->rep, st, dv_as_write(st), "writing %s: %s", j->out_path, cucap_status_str(st));
+  j->rep->records_written++;
+  return CUCAP_OK;
+}
+
+static cucap_status write_output(ex_job *j) {
+  dv_plan *p = &j->p;
+  const cucap_derive_options *o = j->o;
+  cucap_derive_report *rep = j->rep;
+  cucap_status st;
+  dv_origin org = {"extract", o->source_path, o->selection ? o->selection : j->selection,
+                   rep->state, dv_state_count(p), cucap_fb_record_seq(j->lrec.rec),
+                   cucap_fb_record_seq(j->lrec.rec), j->f.li, j->f.li, p->cut};
+  CUCAP_FORWARD(dv_output_open(p, o, j->out_path, &org, rep, &j->w));
+  CUCAP_FORWARD(expected_result(j));
+  if ((st = dv_write(p, j->w, &rep->records_written)) != CUCAP_OK)
+    return dv_fail(rep, st, dv_as_damage(st), "writing %s: %s",
+                   j->out_path, cucap_status_str(st));
+  if (j->expect.n)
+    CUCAP_FORWARD(write_expected(j));
+  CUCAP_FORWARD(dv_output_close(p, j->w, j->out_path, &org, rep));
+  rep->expected_regions = j->expect.n;
+  rep->launches = 1;
+  rep->launch_first = rep->launch_last = j->f.li;
+  return CUCAP_OK;
+}
+
+/* The phases in order; the first that fails ends the extract. */
+static cucap_status extract(ex_job *j, const cucap_launch_select *sel) {
+  CUCAP_FORWARD(find_launch(j, sel));
+  CUCAP_FORWARD(choose_state(j));
+  CUCAP_FORWARD(mark_range(j));
+  CUCAP_FORWARD(plan_state(j));
+  CUCAP_FORWARD(collect_regions(j));
+  return write_output(j);
+}
+
 cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
                            const char *out_path, const cucap_derive_options *o,
                            cucap_derive_report *rep) {
@@ -211,190 +429,32 @@ cucap_status cucap_extract(cucap_reader *src, const cucap_launch_select *sel,
     cucap_derive_options_init(&defo);
     o = &defo;
   }
-  char selection[300];
+  ex_job j;
+  memset(&j, 0, sizeof j);
+  j.src = src;
+  j.o = o;
+  j.rep = rep;
+  j.out_path = out_path;
   if (sel->kernel)
-    snprintf(selection, sizeof selection, "kernel:%s@%" PRIu64, sel->kernel, sel->nth);
+    snprintf(j.selection, sizeof j.selection, "kernel:%s@%" PRIu64, sel->kernel, sel->nth);
   else
-    snprintf(selection, sizeof selection, "launch:%" PRIu64, sel->launch_index);
-  dv_plan p;
-  dv_plan_init(&p, src);
-  ex_find f;
-  memset(&f, 0, sizeof f);
-  sh_vec_init(&f.names, sizeof(char *));
-  sh_rec_copy lrec = {0}, frec = {0}, before = {0}, after = {0};
-  sh_vec expect;
-  sh_vec_init(&expect, sizeof(cucap_state_region));
-  cucap_writer *w = NULL;
-  cucap_status st = dv_count(&p);
-  if (st != CUCAP_OK || (st = locate(&p, sel, &f)) != CUCAP_OK) {
-    cucap_reader_recovery rv;
-    cucap_reader_recovery_get(src, &rv);
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM ? st : CUCAP_ERR_CORRUPT,
-            "the capture is damaged or truncated (%s): extract needs a complete capture",
-            rv.problem[0] ? rv.problem : cucap_status_str(st));
-    goto out;
-  }
-  rep->source_records = p.nrecords;
-  if (f.launch == DV_NONE) {
-    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG, "%s: no such launch in the capture", selection);
-    goto out;
-  }
-  rep->launch_index = f.li;
-  snprintf(rep->kernel, sizeof rep->kernel, "%s", f.kernel);
-  uint64_t q1 = 0, a1 = 0;
-  cucap_map_get(&f.before, f.li + 1, &q1);
-  cucap_map_get(&f.after, f.li + 1, &a1);
-  if (q1 && q1 - 1 > f.launch)
-    q1 = 0;
-  if (o->replay) {
-    p.cut = p.first = f.launch;
-    rep->state = CUCAP_FB_STATESOURCE_REPLAY;
-  } else if (q1) {
-    p.snap_rec = p.cut = q1 - 1;
-    p.first = p.cut + 1;
-    rep->state = CUCAP_FB_STATESOURCE_RECORDEDSNAPSHOT;
-  } else {
-    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG,
-                 "no snapshot of device memory was recorded before launch %" PRIu64
-                 ": record with --snapshot=launch:%" PRIu64 ", or use extract --replay "
-                 "(replays up to the launch on a GPU)", f.li, f.li);
-    goto out;
-  }
-  p.last = f.launch;
-  if ((st = dv_read_at(&p, f.launch, &lrec)) != CUCAP_OK ||
-      (f.fn_rec != DV_NONE && (st = dv_read_at(&p, f.fn_rec, &frec)) != CUCAP_OK) ||
-      (q1 && (st = dv_read_at(&p, q1 - 1, &before)) != CUCAP_OK) ||
-      (a1 && !o->replay && (st = dv_read_at(&p, a1 - 1, &after)) != CUCAP_OK)) {
-    dv_fail(rep, st, st == CUCAP_ERR_NOMEM ? st : CUCAP_ERR_CORRUPT, "reading the capture: %s",
-            cucap_status_str(st));
-    goto out;
-  }
-  /* kept range: the launch and, between the cut and it, what describes it */
-  {
-    const cucap_fb_record *rec;
-    const void *buf;
-    size_t size;
-    if ((st = cucap_reader_rewind(src)) != CUCAP_OK)
-      goto out;
-    for (uint64_t i = 0; i <= f.launch; i++) {
-      if ((st = dv_next(&p, &rec, &buf, &size)) != CUCAP_OK)
-        goto out;
-      if (i < p.first)
-        continue;
-      int bt = cucap_fb_record_body_type(rec);
-      if (i == f.launch || bt == CUCAP_FB_BODY_CALLSTACK || bt == CUCAP_FB_BODY_MODULEMAP ||
-          (bt == CUCAP_FB_BODY_FUNCTION &&
-           cucap_fb_function_handle(cucap_fb_record_body_as_function(rec)) == f.function))
-        p.keep[i] = DV_RANGE;
-    }
-  }
-  if ((st = dv_scan_state(&p)) != CUCAP_OK)
-    goto out;
-  if (p.capturing) {
-    st = dv_fail(rep, CUCAP_ERR_UNSUPPORTED, CUCAP_ERR_INVALID_ARG,
-                 "launch %" PRIu64 " is part of a stream capture (a graph node): it cannot "
-                 "be extracted as a launch", f.li);
-    goto out;
-  }
-  p.minimal = o->minimal;
-  dv_images_setup(&p, o->keep_all_archs);
-  p.primary_only = 1; /* one launch needs no context of its own: loops cleanly */
-  if (o->minimal && (st = mark_pointed(&p, lrec.rec, frec.rec)) != CUCAP_OK) {
-    dv_fail(rep, st, CUCAP_ERR_CORRUPT, "reading the launch's arguments: %s", cucap_status_str(st));
-    goto out;
-  }
-  if ((st = dv_scan_uses(&p)) != CUCAP_OK)
-    goto out;
-  dv_mark_state(&p);
-  if ((st = dv_mark_stacks(&p)) != CUCAP_OK)
-    goto out;
-  if (before.rec)
-    st = dv_regions_from_snapshot(&p, cucap_fb_record_body_as_snapshot(before.rec), &p.regions,
-                                  &p.region_ctx, o->minimal);
-  else
-    st = dv_regions_from_allocs(&p, &p.regions, &p.region_ctx, o->minimal);
-  if (st == CUCAP_OK && after.rec)
-    st = dv_regions_from_snapshot(&p, cucap_fb_record_body_as_snapshot(after.rec), &expect,
-                                  NULL, o->minimal);
-  if (st == CUCAP_OK && o->replay) /* the same regions, read again after the launch */
-    for (size_t i = 0; i < p.regions.n && st == CUCAP_OK; i++) {
-      cucap_state_region *e = sh_vec_push(&expect);
-      if (!e)
-        st = CUCAP_ERR_NOMEM;
-      else
-        *e = *(cucap_state_region *)sh_vec_at(&p.regions, i);
-    }
-  if (st != CUCAP_OK) {
-    dv_fail(rep, st, CUCAP_ERR_NOMEM, "out of memory");
-    goto out;
-  }
-  rep->have_expected = expect.n > 0;
-  dv_origin org = {"extract", o->source_path, o->selection ? o->selection : selection,
-                   rep->state, dv_state_count(&p), cucap_fb_record_seq(lrec.rec),
-                   cucap_fb_record_seq(lrec.rec), f.li, f.li, p.cut};
-  if ((st = dv_output_open(&p, o, out_path, &org, rep, &w)) != CUCAP_OK)
-    goto out;
-  if (o->replay) {
-    char msg[512] = "";
-    st = dv_replay_read(o, w, f.launch, p.regions.data, p.regions.n, expect.data, expect.n,
-                        &rep->expected_checksum, msg, sizeof msg);
-    if (st != CUCAP_OK) {
-      dv_fail(rep, st, dv_as_replay(st),
-              "replaying up to launch %" PRIu64 ": %s", f.li, msg);
-      goto out;
-    }
-  } else if (expect.n && (st = checksum_blobs(&p, &expect, &rep->expected_checksum)) != CUCAP_OK) {
-    dv_fail(rep, st, CUCAP_ERR_CORRUPT, "reading the recorded result: %s", cucap_status_str(st));
-    goto out;
-  }
-  if ((st = dv_write(&p, w, &rep->records_written)) != CUCAP_OK) {
-    dv_fail(rep, st, dv_as_damage(st), "writing %s: %s",
-            out_path, cucap_status_str(st));
-    goto out;
-  }
-  if (expect.n) {
-    for (size_t i = 0; i < expect.n && st == CUCAP_OK; i++) {
-      cucap_state_region *e = sh_vec_at(&expect, i);
-      if (!o->replay && !cucap_writer_has_blob(w, e->data)) {
-        uint64_t bs = 0;
-        void *b = NULL;
-        st = cucap_reader_blob_size(src, e->data, &bs);
-        if (st == CUCAP_OK && !(b = malloc(bs ? bs : 1)))
-          st = CUCAP_ERR_NOMEM;
-        if (st == CUCAP_OK)
-          st = cucap_reader_blob_read(src, e->data, b, bs);
-        if (st == CUCAP_OK)
-          st = cucap_writer_put_blob_hashed(w, b, (size_t)bs, e->data);
-        free(b);
-      }
-    }
-    if (st == CUCAP_OK)
-      st = dv_write_exit_snapshot(w, expect.data, expect.n, f.li,
-                                  cucap_fb_record_t_exit(lrec.rec));
-    if (st != CUCAP_OK) {
-      dv_fail(rep, st, dv_as_write(st), "writing %s: %s", out_path, cucap_status_str(st));
-      goto out;
-    }
-    rep->records_written++;
-  }
-  if ((st = dv_output_close(&p, w, out_path, &org, rep)) != CUCAP_OK)
-    goto out;
-  rep->expected_regions = expect.n;
-  rep->launches = 1;
-  rep->launch_first = rep->launch_last = f.li;
-out:
+    snprintf(j.selection, sizeof j.selection, "launch:%" PRIu64, sel->launch_index);
+  dv_plan_init(&j.p, src);
+  sh_vec_init(&j.f.names, sizeof(char *));
+  sh_vec_init(&j.expect, sizeof(cucap_state_region));
+  cucap_status st = extract(&j, sel);
   if (st != CUCAP_OK && !rep->error[0])
     dv_fail(rep, st, dv_as_damage(st), "%s",
             cucap_status_str(st));
-  cucap_writer_destroy(w);
-  if (w && st != CUCAP_OK)
+  cucap_writer_destroy(j.w);
+  if (j.w && st != CUCAP_OK)
     remove(out_path);
-  free(lrec.buf);
-  free(frec.buf);
-  free(before.buf);
-  free(after.buf);
-  sh_vec_free(&expect);
-  find_free(&f);
-  dv_plan_free(&p);
+  free(j.lrec.buf);
+  free(j.frec.buf);
+  free(j.before.buf);
+  free(j.after.buf);
+  sh_vec_free(&j.expect);
+  find_free(&j.f);
+  dv_plan_free(&j.p);
   return st;
 }

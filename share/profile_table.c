@@ -127,6 +127,133 @@ static int index_rows(cucap_profile_table *t) {
   return 1;
 }
 
+/* Where the header put each column. */
+typedef struct pt_cols {
+  int li, s, e, k, n; /* launch_index, start_ns, end_ns, kernel; the count */
+  int metric[MAX_COLS]; /* per column: index into names, -1: not a metric */
+} pt_cols;
+
+/* The header line: the fixed columns' places and the metric names. */
+static cucap_status parse_header(cucap_profile_table *t, pt_cols *c, const char **f,
+                                 const size_t *fl, int k, char *msg, size_t msg_size,
+                                 size_t line) {
+  for (int i = 0; i < k; i++) {
+    if (!fl[i])
+      return fail(msg, msg_size, line, "empty column name in the header");
+    int *slot = fl[i] == 12 && !memcmp(f[i], "launch_index", 12) ? &c->li
+                : fl[i] == 8 && !memcmp(f[i], "start_ns", 8)   ? &c->s
+                : fl[i] == 6 && !memcmp(f[i], "end_ns", 6)     ? &c->e
+                : fl[i] == 6 && !memcmp(f[i], "kernel", 6)     ? &c->k
+                                                               : NULL;
+    if (slot) {
+      if (*slot >= 0)
+        return fail(msg, msg_size, line, "column '%.*s' appears twice", (int)fl[i], f[i]);
+      *slot = i;
+      c->metric[i] = -1;
+      continue;
+    }
+    if (t->nmetrics >= CUCAP_PROFILE_MAX_METRICS)
+      return fail(msg, msg_size, line, "more than %d metric columns", CUCAP_PROFILE_MAX_METRICS);
+    char **nn = realloc(t->names, (t->nmetrics + 1) * sizeof *nn);
+    CUCAP_RETURN_IF(!nn, CUCAP_ERR_NOMEM);
+    t->names = nn;
+    t->names[t->nmetrics] = strndup(f[i], fl[i]);
+    CUCAP_RETURN_IF(!t->names[t->nmetrics], CUCAP_ERR_NOMEM);
+    c->metric[i] = (int)t->nmetrics++;
+  }
+  if (c->li < 0 || c->s < 0 || c->e < 0)
+    return fail(msg, msg_size, line,
+                "not a GPU timings table: the header must name launch_index, "
+                "start_ns and end_ns");
+  c->n = k;
+  return CUCAP_OK;
+}
+
+/* One data line: a row, its metric values and its kernel name. */
+static cucap_status parse_row(cucap_profile_table *t, const pt_cols *c, const char **f,
+                              const size_t *fl, int k, char *msg, size_t msg_size,
+                              size_t line) {
+  if (k != c->n)
+    return fail(msg, msg_size, line, "%d columns, the header has %d", k, c->n);
+  CUCAP_RETURN_IF(
+      !cucap_vec_reserve(&t->rows, &t->caprows, t->nrows + 1, sizeof *t->rows, 64) ||
+          !cucap_vec_reserve(&t->values, &t->capvalues,
+                             (t->nrows + 1) * (t->nmetrics ? t->nmetrics : 1),
+                             sizeof *t->values, 64),
+      CUCAP_ERR_NOMEM);
+  cucap_profile_row *r = &t->rows[t->nrows];
+  memset(r, 0, sizeof *r);
+  if (parse_u64(f[c->li], fl[c->li], &r->launch_index) != 0 ||
+      parse_u64(f[c->s], fl[c->s], &r->start_ns) != 0 ||
+      parse_u64(f[c->e], fl[c->e], &r->end_ns) != 0)
+    return fail(msg, msg_size, line, "launch_index, start_ns and end_ns must be unsigned integers");
+  if (r->end_ns < r->start_ns)
+    return fail(msg, msg_size, line, "end_ns is before start_ns");
+  double *vals = t->values + t->nrows * t->nmetrics;
+  for (int i = 0; i < k; i++) {
+    if (c->metric[i] < 0)
+      continue;
+    if (parse_double(f[i], fl[i], &vals[c->metric[i]]) != 0)
+      return fail(msg, msg_size, line, "column '%s': '%.*s' is not a number",
+                  t->names[c->metric[i]], (int)(fl[i] > 40 ? 40 : fl[i]), f[i]);
+  }
+  /* kernel names: offsets now, pointers once the buffer stops moving */
+  size_t *ko = realloc(t->kernel_off, (t->nrows + 1) * sizeof *ko);
+  CUCAP_RETURN_IF(!ko, CUCAP_ERR_NOMEM);
+  t->kernel_off = ko;
+  ko[t->nrows] = 0;
+  if (c->k >= 0 && fl[c->k]) {
+    CUCAP_RETURN_IF(
+        !cucap_vec_reserve(&t->strings, &t->capstrings, t->nstrings + fl[c->k] + 1, 1, 64),
+        CUCAP_ERR_NOMEM);
+    memcpy(t->strings + t->nstrings, f[c->k], fl[c->k]);
+    t->strings[t->nstrings + fl[c->k]] = 0;
+    ko[t->nrows] = t->nstrings + 1;
+    t->nstrings += fl[c->k] + 1;
+  }
+  t->nrows++;
+  return CUCAP_OK;
+}
+
+/* The lines in order: comments and blank lines skipped, the header, then
+ * the rows. */
+static cucap_status parse_lines(cucap_profile_table *t, const char *data, size_t size,
+                                char *msg, size_t msg_size) {
+  pt_cols c = {-1, -1, -1, -1, 0, {0}};
+  size_t line = 0, pos = 0;
+  int have_header = 0;
+  while (pos < size) {
+    line++;
+    const char *s = data + pos;
+    const char *nl = memchr(s, '\n', size - pos);
+    size_t n = nl ? (size_t)(nl - s) : size - pos;
+    pos += n + (nl ? 1 : 0);
+    if (n > MAX_LINE)
+      return fail(msg, msg_size, line, "longer than %d bytes", MAX_LINE);
+    size_t a = 0;
+    while (a < n && (s[a] == ' ' || s[a] == '\t' || s[a] == '\r'))
+      a++;
+    if (a == n || s[a] == '#')
+      continue;
+    if (memchr(s, 0, n))
+      return fail(msg, msg_size, line, "contains a NUL byte (not a text table)");
+    const char *f[MAX_COLS];
+    size_t fl[MAX_COLS];
+    int k = split(s, n, f, fl, MAX_COLS);
+    if (k < 0)
+      return fail(msg, msg_size, line, "more than %d columns", MAX_COLS);
+    if (!have_header) {
+      CUCAP_FORWARD(parse_header(t, &c, f, fl, k, msg, msg_size, line));
+      have_header = 1;
+      continue;
+    }
+    CUCAP_FORWARD(parse_row(t, &c, f, fl, k, msg, msg_size, line));
+  }
+  if (!have_header)
+    return fail(msg, msg_size, line, "no header line (launch_index,start_ns,end_ns,...)");
+  return CUCAP_OK;
+}
+
 cucap_status cucap_profile_table_parse(const char *data, size_t size,
                                        cucap_profile_table **out, char *msg,
                                        size_t msg_size) {
@@ -138,147 +265,15 @@ cucap_status cucap_profile_table_parse(const char *data, size_t size,
   cucap_profile_table *t = calloc(1, sizeof *t);
   if (!t)
     return CUCAP_ERR_NOMEM;
-  int col_li = -1, col_s = -1, col_e = -1, col_k = -1, ncols = 0;
-  int metric_col[MAX_COLS];
-  cucap_status st = CUCAP_OK;
-  size_t line = 0, pos = 0;
-  int have_header = 0;
-  while (pos < size) {
-    line++;
-    const char *s = data + pos;
-    const char *nl = memchr(s, '\n', size - pos);
-    size_t n = nl ? (size_t)(nl - s) : size - pos;
-    pos += n + (nl ? 1 : 0);
-    if (n > MAX_LINE) {
-      st = fail(msg, msg_size, line, "longer than %d bytes", MAX_LINE);
-      goto out;
+  cucap_status st = parse_lines(t, data, size, msg, msg_size);
+  if (st == CUCAP_OK) {
+    for (size_t r = 0; r < t->nrows; r++) {
+      t->rows[r].metrics = t->nmetrics ? t->values + r * t->nmetrics : NULL;
+      t->rows[r].kernel = t->kernel_off[r] ? t->strings + t->kernel_off[r] - 1 : NULL;
     }
-    size_t a = 0;
-    while (a < n && (s[a] == ' ' || s[a] == '\t' || s[a] == '\r'))
-      a++;
-    if (a == n || s[a] == '#')
-      continue;
-    if (memchr(s, 0, n)) {
-      st = fail(msg, msg_size, line, "contains a NUL byte (not a text table)");
-      goto out;
-    }
-    const char *f[MAX_COLS];
-    size_t fl[MAX_COLS];
-    int k = split(s, n, f, fl, MAX_COLS);
-    if (k < 0) {
-      st = fail(msg, msg_size, line, "more than %d columns", MAX_COLS);
-      goto out;
-    }
-    if (!have_header) {
-      for (int i = 0; i < k; i++) {
-        if (!fl[i]) {
-          st = fail(msg, msg_size, line, "empty column name in the header");
-          goto out;
-        }
-        int *slot = fl[i] == 12 && !memcmp(f[i], "launch_index", 12) ? &col_li
-                    : fl[i] == 8 && !memcmp(f[i], "start_ns", 8)   ? &col_s
-                    : fl[i] == 6 && !memcmp(f[i], "end_ns", 6)     ? &col_e
-                    : fl[i] == 6 && !memcmp(f[i], "kernel", 6)     ? &col_k
-                                                                   : NULL;
-        if (slot) {
-          if (*slot >= 0) {
-            st = fail(msg, msg_size, line, "column '%.*s' appears twice", (int)fl[i], f[i]);
-            goto out;
-          }
-          *slot = i;
-          metric_col[i] = -1;
-          continue;
-        }
-        if (t->nmetrics >= CUCAP_PROFILE_MAX_METRICS) {
-          st = fail(msg, msg_size, line, "more than %d metric columns", CUCAP_PROFILE_MAX_METRICS);
-          goto out;
-        }
-        char **nn = realloc(t->names, (t->nmetrics + 1) * sizeof *nn);
-        if (!nn) {
-          st = CUCAP_ERR_NOMEM;
-          goto out;
-        }
-        t->names = nn;
-        t->names[t->nmetrics] = strndup(f[i], fl[i]);
-        if (!t->names[t->nmetrics]) {
-          st = CUCAP_ERR_NOMEM;
-          goto out;
-        }
-        metric_col[i] = (int)t->nmetrics++;
-      }
-      if (col_li < 0 || col_s < 0 || col_e < 0) {
-        st = fail(msg, msg_size, line,
-                  "not a GPU timings table: the header must name launch_index, "
-                  "start_ns and end_ns");
-        goto out;
-      }
-      ncols = k;
-      have_header = 1;
-      continue;
-    }
-    if (k != ncols) {
-      st = fail(msg, msg_size, line, "%d columns, the header has %d", k, ncols);
-      goto out;
-    }
-    if (!cucap_vec_reserve(&t->rows, &t->caprows, t->nrows + 1, sizeof *t->rows, 64) ||
-        !cucap_vec_reserve(&t->values, &t->capvalues, (t->nrows + 1) * (t->nmetrics ? t->nmetrics : 1),
-                           sizeof *t->values, 64)) {
+    if (!index_rows(t))
       st = CUCAP_ERR_NOMEM;
-      goto out;
-    }
-    cucap_profile_row *r = &t->rows[t->nrows];
-    memset(r, 0, sizeof *r);
-    if (parse_u64(f[col_li], fl[col_li], &r->launch_index) != 0 ||
-        parse_u64(f[col_s], fl[col_s], &r->start_ns) != 0 ||
-        parse_u64(f[col_e], fl[col_e], &r->end_ns) != 0) {
-      st = fail(msg, msg_size, line, "launch_index, start_ns and end_ns must be unsigned integers");
-      goto out;
-    }
-    if (r->end_ns < r->start_ns) {
-      st = fail(msg, msg_size, line, "end_ns is before start_ns");
-      goto out;
-    }
-    double *vals = t->values + t->nrows * t->nmetrics;
-    for (int i = 0; i < k; i++) {
-      if (metric_col[i] < 0)
-        continue;
-      if (parse_double(f[i], fl[i], &vals[metric_col[i]]) != 0) {
-        st = fail(msg, msg_size, line, "column '%s': '%.*s' is not a number",
-                  t->names[metric_col[i]], (int)(fl[i] > 40 ? 40 : fl[i]), f[i]);
-        goto out;
-      }
-    }
-    /* kernel names: offsets now, pointers once the buffer stops moving */
-    size_t *ko = realloc(t->kernel_off, (t->nrows + 1) * sizeof *ko);
-    if (!ko) {
-      st = CUCAP_ERR_NOMEM;
-      goto out;
-    }
-    t->kernel_off = ko;
-    ko[t->nrows] = 0;
-    if (col_k >= 0 && fl[col_k]) {
-      if (!cucap_vec_reserve(&t->strings, &t->capstrings, t->nstrings + fl[col_k] + 1, 1, 64)) {
-        st = CUCAP_ERR_NOMEM;
-        goto out;
-      }
-      memcpy(t->strings + t->nstrings, f[col_k], fl[col_k]);
-      t->strings[t->nstrings + fl[col_k]] = 0;
-      ko[t->nrows] = t->nstrings + 1;
-      t->nstrings += fl[col_k] + 1;
-    }
-    t->nrows++;
   }
-  if (!have_header) {
-    st = fail(msg, msg_size, line, "no header line (launch_index,start_ns,end_ns,...)");
-    goto out;
-  }
-  for (size_t r = 0; r < t->nrows; r++) {
-    t->rows[r].metrics = t->nmetrics ? t->values + r * t->nmetrics : NULL;
-    t->rows[r].kernel = t->kernel_off[r] ? t->strings + t->kernel_off[r] - 1 : NULL;
-  }
-  if (!index_rows(t))
-    st = CUCAP_ERR_NOMEM;
-out:
   if (st != CUCAP_OK) {
     cucap_profile_table_destroy(t);
     return st;

@@ -172,6 +172,131 @@ static cucap_status damaged(cucap_derive_report *rep, cucap_reader *r, cucap_sta
                  "trim and extract need a complete capture");
 }
 
+/* One trim: what its phases share. */
+typedef struct tr_job {
+  cucap_reader *src;
+  const cucap_range_spec *range;
+  const cucap_derive_options *o;
+  cucap_derive_report *rep;
+  const char *out_path;
+  char sel[256];
+  dv_plan p;
+  sh_rec_copy snap;
+  cucap_writer *w;
+} tr_job;
+
+/* The range's records, and where memory at its start comes from (the
+ * recorded snapshot or the replay). */
+static cucap_status find_range(tr_job *j) {
+  dv_plan *p = &j->p;
+  cucap_derive_report *rep = j->rep;
+  const cucap_range_spec *range = j->range;
+  cucap_status st = dv_count(p);
+  tr_find f;
+  if (st != CUCAP_OK)
+    return damaged(rep, j->src, st);
+  rep->source_records = p->nrecords;
+  if ((st = locate(p, range, &f)) != CUCAP_OK)
+    return damaged(rep, j->src, st);
+  if (f.start == DV_NONE || f.end < f.start)
+    return dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG, "range %s is not in the capture", j->sel);
+  if (j->o->replay) {
+    p->cut = p->first = f.start;
+    rep->state = CUCAP_FB_STATESOURCE_REPLAY;
+  } else if (f.snap != DV_NONE) {
+    p->snap_rec = p->cut = f.snap;
+    p->first = f.snap + 1;
+    rep->state = CUCAP_FB_STATESOURCE_RECORDEDSNAPSHOT;
+  } else {
+    return dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG,
+                   "no snapshot of device memory was recorded at the start of %s: record "
+                   "with --snapshot=%s, or use trim --replay (replays up to the range on a GPU)",
+                   j->sel,
+                   range->kind == CUCAP_RANGE_LAUNCH ? "launch:N (N = the first launch)"
+                   : range->kind == CUCAP_RANGE_NVTX ? "range:NAME@K"
+                   : range->kind == CUCAP_RANGE_PROFILER ? "range:cuProfilerStart@K"
+                                                         : "launch:N or range:NAME");
+  }
+  p->last = f.end;
+  return CUCAP_OK;
+}
+
+/* The kept range and the state prefix it uses. */
+static cucap_status plan_state(tr_job *j) {
+  dv_plan *p = &j->p;
+  cucap_status st;
+  for (uint64_t i = p->first; i <= p->last; i++)
+    p->keep[i] = DV_RANGE;
+  p->all_streams = 1;
+  dv_images_setup(p, j->o->keep_all_archs);
+  if ((st = dv_scan_state(p)) != CUCAP_OK)
+    return damaged(j->rep, j->src, st);
+  if (p->capturing)
+    return dv_fail(j->rep, CUCAP_ERR_UNSUPPORTED, CUCAP_ERR_INVALID_ARG,
+                   "range %s starts while a stream is being captured into a graph: choose a "
+                   "range that starts outside stream capture", j->sel);
+  if ((st = dv_scan_uses(p)) != CUCAP_OK)
+    return damaged(j->rep, j->src, st);
+  dv_mark_state(p);
+  if ((st = dv_mark_stacks(p)) != CUCAP_OK)
+    return damaged(j->rep, j->src, st);
+  return CUCAP_OK;
+}
+
+/* The regions memory at the range's start is written into. */
+static cucap_status collect_regions(tr_job *j) {
+  dv_plan *p = &j->p;
+  cucap_status st;
+  if (p->snap_rec != DV_NONE) {
+    if ((st = dv_read_at(p, p->snap_rec, &j->snap)) != CUCAP_OK)
+      return damaged(j->rep, j->src, st);
+    st = dv_regions_from_snapshot(p, cucap_fb_record_body_as_snapshot(j->snap.rec), &p->regions,
+                                  &p->region_ctx, 0);
+  } else {
+    st = dv_regions_from_allocs(p, &p->regions, &p->region_ctx, 0);
+  }
+  if (st != CUCAP_OK)
+    return dv_fail(j->rep, st, CUCAP_ERR_NOMEM, "out of memory");
+  return CUCAP_OK;
+}
+
+static cucap_status write_output(tr_job *j) {
+  dv_plan *p = &j->p;
+  const cucap_derive_options *o = j->o;
+  cucap_derive_report *rep = j->rep;
+  cucap_status st;
+  dv_origin org = {"trim", o->source_path, o->selection ? o->selection : j->sel, rep->state,
+                   dv_state_count(p), p->seq_first == UINT64_MAX ? 0 : p->seq_first,
+                   p->seq_last, p->launches ? p->launch_first : 0, p->launch_last, p->cut};
+  CUCAP_FORWARD(dv_output_open(p, o, j->out_path, &org, rep, &j->w));
+  if (o->replay) {
+    char msg[512] = "";
+    st = dv_replay_read(o, j->w, p->cut, p->regions.data, p->regions.n, NULL, 0, NULL, msg,
+                        sizeof msg);
+    if (st != CUCAP_OK)
+      return dv_fail(rep, st, dv_as_replay(st),
+                     "replaying up to record %" PRIu64 ": %s", p->cut, msg);
+  }
+  if ((st = dv_write(p, j->w, &rep->records_written)) != CUCAP_OK) {
+    if (st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO)
+      return dv_fail(rep, st, dv_as_write(st), "writing %s: %s", j->out_path, cucap_status_str(st));
+    return damaged(rep, j->src, st);
+  }
+  CUCAP_FORWARD(dv_output_close(p, j->w, j->out_path, &org, rep));
+  rep->launches = p->launches;
+  rep->launch_first = org.launch_first;
+  rep->launch_last = org.launch_last;
+  return CUCAP_OK;
+}
+
+/* The phases in order; the first that fails ends the trim. */
+static cucap_status trim(tr_job *j) {
+  CUCAP_FORWARD(find_range(j));
+  CUCAP_FORWARD(plan_state(j));
+  CUCAP_FORWARD(collect_regions(j));
+  return write_output(j);
+}
+
 cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
                         const char *out_path, const cucap_derive_options *o,
                         cucap_derive_report *rep) {
@@ -181,115 +306,20 @@ cucap_status cucap_trim(cucap_reader *src, const cucap_range_spec *range,
     cucap_derive_options_init(&defo);
     o = &defo;
   }
-  char sel[256];
-  cucap_range_format(range, sel, sizeof sel);
-  dv_plan p;
-  dv_plan_init(&p, src);
-  cucap_writer *w = NULL;
-  cucap_status st = dv_count(&p);
-  tr_find f;
-  sh_rec_copy snap = {0};
-  if (st != CUCAP_OK) {
-    damaged(rep, src, st);
-    goto out;
-  }
-  rep->source_records = p.nrecords;
-  if ((st = locate(&p, range, &f)) != CUCAP_OK) {
-    damaged(rep, src, st);
-    goto out;
-  }
-  if (f.start == DV_NONE || f.end < f.start) {
-    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG, "range %s is not in the capture", sel);
-    goto out;
-  }
-  if (o->replay) {
-    p.cut = p.first = f.start;
-    rep->state = CUCAP_FB_STATESOURCE_REPLAY;
-  } else if (f.snap != DV_NONE) {
-    p.snap_rec = p.cut = f.snap;
-    p.first = f.snap + 1;
-    rep->state = CUCAP_FB_STATESOURCE_RECORDEDSNAPSHOT;
-  } else {
-    st = dv_fail(rep, CUCAP_ERR_NOT_FOUND, CUCAP_ERR_INVALID_ARG,
-                 "no snapshot of device memory was recorded at the start of %s: record "
-                 "with --snapshot=%s, or use trim --replay (replays up to the range on a GPU)",
-                 sel,
-                 range->kind == CUCAP_RANGE_LAUNCH ? "launch:N (N = the first launch)"
-                 : range->kind == CUCAP_RANGE_NVTX ? "range:NAME@K"
-                 : range->kind == CUCAP_RANGE_PROFILER ? "range:cuProfilerStart@K"
-                                                       : "launch:N or range:NAME");
-    goto out;
-  }
-  p.last = f.end;
-  for (uint64_t i = p.first; i <= p.last; i++)
-    p.keep[i] = DV_RANGE;
-  p.all_streams = 1;
-  dv_images_setup(&p, o->keep_all_archs);
-  if ((st = dv_scan_state(&p)) != CUCAP_OK) {
-    damaged(rep, src, st);
-    goto out;
-  }
-  if (p.capturing) {
-    st = dv_fail(rep, CUCAP_ERR_UNSUPPORTED, CUCAP_ERR_INVALID_ARG,
-                 "range %s starts while a stream is being captured into a graph: choose a "
-                 "range that starts outside stream capture", sel);
-    goto out;
-  }
-  if ((st = dv_scan_uses(&p)) != CUCAP_OK) {
-    damaged(rep, src, st);
-    goto out;
-  }
-  dv_mark_state(&p);
-  if ((st = dv_mark_stacks(&p)) != CUCAP_OK) {
-    damaged(rep, src, st);
-    goto out;
-  }
-  if (p.snap_rec != DV_NONE) {
-    if ((st = dv_read_at(&p, p.snap_rec, &snap)) != CUCAP_OK) {
-      damaged(rep, src, st);
-      goto out;
-    }
-    st = dv_regions_from_snapshot(&p, cucap_fb_record_body_as_snapshot(snap.rec), &p.regions,
-                                  &p.region_ctx, 0);
-  } else {
-    st = dv_regions_from_allocs(&p, &p.regions, &p.region_ctx, 0);
-  }
-  if (st != CUCAP_OK) {
-    dv_fail(rep, st, CUCAP_ERR_NOMEM, "out of memory");
-    goto out;
-  }
-  dv_origin org = {"trim", o->source_path, o->selection ? o->selection : sel, rep->state,
-                   dv_state_count(&p), p.seq_first == UINT64_MAX ? 0 : p.seq_first,
-                   p.seq_last, p.launches ? p.launch_first : 0, p.launch_last, p.cut};
-  if ((st = dv_output_open(&p, o, out_path, &org, rep, &w)) != CUCAP_OK)
-    goto out;
-  if (o->replay) {
-    char msg[512] = "";
-    st = dv_replay_read(o, w, p.cut, p.regions.data, p.regions.n, NULL, 0, NULL, msg,
-                        sizeof msg);
-    if (st != CUCAP_OK) {
-      dv_fail(rep, st, dv_as_replay(st),
-              "replaying up to record %" PRIu64 ": %s", p.cut, msg);
-      goto out;
-    }
-  }
-  if ((st = dv_write(&p, w, &rep->records_written)) != CUCAP_OK) {
-    if (st == CUCAP_ERR_NOMEM || st == CUCAP_ERR_IO)
-      dv_fail(rep, st, dv_as_write(st), "writing %s: %s", out_path, cucap_status_str(st));
-    else
-      damaged(rep, src, st);
-    goto out;
-  }
-  if ((st = dv_output_close(&p, w, out_path, &org, rep)) != CUCAP_OK)
-    goto out;
-  rep->launches = p.launches;
-  rep->launch_first = org.launch_first;
-  rep->launch_last = org.launch_last;
-out:
-  cucap_writer_destroy(w);
-  if (w && st != CUCAP_OK)
+  tr_job j;
+  memset(&j, 0, sizeof j);
+  j.src = src;
+  j.range = range;
+  j.o = o;
+  j.rep = rep;
+  j.out_path = out_path;
+  cucap_range_format(range, j.sel, sizeof j.sel);
+  dv_plan_init(&j.p, src);
+  cucap_status st = trim(&j);
+  cucap_writer_destroy(j.w);
+  if (j.w && st != CUCAP_OK)
     remove(out_path); /* no half-written capture is left behind */
-  free(snap.buf);
-  dv_plan_free(&p);
+  free(j.snap.buf);
+  dv_plan_free(&j.p);
   return st;
 }

@@ -446,6 +446,123 @@ static void vo_nondet(vo_verifier *v, vo_sum *sm, const vo_check *c,
   }
 }
 
+/* A LaunchHash check: content that differs between replays, or a launch
+ * whose region's hash differs from the recording's. */
+static void vo_judge_hash(vo_verifier *v, vo_sum *sm, const vo_check *c) {
+  char pn[48], where[320];
+  if (c->hash_nd) {
+    snprintf(where, sizeof where, " at 0x%" PRIx64 " (content differs "
+             "between replays)", c->addr);
+    vo_nondet(v, sm, c, c->size, where);
+  } else if (c->ref_set && !cucap_hash128_eq(c->ref_hash, c->want_hash)) {
+    const char *fname = c->nwriters && c->writers[0] < v->nnames
+                            ? v->names[c->writers[0]].s : "?";
+    char log[640], first[512];
+    vo_passes_note(v, pn, sizeof pn);
+    snprintf(log, sizeof log, "launch %" PRIu64 " (%s): region %u at 0x%"
+             PRIx64 "+%" PRIu64 " differs after the launch%s",
+             c->launch_index, fname, c->region, c->addr, c->size, pn);
+    snprintf(first, sizeof first, "first divergent kernel: launch %" PRIu64
+             " (%s), region %u, address 0x%" PRIx64 ", %" PRIu64
+             " bytes (LaunchHash record %" PRIu64 ", launch seq %" PRIu64 ")%s",
+             c->launch_index, fname, c->region, c->addr, c->size,
+             c->rec_index, c->launch_seq, pn);
+    vo_mismatch(v, log, first);
+  }
+}
+
+/* A check with too many differences to keep: judged on the one pass that
+ * counted them. */
+static void vo_judge_unkept(vo_verifier *v, vo_sum *sm, const vo_check *c) {
+  cucap_verify_report *rep = v->rep;
+  rep->bytes_matched -= c->uk_count <= rep->bytes_matched ? c->uk_count : 0;
+  if (c->uk_nd)
+    vo_nondet(v, sm, c, c->uk_count, " (too many to keep: not located)");
+  else if (c->hostw[0] && !v->o->strict)
+    vo_host_written(v, c, c->uk_off, c->uk_got, c->uk_rec, c->uk_count);
+  else
+    vo_byte_mismatch(v, c, c->uk_off, c->uk_got, c->uk_rec, c->uk_count,
+                     " (judged on one pass: too many differences to keep)", "");
+}
+
+/* A check compared byte by byte with the recording: deterministic
+ * differences (reordered, host-written or a mismatch) and nondeterministic
+ * ranges. */
+static void vo_judge_bytes(vo_verifier *v, vo_sum *sm, vo_check *c) {
+  cucap_verify_report *rep = v->rep;
+  char where[320];
+  if (!vo_reads_blob(v, c->blob, c->size)) {
+    CUCAP_WARN("replay: verify: %s: recorded bytes unreadable at the verdict",
+               c->what);
+    return;
+  }
+  const uint8_t *want = v->want, *base = c->ref ? c->ref : want;
+  uint64_t det = 0, off = c->size, nruns = 0, first_nd = c->size;
+  uint64_t rlb = 0; /* bytes of accepted relocated pointers */
+  det = vo_count_diff(base, want, c->size, c->rl, c->nd, &rlb, &off);
+  for (uint64_t i = 0; c->nd && i < c->size; i++) {
+    if (!(i & 7) && !c->nd[i >> 3]) { /* a clear bitmap byte: 8 bytes at once */
+      i += 7;
+      continue;
+    }
+    if (vo_nd_get(c, i) && (i == 0 || !vo_nd_get(c, i - 1))) {
+      nruns++;
+      if (first_nd == c->size)
+        first_nd = i;
+    }
+  }
+  uint64_t lost = det + c->nd_count + rlb;
+  rep->bytes_matched -= lost <= rep->bytes_matched ? lost : rep->bytes_matched;
+  uint64_t ow = 0, reordered = 0; /* verify_order.c */
+  if (det && !(c->hostw[0] && !v->o->strict) && vo_order_only(c, base, want, &ow)) {
+    reordered = det;
+    rep->reordered_bytes += det;
+    det = 0;
+  }
+  if (det && c->hostw[0] && !v->o->strict) {
+    vo_host_written(v, c, off, base[off], want[off], det);
+  } else if (det) {
+    char besides[64] = "", hints[440];
+    if (c->nd_count)
+      snprintf(besides, sizeof besides, " (besides %" PRIu64
+               " nondeterministic)", c->nd_count);
+    vo_hints(v, c, off, base, want, hints, sizeof hints);
+    if (c->hostw[0]) { /* --strict */
+      size_t hl = strlen(hints);
+      snprintf(hints + hl, sizeof hints - hl, "; the program's host code may have "
+               "written them (--strict)");
+    }
+    vo_byte_mismatch(v, c, off, base[off], want[off], det, besides, hints);
+  }
+  if (c->nd_count) {
+    char ord_note[160] = "";
+    if (reordered)
+      snprintf(ord_note, sizeof ord_note, "; %" PRIu64 " more differ from the recording "
+               "only in order (its 4-byte values in the %" PRIu64 " words that vary or "
+               "differ are a permutation of the replay's)", reordered, ow);
+    snprintf(where, sizeof where, " in %" PRIu64 " range(s) from 0x%" PRIx64 "%s",
+             nruns, c->addr ? vo_dev_addr(c, first_nd) : first_nd, ord_note);
+    vo_nondet(v, sm, c, c->nd_count + reordered, where);
+  }
+}
+
+/* The nondeterminism summary: the lines left out and the kernels named. */
+static void vo_sum_finish(vo_verifier *v, const vo_sum *sm) {
+  cucap_verify_report *rep = v->rep;
+  if (sm->extra_lines) {
+    size_t o = sm->detail_len;
+    snprintf(rep->nondet_detail + o, sizeof rep->nondet_detail - o,
+             "  nondeterministic: ... and %u more (CUCAP_LOG_LEVEL=info lists them)\n",
+             sm->extra_lines);
+  }
+  vo_names_str(v, sm->ids, sm->nids, rep->nondet_kernels, sizeof rep->nondet_kernels);
+  if (sm->more) {
+    size_t o = strlen(rep->nondet_kernels);
+    snprintf(rep->nondet_kernels + o, sizeof rep->nondet_kernels - o,
+             " and %u more", sm->more);
+  }
+}
+
 void vo_judge(vo_verifier *v) {
   cucap_verify_report *rep = v->rep;
   rep->verify_passes = v->passes;
@@ -464,106 +581,14 @@ void vo_judge(vo_verifier *v) {
   vo_reloc_apply(v); /* before v->want holds a check's recorded bytes */
   for (size_t k = 0; k < v->nchk; k++) {
     vo_check *c = &v->chk[ord[k].ix];
-    char pn[48], where[320];
-    if (c->kind == VO_HASH) {
-      if (c->hash_nd) {
-        snprintf(where, sizeof where, " at 0x%" PRIx64 " (content differs "
-                 "between replays)", c->addr);
-        vo_nondet(v, &sm, c, c->size, where);
-      } else if (c->ref_set && !cucap_hash128_eq(c->ref_hash, c->want_hash)) {
-        const char *fname = c->nwriters && c->writers[0] < v->nnames
-                                ? v->names[c->writers[0]].s : "?";
-        char log[640], first[512];
-        vo_passes_note(v, pn, sizeof pn);
-        snprintf(log, sizeof log, "launch %" PRIu64 " (%s): region %u at 0x%"
-                 PRIx64 "+%" PRIu64 " differs after the launch%s",
-                 c->launch_index, fname, c->region, c->addr, c->size, pn);
-        snprintf(first, sizeof first, "first divergent kernel: launch %" PRIu64
-                 " (%s), region %u, address 0x%" PRIx64 ", %" PRIu64
-                 " bytes (LaunchHash record %" PRIu64 ", launch seq %" PRIu64 ")%s",
-                 c->launch_index, fname, c->region, c->addr, c->size,
-                 c->rec_index, c->launch_seq, pn);
-        vo_mismatch(v, log, first);
-      }
-      continue;
-    }
-    if (c->unkept) {
-      rep->bytes_matched -= c->uk_count <= rep->bytes_matched ? c->uk_count : 0;
-      if (c->uk_nd)
-        vo_nondet(v, &sm, c, c->uk_count, " (too many to keep: not located)");
-      else if (c->hostw[0] && !v->o->strict)
-        vo_host_written(v, c, c->uk_off, c->uk_got, c->uk_rec, c->uk_count);
-      else
-        vo_byte_mismatch(v, c, c->uk_off, c->uk_got, c->uk_rec, c->uk_count,
-                         " (judged on one pass: too many differences to keep)", "");
-      continue;
-    }
-    if (!vo_reads_blob(v, c->blob, c->size)) {
-      CUCAP_WARN("replay: verify: %s: recorded bytes unreadable at the verdict",
-                 c->what);
-      continue;
-    }
-    const uint8_t *want = v->want, *base = c->ref ? c->ref : want;
-    uint64_t det = 0, off = c->size, nruns = 0, first_nd = c->size;
-    uint64_t rlb = 0; /* bytes of accepted relocated pointers */
-    det = vo_count_diff(base, want, c->size, c->rl, c->nd, &rlb, &off);
-    for (uint64_t i = 0; c->nd && i < c->size; i++) {
-      if (!(i & 7) && !c->nd[i >> 3]) { /* a clear bitmap byte: 8 bytes at once */
-        i += 7;
-        continue;
-      }
-      if (vo_nd_get(c, i) && (i == 0 || !vo_nd_get(c, i - 1))) {
-        nruns++;
-        if (first_nd == c->size)
-          first_nd = i;
-      }
-    }
-    uint64_t lost = det + c->nd_count + rlb;
-    rep->bytes_matched -= lost <= rep->bytes_matched ? lost : rep->bytes_matched;
-    uint64_t ow = 0, reordered = 0; /* verify_order.c */
-    if (det && !(c->hostw[0] && !v->o->strict) && vo_order_only(c, base, want, &ow)) {
-      reordered = det;
-      rep->reordered_bytes += det;
-      det = 0;
-    }
-    if (det && c->hostw[0] && !v->o->strict) {
-      vo_host_written(v, c, off, base[off], want[off], det);
-    } else if (det) {
-      char besides[64] = "", hints[440];
-      if (c->nd_count)
-        snprintf(besides, sizeof besides, " (besides %" PRIu64
-                 " nondeterministic)", c->nd_count);
-      vo_hints(v, c, off, base, want, hints, sizeof hints);
-      if (c->hostw[0]) { /* --strict */
-        size_t hl = strlen(hints);
-        snprintf(hints + hl, sizeof hints - hl, "; the program's host code may have "
-                 "written them (--strict)");
-      }
-      vo_byte_mismatch(v, c, off, base[off], want[off], det, besides, hints);
-    }
-    if (c->nd_count) {
-      char ord_note[160] = "";
-      if (reordered)
-        snprintf(ord_note, sizeof ord_note, "; %" PRIu64 " more differ from the recording "
-                 "only in order (its 4-byte values in the %" PRIu64 " words that vary or "
-                 "differ are a permutation of the replay's)", reordered, ow);
-      snprintf(where, sizeof where, " in %" PRIu64 " range(s) from 0x%" PRIx64 "%s",
-               nruns, c->addr ? vo_dev_addr(c, first_nd) : first_nd, ord_note);
-      vo_nondet(v, &sm, c, c->nd_count + reordered, where);
-    }
+    if (c->kind == VO_HASH)
+      vo_judge_hash(v, &sm, c);
+    else if (c->unkept)
+      vo_judge_unkept(v, &sm, c);
+    else
+      vo_judge_bytes(v, &sm, c);
   }
   free(ord);
   vo_host_written_end(v);
-  if (sm.extra_lines) {
-    size_t o = sm.detail_len;
-    snprintf(rep->nondet_detail + o, sizeof rep->nondet_detail - o,
-             "  nondeterministic: ... and %u more (CUCAP_LOG_LEVEL=info lists them)\n",
-             sm.extra_lines);
-  }
-  vo_names_str(v, sm.ids, sm.nids, rep->nondet_kernels, sizeof rep->nondet_kernels);
-  if (sm.more) {
-    size_t o = strlen(rep->nondet_kernels);
-    snprintf(rep->nondet_kernels + o, sizeof rep->nondet_kernels - o,
-             " and %u more", sm.more);
-  }
+  vo_sum_finish(v, &sm);
 }
