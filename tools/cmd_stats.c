@@ -490,7 +490,8 @@ static int build_kernels(const stats_state *st, stats_table *t) {
 
 static int build_copies(const stats_state *st, stats_table *t) {
   int gpu = st->prof != NULL;
-  static const char *const h[] = {"Count", "Bytes", "Total", "Timed", "Total(ns)",
+  /* "Size": the bytes in human units (Total(ns) is a time) */
+  static const char *const h[] = {"Count", "Bytes", "Size", "Timed", "Total(ns)",
                                   "Avg(ns)", "Min(ns)", "Max(ns)", "Kind"};
   t->ncol = gpu ? 9 : 4;
   memcpy(t->hdr, h, 3 * sizeof *h);

@@ -106,7 +106,16 @@ def options(text):
     return sorted(found)
 
 
-def completion(cmds, opts_of):
+def subcommands(name, text):
+    """SUB of each "cucap NAME SUB ..." usage form, when there are several."""
+    subs = []
+    for m in re.finditer(r"^(?:usage: |\s+)cucap %s ([a-z][a-z-]*)\b" % re.escape(name), text, re.M):
+        if m.group(1) not in subs:
+            subs.append(m.group(1))
+    return subs if len(subs) > 1 else []
+
+
+def completion(cmds, opts_of, subs_of):
     case = []
     for name, _ in cmds:
         case.append("    %s) opts=\"%s\" ;;" % (name, " ".join(opts_of[name])))
@@ -135,6 +144,12 @@ _cucap() {
 %s
     help) COMPREPLY=($(compgen -W "%s" -- "$cur")); return ;;
   esac
+  # Commands with subcommands (their usage has one "cucap CMD SUB" form each).
+  if [ "$COMP_CWORD" -eq 2 ]; then
+    case "${COMP_WORDS[1]}" in
+%s
+    esac
+  fi
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
   else
@@ -142,7 +157,9 @@ _cucap() {
   fi
 }
 complete -o filenames -o bashdefault -F _cucap cucap
-""" % (" ".join(n for n, _ in cmds), "\n".join(case), " ".join(n for n, _ in cmds))
+""" % (" ".join(n for n, _ in cmds), "\n".join(case), " ".join(n for n, _ in cmds),
+       "\n".join("      %s) COMPREPLY=($(compgen -W \"%s\" -- \"$cur\")); return ;;" % (n, " ".join(subs_of[n]))
+                 for n, _ in cmds if subs_of.get(n)))
 
 
 def main():
@@ -160,19 +177,20 @@ def main():
     os.makedirs(man1, exist_ok=True)
     os.makedirs(comp, exist_ok=True)
     pages = ["cucap-" + n for n, _ in cmds]
-    opts_of = {}
+    opts_of, subs_of = {}, {}
     for name, summary in cmds:
         text = run_help(cucap, [name, "--help"])
         if not text.strip():
             sys.exit("gen_man.py: `%s %s --help` printed nothing" % (cucap, name))
         opts_of[name] = options(text)
+        subs_of[name] = subcommands(name, text)
         with open(os.path.join(man1, "cucap-%s.1" % name), "w") as f:
             f.write(man_page("cucap-" + name, "cucap-" + name, summary, text, version, ["cucap"]))
     with open(os.path.join(man1, "cucap.1"), "w") as f:
         f.write(man_page("cucap", "cucap", "record and replay CUDA programs", main_help, version,
                          pages))
     with open(os.path.join(comp, "cucap"), "w") as f:
-        f.write(completion(cmds, opts_of))
+        f.write(completion(cmds, opts_of, subs_of))
 
 
 if __name__ == "__main__":

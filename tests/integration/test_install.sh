@@ -7,7 +7,8 @@
 #  2. P/bin/cucap --help and --version run;
 #  3. the man pages render (man -l, else groff, else they have .TH/.SH);
 #  4. the completion passes `bash -n`, defines `complete -p cucap` when
-#     sourced and completes commands and a command's options;
+#     sourced and completes commands, a command's options and cupti's
+#     subcommands;
 #  5. P/bin/cucap record of a mock app finds P/lib/cucap/libcucap.so (no
 #     CUCAP_LIB) and writes a capture that P/bin/cucap info reads.
 # Env (CTest): CUCAP_BUILD_DIR, MOCK_LIBDIR, APPS_DIR. Exit 0 pass, 77 skip.
@@ -70,6 +71,8 @@ got=$(bash -c 'source "$1"; COMP_WORDS=(cucap st); COMP_CWORD=1; _cucap; echo "$
 [ "$got" = stats ] && ok "completes 'st' to stats" || bad "completion of 'st': '$got'"
 got=$(bash -c 'source "$1"; COMP_WORDS=(cucap stats --pr); COMP_CWORD=2; _cucap; echo "${COMPREPLY[*]}"' _ "$C")
 [ "$got" = --profile ] && ok "completes 'stats --pr' to --profile" || bad "completion of 'stats --pr': '$got'"
+got=$(bash -c 'source "$1"; COMP_WORDS=(cucap cupti pro); COMP_CWORD=2; _cucap; echo "${COMPREPLY[*]}"' _ "$C")
+[ "$got" = "probe profile" ] && ok "completes cupti's subcommands" || bad "cupti subcommands: '$got'"
 got=$(bash -c 'source "$1"; COMP_WORDS=(cucap record --); COMP_CWORD=2; _cucap; echo "${COMPREPLY[*]}"' _ "$C")
 case " $got " in *" --output "*) ok "record options";; *) bad "record options: '$got'";; esac
 

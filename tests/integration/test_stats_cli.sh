@@ -61,7 +61,7 @@ PYEOF
 
 # ---- 2. --table, --no-demangle
 "$CUCAP" stats --table=copies --csv "$T/basic.fb" > "$T/c.csv"; rc=$?
-if [ $rc = 0 ] && [ "$(head -1 "$T/c.csv")" = "Count,Bytes,Total,Kind" ] && grep -q "^4,.*,DtoH$" "$T/c.csv" \
+if [ $rc = 0 ] && [ "$(head -1 "$T/c.csv")" = "Count,Bytes,Size,Kind" ] && grep -q "^4,.*,DtoH$" "$T/c.csv" \
    && ! grep -q "Time(%)" "$T/c.csv"; then ok "--table=copies --csv"
 else bad "--table=copies rc=$rc"; cat "$T/c.csv"; fi
 "$CUCAP" stats --table kernels,api --json "$T/basic.fb" > "$T/ka.json" && "$PY" -c '
@@ -89,7 +89,7 @@ assert sum(c["count"] for c in cs) == 6 and all(c["gpu"]["count"] == c["count"] 
 PYEOF
   "$CUCAP" stats --profile "$T/s.prof" "$T/s.fb" > "$T/p.txt"; rc=$?
   if [ $rc = 0 ] && grep -Eq "^ *Time\(%\) +Total\(ns\) +Launches +Timed +Avg\(ns\) +Min\(ns\) +Max\(ns\) +Grid +Block +Name$" "$T/p.txt" \
-     && grep -Eq "^ *Count +Bytes +Total +Timed +Total\(ns\) +Avg\(ns\) +Min\(ns\) +Max\(ns\) +Kind$" "$T/p.txt"; then
+     && grep -Eq "^ *Count +Bytes +Size +Timed +Total\(ns\) +Avg\(ns\) +Min\(ns\) +Max\(ns\) +Kind$" "$T/p.txt"; then
     ok "--profile text: GPU columns"
   else bad "--profile text rc=$rc"; cat "$T/p.txt"; fi
   "$CUCAP" stats --profile "$T/s.prof" "$T/basic.fb" > /dev/null 2> "$T/other.err"; rc=$?
