@@ -43,6 +43,7 @@ int cucap_cmd_diff(int argc, char **argv);    /* tools/cmd_diff.c */
 int cucap_cmd_cupti(int argc, char **argv);   /* tools/cmd_cupti.c */
 int cucap_cmd_analyze(int argc, char **argv); /* tools/cmd_analyze.c */
 int cucap_cmd_doctor(int argc, char **argv);  /* tools/cmd_doctor.c */
+int cucap_cmd_stats(int argc, char **argv);   /* tools/cmd_stats.c */
 
 /* `cucap replay --profile` (tools/cmd_replay_profile.c): the profile options
  * parsed by cmd_replay.c. Strings point into argv. */

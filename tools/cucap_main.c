@@ -48,6 +48,8 @@ static const char usage_text[] =
     "  analyze CAPTURE [--json]                diagnose the program from its capture\n"
     "  doctor [--json]                         what replay/--profile need here, what to change\n"
     "  info CAPTURE [--json]                   summary of a capture\n"
+    "  stats CAPTURE [--profile P] [--csv|--json]\n"
+    "                                          API, kernel and copy tables\n"
     "  dump CAPTURE [--json] [--body TYPE] [--limit N] [--no-hex]\n"
     "                                          print records (JSON Lines with --json)\n"
     "  compress CAPTURE -o OUT [--level N] [--workers N]\n"
@@ -94,6 +96,7 @@ static const struct {
     {"doctor", cucap_cmd_doctor},     {"cupti", cucap_cmd_cupti},
     {"trim", cucap_cmd_trim},         {"extract", cucap_cmd_extract},
     {"export", cucap_cmd_export},     {"diff", cucap_cmd_diff},
+    {"stats", cucap_cmd_stats},
 };
 
 static cmd_fn find_command(const char *name) {
@@ -127,7 +130,8 @@ int main(int argc, char **argv) {
    * library warnings would only repeat them. CUCAP_LOG_LEVEL brings them back. */
   if (!cucap_knob_raw(CUCAP_KNOB(CUCAP_LOG_LEVEL)) &&
       (!strcmp(cmd, "info") || !strcmp(cmd, "dump") || !strcmp(cmd, "compress") ||
-       !strcmp(cmd, "analyze") || !strcmp(cmd, "export") || !strcmp(cmd, "diff")))
+       !strcmp(cmd, "analyze") || !strcmp(cmd, "export") || !strcmp(cmd, "diff") ||
+       !strcmp(cmd, "stats")))
     cucap_log_set_level(CUCAP_LOG_OFF);
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
     fputs(usage_text, stdout);
