@@ -11,8 +11,9 @@
 #     and says "gap" for the time between launch calls;
 #  4. diff of two different programs: the first divergence shows what
 #     differs (the two sides are not the same text); byte counts carry units;
-#  5. dump: a failed call's result by its CUresult name; no line over 160
-#     characters unless it is one word.
+#  5. dump: a failed call's result by its CUresult name (a program built
+#     here whose calls fail, when cc and cuda.h are present); no line over
+#     160 characters unless it is one word.
 # Skips (77) without the mock, the stand-in libcupti or the apps.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
@@ -109,15 +110,43 @@ if [ $rc = 1 ] && [ -n "$line" ] && { [ -z "$sa" ] || [ "$sa" != "$sb" ]; }; the
   ok "diff of two programs: $line"
 else bad "diff of two programs: rc=$rc, sides equal: '$line'"; fi
 if grep -Eq "[0-9]+ bytes" "$T/d2.out"; then bad "diff: raw byte counts"; grep -E "[0-9]+ bytes" "$T/d2.out" | head -3
-else ok "diff prints byte counts with units"; fi
+elif grep -Eq "[0-9]+ B \([0-9.]+ [KMG]iB\)" "$T/d2.out"; then
+  ok "diff prints byte counts with units: $(grep -m1 -E " B \(" "$T/d2.out")"
+else bad "diff: no byte count with units"; cat "$T/d2.out"; fi
 
 # ---- 5. dump: CUresult names, folded lines ----------------------------------
+# examples/sample.fb has long runs of cuGetProcAddress lookups: folded lines
+SAMPLE="${CUCAP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}/examples/sample.fb"
 "$CUCAP" dump "$T/drv_streams.fb" > "$T/dump.txt" 2> /dev/null
+[ -f "$SAMPLE" ] && "$CUCAP" dump --no-symbols "$SAMPLE" >> "$T/dump.txt" 2> /dev/null
 long=$(awk 'length($0) > 160 && index($0, " ") > 0' "$T/dump.txt" | head -1)
-if [ -z "$long" ]; then ok "dump: no line over 160 characters"
+if [ -z "$long" ]; then ok "dump: no line over 160 characters ($(grep -c '^      [^ ]' "$T/dump.txt") continuation lines)"
 else bad "dump: a line of ${#long} characters"; fi
-num=$(awk '/^#[0-9]/ && $4 !~ /^(0|CUDA_[A-Z0-9_]+\(-?[0-9]+\)|-?[0-9]+)$/' "$T/dump.txt" | head -1)
+num=$(awk '/^#[0-9]+ / && $4 !~ /^(0|CUDA_[A-Z0-9_]+\(-?[0-9]+\)|-?[0-9]+)$/' "$T/dump.txt" | head -1)
 if [ -z "$num" ]; then ok "dump: results are 0 or NAME(code)"
 else bad "dump: result field: $num"; fi
+# a program whose calls fail (the mock refuses a 0-byte allocation and the
+# free of an address it never gave), when a C compiler and cuda.h are here
+CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
+if command -v cc > /dev/null 2>&1 && [ -f "$CUDA_INC/cuda.h" ]; then
+  cat > "$T/err.c" <<'CEOF'
+#include <cuda.h>
+int main(void) {
+  CUdevice d; CUcontext c; CUdeviceptr p = 0;
+  if (cuInit(0) || cuDeviceGet(&d, 0) || cuCtxCreate(&c, NULL, 0, d)) return 1;
+  (void)cuMemAlloc(&p, 0);
+  (void)cuMemFree((CUdeviceptr)0x10);
+  cuCtxDestroy(c);
+  return 0;
+}
+CEOF
+  if cc -O1 ${CUCAP_TEST_CFLAGS:-} -I"$CUDA_INC" -o "$T/err" "$T/err.c" -L"$MOCK_LIBDIR" -lcuda 2> "$T/cc.err" &&
+     "$CUCAP" record -o "$T/err.fb" -- "$T/err" > /dev/null 2>&1; then
+    "$CUCAP" dump "$T/err.fb" > "$T/err.txt" 2>&1
+    if grep -Eq "^#[0-9]+ [0-9]+ cuMemAlloc_v2 CUDA_ERROR_INVALID_VALUE\(1\) " "$T/err.txt"; then
+      ok "dump: $(grep -m1 "CUDA_ERROR_INVALID_VALUE" "$T/err.txt")"
+    else bad "dump: failed call's result not named"; grep cuMem "$T/err.txt"; fi
+  else echo "note: could not build or record the failing-call program"; cat "$T/cc.err"; fi
+fi
 echo "test_profile_compose: $pass passed, $fail failed"
 [ $fail -eq 0 ]
