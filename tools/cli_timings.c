@@ -61,10 +61,8 @@ static char *profile_csv(cucap_profile *p, size_t *size) {
     const cucap_profile_launch *l = cucap_profile_launch_at(p, i);
     if (!l || CUCAP_PROFILE_KEY_IS_GRAPH(l->key) || l->ntimings == 0)
       continue;
-    uint64_t start = l->timings[0].start_ns;
-    uint64_t dur = l->median_ns ? l->median_ns : l->timings[0].end_ns - l->timings[0].start_ns;
-    if (l->timings[0].end_ns < start)
-      dur = 0;
+    uint64_t start = l->timings[0].start_ns, end = l->timings[0].end_ns;
+    uint64_t dur = l->median_ns ? l->median_ns : end >= start ? end - start : 0;
     const char *k = l->kernel && !strpbrk(l->kernel, ",\r\n") ? l->kernel : "";
     fprintf(f, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s", l->key, start,
             start + dur >= start ? start + dur : start, k);
