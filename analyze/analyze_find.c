@@ -150,17 +150,44 @@ static void find_churn(cucap_analysis *a) {
   memset(&freed, 0, sizeof freed);
   memset(&live, 0, sizeof live);
   az_sites sites = {0};
+  /* A free after the last GPU work of a buffer allocated before the first
+   * work or before the window (or never seen allocated) is the program's
+   * teardown: setup buffers freed once at exit are not churn. A buffer
+   * allocated between works and freed after the last one still is (the
+   * last step's cycle). */
+  cucap_map born; /* address -> index of its allocation + 1 */
+  memset(&born, 0, sizeof born);
+  size_t work_begin = a->nev, work_end = 0;
+  uint64_t n_exit_free = 0;
+  for (size_t i = 0; i < a->nev; i++)
+    if (a->ev[i].kind == AZ_LAUNCH || a->ev[i].kind == AZ_GRAPH || a->ev[i].kind == AZ_COPY ||
+        a->ev[i].kind == AZ_MEMSET) {
+      if (work_begin == a->nev)
+        work_begin = i;
+      work_end = i + 1;
+    }
   for (size_t i = 0; i < a->nev; i++) {
     const az_ev *e = &a->ev[i];
     if (e->kind != AZ_ALLOC && e->kind != AZ_FREE)
       continue;
     uint64_t size = e->bytes, c = 0;
-    if (e->kind == AZ_ALLOC)
+    uint64_t b1 = 0;
+    if (e->kind == AZ_ALLOC) {
       cucap_map_put(&live, e->addr, e->bytes);
-    else if (cucap_map_get(&live, e->addr, &size))
-      cucap_map_del(&live, e->addr, NULL);
+      cucap_map_put(&born, e->addr, i + 1);
+    } else {
+      if (cucap_map_get(&live, e->addr, &size))
+        cucap_map_del(&live, e->addr, NULL);
+      if (cucap_map_get(&born, e->addr, &b1))
+        cucap_map_del(&born, e->addr, NULL);
+    }
     if (!az_in_window(a, e))
       continue;
+    if (e->kind == AZ_FREE && i >= work_end && (!b1 || b1 - 1 < work_begin ||
+                                                !az_in_window(a, &a->ev[b1 - 1]))) {
+      n_exit_free++;
+      continue;
+    }
     uint64_t t = e->t1 - e->t0;
     if (e->flags & AZF_HOSTMEM) {
       n_host++;
@@ -188,6 +215,7 @@ static void find_churn(cucap_analysis *a) {
   }
   cucap_map_free(&freed);
   cucap_map_free(&live);
+  cucap_map_free(&born);
   if (!n_alloc && !n_free) {
     az_sites_free(&sites);
     return;
@@ -215,6 +243,8 @@ static void find_churn(cucap_analysis *a) {
   az_num(f, "stream_ordered_calls", "", (double)n_pool);
   az_num(f, "bytes_allocated", "bytes", (double)bytes);
   az_num(f, "same_size_reallocs", "", (double)same_size);
+  if (n_exit_free)
+    az_num(f, "exit_frees_not_counted", "", (double)n_exit_free);
   snprintf(f->estimate, sizeof f->estimate,
            "the host time of the allocation and free calls in the window (a reused "
            "buffer costs none; cuMemFree also waits for the device)");
@@ -346,12 +376,13 @@ static void find_small(cucap_analysis *a) {
     rec = over > 0 ? (uint64_t)over : 0;
   }
   double ws = az_window_ns(a) / 1e9;
+  char hb[48];
   snprintf(f->title, sizeof f->title,
            "small transfers: %llu of %llu host<->device copies are under %u KiB "
-           "(%.0f/s, %llu bytes in all)",
+           "(%.0f/s, %s in all)",
            (unsigned long long)s.n_small, (unsigned long long)s.n_host,
            CUCAP_ANALYZE_SMALL_COPY / 1024, (double)s.n_small / ws,
-           (unsigned long long)s.bytes_small);
+           az_bytes((double)s.bytes_small, hb, sizeof hb));
   az_num(f, "host_copies", "", (double)s.n_host);
   az_num(f, "small_copies", "", (double)s.n_small);
   az_num(f, "small_bytes", "bytes", (double)s.bytes_small);
@@ -418,10 +449,11 @@ static void find_pageable(cucap_analysis *a) {
     az_sites_free(&sites);
     return;
   }
+  char hb[48];
   snprintf(f->title, sizeof f->title,
-           "pageable host memory: %llu copies (%llu bytes) use host memory that is not "
+           "pageable host memory: %llu copies of %s use host memory that is not "
            "page-locked%s",
-           (unsigned long long)n, (unsigned long long)bytes,
+           (unsigned long long)n, az_bytes((double)bytes, hb, sizeof hb),
            n_async ? "; async ones among them are not asynchronous" : "");
   az_num(f, "copies", "", (double)n);
   az_num(f, "bytes", "bytes", (double)bytes);

@@ -105,7 +105,7 @@ static void find_overhead(cucap_analysis *a, u64vec *intervals) {
   uint64_t mi = median(intervals->v, intervals->n);
   snprintf(f->title, sizeof f->title,
            "launch overhead: %llu launches (%.0f/s) spend %.3f ms (%.1f%% of the window) in "
-           "launch calls, median %.1f us each, one every %.1f us",
+           "launch calls, median %.1f us each, median gap %.1f us between calls",
            (unsigned long long)n, (double)n / (ws / 1e9), (double)host / 1e6, pct,
            (double)mc / 1e3, (double)mi / 1e3);
   az_num(f, "launches", "", (double)n);
@@ -117,7 +117,9 @@ static void find_overhead(cucap_analysis *a, u64vec *intervals) {
   az_num(f, "median_interval", "ns", (double)mi);
   snprintf(f->estimate, sizeof f->estimate,
            "not estimated: host time only matters where the GPU waits for it (see "
-           "launch_bound, which needs GPU durations from `cucap replay --profile`)");
+           "launch_bound, %s)",
+           a->o.in_profile ? "from this profile's GPU durations"
+                           : "which needs GPU durations from `cucap replay --profile`");
   snprintf(f->advice, sizeof f->advice,
            "if kernels are short, submit fewer launches: CUDA graphs "
            "(torch.compile mode=reduce-overhead, torch.cuda.graphs), fused kernels, "
@@ -395,7 +397,9 @@ static void find_default(cucap_analysis *a) {
   snprintf(f->estimate, sizeof f->estimate,
            est ? "min(GPU time on the legacy stream, GPU time on the blocking streams): the "
                  "most that could overlap"
-               : "not estimated without GPU durations (`cucap replay --profile`)");
+           : a->o.in_profile ? "not estimated: this profile's timeline has no GPU durations "
+                               "for these operations"
+                             : "not estimated without GPU durations (`cucap replay --profile`)");
   snprintf(f->advice, sizeof f->advice,
            "every legacy default-stream operation waits for all blocking streams and they "
            "for it: use the per-thread default stream (nvcc --default-stream per-thread), "

@@ -12,7 +12,8 @@
 
 #define SITE_FRAMES 4 /* frames per callsite in the text report */
 
-/* a number in the units the reader wants: ns as ms/us, GB/s, % */
+/* a number in the units the reader wants: ns as ms/us, GB/s, %, bytes with
+ * their size in KiB..TiB */
 static void fmt_num(const cucap_finding_number *n, char *out, size_t len) {
   double v = n->value;
   if (!strcmp(n->unit, "ns")) {
@@ -26,6 +27,8 @@ static void fmt_num(const cucap_finding_number *n, char *out, size_t len) {
     snprintf(out, len, "%.1f%%", v);
   } else if (!strcmp(n->unit, "/s")) {
     snprintf(out, len, "%.1f/s", v);
+  } else if (!strcmp(n->unit, "bytes") && v >= 0 && v < 9e15) {
+    az_bytes(v, out, len); /* the raw count stays (exact, greppable) */
   } else if (v == floor(v) && fabs(v) < 9e15) {
     snprintf(out, len, "%.0f", v);
   } else {

@@ -87,6 +87,10 @@ typedef struct cucap_analyze_options {
   double link_gbps;
   int symbolize;     /* 1 (default): name frames from the object files */
   unsigned max_sites; /* callsites kept per finding (default 5, max 16) */
+  /* 1: the analysis is part of `cucap replay --profile`, whose GPU times it
+   * gets: text that lacks GPU durations says so instead of advising to run
+   * the command already running. 0 (default): `cucap analyze`. */
+  int in_profile;
 } cucap_analyze_options;
 
 void cucap_analyze_options_init(cucap_analyze_options *o);

@@ -1,5 +1,7 @@
 /* cucap_profile_table.h - GPU timings of kernel launches, as the export and
- * diff commands take them (`--profile FILE`).
+ * diff commands take them (`--profile FILE`). The CLI reads a profile file
+ * (`replay --profile-out`) into one of these too (tools/cli_timings.c), so
+ * export and diff see one kind of input whatever file they were given.
  *
  * Format ("cucap GPU timings", text, one launch per line):
  *   # comment lines and empty lines are ignored

@@ -65,6 +65,10 @@ static void compare_calls(dd *d) {
         const dm_call *ca = sh_vec_at(&ta->calls, k), *cb = sh_vec_at(&tb->calls, k);
         describe(d, &d->a, ca, da, sizeof da);
         describe(d, &d->b, cb, db, sizeof db);
+        /* same call, same short description: what differs is in what the
+         * description leaves out, say so rather than show two equal lines */
+        if (!strcmp(da, db) && strlen(db) + 40 < sizeof db)
+          strcat(db, " (same call, other arguments)");
         seq = ca->seq;
         snprintf(line, sizeof line, "thread #%zu (tid %u / %u), call %zu: A %s; B %s", t,
                  ta->tid, tb->tid, k, da, db);
@@ -372,20 +376,22 @@ static void compare_copies(dd *d) {
     d->rep->copies_differ++;
     if (shown++ >= d->max)
       continue;
+    char ha[48], hb[48];
+    sh_bytes(x->size, ha, sizeof ha);
     if (x->size != y->size) {
       fprintf(d->out, "DtoH copy %" PRIu64 " of thread #%u (seq %" PRIu64 " / %" PRIu64
-              "): %" PRIu64 " vs %" PRIu64 " bytes\n", x->nth, x->thread, x->seq, y->seq,
-              x->size, y->size);
+              "): %s vs %s\n", x->nth, x->thread, x->seq, y->seq, ha,
+              sh_bytes(y->size, hb, sizeof hb));
       continue;
     }
     uint64_t off = first_diff(d, x->payload, y->payload, x->size);
     if (off == UINT64_MAX)
       fprintf(d->out, "DtoH copy %" PRIu64 " of thread #%u (seq %" PRIu64 " / %" PRIu64
-              "): the %" PRIu64 " bytes differ\n", x->nth, x->thread, x->seq, y->seq, x->size);
+              "): the %s differ\n", x->nth, x->thread, x->seq, y->seq, ha);
     else
       fprintf(d->out, "DtoH copy %" PRIu64 " of thread #%u (seq %" PRIu64 " / %" PRIu64
-              "): %" PRIu64 " bytes, first difference at offset %" PRIu64 "\n", x->nth,
-              x->thread, x->seq, y->seq, x->size, off);
+              "): %s, first difference at offset %" PRIu64 "\n", x->nth,
+              x->thread, x->seq, y->seq, ha, off);
   }
   if (shown > d->max)
     fprintf(d->out, "... %zu more copies differ\n", shown - d->max);
@@ -415,10 +421,12 @@ static void compare_regions(dd *d) {
     if (shown++ >= d->max)
       continue;
     uint64_t off = x->size == y->size ? first_diff(d, x->data, y->data, x->size) : UINT64_MAX;
+    char ha[48], hb[48];
     fprintf(d->out, "snapshot (%s, launch %" PRIu64 ") region of allocation #%" PRIu64 "+%" PRIu64
-            ": %" PRIu64 " vs %" PRIu64 " bytes",
+            ": %s vs %s",
             cucap_fb_snapshot_reason_name(x->reason) ? cucap_fb_snapshot_reason_name(x->reason) : "?",
-            x->launch_index, x->alloc, x->delta, x->size, y->size);
+            x->launch_index, x->alloc, x->delta, sh_bytes(x->size, ha, sizeof ha),
+            sh_bytes(y->size, hb, sizeof hb));
     if (off != UINT64_MAX)
       fprintf(d->out, ", first difference at offset %" PRIu64, off);
     fputc('\n', d->out);

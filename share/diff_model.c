@@ -427,7 +427,8 @@ static int on_snapshot(dm_model *m, const cucap_fb_snapshot *s) {
 static cucap_status on_alloc(dm_model *m, const cucap_fb_alloc *a, int ok, uint64_t *key,
                              char *what, size_t wn) {
   *key = mix64(mix64(*key, cucap_fb_alloc_kind(a)), cucap_fb_alloc_size(a));
-  snprintf(what, wn, "%" PRIu64 " bytes", cucap_fb_alloc_size(a));
+  char hb[48];
+  snprintf(what, wn, "%s", sh_bytes(cucap_fb_alloc_size(a), hb, sizeof hb));
   int k = cucap_fb_alloc_kind(a);
   if (ok && sh_alloc_is_device(k)) {
     CUCAP_RETURN_IF(
@@ -456,7 +457,8 @@ static cucap_status on_memcpy(dm_model *m, const cucap_fb_record *rec, int ok, u
   int k = cucap_fb_memcpy_kind(c);
   *key = mix64(mix64(*key, (uint64_t)k), cucap_fb_memcpy_size(c));
   const char *kn = cucap_fb_memcpy_kind_name(k);
-  snprintf(what, wn, "%s %" PRIu64 " bytes", kn ? kn : "?", cucap_fb_memcpy_size(c));
+  char hb[48];
+  snprintf(what, wn, "%s %s", kn ? kn : "?", sh_bytes(cucap_fb_memcpy_size(c), hb, sizeof hb));
   if (ok && (k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_UNIFIED)) {
     uint32_t ord;
     dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);
@@ -502,6 +504,11 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
     if (!on_function(m, cucap_fb_record_body_as_function(rec)))
       return 0;
     key = mixs(key, cucap_fb_function_name(cucap_fb_record_body_as_function(rec)));
+    /* the name is what tells two such calls apart in a divergence */
+    snprintf(what, sizeof what, "%s",
+             cucap_fb_function_name(cucap_fb_record_body_as_function(rec))
+                 ? cucap_fb_function_name(cucap_fb_record_body_as_function(rec))
+                 : "?");
     break;
   case CUCAP_FB_BODY_MODULEMAP:
     return on_module_map(m, cucap_fb_record_body_as_module_map(rec));
@@ -513,6 +520,7 @@ static int on_record(dm_model *m, const cucap_fb_record *rec) {
                    mixs(SH_FNV_INIT, gn ? gn : "?") | 1, DM_GLOBAL))
       return 0;
     key = mixs(key, gn);
+    snprintf(what, sizeof what, "%s", gn ? gn : "?");
     break;
   }
   case CUCAP_FB_BODY_CALLSTACK:

@@ -1,4 +1,6 @@
 /* share_util.c - the helpers of share_internal.h. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,4 +132,19 @@ uint64_t sh_fnv1a(uint64_t h, const void *p, size_t n) {
   for (size_t i = 0; i < n; i++)
     h = (h ^ b[i]) * 1099511628211ull;
   return h;
+}
+
+const char *sh_bytes(uint64_t n, char *buf, size_t size) {
+  static const char *const u[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double h = (double)n;
+  int k = -1;
+  while (h >= 1024 && k < 5) {
+    h /= 1024;
+    k++;
+  }
+  if (k < 0)
+    snprintf(buf, size, "%" PRIu64 " B", n);
+  else
+    snprintf(buf, size, "%" PRIu64 " B (%.1f %s)", n, h, u[k]);
+  return buf;
 }

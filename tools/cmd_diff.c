@@ -19,7 +19,8 @@ static const char diff_usage[] =
     "  arguments compared as allocation + offset), DtoH copies and snapshot\n"
     "  regions whose bytes differ, and with two GPU timings files the\n"
     "  per-kernel time and metric changes, largest first.\n"
-    "  --profile-a/-b TIMES  CSV: launch_index,start_ns,end_ns[,kernel][,metrics]\n"
+    "  --profile-a/-b TIMES  profile files (replay --profile-out) or CSV:\n"
+    "                        launch_index,start_ns,end_ns[,kernel][,metrics]\n"
     "  --max N               findings listed per section (default 10)\n"
     "exit: 0 same, 1 different, 2 usage, 3 damaged input, 4 I/O error\n";
 
@@ -28,12 +29,7 @@ static const char *kernel_name(const char *mangled, char *buf, size_t size) {
 }
 
 static int load(const char *path, cucap_profile_table **t) {
-  char msg[256];
-  cucap_status st = cucap_profile_table_load(path, t, msg, sizeof msg);
-  if (st == CUCAP_OK)
-    return CUCAP_EXIT_OK;
-  cucap_cli_error("diff", path, "%s", msg[0] ? msg : cucap_status_str(st));
-  return st == CUCAP_ERR_IO || st == CUCAP_ERR_NOMEM ? CUCAP_EXIT_IO : CUCAP_EXIT_BAD_INPUT;
+  return cucap_cli_load_timings("diff", path, t);
 }
 
 int cucap_cmd_diff(int argc, char **argv) {

@@ -25,7 +25,9 @@
  * lookups name the entry point asked for and consecutive lookups share one
  * line ("#3-#27 tid cuGetProcAddress_v2 x25: cuInit cuDeviceGet ...");
  * Launch and Memcpy lines are followed by "    at F0 <- F1 <- F2" (the
- * innermost 3 frames) when they have a callstack.
+ * innermost 3 frames) when they have a callstack. A failed call's result
+ * reads "CUDA_ERROR_INVALID_VALUE(1)" (the number alone when unknown); lines
+ * over 160 characters fold at spaces onto lines indented 6 spaces.
  * On a damaged file everything recovered is printed, then one error line on
  * stderr, exit 3. */
 #include <getopt.h>
@@ -324,14 +326,51 @@ static void format_human(const dump_names *dn, const cucap_fb_record *rec, char 
   char seqbuf[24] = "-";
   if (seq)
     snprintf(seqbuf, sizeof seqbuf, "%" PRIu64, seq);
-  snprintf(out, n, "#%s %u %s %d %s", seqbuf, (unsigned)cucap_fb_record_tid(rec), cn,
-           (int)cucap_fb_record_result(rec), sum);
+  /* an error by its CUresult name: a bare number means nothing to a reader */
+  int res = (int)cucap_fb_record_result(rec);
+  const char *rn = res ? cucap_cli_result_name(res) : NULL;
+  char resbuf[80];
+  if (rn)
+    snprintf(resbuf, sizeof resbuf, "%s(%d)", rn, res);
+  else
+    snprintf(resbuf, sizeof resbuf, "%d", res);
+  snprintf(out, n, "#%s %u %s %s %s", seqbuf, (unsigned)cucap_fb_record_tid(rec), cn,
+           resbuf, sum);
+}
+
+/* Lines longer than this are folded at spaces (a word longer than a line
+ * stays whole); each continuation line starts with DUMP_FOLD_INDENT, which
+ * no record line nor "    at" stack line does. */
+#define DUMP_FOLD_WIDTH 160
+#define DUMP_FOLD_INDENT "      "
+
+static void fold_puts(const char *line) {
+  size_t width = DUMP_FOLD_WIDTH, len = strlen(line);
+  int cont = 0;
+  while (len > width) {
+    size_t cut = width;
+    while (cut > 0 && line[cut] != ' ')
+      cut--;
+    if (cut == 0) { /* one long word: up to the next space */
+      cut = width;
+      while (cut < len && line[cut] != ' ')
+        cut++;
+      if (cut == len)
+        break;
+    }
+    printf("%s%.*s\n", cont ? DUMP_FOLD_INDENT : "", (int)cut, line);
+    line += cut + 1;
+    len -= cut + 1;
+    width = DUMP_FOLD_WIDTH - (sizeof DUMP_FOLD_INDENT - 1);
+    cont = 1;
+  }
+  printf("%s%s\n", cont ? DUMP_FOLD_INDENT : "", line);
 }
 
 static void print_human(const dump_names *dn, const cucap_fb_record *rec) {
   char line[1700];
   format_human(dn, rec, line, sizeof line);
-  puts(line);
+  fold_puts(line);
 }
 
 /* Consecutive successful cuGetProcAddress lookups of one thread share a
@@ -368,13 +407,15 @@ static void proc_flush(proc_run *pr) {
   if (!pr->n)
     return;
   if (pr->n == 1) {
-    puts(pr->single);
+    fold_puts(pr->single);
   } else {
     const char *cn = cucap_cli_cbid_name(pr->call);
-    printf("#%" PRIu64 "-#%" PRIu64 " %u %s x%u:%s%s\n", pr->first_seq, pr->last_seq,
-           (unsigned)pr->tid, cn ? cn : "?", pr->n,
-           pr->named ? pr->names : " (names not recorded: capture older than format 1.3)",
-           pr->named && pr->cut ? " ..." : "");
+    char line[1400];
+    snprintf(line, sizeof line, "#%" PRIu64 "-#%" PRIu64 " %u %s x%u:%s%s", pr->first_seq,
+             pr->last_seq, (unsigned)pr->tid, cn ? cn : "?", pr->n,
+             pr->named ? pr->names : " (names not recorded: capture older than format 1.3)",
+             pr->named && pr->cut ? " ..." : "");
+    fold_puts(line);
   }
   pr->n = 0;
   pr->len = 0;

@@ -1,5 +1,5 @@
 /* cmd_export.c - `cucap export CAPTURE --format=perfetto|chrome-json -o OUT
- * [--profile TIMES.csv] [--no-demangle]`: the capture as a timeline
+ * [--profile TIMES] [--no-demangle]`: the capture as a timeline
  * (share/cucap_export.h). Exit 0, 2 usage, 3 damaged capture or GPU
  * timings file, 4 I/O. */
 #include <getopt.h>
@@ -17,7 +17,8 @@ static const char export_usage[] =
     "  --format=perfetto     Perfetto protobuf trace (open in ui.perfetto.dev)\n"
     "  --format=chrome-json  Chrome trace event JSON (ui.perfetto.dev,\n"
     "                        chrome://tracing)\n"
-    "  --profile TIMES       GPU kernel times: CSV with a header naming\n"
+    "  --profile TIMES       GPU kernel times: a profile file (replay --profile-out)\n"
+    "                        or CSV with a header naming\n"
     "                        launch_index,start_ns,end_ns[,kernel][,metrics...]\n"
     "                        (else KernelTiming records, else host times)\n"
     "Tracks: host threads (driver calls, NVTX ranges), GPU streams (kernels,\n"
@@ -71,13 +72,9 @@ int cucap_cmd_export(int argc, char **argv) {
   const char *path = argv[optind];
   cucap_profile_table *pt = NULL;
   if (profile) {
-    char msg[256];
-    cucap_status ps = cucap_profile_table_load(profile, &pt, msg, sizeof msg);
-    if (ps != CUCAP_OK) {
-      cucap_cli_error("export", profile, "%s", msg[0] ? msg : cucap_status_str(ps));
-      return ps == CUCAP_ERR_IO ? CUCAP_EXIT_IO : ps == CUCAP_ERR_NOMEM ? CUCAP_EXIT_IO
-                                                                        : CUCAP_EXIT_BAD_INPUT;
-    }
+    int lrc = cucap_cli_load_timings("export", profile, &pt);
+    if (lrc != CUCAP_EXIT_OK)
+      return lrc;
     o.profile = pt;
   }
   cucap_reader *r = NULL;

@@ -125,6 +125,7 @@ static int profile_from_capture(profile_run *s, const char *path,
     return rc;
   cucap_analyze_options ao;
   cucap_analyze_options_init(&ao);
+  ao.in_profile = 1;
   cucap_status st = cucap_analysis_create(r, &ao, &s->a);
   if (st == CUCAP_OK)
     st = cucap_profile_create(&s->p);

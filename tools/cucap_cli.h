@@ -119,6 +119,17 @@ void cucap_cli_error(const char *cmd, const char *file, const char *fmt, ...)
  * see cucap_cli_report_recovery). */
 int cucap_cli_open(const char *cmd, const char *path, cucap_reader **out);
 
+/* export --profile, diff --profile-a/-b: reads GPU timings from a profile
+ * file (replay --profile-out, told by its magic) or a CSV timings table
+ * (cucap_profile_table.h). On failure prints one error line and returns 3
+ * (damaged or not such a file) or 4 (I/O) with *out NULL; 0 on success. */
+struct cucap_profile_table;
+int cucap_cli_load_timings(const char *cmd, const char *path, struct cucap_profile_table **out);
+
+/* CUresult name ("CUDA_ERROR_INVALID_VALUE") of a recorded result, or NULL
+ * for a code this cucap does not know (cli_results.c). Static strings. */
+const char *cucap_cli_result_name(int code);
+
 /* If the reader found damage, prints one error line describing what was
  * recovered and why reading stopped, and returns CUCAP_EXIT_BAD_INPUT;
  * returns CUCAP_EXIT_OK for a complete capture. */
