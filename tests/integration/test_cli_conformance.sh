@@ -5,7 +5,8 @@
 # no input changed (checksums before and after).
 #
 #  outputs (trim, extract, extract --emit-c, export, compress, replay
-#  --profile-out, replay --folded): output = input, through a symlink, through
+#  --profile-out, replay --folded, cupti profile --json: the last without a
+#  CUPTI only the first four): output = input, through a symlink, through
 #  a hard link (2); missing and unwritable output directory (4); output is a
 #  directory (2); an existing output file is replaced whole (0), and no
 #  temporary file is left;
@@ -15,9 +16,13 @@
 #  without --force, %q{VAR} unset (2), all before the program runs; --force
 #  overwrites; the program's own status otherwise (disk full: 4 is in
 #  test_record_diskfull.sh);
+#  a failing command or an output that is a symlink elsewhere; help help,
+#  analyze --help, --verify=launch without LaunchHash records (one warning),
+#  a verify mismatch (reported once);
 #  SIGKILL while compress / trim write over an existing output: that output
 #  is the old one or the complete new one, never a torn file.
-# Env (from CTest): CUCAP, MOCK_LIBDIR, APPS_DIR. Exit 0 pass, 77 skip.
+# Env (from CTest): CUCAP, CUCAP_BUILD_DIR, MOCK_LIBDIR, APPS_DIR. Exit 0
+# pass, 77 skip.
 set -u
 : "${CUCAP:?}" "${MOCK_LIBDIR:?}"
 APPS_DIR="${APPS_DIR:-}"
@@ -62,6 +67,7 @@ cmd() {
   compress) "$CUCAP" compress "$in" -o "$out" ;;
   profile-out) "$CUCAP" replay --profile --quiet "$in" --profile-out "$out" ;;
   folded) "$CUCAP" replay --profile --quiet "$in" --folded "$out" ;;
+  cupti-json) "$CUCAP" cupti profile --quiet "$in" --json "$out" ;;
   info) "$CUCAP" info "$in" ;;
   dump) "$CUCAP" dump "$in" ;;
   analyze) "$CUCAP" analyze "$in" ;;
@@ -88,7 +94,7 @@ expect() {
   ok
 }
 
-OUTS="trim extract emit-c export compress profile-out folded"
+OUTS="trim extract emit-c export compress profile-out folded cupti-json"
 ln -s "$IN" "$T/w/sym.fb"
 ln "$IN" "$T/w/hard.fb"
 for k in $OUTS; do
@@ -97,6 +103,8 @@ for k in $OUTS; do
   expect "$k: output = symlink to input" 2 'is the input .*refusing' $k "$IN" "$T/w/sym.fb"
   expect "$k: output = hard link of input" 2 'is the input .*refusing' $k "$IN" "$T/w/hard.fb"
   [ $k = emit-c ] && continue # DIR is created: a missing one is fine
+  # the mock has no CUPTI: its outputs are checked, then loading CUPTI fails
+  [ $k = cupti-json ] && continue
   expect "$k: missing output directory" 4 'cannot create: No such file or directory' \
     $k "$IN" "$T/nodir/out"
   expect "$k: unwritable output directory" 4 'cannot create: Permission denied' \
@@ -153,6 +161,34 @@ rec "existing output --force" 0 '' "$T/w/r.fb" --force
   { bad "record: no CUDA: exit $rc, want 0"; cat "$T/e"; }
 "$CUCAP" record -o "$T/w/none.fb" -- false > /dev/null 2>&1; rc=$?
 [ $rc -eq 1 ] && ok || bad "record: the program's own status: exit $rc, want 1"
+
+# a command that fails leaves the existing output as it was; an output that
+# is a symlink to another file is replaced where it points, the link kept
+printf 'old' > "$T/w/keep.out"
+"$CUCAP" trim "$IN" -o "$T/w/keep.out" --range=launch:900-901 --replay > /dev/null 2> "$T/e"; rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$T/w/keep.out")" = old ] && ok ||
+  bad "trim of a missing range: exit $rc, output $(head -c 8 "$T/w/keep.out" | tr -d '\0')"
+ln -s keep.out "$T/w/link.out"
+"$CUCAP" compress "$IN" -o "$T/w/link.out" > /dev/null 2>&1 && [ -L "$T/w/link.out" ] &&
+  "$CUCAP" info "$T/w/keep.out" > /dev/null 2>&1 && ok || bad "compress through a symlink"
+
+# one problem, one message; help and its texts
+"$CUCAP" help help > "$T/o" 2> "$T/e" && grep -q '^usage' "$T/o" && ok || bad "help help"
+"$CUCAP" analyze --help | grep -q 'PCT% of' && ! "$CUCAP" analyze --help | grep -q '%%' && ok ||
+  bad "analyze --help: PCT%"
+"$CUCAP" replay --verify=launch "$IN" > "$T/o" 2> "$T/e"; rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c 'no LaunchHash records' "$T/e")" -eq 1 ] && ok ||
+  { bad "--verify=launch without LaunchHash records: exit $rc, warned $(grep -c LaunchHash "$T/e")x"; cat "$T/e"; }
+"$CUCAP" record -o "$T/w/hashed.fb" --hash-launches -- "$APP" > /dev/null 2>&1
+"$CUCAP" replay --verify=launch "$T/w/hashed.fb" > "$T/o" 2> "$T/e"; rc=$?
+[ $rc -eq 0 ] && [ ! -s "$T/e" ] && ok || { bad "--verify=launch with hashes: exit $rc"; cat "$T/e"; }
+HELPER="${CUCAP_BUILD_DIR:-}/tests/test_replay"
+if [ -x "$HELPER" ] && "$HELPER" --flip-dtoh "$IN" "$T/w/flip.fb" 100 > /dev/null 2>&1; then
+  "$CUCAP" replay --verify "$T/w/flip.fb" > "$T/o" 2> "$T/e"; rc=$?
+  n=$(cat "$T/o" "$T/e" | grep -c 'first differing offset')
+  [ $rc -eq 1 ] && [ "$n" -eq 1 ] && [ "$(wc -l < "$T/e")" -eq 1 ] && ok ||
+    { bad "verify mismatch: exit $rc, reported $n times"; cat "$T/o" "$T/e"; }
+fi
 
 # SIGKILL while writing over an existing output: old or new, never torn
 BIG="$T/in/big.fb"
