@@ -135,3 +135,13 @@ void cucap_cli_output_abort(cucap_cli_output *o) {
     unlink(o->tmp);
   o->tmp[0] = 0;
 }
+
+void cucap_cli_output_rename_in(const cucap_cli_output *o, const char *out, char *msg,
+                                size_t size) {
+  char *at = o->tmp[0] ? strstr(msg, o->tmp) : NULL;
+  if (!at)
+    return;
+  char rest[1024];
+  snprintf(rest, sizeof rest, "%s", at + strlen(o->tmp));
+  snprintf(at, size - (size_t)(at - msg), "%s%s", out, rest);
+}

@@ -204,6 +204,7 @@ int cucap_cmd_compress(int argc, char **argv) {
   cucap_writer_options_init(&o);
   o.level = (int)opt.level;
   o.nb_workers = (int)opt.workers;
+  o.quiet_errors = 1; /* the one error line below says what failed */
   cucap_writer *w = NULL;
   cucap_status s = cucap_writer_create(tmp.tmp, &o, hbuf, hsize, &w);
   if (s != CUCAP_OK) {
@@ -220,14 +221,17 @@ int cucap_cmd_compress(int argc, char **argv) {
   cucap_status cs = cucap_writer_close(w);
   cucap_writer_stats ws;
   cucap_writer_get_stats(w, &ws);
+  char werr[256];
+  snprintf(werr, sizeof werr, "%s", cucap_writer_last_error(w));
   cucap_writer_destroy(w);
   if (s == CUCAP_OK && cs != CUCAP_OK) {
     s = cs;
     fail_file = out;
   }
   if (s != CUCAP_OK) {
-    cucap_cli_error("compress", fail_file, "%s (after %" PRIu64 " blobs, %" PRIu64
-                    " records)", cucap_status_str(s), nblob, nrec);
+    cucap_cli_error("compress", fail_file, "%s%s%s (after %" PRIu64 " blobs, %" PRIu64
+                    " records)", cucap_status_str(s), werr[0] ? ": " : "", werr, nblob,
+                    nrec);
     cucap_cli_output_abort(&tmp);
     cucap_reader_destroy(r);
     return cucap_cli_exit_code(s);

@@ -176,6 +176,7 @@ int cucap_cmd_extract(int argc, char **argv) {
   if (st == CUCAP_OK && (rc = cucap_cli_output_commit("extract", a.out, &tmp)) != CUCAP_EXIT_OK)
     return rc;
   if (st != CUCAP_OK) {
+    cucap_cli_output_rename_in(&tmp, a.out, rep.error, sizeof rep.error);
     cucap_cli_output_abort(&tmp);
     cucap_cli_error("extract", path, "%s", rep.error[0] ? rep.error : cucap_status_str(st));
     rc = cucap_cli_exit_code(rep.status);

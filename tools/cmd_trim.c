@@ -118,6 +118,7 @@ int cucap_cmd_trim(int argc, char **argv) {
   cucap_reader_recovery_get(r, &rv);
   cucap_reader_destroy(r);
   if (st != CUCAP_OK) {
+    cucap_cli_output_rename_in(&tmp, out, rep.error, sizeof rep.error);
     cucap_cli_output_abort(&tmp);
     cucap_cli_error("trim", path, "%s", rep.error[0] ? rep.error : cucap_status_str(st));
     rc = cucap_cli_exit_code(rep.status);

@@ -154,6 +154,10 @@ int cucap_cli_output_begin(const char *cmd, const char *out, cucap_cli_output *o
 /* Syncs and closes o->tmp and renames it to o->final; on failure prints one
  * error line, removes o->tmp and returns CUCAP_EXIT_IO. */
 int cucap_cli_output_commit(const char *cmd, const char *out, cucap_cli_output *o);
+/* In a library's message about the output, the temporary file's name
+ * replaced with the one the user gave (out). Call before abort. */
+void cucap_cli_output_rename_in(const cucap_cli_output *o, const char *out, char *msg,
+                                size_t size);
 /* Removes o->tmp (the old output, if any, stays as it was). */
 void cucap_cli_output_abort(cucap_cli_output *o);
 

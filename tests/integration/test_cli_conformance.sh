@@ -16,7 +16,8 @@
 #  without --force, %q{VAR} unset (2), all before the program runs; --force
 #  overwrites; the program's own status otherwise (disk full: 4 is in
 #  test_record_diskfull.sh);
-#  a failing command or an output that is a symlink elsewhere; help help,
+#  a full disk (fault injector) and a failing command over an existing
+#  output (kept), an output that is a symlink elsewhere; help help,
 #  analyze --help, --verify=launch without LaunchHash records (one warning),
 #  a verify mismatch (reported once);
 #  SIGKILL while compress / trim write over an existing output: that output
@@ -188,6 +189,23 @@ if [ -x "$HELPER" ] && "$HELPER" --flip-dtoh "$IN" "$T/w/flip.fb" 100 > /dev/nul
   n=$(cat "$T/o" "$T/e" | grep -c 'first differing offset')
   [ $rc -eq 1 ] && [ "$n" -eq 1 ] && [ "$(wc -l < "$T/e")" -eq 1 ] && ok ||
     { bad "verify mismatch: exit $rc, reported $n times"; cat "$T/o" "$T/e"; }
+fi
+
+# a full disk while writing over an existing output (the fault injector of
+# test_record_diskfull.sh, watching the temporary files): exit 4, one
+# message, the old output intact, the temporary file removed
+CC="${CC:-cc}"
+FI_SRC="${CUCAP_SOURCE_DIR:-}/tests/integration/fault_inject.c"
+if [ -z "${CUCAP_TEST_CFLAGS:-}" ] && [ -f "$FI_SRC" ] && command -v "$CC" > /dev/null &&
+   "$CC" -O2 -shared -fPIC -o "$T/fi.so" "$FI_SRC" -ldl 2> /dev/null; then
+  for k in compress trim extract; do
+    printf 'old output' > "$T/w/full.out"
+    # trim / extract: the writer inside share/ logs the failure too
+    re=''; [ $k = compress ] && re='No space left on device'
+    LD_PRELOAD="$T/fi.so" CUCAP_FI_PATH=.cucap- CUCAP_FI_LIMIT=1000 \
+      expect "$k: disk full" 4 "$re" $k "$IN" "$T/w/full.out"
+    [ "$(cat "$T/w/full.out")" = "old output" ] && ok || bad "$k: disk full: the old output changed"
+  done
 fi
 
 # SIGKILL while writing over an existing output: old or new, never torn
