@@ -24,7 +24,7 @@ static const char analyze_usage[] =
     "  --json               one JSON object\n"
     "  --window steady|all  analyse the steady state (default; the whole\n"
     "                       capture when none is found) or everything\n"
-    "  --warmup PCT         the steady state starts after PCT%% of the launches\n"
+    "  --warmup PCT         the steady state starts after PCT% of the launches\n"
     "  --link-gbps X        peak host<->device GB/s per direction to assume\n"
     "                       (default: from the recorded device)\n"
     "  --min-severity S     text: show findings at least S (info|low|medium|high)\n"

@@ -25,14 +25,8 @@ static const char compress_usage[] =
     "  -l, --level N     zstd level 1..22 (default 19)\n"
     "  -w, --workers N   zstd worker threads (default 0: single-threaded)\n"
     "exit: 0 ok, 3 damaged input (the recovered part is written), 4 I/O\n"
-    "error, 2 usage\n";
-
-static int same_file(const char *a, const char *b) {
-  struct stat sa, sb;
-  if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
-    return 0;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
+    "error (OUT cannot be created), 2 usage / OUT is the input (also through\n"
+    "a symlink or hard link) or a directory; OUT is replaced only once complete\n";
 
 /* What the command line asked for. */
 typedef struct compress_opts {
@@ -192,14 +186,17 @@ int cucap_cmd_compress(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   const char *in = opt.in, *out = opt.out;
-  if (!strcmp(in, out) || same_file(in, out)) {
-    cucap_cli_error("compress", out, "output would overwrite the input");
-    return CUCAP_EXIT_USAGE;
-  }
+  if ((rc = cucap_cli_output_check("compress", out, &in, 1)) != CUCAP_EXIT_OK)
+    return rc;
   cucap_reader *r = NULL;
   rc = cucap_cli_open("compress", in, &r);
   if (rc != CUCAP_EXIT_OK)
     return rc;
+  cucap_cli_output tmp;
+  if ((rc = cucap_cli_output_begin("compress", out, &tmp)) != CUCAP_EXIT_OK) {
+    cucap_reader_destroy(r);
+    return rc;
+  }
 
   size_t hsize = 0;
   const void *hbuf = cucap_reader_header_buffer(r, &hsize);
@@ -207,9 +204,11 @@ int cucap_cmd_compress(int argc, char **argv) {
   cucap_writer_options_init(&o);
   o.level = (int)opt.level;
   o.nb_workers = (int)opt.workers;
+  o.quiet_errors = 1; /* the one error line below says what failed */
   cucap_writer *w = NULL;
-  cucap_status s = cucap_writer_create(out, &o, hbuf, hsize, &w);
+  cucap_status s = cucap_writer_create(tmp.tmp, &o, hbuf, hsize, &w);
   if (s != CUCAP_OK) {
+    cucap_cli_output_abort(&tmp);
     cucap_reader_destroy(r);
     cucap_cli_error("compress", out, "cannot create: %s", cucap_status_str(s));
     return cucap_cli_exit_code(s);
@@ -222,17 +221,24 @@ int cucap_cmd_compress(int argc, char **argv) {
   cucap_status cs = cucap_writer_close(w);
   cucap_writer_stats ws;
   cucap_writer_get_stats(w, &ws);
+  char werr[256];
+  snprintf(werr, sizeof werr, "%s", cucap_writer_last_error(w));
   cucap_writer_destroy(w);
   if (s == CUCAP_OK && cs != CUCAP_OK) {
     s = cs;
     fail_file = out;
   }
   if (s != CUCAP_OK) {
-    cucap_cli_error("compress", fail_file, "%s (after %" PRIu64 " blobs, %" PRIu64
-                    " records)", cucap_status_str(s), nblob, nrec);
-    remove(out);
+    cucap_cli_error("compress", fail_file, "%s%s%s (after %" PRIu64 " blobs, %" PRIu64
+                    " records)", cucap_status_str(s), werr[0] ? ": " : "", werr, nblob,
+                    nrec);
+    cucap_cli_output_abort(&tmp);
     cucap_reader_destroy(r);
     return cucap_cli_exit_code(s);
+  }
+  if ((rc = cucap_cli_output_commit("compress", out, &tmp)) != CUCAP_EXIT_OK) {
+    cucap_reader_destroy(r);
+    return rc;
   }
 
   rc = compress_report(&opt, r, rs, &ws, nrec, nblob);

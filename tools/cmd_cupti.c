@@ -9,6 +9,7 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cucap_cli.h"
 #include "cucap_clock.h"
@@ -93,13 +94,35 @@ static int cupti_probe_cmd(int argc, char **argv) {
   return st == CUCAP_OK ? CUCAP_EXIT_OK : CUCAP_EXIT_BAD_INPUT;
 }
 
-static FILE *cupti_open_out(const char *path) {
+/* An output file ("-": stdout), written beside path and renamed over it by
+ * cupti_close_out once complete. */
+static FILE *cupti_open_out(const char *path, cucap_cli_output *tmp) {
   if (!strcmp(path, "-"))
     return stdout;
-  FILE *f = fopen(path, "w");
-  if (!f)
+  if (cucap_cli_output_begin("cupti", path, tmp) != CUCAP_EXIT_OK)
+    return NULL;
+  FILE *f = fdopen(dup(tmp->fd), "w");
+  if (!f) {
     cucap_cli_error("cupti", path, "cannot create");
+    cucap_cli_output_abort(tmp);
+  }
   return f;
+}
+
+/* Closes f; renames the finished file into place when written is set, else
+ * removes it. Returns 0 when the output is in place. */
+static int cupti_close_out(FILE *f, const char *path, cucap_cli_output *tmp, int written) {
+  if (f == stdout)
+    return written ? 0 : -1;
+  if (fclose(f) != 0 && written) {
+    cucap_cli_error("cupti", path, "write failed");
+    written = 0;
+  }
+  if (!written) {
+    cucap_cli_output_abort(tmp);
+    return -1;
+  }
+  return cucap_cli_output_commit("cupti", path, tmp) == CUCAP_EXIT_OK ? 0 : -1;
 }
 
 /* --range FIRST[:COUNT] into co; -1 (after the error line) when s is not
@@ -259,29 +282,26 @@ static int cupti_profile_parse(int argc, char **argv, cupti_profile_args *a) {
 static int cupti_profile_write(cucap_cupti *e, const cupti_profile_args *a, unsigned loops,
                                int rc) {
   double tw = cucap_clock_now_s();
+  cucap_cli_output tmp;
   if (a->json && loops) {
-    FILE *f = cupti_open_out(a->json);
-    if (!f || cucap_cupti_write_json(e, f) != CUCAP_OK) {
-      if (f)
-        cucap_cli_error("cupti", a->json, "write failed");
+    FILE *f = cupti_open_out(a->json, &tmp);
+    int w = f && cucap_cupti_write_json(e, f) == CUCAP_OK;
+    if (f && !w)
+      cucap_cli_error("cupti", a->json, "write failed");
+    if (!f || cupti_close_out(f, a->json, &tmp, w) != 0)
       rc = rc ? rc : CUCAP_EXIT_IO;
-    }
-    if (f && f != stdout)
-      fclose(f);
   }
   if (a->folded && loops) {
-    FILE *f = cupti_open_out(a->folded);
+    FILE *f = cupti_open_out(a->folded, &tmp);
     size_t n = 0;
-    if (!f || cucap_cupti_write_folded(e, f, &n) != CUCAP_OK) {
-      if (f)
-        cucap_cli_error("cupti", a->folded, "write failed");
+    int w = f && cucap_cupti_write_folded(e, f, &n) == CUCAP_OK;
+    if (f && !w)
+      cucap_cli_error("cupti", a->folded, "write failed");
+    if (!f || cupti_close_out(f, a->folded, &tmp, w) != 0)
       rc = rc ? rc : CUCAP_EXIT_IO;
-    } else if (!a->quiet) {
+    else if (!a->quiet)
       fprintf(stderr, "cucap cupti: %zu distinct instruction-level stacks in %s\n",
               n, a->folded);
-    }
-    if (f && f != stdout)
-      fclose(f);
   }
   if ((a->json || a->folded) && loops)
     CUCAP_INFO("profile: timing: JSON/folded stacks written in %.3f s",
@@ -297,6 +317,16 @@ static int cupti_profile_cmd(int argc, char **argv) {
   const char *path = a.path;
   if (a.quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
     cucap_log_set_level(CUCAP_LOG_ERROR);
+  /* outputs and input before CUPTI is loaded and the replay runs */
+  const char *ins[2] = {path, a.json && strcmp(a.json, "-") ? a.json : NULL};
+  if (a.json && strcmp(a.json, "-") &&
+      (rc = cucap_cli_output_check("cupti", a.json, ins, 1)) != CUCAP_EXIT_OK)
+    return rc;
+  if (a.folded && strcmp(a.folded, "-") &&
+      (rc = cucap_cli_output_check("cupti", a.folded, ins, 2)) != CUCAP_EXIT_OK)
+    return rc;
+  if ((rc = cucap_cli_check_input("cupti", path)) != CUCAP_EXIT_OK)
+    return rc;
   cucap_cupti *e = NULL;
   char msg[512];
   cucap_status st = cucap_cupti_create(&a.co, &e, msg, sizeof msg);

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cucap_cli.h"
 #include "cucap_export.h"
@@ -23,7 +24,9 @@ static const char export_usage[] =
     "                        (else KernelTiming records, else host times)\n"
     "Tracks: host threads (driver calls, NVTX ranges), GPU streams (kernels,\n"
     "copies; flows from each launch), device memory in use, copy bandwidth.\n"
-    "exit: 0 ok, 2 usage, 3 damaged capture or timings file, 4 I/O error\n";
+    "exit: 0 ok, 2 usage / OUT is an input or a directory, 3 damaged capture\n"
+    "or timings file, 4 I/O error (OUT cannot be created); OUT is replaced\n"
+    "only once complete\n";
 
 static const char *kernel_name(const char *mangled, char *buf, size_t size) {
   return cucap_cli_demangle(mangled, buf, size);
@@ -70,6 +73,10 @@ int cucap_cmd_export(int argc, char **argv) {
     return CUCAP_EXIT_USAGE;
   }
   const char *path = argv[optind];
+  const char *ins[2] = {path, profile};
+  int rc = cucap_cli_output_check("export", out, ins, 2);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
   cucap_profile_table *pt = NULL;
   if (profile) {
     int lrc = cucap_cli_load_timings("export", profile, &pt);
@@ -78,14 +85,18 @@ int cucap_cmd_export(int argc, char **argv) {
     o.profile = pt;
   }
   cucap_reader *r = NULL;
-  int rc = cucap_cli_open("export", path, &r);
+  rc = cucap_cli_open("export", path, &r);
   if (rc != CUCAP_EXIT_OK) {
     cucap_profile_table_destroy(pt);
     return rc;
   }
-  FILE *f = fopen(out, "wb");
-  if (!f) {
-    cucap_cli_error("export", out, "cannot create the output");
+  cucap_cli_output tmp;
+  FILE *f = NULL;
+  if ((rc = cucap_cli_output_begin("export", out, &tmp)) != CUCAP_EXIT_OK ||
+      !(f = fdopen(dup(tmp.fd), "wb"))) {
+    if (rc == CUCAP_EXIT_OK)
+      cucap_cli_error("export", out, "cannot create the output");
+    cucap_cli_output_abort(&tmp);
     cucap_reader_destroy(r);
     cucap_profile_table_destroy(pt);
     return CUCAP_EXIT_IO;
@@ -95,8 +106,13 @@ int cucap_cmd_export(int argc, char **argv) {
   int closed = fclose(f);
   if (st == CUCAP_OK && closed != 0)
     st = CUCAP_ERR_IO;
+  if (st == CUCAP_OK && (rc = cucap_cli_output_commit("export", out, &tmp)) != CUCAP_EXIT_OK) {
+    cucap_reader_destroy(r);
+    cucap_profile_table_destroy(pt);
+    return rc;
+  }
   if (st != CUCAP_OK) {
-    remove(out);
+    cucap_cli_output_abort(&tmp);
     cucap_reader_recovery rv;
     cucap_reader_recovery_get(r, &rv);
     rv.problem[sizeof rv.problem - 1] = 0;

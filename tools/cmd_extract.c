@@ -28,8 +28,9 @@ static const char extract_usage[] =
     "  --keep-all-archs  copy the module image whole (default: a fatbin keeps\n"
     "                 the recorded GPU's SASS and the PTX <= its architecture)\n"
     "OUT replays standalone: `cucap replay OUT --verify [--loop 1000]`.\n"
-    "exit: 0 ok, 2 usage / launch not found / no memory source, 3 damaged\n"
-    "input, 4 I/O error or replay failure\n";
+    "exit: 0 ok, 2 usage / launch not found / no memory source / OUT or DIR\n"
+    "is the input, 3 damaged input, 4 I/O error (OUT cannot be created) or\n"
+    "replay failure; OUT is replaced only once complete\n";
 
 /* What the command line asked for. */
 typedef struct extract_args {
@@ -151,15 +152,32 @@ int cucap_cmd_extract(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   const char *path = a.path;
+  if ((rc = cucap_cli_output_check("extract", a.out, &path, 1)) != CUCAP_EXIT_OK)
+    return rc;
+  /* --emit-c DIR writes files into DIR: neither the input nor OUT may be DIR. */
+  if (a.emit && !cucap_cli_output_emit_ok(a.emit, path, a.out)) {
+    cucap_cli_error("extract", a.emit, "--emit-c: is the input or the output: refusing "
+                    "to overwrite it");
+    return CUCAP_EXIT_USAGE;
+  }
   cucap_reader *r = NULL;
   rc = cucap_cli_open("extract", path, &r);
   if (rc != CUCAP_EXIT_OK)
     return rc;
+  cucap_cli_output tmp;
+  if ((rc = cucap_cli_output_begin("extract", a.out, &tmp)) != CUCAP_EXIT_OK) {
+    cucap_reader_destroy(r);
+    return rc;
+  }
   a.o.source_path = path;
   cucap_derive_report rep;
-  cucap_status st = cucap_extract(r, &a.sel, a.out, &a.o, &rep);
+  cucap_status st = cucap_extract(r, &a.sel, tmp.tmp, &a.o, &rep);
   cucap_reader_destroy(r);
+  if (st == CUCAP_OK && (rc = cucap_cli_output_commit("extract", a.out, &tmp)) != CUCAP_EXIT_OK)
+    return rc;
   if (st != CUCAP_OK) {
+    cucap_cli_output_rename_in(&tmp, a.out, rep.error, sizeof rep.error);
+    cucap_cli_output_abort(&tmp);
     cucap_cli_error("extract", path, "%s", rep.error[0] ? rep.error : cucap_status_str(st));
     rc = cucap_cli_exit_code(rep.status);
     return rc ? rc : CUCAP_EXIT_IO;

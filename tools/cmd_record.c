@@ -6,7 +6,11 @@
  * program's environment names another NVTX tool (NVTX ranges are then
  * recorded), waits for it and exits
  * with its exit code (128+signal when it was killed), then prints a one-line
- * summary of the capture to stderr. */
+ * summary of the capture to stderr. The output is checked before PROGRAM
+ * starts (a run can take hours): its directory must take a new file, the
+ * name must not be a directory or, without --force, an existing file. When
+ * PROGRAM exits 0 but its capture could not be written whole the exit code
+ * is 4. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -41,6 +45,12 @@ static void usage(FILE *f) {
           "      --stats             count the recorder's own cost per driver entry point\n"
           "                          (printed here after PROGRAM exits; kept in the capture\n"
           "                          as a Note \"stats\")\n"
+          "      --force             overwrite an existing capture file\n"
+          "exit: PROGRAM's exit status (128+signal when killed); 2 usage, or the\n"
+          "  output refused before PROGRAM starts (a directory, an existing file\n"
+          "  without --force, %%q{VAR} with VAR unset); 4 the output cannot be\n"
+          "  created (missing or unwritable directory), or PROGRAM exited 0 but\n"
+          "  its capture could not be written whole (disk full, I/O error)\n"
           "\n"
           "  The capture file is created at PROGRAM's first CUDA call. Child\n"
           "  processes inherit the recorder: one that never calls CUDA (shells,\n"
@@ -110,14 +120,15 @@ static void print_stats(cucap_reader *r) {
     fprintf(stderr, "cucap record: no stats in the capture (did the program exit normally?)\n");
 }
 
-static void print_summary(const char *path) {
+/* Returns 1 when the capture is complete. */
+static int print_summary(const char *path) {
   cucap_reader *r = NULL;
   char msg[256] = "";
   cucap_status st = cucap_reader_open(path, NULL, &r, msg, sizeof msg);
   if (st != CUCAP_OK) {
     fprintf(stderr, "cucap record: %s: cannot read the capture: %s%s%s\n", path,
             cucap_status_str(st), *msg ? ": " : "", msg);
-    return;
+    return 0;
   }
   cucap_reader_recovery rec;
   cucap_reader_recovery_get(r, &rec);
@@ -136,6 +147,7 @@ static void print_summary(const char *path) {
   if (g_print_stats && cucap_reader_rewind(r) == CUCAP_OK)
     print_stats(r);
   cucap_reader_destroy(r);
+  return rec.complete != 0;
 }
 
 /* Summaries of the captures written by CUDA-using child processes:
@@ -191,6 +203,7 @@ static int summarize_children(const char *path) {
 typedef struct record_args {
   const char *output;
   char opts[1024];
+  int force; /* --force: an existing capture file may be overwritten */
 } record_args;
 
 /* Fills a from argv up to PROGRAM (optind); returns -1 to go on, else the
@@ -204,10 +217,12 @@ static int record_parse(int argc, char **argv, record_args *a) {
       {"stack", required_argument, NULL, 'S'},
       {"level", required_argument, NULL, 'l'},
       {"stats", no_argument, NULL, 'T'},
+      {"force", no_argument, NULL, 'F'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   a->output = "capture.fb";
   a->opts[0] = 0;
+  a->force = 0;
   char item[256];
   int c;
   optind = 1;
@@ -234,6 +249,9 @@ static int record_parse(int argc, char **argv, record_args *a) {
     case 'a':
       append_opt(a->opts, sizeof a->opts, "audit");
       break;
+    case 'F':
+      a->force = 1;
+      break;
     case 'T':
       append_opt(a->opts, sizeof a->opts, "stats");
       g_print_stats = 1;
@@ -259,6 +277,61 @@ static int record_parse(int argc, char **argv, record_args *a) {
   return -1;
 }
 
+/* 1 when the pattern has %p (not %%p): each process names its own file. */
+static int pattern_has_pid(const char *pattern) {
+  for (const char *p = pattern; *p; p++) {
+    if (*p == '%' && p[1] == '%')
+      p++;
+    else if (*p == '%' && p[1] == 'p')
+      return 1;
+  }
+  return 0;
+}
+
+/* The output as PROGRAM's recorder will create it, checked here: the
+ * recorder inside PROGRAM can only log a failure, and only at the first CUDA
+ * call. Returns -1 to go on, else the exit code (one error line printed). */
+static int record_check_output(const record_args *a) {
+  const char *pat = a->output;
+  /* %q{VAR} of an unset VAR would expand to nothing: a name nobody asked for */
+  for (const char *p = pat; *p; p++) {
+    if (*p == '%' && p[1] == '%') {
+      p++;
+    } else if (*p == '%' && p[1] == 'q' && p[2] == '{') {
+      const char *close = strchr(p + 3, '}');
+      char name[256];
+      if (close && close > p + 3 && close - (p + 3) < (long)sizeof name) {
+        memcpy(name, p + 3, (size_t)(close - (p + 3)));
+        name[close - (p + 3)] = 0;
+        if (!getenv(name)) {
+          cucap_cli_error("record", pat, "%%q{%s}: %s is not set", name, name);
+          return CUCAP_EXIT_USAGE;
+        }
+      }
+    }
+  }
+  char path[PATH_MAX];
+  if (cucap_rec_expand_path(pat, (long)getpid(), path, sizeof path) != CUCAP_OK) {
+    cucap_cli_error("record", pat, "invalid output pattern");
+    return CUCAP_EXIT_USAGE;
+  }
+  int rc = cucap_cli_output_check("record", path, NULL, 0);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
+  struct stat st;
+  if (!a->force && !pattern_has_pid(pat) && stat(path, &st) == 0) {
+    cucap_cli_error("record", path, "exists: refusing to overwrite it (--force does)");
+    return CUCAP_EXIT_USAGE;
+  }
+  /* a file made and removed again in the output's directory: that directory
+   * exists and takes a new file, as the recorder will need */
+  cucap_cli_output probe;
+  if ((rc = cucap_cli_output_begin("record", path, &probe)) != CUCAP_EXIT_OK)
+    return rc;
+  cucap_cli_output_abort(&probe);
+  return -1;
+}
+
 /* The options as the recorder will read them, PROGRAM, libcucap.so (into
  * lib) and the output pattern; returns -1 to go on, else the exit code. */
 static int record_validate(int argc, const record_args *a, char *lib, size_t lib_size) {
@@ -278,13 +351,8 @@ static int record_validate(int argc, const record_args *a, char *lib, size_t lib
                     "cannot find libcucap.so (set CUCAP_LIB=/path/to/libcucap.so)");
     return CUCAP_EXIT_IO;
   }
-  /* Check the output pattern here (the library expands %p with the app's pid). */
-  char probe[PATH_MAX];
-  if (cucap_rec_expand_path(a->output, 1, probe, sizeof probe) != CUCAP_OK) {
-    cucap_cli_error("record", a->output, "invalid output pattern");
-    return CUCAP_EXIT_USAGE;
-  }
-  return -1;
+  /* Check the output here (the library expands %p with the app's pid). */
+  return record_check_output(a);
 }
 
 /* In the forked child: PROGRAM (prog) with the recorder preloaded; does not
@@ -353,12 +421,16 @@ static int record_wait(pid_t pid) {
   return code;
 }
 
-/* The summary of the capture PROGRAM wrote (pid), and of its children's. */
-static void record_report(const record_args *a, pid_t pid, int code) {
+/* The summary of the capture PROGRAM wrote (pid), and of its children's.
+ * Returns 0 when PROGRAM's own capture is there but incomplete (the
+ * recorder could not write it whole), else 1: no file is what a program
+ * that never calls CUDA leaves. */
+static int record_report(const record_args *a, pid_t pid, int code) {
   char path[PATH_MAX];
   int have = cucap_rec_expand_path(a->output, (long)pid, path, sizeof path) == CUCAP_OK;
+  int complete = 1;
   if (have && access(path, R_OK) == 0)
-    print_summary(path);
+    complete = print_summary(path);
   else if (code != 127)
     fprintf(stderr, "cucap record: no capture was written to %s%s\n", a->output,
             have ? " by PROGRAM itself" : "");
@@ -366,6 +438,7 @@ static void record_report(const record_args *a, pid_t pid, int code) {
    * the pattern has no %p, else each name is already distinct). */
   if (have && !strstr(a->output, "%p"))
     summarize_children(path);
+  return complete;
 }
 
 int cucap_cmd_record(int argc, char **argv) {
@@ -385,6 +458,9 @@ int cucap_cmd_record(int argc, char **argv) {
   if (pid == 0)
     record_exec(argv + optind, lib, &a);
   int code = record_wait(pid);
-  record_report(&a, pid, code);
+  /* PROGRAM's own status, unless it is a success that hides an incomplete
+   * capture (disk full, I/O error: the recorder's error line says why) */
+  if (!record_report(&a, pid, code) && code == CUCAP_EXIT_OK)
+    code = CUCAP_EXIT_IO;
   return code;
 }

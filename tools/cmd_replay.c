@@ -49,7 +49,8 @@ static const char replay_usage[] =
     "  --top N           kernels in the report table (default 20)\n"
     "  --cupti PATH      libcupti to use (default: searched, see cucap doctor)\n"
     "  with --json: {\"replay\": report, \"profile\": profile}\n"
-    "exit status: 0 ok, 1 verification mismatch, 2 usage, 3 bad capture /\n"
+    "exit status: 0 ok, 1 verification mismatch, 2 usage (also: --profile-out\n"
+    "or --folded F is the capture or a directory), 3 bad capture / a directory /\n"
     "environment refused (no code for this GPU, no driver, --strict),\n"
     "4 a driver call failed during replay, or the capture cannot be read (I/O)\n";
 
@@ -223,6 +224,14 @@ static int replay_validate(replay_args *a) {
   return -1;
 }
 
+void cucap_cli_replay_warn(const char *path, const cucap_verify_options *vo,
+                           const cucap_replay_report *rep, const cucap_verify_report *vr) {
+  if (vo->mode == CUCAP_VERIFY_LAUNCH && !rep->error[0] && !vr->launch_hashes_checked)
+    cucap_cli_error("replay", path, "warning: --verify=launch: the capture has no "
+                    "LaunchHash records (record with --hash-launches); only copies "
+                    "were checked");
+}
+
 /* A replay without --profile: run, print the report, say what went wrong. */
 static int replay_plain(replay_args *a) {
   cucap_replay_report rep;
@@ -242,6 +251,7 @@ static int replay_plain(replay_args *a) {
     cucap_cli_replay_print(&rep, &vr, st, stdout, 1);
   else if (!a->quiet && (rep.loops || !rep.error[0])) /* nothing ran: error only */
     cucap_cli_replay_print(&rep, &vr, st, stdout, 0);
+  cucap_cli_replay_warn(a->path, &a->vo, &rep, &vr);
   if (rep.error[0])
     cucap_cli_error("replay", a->path, "%s", rep.error);
   else if (vr.mismatches)
@@ -259,7 +269,22 @@ int cucap_cmd_replay(int argc, char **argv) {
     return rc;
   if (a->quiet && cucap_log_get_level() > CUCAP_LOG_ERROR)
     cucap_log_set_level(CUCAP_LOG_ERROR);
+  /* a directory, an empty file, not a capture: the words and exit code of
+   * every other command, before any driver is loaded */
+  if ((rc = cucap_cli_check_input("replay", a->path)) != CUCAP_EXIT_OK)
+    return rc;
   if (a->profile) {
+    /* the outputs are checked before the replay, which may take long */
+    const char *ins[2] = {a->path, a->pa.cupti};
+    if (a->pa.out && (rc = cucap_cli_output_check("replay", a->pa.out, ins, 2)) != CUCAP_EXIT_OK)
+      return rc;
+    if (a->pa.folded &&
+        (rc = cucap_cli_output_check("replay", a->pa.folded, ins, 2)) != CUCAP_EXIT_OK)
+      return rc;
+    if (a->pa.out && a->pa.folded && !cucap_cli_output_emit_ok(a->pa.out, a->pa.folded, "")) {
+      cucap_cli_error("replay", a->pa.out, "is also the --folded output");
+      return CUCAP_EXIT_USAGE;
+    }
     /* a profile's time is its user's: the command exits once its outputs
      * are written, so the process exit releases what is costly to release
      * one by one (modules, page-locked buffers, the primary context); a
@@ -330,6 +355,12 @@ void cucap_cli_replay_print(const cucap_replay_report *rep, const cucap_verify_r
     cucap_verify_report_print(vr, out, 1);
     fputs("}\n", out);
     return;
+  }
+  if (vr->mismatches && !rep->error[0] && vr != &none) {
+    /* the caller's error line names the first mismatch: said once */
+    none = *vr;
+    none.first_mismatch[0] = 0;
+    vr = &none;
   }
   cucap_replay_report_print(rep, out, 0);
   cucap_verify_report_print(vr, out, 0);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cucap_analyze.h"
 #include "cucap_cli.h"
@@ -265,19 +266,40 @@ static int profile_outputs(profile_run *s, const char *path, const cucap_cli_pro
     cucap_profile_print(p, stdout, &popt);
   }
   if (pa->folded) {
-    FILE *f = fopen(pa->folded, "w");
+    /* written beside the old file and renamed over it once complete */
+    cucap_cli_output tmp;
+    FILE *f = NULL;
     size_t lines = 0;
-    if (!f || cucap_profile_write_folded(p, f, &lines) != CUCAP_OK || fclose(f) != 0) {
+    int orc = cucap_cli_output_begin("replay", pa->folded, &tmp);
+    if (orc == CUCAP_EXIT_OK && (!(f = fdopen(dup(tmp.fd), "w")) ||
+                                 cucap_profile_write_folded(p, f, &lines) != CUCAP_OK ||
+                                 fclose(f) != 0)) {
       cucap_cli_error("replay", pa->folded, "cannot write the folded stacks");
+      cucap_cli_output_abort(&tmp);
+      orc = CUCAP_EXIT_IO;
+    } else if (orc == CUCAP_EXIT_OK) {
+      orc = cucap_cli_output_commit("replay", pa->folded, &tmp);
+    }
+    if (orc != CUCAP_EXIT_OK) {
       rc = CUCAP_EXIT_IO;
     } else if (!pa->quiet && !pa->json) {
       printf("folded stacks: %s (%zu lines)\n", pa->folded, lines);
     }
   }
   if (pa->out) {
-    cucap_status st = cucap_profile_save(p, pa->out);
-    if (st != CUCAP_OK) {
-      cucap_cli_error("replay", pa->out, "cannot write the profile: %s", cucap_status_str(st));
+    cucap_cli_output tmp;
+    int orc = cucap_cli_output_begin("replay", pa->out, &tmp);
+    if (orc == CUCAP_EXIT_OK) {
+      cucap_status st = cucap_profile_save(p, tmp.tmp);
+      if (st != CUCAP_OK) {
+        cucap_cli_error("replay", pa->out, "cannot write the profile: %s", cucap_status_str(st));
+        cucap_cli_output_abort(&tmp);
+        orc = CUCAP_EXIT_IO;
+      } else {
+        orc = cucap_cli_output_commit("replay", pa->out, &tmp);
+      }
+    }
+    if (orc != CUCAP_EXIT_OK) {
       rc = CUCAP_EXIT_IO;
     } else if (!pa->quiet && !pa->json) {
       printf("profile: %s\n", pa->out);
@@ -317,6 +339,7 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
     cucap_verify_report vr;
     cucap_status rst = profile_replay(&s, path, ro, vo, &rep, &vr);
     rc = profile_outputs(&s, path, pa, &rep, &vr, rst);
+    cucap_cli_replay_warn(path, vo, &rep, &vr);
   }
   profile_run_free(&s);
   return rc;

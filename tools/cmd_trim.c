@@ -28,8 +28,9 @@ static const char trim_usage[] =
     "                 architecture <= it, which newer GPUs JIT)\n"
     "OUT starts with the objects and memory live at the range start, then the\n"
     "range's records; its header says where the memory contents came from.\n"
-    "exit: 0 ok, 2 usage / range not found / no memory source, 3 damaged\n"
-    "input, 4 I/O error or replay failure\n";
+    "exit: 0 ok, 2 usage / range not found / no memory source / OUT is the\n"
+    "input or a directory, 3 damaged input, 4 I/O error (OUT cannot be\n"
+    "created) or replay failure; OUT is replaced only once complete\n";
 
 static const char *state_name(int s) {
   return s == 1 ? "a snapshot recorded there" : s == 2 ? "a replay up to it" : "nothing";
@@ -97,22 +98,34 @@ int cucap_cmd_trim(int argc, char **argv) {
     return CUCAP_EXIT_USAGE;
   }
   const char *path = argv[optind];
-  cucap_reader *r = NULL;
-  int rc = cucap_cli_open("trim", path, &r);
+  int rc = cucap_cli_output_check("trim", out, &path, 1);
   if (rc != CUCAP_EXIT_OK)
     return rc;
+  cucap_reader *r = NULL;
+  rc = cucap_cli_open("trim", path, &r);
+  if (rc != CUCAP_EXIT_OK)
+    return rc;
+  cucap_cli_output tmp;
+  if ((rc = cucap_cli_output_begin("trim", out, &tmp)) != CUCAP_EXIT_OK) {
+    cucap_reader_destroy(r);
+    return rc;
+  }
   o.source_path = path;
   o.selection = range_text;
   cucap_derive_report rep;
-  cucap_status st = cucap_trim(r, &range, out, &o, &rep);
+  cucap_status st = cucap_trim(r, &range, tmp.tmp, &o, &rep);
   cucap_reader_recovery rv;
   cucap_reader_recovery_get(r, &rv);
   cucap_reader_destroy(r);
   if (st != CUCAP_OK) {
+    cucap_cli_output_rename_in(&tmp, out, rep.error, sizeof rep.error);
+    cucap_cli_output_abort(&tmp);
     cucap_cli_error("trim", path, "%s", rep.error[0] ? rep.error : cucap_status_str(st));
     rc = cucap_cli_exit_code(rep.status);
     return rc ? rc : CUCAP_EXIT_IO;
   }
+  if ((rc = cucap_cli_output_commit("trim", out, &tmp)) != CUCAP_EXIT_OK)
+    return rc;
   printf("trim %s -> %s: source records %" PRIu64 "..%" PRIu64 " of %" PRIu64,
          range_text, out, rep.first_record, rep.last_record, rep.source_records);
   if (rep.launches)

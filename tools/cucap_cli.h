@@ -97,6 +97,11 @@ cucap_status cucap_cli_verify_attach(struct cucap_replay_options *ro,
                                      const struct cucap_verify_options *vo,
                                      const struct cucap_replay_observer **obs,
                                      struct cucap_verify **v);
+/* --verify=launch on a capture without LaunchHash records: one warning
+ * line (the run itself checked the copies and succeeds). */
+void cucap_cli_replay_warn(const char *path, const struct cucap_verify_options *vo,
+                           const struct cucap_replay_report *rep,
+                           const struct cucap_verify_report *vr);
 /* The report of a run that could not start for want of memory (the
  * verifier could not be created): as cucap_replay_run fills it. */
 void cucap_cli_replay_nomem(struct cucap_replay_report *rep, struct cucap_verify_report *vr,
@@ -118,6 +123,9 @@ void cucap_cli_error(const char *cmd, const char *file, const char *fmt, ...)
  * returns 0 with *out set on success (the capture may still be incomplete:
  * see cucap_cli_report_recovery). */
 int cucap_cli_open(const char *cmd, const char *path, cucap_reader **out);
+/* The preamble check of cucap_cli_open alone, for the commands whose library
+ * opens the capture itself (replay): one error line and 3 or 4, else 0. */
+int cucap_cli_check_input(const char *cmd, const char *path);
 
 /* export --profile, diff --profile-a/-b: reads GPU timings from a profile
  * file (replay --profile-out, told by its magic) or a CSV timings table
@@ -135,6 +143,35 @@ const char *cucap_cli_result_name(int code);
  * returns CUCAP_EXIT_OK for a complete capture. */
 int cucap_cli_report_recovery(const char *cmd, const char *path,
                               const cucap_reader *r);
+
+/* ---- output files (tools/cli_output.c) ---- */
+
+/* Refuses an output that is one of the inputs (same name, same inode through
+ * a symlink or a hard link, or the same realpath) or a directory: prints one
+ * error line and returns CUCAP_EXIT_USAGE; CUCAP_EXIT_OK otherwise. Called
+ * before anything is opened for writing. NULL inputs are skipped. */
+int cucap_cli_output_check(const char *cmd, const char *out, const char *const *inputs,
+                           size_t ninputs);
+/* 1 when the directory of extract --emit-c is neither in nor out. */
+int cucap_cli_output_emit_ok(const char *dir, const char *in, const char *out);
+/* An output being written: tmp, a file next to final (the output with its
+ * symlinks resolved), is renamed over final by commit. */
+typedef struct cucap_cli_output {
+  char final[4096], tmp[4096];
+  int fd; /* open on tmp until commit / abort */
+} cucap_cli_output;
+/* Creates o->tmp; on failure prints one error line and returns
+ * CUCAP_EXIT_IO. */
+int cucap_cli_output_begin(const char *cmd, const char *out, cucap_cli_output *o);
+/* Syncs and closes o->tmp and renames it to o->final; on failure prints one
+ * error line, removes o->tmp and returns CUCAP_EXIT_IO. */
+int cucap_cli_output_commit(const char *cmd, const char *out, cucap_cli_output *o);
+/* In a library's message about the output, the temporary file's name
+ * replaced with the one the user gave (out). Call before abort. */
+void cucap_cli_output_rename_in(const cucap_cli_output *o, const char *out, char *msg,
+                                size_t size);
+/* Removes o->tmp (the old output, if any, stays as it was). */
+void cucap_cli_output_abort(cucap_cli_output *o);
 
 /* CUPTI driver callback id -> API name ("cuLaunchKernel"); NULL if unknown.
  * Static strings. Generated: tools/cbid_names.c (tools/gen_cbid_names.py). */

@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
     return CUCAP_EXIT_OK;
   }
   if (!strcmp(cmd, "help")) {
-    if (argc < 3) {
+    if (argc < 3 || !strcmp(argv[2], "help")) { /* help is not in the table */
       fputs(usage_text, stdout);
       return CUCAP_EXIT_OK;
     }
@@ -228,7 +228,7 @@ void cucap_cli_json_str(FILE *f, const char *s, size_t len) {
 
 /* Reads the 32-byte preamble ourselves so that the three most common wrong
  * inputs get the same wording from every command. */
-static int precheck(const char *cmd, const char *path) {
+int cucap_cli_check_input(const char *cmd, const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     cucap_cli_error(cmd, path, "cannot open: %s", strerror(errno));
@@ -293,7 +293,7 @@ static int precheck(const char *cmd, const char *path) {
 
 int cucap_cli_open(const char *cmd, const char *path, cucap_reader **out) {
   *out = NULL;
-  int rc = precheck(cmd, path);
+  int rc = cucap_cli_check_input(cmd, path);
   if (rc != CUCAP_EXIT_OK)
     return rc;
   char msg[512] = "";

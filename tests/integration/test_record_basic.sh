@@ -100,10 +100,11 @@ if command -v "$CC" >/dev/null 2>&1 &&
   else
     echo "skip: cucap dump not available, cuGetProcAddress capture not inspected"; skipped=$((skipped+1))
   fi
-  # unwritable output: the app still runs normally
+  # an output that cannot be created: refused (exit 4) before the app runs
   "$CUCAP" record -o /nonexistent-dir/x.fb -- "$T/gpa_app" > "$T/nw.out" 2> "$T/nw.err"; nwrc=$?
-  if [ "$nwrc" = 0 ] && cmp -s "$T/gpa_native.out" "$T/nw.out"; then ok "unwritable output: app unaffected"
-  else bad "unwritable output changed the app (rc $nwrc)"; cat "$T/nw.err"; fi
+  if [ "$nwrc" = 4 ] && [ ! -s "$T/nw.out" ] && grep -q "cannot create" "$T/nw.err"; then
+    ok "uncreatable output: refused before the app runs"
+  else bad "uncreatable output: rc $nwrc, want 4 and no run"; cat "$T/nw.err"; fi
   # exit code / signal propagation
   "$CUCAP" record -o "$T/sig.fb" -- sh -c 'exit 7' 2>/dev/null; rc=$?
   if [ $rc = 7 ]; then ok "exit code propagated"; else bad "exit code $rc != 7"; fi

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # test_record_diskfull.sh - recording onto a full disk, through I/O errors,
-# or to an output that cannot be created never changes the program: its
-# output and exit status are those of a native run; cucap logs exactly one
+# never changes the program: its output is that of a native run and so is
+# the exit status of `cucap record`, except that a run which exited 0 with
+# its capture cut short exits 4 (no capture at all: the program's status;
+# an output that cannot be created is refused before the program starts,
+# see test_cli_conformance.sh); cucap logs exactly one
 # error line ("cucap: error: ..."), stops recording (the failing write is the
 # only one attempted), and whatever reached the file opens with `cucap info`
 # and replays with --allow-partial (no driver object leaked).
@@ -51,7 +54,7 @@ esac
 # fall into chunks depends on timing): the smallest of three runs.
 full_size=0
 for _ in 1 2 3; do
-  "$CUCAP" record -o "$T/ref.fb" -- "$APP" $ARGS > /dev/null 2>&1 || { bad "reference recording failed"; exit 1; }
+  "$CUCAP" record --force -o "$T/ref.fb" -- "$APP" $ARGS > /dev/null 2>&1 || { bad "reference recording failed"; exit 1; }
   s=$(stat -c %s "$T/ref.fb")
   [ "$full_size" -eq 0 ] || [ "$s" -lt "$full_size" ] && full_size=$s
 done
@@ -59,8 +62,8 @@ done
 # verify NAME OUT FILE_EXPECTED(1|0): the program ran as natively, one error
 # line, and the capture (if any) is readable.
 verify() {
-  local name="$1" out="$2" want_file="$3" rc="$4"
-  if [ "$rc" -ne "$nrc" ]; then bad "$name: exit status $rc, natively $nrc"; return 1; fi
+  local name="$1" out="$2" want_file="$3" rc="$4" want_rc="${5:-$nrc}"
+  if [ "$rc" -ne "$want_rc" ]; then bad "$name: exit status $rc, want $want_rc (natively $nrc)"; return 1; fi
   if ! cmp -s "$T/native.out" "$T/s.out"; then bad "$name: program output differs"; return 1; fi
   local nerr; nerr=$(grep -c '^cucap: error:' "$T/s.err")
   if [ "$nerr" -ne 1 ]; then bad "$name: $nerr error lines, want 1"; cat "$T/s.err"; return 1; fi
@@ -96,7 +99,8 @@ failed_writes() { sed -n 's/.* failed=\([0-9]*\)$/\1/p' "$T/fi.log" | awk '{s+=$
 for lim in 0 3000 12000 30000 $((full_size - 1300)); do
   injected "ENOSPC after $lim bytes" CUCAP_FI_LIMIT=$lim; rc=$?
   want=1; [ "$lim" -eq 0 ] && want=0 # no header: nothing readable, no file left
-  if verify "disk full after $lim of $full_size bytes" "$T/df.fb" $want $rc; then
+  cut=$nrc; [ $want = 1 ] && [ $nrc = 0 ] && cut=4
+  if verify "disk full after $lim of $full_size bytes" "$T/df.fb" $want $rc $cut; then
     f=$(failed_writes)
     [ "$f" -eq 1 ] && ok "disk full after $lim bytes: recording stopped at the first failed write" ||
       bad "disk full after $lim bytes: $f failed write attempts (recording did not stop)"
@@ -104,7 +108,7 @@ for lim in 0 3000 12000 30000 $((full_size - 1300)); do
 done
 
 injected "EIO" CUCAP_FI_LIMIT=20000 CUCAP_FI_ERRNO=EIO; rc=$?
-verify "EIO after 20000 bytes" "$T/df.fb" 1 $rc
+verify "EIO after 20000 bytes" "$T/df.fb" 1 $rc $([ $nrc = 0 ] && echo 4 || echo $nrc)
 
 injected "open EACCES" CUCAP_FI_OPEN=EACCES; rc=$?
 verify "output cannot be opened (EACCES)" "$T/df.fb" 0 $rc
@@ -119,19 +123,23 @@ if [ -f "$LIB" ] && [ -z "${CUCAP_TEST_CFLAGS:-}" ]; then
   verify "fdatasync fails (EIO, sync_writes)" "$T/df.fb" 1 $rc
 fi
 
+# refused before the program runs: one line, the documented code
+refused() { # NAME WANT_RC OUT
+  "$CUCAP" record -o "$3" -- "$APP" $ARGS > "$T/s.out" 2> "$T/s.err"; local rc=$?
+  if [ $rc -eq "$2" ] && [ ! -s "$T/s.out" ] && [ "$(wc -l < "$T/s.err")" -eq 1 ]; then
+    ok "$1: refused before the program ran (exit $rc): $(cat "$T/s.err")"
+  else bad "$1: exit $rc, want $2, no run, one line"; cat "$T/s.err"; fi
+}
 rm -rf "$T/nodir"
-"$CUCAP" record -o "$T/nodir/x.fb" -- "$APP" $ARGS > "$T/s.out" 2> "$T/s.err"; rc=$?
-verify "output directory does not exist" "$T/nodir/x.fb" 0 $rc
-
+refused "output directory does not exist" 4 "$T/nodir/x.fb"
 mkdir -p "$T/adir"
-"$CUCAP" record -o "$T/adir" -- "$APP" $ARGS > "$T/s.out" 2> "$T/s.err"; rc=$?
-verify "output path is a directory" "$T/adir" 0 $rc
+refused "output path is a directory" 2 "$T/adir"
 
 # a real full filesystem, where this machine lets us mount one
 if [ "$(id -u)" = 0 ] && mkdir -p "$T/mnt" && mount -t tmpfs -o size=16k tmpfs "$T/mnt" 2>/dev/null; then
   MNT="$T/mnt"
   "$CUCAP" record -o "$T/mnt/x.fb" -- "$APP" $ARGS > "$T/s.out" 2> "$T/s.err"; rc=$?
-  verify "16 KiB tmpfs fills up" "$T/mnt/x.fb" 1 $rc
+  verify "16 KiB tmpfs fills up" "$T/mnt/x.fb" 1 $rc $([ $nrc = 0 ] && echo 4 || echo $nrc)
   umount "$MNT" && MNT=""
 else
   echo "note: cannot mount a tmpfs here; the injector cases above stand for it"

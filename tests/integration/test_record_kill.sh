@@ -80,7 +80,7 @@ PYEOF
 }
 
 # A complete reference run: its calls, in order.
-if ! "$CUCAP" record -o "$T/full.fb" -- "$APP" $ITERS $BYTES > "$T/full.out" 2> "$T/full.err"; then
+if ! "$CUCAP" record --force -o "$T/full.fb" -- "$APP" $ITERS $BYTES > "$T/full.out" 2> "$T/full.err"; then
   bad "reference recording failed"; cat "$T/full.err"; exit 1
 fi
 calls "$T/full.fb" > "$T/full.calls"
@@ -131,7 +131,7 @@ print(i.get("chunks", 0), i.get("records", 0), i.get("complete", False), i.get("
 run_kill() { # NAME POINT [want_chunks] [want_lost]
   local name="$1" point="$2"
   rm -f "$T/k.fb"
-  CUCAP_TEST_KILL_AT="$point" "$CUCAP" record -o "$T/k.fb" -- "$APP" $ITERS $BYTES > "$T/k.out" 2> "$T/k.err"
+  CUCAP_TEST_KILL_AT="$point" "$CUCAP" record --force -o "$T/k.fb" -- "$APP" $ITERS $BYTES > "$T/k.out" 2> "$T/k.err"
   local rc=$?
   [ $rc -eq 137 ] || { bad "$name: exit $rc, want 137 (SIGKILL)"; tail -3 "$T/k.err"; return; }
   check "$name" "$T/k.fb" "${3:--}" "${4:--}"
@@ -148,11 +148,11 @@ run_kill "inside the trailer" trailer_write - 0
 
 # ---- 2. SIGKILL after idling longer than the flush interval: nothing lost ---
 rm -f "$T/k.fb"
-"$CUCAP" record -o "$T/k.fb" -- "$APP" $ITERS $BYTES sleepkill@12 > "$T/k.out" 2> "$T/k.err"; rc=$?
+"$CUCAP" record --force -o "$T/k.fb" -- "$APP" $ITERS $BYTES sleepkill@12 > "$T/k.out" 2> "$T/k.err"; rc=$?
 if [ $rc -ne 137 ]; then bad "idle then SIGKILL: exit $rc"; else
   # everything before the pause: the calls of a run that stops after 12
   # iterations, minus its teardown (cuMemFree, cuModuleUnload, cuCtxDestroy)
-  "$CUCAP" record -o "$T/r12.fb" -- "$APP" 12 $BYTES > /dev/null 2>&1
+  "$CUCAP" record --force -o "$T/r12.fb" -- "$APP" 12 $BYTES > /dev/null 2>&1
   want=$(( $(calls "$T/r12.fb" | wc -l) - 3 ))
   check "idle 1.5 s, then SIGKILL" "$T/k.fb" - $((nfull - want))
   got=$(calls "$T/k.fb" | wc -l)
@@ -162,7 +162,7 @@ fi
 
 # ---- 3. kill -9 from outside while the program runs flat out ---------------
 rm -f "$T/k.fb"
-"$CUCAP" record -o "$T/k.fb" -- "$APP" 100000 65536 > "$T/x.out" 2> "$T/x.err" &
+"$CUCAP" record --force -o "$T/k.fb" -- "$APP" 100000 65536 > "$T/x.out" 2> "$T/x.err" &
 rec=$!
 for _ in $(seq 1 200); do
   grep -q "^iter 150 " "$T/x.out" 2>/dev/null && break
@@ -176,7 +176,7 @@ if [ -n "$child" ]; then
   printed=$(grep -c "^iter" "$T/x.out")
   [ $rc -eq 137 ] || bad "external kill -9: exit $rc"
   # a prefix of the same program's calls: use a reference of that length
-  "$CUCAP" record -o "$T/full.fb" -- "$APP" $((printed + 50)) 65536 > /dev/null 2>&1
+  "$CUCAP" record --force -o "$T/full.fb" -- "$APP" $((printed + 50)) 65536 > /dev/null 2>&1
   calls "$T/full.fb" > "$T/full.calls"; nfull=$(wc -l < "$T/full.calls")
   check "kill -9 from outside" "$T/k.fb"
   got=$(calls "$T/k.fb" | wc -l)
@@ -207,7 +207,7 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }handle_segv=0"
 for act in term int segv exit3; do
   "$APP" 6 65536 "$act@3" > "$T/n.out" 2> /dev/null; nrc=$?
   rm -f "$T/s.fb"
-  "$CUCAP" record -o "$T/s.fb" -- "$APP" 6 65536 "$act@3" > "$T/s.out" 2> "$T/s.err"; src=$?
+  "$CUCAP" record --force -o "$T/s.fb" -- "$APP" 6 65536 "$act@3" > "$T/s.out" 2> "$T/s.err"; src=$?
   if [ $nrc -ne $src ]; then bad "$act: exit status $src under cucap record, $nrc natively"; continue; fi
   if ! cmp -s "$T/n.out" "$T/s.out"; then bad "$act: output differs under cucap record"; continue; fi
   "$CUCAP" info --json "$T/s.fb" > "$T/info.json" 2> "$T/info.err"; irc=$?
@@ -226,7 +226,7 @@ hung=0; incomplete=0; wrong=0; runs=10
 for i in $(seq 1 $runs); do
   sig=TERM; want=143
   rm -f "$T/t.fb" "$T/t.out"
-  "$CUCAP" record -o "$T/t.fb" -- "$APP" 1000000 4096 > "$T/t.out" 2>&1 &
+  "$CUCAP" record --force -o "$T/t.fb" -- "$APP" 1000000 4096 > "$T/t.out" 2>&1 &
   rec=$!
   # recording for sure (a signal before the first CUDA call finds no
   # capture to close), then a varying moment

@@ -40,7 +40,7 @@ for run in drv_threads:0 drv_streams:0 drv_threads:1; do
   good=0
   for r in $(seq 1 "$n"); do
     f="$T/$app.$r.fb"
-    "$CUCAP" record -o "$f" -- "$APPS_DIR/$app" > "$T/rec.out" 2> "$T/rec.err"; rc=$?
+    "$CUCAP" record --force -o "$f" -- "$APPS_DIR/$app" > "$T/rec.out" 2> "$T/rec.err"; rc=$?
     if [ $rc -ne 0 ] || ! cmp -s "$T/native.out" "$T/rec.out"; then
       bad "$app (async=$mode) round $r: recorded run exit $rc or output differs"; tail -30 "$T/rec.err"; continue
     fi

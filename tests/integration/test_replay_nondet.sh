@@ -161,7 +161,7 @@ if [ -x "$APPS_DIR/drv_sched" ]; then
   # the popped values (the 4th copy): a flipped value is not a reordering
   if [ -x "$HELPER" ] && CUCAP_TEST_FLIP_NTH=3 "$HELPER" --flip-dtoh "$T/s.fb" "$T/sflip3.fb" 8 > /dev/null 2>&1; then
     "$CUCAP" replay "$T/sflip3.fb" --verify --json > "$T/sf3.json" 2> "$T/sf3.err"; rc=$?
-    if [ $rc -eq 1 ] && grep -q '"reordered_bytes":0' "$T/sf3.json" && grep -q 'differs at offset' "$T/sf3.err"; then
+    if [ $rc -eq 1 ] && grep -q '"reordered_bytes":0' "$T/sf3.json" && grep -q 'first differing offset' "$T/sf3.err"; then
       ok "drv_sched: a flipped byte among the popped values fails (the values are no longer a permutation)"
     else
       bad "drv_sched flipped pop rc=$rc"; cat "$T/sf3.json" "$T/sf3.err"
