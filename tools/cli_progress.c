@@ -33,6 +33,7 @@ struct cucap_cli_progress {
   unsigned passes;     /* passes asked for by the command line (--loop) */
   unsigned pass;
   uint64_t total;      /* records in the capture (0: unknown) */
+  uint64_t ops;        /* records executed, all passes: the rate */
 };
 
 cucap_cli_progress *cucap_cli_progress_create(const char *cmd, int quiet) {
@@ -104,13 +105,18 @@ void cucap_cli_progress_count(cucap_cli_progress *p, const char *prefix, const c
   if (!cucap_cli_progress_due(p))
     return;
   double dt = (double)(cucap_clock_now_ns() - p->base_ns) * 1e-9;
-  char rate[32];
-  progress_si(rate, sizeof rate, dt > 0 ? (double)done / dt : 0.0);
+  /* a rate over the first moments of a pass says nothing yet */
+  char rate[40] = "";
+  if (dt >= 0.25) {
+    char n[32];
+    progress_si(n, sizeof n, (double)done / dt);
+    snprintf(rate, sizeof rate, ", %s/s", n);
+  }
   if (total && done <= total)
-    cucap_cli_progress_print(p, "%s%s %" PRIu64 "/%" PRIu64 " (%.0f%%), %s/s", prefix, what,
+    cucap_cli_progress_print(p, "%s%s %" PRIu64 "/%" PRIu64 " (%.0f%%)%s", prefix, what,
                              done, total, 100.0 * (double)done / (double)total, rate);
   else
-    cucap_cli_progress_print(p, "%s%s %" PRIu64 ", %s/s", prefix, what, done, rate);
+    cucap_cli_progress_print(p, "%s%s %" PRIu64 "%s", prefix, what, done, rate);
 }
 
 /* ---------------------------------------------------- the replay observer */
@@ -120,6 +126,7 @@ static cucap_status progress_begin(void *user, cucap_replay_session *s) {
   cucap_reader_recovery rec;
   cucap_reader_recovery_get(cucap_replay_session_reader(s), &rec);
   p->total = rec.records;
+  cucap_cli_progress_rebase(p); /* the rate counts from the first record */
   return CUCAP_OK;
 }
 
@@ -127,12 +134,12 @@ static void progress_pass_begin(void *user, cucap_replay_session *s, unsigned pa
   (void)s;
   cucap_cli_progress *p = user;
   p->pass = pass;
-  cucap_cli_progress_rebase(p); /* the rate of this pass */
 }
 
 static void progress_op_after(void *user, cucap_replay_session *s, const cucap_replay_op *op) {
   (void)s;
   cucap_cli_progress *p = user;
+  p->ops++;
   if (!cucap_cli_progress_due(p))
     return;
   char prefix[48];
@@ -142,7 +149,21 @@ static void progress_op_after(void *user, cucap_replay_session *s, const cucap_r
     snprintf(prefix, sizeof prefix, "pass %u/%u, ", p->pass + 1, p->passes);
   else
     snprintf(prefix, sizeof prefix, "pass %u, ", p->pass + 1);
-  cucap_cli_progress_count(p, prefix, "records", op->rec_index + 1, p->total);
+  /* the rate over the whole run: passes of a --loop may each be shorter
+   * than a redraw */
+  double dt = (double)(cucap_clock_now_ns() - p->base_ns) * 1e-9;
+  char rate[48] = "";
+  if (dt >= 0.25) {
+    char n[24];
+    progress_si(n, sizeof n, (double)p->ops / dt);
+    snprintf(rate, sizeof rate, ", %s records/s", n);
+  }
+  uint64_t done = op->rec_index + 1;
+  if (p->total && done <= p->total)
+    cucap_cli_progress_print(p, "%srecords %" PRIu64 "/%" PRIu64 " (%.0f%%)%s", prefix, done,
+                             p->total, 100.0 * (double)done / (double)p->total, rate);
+  else
+    cucap_cli_progress_print(p, "%srecords %" PRIu64 "%s", prefix, done, rate);
 }
 
 static void progress_end(void *user, cucap_replay_session *s, cucap_replay_report *rep) {
@@ -155,7 +176,8 @@ const cucap_replay_observer *cucap_cli_progress_observer(cucap_cli_progress *p,
                                                          unsigned passes) {
   if (!p)
     return NULL;
-  p->passes = passes;
+  /* the replayer runs no more than this, whatever --loop says */
+  p->passes = passes < CUCAP_REPLAY_MAX_PASSES ? passes : CUCAP_REPLAY_MAX_PASSES;
   memset(&p->obs, 0, sizeof p->obs);
   p->obs.name = "progress";
   p->obs.user = p;

@@ -190,7 +190,8 @@ int cucap_cli_progress_due(const cucap_cli_progress *p);
 void cucap_cli_progress_print(cucap_cli_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* "PREFIXWHAT done/total (pct%), rate/s" (total 0: unknown); the rate is
- * over the time since create or the last rebase. */
+ * over the time since create or the last rebase, left out for its first
+ * quarter second. */
 void cucap_cli_progress_count(cucap_cli_progress *p, const char *prefix, const char *what,
                               uint64_t done, uint64_t total);
 void cucap_cli_progress_rebase(cucap_cli_progress *p);
