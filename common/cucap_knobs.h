@@ -90,6 +90,8 @@ extern "C" {
   X(CUCAP_PROFILE_SASS_HOLD, FLAG, "1",                                                  \
     "0: SASS metrics do not keep modules loaded until the end of the run (a "            \
     "diagnostic)")                                                                       \
+  X(CUCAP_PROGRESS_DELAY_MS, U64, "1000",                                                \
+    "milliseconds before the CLI's progress line appears on a terminal (tests set 0)")  \
   X(CUCAP_REAL_LIBCUDA, STR, "libcuda.so.1",                                             \
     "the driver library libcucap.so forwards the app's CUDA calls to (dlopen name or "   \
     "path)")                                                                             \

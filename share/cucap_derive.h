@@ -52,6 +52,9 @@ typedef struct cucap_derive_options {
                               devices run and the PTX of the highest
                               virtual architecture <= theirs (for newer
                               GPUs to JIT); see derive_image.c */
+  const struct cucap_replay_observer *watch; /* replay: one more observer of
+                              it, after the one reading the state (the
+                              CLI's progress line); NULL: none */
 } cucap_derive_options;
 
 void cucap_derive_options_init(cucap_derive_options *o);

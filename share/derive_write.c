@@ -324,13 +324,13 @@ cucap_status dv_replay_read(const cucap_derive_options *opts, cucap_writer *w, u
   cucap_status st = cucap_state_observer_create(w, at, before, nbefore, after, nafter, &so);
   if (st != CUCAP_OK)
     return st;
-  const cucap_replay_observer *obs[1] = {cucap_state_observer_get(so)};
+  const cucap_replay_observer *obs[2] = {cucap_state_observer_get(so), opts->watch};
   cucap_replay_options ro;
   cucap_replay_options_init(&ro);
   ro.libcuda = opts->libcuda;
   ro.device = opts->device;
   ro.observers = obs;
-  ro.nobservers = 1;
+  ro.nobservers = opts->watch ? 2 : 1;
   cucap_replay_report rep;
   cucap_status rs = cucap_replay_run(opts->source_path, &ro, &rep);
   st = cucap_state_observer_result(so, msg, msg_size);

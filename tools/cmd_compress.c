@@ -24,6 +24,7 @@ static const char compress_usage[] =
     "  -o, --output OUT  the new capture (must differ from CAPTURE)\n"
     "  -l, --level N     zstd level 1..22 (default 19)\n"
     "  -w, --workers N   zstd worker threads (default 0: single-threaded)\n"
+    "  -q, --quiet       print nothing but errors (no summary, no progress)\n"
     "exit: 0 ok, 3 damaged input (the recovered part is written), 4 I/O\n"
     "error (OUT cannot be created), 2 usage / OUT is the input (also through\n"
     "a symlink or hard link) or a directory; OUT is replaced only once complete\n";
@@ -32,6 +33,7 @@ static const char compress_usage[] =
 typedef struct compress_opts {
   const char *in, *out;
   uint64_t level, workers;
+  int quiet;
 } compress_opts;
 
 /* Fills o from argv; returns -1 to go on, else the exit code to return. */
@@ -40,14 +42,16 @@ static int compress_parse(int argc, char **argv, compress_opts *o) {
       {"output", required_argument, NULL, 'o'},
       {"level", required_argument, NULL, 'l'},
       {"workers", required_argument, NULL, 'w'},
+      {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   o->out = NULL;
   o->level = 19;
   o->workers = 0;
+  o->quiet = 0;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "o:l:w:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:l:w:qh", longopts, NULL)) != -1) {
     switch (c) {
     case 'o':
       o->out = optarg;
@@ -64,6 +68,9 @@ static int compress_parse(int argc, char **argv, compress_opts *o) {
                         optarg);
         return CUCAP_EXIT_USAGE;
       }
+      break;
+    case 'q':
+      o->quiet = 1;
       break;
     case 'h':
       fputs(compress_usage, stdout);
@@ -87,7 +94,8 @@ static int compress_parse(int argc, char **argv, compress_opts *o) {
 /* Copies every blob, checking that the new file names it as the old one
  * did; *fail_file is the file an error is about. */
 static cucap_status copy_blobs(cucap_reader *r, cucap_writer *w, const char *in,
-                               const char *out, const char **fail_file, uint64_t *nblob) {
+                               const char *out, const char **fail_file, uint64_t *nblob,
+                               cucap_cli_progress *prog) {
   cucap_status s = CUCAP_OK;
   void *bb = NULL;
   size_t bcap = 0;
@@ -124,6 +132,7 @@ static cucap_status copy_blobs(cucap_reader *r, cucap_writer *w, const char *in,
       break;
     }
     (*nblob)++;
+    cucap_cli_progress_count(prog, "", "blobs", *nblob, nb);
   }
   free(bb);
   return s;
@@ -132,8 +141,12 @@ static cucap_status copy_blobs(cucap_reader *r, cucap_writer *w, const char *in,
 /* Copies the records in order while *s (writing) stays CUCAP_OK; returns
  * how reading them ended (CUCAP_OK at the end). */
 static cucap_status copy_records(cucap_reader *r, cucap_writer *w, const char *out,
-                                 cucap_status *s, const char **fail_file, uint64_t *nrec) {
+                                 cucap_status *s, const char **fail_file, uint64_t *nrec,
+                                 cucap_cli_progress *prog) {
   cucap_status rs = CUCAP_OK; /* reading the records */
+  cucap_reader_recovery rv;
+  cucap_reader_recovery_get(r, &rv);
+  cucap_cli_progress_rebase(prog); /* a rate of records, not of blobs */
   while (*s == CUCAP_OK) {
     const void *rec = NULL, *buf = NULL;
     size_t size = 0;
@@ -146,6 +159,7 @@ static cucap_status copy_records(cucap_reader *r, cucap_writer *w, const char *o
       break;
     }
     (*nrec)++;
+    cucap_cli_progress_count(prog, "", "records", *nrec, rv.records);
   }
   if (rs == CUCAP_END)
     rs = CUCAP_OK;
@@ -161,7 +175,8 @@ static int compress_report(const compress_opts *o, cucap_reader *r, cucap_status
   cucap_reader_recovery_get(r, &rec);
   struct stat so;
   uint64_t out_size = stat(o->out, &so) == 0 ? (uint64_t)so.st_size : ws->file_bytes;
-  printf("%s: %" PRIu64 " bytes -> %s: %" PRIu64 " bytes (%.1f%%, zstd level %d%s), "
+  if (!o->quiet)
+    printf("%s: %" PRIu64 " bytes -> %s: %" PRIu64 " bytes (%.1f%%, zstd level %d%s), "
          "%" PRIu64 " records, %" PRIu64 " blobs\n",
          o->in, rec.file_size, o->out, out_size,
          rec.file_size ? 100.0 * (double)out_size / (double)rec.file_size : 0.0,
@@ -216,9 +231,13 @@ int cucap_cmd_compress(int argc, char **argv) {
 
   const char *fail_file = in;
   uint64_t nrec = 0, nblob = 0;
-  s = copy_blobs(r, w, in, out, &fail_file, &nblob);
-  cucap_status rs = copy_records(r, w, out, &s, &fail_file, &nrec);
+  cucap_cli_progress *prog = cucap_cli_progress_create("compress", opt.quiet);
+  s = copy_blobs(r, w, in, out, &fail_file, &nblob, prog);
+  cucap_status rs = copy_records(r, w, out, &s, &fail_file, &nrec, prog);
+  if (cucap_cli_progress_due(prog)) /* the last frames are compressed at close */
+    cucap_cli_progress_print(prog, "closing %s", out);
   cucap_status cs = cucap_writer_close(w);
+  cucap_cli_progress_destroy(prog);
   cucap_writer_stats ws;
   cucap_writer_get_stats(w, &ws);
   char werr[256];

@@ -171,7 +171,11 @@ int cucap_cmd_extract(int argc, char **argv) {
   }
   a.o.source_path = path;
   cucap_derive_report rep;
+  /* the replay up to the cut is what takes time */
+  cucap_cli_progress *prog = a.o.replay ? cucap_cli_progress_create("extract --replay", 0) : NULL;
+  a.o.watch = cucap_cli_progress_observer(prog, 0);
   cucap_status st = cucap_extract(r, &a.sel, tmp.tmp, &a.o, &rep);
+  cucap_cli_progress_destroy(prog);
   cucap_reader_destroy(r);
   if (st == CUCAP_OK && (rc = cucap_cli_output_commit("extract", a.out, &tmp)) != CUCAP_EXIT_OK)
     return rc;

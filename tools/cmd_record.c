@@ -142,8 +142,15 @@ static int print_summary(const char *path) {
   }
   struct stat sb;
   long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
-  fprintf(stderr, "cucap record: %s: %llu records, %lld bytes%s\n", path,
-          (unsigned long long)records, size, rec.complete ? "" : " (incomplete)");
+  /* the writer's totals: what the program's calls came to, and how far
+   * zstd took them down (raw / compressed payload of the good chunks) */
+  char ratio[64] = "";
+  if (rec.compressed_bytes)
+    snprintf(ratio, sizeof ratio, " (%llu bytes raw, %.2fx compressed)",
+             (unsigned long long)rec.raw_bytes,
+             (double)rec.raw_bytes / (double)rec.compressed_bytes);
+  fprintf(stderr, "cucap record: %s: %llu records, %lld bytes%s%s\n", path,
+          (unsigned long long)records, size, ratio, rec.complete ? "" : " (incomplete)");
   if (g_print_stats && cucap_reader_rewind(r) == CUCAP_OK)
     print_stats(r);
   cucap_reader_destroy(r);

@@ -237,12 +237,21 @@ static int replay_plain(replay_args *a) {
   cucap_replay_report rep;
   cucap_verify_report vr;
   memset(&vr, 0, sizeof vr);
-  const cucap_replay_observer *obs[1];
+  const cucap_replay_observer *obs[2];
   cucap_verify *ver = NULL;
-  if (cucap_cli_verify_attach(&a->o, &a->vo, obs, &ver) == CUCAP_OK)
+  cucap_cli_progress *prog = cucap_cli_progress_create("replay", a->quiet);
+  if (cucap_cli_verify_attach(&a->o, &a->vo, obs, &ver) == CUCAP_OK) {
+    /* after the verifier is made: it does not count the progress line as
+     * an observer that its perturbed passes would disturb */
+    if (prog) {
+      obs[a->o.nobservers++] = cucap_cli_progress_observer(prog, a->o.loops);
+      a->o.observers = obs;
+    }
     cucap_replay_run(a->path, &a->o, &rep);
-  else
+  } else {
     cucap_cli_replay_nomem(&rep, &vr, &a->vo);
+  }
+  cucap_cli_progress_destroy(prog);
   if (ver)
     vr = *cucap_verify_get_report(ver);
   cucap_verify_destroy(ver);

@@ -109,7 +109,7 @@ typedef struct profile_run {
   cucap_evtimer *evt;
   char **owned; /* --metrics=a,b,c names */
   cucap_profile_range range;
-  const cucap_replay_observer *obs[3]; /* the verifier's goes first */
+  const cucap_replay_observer *obs[4]; /* the verifier's goes first, the progress line's last */
   size_t nobs;
   unsigned loops;    /* the profile's passes over the capture (--loop, at least 1) */
   uint64_t launches; /* in the capture */
@@ -213,13 +213,21 @@ static int profile_backend(profile_run *s, cucap_replay_options *ro,
  * and backend, and the findings again with the measured GPU times. */
 static cucap_status profile_replay(profile_run *s, const char *path, cucap_replay_options *ro,
                                    const cucap_verify_options *vo, cucap_replay_report *rep,
-                                   cucap_verify_report *vr) {
+                                   cucap_verify_report *vr, int quiet) {
   memset(vr, 0, sizeof *vr);
   cucap_verify *ver = NULL;
-  if (cucap_cli_verify_attach(ro, vo, s->obs, &ver) == CUCAP_OK)
+  cucap_cli_progress *prog = cucap_cli_progress_create("replay --profile", quiet);
+  if (cucap_cli_verify_attach(ro, vo, s->obs, &ver) == CUCAP_OK) {
+    /* last, after the verifier counted the observers it shares the run
+     * with; no pass count: the profiler plans its passes as it goes */
+    if (prog)
+      s->obs[ro->nobservers++] = cucap_cli_progress_observer(prog, 0);
+    ro->observers = s->obs;
     cucap_replay_run(path, ro, rep);
-  else
+  } else {
     cucap_cli_replay_nomem(rep, vr, vo);
+  }
+  cucap_cli_progress_destroy(prog);
   if (ver)
     *vr = *cucap_verify_get_report(ver);
   cucap_verify_destroy(ver);
@@ -337,7 +345,7 @@ int cucap_cli_replay_profile(const char *path, cucap_replay_options *ro,
   if (rc == CUCAP_EXIT_OK) {
     cucap_replay_report rep;
     cucap_verify_report vr;
-    cucap_status rst = profile_replay(&s, path, ro, vo, &rep, &vr);
+    cucap_status rst = profile_replay(&s, path, ro, vo, &rep, &vr, pa->quiet);
     rc = profile_outputs(&s, path, pa, &rep, &vr, rst);
     cucap_cli_replay_warn(path, vo, &rep, &vr);
   }

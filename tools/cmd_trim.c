@@ -113,7 +113,11 @@ int cucap_cmd_trim(int argc, char **argv) {
   o.source_path = path;
   o.selection = range_text;
   cucap_derive_report rep;
+  /* the replay up to the cut is what takes time */
+  cucap_cli_progress *prog = o.replay ? cucap_cli_progress_create("trim --replay", 0) : NULL;
+  o.watch = cucap_cli_progress_observer(prog, 0);
   cucap_status st = cucap_trim(r, &range, tmp.tmp, &o, &rep);
+  cucap_cli_progress_destroy(prog);
   cucap_reader_recovery rv;
   cucap_reader_recovery_get(r, &rv);
   cucap_reader_destroy(r);

@@ -223,6 +223,36 @@ int cucap_cli_parse_u64(const char *s, uint64_t *out);
 int cucap_cli_parse_pair(const char *cmd, const char *opt, const char *arg,
                          const char *first, const char *second);
 
+/* ---- the progress line (tools/cli_progress.c) ---- */
+
+/* One line on stderr, "cucap CMD: ...", redrawn in place (\r) at most ~10
+ * times a second, first after CUCAP_PROGRESS_DELAY_MS (short runs print
+ * nothing), erased by clear/destroy. create returns NULL (no progress)
+ * with quiet set or when stderr is not a terminal; every function accepts
+ * NULL and does nothing then. Never touches stdout. */
+typedef struct cucap_cli_progress cucap_cli_progress;
+cucap_cli_progress *cucap_cli_progress_create(const char *cmd, int quiet);
+void cucap_cli_progress_destroy(cucap_cli_progress *p);
+void cucap_cli_progress_clear(cucap_cli_progress *p);
+/* 1 when a redraw is due (callers skip formatting until then). */
+int cucap_cli_progress_due(const cucap_cli_progress *p);
+void cucap_cli_progress_print(cucap_cli_progress *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "PREFIXWHAT done/total (pct%), rate/s" (total 0: unknown); the rate is
+ * over the time since create or the last rebase, left out for its first
+ * quarter second. */
+void cucap_cli_progress_count(cucap_cli_progress *p, const char *prefix, const char *what,
+                              uint64_t done, uint64_t total);
+void cucap_cli_progress_rebase(cucap_cli_progress *p);
+/* A replay observer drawing "pass k/n, records done/total (pct%), rate/s"
+ * (n: the passes the command line asked for, 0 or 1: not shown); owned by
+ * p, NULL when p is. It clears the line at the run's end. Put it after the
+ * verifier, which must come first (cucap_cli_verify_attach), and leave it
+ * out of what the verifier counts as other observers: it perturbs nothing. */
+struct cucap_replay_observer;
+const struct cucap_replay_observer *cucap_cli_progress_observer(cucap_cli_progress *p,
+                                                                unsigned passes);
+
 /* Writes s as a JSON string literal (quotes included) to f. */
 void cucap_cli_json_str(FILE *f, const char *s, size_t len);
 
