@@ -11,6 +11,7 @@
 #include "cucap_sort.h"
 #include "analyze_internal.h"
 #include "cucap_schema.h"
+#include "cucap_units.h"
 #include "cucap_vec.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -382,7 +383,7 @@ static void find_small(cucap_analysis *a) {
            "(%.0f/s, %s in all)",
            (unsigned long long)s.n_small, (unsigned long long)s.n_host,
            CUCAP_ANALYZE_SMALL_COPY / 1024, (double)s.n_small / ws,
-           az_bytes((double)s.bytes_small, hb, sizeof hb));
+           cucap_bytes_exact(s.bytes_small, hb, sizeof hb));
   az_num(f, "host_copies", "", (double)s.n_host);
   az_num(f, "small_copies", "", (double)s.n_small);
   az_num(f, "small_bytes", "bytes", (double)s.bytes_small);
@@ -453,7 +454,7 @@ static void find_pageable(cucap_analysis *a) {
   snprintf(f->title, sizeof f->title,
            "pageable host memory: %llu copies of %s use host memory that is not "
            "page-locked%s",
-           (unsigned long long)n, az_bytes((double)bytes, hb, sizeof hb),
+           (unsigned long long)n, cucap_bytes_exact(bytes, hb, sizeof hb),
            n_async ? "; async ones among them are not asynchronous" : "");
   az_num(f, "copies", "", (double)n);
   az_num(f, "bytes", "bytes", (double)bytes);

@@ -96,9 +96,6 @@ void az_window(cucap_analysis *a);
 /* findings: helpers (analyze_find.c) */
 cucap_finding *az_finding_new(cucap_analysis *a, const char *id);
 void az_num(cucap_finding *f, const char *name, const char *unit, double v);
-/* "12582912 B (12.0 MiB)" ("512 B" under 1 KiB) into buf; returns buf: the
- * raw count for exactness, the human size to read it. */
-const char *az_bytes(double v, char *buf, size_t size);
 void az_finish(cucap_analysis *a, cucap_finding *f, uint64_t recoverable_ns,
                int estimated, cucap_severity count_severity);
 /* callsite accumulation: a small table per finding */

@@ -9,6 +9,7 @@
 
 #include "analyze_internal.h"
 #include "cucap_json.h"
+#include "cucap_units.h"
 
 #define SITE_FRAMES 4 /* frames per callsite in the text report */
 
@@ -28,7 +29,7 @@ static void fmt_num(const cucap_finding_number *n, char *out, size_t len) {
   } else if (!strcmp(n->unit, "/s")) {
     snprintf(out, len, "%.1f/s", v);
   } else if (!strcmp(n->unit, "bytes") && v >= 0 && v < 9e15) {
-    az_bytes(v, out, len); /* the raw count stays (exact, greppable) */
+    cucap_bytes_exact((uint64_t)(v + 0.5), out, len); /* the raw count stays (exact, greppable) */
   } else if (v == floor(v) && fabs(v) < 9e15) {
     snprintf(out, len, "%.0f", v);
   } else {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cucap_sort.h"
+#include "cucap_units.h"
 #include "diff_internal.h"
 
 typedef struct dd {
@@ -377,11 +378,11 @@ static void compare_copies(dd *d) {
     if (shown++ >= d->max)
       continue;
     char ha[48], hb[48];
-    sh_bytes(x->size, ha, sizeof ha);
+    cucap_bytes_exact(x->size, ha, sizeof ha);
     if (x->size != y->size) {
       fprintf(d->out, "DtoH copy %" PRIu64 " of thread #%u (seq %" PRIu64 " / %" PRIu64
               "): %s vs %s\n", x->nth, x->thread, x->seq, y->seq, ha,
-              sh_bytes(y->size, hb, sizeof hb));
+              cucap_bytes_exact(y->size, hb, sizeof hb));
       continue;
     }
     uint64_t off = first_diff(d, x->payload, y->payload, x->size);
@@ -425,8 +426,8 @@ static void compare_regions(dd *d) {
     fprintf(d->out, "snapshot (%s, launch %" PRIu64 ") region of allocation #%" PRIu64 "+%" PRIu64
             ": %s vs %s",
             cucap_fb_snapshot_reason_name(x->reason) ? cucap_fb_snapshot_reason_name(x->reason) : "?",
-            x->launch_index, x->alloc, x->delta, sh_bytes(x->size, ha, sizeof ha),
-            sh_bytes(y->size, hb, sizeof hb));
+            x->launch_index, x->alloc, x->delta, cucap_bytes_exact(x->size, ha, sizeof ha),
+            cucap_bytes_exact(y->size, hb, sizeof hb));
     if (off != UINT64_MAX)
       fprintf(d->out, ", first difference at offset %" PRIu64, off);
     fputc('\n', d->out);

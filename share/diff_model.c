@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cucap_sort.h"
+#include "cucap_units.h"
 #include "diff_internal.h"
 
 uint32_t dm_str(dm_model *m, const char *s) {
@@ -428,7 +429,7 @@ static cucap_status on_alloc(dm_model *m, const cucap_fb_alloc *a, int ok, uint6
                              char *what, size_t wn) {
   *key = mix64(mix64(*key, cucap_fb_alloc_kind(a)), cucap_fb_alloc_size(a));
   char hb[48];
-  snprintf(what, wn, "%s", sh_bytes(cucap_fb_alloc_size(a), hb, sizeof hb));
+  snprintf(what, wn, "%s", cucap_bytes_exact(cucap_fb_alloc_size(a), hb, sizeof hb));
   int k = cucap_fb_alloc_kind(a);
   if (ok && sh_alloc_is_device(k)) {
     CUCAP_RETURN_IF(
@@ -458,7 +459,7 @@ static cucap_status on_memcpy(dm_model *m, const cucap_fb_record *rec, int ok, u
   *key = mix64(mix64(*key, (uint64_t)k), cucap_fb_memcpy_size(c));
   const char *kn = cucap_fb_memcpy_kind_name(k);
   char hb[48];
-  snprintf(what, wn, "%s %s", kn ? kn : "?", sh_bytes(cucap_fb_memcpy_size(c), hb, sizeof hb));
+  snprintf(what, wn, "%s %s", kn ? kn : "?", cucap_bytes_exact(cucap_fb_memcpy_size(c), hb, sizeof hb));
   if (ok && (k == CUCAP_FB_MEMCPYKIND_DTOH || k == CUCAP_FB_MEMCPYKIND_UNIFIED)) {
     uint32_t ord;
     dm_thread *t = thread_for(m, cucap_fb_record_tid(rec), &ord);

@@ -62,10 +62,6 @@ uint64_t sh_alloc_size(const cucap_fb_alloc *a);
 
 cucap_hash128 sh_h(const cucap_fb_hash128 *h);
 
-/* "12582912 B (12.0 MiB)" ("512 B" under 1 KiB) into buf; returns buf. The
- * raw count for exactness, the human size to read it. */
-const char *sh_bytes(uint64_t n, char *buf, size_t size);
-
 /* FNV-1a 64 over bytes, continuing from h (start: SH_FNV_INIT). The
  * checksum of an extracted launch's result and of its emitted C program. */
 #define SH_FNV_INIT 1469598103934665603ull

@@ -134,17 +134,3 @@ uint64_t sh_fnv1a(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-const char *sh_bytes(uint64_t n, char *buf, size_t size) {
-  static const char *const u[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double h = (double)n;
-  int k = -1;
-  while (h >= 1024 && k < 5) {
-    h /= 1024;
-    k++;
-  }
-  if (k < 0)
-    snprintf(buf, size, "%" PRIu64 " B", n);
-  else
-    snprintf(buf, size, "%" PRIu64 " B (%.1f %s)", n, h, u[k]);
-  return buf;
-}

@@ -17,6 +17,7 @@
 #include "cucap_format.h"
 #include "cucap_json.h"
 #include "cucap_reader.h"
+#include "cucap_units.h"
 #include "info_parts.h"
 
 #define BODY_SLOTS 256   /* Body union type is a ubyte */
@@ -104,20 +105,6 @@ static const char *body_name(unsigned t) {
 static const char *memcpy_kind_name(unsigned k) {
   const char *s = cucap_fb_memcpy_kind_name((int)k);
   return s ? s : "?";
-}
-
-static void human_bytes(uint64_t b, char *out, size_t n) {
-  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  int i = 0;
-  while (v >= 1024.0 && i < 4) {
-    v /= 1024.0;
-    i++;
-  }
-  if (i == 0)
-    snprintf(out, n, "%" PRIu64 " B", b);
-  else
-    snprintf(out, n, "%.1f %s", v, u[i]);
 }
 
 /* Keeps a copy of the first Devices record. */
@@ -447,7 +434,7 @@ static void text_machine(const cucap_fb_file_header *h, const info_stats *st) {
       continue;
     const char *name = cucap_fb_device_props_name(d);
     const char *pci = cucap_fb_device_props_pci_bus_id(d);
-    human_bytes(cucap_fb_device_props_total_mem(d), tmp2, sizeof tmp2);
+    cucap_bytes_human(cucap_fb_device_props_total_mem(d), tmp2, sizeof tmp2);
     printf("  [%d] %s, sm_%d%d, %d SMs, %s, pci %s\n",
            (int)cucap_fb_device_props_ordinal(d), name ? name : "?",
            (int)cucap_fb_device_props_cc_major(d),
@@ -516,7 +503,7 @@ static void text_kernels(const info_stats *st) {
 /* Device memory, NVTX ranges, copies, modules, functions, allocations. */
 static void text_resources(const info_stats *st) {
   char tmp2[64];
-  human_bytes(st->mem_high, tmp2, sizeof tmp2);
+  cucap_bytes_human(st->mem_high, tmp2, sizeof tmp2);
   printf("device memory:   high-water mark %" PRIu64 " bytes (%s) of allocations live at once\n",
          st->mem_high, tmp2);
   if (st->nvtx_ranges)
@@ -527,7 +514,7 @@ static void text_resources(const info_stats *st) {
     if (!st->memcpy_count[k])
       continue;
     any = 1;
-    human_bytes(st->memcpy_bytes[k], tmp2, sizeof tmp2);
+    cucap_bytes_human(st->memcpy_bytes[k], tmp2, sizeof tmp2);
     printf("  %-8s %" PRIu64 " copies, %" PRIu64 " bytes (%s)\n",
            memcpy_kind_name(k), st->memcpy_count[k], st->memcpy_bytes[k], tmp2);
   }
@@ -535,7 +522,7 @@ static void text_resources(const info_stats *st) {
     printf("  (none)\n");
   printf("modules loaded:  %" PRIu64 "\n", st->modules_loaded);
   printf("functions:       %" PRIu64 "\n", st->functions);
-  human_bytes(st->alloc_bytes, tmp2, sizeof tmp2);
+  cucap_bytes_human(st->alloc_bytes, tmp2, sizeof tmp2);
   printf("allocations:     %" PRIu64 " (%" PRIu64 " bytes, %s), %" PRIu64
          " frees\n",
          st->allocs, st->alloc_bytes, tmp2, st->frees);
@@ -544,7 +531,7 @@ static void text_resources(const info_stats *st) {
 /* Blobs, chunks, payload, stored bytes by use, file size, duration. */
 static void text_storage(const info_stats *st, const info_totals *t) {
   char tmp2[64];
-  human_bytes(t->blob_bytes, tmp2, sizeof tmp2);
+  cucap_bytes_human(t->blob_bytes, tmp2, sizeof tmp2);
   printf("blobs:           %" PRIu64 " (%" PRIu64 " bytes, %s)\n",
          t->blob_count, t->blob_bytes, tmp2);
   printf("chunks:          %" PRIu64 " (%" PRIu64 " record, %" PRIu64
@@ -557,7 +544,7 @@ static void text_storage(const info_stats *st, const info_totals *t) {
          " compressed (ratio %.2fx)\n",
          t->rec.raw_bytes, t->rec.compressed_bytes, ratio);
   info_store_print_text(&st->store);
-  human_bytes(t->rec.file_size, tmp2, sizeof tmp2);
+  cucap_bytes_human(t->rec.file_size, tmp2, sizeof tmp2);
   printf("file size:       %" PRIu64 " bytes (%s)\n", t->rec.file_size, tmp2);
   printf("duration:        %.6f s%s\n", (double)t->duration_ns / 1e9,
          t->duration_from_index ? "" : " (from last record; no end time)");

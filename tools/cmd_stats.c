@@ -22,6 +22,7 @@
 #include "cucap_profile.h"
 #include "cucap_reader.h"
 #include "cucap_schema.h"
+#include "cucap_units.h"
 
 static const char stats_usage[] =
     "usage: cucap stats CAPTURE [--profile P] [--csv|--json] [--table LIST]\n"
@@ -358,20 +359,6 @@ static void stats_table_print_csv(const stats_table *t, FILE *f) {
   }
 }
 
-static void human_bytes(uint64_t b, char *out, size_t n) {
-  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  int i = 0;
-  while (v >= 1024.0 && i < 4) {
-    v /= 1024.0;
-    i++;
-  }
-  if (i == 0)
-    snprintf(out, n, "%" PRIu64 " B", b);
-  else
-    snprintf(out, n, "%.1f %s", v, u[i]);
-}
-
 #define U64S(buf, v) (snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)(v)), buf)
 #define PCTS(buf, v) (snprintf(buf, sizeof buf, "%.1f", (double)(v)), buf)
 
@@ -502,7 +489,7 @@ static int build_copies(const stats_state *st, stats_table *t) {
     if (!c->count)
       continue;
     char n[32], by[32], hb[32];
-    human_bytes(c->bytes, hb, sizeof hb);
+    cucap_bytes_human(c->bytes, hb, sizeof hb);
     int rc;
     if (gpu) {
       char tm[32], tot[32], avg[32], mn[32], mx[32];
