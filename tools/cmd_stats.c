@@ -781,8 +781,10 @@ int cucap_cmd_stats(int argc, char **argv) {
     }
   }
   if (rc == CUCAP_EXIT_OK) {
-    qsort(st.api, st.napi, sizeof *st.api, cmp_api);
-    qsort(st.kern, st.nkern, sizeof *st.kern, cmp_kernel);
+    if (st.napi) /* qsort's base must not be NULL, even for no element */
+      qsort(st.api, st.napi, sizeof *st.api, cmp_api);
+    if (st.nkern)
+      qsort(st.kern, st.nkern, sizeof *st.kern, cmp_kernel);
     rc = stats_print(&st, path, profile, tables, format);
     /* What was recovered is printed; then the damage is reported. */
     int vrc;
