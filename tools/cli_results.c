@@ -1,5 +1,5 @@
 /* cli_results.c - CUresult names for the CLI's text output (cucap_cli.h):
- * `dump` prints a record's result as "CUDA_ERROR_INVALID_VALUE (1)".
+ * `dump` prints a record's result as "CUDA_ERROR_INVALID_VALUE(1)" (one column).
  * The values are cuda.h's (CUDA 13.0); a code not listed prints as its
  * number, so a newer driver's codes stay readable. */
 #include <stddef.h>
